@@ -1,0 +1,81 @@
+//! Subcommands, one file each.
+
+pub mod demo;
+pub mod diff;
+pub mod doctor;
+pub mod occupancy;
+pub mod parse;
+pub mod report;
+pub mod run;
+pub mod select;
+pub mod wrap;
+
+use clap::{Parser, Subcommand};
+
+/// Exit code for a usage or input error (bad flag value, unreadable file, …).
+pub const EXIT_USAGE: u8 = 2;
+/// Exit code for an internal failure (the runtime could not start, …).
+pub const EXIT_INTERNAL: u8 = 70;
+
+/// Run any command under the right vendor GPU profiler and normalize what it wrote.
+#[derive(Debug, Parser)]
+#[command(name = "polyprof", version, about)]
+pub struct Cli {
+    /// More log output on stderr (-v info, -vv debug, -vvv trace). RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Every profiler backend, whether it can run here, its version, and how to fix it.
+    Doctor(doctor::Args),
+    /// The profiler passes selected for a language and architecture.
+    Select(select::Args),
+    /// Print a profiler's plan for a command without running anything.
+    Wrap(wrap::Args),
+    /// Run a command, optionally under a profiler, supervised.
+    Run(run::Args),
+    /// Parse saved profiler output into normalized records (no GPU needed).
+    Parse(parse::Args),
+    /// Theoretical CUDA occupancy for a launch configuration.
+    Occupancy(occupancy::Args),
+    /// Report or export a run directory.
+    Report(report::Args),
+    /// Compare two runs kernel by kernel; exit 1 on a regression beyond the threshold.
+    Diff(diff::Args),
+    /// Profile a small bundled workload with the best available profiler and report it.
+    Demo(demo::Args),
+}
+
+pub async fn dispatch(command: Command) -> anyhow::Result<u8> {
+    match command {
+        Command::Doctor(args) => doctor::execute(args).await,
+        Command::Select(args) => select::execute(args).await,
+        Command::Wrap(args) => wrap::execute(args).await,
+        Command::Run(args) => run::execute(args).await,
+        Command::Parse(args) => parse::execute(args).await,
+        Command::Occupancy(args) => occupancy::execute(args).await,
+        Command::Report(args) => report::execute(args).await,
+        Command::Diff(args) => diff::execute(args).await,
+        Command::Demo(args) => demo::execute(args).await,
+    }
+}
+
+/// Logs go to stderr so stdout stays machine-readable.
+pub fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}

@@ -1,0 +1,1 @@
+//! Profiler selection (to be written).

@@ -1,0 +1,271 @@
+//! The normalized kernel record every backend produces. Fields are in base units
+//! (ns, bytes, %, FLOPs); anything a backend measured beyond these stays in `metrics`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// A metric value as the profiler reported it, normalized to a base unit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum MetricValue {
+    Number(f64),
+    Text(String),
+}
+
+impl MetricValue {
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            MetricValue::Number(value) => Some(*value),
+            MetricValue::Text(_) => None,
+        }
+    }
+}
+
+/// One metric with its (normalized) unit; `unit` is empty for unitless values.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Metric {
+    pub value: MetricValue,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub unit: String,
+}
+
+/// A profiler's own advice about a kernel (ncu rule results, VTune recommendations, …).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RuleResult {
+    /// The section the rule belongs to (`GPU Speed Of Light Throughput`).
+    pub section: String,
+    pub name: String,
+    /// `OPT`, `WRN`, `INF`, … as the profiler printed it.
+    pub kind: String,
+    pub description: String,
+    /// Estimated speedup in percent, when the profiler gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimated_speedup_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub estimated_speedup_type: String,
+}
+
+/// FLOPs split by precision (add + mul + 2·fma for each).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct FlopCounts {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fp16: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fp32: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fp64: Option<f64>,
+}
+
+impl FlopCounts {
+    /// Sum of the precisions that were measured; `None` when none was.
+    pub fn total(&self) -> Option<f64> {
+        let parts = [self.fp16, self.fp32, self.fp64];
+        if parts.iter().all(Option::is_none) {
+            return None;
+        }
+        Some(parts.iter().flatten().sum())
+    }
+}
+
+/// One kernel launch (or one aggregated kernel, for profilers that only report totals).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct KernelRecord {
+    /// Which profiler produced the record (`ncu`, `unitrace`, …).
+    pub profiler: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_id: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_name: Option<String>,
+    /// The profiler's launch id (ncu `ID`); unique within one run together with `process_id`.
+    pub launch_id: u64,
+    /// Kernel name as printed (demangled, with parameter list).
+    pub name: String,
+    /// Name without return type and parameter list: `matmul_tiled<32>`.
+    pub short_name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// Stream (CUDA), queue (Level Zero / OpenCL) or engine the kernel ran on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grid: Option<[u64; 3]>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block: Option<[u64; 3]>,
+    /// Start time on the profiler's clock, when the profiler records one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_ns: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ns: Option<f64>,
+    /// Number of launches folded into this record (1 for per-launch profilers).
+    #[serde(default = "one")]
+    pub calls: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dram_bytes_read: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dram_bytes_write: Option<f64>,
+    /// Total DRAM traffic; read + write when the profiler reports only those.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dram_bytes: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub achieved_occupancy_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theoretical_occupancy_pct: Option<f64>,
+    /// Compute (SM) speed of light, % of peak.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_throughput_pct: Option<f64>,
+    /// Memory speed of light, % of peak.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_throughput_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registers_per_thread: Option<u32>,
+    /// Static + dynamic shared memory per block, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_mem_per_block: Option<u64>,
+    #[serde(default, skip_serializing_if = "is_default_flops")]
+    pub flops: FlopCounts,
+    /// Everything else the profiler measured, by its own metric name, in base units.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metrics: BTreeMap<String, Metric>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<RuleResult>,
+    /// Where the kernel sits in the job's call path (job / pass / process / kernel), outermost
+    /// first; filled by the pipeline, empty when a parser produced the record.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub call_path: Vec<String>,
+}
+
+fn one() -> u64 {
+    1
+}
+
+fn is_default_flops(flops: &FlopCounts) -> bool {
+    *flops == FlopCounts::default()
+}
+
+impl KernelRecord {
+    /// Total FLOPs, when any precision was counted.
+    pub fn total_flops(&self) -> Option<f64> {
+        self.flops.total()
+    }
+
+    /// DRAM bytes: the total when known, else read + write.
+    pub fn total_dram_bytes(&self) -> Option<f64> {
+        self.dram_bytes
+            .or(match (self.dram_bytes_read, self.dram_bytes_write) {
+                (Some(read), Some(write)) => Some(read + write),
+                _ => None,
+            })
+    }
+
+    /// GFLOP/s over the kernel's GPU time.
+    pub fn gflops_per_s(&self) -> Option<f64> {
+        per_second(self.total_flops()?, self.duration_ns?).map(|v| v / 1e9)
+    }
+
+    /// DRAM GB/s (10^9 bytes) over the kernel's GPU time.
+    pub fn dram_gb_per_s(&self) -> Option<f64> {
+        per_second(self.total_dram_bytes()?, self.duration_ns?).map(|v| v / 1e9)
+    }
+
+    /// FLOPs per DRAM byte.
+    pub fn arithmetic_intensity(&self) -> Option<f64> {
+        let bytes = self.total_dram_bytes()?;
+        (bytes > 0.0).then(|| self.total_flops().map(|flops| flops / bytes))?
+    }
+
+    /// A metric's numeric value by the profiler's own name.
+    pub fn metric(&self, name: &str) -> Option<f64> {
+        self.metrics.get(name).and_then(|m| m.value.as_f64())
+    }
+}
+
+fn per_second(amount: f64, duration_ns: f64) -> Option<f64> {
+    (duration_ns > 0.0).then(|| amount / (duration_ns * 1e-9))
+}
+
+/// `void matmul_tiled<32>(const float *, float *, int)` → `matmul_tiled<32>`. Keeps template
+/// arguments and namespaces; drops the return type and the parameter list.
+pub fn short_kernel_name(name: &str) -> String {
+    let trimmed = name.trim();
+    // The parameter list starts at the first `(` outside template brackets.
+    let mut depth = 0i32;
+    let mut end = trimmed.len();
+    for (index, ch) in trimmed.char_indices() {
+        match ch {
+            '<' => depth += 1,
+            '>' => depth -= 1,
+            '(' if depth <= 0 => {
+                end = index;
+                break;
+            }
+            _ => {}
+        }
+    }
+    let head = trimmed[..end].trim_end();
+    // The return type is separated from the name by the last space outside brackets.
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (index, ch) in head.char_indices() {
+        match ch {
+            '<' | '(' => depth += 1,
+            '>' | ')' => depth -= 1,
+            ' ' if depth <= 0 => start = index + 1,
+            _ => {}
+        }
+    }
+    let short = &head[start..];
+    if short.is_empty() {
+        trimmed.to_string()
+    } else {
+        short.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_names_drop_return_type_and_parameters() {
+        assert_eq!(
+            short_kernel_name("void matmul_tiled<32>(const float *, const float *, float *, int)"),
+            "matmul_tiled<32>"
+        );
+        assert_eq!(
+            short_kernel_name("vector_add(const float *, const float *, float *, int)"),
+            "vector_add"
+        );
+        assert_eq!(
+            short_kernel_name(
+                "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char *, 1>>(int, T2, T3)"
+            ),
+            "at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char *, 1>>"
+        );
+        assert_eq!(
+            short_kernel_name("ampere_sgemm_128x64_nn"),
+            "ampere_sgemm_128x64_nn"
+        );
+    }
+
+    #[test]
+    fn derived_throughputs_use_gpu_time() {
+        let record = KernelRecord {
+            duration_ns: Some(1_000.0),
+            dram_bytes_read: Some(3_000.0),
+            dram_bytes_write: Some(1_000.0),
+            flops: FlopCounts {
+                fp32: Some(8_000.0),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert_eq!(record.total_dram_bytes(), Some(4_000.0));
+        assert!((record.gflops_per_s().unwrap() - 8.0).abs() < 1e-9);
+        assert!((record.dram_gb_per_s().unwrap() - 4.0).abs() < 1e-9);
+        assert_eq!(record.arithmetic_intensity(), Some(2.0));
+        let empty = KernelRecord::default();
+        assert_eq!(empty.gflops_per_s(), None);
+        assert_eq!(empty.arithmetic_intensity(), None);
+    }
+}
