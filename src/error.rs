@@ -61,6 +61,15 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+
+    /// Selection found no profiler for a language on an arch's vendor (e.g. HIP, or `ncu`
+    /// asked for an Intel arch). `reason` says why and what would fit.
+    #[error("no profiler for language `{language}` on arch `{arch}`: {reason}")]
+    NoProfiler {
+        language: String,
+        arch: String,
+        reason: String,
+    },
 }
 
 impl Error {

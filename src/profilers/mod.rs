@@ -11,6 +11,7 @@ pub mod plan;
 pub mod preflight;
 pub mod quote;
 pub mod selection;
+pub mod staging;
 pub mod unitrace;
 pub mod vtune;
 

@@ -1,8 +1,25 @@
 //! Preflight: can a profiler run on this machine, and if not, how to fix that.
+//!
+//! The probes (`which`, a version command with a timeout, sysctl files, render nodes) are thin
+//! readers; every decision is a pure function over what they read, so it is unit tested without
+//! the hardware.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+/// How long a `--version` command may take before the preflight gives up on it.
+pub const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Intel's counter-access sysctl of the `xe` kernel driver.
+pub const XE_PARANOID: &str = "/proc/sys/dev/xe/observation_paranoid";
+/// Intel's counter-access sysctl of the `i915` kernel driver.
+pub const I915_PARANOID: &str = "/proc/sys/dev/i915/perf_stream_paranoid";
+/// Kernel pointer hiding; VTune resolves kernel symbols only when it is 0.
+pub const KPTR_RESTRICT: &str = "/proc/sys/kernel/kptr_restrict";
+/// PCI vendor id of Intel GPUs, as `/sys/class/drm/renderD*/device/vendor` spells it.
+pub const INTEL_PCI_VENDOR: &str = "0x8086";
 
 /// One check of a preflight (binary found, counters readable, …).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -10,20 +27,27 @@ pub struct Check {
     pub name: String,
     pub ok: bool,
     pub detail: String,
+    /// A failed advisory check is reported but does not make the profiler unavailable.
+    #[serde(default)]
+    pub advisory: bool,
 }
 
-/// The answer of a profiler's preflight.
+/// The answer of a profiler's preflight. Every key is always serialized (`null` when unknown)
+/// so the JSON of `polyprof doctor --json` keeps one shape.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Preflight {
     pub profiler: String,
     pub available: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub binary: Option<PathBuf>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub version: Option<String>,
     /// Why it cannot run, with the fix; `None` when available.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub reason: Option<String>,
+    /// Failed advisory checks, with their fixes; they do not block the profiler.
+    #[serde(default)]
+    pub warnings: Vec<String>,
     pub checks: Vec<Check>,
 }
 
@@ -36,29 +60,450 @@ impl Preflight {
             binary: None,
             version: None,
             reason: None,
+            warnings: Vec::new(),
             checks: Vec::new(),
         }
     }
 
+    /// Record a required check; returns `ok` so callers can skip checks that depend on it.
     pub fn check(&mut self, name: &str, ok: bool, detail: impl Into<String>) -> bool {
         self.checks.push(Check {
             name: name.to_string(),
             ok,
             detail: detail.into(),
+            advisory: false,
         });
         ok
     }
 
-    /// Available when every check passed; otherwise the reason joins the failed checks' details.
+    /// Record an advisory check: reported, but it never makes the profiler unavailable.
+    pub fn advise(&mut self, name: &str, ok: bool, detail: impl Into<String>) -> bool {
+        self.checks.push(Check {
+            name: name.to_string(),
+            ok,
+            detail: detail.into(),
+            advisory: true,
+        });
+        ok
+    }
+
+    /// Record the outcome of a pure decision as a required check.
+    pub fn record(&mut self, name: &str, verdict: Verdict) -> bool {
+        self.check(name, verdict.ok, verdict.detail)
+    }
+
+    /// Available when every required check passed; otherwise the reason joins the failed
+    /// required checks' details. Failed advisory checks become `warnings`.
     pub fn finish(mut self) -> Self {
         let failed: Vec<&str> = self
             .checks
             .iter()
-            .filter(|c| !c.ok)
+            .filter(|c| !c.ok && !c.advisory)
             .map(|c| c.detail.as_str())
             .collect();
         self.available = failed.is_empty();
         self.reason = (!failed.is_empty()).then(|| failed.join("; "));
+        self.warnings = self
+            .checks
+            .iter()
+            .filter(|c| !c.ok && c.advisory)
+            .map(|c| c.detail.clone())
+            .collect();
         self
+    }
+}
+
+/// The result of one pure decision: passed or not, and what to say (with the fix when failed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    pub ok: bool,
+    pub detail: String,
+}
+
+impl Verdict {
+    pub fn pass(detail: impl Into<String>) -> Self {
+        Verdict {
+            ok: true,
+            detail: detail.into(),
+        }
+    }
+
+    pub fn fail(detail: impl Into<String>) -> Self {
+        Verdict {
+            ok: false,
+            detail: detail.into(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Probes: read the machine. Each returns plain data for the decisions below.
+
+/// The binary's full path on `PATH`, if any.
+pub fn find_binary(name: &str) -> Option<PathBuf> {
+    which::which(name).ok()
+}
+
+/// Run `program args` and return the first non-empty line of its combined output, within
+/// `timeout`. An error says what went wrong (non-zero exit, timeout, nothing printed).
+pub fn read_version(program: &Path, args: &[&str], timeout: Duration) -> Result<String, String> {
+    let shown = format!("{} {}", program.display(), args.join(" "));
+    let handle = duct::cmd(program, args)
+        .stdin_null()
+        .stderr_to_stdout()
+        .stdout_capture()
+        .unchecked()
+        .start()
+        .map_err(|e| format!("cannot start `{shown}`: {e}"))?;
+    let output = match handle.wait_timeout(timeout) {
+        Ok(Some(output)) => output.clone(),
+        Ok(None) => {
+            // Kill and reap so no probe outlives the preflight.
+            let _ = handle.kill();
+            return Err(format!(
+                "`{shown}` did not answer within {}s",
+                timeout.as_secs()
+            ));
+        }
+        Err(e) => return Err(format!("`{shown}` failed: {e}")),
+    };
+    let text = String::from_utf8_lossy(&output.stdout);
+    let first = first_line(&text);
+    if !output.status.success() {
+        return Err(format!(
+            "`{shown}` exited with {}{}",
+            output.status,
+            first.map(|l| format!(": {l}")).unwrap_or_default()
+        ));
+    }
+    first
+        .map(str::to_string)
+        .ok_or_else(|| format!("`{shown}` printed nothing"))
+}
+
+/// The first non-blank line, trimmed.
+pub fn first_line(text: &str) -> Option<&str> {
+    text.lines().map(str::trim).find(|l| !l.is_empty())
+}
+
+/// The trimmed content of a sysctl-style file, or `None` when it does not exist or is
+/// unreadable.
+pub fn read_sysctl(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// Whether this process runs as root (root may read GPU counters regardless of the sysctls).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Each DRM render node (`/dev/dri/renderD*`) with the PCI vendor id of its device, if
+/// readable. Sorted by node name.
+pub fn render_nodes() -> Vec<RenderNode> {
+    let mut nodes = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/dev/dri") else {
+        return nodes;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("renderD") {
+            continue;
+        }
+        let vendor = read_sysctl(
+            &Path::new("/sys/class/drm")
+                .join(&name)
+                .join("device/vendor"),
+        );
+        nodes.push(RenderNode { name, vendor });
+    }
+    nodes.sort_by(|a, b| a.name.cmp(&b.name));
+    nodes
+}
+
+/// A DRM render node and its PCI vendor id (`0x8086` for Intel).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenderNode {
+    pub name: String,
+    pub vendor: Option<String>,
+}
+
+/// The operating system polyprof was built for (`linux`, `macos`, …).
+pub fn host_os() -> &'static str {
+    std::env::consts::OS
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decisions: pure functions over what the probes read.
+
+/// The binary check: found on `PATH`, or how to get it there.
+pub fn binary_verdict(name: &str, found: Option<&Path>, install_hint: &str) -> Verdict {
+    match found {
+        Some(path) => Verdict::pass(format!("`{name}` found at {}", path.display())),
+        None => Verdict::fail(format!("`{name}` is not on PATH; {install_hint}")),
+    }
+}
+
+/// The version check: a version line was read, or why not.
+pub fn version_verdict(name: &str, version: &Result<String, String>) -> Verdict {
+    match version {
+        Ok(line) => Verdict::pass(line.clone()),
+        Err(why) => Verdict::fail(format!(
+            "cannot read the {name} version: {why}; check the installation"
+        )),
+    }
+}
+
+/// Intel GPU present: some render node belongs to PCI vendor 0x8086.
+pub fn intel_gpu_verdict(nodes: &[RenderNode]) -> Verdict {
+    if nodes.is_empty() {
+        return Verdict::fail(
+            "no GPU render node in /dev/dri (renderD*); install the Intel GPU driver, or in a \
+             container pass the device with `--device /dev/dri`",
+        );
+    }
+    let intel: Vec<&str> = nodes
+        .iter()
+        .filter(|n| {
+            n.vendor
+                .as_deref()
+                .is_some_and(|v| v.eq_ignore_ascii_case(INTEL_PCI_VENDOR))
+        })
+        .map(|n| n.name.as_str())
+        .collect();
+    if !intel.is_empty() {
+        return Verdict::pass(format!("Intel GPU render node: {}", intel.join(", ")));
+    }
+    // Vendor files are unreadable in some containers; a render node then counts as present.
+    if nodes.iter().all(|n| n.vendor.is_none()) {
+        let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+        return Verdict::pass(format!(
+            "render node {} (vendor unknown: /sys/class/drm is not readable)",
+            names.join(", ")
+        ));
+    }
+    let seen: Vec<String> = nodes
+        .iter()
+        .map(|n| format!("{} ({})", n.name, n.vendor.as_deref().unwrap_or("unknown")))
+        .collect();
+    Verdict::fail(format!(
+        "no Intel GPU: the render nodes belong to other vendors ({}); run on a machine with an \
+         Intel GPU",
+        seen.join(", ")
+    ))
+}
+
+/// Intel counter access. `xe` and `i915` are the contents of the two paranoid sysctls (`None`
+/// when the file does not exist, i.e. that driver is not loaded). Every loaded driver must
+/// allow unprivileged observation (0), unless we are root.
+pub fn intel_counters_verdict(xe: Option<&str>, i915: Option<&str>, root: bool) -> Verdict {
+    if root {
+        return Verdict::pass("running as root: Intel GPU counters are readable");
+    }
+    let drivers = [
+        ("xe", XE_PARANOID, "dev.xe.observation_paranoid", xe),
+        ("i915", I915_PARANOID, "dev.i915.perf_stream_paranoid", i915),
+    ];
+    let loaded: Vec<_> = drivers.iter().filter(|d| d.3.is_some()).collect();
+    if loaded.is_empty() {
+        return Verdict::fail(format!(
+            "neither {XE_PARANOID} nor {I915_PARANOID} exists: no Intel GPU kernel driver (xe or \
+             i915) is loaded; install the Intel GPU driver"
+        ));
+    }
+    let blocked: Vec<_> = loaded
+        .iter()
+        .filter(|d| d.3.map(str::trim) != Some("0"))
+        .collect();
+    if blocked.is_empty() {
+        let names: Vec<&str> = loaded.iter().map(|d| d.1).collect();
+        return Verdict::pass(format!("{} = 0", names.join(", ")));
+    }
+    let what: Vec<String> = blocked
+        .iter()
+        .map(|d| format!("{} is {}", d.1, d.3.unwrap_or("?").trim()))
+        .collect();
+    let fix: Vec<String> = blocked
+        .iter()
+        .map(|d| format!("sudo sysctl -w {}=0", d.2))
+        .collect();
+    Verdict::fail(format!(
+        "Intel GPU counters need root: {}; allow them with `{}`",
+        what.join(", "),
+        fix.join(" && ")
+    ))
+}
+
+/// VTune and kernel pointers: with `kptr_restrict` other than 0 VTune cannot resolve kernel
+/// symbols (its GPU analysis still runs, so callers use this as an advisory check).
+pub fn kptr_restrict_verdict(value: Option<&str>, root: bool) -> Verdict {
+    match value.map(str::trim) {
+        Some("0") => Verdict::pass(format!("{KPTR_RESTRICT} = 0")),
+        _ if root => Verdict::pass("running as root: kernel symbols are readable"),
+        Some(other) => Verdict::fail(format!(
+            "{KPTR_RESTRICT} is {other}, so VTune cannot resolve kernel symbols; set it with \
+             `sudo sysctl -w kernel.kptr_restrict=0`"
+        )),
+        None => Verdict::fail(format!(
+            "{KPTR_RESTRICT} is not readable; VTune may not resolve kernel symbols (set \
+             `sudo sysctl -w kernel.kptr_restrict=0` on the host)"
+        )),
+    }
+}
+
+/// Metal needs macOS with the Xcode command line tools.
+pub fn macos_verdict(os: &str) -> Verdict {
+    if os == "macos" {
+        Verdict::pass("macOS")
+    } else {
+        Verdict::fail(format!(
+            "needs macOS with Xcode command line tools (xcrun); this machine runs {os}"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(name: &str, vendor: Option<&str>) -> RenderNode {
+        RenderNode {
+            name: name.to_string(),
+            vendor: vendor.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn finish_separates_required_and_advisory_failures() {
+        let mut p = Preflight::new("vtune");
+        p.check("binary", true, "found");
+        p.advise("kptr", false, "set kptr_restrict");
+        let done = p.clone().finish();
+        assert!(done.available);
+        assert_eq!(done.reason, None);
+        assert_eq!(done.warnings, vec!["set kptr_restrict".to_string()]);
+
+        p.check("counters", false, "sysctl fix");
+        p.check("gpu", false, "no gpu");
+        let done = p.finish();
+        assert!(!done.available);
+        assert_eq!(done.reason.as_deref(), Some("sysctl fix; no gpu"));
+    }
+
+    #[test]
+    fn counters_allowed_when_every_loaded_driver_is_zero() {
+        assert!(intel_counters_verdict(Some("0"), None, false).ok);
+        assert!(intel_counters_verdict(None, Some("0\n"), false).ok);
+        assert!(intel_counters_verdict(Some("0"), Some("0"), false).ok);
+    }
+
+    #[test]
+    fn counters_blocked_names_the_sysctl_and_fix() {
+        let v = intel_counters_verdict(Some("1"), None, false);
+        assert!(!v.ok);
+        assert!(v.detail.contains(XE_PARANOID), "{}", v.detail);
+        assert!(
+            v.detail
+                .contains("sudo sysctl -w dev.xe.observation_paranoid=0"),
+            "{}",
+            v.detail
+        );
+        // One loaded driver still blocking is enough to fail, and only it is named in the fix.
+        let v = intel_counters_verdict(Some("0"), Some("1"), false);
+        assert!(!v.ok);
+        assert!(v.detail.contains("dev.i915.perf_stream_paranoid=0"));
+        assert!(!v.detail.contains("dev.xe.observation_paranoid=0"));
+    }
+
+    #[test]
+    fn counters_without_driver_or_as_root() {
+        let v = intel_counters_verdict(None, None, false);
+        assert!(!v.ok);
+        assert!(
+            v.detail.contains("no Intel GPU kernel driver"),
+            "{}",
+            v.detail
+        );
+        assert!(intel_counters_verdict(Some("2"), Some("1"), true).ok);
+    }
+
+    #[test]
+    fn intel_gpu_by_pci_vendor() {
+        assert!(!intel_gpu_verdict(&[]).ok);
+        assert!(intel_gpu_verdict(&[node("renderD128", Some("0x8086"))]).ok);
+        assert!(
+            intel_gpu_verdict(&[
+                node("renderD128", Some("0x10de")),
+                node("renderD129", Some("0x8086"))
+            ])
+            .ok
+        );
+        let v = intel_gpu_verdict(&[node("renderD128", Some("0x10de"))]);
+        assert!(!v.ok);
+        assert!(v.detail.contains("0x10de"), "{}", v.detail);
+        // Unreadable vendor files: trust the node rather than refuse.
+        assert!(intel_gpu_verdict(&[node("renderD128", None)]).ok);
+    }
+
+    #[test]
+    fn kptr_restrict_decision() {
+        assert!(kptr_restrict_verdict(Some("0\n"), false).ok);
+        assert!(kptr_restrict_verdict(Some("1"), true).ok);
+        let v = kptr_restrict_verdict(Some("1"), false);
+        assert!(!v.ok);
+        assert!(v.detail.contains("sudo sysctl -w kernel.kptr_restrict=0"));
+        assert!(!kptr_restrict_verdict(None, false).ok);
+    }
+
+    #[test]
+    fn macos_decision() {
+        assert!(macos_verdict("macos").ok);
+        let v = macos_verdict("linux");
+        assert!(!v.ok);
+        assert!(
+            v.detail
+                .contains("needs macOS with Xcode command line tools (xcrun)")
+        );
+        assert!(v.detail.contains("linux"));
+    }
+
+    #[test]
+    fn binary_and_version_verdicts() {
+        let v = binary_verdict("vtune", None, "source setvars.sh");
+        assert!(!v.ok && v.detail.contains("source setvars.sh"));
+        assert!(binary_verdict("vtune", Some(Path::new("/opt/vtune")), "").ok);
+        assert!(version_verdict("vtune", &Ok("2025.0".into())).ok);
+        let v = version_verdict("vtune", &Err("timed out".into()));
+        assert!(!v.ok && v.detail.contains("timed out"));
+    }
+
+    #[test]
+    fn read_version_takes_first_line_and_reports_failures() {
+        let sh = find_binary("sh").unwrap();
+        let got = read_version(&sh, &["-c", "echo; echo ' v1.2 '; echo x"], VERSION_TIMEOUT);
+        assert_eq!(got.as_deref(), Ok("v1.2"));
+        let err = read_version(&sh, &["-c", "echo boom >&2; exit 3"], VERSION_TIMEOUT).unwrap_err();
+        assert!(err.contains("boom") && err.contains('3'), "{err}");
+        let err = read_version(&sh, &["-c", "true"], VERSION_TIMEOUT).unwrap_err();
+        assert!(err.contains("printed nothing"), "{err}");
+    }
+
+    #[test]
+    fn read_version_times_out_instead_of_hanging() {
+        let sh = find_binary("sh").unwrap();
+        let err =
+            read_version(&sh, &["-c", "exec sleep 30"], Duration::from_millis(200)).unwrap_err();
+        assert!(err.contains("did not answer"), "{err}");
+    }
+
+    #[test]
+    fn read_sysctl_trims_and_tolerates_missing_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("paranoid");
+        std::fs::write(&file, "1\n").unwrap();
+        assert_eq!(read_sysctl(&file).as_deref(), Some("1"));
+        assert_eq!(read_sysctl(&dir.path().join("missing")), None);
     }
 }

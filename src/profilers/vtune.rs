@@ -1,20 +1,107 @@
-//! Vtune backend (to be written).
+//! Intel VTune GPU hotspots, in two steps: `collect` (started paused; the harness resumes it
+//! around the timed loop), then `report`, which runs even when collect failed so whatever was
+//! collected is salvaged. KernelFoundry chained `collect && report && echo VTUNE_DONE`, which
+//! turned a failing test into a timeout; here each step has its own exit status.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::{Plan, Preflight, Profiler, ProfilerOutput, ProfilerSettings};
+use super::artifacts::{DEFAULT_ARTIFACT_CAP, read_artifact};
+use super::preflight::{self, Preflight};
+use super::staging::{ensure_fresh, path_arg, require_target};
+use super::{
+    CommandSpec, EndMarker, Graces, Plan, Profiler, ProfilerOutput, ProfilerSettings, RawOutput,
+    Step,
+};
 use crate::error::{Error, Result};
+
+/// The result directory inside the output directory.
+pub const RESULT_DIR: &str = "vtune_result";
+/// The report step's stdout, verbatim.
+pub const REPORT_FILE: &str = "vtune_hotspots.tsv";
+
+/// Report columns (VTune matches each by substring). Names with commas would break `-column`,
+/// so memory bandwidth is selected by the comma-free `GPU Memory Bandwidth`.
+pub const REPORT_COLUMNS: &[&str] = &[
+    "Computing Task:Total Time",
+    "Computing Task:Average Time",
+    "Computing Task:Instance Count",
+    "Computing Task:SIMD Width",
+    "XVE Array:Active",
+    "XVE Array:Stalled",
+    "XVE Array:Idle",
+    "XVE Threads Occupancy",
+    "XVE Stall Reasons:Send",
+    "XVE Stall Reasons:Barrier",
+    "XVE Stall Reasons:SBID",
+    "XVE Stall Reasons:Instruction Fetch",
+    "XVE Stall Reasons:Dist or Acc",
+    "XVE Pipelines:ALU0 active",
+    "XVE Pipelines:ALU1 active",
+    "XVE Pipelines:XMX active",
+    "XVE Instructions:ALU0 Instructions",
+    "XVE Instructions:ALU1 Instructions",
+    "XVE Instructions:XMX instructions",
+    "GPU Memory Bandwidth",
+    "GPU L3:Busy",
+    "GPU L3:Stalled",
+    "GPU L3:Miss Ratio",
+    "GPU L3:Average Bandwidth",
+    "TLB Misses",
+];
 
 #[derive(Debug, Clone)]
 pub struct Vtune {
     output_dir: PathBuf,
+    extra_args: Vec<String>,
+    end_marker: Option<EndMarker>,
+    graces: Option<Graces>,
 }
 
 impl Vtune {
-    pub fn new(output_dir: PathBuf, _settings: &ProfilerSettings) -> Self {
-        Vtune { output_dir }
+    pub fn new(output_dir: PathBuf, settings: &ProfilerSettings) -> Self {
+        Vtune {
+            output_dir,
+            extra_args: settings.extra_args.clone(),
+            end_marker: settings.end_marker.clone(),
+            graces: settings.graces,
+        }
+    }
+
+    fn result_dir(&self) -> PathBuf {
+        self.output_dir.join(RESULT_DIR)
+    }
+
+    fn collect_argv(&self, target: &[String]) -> Result<Vec<String>> {
+        let mut argv: Vec<String> = ["vtune", "-collect", "gpu-hotspots", "-start-paused"]
+            .map(String::from)
+            .to_vec();
+        argv.extend(["-result-dir".to_string(), path_arg(&self.result_dir())?]);
+        argv.extend(self.extra_args.iter().cloned());
+        argv.push("--".into());
+        argv.extend(target.iter().cloned());
+        Ok(argv)
+    }
+
+    fn report_argv(&self) -> Result<Vec<String>> {
+        let mut argv: Vec<String> = vec!["vtune".into(), "-report".into(), "hotspots".into()];
+        argv.extend(["-result-dir".to_string(), path_arg(&self.result_dir())?]);
+        argv.extend(
+            ["-group-by", "computing-task", "-column"]
+                .map(String::from)
+                .to_vec(),
+        );
+        argv.push(REPORT_COLUMNS.join(","));
+        // The documented default delimiter differs from what VTune prints; always name it.
+        argv.extend(
+            ["-format", "csv", "-csv-delimiter", "tab"]
+                .map(String::from)
+                .to_vec(),
+        );
+        Ok(argv)
     }
 }
 
@@ -23,16 +110,211 @@ impl Profiler for Vtune {
     fn name(&self) -> &str {
         "vtune"
     }
+
     fn output_dir(&self) -> &Path {
         &self.output_dir
     }
-    fn wrap(&self, _target: &[String]) -> Result<Plan> {
-        Err(Error::invalid("vtune", "not written yet"))
+
+    fn wrap(&self, target: &[String]) -> Result<Plan> {
+        require_target("vtune", target)?;
+        let mut collect_cmd = CommandSpec::new(self.collect_argv(target)?);
+        collect_cmd.env = self.env_vars();
+        let collect = Step::new("collect", collect_cmd, self.end_marker(), self.graces());
+        let mut report = Step::new(
+            "report",
+            CommandSpec::new(self.report_argv()?),
+            EndMarker::None,
+            Graces::default(),
+        );
+        report.stdout_file = Some(self.output_dir.join(REPORT_FILE));
+        report.run_after_failure = true;
+        Ok(Plan {
+            profiler: "vtune".into(),
+            target: target.to_vec(),
+            steps: vec![collect, report],
+        })
     }
+
+    fn env_vars(&self) -> BTreeMap<String, String> {
+        let result_dir = self.result_dir().to_string_lossy().into_owned();
+        let mut env = BTreeMap::new();
+        env.insert("POLYPROF_PROFILER".into(), "vtune".into());
+        env.insert("POLYPROF_VTUNE_RESULT_DIR".into(), result_dir.clone());
+        // The harness runs `$KERNELFOUNDRY_vtune_cmd -command resume -result-dir=<dir>`.
+        env.insert("KERNELFOUNDRY_PROFILER".into(), "vtune".into());
+        env.insert("KERNELFOUNDRY_vtune_cmd".into(), "vtune".into());
+        env.insert("KERNELFOUNDRY_vtune_result_dir".into(), result_dir);
+        env
+    }
+
+    fn end_marker(&self) -> EndMarker {
+        self.end_marker.clone().unwrap_or(EndMarker::Pytest)
+    }
+
+    fn graces(&self) -> Graces {
+        self.graces.unwrap_or(Graces {
+            // VTune finalizes the result after the application exits; that can take minutes.
+            marker_grace: Duration::from_secs(120),
+            kill_grace: Duration::from_secs(30),
+        })
+    }
+
+    /// A leftover result directory would be reported on when this run's collect fails.
+    async fn prepare(&self, host_output_dir: &Path) -> Result<()> {
+        ensure_fresh("vtune", host_output_dir, |n| {
+            n == RESULT_DIR || n == REPORT_FILE
+        })
+        .await
+    }
+
     async fn read_output(&self) -> Result<ProfilerOutput> {
-        Ok(ProfilerOutput::default())
+        let path = self.output_dir.join(REPORT_FILE);
+        if !path.is_file() {
+            return Err(Error::NoData {
+                profiler: "vtune".into(),
+                reason: format!(
+                    "the report step wrote no `{}`; see the collect and report steps' output",
+                    path.display()
+                ),
+            });
+        }
+        let artifact = read_artifact(&self.output_dir, REPORT_FILE, DEFAULT_ARTIFACT_CAP).await?;
+        Ok(ProfilerOutput {
+            raw: RawOutput {
+                artifacts: vec![artifact],
+            },
+            ..Default::default()
+        })
     }
+
     fn preflight(&self) -> Preflight {
-        Preflight::new("vtune").finish()
+        let mut p = Preflight::new("vtune");
+        let binary = preflight::find_binary("vtune");
+        let found = p.record(
+            "binary",
+            preflight::binary_verdict(
+                "vtune",
+                binary.as_deref(),
+                "install Intel VTune Profiler (oneAPI) and `source /opt/intel/oneapi/setvars.sh`",
+            ),
+        );
+        if let (true, Some(path)) = (found, &binary) {
+            let version = preflight::read_version(path, &["--version"], preflight::VERSION_TIMEOUT);
+            p.version = version.as_ref().ok().cloned();
+            p.record("version", preflight::version_verdict("vtune", &version));
+        }
+        p.binary = binary;
+        p.record(
+            "gpu",
+            preflight::intel_gpu_verdict(&preflight::render_nodes()),
+        );
+        let root = preflight::is_root();
+        let xe = preflight::read_sysctl(Path::new(preflight::XE_PARANOID));
+        let i915 = preflight::read_sysctl(Path::new(preflight::I915_PARANOID));
+        p.record(
+            "counters",
+            preflight::intel_counters_verdict(xe.as_deref(), i915.as_deref(), root),
+        );
+        // GPU hotspots still runs without kernel symbols, so this only warns.
+        let kptr = preflight::kptr_restrict_verdict(
+            preflight::read_sysctl(Path::new(preflight::KPTR_RESTRICT)).as_deref(),
+            root,
+        );
+        p.advise("kptr_restrict", kptr.ok, kptr.detail);
+        p.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_steps_collect_then_report_after_failure() {
+        let v = Vtune::new(PathBuf::from("/out"), &ProfilerSettings::default());
+        let target: Vec<String> = vec!["pytest".into(), "-k".into(), "x y".into()];
+        let plan = v.wrap(&target).unwrap();
+        assert_eq!(plan.steps.len(), 2);
+        let (collect, report) = (&plan.steps[0], &plan.steps[1]);
+        assert_eq!(collect.name, "collect");
+        let expected: Vec<String> = [
+            "vtune",
+            "-collect",
+            "gpu-hotspots",
+            "-start-paused",
+            "-result-dir",
+            "/out/vtune_result",
+            "--",
+            "pytest",
+            "-k",
+            "x y",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(collect.command.argv, expected);
+        assert_eq!(collect.end_marker, EndMarker::Pytest);
+        assert!(!collect.run_after_failure);
+        assert_eq!(
+            collect.command.env["KERNELFOUNDRY_vtune_result_dir"],
+            "/out/vtune_result"
+        );
+
+        assert_eq!(report.name, "report");
+        assert_eq!(
+            &report.command.argv[..5],
+            &[
+                "vtune".to_string(),
+                "-report".into(),
+                "hotspots".into(),
+                "-result-dir".into(),
+                "/out/vtune_result".into()
+            ]
+        );
+        let cols = &report.command.argv[8];
+        assert_eq!(cols.split(',').count(), 25);
+        assert!(report.command.argv.ends_with(&[
+            "-format".to_string(),
+            "csv".into(),
+            "-csv-delimiter".into(),
+            "tab".into()
+        ]));
+        assert_eq!(
+            report.stdout_file.as_deref(),
+            Some(Path::new("/out/vtune_hotspots.tsv"))
+        );
+        assert!(report.run_after_failure);
+        assert_eq!(report.end_marker, EndMarker::None);
+    }
+
+    #[tokio::test]
+    async fn prepare_refuses_leftover_result_and_read_output_needs_report() {
+        let dir = tempfile::tempdir().unwrap();
+        let v = Vtune::new(dir.path().to_path_buf(), &ProfilerSettings::default());
+        v.prepare(dir.path()).await.unwrap();
+        let err = v.read_output().await.unwrap_err().to_string();
+        assert!(err.contains("vtune_hotspots.tsv"), "{err}");
+
+        std::fs::write(dir.path().join(REPORT_FILE), "Computing Task\tTotal\n").unwrap();
+        let out = v.read_output().await.unwrap();
+        assert_eq!(out.raw.artifacts[0].name, REPORT_FILE);
+
+        std::fs::create_dir(dir.path().join(RESULT_DIR)).unwrap();
+        let err = v.prepare(dir.path()).await.unwrap_err().to_string();
+        assert!(err.contains("vtune_result"), "{err}");
+    }
+
+    #[test]
+    fn preflight_without_vtune_names_the_fix() {
+        if preflight::find_binary("vtune").is_some() {
+            return;
+        }
+        let p = Vtune::new(PathBuf::from("/o"), &ProfilerSettings::default()).preflight();
+        assert!(!p.available);
+        assert!(p.reason.unwrap().contains("setvars.sh"));
+        assert!(
+            p.checks
+                .iter()
+                .any(|c| c.name == "kptr_restrict" && c.advisory)
+        );
     }
 }
