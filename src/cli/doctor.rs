@@ -1,9 +1,148 @@
-//! `polyprof doctor` (to be written).
+//! `polyprof doctor`: every profiler backend, whether it can run here, its version, and how to
+//! fix what is missing. Always exits 0: a machine without profilers is a valid answer.
+
+use std::path::Path;
+
+use comfy_table::{ContentArrangement, Table};
+use serde::Serialize;
+
+use polyprof::profilers::{self, PROFILER_NAMES, Preflight};
+
+/// Version of the `doctor --json` document; bumped on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
 
 /// Arguments of `polyprof doctor`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Print one JSON document on stdout (schema in docs/selection.md).
+    #[arg(long)]
+    pub json: bool,
+}
 
-pub async fn execute(_args: Args) -> anyhow::Result<u8> {
-    anyhow::bail!("`polyprof doctor` is not written yet")
+#[derive(Debug, Serialize)]
+struct Host {
+    os: &'static str,
+    arch: &'static str,
+    root: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    schema_version: u32,
+    host: Host,
+    /// Names of the profilers that can run here, in display order.
+    available: Vec<String>,
+    profilers: Vec<Preflight>,
+}
+
+/// Run one backend's preflight. A backend that checks nothing cannot claim to be available.
+fn preflight_of(name: &str) -> Preflight {
+    let profiler = match profilers::create(name, Path::new("."), &Default::default()) {
+        Ok(profiler) => profiler,
+        Err(error) => {
+            let mut p = Preflight::new(name);
+            p.check(
+                "create",
+                false,
+                format!("cannot build the backend: {error}"),
+            );
+            return p.finish();
+        }
+    };
+    let mut p = profiler.preflight();
+    if p.checks.is_empty() {
+        p.check(
+            "preflight",
+            false,
+            format!("the {name} backend has no preflight yet, so polyprof cannot tell whether it runs here"),
+        );
+        p = p.finish();
+    }
+    p
+}
+
+/// All backends' preflights, probed concurrently (each may wait on a version command).
+pub async fn preflights() -> Vec<Preflight> {
+    let tasks: Vec<_> = PROFILER_NAMES
+        .iter()
+        .map(|name| {
+            let name = name.to_string();
+            tokio::task::spawn_blocking(move || preflight_of(&name))
+        })
+        .collect();
+    let mut out = Vec::with_capacity(tasks.len());
+    for (task, name) in tasks.into_iter().zip(PROFILER_NAMES) {
+        out.push(task.await.unwrap_or_else(|error| {
+            let mut p = Preflight::new(name);
+            p.check(
+                "preflight",
+                false,
+                format!("the preflight crashed: {error}"),
+            );
+            p.finish()
+        }));
+    }
+    out
+}
+
+fn render_table(list: &[Preflight]) -> String {
+    let mut table = Table::new();
+    table
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_header(["profiler", "available", "version", "details"]);
+    if table.width().is_none() {
+        // Not a terminal: wrap at a readable width instead of one very long line per row.
+        table.set_width(110);
+    }
+    for p in list {
+        let mut details = match &p.reason {
+            Some(reason) => reason.clone(),
+            None => "ready".to_string(),
+        };
+        for warning in &p.warnings {
+            details.push_str(&format!("\nwarning: {warning}"));
+        }
+        table.add_row([
+            p.profiler.clone(),
+            if p.available { "yes" } else { "no" }.to_string(),
+            p.version.clone().unwrap_or_else(|| "-".into()),
+            details,
+        ]);
+    }
+    table.to_string()
+}
+
+pub async fn execute(args: Args) -> anyhow::Result<u8> {
+    let list = preflights().await;
+    let available: Vec<String> = list
+        .iter()
+        .filter(|p| p.available)
+        .map(|p| p.profiler.clone())
+        .collect();
+    if args.json {
+        let report = Report {
+            schema_version: SCHEMA_VERSION,
+            host: Host {
+                os: std::env::consts::OS,
+                arch: std::env::consts::ARCH,
+                root: profilers::preflight::is_root(),
+            },
+            available,
+            profilers: list,
+        };
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!("{}", render_table(&list));
+        println!(
+            "{} of {} profilers can run here{}",
+            available.len(),
+            list.len(),
+            if available.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", available.join(", "))
+            }
+        );
+    }
+    Ok(0)
 }

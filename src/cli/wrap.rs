@@ -1,9 +1,56 @@
-//! `polyprof wrap` (to be written).
+//! `polyprof wrap`: print a profiler's plan for a command (JSON, or one POSIX shell string with
+//! `--shell`) without running anything.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+
+use polyprof::profilers::{self, ProfilerSettings, quote};
 
 /// Arguments of `polyprof wrap`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Backend: ncu, unitrace, ocl-unitrace, vtune, metal, or none.
+    #[arg(long)]
+    pub profiler: String,
+    /// Where the profiler writes, as the profiled process sees it (made absolute).
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: PathBuf,
+    /// Print one POSIX shell string instead of the plan's JSON.
+    #[arg(long)]
+    pub shell: bool,
+    /// Metric group (unitrace and ocl-unitrace only; default ComputeBasic).
+    #[arg(long, value_name = "GROUP")]
+    pub group: Option<String>,
+    /// The command to profile, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
 
-pub async fn execute(_args: Args) -> anyhow::Result<u8> {
-    anyhow::bail!("`polyprof wrap` is not written yet")
+pub async fn execute(args: Args) -> anyhow::Result<u8> {
+    let name = args.profiler.trim().to_ascii_lowercase();
+    if args.group.is_some() && !matches!(name.as_str(), "unitrace" | "ocl-unitrace") {
+        anyhow::bail!(
+            "--group applies to unitrace and ocl-unitrace only, not `{}`",
+            args.profiler
+        );
+    }
+    let output_dir = std::path::absolute(&args.output_dir).with_context(|| {
+        format!(
+            "cannot make `{}` an absolute path",
+            args.output_dir.display()
+        )
+    })?;
+    let settings = ProfilerSettings {
+        metric_group: args.group,
+        ..Default::default()
+    };
+    let profiler = profilers::create(&name, &output_dir, &settings)?;
+    let plan = profiler.wrap(&args.command)?;
+    if args.shell {
+        println!("{}", quote::plan_to_shell(&plan)?);
+    } else {
+        println!("{}", serde_json::to_string_pretty(&plan)?);
+    }
+    Ok(0)
 }

@@ -327,10 +327,10 @@ mod tests {
 
         // Never valid: stops after max_attempts with a failing status.
         std::fs::remove_file(dir.path().join("count")).unwrap();
-        if let Some(r) = s.retry.as_mut() {
-            if let Validator::FileMinLines { min_lines, .. } = &mut r.validator {
-                *min_lines = 100;
-            }
+        if let Some(r) = s.retry.as_mut()
+            && let Validator::FileMinLines { min_lines, .. } = &mut r.validator
+        {
+            *min_lines = 100;
         }
         let text = plan_to_shell(&plan(vec![s])).unwrap();
         assert!(!sh(&text).status.success());

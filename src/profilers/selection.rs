@@ -453,7 +453,7 @@ impl Selection {
         }
         let mut text = format!("{lang_name} has no profiler for {vendor} GPUs");
         if let Some(note) = self.vendor_notes.get(&vendor) {
-            text.push_str(&format!(" ({note})"));
+            text.push_str(&format!(": {note}"));
         }
         let offered: Vec<String> = Vendor::ALL
             .iter()
