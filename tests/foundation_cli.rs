@@ -437,3 +437,19 @@ fn wrap_usage_errors() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn a_reader_that_stops_early_is_not_a_crash() {
+    // The read end is closed before polyprof writes, so its write meets EPIPE.
+    let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("polyprof"))
+        .args(["select", "--print-config"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}

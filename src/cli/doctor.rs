@@ -130,10 +130,10 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             available,
             profilers: list,
         };
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        super::output::println(&serde_json::to_string_pretty(&report)?)?;
     } else {
-        println!("{}", render_table(&list));
-        println!(
+        super::output::println(&render_table(&list))?;
+        super::output::println(&format!(
             "{} of {} profilers can run here{}",
             available.len(),
             list.len(),
@@ -142,7 +142,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             } else {
                 format!(": {}", available.join(", "))
             }
-        );
+        ))?;
     }
     Ok(0)
 }

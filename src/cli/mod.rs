@@ -4,6 +4,7 @@ pub mod demo;
 pub mod diff;
 pub mod doctor;
 pub mod occupancy;
+pub mod output;
 pub mod parse;
 pub mod report;
 pub mod run;

@@ -97,7 +97,7 @@ fn render_text(selected: &Selected) -> String {
 
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
     if args.print_config {
-        print!("{EMBEDDED_CONFIG}");
+        super::output::print(EMBEDDED_CONFIG)?;
         return Ok(0);
     }
     let (Some(language), Some(arch)) = (&args.language, &args.arch) else {
@@ -106,12 +106,12 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let table = Selection::load(args.config.as_deref())?;
     let selected = table.select(language, arch, args.profiler.as_deref())?;
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&to_json(&selected, table.origin()))?
-        );
+        super::output::println(&serde_json::to_string_pretty(&to_json(
+            &selected,
+            table.origin(),
+        ))?)?;
     } else {
-        print!("{}", render_text(&selected));
+        super::output::print(&render_text(&selected))?;
     }
     Ok(0)
 }

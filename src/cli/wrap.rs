@@ -48,9 +48,9 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let profiler = profilers::create(&name, &output_dir, &settings)?;
     let plan = profiler.wrap(&args.command)?;
     if args.shell {
-        println!("{}", quote::plan_to_shell(&plan)?);
+        super::output::println(&quote::plan_to_shell(&plan)?)?;
     } else {
-        println!("{}", serde_json::to_string_pretty(&plan)?);
+        super::output::println(&serde_json::to_string_pretty(&plan)?)?;
     }
     Ok(0)
 }

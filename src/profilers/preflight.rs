@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::Error;
+
 /// How long a `--version` command may take before the preflight gives up on it.
 pub const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -110,6 +112,23 @@ impl Preflight {
             .map(|c| c.detail.clone())
             .collect();
         self
+    }
+}
+
+impl Preflight {
+    /// `Ok` when available, else the typed [`Error::ProfilerUnavailable`] callers get when they
+    /// try to use the profiler anyway.
+    pub fn ensure_available(&self) -> Result<(), Error> {
+        if self.available {
+            return Ok(());
+        }
+        Err(Error::ProfilerUnavailable {
+            profiler: self.profiler.clone(),
+            reason: self
+                .reason
+                .clone()
+                .unwrap_or_else(|| "its preflight failed".to_string()),
+        })
     }
 }
 
@@ -390,6 +409,21 @@ mod tests {
         let done = p.finish();
         assert!(!done.available);
         assert_eq!(done.reason.as_deref(), Some("sysctl fix; no gpu"));
+    }
+
+    #[test]
+    fn ensure_available_gives_the_typed_error() {
+        let mut p = Preflight::new("vtune");
+        p.check("binary", false, "`vtune` is not on PATH");
+        let err = p.finish().ensure_available().unwrap_err();
+        assert!(matches!(err, Error::ProfilerUnavailable { .. }));
+        assert_eq!(
+            err.to_string(),
+            "profiler `vtune` is unavailable: `vtune` is not on PATH"
+        );
+        let mut ok = Preflight::new("vtune");
+        ok.check("binary", true, "found");
+        assert!(ok.finish().ensure_available().is_ok());
     }
 
     #[test]
