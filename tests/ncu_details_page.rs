@@ -20,11 +20,21 @@ fn h200_details_page_fields_and_rules() {
     assert_eq!(va.shared_mem_per_block, Some(0));
     assert_eq!(va.grid, Some([65536, 1, 1]));
     let freq = &va.metrics["GPU Speed Of Light Throughput: DRAM Frequency"];
-    assert_eq!((freq.value.as_f64(), freq.unit.as_str()), (Some(3_196_392_967.19), "hz"));
+    assert_eq!(
+        (freq.value.as_f64(), freq.unit.as_str()),
+        (Some(3_196_392_967.19), "hz")
+    );
     let policy = &va.metrics["Launch Statistics: Cluster Scheduling Policy"];
     assert_eq!(policy.value, MetricValue::Text("PolicySpread".into()));
-    let rules: Vec<(&str, &str)> = va.rules.iter().map(|r| (r.name.as_str(), r.kind.as_str())).collect();
-    assert_eq!(rules, [("SOLBottleneck", "OPT"), ("AchievedOccupancy", "OPT")]);
+    let rules: Vec<(&str, &str)> = va
+        .rules
+        .iter()
+        .map(|r| (r.name.as_str(), r.kind.as_str()))
+        .collect();
+    assert_eq!(
+        rules,
+        [("SOLBottleneck", "OPT"), ("AchievedOccupancy", "OPT")]
+    );
     let achieved = &va.rules[1];
     assert_eq!(achieved.section, "Occupancy");
     assert_eq!(achieved.estimated_speedup_pct, Some(25.61));
@@ -43,8 +53,10 @@ fn base_units_flag_changes_nothing_on_a_live_run() {
     let base = parse_fixture("ncu-h200/details_page_base_units.stdout");
     assert_eq!(auto.kernels.len(), base.kernels.len());
     for (a, b) in auto.kernels.iter().zip(&base.kernels) {
-        let units_a: Vec<(&String, &String)> = a.metrics.iter().map(|(k, m)| (k, &m.unit)).collect();
-        let units_b: Vec<(&String, &String)> = b.metrics.iter().map(|(k, m)| (k, &m.unit)).collect();
+        let units_a: Vec<(&String, &String)> =
+            a.metrics.iter().map(|(k, m)| (k, &m.unit)).collect();
+        let units_b: Vec<(&String, &String)> =
+            b.metrics.iter().map(|(k, m)| (k, &m.unit)).collect();
         assert_eq!(units_a, units_b, "{}", a.short_name);
     }
     assert_eq!(kernel(&base, "vector_add").process_id, Some(1502));
@@ -57,12 +69,23 @@ fn detailed_set_log_as_the_python_pipeline_runs_it() {
     let va = kernel(&parsed, "vector_add");
     assert_eq!(va.duration_ns, Some(58_496.0));
     let mwa = &va.metrics["Memory Workload Analysis: Memory Throughput"];
-    assert_eq!((mwa.value.as_f64(), mwa.unit.as_str()), (Some(3_241_347_921_225.38), "byte/s"));
+    assert_eq!(
+        (mwa.value.as_f64(), mwa.unit.as_str()),
+        (Some(3_241_347_921_225.38), "byte/s")
+    );
     // The SOL section's `Memory Throughput` (%) fills the field, not the MWA one (byte/s).
     assert!(close(va.memory_throughput_pct, 67.39));
-    let pipes = va.rules.iter().find(|r| r.name == "HighPipeUtilization").unwrap();
+    let pipes = va
+        .rules
+        .iter()
+        .find(|r| r.name == "HighPipeUtilization")
+        .unwrap();
     assert_eq!(pipes.estimated_speedup_pct, Some(93.13));
-    let compression = va.rules.iter().find(|r| r.name == "MemoryL2Compression").unwrap();
+    let compression = va
+        .rules
+        .iter()
+        .find(|r| r.name == "MemoryL2Compression")
+        .unwrap();
     assert_eq!(compression.estimated_speedup_type, "global");
     let total_rules: usize = parsed.kernels.iter().map(|k| k.rules.len()).sum();
     assert_eq!(total_rules, 22);
@@ -77,20 +100,39 @@ fn cc120_exports_with_auto_scaled_units() {
     assert_eq!(k.process_name.as_deref(), Some("python3.12"));
     assert_eq!(k.block, Some([32, 4, 1]));
     assert_eq!(k.grid, Some([224, 1, 1]));
-    assert!(k.short_name.ends_with("cublasGemvTensorStridedBatched<__nv_bfloat16>, float>>"));
+    assert!(
+        k.short_name
+            .ends_with("cublasGemvTensorStridedBatched<__nv_bfloat16>, float>>")
+    );
     // `6.75 us` → ns, `2.33 Mbyte` → bytes, `13.72 Ghz` → hz, `345.14 Gbyte/s` → byte/s.
     assert!(close(k.duration_ns, 6_750.0));
     assert!(close(k.dram_bytes_read, 2_330_000.0));
     assert_eq!(k.dram_bytes_write, Some(0.0));
-    assert!(close(k.metric("GPU Speed Of Light Throughput: DRAM Frequency"), 13.72e9));
-    assert!(close(k.metric("Memory Workload Analysis: Memory Throughput"), 345.14e9));
-    assert_eq!(k.metrics["Memory Workload Analysis: Memory Throughput"].unit, "byte/s");
+    assert!(close(
+        k.metric("GPU Speed Of Light Throughput: DRAM Frequency"),
+        13.72e9
+    ));
+    assert!(close(
+        k.metric("Memory Workload Analysis: Memory Throughput"),
+        345.14e9
+    ));
+    assert_eq!(
+        k.metrics["Memory Workload Analysis: Memory Throughput"].unit,
+        "byte/s"
+    );
     assert!(close(k.theoretical_occupancy_pct, 16.67));
     assert!(close(k.achieved_occupancy_pct, 11.32));
     assert!(close(k.metric("Occupancy: Block Limit Registers"), 2.0));
-    assert_eq!(k.metrics["flop_count_hp.sum"].value, MetricValue::Text("n/a".into()));
+    assert_eq!(
+        k.metrics["flop_count_hp.sum"].value,
+        MetricValue::Text("n/a".into())
+    );
     assert_eq!(k.rules.len(), 4);
-    let theoretical = k.rules.iter().find(|r| r.name == "TheoreticalOccupancy").unwrap();
+    let theoretical = k
+        .rules
+        .iter()
+        .find(|r| r.name == "TheoreticalOccupancy")
+        .unwrap();
     assert_eq!(
         (theoretical.kind.as_str(), theoretical.estimated_speedup_pct),
         ("OPT", Some(80.34))
@@ -116,7 +158,10 @@ fn cc120_requested_but_uncollectable_metric_is_a_warning() {
         ],
     );
     let k = &parsed.kernels[0];
-    assert_eq!(k.metric("sm__ops_path_tensor_src_bf16_dst_fp32.sum"), Some(10_192_158_720.0));
+    assert_eq!(
+        k.metric("sm__ops_path_tensor_src_bf16_dst_fp32.sum"),
+        Some(10_192_158_720.0)
+    );
     let warnings: Vec<_> = parsed
         .diagnostics
         .iter()
@@ -124,7 +169,11 @@ fn cc120_requested_but_uncollectable_metric_is_a_warning() {
         .collect();
     assert_eq!(warnings.len(), 1);
     assert_eq!(warnings[0].severity, Severity::Warning);
-    assert!(warnings[0].message.contains("sm__ops_path_tensor_src_bf16_dst_bf16.sum"));
+    assert!(
+        warnings[0]
+            .message
+            .contains("sm__ops_path_tensor_src_bf16_dst_bf16.sum")
+    );
 }
 
 #[test]
@@ -142,7 +191,11 @@ fn every_cc120_section_export_parses() {
             let parsed = parse_fixture(&format!("ncu-cc120/{kernel_dir}/{file}"));
             assert_eq!(parsed.kernels.len(), 1, "{kernel_dir}/{file}");
             let k = &parsed.kernels[0];
-            assert!(k.metrics.len() >= min_metrics, "{kernel_dir}/{file}: {}", k.metrics.len());
+            assert!(
+                k.metrics.len() >= min_metrics,
+                "{kernel_dir}/{file}: {}",
+                k.metrics.len()
+            );
             assert!(parsed.diagnostics.is_empty(), "{kernel_dir}/{file}");
             rules += k.rules.len();
         }

@@ -12,8 +12,16 @@ fn no_kernels_profiled_is_a_warning_the_caller_sees() {
     let parsed = parse_fixture("ncu-h200/no_kernels.stdout");
     assert!(parsed.kernels.is_empty());
     let d = &parsed.diagnostics[0];
-    assert_eq!((d.kind.as_str(), d.severity), ("no_kernels_profiled", Severity::Warning));
-    assert!(d.hint.as_deref().unwrap().contains("--target-processes all"));
+    assert_eq!(
+        (d.kind.as_str(), d.severity),
+        ("no_kernels_profiled", Severity::Warning)
+    );
+    assert!(
+        d.hint
+            .as_deref()
+            .unwrap()
+            .contains("--target-processes all")
+    );
     // The program's own line is in the fixture too, and its source prints exactly that.
     let source = String::from_utf8(read("ncu-h200/nokernel.cu")).unwrap();
     assert!(source.contains("no kernels here"));
@@ -31,7 +39,10 @@ fn missing_binary() {
 fn application_error_code() {
     let parsed = parse_fixture("ncu-h200/app_exit_3.stdout");
     assert_eq!(kinds(&parsed), ["application_error"]);
-    assert_eq!(application_exit_code(&parsed.diagnostics[0].message), Some(3));
+    assert_eq!(
+        application_exit_code(&parsed.diagnostics[0].message),
+        Some(3)
+    );
 }
 
 #[test]
@@ -39,7 +50,10 @@ fn bad_section_two_lines_one_error() {
     let parsed = parse_fixture("ncu-cc120/error_bad_section.csv");
     assert_eq!(kinds(&parsed), ["bad_section"]);
     let d = &parsed.diagnostics[0];
-    assert!(d.message.contains("'--section .*SpeedOfLight.*' did not match any section"));
+    assert!(
+        d.message
+            .contains("'--section .*SpeedOfLight.*' did not match any section")
+    );
     assert!(d.message.contains("Use --list-sections"));
     assert!(d.hint.as_deref().unwrap().contains("regex:"));
 }
@@ -61,8 +75,14 @@ fn texts_without_a_fixture_are_classified() {
             "driver_resource_busy",
         ),
         ("==ERROR== Failed to find metric foo__bar", "unknown_metric"),
-        ("==ERROR== Cannot lock GPU clock frequencies on MIG! Use --clock-control none", "clock_control_failed"),
-        ("==WARNING== Unable to access the following 6 metrics: ctc__rx_bytes_data_user.sum", "metrics_unavailable"),
+        (
+            "==ERROR== Cannot lock GPU clock frequencies on MIG! Use --clock-control none",
+            "clock_control_failed",
+        ),
+        (
+            "==WARNING== Unable to access the following 6 metrics: ctc__rx_bytes_data_user.sum",
+            "metrics_unavailable",
+        ),
         ("==ERROR== Something nobody has seen", "ncu_error"),
     ];
     for (line, kind) in cases {
@@ -72,7 +92,10 @@ fn texts_without_a_fixture_are_classified() {
     }
     let perm = polyprof::profilers::ncu::parse(cases[0].0.as_bytes(), &Default::default());
     let hint = perm.diagnostics[0].hint.clone().unwrap();
-    assert!(hint.contains("NVreg_RestrictProfilingToAdminUsers=0") && hint.contains("--cap-add SYS_ADMIN"));
+    assert!(
+        hint.contains("NVreg_RestrictProfilingToAdminUsers=0")
+            && hint.contains("--cap-add SYS_ADMIN")
+    );
 }
 
 #[test]

@@ -18,7 +18,9 @@ fn settings(options: NcuOptions) -> ProfilerSettings {
 }
 
 fn target() -> Vec<String> {
-    ["python3", "-m", "pytest", "-q", "test ops.py"].map(String::from).to_vec()
+    ["python3", "-m", "pytest", "-q", "test ops.py"]
+        .map(String::from)
+        .to_vec()
 }
 
 #[test]
@@ -32,7 +34,16 @@ fn minimal_plan_is_one_step_with_base_units_and_c_locale() {
     let argv = &step.command.argv;
     assert_eq!(
         argv[..8],
-        ["ncu", "--log-file", "/tmp/out/ncu.log", "--csv", "--page", "raw", "--print-units", "base"]
+        [
+            "ncu",
+            "--log-file",
+            "/tmp/out/ncu.log",
+            "--csv",
+            "--page",
+            "raw",
+            "--print-units",
+            "base"
+        ]
     );
     let metrics = &argv[argv.iter().position(|a| a == "--metrics").unwrap() + 1];
     assert!(metrics.contains("gpu__time_duration.sum") && metrics.contains("dram__bytes_read.sum"));
@@ -41,7 +52,10 @@ fn minimal_plan_is_one_step_with_base_units_and_c_locale() {
     let dash = argv.iter().position(|a| a == "--").unwrap();
     assert_eq!(argv[dash + 1..], target()[..]);
     assert!(!argv.iter().any(|a| a == "sudo"));
-    assert_eq!(step.command.env.get("LC_ALL").map(String::as_str), Some("C"));
+    assert_eq!(
+        step.command.env.get("LC_ALL").map(String::as_str),
+        Some("C")
+    );
     assert_eq!(step.end_marker, EndMarker::Pytest);
     assert!(step.graces.marker_grace >= Duration::from_secs(20));
     assert!(step.graces.kill_grace >= Duration::from_secs(5));
@@ -63,7 +77,10 @@ fn every_option_reaches_the_command_line() {
     let mut settings = settings(options);
     settings.extra_args = vec!["--null-stdin".into()];
     let profiler = create("ncu", Path::new("/o"), &settings).unwrap();
-    let argv = profiler.wrap(&["./app".into()]).unwrap().steps[0].command.argv.clone();
+    let argv = profiler.wrap(&["./app".into()]).unwrap().steps[0]
+        .command
+        .argv
+        .clone();
     let joined = argv.join(" ");
     for part in [
         "--metrics gpu__time_duration.sum",
@@ -88,15 +105,30 @@ fn sets_write_a_report_and_export_details_raw_and_session() {
     let profiler = create("ncu", Path::new("/o"), &settings(options)).unwrap();
     let plan = profiler.wrap(&["./app".into()]).unwrap();
     let names: Vec<&str> = plan.steps.iter().map(|s| s.name.as_str()).collect();
-    assert_eq!(names, ["profile", "export-raw", "export-details", "export-session"]);
+    assert_eq!(
+        names,
+        ["profile", "export-raw", "export-details", "export-session"]
+    );
     let profile = plan.steps[0].command.argv.join(" ");
     assert!(profile.contains("--set detailed") && profile.contains("-o /o/report -f -- ./app"));
     let details = &plan.steps[2];
     assert_eq!(
         details.command.argv,
-        ["ncu", "--import", "/o/report.ncu-rep", "--csv", "--page", "details", "--print-units", "base"]
+        [
+            "ncu",
+            "--import",
+            "/o/report.ncu-rep",
+            "--csv",
+            "--page",
+            "details",
+            "--print-units",
+            "base"
+        ]
     );
-    assert_eq!(details.stdout_file.as_deref(), Some(Path::new("/o/details.csv")));
+    assert_eq!(
+        details.stdout_file.as_deref(),
+        Some(Path::new("/o/details.csv"))
+    );
     assert!(details.run_after_failure);
     assert_eq!(details.end_marker, EndMarker::None);
 }
@@ -121,8 +153,16 @@ fn bad_options_fail_before_anything_runs() {
 #[tokio::test]
 async fn read_output_parses_the_log_and_exports() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(fixture("ncu-h200/pytest_log_file.csv"), dir.path().join("ncu.log")).unwrap();
-    std::fs::copy(fixture("ncu-h200/import_session_page.stdout"), dir.path().join("session.csv")).unwrap();
+    std::fs::copy(
+        fixture("ncu-h200/pytest_log_file.csv"),
+        dir.path().join("ncu.log"),
+    )
+    .unwrap();
+    std::fs::copy(
+        fixture("ncu-h200/import_session_page.stdout"),
+        dir.path().join("session.csv"),
+    )
+    .unwrap();
     let options = NcuOptions {
         preset: Preset::Metrics(vec!["gpu__time_duration.sum".into()]),
         ..Default::default()
@@ -142,9 +182,15 @@ async fn report_exports_merge_with_the_log_on_pid_and_id() {
     // A `--set detailed` run: the log has only ncu's lines, raw.csv and details.csv hold the data.
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("ncu.log"), "==PROF== Connected to process 1346 (/tmp/cap/app)\n==PROF== Disconnected from process 1346\n").unwrap();
-    std::fs::copy(fixture("ncu-h200/raw_page.stdout"), dir.path().join("raw.csv")).unwrap();
+    std::fs::copy(
+        fixture("ncu-h200/raw_page.stdout"),
+        dir.path().join("raw.csv"),
+    )
+    .unwrap();
     // Same process and launch ids as raw_page.stdout, so the pages join launch by launch.
-    let details = String::from_utf8(read("ncu-h200/details_page.stdout")).unwrap().replace("\"1422\"", "\"1346\"");
+    let details = String::from_utf8(read("ncu-h200/details_page.stdout"))
+        .unwrap()
+        .replace("\"1422\"", "\"1346\"");
     std::fs::write(dir.path().join("details.csv"), details).unwrap();
     let options = NcuOptions {
         preset: Preset::Detailed,

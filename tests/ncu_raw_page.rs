@@ -12,13 +12,28 @@ use polyprof::results::record::MetricValue;
 fn default_set_raw_page() {
     let parsed = parse_fixture("ncu-h200/raw_page.stdout");
     assert_eq!(parsed.kernels.len(), 4);
-    let names: Vec<&str> = parsed.kernels.iter().map(|k| k.short_name.as_str()).collect();
-    assert_eq!(names, ["vector_add", "matmul_naive", "matmul_tiled<32>", "reduce_sum"]);
+    let names: Vec<&str> = parsed
+        .kernels
+        .iter()
+        .map(|k| k.short_name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "vector_add",
+            "matmul_naive",
+            "matmul_tiled<32>",
+            "reduce_sum"
+        ]
+    );
     let va = kernel(&parsed, "vector_add");
     assert_eq!(va.profiler, "ncu");
     assert_eq!((va.process_id, va.launch_id), (Some(1346), 0));
     assert_eq!(va.process_name.as_deref(), Some("app"));
-    assert_eq!(va.name, "vector_add(const float *, const float *, float *, int)");
+    assert_eq!(
+        va.name,
+        "vector_add(const float *, const float *, float *, int)"
+    );
     assert_eq!(va.grid, Some([65536, 1, 1]));
     assert_eq!(va.block, Some([256, 1, 1]));
     assert_eq!(va.duration_ns, Some(59_744.0));
@@ -39,17 +54,33 @@ fn default_set_raw_page() {
     assert_eq!(reduce.shared_mem_per_block, Some(1024));
     // Every other metric is kept with its unit; device attributes go to the session once.
     let limit = &tiled.metrics["launch__occupancy_limit_shared_mem"];
-    assert_eq!((limit.value.as_f64(), limit.unit.as_str()), (Some(3.0), "block"));
+    assert_eq!(
+        (limit.value.as_f64(), limit.unit.as_str()),
+        (Some(3.0), "block")
+    );
     assert_eq!(tiled.metrics["gpu__time_duration.sum"].unit, "ns");
-    assert!(!tiled.metrics.keys().any(|k| k.starts_with("device__attribute_")));
+    assert!(
+        !tiled
+            .metrics
+            .keys()
+            .any(|k| k.starts_with("device__attribute_"))
+    );
     assert_eq!(parsed.session["device.0.display_name"], "NVIDIA H200");
-    assert_eq!(parsed.session["device.0.max_shared_memory_per_multiprocessor"], "233472");
+    assert_eq!(
+        parsed.session["device.0.max_shared_memory_per_multiprocessor"],
+        "233472"
+    );
     assert_eq!(parsed.session["compute_capability"], "9.0");
     assert_eq!(parsed.session["device_name"], "NVIDIA H200");
     assert_eq!(parsed.session["process.1346"], "/tmp/cap/app");
     // Only the unlocked-clocks note: nothing is wrong with this run.
     assert_eq!(kinds(&parsed), ["unlocked_clocks"]);
-    assert!(parsed.diagnostics.iter().all(|d| d.severity == Severity::Info));
+    assert!(
+        parsed
+            .diagnostics
+            .iter()
+            .all(|d| d.severity == Severity::Info)
+    );
 }
 
 #[test]
@@ -69,7 +100,12 @@ fn selected_metrics_fill_dram_and_flops() {
     ];
     let parsed = parse_requested("ncu-h200/raw_page_selected_metrics.stdout", &requested);
     assert_eq!(parsed.kernels.len(), 4);
-    assert_eq!(kinds(&parsed), ["unlocked_clocks"], "{:?}", parsed.diagnostics);
+    assert_eq!(
+        kinds(&parsed),
+        ["unlocked_clocks"],
+        "{:?}",
+        parsed.diagnostics
+    );
     let va = kernel(&parsed, "vector_add");
     assert_eq!(va.duration_ns, Some(58_784.0));
     assert_eq!(va.dram_bytes_read, Some(134_228_992.0));
@@ -109,7 +145,11 @@ fn requested_metric_absent_is_an_error_naming_it() {
 #[test]
 fn imported_report_in_base_units() {
     let parsed = parse_fixture("ncu-h200/import_raw_base_units.stdout");
-    let durations: Vec<f64> = parsed.kernels.iter().filter_map(|k| k.duration_ns).collect();
+    let durations: Vec<f64> = parsed
+        .kernels
+        .iter()
+        .filter_map(|k| k.duration_ns)
+        .collect();
     assert_eq!(durations, [58_080.0, 414_080.0, 246_016.0, 60_704.0]);
     let va = kernel(&parsed, "vector_add");
     assert_eq!(va.dram_bytes_read, Some(134_222_848.0));
@@ -138,7 +178,10 @@ fn pytest_stdout_mixes_summary_and_csv() {
     assert_eq!(parsed.kernels.len(), 21);
     assert!(parsed.kernels.iter().all(|k| k.process_id == Some(2110)));
     let gemm = &parsed.kernels[2];
-    assert_eq!(gemm.short_name, "cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>");
+    assert_eq!(
+        gemm.short_name,
+        "cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>"
+    );
     assert_eq!(gemm.duration_ns, Some(345_376.0));
     assert_eq!(gemm.dram_bytes, Some(33_831_680.0));
     assert_eq!(gemm.grid, Some([128, 1, 1]));
@@ -150,7 +193,10 @@ fn log_file_holds_the_csv_and_stdout_only_the_program() {
     let parsed = parse_fixture("ncu-h200/pytest_log_file.csv");
     assert_eq!(parsed.kernels.len(), 21);
     assert_eq!(parsed.kernels[20].duration_ns, Some(4_000.0));
-    assert_eq!(parsed.kernels[20].short_name.split('<').next(), Some("at::reduce_kernel"));
+    assert_eq!(
+        parsed.kernels[20].short_name.split('<').next(),
+        Some("at::reduce_kernel")
+    );
     // The matching stdout has only pytest's lines: no table, no ncu message.
     let stdout = parse_fixture("ncu-h200/pytest_log_file.stdout");
     assert!(stdout.kernels.is_empty());
@@ -161,8 +207,16 @@ fn log_file_holds_the_csv_and_stdout_only_the_program() {
 fn two_processes_share_one_block_keyed_by_pid_and_id() {
     let parsed = parse_fixture("ncu-h200/pytest_xdist_two_processes.stdout");
     assert_eq!(parsed.kernels.len(), 21);
-    let first: Vec<_> = parsed.kernels.iter().filter(|k| k.process_id == Some(2749)).collect();
-    let second: Vec<_> = parsed.kernels.iter().filter(|k| k.process_id == Some(2752)).collect();
+    let first: Vec<_> = parsed
+        .kernels
+        .iter()
+        .filter(|k| k.process_id == Some(2749))
+        .collect();
+    let second: Vec<_> = parsed
+        .kernels
+        .iter()
+        .filter(|k| k.process_id == Some(2752))
+        .collect();
     assert_eq!((first.len(), second.len()), (18, 3));
     // IDs keep counting across processes.
     let ids: Vec<u64> = parsed.kernels.iter().map(|k| k.launch_id).collect();
@@ -183,5 +237,8 @@ fn sigterm_mid_run_still_yields_the_profiled_kernels() {
     assert!(stdout.kernels.is_empty());
     let script = String::from_utf8(read("ncu-h200/hang_after.py")).unwrap();
     let printed = String::from_utf8(read("ncu-h200/hang_after_summary_sigterm.stdout")).unwrap();
-    assert!(script.contains(printed.trim()), "the stdout fixture is hang_after.py's summary");
+    assert!(
+        script.contains(printed.trim()),
+        "the stdout fixture is hang_after.py's summary"
+    );
 }

@@ -24,7 +24,10 @@ fn cuobjdump_resource_usage() {
     let tiled = &functions[0];
     assert_eq!(tiled.short_name.as_deref(), Some("matmul_tiled<32>"));
     assert_eq!(tiled.arch.as_deref(), Some("sm_90"));
-    assert_eq!((tiled.registers, tiled.shared, tiled.local, tiled.stack), (32, 9216, 0, 0));
+    assert_eq!(
+        (tiled.registers, tiled.shared, tiled.local, tiled.stack),
+        (32, 9216, 0, 0)
+    );
     assert_eq!(tiled.constant.get(&0), Some(&556));
     // SHARED includes the 1 KiB reserve on sm_90: 8192 declared.
     assert_eq!(tiled.declared_shared(), 8192);
@@ -55,12 +58,35 @@ fn calculator_matches_ncu_block_limits() {
             let ours = calculate(limits, &config).unwrap();
             let ncu = |name: &str| k.metric(name).unwrap() as u32;
             let label = format!("{file}: {}", k.short_name);
-            assert_eq!(ours.limit_registers, ncu("launch__occupancy_limit_registers"), "{label}");
-            assert_eq!(ours.limit_warps, ncu("launch__occupancy_limit_warps"), "{label}");
-            assert_eq!(ours.limit_shared_mem, ncu("launch__occupancy_limit_shared_mem"), "{label}");
-            assert_eq!(ours.limit_blocks, ncu("launch__occupancy_limit_blocks"), "{label}");
-            assert_eq!(ours.carveout, k.metric("launch__shared_mem_config_size").unwrap() as u64);
-            assert_eq!(Some(ours.occupancy_pct), k.theoretical_occupancy_pct, "{label}");
+            assert_eq!(
+                ours.limit_registers,
+                ncu("launch__occupancy_limit_registers"),
+                "{label}"
+            );
+            assert_eq!(
+                ours.limit_warps,
+                ncu("launch__occupancy_limit_warps"),
+                "{label}"
+            );
+            assert_eq!(
+                ours.limit_shared_mem,
+                ncu("launch__occupancy_limit_shared_mem"),
+                "{label}"
+            );
+            assert_eq!(
+                ours.limit_blocks,
+                ncu("launch__occupancy_limit_blocks"),
+                "{label}"
+            );
+            assert_eq!(
+                ours.carveout,
+                k.metric("launch__shared_mem_config_size").unwrap() as u64
+            );
+            assert_eq!(
+                Some(ours.occupancy_pct),
+                k.theoretical_occupancy_pct,
+                "{label}"
+            );
             // The same answer from the static lane: cuobjdump's registers and shared memory.
             let static_fn = functions
                 .iter()
@@ -93,11 +119,26 @@ fn sm90_limits_agree_with_the_device() {
         value.parse().unwrap()
     };
     let sm90 = limits_for((9, 0)).unwrap();
-    assert_eq!(u64::from(sm90.max_threads), attr("cudaDevAttrMaxThreadsPerMultiProcessor"));
-    assert_eq!(u64::from(sm90.registers), attr("cudaDevAttrMaxRegistersPerMultiprocessor"));
-    assert_eq!(u64::from(sm90.max_blocks), attr("cudaDevAttrMaxBlocksPerMultiprocessor"));
-    assert_eq!(u64::from(sm90.max_registers_per_block), attr("cudaDevAttrMaxRegistersPerBlock"));
-    assert_eq!(sm90.max_shared_per_block_optin, attr("cudaDevAttrMaxSharedMemoryPerBlockOptin"));
+    assert_eq!(
+        u64::from(sm90.max_threads),
+        attr("cudaDevAttrMaxThreadsPerMultiProcessor")
+    );
+    assert_eq!(
+        u64::from(sm90.registers),
+        attr("cudaDevAttrMaxRegistersPerMultiprocessor")
+    );
+    assert_eq!(
+        u64::from(sm90.max_blocks),
+        attr("cudaDevAttrMaxBlocksPerMultiprocessor")
+    );
+    assert_eq!(
+        u64::from(sm90.max_registers_per_block),
+        attr("cudaDevAttrMaxRegistersPerBlock")
+    );
+    assert_eq!(
+        sm90.max_shared_per_block_optin,
+        attr("cudaDevAttrMaxSharedMemoryPerBlockOptin")
+    );
     // 228 KiB = 233,472 bytes per SM.
     assert_eq!(sm90.max_shared, 228 * 1024);
     assert_eq!(attr("cudaDevAttrMaxSharedMemoryPerMultiprocessor"), 233_472);
@@ -109,6 +150,9 @@ fn kernels_in_the_fixture_workload_are_the_profiled_ones() {
     let parsed = parse_fixture("ncu-h200/raw_page.stdout");
     for k in &parsed.kernels {
         let base = k.short_name.split('<').next().unwrap();
-        assert!(source.contains(&format!("void {base}(")), "{base} not in kernels.cu");
+        assert!(
+            source.contains(&format!("void {base}(")),
+            "{base} not in kernels.cu"
+        );
     }
 }

@@ -42,7 +42,12 @@ impl FunctionResources {
 }
 
 fn arch_number(arch: Option<&str>) -> Option<u32> {
-    arch?.trim().strip_prefix("sm_")?.trim_end_matches(char::is_alphabetic).parse().ok()
+    arch?
+        .trim()
+        .strip_prefix("sm_")?
+        .trim_end_matches(char::is_alphabetic)
+        .parse()
+        .ok()
 }
 
 /// Parse the whole dump. Lines that fit no known shape are ignored.
@@ -69,10 +74,10 @@ pub fn parse(text: &str) -> Vec<FunctionResources> {
                 arch: arch.clone(),
                 ..Default::default()
             });
-        } else if trimmed.starts_with("REG:") {
-            if let Some(function) = current.as_mut() {
-                fill(function, trimmed);
-            }
+        } else if trimmed.starts_with("REG:")
+            && let Some(function) = current.as_mut()
+        {
+            fill(function, trimmed);
         }
     }
     if let Some(done) = current.take() {
@@ -116,7 +121,10 @@ fn fill(function: &mut FunctionResources, line: &str) {
 /// beyond that (the caller keeps the mangled name).
 pub fn demangle_short(mangled: &str) -> Option<String> {
     let rest = mangled.strip_prefix("_Z")?;
-    let mut parser = Demangler { s: rest.as_bytes(), pos: 0 };
+    let mut parser = Demangler {
+        s: rest.as_bytes(),
+        pos: 0,
+    };
     let name = parser.name()?;
     Some(name)
 }
@@ -145,7 +153,10 @@ impl Demangler<'_> {
         while self.peek().is_some_and(|b| b.is_ascii_digit()) {
             self.pos += 1;
         }
-        std::str::from_utf8(&self.s[start..self.pos]).ok()?.parse().ok()
+        std::str::from_utf8(&self.s[start..self.pos])
+            .ok()?
+            .parse()
+            .ok()
     }
 
     fn source_name(&mut self) -> Option<String> {
@@ -241,7 +252,10 @@ mod tests {
             demangle_short("_Z12matmul_tiledILi32EEvPKfS1_Pfi").as_deref(),
             Some("matmul_tiled<32>")
         );
-        assert_eq!(demangle_short("_Z10vector_addPKfS0_Pfi").as_deref(), Some("vector_add"));
+        assert_eq!(
+            demangle_short("_Z10vector_addPKfS0_Pfi").as_deref(),
+            Some("vector_add")
+        );
         assert_eq!(
             demangle_short("_ZN2ns6kernelIfLj4EEEvPT_").as_deref(),
             Some("ns::kernel<float, 4u>")

@@ -63,7 +63,9 @@ const RULES: &[Rule] = &[
         needle: "failed to connect to the CUDA driver",
         kind: "profiler_library_not_loaded",
         severity: Severity::Error,
-        hint: Some("a stub libcuda.so is first on the library path; remove it from LD_LIBRARY_PATH"),
+        hint: Some(
+            "a stub libcuda.so is first on the library path; remove it from LD_LIBRARY_PATH",
+        ),
     },
     Rule {
         needle: "driver resource was unavailable",
@@ -150,7 +152,9 @@ const RULES: &[Rule] = &[
         needle: "Trying to shutdown target application",
         kind: "target_shutdown",
         severity: Severity::Warning,
-        hint: Some("ncu was stopped before the program ended; only kernels profiled so far are in the output"),
+        hint: Some(
+            "ncu was stopped before the program ended; only kernels profiled so far are in the output",
+        ),
     },
     Rule {
         needle: "Running with unmodified GPU clocks",

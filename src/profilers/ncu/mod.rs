@@ -3,8 +3,8 @@
 
 pub mod cuobjdump;
 pub mod details;
-pub mod discovery;
 pub mod diagnostics;
+pub mod discovery;
 pub mod fields;
 pub mod occupancy;
 pub mod options;
@@ -40,7 +40,9 @@ impl Ncu {
     /// Build the backend; options are checked here so a bad flag fails before anything runs.
     pub fn new(output_dir: PathBuf, settings: &ProfilerSettings) -> Result<Self> {
         let mut options = settings.ncu.clone();
-        options.extra_args.extend(settings.extra_args.iter().cloned());
+        options
+            .extra_args
+            .extend(settings.extra_args.iter().cloned());
         options.validate()?;
         Ok(Ncu {
             output_dir,
@@ -174,19 +176,11 @@ pub async fn read_output_dir(dir: &Path, options: &ParseOptions) -> Result<Profi
 
 /// A metric absent from one page but present on another of the same run is not missing.
 fn drop_cross_artifact_false_alarms(parsed: &mut super::ParsedOutput) {
-    let present = |name: &str| {
-        parsed
-            .kernels
-            .iter()
-            .any(|k| k.metrics.contains_key(name))
-    };
+    let present = |name: &str| parsed.kernels.iter().any(|k| k.metrics.contains_key(name));
     let keep: Vec<bool> = parsed
         .diagnostics
         .iter()
-        .map(|d| {
-            d.kind != "metric_missing"
-                || !metric_in_message(&d.message).is_some_and(|name| present(name))
-        })
+        .map(|d| d.kind != "metric_missing" || !metric_in_message(&d.message).is_some_and(&present))
         .collect();
     let mut flags = keep.into_iter();
     parsed.diagnostics.retain(|_| flags.next().unwrap_or(true));

@@ -169,7 +169,10 @@ pub const LIMITS: &[SmLimits] = &[
 
 /// `9.0` / `90` / `sm_90` → (9, 0).
 pub fn parse_cc(text: &str) -> Result<(u32, u32)> {
-    let t = text.trim().trim_start_matches("sm_").trim_start_matches("compute_");
+    let t = text
+        .trim()
+        .trim_start_matches("sm_")
+        .trim_start_matches("compute_");
     let parsed = if let Some((major, minor)) = t.split_once('.') {
         major.parse().ok().zip(minor.parse().ok())
     } else if t.len() >= 2 && t.bytes().all(|b| b.is_ascii_digit()) {
@@ -188,15 +191,18 @@ pub fn parse_cc(text: &str) -> Result<(u32, u32)> {
 
 /// The limits of a compute capability, or an error listing the supported ones.
 pub fn limits_for(cc: (u32, u32)) -> Result<&'static SmLimits> {
-    LIMITS.iter().find(|l| l.cc == cc).ok_or_else(|| Error::UnknownValue {
-        what: "compute capability",
-        value: format!("{}.{}", cc.0, cc.1),
-        valid: LIMITS
-            .iter()
-            .map(|l| format!("{}.{}", l.cc.0, l.cc.1))
-            .collect::<Vec<_>>()
-            .join(", "),
-    })
+    LIMITS
+        .iter()
+        .find(|l| l.cc == cc)
+        .ok_or_else(|| Error::UnknownValue {
+            what: "compute capability",
+            value: format!("{}.{}", cc.0, cc.1),
+            valid: LIMITS
+                .iter()
+                .map(|l| format!("{}.{}", l.cc.0, l.cc.1))
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
 }
 
 /// One launch configuration.
@@ -262,8 +268,10 @@ pub fn calculate(limits: &SmLimits, config: &LaunchConfig) -> Result<Occupancy> 
     let warps_per_block = threads.div_ceil(32);
     let limit_warps = (limits.max_warps / warps_per_block).min(limits.max_blocks);
 
-    let registers_per_warp =
-        round_up(u64::from(config.registers_per_thread) * 32, u64::from(limits.register_unit)) as u32;
+    let registers_per_warp = round_up(
+        u64::from(config.registers_per_thread) * 32,
+        u64::from(limits.register_unit),
+    ) as u32;
     let limit_registers = if registers_per_warp == 0 {
         limits.max_blocks
     } else if registers_per_warp * warps_per_block > limits.max_registers_per_block {
@@ -295,11 +303,14 @@ pub fn calculate(limits: &SmLimits, config: &LaunchConfig) -> Result<Occupancy> 
         Some(bytes) => bytes.min(limits.max_shared),
         None => default_carveout(limits, shared_allocated, others),
     };
-    let limit_shared_mem = if shared_allocated == 0 {
-        limits.max_blocks
-    } else {
-        ((carveout / shared_allocated) as u32).min(limits.max_blocks)
-    };
+    let limit_shared_mem =
+        carveout
+            .checked_div(shared_allocated)
+            .map_or(limits.max_blocks, |blocks| {
+                u32::try_from(blocks)
+                    .unwrap_or(u32::MAX)
+                    .min(limits.max_blocks)
+            });
 
     let active_blocks = others.min(limit_shared_mem);
     let active_warps = active_blocks * warps_per_block;

@@ -301,7 +301,10 @@ impl NcuOptions {
     /// Reject option combinations ncu would fail on, before anything runs.
     pub fn validate(&self) -> Result<()> {
         if self.binary.trim().is_empty() {
-            return Err(Error::invalid("ncu binary", "the ncu executable name is empty"));
+            return Err(Error::invalid(
+                "ncu binary",
+                "the ncu executable name is empty",
+            ));
         }
         if let Preset::Metrics(list) = &self.preset {
             if list.is_empty() {
@@ -311,7 +314,10 @@ impl NcuOptions {
         }
         if let Some(name) = &self.kernel_name {
             if name.trim().is_empty() {
-                return Err(Error::invalid("ncu kernel filter", "the kernel name is empty"));
+                return Err(Error::invalid(
+                    "ncu kernel filter",
+                    "the kernel name is empty",
+                ));
             }
             if let Some(pattern) = name.strip_prefix("regex:") {
                 regex::Regex::new(pattern).map_err(|e| {
@@ -329,7 +335,10 @@ impl NcuOptions {
             ));
         }
         if self.nvtx_include.iter().any(|n| n.trim().is_empty()) {
-            return Err(Error::invalid("ncu NVTX filter", "an NVTX include is empty"));
+            return Err(Error::invalid(
+                "ncu NVTX filter",
+                "an NVTX include is empty",
+            ));
         }
         Ok(())
     }

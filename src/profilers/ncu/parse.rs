@@ -309,7 +309,9 @@ fn finish(
             context.push_diagnostic(Diagnostic {
                 severity: Severity::Warning,
                 kind: "metric_not_available".to_string(),
-                message: format!("requested metric `{name}` has no numeric value (n/a) on any launch"),
+                message: format!(
+                    "requested metric `{name}` has no numeric value (n/a) on any launch"
+                ),
                 hint: Some("this GPU or ncu version cannot collect it".to_string()),
             });
         }
@@ -363,7 +365,9 @@ fn derive_session_facts(session: &mut BTreeMap<String, String>) {
             "display_name" => derived.push(("device_name".to_string(), value.clone())),
             "compute_capability" => derived.push(("compute_capability".to_string(), value.clone())),
             "compute_capability_major" => {
-                if let Some(minor) = session.get(&format!("device.{device}.compute_capability_minor")) {
+                if let Some(minor) =
+                    session.get(&format!("device.{device}.compute_capability_minor"))
+                {
                     derived.push(("compute_capability".to_string(), format!("{value}.{minor}")));
                 }
             }

@@ -44,13 +44,20 @@ fn path_arg(dir: &Path, name: &str) -> Result<String> {
     path.to_str().map(str::to_string).ok_or_else(|| {
         Error::invalid(
             "output directory",
-            format!("`{}` is not valid UTF-8; ncu needs a UTF-8 path", path.display()),
+            format!(
+                "`{}` is not valid UTF-8; ncu needs a UTF-8 path",
+                path.display()
+            ),
         )
     })
 }
 
 /// The profiling argv: `ncu --log-file … --csv --page raw --print-units base … -- target…`.
-pub fn profile_argv(options: &NcuOptions, output_dir: &Path, target: &[String]) -> Result<Vec<String>> {
+pub fn profile_argv(
+    options: &NcuOptions,
+    output_dir: &Path,
+    target: &[String],
+) -> Result<Vec<String>> {
     let mut argv = vec![
         options.binary.clone(),
         "--log-file".to_string(),
@@ -64,7 +71,10 @@ pub fn profile_argv(options: &NcuOptions, output_dir: &Path, target: &[String]) 
     if let Some(set) = options.preset.ncu_set() {
         argv.extend(["--set".to_string(), set.to_string()]);
     } else {
-        argv.extend(["--metrics".to_string(), options.preset.metric_names().join(",")]);
+        argv.extend([
+            "--metrics".to_string(),
+            options.preset.metric_names().join(","),
+        ]);
     }
     argv.extend([
         "--target-processes".to_string(),
@@ -118,7 +128,12 @@ fn export_step(options: &NcuOptions, output_dir: &Path, page: &str, file: &str) 
     }
     let mut command = CommandSpec::new(argv);
     command.env = ncu_env();
-    let mut step = Step::new(&format!("export-{page}"), command, EndMarker::None, EXPORT_GRACES);
+    let mut step = Step::new(
+        &format!("export-{page}"),
+        command,
+        EndMarker::None,
+        EXPORT_GRACES,
+    );
     step.stdout_file = Some(output_dir.join(file));
     // A failed program may still leave a report of what was profiled.
     step.run_after_failure = true;

@@ -28,7 +28,13 @@ pub fn parse_nvidia_smi_list(output: &str) -> Vec<String> {
         .filter_map(|line| {
             let rest = line.trim().strip_prefix("GPU ")?;
             let (_, name) = rest.split_once(": ")?;
-            Some(name.split(" (UUID").next().unwrap_or(name).trim().to_string())
+            Some(
+                name.split(" (UUID")
+                    .next()
+                    .unwrap_or(name)
+                    .trim()
+                    .to_string(),
+            )
         })
         .collect()
 }
@@ -129,10 +135,12 @@ pub fn gpu_present(proc_gpus: &[String], smi_list: Option<&str>) -> Result<Strin
             return Ok(names.join(", "));
         }
     }
-    Err("no NVIDIA GPU found (/proc/driver/nvidia/gpus is empty or missing and `nvidia-smi -L` \
+    Err(
+        "no NVIDIA GPU found (/proc/driver/nvidia/gpus is empty or missing and `nvidia-smi -L` \
          lists none); check that the NVIDIA driver is loaded, and in a container pass the GPU \
          (`--gpus all` or the CDI device)"
-        .to_string())
+            .to_string(),
+    )
 }
 
 /// Run a short command with a deadline; its stdout on success.
@@ -201,7 +209,10 @@ pub fn run(binary: &str) -> Preflight {
         None => preflight.check(
             "version",
             false,
-            format!("`{} --version` did not print a version; the installation looks broken", path.display()),
+            format!(
+                "`{} --version` did not print a version; the installation looks broken",
+                path.display()
+            ),
         ),
     };
     preflight.version = version;
@@ -227,7 +238,8 @@ pub fn run(binary: &str) -> Preflight {
 mod tests {
     use super::*;
 
-    const NON_ROOT: &str = "Name:\tpolyprof\nUid:\t1000\t1000\t1000\t1000\nCapEff:\t0000000000000000\n";
+    const NON_ROOT: &str =
+        "Name:\tpolyprof\nUid:\t1000\t1000\t1000\t1000\nCapEff:\t0000000000000000\n";
     const ROOT: &str = "Uid:\t0\t0\t0\t0\nCapEff:\t000001ffffffffff\n";
     const CONTAINER_ROOT_NO_ADMIN: &str = "Uid:\t0\t0\t0\t0\nCapEff:\t00000000a80425fb\n";
     const SYS_ADMIN: &str = "Uid:\t1000\t1000\t1000\t1000\nCapEff:\t0000000000200000\n";
@@ -239,7 +251,10 @@ mod tests {
         assert_eq!(parse_version(out).as_deref(), Some("2025.3.1.0"));
         assert_eq!(parse_version("garbage"), None);
         let smi = "GPU 0: NVIDIA H200 (UUID: GPU-1234)\nGPU 1: NVIDIA H200 (UUID: GPU-5678)\n";
-        assert_eq!(parse_nvidia_smi_list(smi), vec!["NVIDIA H200", "NVIDIA H200"]);
+        assert_eq!(
+            parse_nvidia_smi_list(smi),
+            vec!["NVIDIA H200", "NVIDIA H200"]
+        );
         assert_eq!(
             parse_gpu_information("Model: \t\t NVIDIA H200\nIRQ:   42\n").as_deref(),
             Some("NVIDIA H200")
@@ -254,10 +269,22 @@ mod tests {
     fn counter_access_follows_driver_setting_and_credentials() {
         let restricted = "EnableMSI: 1\nRmProfilingAdminOnly: 1\n";
         let open = "RmProfilingAdminOnly: 0\n";
-        assert!(matches!(counter_access(Some(open), Some(NON_ROOT)), CounterAccess::Allowed(_)));
-        assert!(matches!(counter_access(Some(restricted), Some(ROOT)), CounterAccess::Allowed(_)));
-        assert!(matches!(counter_access(Some(restricted), Some(SYS_ADMIN)), CounterAccess::Allowed(_)));
-        assert!(matches!(counter_access(Some(restricted), Some(PERFMON)), CounterAccess::Allowed(_)));
+        assert!(matches!(
+            counter_access(Some(open), Some(NON_ROOT)),
+            CounterAccess::Allowed(_)
+        ));
+        assert!(matches!(
+            counter_access(Some(restricted), Some(ROOT)),
+            CounterAccess::Allowed(_)
+        ));
+        assert!(matches!(
+            counter_access(Some(restricted), Some(SYS_ADMIN)),
+            CounterAccess::Allowed(_)
+        ));
+        assert!(matches!(
+            counter_access(Some(restricted), Some(PERFMON)),
+            CounterAccess::Allowed(_)
+        ));
         for status in [NON_ROOT, CONTAINER_ROOT_NO_ADMIN] {
             let CounterAccess::Denied(fix) = counter_access(Some(restricted), Some(status)) else {
                 panic!("{status} must be denied");
@@ -270,8 +297,14 @@ mod tests {
                 assert!(fix.contains(needle), "{needle} missing from {fix}");
             }
         }
-        assert!(matches!(counter_access(None, Some(ROOT)), CounterAccess::Unknown(_)));
-        assert!(matches!(counter_access(Some("x: 1"), Some(ROOT)), CounterAccess::Unknown(_)));
+        assert!(matches!(
+            counter_access(None, Some(ROOT)),
+            CounterAccess::Unknown(_)
+        ));
+        assert!(matches!(
+            counter_access(Some("x: 1"), Some(ROOT)),
+            CounterAccess::Unknown(_)
+        ));
     }
 
     #[test]
@@ -279,6 +312,9 @@ mod tests {
         let preflight = run("ncu-does-not-exist-here");
         assert!(!preflight.available);
         let reason = preflight.reason.unwrap();
-        assert!(reason.contains("not on PATH") && reason.contains("CUDA"), "{reason}");
+        assert!(
+            reason.contains("not on PATH") && reason.contains("CUDA"),
+            "{reason}"
+        );
     }
 }

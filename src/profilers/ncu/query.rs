@@ -160,7 +160,13 @@ pub fn cache_dir() -> Option<PathBuf> {
 pub fn cache_file_name(version: &str, chip: &str) -> String {
     let clean = |s: &str| -> String {
         s.chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
             .collect()
     };
     format!("{}-{}.txt", clean(version), clean(chip))
@@ -269,7 +275,10 @@ mod tests {
         assert_eq!(unknown[0].name, "dram__bytes_raed.sum");
         assert_eq!(unknown[0].suggestions[0], "dram__bytes_read");
         let message = unknown_error("gh100", &unknown).to_string();
-        assert!(message.contains("did you mean dram__bytes_read"), "{message}");
+        assert!(
+            message.contains("did you mean dram__bytes_read"),
+            "{message}"
+        );
     }
 
     #[test]

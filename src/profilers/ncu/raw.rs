@@ -123,7 +123,10 @@ impl RawTable {
             record.device = Some(name.into_owned());
         }
         if new_device && let Some(cc) = fields::cell(row, self.identity.cc) {
-            context.session_insert(format!("device.{device_key}.compute_capability"), cc.into_owned());
+            context.session_insert(
+                format!("device.{device_key}.compute_capability"),
+                cc.into_owned(),
+            );
         }
         let mut metrics: Vec<(String, Metric)> = Vec::new();
         for (column, raw) in self.columns.iter().zip(row.iter()) {

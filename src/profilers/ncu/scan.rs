@@ -103,7 +103,9 @@ fn classify_line(start: usize, line: &[u8], segments: &mut Vec<Segment>) {
                 let body = &rest[at + tag_len..];
                 // A second tag on the same line starts a new message.
                 let body_end = find_tag(body).map_or(body.len(), |(i, _, _)| i);
-                let text = String::from_utf8_lossy(&body[..body_end]).trim().to_string();
+                let text = String::from_utf8_lossy(&body[..body_end])
+                    .trim()
+                    .to_string();
                 segments.push(Segment::Message(Message { level, text }));
                 let consumed = at + tag_len + body_end;
                 rest = &rest[consumed..];

@@ -212,7 +212,15 @@ mod tests {
         assert_eq!(parse_number("58.752000"), Some(58.752));
         assert_eq!(parse_number("-1.5e+03"), Some(-1500.0));
         assert_eq!(parse_number("0"), Some(0.0));
-        for word in ["n/a", "", "PolicySpread", "(256, 1, 1)", "12,34", "1,2345", "1.5,000"] {
+        for word in [
+            "n/a",
+            "",
+            "PolicySpread",
+            "(256, 1, 1)",
+            "12,34",
+            "1,2345",
+            "1.5,000",
+        ] {
             assert_eq!(parse_number(word), None, "{word}");
         }
         assert_eq!(parse_number("inf"), None);
