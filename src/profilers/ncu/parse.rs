@@ -218,7 +218,9 @@ fn read_block(
             }
             continue;
         }
-        if let Some(session) = SessionTable::from_header(&strings(&row)) {
+        if is_session_header(&row)
+            && let Some(session) = SessionTable::from_header(&strings(&row))
+        {
             *table = Table::Session(session);
             continue;
         }
@@ -251,6 +253,14 @@ fn read_block(
             }
         }
     }
+}
+
+/// Cheap pre-check on the first cell before building strings for [`SessionTable::from_header`].
+fn is_session_header(row: &csv::ByteRecord) -> bool {
+    matches!(
+        row.get(0),
+        Some(b"Launch Attribute" | b"Session Attribute" | b"Process Id" | b"Device Attribute")
+    )
 }
 
 fn is_launch_header(row: &csv::ByteRecord) -> bool {

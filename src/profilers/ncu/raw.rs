@@ -130,7 +130,15 @@ impl RawTable {
         }
         let mut metrics: Vec<(String, Metric)> = Vec::new();
         for (column, raw) in self.columns.iter().zip(row.iter()) {
-            if column.kind == Kind::Identity || raw.is_empty() {
+            if column.kind == Kind::Identity
+                || raw.is_empty()
+                || (column.kind == Kind::Metric
+                    && !column.keep
+                    && column.field.is_none()
+                    && !column.requested)
+                || (column.kind == Kind::Device && !new_device)
+            {
+                // Cells nobody will read are not even converted.
                 continue;
             }
             let text = std::str::from_utf8(raw).ok();

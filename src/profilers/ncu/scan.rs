@@ -63,7 +63,8 @@ pub fn scan(input: &[u8]) -> Vec<Segment> {
             pos = next;
             continue;
         }
-        if line.first() == Some(&b'"') && find_tag(line).is_none() {
+        // A CSV line starts with a quote; ncu's tags never sit inside one of its own CSV lines.
+        if line.first() == Some(&b'"') && !line.starts_with(b"\"==") {
             open_quote = odd_quotes(line);
             match block.as_mut() {
                 Some(range) => range.end = next,

@@ -20,6 +20,9 @@ pub fn parse_number(text: &str) -> Option<f64> {
     if !(first.is_ascii_digit() || first == b'-' || first == b'+' || first == b'.') {
         return None;
     }
+    if let Some(value) = fast_decimal(bytes) {
+        return Some(value);
+    }
     if !text.contains(',') {
         return text.parse::<f64>().ok().filter(|v| v.is_finite());
     }
@@ -41,6 +44,74 @@ pub fn parse_number(text: &str) -> Option<f64> {
         .parse::<f64>()
         .ok()
         .filter(|v| v.is_finite())
+}
+
+/// Exact powers of ten up to 10^22 (all representable in f64).
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// The common shape `-?d{1,3}(,ddd)*(.d+)?` or plain digits, parsed without allocation. Exact:
+/// when the digits fit 2^53 and there are at most 22 decimals, one IEEE division of two exact
+/// values is the correctly rounded result (Clinger's fast path). Anything else → `None`, and the
+/// general path decides.
+fn fast_decimal(bytes: &[u8]) -> Option<f64> {
+    let (negative, digits) = match bytes[0] {
+        b'-' => (true, &bytes[1..]),
+        b'+' => (false, &bytes[1..]),
+        _ => (false, bytes),
+    };
+    let mut mantissa: u64 = 0;
+    let mut count = 0usize; // digits in the current thousands group
+    let mut grouped = false;
+    let mut integer_digits = 0usize;
+    let mut i = 0;
+    while i < digits.len() {
+        match digits[i] {
+            b @ b'0'..=b'9' => {
+                mantissa = mantissa.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
+                count += 1;
+                integer_digits += 1;
+            }
+            b',' => {
+                // First group 1–3 digits, later groups exactly 3.
+                if count == 0 || count > 3 || (grouped && count != 3) {
+                    return None;
+                }
+                grouped = true;
+                count = 0;
+            }
+            b'.' => break,
+            _ => return None,
+        }
+        i += 1;
+    }
+    if integer_digits == 0 || (grouped && count != 3) {
+        return None;
+    }
+    let mut decimals = 0usize;
+    if i < digits.len() {
+        // digits[i] == b'.'
+        i += 1;
+        if i == digits.len() {
+            return None;
+        }
+        while i < digits.len() {
+            let b = digits[i];
+            if !b.is_ascii_digit() {
+                return None;
+            }
+            mantissa = mantissa.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
+            decimals += 1;
+            i += 1;
+        }
+    }
+    if mantissa > (1u64 << 53) || decimals >= POW10.len() {
+        return None;
+    }
+    let value = mantissa as f64 / POW10[decimals];
+    Some(if negative { -value } else { value })
 }
 
 /// `1,234,567.5` is grouped correctly; `12,34` is not (a European decimal comma, say).
@@ -224,6 +295,11 @@ mod tests {
             assert_eq!(parse_number(word), None, "{word}");
         }
         assert_eq!(parse_number("inf"), None);
+        // Fast path and general path agree on the shapes the fast path takes.
+        for text in ["0.1", "1,234.5", "123,456,789.123", "9007199254740993", "1.000000000000000000001"] {
+            let general: f64 = text.replace(',', "").parse().unwrap();
+            assert_eq!(parse_number(text), Some(general), "{text}");
+        }
         assert_eq!(parse_number("1e999"), None);
     }
 
