@@ -54,7 +54,13 @@ fn run_parse(file: &str, metrics: Option<&String>) -> anyhow::Result<()> {
         Some(list) => MetricFilter::Only(list.split(',').map(str::to_string).collect()),
         None => MetricFilter::All,
     };
-    let parsed = parse(&bytes, &ParseOptions { keep, requested: Vec::new() });
+    let parsed = parse(
+        &bytes,
+        &ParseOptions {
+            keep,
+            requested: Vec::new(),
+        },
+    );
     let seconds = start.elapsed().as_secs_f64();
     println!("{seconds:.4} {} {}", parsed.kernels.len(), peak_rss());
     Ok(())

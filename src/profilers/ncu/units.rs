@@ -296,7 +296,13 @@ mod tests {
         }
         assert_eq!(parse_number("inf"), None);
         // Fast path and general path agree on the shapes the fast path takes.
-        for text in ["0.1", "1,234.5", "123,456,789.123", "9007199254740993", "1.000000000000000000001"] {
+        for text in [
+            "0.1",
+            "1,234.5",
+            "123,456,789.123",
+            "9007199254740993",
+            "1.000000000000000000001",
+        ] {
             let general: f64 = text.replace(',', "").parse().unwrap();
             assert_eq!(parse_number(text), Some(general), "{text}");
         }
