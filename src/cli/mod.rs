@@ -3,6 +3,7 @@
 pub mod demo;
 pub mod diff;
 pub mod doctor;
+pub mod ncu_args;
 pub mod occupancy;
 pub mod output;
 pub mod parse;

@@ -1,9 +1,253 @@
-//! `polyprof parse` (to be written).
+//! `polyprof parse`: turn saved profiler output into normalized records, without a GPU.
+//!
+//! Exit codes: 0 parsed, no error-level diagnostic; 1 parsed, but ncu reported an error (or a
+//! requested metric is missing); 2 unreadable file or bad flags.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_BORDERS_ONLY};
+use polyprof::profilers::ncu::parse::flag_empty;
+use polyprof::profilers::ncu::{MetricFilter, ParseOptions, merge, parse, parse_with};
+use polyprof::profilers::{ParsedOutput, Severity};
+use polyprof::results::record::KernelRecord;
 
 /// Arguments of `polyprof parse`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Which profiler wrote the files.
+    #[arg(long, value_parser = ["ncu"], default_value = "ncu")]
+    pub profiler: String,
+    /// Files to parse: ncu stdout, its --log-file, or --import exports (raw, details, session
+    /// pages). Several files of one run are merged on (process id, launch id).
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Keep (and show) only these metrics besides the normalized fields; each must be present.
+    #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
+    pub metrics: Vec<String>,
+    /// Print JSON (kernels, diagnostics, session) instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
 
-pub async fn execute(_args: Args) -> anyhow::Result<u8> {
-    anyhow::bail!("`polyprof parse` is not written yet")
+fn options(args: &Args) -> ParseOptions {
+    let metrics: Vec<String> = args
+        .metrics
+        .iter()
+        .map(|m| m.trim().to_string())
+        .filter(|m| !m.is_empty())
+        .collect();
+    ParseOptions {
+        keep: if metrics.is_empty() {
+            MetricFilter::All
+        } else {
+            MetricFilter::Only(metrics.iter().cloned().collect::<BTreeSet<_>>())
+        },
+        requested: metrics,
+    }
+}
+
+pub async fn execute(args: Args) -> anyhow::Result<u8> {
+    let options = options(&args);
+    let mut inputs = Vec::with_capacity(args.files.len());
+    for file in &args.files {
+        let bytes =
+            std::fs::read(file).with_context(|| format!("cannot read `{}`", file.display()))?;
+        inputs.push(bytes);
+    }
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let (parsed, kernels) = if inputs.len() == 1 && args.json {
+        // One file: stream records straight to stdout so memory stays flat on huge inputs.
+        stream_json(&inputs[0], &options, &args.files, &mut out)?
+    } else if inputs.len() == 1 {
+        let mut rows = Vec::new();
+        let parsed = parse_with(&inputs[0], &options, &mut |k| {
+            rows.push(table_row(&k, &args.metrics))
+        });
+        let count = rows.len();
+        print_table(&mut out, rows, &args.metrics)?;
+        (parsed, count)
+    } else {
+        let mut merged = ParsedOutput::default();
+        for input in &inputs {
+            merge(&mut merged, parse(input, &options));
+        }
+        let count = merged.kernels.len();
+        if args.json {
+            let files: Vec<String> = args.files.iter().map(|f| f.display().to_string()).collect();
+            let kernels = std::mem::take(&mut merged.kernels);
+            flag_empty(&mut merged, count);
+            let document = serde_json::json!({
+                "profiler": "ncu",
+                "files": files,
+                "kernels": kernels,
+                "diagnostics": merged.diagnostics,
+                "session": merged.session,
+            });
+            serde_json::to_writer_pretty(&mut out, &document)?;
+            writeln!(out)?;
+        } else {
+            let rows = merged
+                .kernels
+                .iter()
+                .map(|k| table_row(k, &args.metrics))
+                .collect();
+            print_table(&mut out, rows, &args.metrics)?;
+        }
+        merged.kernels.clear();
+        (merged, count)
+    };
+    out.flush()?;
+    let mut parsed = parsed;
+    flag_empty(&mut parsed, kernels);
+    report_diagnostics(&parsed, args.json);
+    let failed = parsed
+        .diagnostics
+        .iter()
+        .any(|d| d.severity == Severity::Error);
+    Ok(u8::from(failed))
+}
+
+/// `{"profiler":…,"files":…,"kernels":[…],"diagnostics":[…],"session":{…}}`, kernels written as
+/// they are parsed.
+fn stream_json(
+    input: &[u8],
+    options: &ParseOptions,
+    files: &[PathBuf],
+    out: &mut impl Write,
+) -> anyhow::Result<(ParsedOutput, usize)> {
+    let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    write!(
+        out,
+        "{{\"profiler\":\"ncu\",\"files\":{},\"kernels\":[",
+        serde_json::to_string(&files)?
+    )?;
+    let mut count = 0usize;
+    let mut error: Option<anyhow::Error> = None;
+    let mut parsed = parse_with(input, options, &mut |kernel| {
+        if error.is_some() {
+            return;
+        }
+        let separator = if count == 0 { "\n" } else { ",\n" };
+        let result = out
+            .write_all(separator.as_bytes())
+            .map_err(anyhow::Error::from)
+            .and_then(|_| serde_json::to_writer(&mut *out, &kernel).map_err(anyhow::Error::from));
+        if let Err(e) = result {
+            error = Some(e);
+        }
+        count += 1;
+    });
+    if let Some(error) = error {
+        return Err(error);
+    }
+    flag_empty(&mut parsed, count);
+    write!(
+        out,
+        "\n],\"diagnostics\":{},\"session\":{}}}\n",
+        serde_json::to_string(&parsed.diagnostics)?,
+        serde_json::to_string(&parsed.session)?
+    )?;
+    Ok((parsed, count))
+}
+
+fn fmt(value: Option<f64>, decimals: usize) -> String {
+    value.map_or_else(|| "-".to_string(), |v| format!("{v:.decimals$}"))
+}
+
+fn dim3(value: Option<[u64; 3]>) -> String {
+    value.map_or_else(|| "-".to_string(), |[x, y, z]| format!("{x}x{y}x{z}"))
+}
+
+fn truncate(name: &str, max: usize) -> String {
+    if name.chars().count() <= max {
+        name.to_string()
+    } else {
+        let head: String = name.chars().take(max - 1).collect();
+        format!("{head}…")
+    }
+}
+
+const HEADER: [&str; 16] = [
+    "pid", "id", "kernel", "grid", "block", "time us", "DRAM MB", "GB/s", "GFLOP/s", "FLOP/B",
+    "occ %", "theo %", "SM %", "mem %", "regs", "smem B",
+];
+
+fn table_row(k: &KernelRecord, metrics: &[String]) -> Vec<String> {
+    let mut row = vec![
+        k.process_id
+            .map_or_else(|| "-".to_string(), |p| p.to_string()),
+        k.launch_id.to_string(),
+        truncate(&k.short_name, 48),
+        dim3(k.grid),
+        dim3(k.block),
+        fmt(k.duration_ns.map(|ns| ns / 1e3), 2),
+        fmt(k.total_dram_bytes().map(|b| b / 1e6), 2),
+        fmt(k.dram_gb_per_s(), 1),
+        fmt(k.gflops_per_s(), 1),
+        fmt(k.arithmetic_intensity(), 2),
+        fmt(k.achieved_occupancy_pct, 1),
+        fmt(k.theoretical_occupancy_pct, 1),
+        fmt(k.sm_throughput_pct, 1),
+        fmt(k.memory_throughput_pct, 1),
+        k.registers_per_thread
+            .map_or_else(|| "-".to_string(), |r| r.to_string()),
+        k.shared_mem_per_block
+            .map_or_else(|| "-".to_string(), |s| s.to_string()),
+    ];
+    for name in metrics {
+        row.push(match k.metrics.get(name) {
+            Some(metric) => match metric.value.as_f64() {
+                Some(v) => format!("{v} {}", metric.unit).trim().to_string(),
+                None => format!("{:?}", metric.value),
+            },
+            None => "-".to_string(),
+        });
+    }
+    row
+}
+
+fn print_table(
+    out: &mut impl Write,
+    rows: Vec<Vec<String>>,
+    metrics: &[String],
+) -> anyhow::Result<()> {
+    let mut table = Table::new();
+    table.load_style(UTF8_BORDERS_ONLY);
+    let mut header: Vec<String> = HEADER.iter().map(|h| h.to_string()).collect();
+    header.extend(metrics.iter().cloned());
+    table.set_header(header);
+    for row in rows {
+        table.add_row(row.into_iter().enumerate().map(|(i, cell)| {
+            let cell = Cell::new(cell);
+            if i == 2 {
+                cell
+            } else {
+                cell.set_alignment(CellAlignment::Right)
+            }
+        }));
+    }
+    writeln!(out, "{table}")?;
+    Ok(())
+}
+
+/// Diagnostics go to stderr so stdout stays machine-readable (they are in the JSON too).
+fn report_diagnostics(parsed: &ParsedOutput, json: bool) {
+    for d in &parsed.diagnostics {
+        if json && d.severity == Severity::Info {
+            continue;
+        }
+        let level = match d.severity {
+            Severity::Info => "note",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        };
+        eprintln!("{level} [{}]: {}", d.kind, d.message);
+        if let Some(hint) = &d.hint {
+            eprintln!("  hint: {hint}");
+        }
+    }
 }

@@ -1,0 +1,245 @@
+//! The identity columns every ncu CSV page starts with, and the metrics that fill the normalized
+//! record's fields.
+
+use std::borrow::Cow;
+
+use super::options::{
+    ACHIEVED_OCCUPANCY, BLOCK_SIZE, DRAM_READ, DRAM_TOTAL, DRAM_WRITE, DURATION, FP16_OPS,
+    FP32_OPS, FP64_OPS, GRID_SIZE, MEMORY_SOL, REGISTERS, SHARED_DYNAMIC, SHARED_STATIC, SM_SOL,
+    THEORETICAL_OCCUPANCY,
+};
+use crate::results::record::{KernelRecord, short_kernel_name};
+
+/// The first 11 columns of the raw and details pages.
+pub const IDENTITY_COLUMNS: [&str; 11] = [
+    "ID",
+    "Process ID",
+    "Process Name",
+    "Host Name",
+    "Kernel Name",
+    "Context",
+    "Stream",
+    "Block Size",
+    "Grid Size",
+    "Device",
+    "CC",
+];
+
+/// Positions of the identity columns in a header (any may be missing in odd exports).
+#[derive(Debug, Clone, Default)]
+pub struct IdentityIndex {
+    pub id: Option<usize>,
+    pub pid: Option<usize>,
+    pub process_name: Option<usize>,
+    pub kernel_name: Option<usize>,
+    pub stream: Option<usize>,
+    pub block: Option<usize>,
+    pub grid: Option<usize>,
+    pub device: Option<usize>,
+    pub cc: Option<usize>,
+}
+
+impl IdentityIndex {
+    pub fn from_header(header: &[String]) -> Self {
+        let find = |name: &str| header.iter().position(|h| h == name);
+        IdentityIndex {
+            id: find("ID"),
+            pid: find("Process ID"),
+            process_name: find("Process Name"),
+            kernel_name: find("Kernel Name"),
+            stream: find("Stream"),
+            block: find("Block Size"),
+            grid: find("Grid Size"),
+            device: find("Device"),
+            cc: find("CC"),
+        }
+    }
+
+    /// A record with the identity filled from one CSV row.
+    pub fn record(&self, row: &csv::ByteRecord) -> KernelRecord {
+        let get = |index: Option<usize>| cell(row, index);
+        let name = get(self.kernel_name).unwrap_or_default().to_string();
+        KernelRecord {
+            profiler: "ncu".to_string(),
+            process_id: get(self.pid).and_then(|v| v.parse().ok()),
+            process_name: non_empty(get(self.process_name)),
+            launch_id: get(self.id).and_then(|v| parse_u64(&v)).unwrap_or(0),
+            short_name: short_kernel_name(&name),
+            name,
+            device: non_empty(get(self.device)),
+            stream: non_empty(get(self.stream)),
+            grid: get(self.grid).and_then(|v| parse_dim3(&v)),
+            block: get(self.block).and_then(|v| parse_dim3(&v)),
+            calls: 1,
+            ..Default::default()
+        }
+    }
+
+    /// `(process id, launch id)`: unique within one run.
+    pub fn key(&self, row: &csv::ByteRecord) -> (Option<u32>, u64) {
+        (
+            cell(row, self.pid).and_then(|v| v.parse().ok()),
+            cell(row, self.id).and_then(|v| parse_u64(&v)).unwrap_or(0),
+        )
+    }
+}
+
+/// One cell as trimmed text (invalid UTF-8 replaced, never dropped).
+pub fn cell(row: &csv::ByteRecord, index: Option<usize>) -> Option<Cow<'_, str>> {
+    let bytes = row.get(index?)?;
+    Some(match String::from_utf8_lossy(bytes) {
+        Cow::Borrowed(text) => Cow::Borrowed(text.trim()),
+        Cow::Owned(text) => Cow::Owned(text.trim().to_string()),
+    })
+}
+
+fn non_empty(text: Option<Cow<'_, str>>) -> Option<String> {
+    text.filter(|t| !t.is_empty()).map(Cow::into_owned)
+}
+
+fn parse_u64(text: &str) -> Option<u64> {
+    super::units::parse_number(text)
+        .filter(|v| *v >= 0.0 && v.fract() == 0.0 && *v <= u64::MAX as f64)
+        .map(|v| v as u64)
+}
+
+/// `(256, 1, 1)` → `[256, 1, 1]`.
+pub fn parse_dim3(text: &str) -> Option<[u64; 3]> {
+    let inner = text.trim().strip_prefix('(')?.strip_suffix(')')?;
+    let mut parts = inner.split(',').map(|p| p.trim().parse::<u64>().ok());
+    let dims = [parts.next()??, parts.next()??, parts.next()??];
+    parts.next().is_none().then_some(dims)
+}
+
+/// Which record field a metric feeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    Duration,
+    DramRead,
+    DramWrite,
+    DramTotal,
+    AchievedOccupancy,
+    TheoreticalOccupancy,
+    SmSol,
+    MemorySol,
+    Registers,
+    SharedMem,
+    /// Precision index (0 fp16, 1 fp32, 2 fp64) and FLOPs per instruction.
+    Flops(u8, u8),
+    GridSize,
+    BlockSize,
+}
+
+/// The field a raw metric name (base units) feeds, if any.
+pub fn field_for_metric(name: &str) -> Option<Field> {
+    Some(match name {
+        DURATION => Field::Duration,
+        DRAM_READ => Field::DramRead,
+        DRAM_WRITE => Field::DramWrite,
+        DRAM_TOTAL => Field::DramTotal,
+        ACHIEVED_OCCUPANCY => Field::AchievedOccupancy,
+        THEORETICAL_OCCUPANCY => Field::TheoreticalOccupancy,
+        SM_SOL => Field::SmSol,
+        MEMORY_SOL => Field::MemorySol,
+        REGISTERS => Field::Registers,
+        SHARED_STATIC | SHARED_DYNAMIC => Field::SharedMem,
+        GRID_SIZE => Field::GridSize,
+        BLOCK_SIZE => Field::BlockSize,
+        _ => {
+            for (precision, ops) in [FP16_OPS, FP32_OPS, FP64_OPS].iter().enumerate() {
+                if let Some(op) = ops.iter().position(|o| *o == name) {
+                    let per_inst = if op == 2 { 2 } else { 1 };
+                    return Some(Field::Flops(precision as u8, per_inst));
+                }
+            }
+            return None;
+        }
+    })
+}
+
+/// The field a details-page row feeds, by section display name and metric label.
+pub fn field_for_label(section: &str, label: &str) -> Option<Field> {
+    Some(match (section, label) {
+        ("GPU Speed Of Light Throughput", "Duration") => Field::Duration,
+        ("GPU Speed Of Light Throughput", "Memory Throughput") => Field::MemorySol,
+        ("GPU Speed Of Light Throughput", "Compute (SM) Throughput") => Field::SmSol,
+        ("Occupancy", "Achieved Occupancy") => Field::AchievedOccupancy,
+        ("Occupancy", "Theoretical Occupancy") => Field::TheoreticalOccupancy,
+        ("Launch Statistics", "Registers Per Thread") => Field::Registers,
+        ("Launch Statistics", "Static Shared Memory Per Block")
+        | ("Launch Statistics", "Dynamic Shared Memory Per Block") => Field::SharedMem,
+        _ => return None,
+    })
+}
+
+/// Set a field from a value already in base units. Fields set by an earlier metric are kept,
+/// except the sums (shared memory, FLOPs) which accumulate their parts.
+pub fn apply(record: &mut KernelRecord, field: Field, value: f64) {
+    let set = |slot: &mut Option<f64>| {
+        if slot.is_none() {
+            *slot = Some(value);
+        }
+    };
+    match field {
+        Field::Duration => set(&mut record.duration_ns),
+        Field::DramRead => set(&mut record.dram_bytes_read),
+        Field::DramWrite => set(&mut record.dram_bytes_write),
+        Field::DramTotal => set(&mut record.dram_bytes),
+        Field::AchievedOccupancy => set(&mut record.achieved_occupancy_pct),
+        Field::TheoreticalOccupancy => set(&mut record.theoretical_occupancy_pct),
+        Field::SmSol => set(&mut record.sm_throughput_pct),
+        Field::MemorySol => set(&mut record.memory_throughput_pct),
+        Field::Registers => {
+            if record.registers_per_thread.is_none() && value >= 0.0 && value <= u32::MAX as f64 {
+                record.registers_per_thread = Some(value as u32);
+            }
+        }
+        Field::SharedMem => {
+            if value >= 0.0 {
+                record.shared_mem_per_block =
+                    Some(record.shared_mem_per_block.unwrap_or(0) + value as u64);
+            }
+        }
+        Field::Flops(precision, per_inst) => {
+            let slot = match precision {
+                0 => &mut record.flops.fp16,
+                1 => &mut record.flops.fp32,
+                _ => &mut record.flops.fp64,
+            };
+            *slot = Some(slot.unwrap_or(0.0) + value * f64::from(per_inst));
+        }
+        // The identity columns' (x, y, z) triples carry these; the scalar totals stay metrics.
+        Field::GridSize | Field::BlockSize => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dim3_parsing() {
+        assert_eq!(parse_dim3("(256, 1, 1)"), Some([256, 1, 1]));
+        assert_eq!(parse_dim3(" (4, 12, 54) "), Some([4, 12, 54]));
+        for bad in ["(1, 2)", "(1, 2, 3, 4)", "256", "(a, 1, 1)", ""] {
+            assert_eq!(parse_dim3(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn flops_count_fma_twice_and_shared_memory_sums() {
+        let mut record = KernelRecord::default();
+        for (name, value) in [
+            (FP32_OPS[0], 10.0),
+            (FP32_OPS[1], 5.0),
+            (FP32_OPS[2], 100.0),
+            (SHARED_STATIC, 8192.0),
+            (SHARED_DYNAMIC, 1024.0),
+        ] {
+            apply(&mut record, field_for_metric(name).unwrap(), value);
+        }
+        assert_eq!(record.flops.fp32, Some(215.0));
+        assert_eq!(record.flops.fp16, None);
+        assert_eq!(record.shared_mem_per_block, Some(9216));
+    }
+}

@@ -1,0 +1,411 @@
+//! Typed ncu options and the metric presets.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// Kernel duration (GPU time).
+pub const DURATION: &str = "gpu__time_duration.sum";
+pub const DRAM_READ: &str = "dram__bytes_read.sum";
+pub const DRAM_WRITE: &str = "dram__bytes_write.sum";
+pub const DRAM_TOTAL: &str = "dram__bytes.sum";
+pub const ACHIEVED_OCCUPANCY: &str = "sm__warps_active.avg.pct_of_peak_sustained_active";
+pub const THEORETICAL_OCCUPANCY: &str = "sm__maximum_warps_per_active_cycle_pct";
+pub const SM_SOL: &str = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
+pub const MEMORY_SOL: &str = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed";
+pub const REGISTERS: &str = "launch__registers_per_thread";
+pub const SHARED_STATIC: &str = "launch__shared_mem_per_block_static";
+pub const SHARED_DYNAMIC: &str = "launch__shared_mem_per_block_dynamic";
+pub const GRID_SIZE: &str = "launch__grid_size";
+pub const BLOCK_SIZE: &str = "launch__block_size";
+
+/// SASS thread-instruction counters per precision: (add, mul, fma). FLOPs = add + mul + 2·fma.
+pub const FP16_OPS: [&str; 3] = [
+    "smsp__sass_thread_inst_executed_op_hadd_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum",
+];
+pub const FP32_OPS: [&str; 3] = [
+    "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
+];
+pub const FP64_OPS: [&str; 3] = [
+    "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum",
+];
+
+/// The `minimal` preset: exactly the metrics behind the normalized record's fields, chosen so
+/// ncu needs as few replay passes as possible.
+pub const MINIMAL_METRICS: &[&str] = &[
+    DURATION,
+    DRAM_READ,
+    DRAM_WRITE,
+    ACHIEVED_OCCUPANCY,
+    SM_SOL,
+    MEMORY_SOL,
+    REGISTERS,
+    SHARED_STATIC,
+    SHARED_DYNAMIC,
+    GRID_SIZE,
+    BLOCK_SIZE,
+    FP32_OPS[0],
+    FP32_OPS[1],
+    FP32_OPS[2],
+    FP16_OPS[0],
+    FP16_OPS[1],
+    FP16_OPS[2],
+    FP64_OPS[0],
+    FP64_OPS[1],
+    FP64_OPS[2],
+];
+
+/// What to collect.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "value")]
+pub enum Preset {
+    /// [`MINIMAL_METRICS`] on the raw page (the default).
+    #[default]
+    Minimal,
+    /// ncu's `basic` set (`--set basic`), details page with rule results.
+    Basic,
+    /// ncu's `detailed` set.
+    Detailed,
+    /// ncu's `full` set (many replay passes).
+    Full,
+    /// A list of metric names, checked against `ncu --query-metrics`.
+    Metrics(Vec<String>),
+}
+
+impl Preset {
+    /// ncu's own set name for `basic`/`detailed`/`full`.
+    pub fn ncu_set(&self) -> Option<&'static str> {
+        match self {
+            Preset::Basic => Some("basic"),
+            Preset::Detailed => Some("detailed"),
+            Preset::Full => Some("full"),
+            Preset::Minimal | Preset::Metrics(_) => None,
+        }
+    }
+
+    /// Metric names passed with `--metrics` (empty for ncu's sets).
+    pub fn metric_names(&self) -> Vec<String> {
+        match self {
+            Preset::Minimal => MINIMAL_METRICS.iter().map(|m| m.to_string()).collect(),
+            Preset::Metrics(list) => list.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Metrics the user asked for by name: missing from the output is an error naming them.
+    pub fn requested_metrics(&self) -> Vec<String> {
+        self.metric_names()
+    }
+}
+
+impl FromStr for Preset {
+    type Err = Error;
+
+    /// `minimal`, `basic`, `detailed`, `full`, or a comma-separated metric list.
+    fn from_str(text: &str) -> Result<Self> {
+        match text.trim() {
+            "minimal" => Ok(Preset::Minimal),
+            "basic" => Ok(Preset::Basic),
+            "detailed" => Ok(Preset::Detailed),
+            "full" => Ok(Preset::Full),
+            other => {
+                let list = parse_metric_list(other)?;
+                if list.len() == 1 && !looks_like_metric(&list[0]) {
+                    return Err(Error::UnknownValue {
+                        what: "ncu preset",
+                        value: other.to_string(),
+                        valid: "minimal, basic, detailed, full, or a comma-separated metric list"
+                            .to_string(),
+                    });
+                }
+                Ok(Preset::Metrics(list))
+            }
+        }
+    }
+}
+
+impl fmt::Display for Preset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Preset::Minimal => f.write_str("minimal"),
+            Preset::Basic => f.write_str("basic"),
+            Preset::Detailed => f.write_str("detailed"),
+            Preset::Full => f.write_str("full"),
+            Preset::Metrics(list) => f.write_str(&list.join(",")),
+        }
+    }
+}
+
+/// A metric name has the `unit__counter` shape (`dram__bytes_read.sum`).
+fn looks_like_metric(name: &str) -> bool {
+    name.contains("__")
+}
+
+/// Split `a,b , c` into names; rejects empty and malformed names.
+pub fn parse_metric_list(text: &str) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    for name in text.split(',').map(str::trim) {
+        if name.is_empty() {
+            continue;
+        }
+        if !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.:-".contains(&b))
+        {
+            return Err(Error::invalid(
+                "ncu metric",
+                format!("`{name}` is not a metric name (letters, digits, `_`, `.` only)"),
+            ));
+        }
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_string());
+        }
+    }
+    if names.is_empty() {
+        return Err(Error::invalid("ncu metrics", "the metric list is empty"));
+    }
+    Ok(names)
+}
+
+/// `--target-processes`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TargetProcesses {
+    /// The program and all its children (pytest workers, multiprocessing).
+    #[default]
+    All,
+    ApplicationOnly,
+}
+
+impl TargetProcesses {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TargetProcesses::All => "all",
+            TargetProcesses::ApplicationOnly => "application-only",
+        }
+    }
+}
+
+/// `--clock-control`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClockControl {
+    /// Lock clocks to base (ncu's default; comparable numbers across runs).
+    #[default]
+    Base,
+    /// Leave clocks alone (needed on MIG; what the H200 fixtures used).
+    None,
+}
+
+impl ClockControl {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClockControl::Base => "base",
+            ClockControl::None => "none",
+        }
+    }
+}
+
+/// `--kernel-name-base`: what `-k` matches against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelNameBase {
+    Function,
+    Demangled,
+    Mangled,
+}
+
+impl KernelNameBase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KernelNameBase::Function => "function",
+            KernelNameBase::Demangled => "demangled",
+            KernelNameBase::Mangled => "mangled",
+        }
+    }
+}
+
+/// Typed Nsight Compute options (CLI flags of `polyprof run --profiler ncu`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NcuOptions {
+    #[serde(default)]
+    pub preset: Preset,
+    #[serde(default)]
+    pub target_processes: TargetProcesses,
+    #[serde(default)]
+    pub clock_control: ClockControl,
+    /// `-k`: an exact name or `regex:…`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_name_base: Option<KernelNameBase>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_skip: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_count: Option<u64>,
+    /// `--nvtx --nvtx-include X` for each entry (`regex:DOMAIN@.+/`, `range/`, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nvtx_include: Vec<String>,
+    /// Write `<out>/report.ncu-rep` (always on for `basic`/`detailed`/`full`, whose details page
+    /// is exported from it).
+    #[serde(default)]
+    pub keep_report: bool,
+    /// `--chip` for `--query-metrics` when checking metric names without a local GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chip: Option<String>,
+    /// Skip the `--query-metrics` check of metric names before the run.
+    #[serde(default)]
+    pub skip_metric_check: bool,
+    /// The ncu executable (default `ncu` on PATH).
+    #[serde(default = "default_binary")]
+    pub binary: String,
+    /// Extra ncu arguments, verbatim, before the target (escape hatch).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra_args: Vec<String>,
+}
+
+fn default_binary() -> String {
+    "ncu".to_string()
+}
+
+impl Default for NcuOptions {
+    fn default() -> Self {
+        NcuOptions {
+            preset: Preset::default(),
+            target_processes: TargetProcesses::default(),
+            clock_control: ClockControl::default(),
+            kernel_name: None,
+            kernel_name_base: None,
+            launch_skip: None,
+            launch_count: None,
+            nvtx_include: Vec::new(),
+            keep_report: false,
+            chip: None,
+            skip_metric_check: false,
+            binary: default_binary(),
+            extra_args: Vec::new(),
+        }
+    }
+}
+
+impl NcuOptions {
+    /// Reject option combinations ncu would fail on, before anything runs.
+    pub fn validate(&self) -> Result<()> {
+        if self.binary.trim().is_empty() {
+            return Err(Error::invalid(
+                "ncu binary",
+                "the ncu executable name is empty",
+            ));
+        }
+        if let Preset::Metrics(list) = &self.preset {
+            if list.is_empty() {
+                return Err(Error::invalid("ncu metrics", "the metric list is empty"));
+            }
+            parse_metric_list(&list.join(","))?;
+        }
+        if let Some(name) = &self.kernel_name {
+            if name.trim().is_empty() {
+                return Err(Error::invalid(
+                    "ncu kernel filter",
+                    "the kernel name is empty",
+                ));
+            }
+            if let Some(pattern) = name.strip_prefix("regex:") {
+                regex::Regex::new(pattern).map_err(|e| {
+                    Error::invalid(
+                        "ncu kernel filter",
+                        format!("`{pattern}` is not a valid regex: {e}"),
+                    )
+                })?;
+            }
+        }
+        if self.launch_count == Some(0) {
+            return Err(Error::invalid(
+                "ncu launch count",
+                "--launch-count 0 would profile nothing; give at least 1",
+            ));
+        }
+        if self.nvtx_include.iter().any(|n| n.trim().is_empty()) {
+            return Err(Error::invalid(
+                "ncu NVTX filter",
+                "an NVTX include is empty",
+            ));
+        }
+        Ok(())
+    }
+
+    /// A report is written when asked, and always for ncu's sets (the details page comes from it).
+    pub fn writes_report(&self) -> bool {
+        self.keep_report || self.preset.ncu_set().is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_parse_and_print() {
+        for text in ["minimal", "basic", "detailed", "full"] {
+            assert_eq!(text.parse::<Preset>().unwrap().to_string(), text);
+        }
+        let list: Preset = "gpu__time_duration.sum, dram__bytes.sum,gpu__time_duration.sum"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            list,
+            Preset::Metrics(vec![
+                "gpu__time_duration.sum".into(),
+                "dram__bytes.sum".into()
+            ])
+        );
+        let err = "fast".parse::<Preset>().unwrap_err().to_string();
+        assert!(err.contains("minimal, basic, detailed, full"), "{err}");
+        assert!("a b".parse::<Preset>().is_err());
+        assert!(",".parse::<Preset>().is_err());
+    }
+
+    #[test]
+    fn minimal_preset_covers_every_record_field() {
+        // Every name must have the `unit__counter` shape and appear once.
+        let mut names: Vec<&str> = MINIMAL_METRICS.to_vec();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), MINIMAL_METRICS.len());
+        for ops in [FP16_OPS, FP32_OPS, FP64_OPS] {
+            for op in ops {
+                assert!(MINIMAL_METRICS.contains(&op), "{op}");
+            }
+        }
+    }
+
+    #[test]
+    fn validation_rejects_what_ncu_would_fail_on() {
+        let bad_regex = NcuOptions {
+            kernel_name: Some("regex:(".into()),
+            ..Default::default()
+        };
+        assert!(bad_regex.validate().is_err());
+        let zero = NcuOptions {
+            launch_count: Some(0),
+            ..Default::default()
+        };
+        assert!(zero.validate().is_err());
+        assert!(NcuOptions::default().validate().is_ok());
+        assert!(!NcuOptions::default().writes_report());
+        let detailed = NcuOptions {
+            preset: Preset::Detailed,
+            ..Default::default()
+        };
+        assert!(detailed.writes_report());
+    }
+}

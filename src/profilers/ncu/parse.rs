@@ -1,0 +1,462 @@
+//! Bytes in, records out: ncu's mixed output (stdout, `--log-file`, `--import` exports) parsed
+//! into normalized kernel records, classified diagnostics and session facts. Pure functions.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use super::details::{self, DetailsTable};
+use super::diagnostics;
+use super::raw::RawTable;
+use super::scan::{self, Level, Segment};
+use super::session::SessionTable;
+use crate::profilers::{Diagnostic, ParsedOutput, Severity};
+use crate::results::record::KernelRecord;
+
+/// Which metrics to keep in each record's `metrics` map. The record's fields (duration, DRAM
+/// bytes, …) are filled either way.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum MetricFilter {
+    /// Every metric ncu printed (the default).
+    #[default]
+    All,
+    /// Only these names.
+    Only(BTreeSet<String>),
+}
+
+impl MetricFilter {
+    pub fn keeps(&self, name: &str) -> bool {
+        match self {
+            MetricFilter::All => true,
+            MetricFilter::Only(names) => names.contains(name),
+        }
+    }
+}
+
+/// How to parse.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ParseOptions {
+    pub keep: MetricFilter,
+    /// Metric names the run asked for: absent from the output is an error naming them; present
+    /// but `n/a` on every launch is a warning.
+    pub requested: Vec<String>,
+}
+
+/// Everything gathered while the segments go by.
+#[derive(Debug, Default)]
+pub struct Context {
+    diagnostics: Vec<Diagnostic>,
+    session: BTreeMap<String, String>,
+    seen_devices: HashSet<String>,
+    details: Vec<KernelRecord>,
+    details_index: HashMap<(Option<u32>, u64), usize>,
+    /// Metric names that appeared as raw columns or command-line rows.
+    metrics_seen: HashSet<String>,
+    /// Requested metrics that had at least one numeric value.
+    numeric_seen: HashSet<String>,
+    tables_seen: usize,
+    kernels: usize,
+}
+
+impl Context {
+    pub fn session_insert(&mut self, key: String, value: String) {
+        self.session.entry(key).or_insert(value);
+    }
+
+    /// True the first time a device id is seen (its attributes are recorded once).
+    pub fn first_sight_of_device(&mut self, device: &str) -> bool {
+        if self.seen_devices.contains(device) {
+            return false;
+        }
+        self.seen_devices.insert(device.to_string());
+        true
+    }
+
+    /// The details-page record of one launch, created on first sight.
+    pub fn details_record(
+        &mut self,
+        key: (Option<u32>, u64),
+        make: impl FnOnce() -> KernelRecord,
+    ) -> &mut KernelRecord {
+        let index = match self.details_index.get(&key) {
+            Some(index) => *index,
+            None => {
+                self.details.push(make());
+                let index = self.details.len() - 1;
+                self.details_index.insert(key, index);
+                index
+            }
+        };
+        &mut self.details[index]
+    }
+
+    /// A requested metric had a numeric value somewhere.
+    pub fn note_numeric(&mut self, name: &str) {
+        if !self.numeric_seen.contains(name) {
+            self.numeric_seen.insert(name.to_string());
+        }
+    }
+
+    /// A metric name appeared in the output (raw column or command-line row).
+    pub fn note_metric_seen(&mut self, name: &str) {
+        if !self.metrics_seen.contains(name) {
+            self.metrics_seen.insert(name.to_string());
+        }
+    }
+
+    pub fn push_diagnostic(&mut self, diagnostic: Diagnostic) {
+        diagnostics::push(&mut self.diagnostics, diagnostic);
+    }
+}
+
+enum Table {
+    None,
+    Raw(RawTable),
+    Details(DetailsTable),
+    Session(SessionTable),
+}
+
+/// Parse ncu output into records, diagnostics and session facts.
+pub fn parse(input: &[u8], options: &ParseOptions) -> ParsedOutput {
+    let mut kernels = Vec::new();
+    let mut parsed = parse_with(input, options, &mut |record| kernels.push(record));
+    parsed.kernels = kernels;
+    parsed
+}
+
+/// Like [`parse`], but hands each record to `sink` as soon as it is complete, so a caller that
+/// writes records out one by one never holds them all. The returned output has no kernels.
+pub fn parse_with(
+    input: &[u8],
+    options: &ParseOptions,
+    sink: &mut dyn FnMut(KernelRecord),
+) -> ParsedOutput {
+    let mut context = Context::default();
+    let mut table = Table::None;
+    let requested: HashSet<&str> = options
+        .requested
+        .iter()
+        .map(String::as_str)
+        .filter(|name| is_checkable(name))
+        .collect();
+    for segment in scan::scan(input) {
+        match segment {
+            Segment::Message(message) => {
+                note_message(&message, &mut context);
+                if let Some(diagnostic) = diagnostics::classify(&message) {
+                    context.push_diagnostic(diagnostic);
+                }
+            }
+            Segment::Text(_) => {}
+            Segment::Csv(range) => {
+                read_block(
+                    &input[range],
+                    &mut table,
+                    options,
+                    &requested,
+                    &mut context,
+                    sink,
+                );
+            }
+        }
+    }
+    finish(context, &requested, sink)
+}
+
+/// Facts from routine `==PROF==` lines.
+fn note_message(message: &scan::Message, context: &mut Context) {
+    if message.level != Level::Prof {
+        return;
+    }
+    if let Some(rest) = message.text.strip_prefix("Connected to process ") {
+        let (pid, exe) = rest.split_once(' ').unwrap_or((rest, ""));
+        let exe = exe.trim().trim_start_matches('(').trim_end_matches(')');
+        context.session_insert(format!("process.{pid}"), exe.to_string());
+    } else if let Some(path) = message.text.strip_prefix("Report: ") {
+        context.session_insert("report_path".to_string(), path.trim().to_string());
+    }
+}
+
+fn read_block(
+    block: &[u8],
+    table: &mut Table,
+    options: &ParseOptions,
+    requested: &HashSet<&str>,
+    context: &mut Context,
+    sink: &mut dyn FnMut(KernelRecord),
+) {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(block);
+    let mut row = csv::ByteRecord::new();
+    let mut header_len = 0;
+    loop {
+        match reader.read_byte_record(&mut row) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(error) => {
+                context.push_diagnostic(Diagnostic {
+                    severity: Severity::Error,
+                    kind: "csv_error".to_string(),
+                    message: format!("unreadable CSV in ncu output: {error}"),
+                    hint: None,
+                });
+                break;
+            }
+        }
+        if is_launch_header(&row) {
+            let header = strings(&row);
+            header_len = header.len();
+            context.tables_seen += 1;
+            if details::is_details_header(&header) {
+                *table = Table::Details(DetailsTable::new(&header));
+            } else {
+                let raw = RawTable::new(&header, &options.keep, requested);
+                context
+                    .metrics_seen
+                    .extend(raw.metric_names().map(str::to_string));
+                *table = Table::Raw(raw);
+            }
+            continue;
+        }
+        if is_session_header(&row)
+            && let Some(session) = SessionTable::from_header(&strings(&row))
+        {
+            *table = Table::Session(session);
+            continue;
+        }
+        match table {
+            Table::None => {}
+            Table::Session(session) => session.apply(&strings(&row), context),
+            Table::Details(details) => details.apply(&row, context),
+            Table::Raw(raw) => {
+                if raw.is_units_row(&row) {
+                    raw.read_units(&row);
+                    continue;
+                }
+                let record = raw.record(&row, context);
+                if row.len() < header_len {
+                    context.push_diagnostic(Diagnostic {
+                        severity: Severity::Warning,
+                        kind: "truncated_row".to_string(),
+                        message: format!(
+                            "launch {} of process {} has {} of {} columns; ncu's output was cut off",
+                            record.launch_id,
+                            record.process_id.map_or("?".to_string(), |p| p.to_string()),
+                            row.len(),
+                            header_len
+                        ),
+                        hint: Some("the profiler was probably killed while writing".to_string()),
+                    });
+                }
+                context.kernels += 1;
+                sink(record);
+            }
+        }
+    }
+}
+
+/// Cheap pre-check on the first cell before building strings for [`SessionTable::from_header`].
+fn is_session_header(row: &csv::ByteRecord) -> bool {
+    matches!(
+        row.get(0),
+        Some(b"Launch Attribute" | b"Session Attribute" | b"Process Id" | b"Device Attribute")
+    )
+}
+
+fn is_launch_header(row: &csv::ByteRecord) -> bool {
+    row.get(0) == Some(b"ID") && row.get(1) == Some(b"Process ID")
+}
+
+fn strings(row: &csv::ByteRecord) -> Vec<String> {
+    row.iter()
+        .map(|f| String::from_utf8_lossy(f).trim().to_string())
+        .collect()
+}
+
+/// Names the missing-metric check can judge (regex and breakdown requests expand to others).
+fn is_checkable(name: &str) -> bool {
+    !name.contains(':') && name.contains("__")
+}
+
+fn finish(
+    mut context: Context,
+    requested: &HashSet<&str>,
+    sink: &mut dyn FnMut(KernelRecord),
+) -> ParsedOutput {
+    let details = std::mem::take(&mut context.details);
+    context.kernels += details.len();
+    for record in details {
+        sink(record);
+    }
+    derive_session_facts(&mut context.session);
+    if context.tables_seen > 0 && context.kernels > 0 {
+        let mut missing: Vec<&str> = requested
+            .iter()
+            .filter(|name| !context.metrics_seen.contains(**name))
+            .copied()
+            .collect();
+        missing.sort_unstable();
+        for name in missing {
+            context.push_diagnostic(Diagnostic {
+                severity: Severity::Error,
+                kind: "metric_missing".to_string(),
+                message: format!("requested metric `{name}` is not in ncu's output"),
+                hint: Some(format!(
+                    "ncu ignores unknown metric names silently; check `{name}` with \
+                     `ncu --query-metrics` for this GPU"
+                )),
+            });
+        }
+        let mut unavailable: Vec<&str> = requested
+            .iter()
+            .filter(|name| {
+                context.metrics_seen.contains(**name) && !context.numeric_seen.contains(**name)
+            })
+            .copied()
+            .collect();
+        unavailable.sort_unstable();
+        for name in unavailable {
+            context.push_diagnostic(Diagnostic {
+                severity: Severity::Warning,
+                kind: "metric_not_available".to_string(),
+                message: format!(
+                    "requested metric `{name}` has no numeric value (n/a) on any launch"
+                ),
+                hint: Some("this GPU or ncu version cannot collect it".to_string()),
+            });
+        }
+    }
+    ParsedOutput {
+        kernels: Vec::new(),
+        diagnostics: context.diagnostics,
+        session: context.session,
+    }
+}
+
+/// An output with no launch, no ncu message of warning level or above and no session table is
+/// suspicious (ncu killed before writing, or not ncu output at all): say so. Call it once on the
+/// merged result of all artifacts of a run.
+pub fn flag_empty(parsed: &mut ParsedOutput, kernels: usize) {
+    let has_warning = parsed
+        .diagnostics
+        .iter()
+        .any(|d| d.severity >= Severity::Warning);
+    let has_session = parsed
+        .session
+        .keys()
+        .any(|k| k.starts_with("session.") || k.starts_with("launch."));
+    if kernels == 0 && !has_warning && !has_session {
+        diagnostics::push(
+            &mut parsed.diagnostics,
+            Diagnostic {
+                severity: Severity::Warning,
+                kind: "no_data".to_string(),
+                message: "no ncu CSV table and no ncu warning or error in the output".to_string(),
+                hint: Some(
+                    "ncu may have been killed before writing, or this is not ncu CSV output"
+                        .to_string(),
+                ),
+            },
+        );
+    }
+}
+
+/// Short keys for the facts every caller wants, from whichever table carried them.
+fn derive_session_facts(session: &mut BTreeMap<String, String>) {
+    let mut derived = Vec::new();
+    for (key, value) in session.iter() {
+        let Some(rest) = key.strip_prefix("device.") else {
+            continue;
+        };
+        let Some((device, attribute)) = rest.split_once('.') else {
+            continue;
+        };
+        match attribute {
+            "display_name" => derived.push(("device_name".to_string(), value.clone())),
+            "compute_capability" => derived.push(("compute_capability".to_string(), value.clone())),
+            "compute_capability_major" => {
+                if let Some(minor) =
+                    session.get(&format!("device.{device}.compute_capability_minor"))
+                {
+                    derived.push(("compute_capability".to_string(), format!("{value}.{minor}")));
+                }
+            }
+            _ => {}
+        }
+    }
+    for (key, value) in derived {
+        session.entry(key).or_insert(value);
+    }
+}
+
+/// Fold `other` into `target`: launches are matched on (process id, launch id); fields already
+/// set in `target` win, metrics and rules it lacks are added.
+pub fn merge(target: &mut ParsedOutput, other: ParsedOutput) {
+    let mut index: HashMap<(Option<u32>, u64), usize> = target
+        .kernels
+        .iter()
+        .enumerate()
+        .map(|(i, k)| ((k.process_id, k.launch_id), i))
+        .collect();
+    for kernel in other.kernels {
+        let key = (kernel.process_id, kernel.launch_id);
+        match index.get(&key) {
+            Some(&i) => merge_record(&mut target.kernels[i], kernel),
+            None => {
+                index.insert(key, target.kernels.len());
+                target.kernels.push(kernel);
+            }
+        }
+    }
+    for diagnostic in other.diagnostics {
+        diagnostics::push(&mut target.diagnostics, diagnostic);
+    }
+    for (key, value) in other.session {
+        target.session.entry(key).or_insert(value);
+    }
+}
+
+fn merge_record(target: &mut KernelRecord, other: KernelRecord) {
+    macro_rules! fill {
+        ($($field:ident),*) => { $( if target.$field.is_none() { target.$field = other.$field; } )* };
+    }
+    fill!(
+        process_name,
+        device,
+        stream,
+        grid,
+        block,
+        start_ns,
+        duration_ns,
+        dram_bytes_read,
+        dram_bytes_write,
+        dram_bytes,
+        achieved_occupancy_pct,
+        theoretical_occupancy_pct,
+        sm_throughput_pct,
+        memory_throughput_pct,
+        registers_per_thread,
+        shared_mem_per_block
+    );
+    if target.flops.fp16.is_none() {
+        target.flops.fp16 = other.flops.fp16;
+    }
+    if target.flops.fp32.is_none() {
+        target.flops.fp32 = other.flops.fp32;
+    }
+    if target.flops.fp64.is_none() {
+        target.flops.fp64 = other.flops.fp64;
+    }
+    if target.name.is_empty() {
+        target.name = other.name;
+        target.short_name = other.short_name;
+    }
+    for (name, metric) in other.metrics {
+        target.metrics.entry(name).or_insert(metric);
+    }
+    for rule in other.rules {
+        if !target.rules.contains(&rule) {
+            target.rules.push(rule);
+        }
+    }
+}

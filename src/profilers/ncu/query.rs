@@ -1,0 +1,301 @@
+//! Metric names checked against `ncu --query-metrics` before a run. ncu drops an unknown
+//! `--metrics` name silently (exit 0, no column), so polyprof says which name is wrong instead.
+//! The query's output is cached per ncu version and chip under `$XDG_CACHE_HOME/polyprof`.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::options::NcuOptions;
+use super::preflight;
+use crate::error::{Error, Result};
+
+/// Metric families ncu computes from launch data or device attributes rather than hardware
+/// counters; `--query-metrics` does not list them, yet they are valid.
+const SYNTHETIC_PREFIXES: &[&str] = &[
+    "launch__",
+    "device__",
+    "profiler__",
+    "nvlink__",
+    "numa__",
+    "c2clink__",
+    "derived__",
+    "pmsampling:",
+];
+const SYNTHETIC_NAMES: &[&str] = &[
+    "sm__maximum_warps_per_active_cycle_pct",
+    "sm__maximum_warps_avg_per_active_cycle",
+    "smsp__maximum_warps_avg_per_active_cycle",
+];
+
+/// The base metric names of one chip, from `ncu --query-metrics` output.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetricCatalog {
+    /// `gh100` from the `Chip gh100` line, when printed.
+    pub chip: Option<String>,
+    pub bases: HashSet<String>,
+    /// Unit prefixes seen (`dram`, `sm`, `smsp`, …): a name with one of these and an unknown base
+    /// is certainly wrong.
+    pub prefixes: HashSet<String>,
+}
+
+/// Parse `ncu --query-metrics` text. Table borders, headers and wrapped description lines are
+/// skipped; a metric row starts with its name (`dram__bytes_read`, or
+/// `CTC.TriageCompute.ctc__rx_bytes` for configuration-specific ones).
+pub fn parse_catalog(text: &str) -> MetricCatalog {
+    let mut catalog = MetricCatalog::default();
+    for line in text.lines() {
+        if let Some(chip) = line.trim().strip_prefix("Chip ") {
+            catalog.chip = Some(chip.trim().to_string());
+            continue;
+        }
+        if line.starts_with(char::is_whitespace) {
+            continue;
+        }
+        let Some(first) = line.split_whitespace().next() else {
+            continue;
+        };
+        let Some(base) = first.split('.').find(|part| part.contains("__")) else {
+            continue;
+        };
+        if let Some((prefix, _)) = base.split_once("__") {
+            catalog.prefixes.insert(prefix.to_string());
+        }
+        catalog.bases.insert(base.to_string());
+    }
+    catalog
+}
+
+/// `dram__bytes_read.sum.per_second` → `dram__bytes_read`.
+pub fn base_name(name: &str) -> &str {
+    name.split('.').next().unwrap_or(name)
+}
+
+/// A name polyprof cannot judge and leaves to ncu.
+fn is_judgeable(name: &str) -> bool {
+    name.contains("__")
+        && !name.contains(':')
+        && !SYNTHETIC_PREFIXES.iter().any(|p| name.starts_with(p))
+        && !SYNTHETIC_NAMES.contains(&base_name(name))
+}
+
+/// One wrong name and the closest known ones.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownMetric {
+    pub name: String,
+    pub suggestions: Vec<String>,
+}
+
+/// The requested names the catalog does not know.
+pub fn unknown_metrics(catalog: &MetricCatalog, names: &[String]) -> Vec<UnknownMetric> {
+    names
+        .iter()
+        .filter(|name| is_judgeable(name) && !catalog.bases.contains(base_name(name)))
+        .map(|name| UnknownMetric {
+            name: name.clone(),
+            suggestions: suggest(catalog, base_name(name)),
+        })
+        .collect()
+}
+
+fn suggest(catalog: &MetricCatalog, base: &str) -> Vec<String> {
+    let mut scored: Vec<(usize, &String)> = catalog
+        .bases
+        .iter()
+        .map(|candidate| (edit_distance(base, candidate), candidate))
+        .filter(|(distance, _)| *distance <= base.len() / 3 + 2)
+        .collect();
+    scored.sort();
+    scored.into_iter().take(3).map(|(_, c)| c.clone()).collect()
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            current[j + 1] = (previous[j] + cost)
+                .min(previous[j + 1] + 1)
+                .min(current[j] + 1);
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
+/// The error for unknown names, each with its suggestions.
+pub fn unknown_error(chip: &str, unknown: &[UnknownMetric]) -> Error {
+    let parts: Vec<String> = unknown
+        .iter()
+        .map(|u| {
+            if u.suggestions.is_empty() {
+                format!("`{}`", u.name)
+            } else {
+                format!("`{}` (did you mean {}?)", u.name, u.suggestions.join(", "))
+            }
+        })
+        .collect();
+    Error::invalid(
+        "ncu metrics",
+        format!(
+            "not known to ncu for chip {chip}: {}; ncu would silently ignore them. List valid \
+             names with `ncu --query-metrics --chip {chip}`",
+            parts.join("; ")
+        ),
+    )
+}
+
+/// `$XDG_CACHE_HOME/polyprof/ncu-metrics`, else `~/.cache/polyprof/ncu-metrics`.
+pub fn cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("polyprof").join("ncu-metrics"))
+}
+
+/// Cache file name for one ncu version and chip (or GPU model): only safe characters.
+pub fn cache_file_name(version: &str, chip: &str) -> String {
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    format!("{}-{}.txt", clean(version), clean(chip))
+}
+
+/// The catalog for (version, chip): from the cache, else by running `query` and caching it.
+pub fn catalog_cached(
+    cache: Option<&Path>,
+    version: &str,
+    chip: &str,
+    query: impl FnOnce() -> Option<String>,
+) -> Option<MetricCatalog> {
+    let file = cache.map(|dir| dir.join(cache_file_name(version, chip)));
+    if let Some(text) = file.as_ref().and_then(|f| std::fs::read_to_string(f).ok()) {
+        let catalog = parse_catalog(&text);
+        if !catalog.bases.is_empty() {
+            return Some(catalog);
+        }
+    }
+    let text = query()?;
+    let catalog = parse_catalog(&text);
+    if catalog.bases.is_empty() {
+        return None;
+    }
+    if let Some(file) = file {
+        // A cache that cannot be written only costs a query next time.
+        if let Some(dir) = file.parent()
+            && std::fs::create_dir_all(dir).is_ok()
+        {
+            let temporary = file.with_extension("tmp");
+            if std::fs::write(&temporary, &text).is_ok() {
+                let _ = std::fs::rename(&temporary, &file);
+            }
+        }
+    }
+    Some(catalog)
+}
+
+/// Check `names` with the ncu installed here. Skipped (Ok) when ncu, its version, or the chip
+/// cannot be determined: the post-run missing-metric check still catches wrong names.
+pub fn check_metrics_here(options: &NcuOptions, names: &[String]) -> Result<()> {
+    let Ok(binary) = which::which(&options.binary) else {
+        tracing::info!("ncu not found here; metric names are checked after the run");
+        return Ok(());
+    };
+    let Some(version) = preflight::run_short(&binary, &["--version"], Duration::from_secs(20))
+        .as_deref()
+        .and_then(preflight::parse_version)
+    else {
+        return Ok(());
+    };
+    let chip_key = match &options.chip {
+        Some(chip) => chip.clone(),
+        None => match preflight::proc_gpu_models().into_iter().next() {
+            Some(model) => model,
+            None => {
+                tracing::info!("no GPU model found; metric names are checked after the run");
+                return Ok(());
+            }
+        },
+    };
+    let mut args = vec!["--query-metrics"];
+    if let Some(chip) = &options.chip {
+        args.extend(["--chip", chip.as_str()]);
+    }
+    let catalog = catalog_cached(cache_dir().as_deref(), &version, &chip_key, || {
+        preflight::run_short(&binary, &args, Duration::from_secs(120))
+    });
+    let Some(catalog) = catalog else {
+        tracing::warn!("`ncu --query-metrics` gave no metric list; metric names not checked");
+        return Ok(());
+    };
+    let unknown = unknown_metrics(&catalog, names);
+    if unknown.is_empty() {
+        Ok(())
+    } else {
+        let chip = catalog.chip.as_deref().unwrap_or(&chip_key);
+        Err(unknown_error(chip, &unknown))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "Chip gh100\n---- ----\nMetric Name  Metric Type  Metric Unit  Metric Description\n---- ----\nCTC.TriageCompute.ctc__rx_bytes   Counter  byte  # of bytes\ndram__bytes_read   Counter  byte  # of bytes read from DRAM\n                                   (wrapped description)\ngpu__time_duration Counter ns  duration\n==PROF== Note that these metrics must be appended with a valid suffix\n";
+
+    #[test]
+    fn catalog_and_checks() {
+        let catalog = parse_catalog(SAMPLE);
+        assert_eq!(catalog.chip.as_deref(), Some("gh100"));
+        assert!(catalog.bases.contains("ctc__rx_bytes"));
+        assert!(catalog.bases.contains("dram__bytes_read"));
+        assert_eq!(catalog.bases.len(), 3);
+        let names: Vec<String> = [
+            "dram__bytes_read.sum",
+            "dram__bytes_raed.sum",
+            "launch__registers_per_thread",
+            "sm__maximum_warps_per_active_cycle_pct",
+            "flop_count_sp",
+        ]
+        .map(String::from)
+        .to_vec();
+        let unknown = unknown_metrics(&catalog, &names);
+        assert_eq!(unknown.len(), 1);
+        assert_eq!(unknown[0].name, "dram__bytes_raed.sum");
+        assert_eq!(unknown[0].suggestions[0], "dram__bytes_read");
+        let message = unknown_error("gh100", &unknown).to_string();
+        assert!(
+            message.contains("did you mean dram__bytes_read"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn cache_is_written_once_and_reused() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = catalog_cached(Some(dir.path()), "2025.3.1.0", "NVIDIA H200", || {
+            Some(SAMPLE.to_string())
+        })
+        .unwrap();
+        assert!(dir.path().join("2025.3.1.0-NVIDIA_H200.txt").exists());
+        // The second lookup must not query again.
+        let second = catalog_cached(Some(dir.path()), "2025.3.1.0", "NVIDIA H200", || {
+            panic!("queried despite the cache")
+        })
+        .unwrap();
+        assert_eq!(first, second);
+        // A failed query without cache gives no catalog rather than an empty one.
+        assert!(catalog_cached(None, "v", "c", || None).is_none());
+    }
+}
