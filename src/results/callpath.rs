@@ -199,6 +199,8 @@ pub type KernelHook = Arc<dyn Fn(&KernelLaunch) -> KernelWork + Send + Sync>;
 struct State {
     id: u64,
     name: String,
+    /// `getpid` is a system call; asked once.
+    pid: u32,
     epoch: Instant,
     next_event: AtomicU64,
     events: Mutex<Vec<Event>>,
@@ -341,6 +343,7 @@ impl Session {
         let state = Arc::new(State {
             id: NEXT_SESSION.fetch_add(1, Ordering::Relaxed),
             name: name.to_string(),
+            pid: std::process::id(),
             epoch: Instant::now(),
             next_event: AtomicU64::new(0),
             events: Mutex::new(Vec::new()),
@@ -452,7 +455,7 @@ fn add_kernel_to(state: &State, launch: KernelLaunch) {
         id: state.next_id(),
         parent,
         call_path,
-        process_id: Some(std::process::id()),
+        process_id: Some(state.pid),
         thread: Some(this_thread()),
         device: launch.device.clone(),
         stream: launch.stream.clone(),
@@ -520,30 +523,38 @@ impl ScopeGuard {
 }
 
 impl Drop for ScopeGuard {
+    // Inlined so that an inactive guard costs a branch; the recording path is out of line.
+    #[inline]
     fn drop(&mut self) {
-        let Some(open) = self.active.take() else {
-            return;
-        };
-        let OpenScope {
-            state,
-            mut event,
-            start,
-        } = *open;
-        let id = event.id;
-        STACK.with(|stack| {
-            let mut stack = stack.borrow_mut();
-            // Normally the top; a guard dropped out of order is removed where it is.
-            if let Some(index) = stack
-                .iter()
-                .rposition(|e| e.id == id && e.session == state.id)
-            {
-                stack.remove(index);
-            }
-        });
-        event.cpu_start_ns = Some(start.duration_since(state.epoch).as_nanos() as f64);
-        event.cpu_time_ns = Some(start.elapsed().as_nanos() as f64);
-        state.push(event);
+        if let Some(open) = self.active.take() {
+            close_scope(open);
+        }
     }
+}
+
+#[cold]
+#[inline(never)]
+fn close_scope(open: Box<OpenScope>) {
+    let elapsed = open.start.elapsed();
+    let OpenScope {
+        state,
+        mut event,
+        start,
+    } = *open;
+    let id = event.id;
+    STACK.with(|stack| {
+        let mut stack = stack.borrow_mut();
+        // Normally the top; a guard dropped out of order is removed where it is.
+        if let Some(index) = stack
+            .iter()
+            .rposition(|e| e.id == id && e.session == state.id)
+        {
+            stack.remove(index);
+        }
+    });
+    event.cpu_start_ns = Some(start.duration_since(state.epoch).as_nanos() as f64);
+    event.cpu_time_ns = Some(elapsed.as_nanos() as f64);
+    state.push(event);
 }
 
 /// Open a scope named `name` with additive metrics (Proton's keys `flops16`, `flops32`,
@@ -580,7 +591,7 @@ fn open_scope(name: &str, kind: FrameKind, metrics: &[(&str, f64)]) -> ScopeGuar
         id,
         parent,
         call_path,
-        process_id: Some(std::process::id()),
+        process_id: Some(state.pid),
         thread: Some(this_thread()),
         calls: 1,
         ..Default::default()

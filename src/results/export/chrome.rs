@@ -14,6 +14,8 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
+use serde::Serialize;
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Value, json};
 
 use crate::error::Result;
@@ -111,69 +113,146 @@ fn assign_sublanes(slices: &[&Slice], nesting: bool) -> Vec<usize> {
     assigned
 }
 
-fn event_args(event: &Event, sequential: bool) -> Value {
-    let mut metrics = Map::new();
-    if let Some(gpu) = event.gpu_time_ns {
-        metrics.insert("gpu_time_ns".into(), json!(gpu));
-    }
-    if let Some(cpu) = event.cpu_time_ns {
-        metrics.insert("cpu_time_ns".into(), json!(cpu));
-    }
-    let precisions = [
-        ("flops16", event.flops.fp16),
-        ("flops32", event.flops.fp32),
-        ("flops64", event.flops.fp64),
-    ];
-    for (name, value) in precisions {
-        if let Some(value) = value {
-            metrics.insert(name.into(), json!(value));
+/// `args` of an `X` event, serialized straight from the event (no intermediate JSON tree: a
+/// trace can hold 10^5 kernels).
+struct Args<'a> {
+    event: &'a Event,
+    sequential: bool,
+}
+
+/// `args.metrics`: times, FLOPs, bytes, derived throughput and user metrics.
+struct Metrics<'a>(&'a Event);
+
+impl Serialize for Metrics<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let event = self.0;
+        let point = roofline::evaluate(None, &event.flops, event.bytes, event.gpu_time_ns);
+        let mut map = serializer.serialize_map(None)?;
+        let numbers = [
+            ("gpu_time_ns", event.gpu_time_ns),
+            ("cpu_time_ns", event.cpu_time_ns),
+            ("flops16", event.flops.fp16),
+            ("flops32", event.flops.fp32),
+            ("flops64", event.flops.fp64),
+            ("bytes", event.bytes),
+            ("gflops_per_s", point.gflops_per_s),
+            ("gb_per_s", point.gb_per_s),
+        ];
+        for (name, value) in numbers {
+            if let Some(value) = value {
+                map.serialize_entry(name, &value)?;
+            }
         }
+        for (name, value) in &event.metrics {
+            if !numbers.iter().any(|(n, _)| n == name) {
+                map.serialize_entry(name, value)?;
+            }
+        }
+        map.end()
     }
-    if let Some(bytes) = event.bytes {
-        metrics.insert("bytes".into(), json!(bytes));
+}
+
+const SEQUENTIAL_NOTE: &str =
+    "no start time recorded: placed after the previous kernel of its stream";
+
+impl Serialize for Args<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let event = self.event;
+        let mut map = serializer.serialize_map(None)?;
+        let names: Vec<&str> = event.call_path.iter().map(|f| f.name.as_str()).collect();
+        map.serialize_entry("call_stack", &names)?;
+        map.serialize_entry("calls", &event.calls)?;
+        let mut written = vec!["call_stack", "calls", "metrics"];
+        if let Some(id) = event.launch_id {
+            map.serialize_entry("launch_id", &id)?;
+            written.push("launch_id");
+        }
+        if let Some(device) = &event.device {
+            map.serialize_entry("device", device)?;
+            written.push("device");
+        }
+        if let Some(stream) = &event.stream {
+            map.serialize_entry("stream", stream)?;
+            written.push("stream");
+        }
+        if self.sequential {
+            map.serialize_entry("timing", SEQUENTIAL_NOTE)?;
+            written.push("timing");
+        }
+        for (name, value) in &event.attributes {
+            if !written.contains(&name.as_str()) {
+                map.serialize_entry(name, value)?;
+            }
+        }
+        map.serialize_entry("metrics", &Metrics(event))?;
+        map.end()
     }
-    let point = roofline::evaluate(None, &event.flops, event.bytes, event.gpu_time_ns);
-    if let Some(gflops) = point.gflops_per_s {
-        metrics.insert("gflops_per_s".into(), json!(gflops));
+}
+
+/// One `X` event placed on its lane.
+struct Complete<'a> {
+    slice: Slice<'a>,
+    pid: u32,
+    tid: u64,
+}
+
+impl Serialize for Complete<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let slice = &self.slice;
+        let kind = if slice.gpu {
+            FrameKind::Kernel
+        } else {
+            slice.event.kind()
+        };
+        let mut map = serializer.serialize_map(Some(8))?;
+        map.serialize_entry("name", slice.event.name())?;
+        map.serialize_entry("cat", category(kind))?;
+        map.serialize_entry("ph", "X")?;
+        map.serialize_entry("ts", &slice.ts)?;
+        map.serialize_entry("dur", &slice.dur)?;
+        map.serialize_entry("pid", &self.pid)?;
+        map.serialize_entry("tid", &self.tid)?;
+        map.serialize_entry(
+            "args",
+            &Args {
+                event: slice.event,
+                sequential: slice.sequential,
+            },
+        )?;
+        map.end()
     }
-    if let Some(gbps) = point.gb_per_s {
-        metrics.insert("gb_per_s".into(), json!(gbps));
+}
+
+/// The trace document: `M` events first, then the `X` events.
+pub struct Trace<'a> {
+    other: Map<String, Value>,
+    meta: Vec<Value>,
+    complete: Vec<Complete<'a>>,
+}
+
+struct Events<'t, 'a>(&'t Trace<'a>);
+
+impl Serialize for Events<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.0.meta.len() + self.0.complete.len()))?;
+        for meta in &self.0.meta {
+            seq.serialize_element(meta)?;
+        }
+        for complete in &self.0.complete {
+            seq.serialize_element(complete)?;
+        }
+        seq.end()
     }
-    for (name, value) in &event.metrics {
-        metrics.insert(name.clone(), json!(value));
+}
+
+impl Serialize for Trace<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("displayTimeUnit", "ns")?;
+        map.serialize_entry("otherData", &self.other)?;
+        map.serialize_entry("traceEvents", &Events(self))?;
+        map.end()
     }
-    let mut args = Map::new();
-    args.insert(
-        "call_stack".into(),
-        json!(
-            event
-                .call_path
-                .iter()
-                .map(|f| f.name.as_str())
-                .collect::<Vec<_>>()
-        ),
-    );
-    args.insert("calls".into(), json!(event.calls));
-    if let Some(id) = event.launch_id {
-        args.insert("launch_id".into(), json!(id));
-    }
-    if let Some(device) = &event.device {
-        args.insert("device".into(), json!(device));
-    }
-    if let Some(stream) = &event.stream {
-        args.insert("stream".into(), json!(stream));
-    }
-    if sequential {
-        args.insert(
-            "timing".into(),
-            json!("no start time recorded: placed after the previous kernel of its stream"),
-        );
-    }
-    for (name, value) in &event.attributes {
-        args.entry(name.clone()).or_insert_with(|| value.clone());
-    }
-    args.insert("metrics".into(), Value::Object(metrics));
-    Value::Object(args)
 }
 
 fn category(kind: FrameKind) -> &'static str {
@@ -184,8 +263,13 @@ fn category(kind: FrameKind) -> &'static str {
     }
 }
 
-/// The trace document of a report.
+/// The trace document of a report, as JSON.
 pub fn trace(report: &Report) -> Value {
+    serde_json::to_value(build(report)).unwrap_or(Value::Null)
+}
+
+/// The trace document of a report, ready to serialize.
+pub fn build(report: &Report) -> Trace<'_> {
     let events = &report.profile.events;
     let cpu_base = events
         .iter()
@@ -268,13 +352,14 @@ pub fn trace(report: &Report) -> Value {
         }
     }
     let mut next_tid: BTreeMap<u32, u64> = BTreeMap::new();
-    for ((pid, key), slices) in &lanes {
+    let mut complete: Vec<Complete> = Vec::with_capacity(events.len());
+    for ((pid, key), slices) in lanes {
         let refs: Vec<&Slice> = slices.iter().collect();
         let sublanes = assign_sublanes(&refs, key.allows_nesting());
         let count = sublanes.iter().max().map_or(0, |m| m + 1);
         let tids: Vec<u64> = (0..count)
             .map(|_| {
-                let tid = next_tid.entry(*pid).or_insert(0);
+                let tid = next_tid.entry(pid).or_insert(0);
                 *tid += 1;
                 *tid
             })
@@ -288,22 +373,12 @@ pub fn trace(report: &Report) -> Value {
             trace_events.push(json!({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}}));
             trace_events.push(json!({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid, "args": {"sort_index": tid}}));
         }
-        for (slice, sub) in slices.iter().zip(&sublanes) {
-            let kind = if slice.gpu {
-                FrameKind::Kernel
-            } else {
-                slice.event.kind()
-            };
-            trace_events.push(json!({
-                "name": slice.event.name(),
-                "cat": category(kind),
-                "ph": "X",
-                "ts": slice.ts,
-                "dur": slice.dur,
-                "pid": pid,
-                "tid": tids[*sub],
-                "args": event_args(slice.event, slice.sequential),
-            }));
+        for (slice, sub) in slices.into_iter().zip(&sublanes) {
+            complete.push(Complete {
+                slice,
+                pid,
+                tid: tids[*sub],
+            });
         }
     }
 
@@ -342,11 +417,11 @@ pub fn trace(report: &Report) -> Value {
     if untimed > 0 {
         other.insert("events_without_time".into(), json!(untimed));
     }
-    json!({
-        "displayTimeUnit": "ns",
-        "otherData": Value::Object(other),
-        "traceEvents": trace_events,
-    })
+    Trace {
+        other,
+        meta: trace_events,
+        complete,
+    }
 }
 
 pub struct ChromeExporter;
@@ -357,7 +432,7 @@ impl Exporter for ChromeExporter {
     }
 
     fn export(&self, report: &Report, out: &mut dyn Write) -> Result<()> {
-        write_json(&trace(report), out, "Chrome trace", false)
+        write_json(&build(report), out, "Chrome trace", false)
     }
 }
 
