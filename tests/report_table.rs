@@ -135,3 +135,37 @@ fn bad_input_is_exit_2_with_a_clear_message() {
         .unwrap();
     assert_eq!(bad_format.status.code(), Some(2));
 }
+
+#[test]
+fn a_failed_run_without_kernels_still_reports_in_every_format() {
+    use polyprof::pipeline::Outcome;
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = polyprof::results::ProfileRun::new(
+        "ncu.000",
+        "ncu",
+        &["python3".into(), "-m".into(), "pytest".into()],
+        dir.path(),
+    );
+    run.outcome = Some(Outcome::TimedOut { after_s: 600.0 });
+    run.errors
+        .push("the run timed out; the CSV was never written".into());
+    run.write(dir.path()).unwrap();
+    let text = stdout_of(&["report", dir.path().to_str().unwrap()]);
+    assert!(
+        text.contains("timed out after 600.0 s; stopped — FAILED"),
+        "{text}"
+    );
+    assert!(text.contains("no kernel records"), "{text}");
+    assert!(text.contains("error    the run timed out"), "{text}");
+    assert!(text.contains("no device peaks"), "{text}");
+    for format in ["json", "csv", "hatchet", "chrome"] {
+        let output = polyprof()
+            .arg("report")
+            .arg(dir.path())
+            .args(["--format", format])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{format}");
+        assert!(!output.stdout.is_empty(), "{format}");
+    }
+}

@@ -322,7 +322,9 @@ impl KeyAverages {
             }
             table.add_row(cells);
         }
-        for index in 1..header.len() {
+        // Numbers right-aligned; the bound is a word.
+        let numeric = header.len() - usize::from(has_peaks);
+        for index in 1..numeric {
             if let Some(column) = table.column_mut(index) {
                 column.set_cell_alignment(CellAlignment::Right);
             }

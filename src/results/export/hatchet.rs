@@ -3,8 +3,7 @@
 //! Rules (llnl-hatchet's literal reader): the metric columns come only from the root's
 //! `metrics` keys, so every key is written on every node and the root's exclusive values are 0;
 //! keys with `(inc)` are inclusive, the rest exclusive; `frame` has `name` and `type`. Metric
-//! names follow Proton (`time (ns)` = GPU time, `count`, `flops32`, `bytes`) so proton-viewer's
-//! derived metrics work too. Exclusive values never double count (see [`crate::results::tree`]).
+//! names follow Proton's tree output (`time (ns)` = GPU time, `count`, `flops32`, `bytes`). Exclusive values never double count (see [`crate::results::tree`]).
 
 use std::io::Write;
 
