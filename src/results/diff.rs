@@ -231,7 +231,7 @@ impl RunDiff {
                     .replace("notime", "no time"),
             ]);
         }
-        for index in 1..10 {
+        for index in 1..9 {
             if let Some(column) = table.column_mut(index) {
                 column.set_cell_alignment(CellAlignment::Right);
             }
