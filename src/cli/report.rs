@@ -1,9 +1,86 @@
-//! `polyprof report` (to be written).
+//! `polyprof report RUN_DIR`: the run as a table, JSON, CSV, Hatchet literal or Chrome trace.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use polyprof::results::ProfileRun;
+use polyprof::results::aggregate::{GroupBy, SortBy};
+use polyprof::results::export::{self, Format, Report};
+use polyprof::results::roofline::{DevicePeaks, DeviceTable};
 
 /// Arguments of `polyprof report`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// A run directory (with run.json) or a run.json file.
+    pub run_dir: PathBuf,
+    /// Output format.
+    #[arg(long, short = 'f', value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Write to FILE instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Table rows: one per kernel name, or one per call path (job / pass / process / kernel).
+    #[arg(long, value_enum, default_value_t = GroupBy::Name)]
+    pub group_by: GroupBy,
+    /// Table row order.
+    #[arg(long, value_enum, default_value_t = SortBy::GpuTime)]
+    pub sort_by: SortBy,
+    /// Device for the roofline peaks (e.g. H200, "NVIDIA A100-SXM4-80GB"); default: the run's
+    /// device.
+    #[arg(long, value_name = "NAME")]
+    pub device: Option<String>,
+    /// A TOML device table that adds to or replaces built-in entries (configs/devices.toml layout).
+    #[arg(long, value_name = "FILE")]
+    pub devices: Option<PathBuf>,
+}
 
-pub async fn execute(_args: Args) -> anyhow::Result<u8> {
-    anyhow::bail!("`polyprof report` is not written yet")
+/// The device table, with the user's file when given.
+pub fn device_table(user: Option<&Path>) -> anyhow::Result<DeviceTable> {
+    let table = DeviceTable::builtin()?;
+    Ok(match user {
+        Some(path) => table.with_overrides(DeviceTable::load(path)?),
+        None => table,
+    })
+}
+
+/// Peaks for `requested` (an error when unknown) or else for the run's device (none when
+/// unknown: the report says how to choose one).
+pub fn peaks_for(
+    table: &DeviceTable,
+    run: &ProfileRun,
+    requested: Option<&str>,
+) -> anyhow::Result<Option<DevicePeaks>> {
+    if let Some(name) = requested {
+        return Ok(Some(table.require(name)?.clone()));
+    }
+    Ok(run
+        .device
+        .as_ref()
+        .and_then(|d| table.lookup(&d.name))
+        .cloned())
+}
+
+pub async fn execute(args: Args) -> anyhow::Result<u8> {
+    let run = ProfileRun::read(&args.run_dir)?;
+    let table = device_table(args.devices.as_deref())?;
+    let peaks = peaks_for(&table, &run, args.device.as_deref())?;
+    let mut report = Report::from_run(run, peaks);
+    report.group_by = args.group_by;
+    report.sort_by = args.sort_by;
+    match &args.output {
+        Some(path) => {
+            export::write_file(&report, args.format, path)?;
+            eprintln!("polyprof: wrote {} ({:?})", path.display(), args.format);
+        }
+        None => {
+            let bytes = export::render(&report, args.format)?;
+            let mut stdout = std::io::stdout().lock();
+            stdout
+                .write_all(&bytes)
+                .and_then(|()| stdout.flush())
+                .context("write the report to standard output")?;
+        }
+    }
+    Ok(0)
 }

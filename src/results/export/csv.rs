@@ -1,0 +1,134 @@
+//! CSV report: one row per normalized record, the fixed columns of [`COLUMNS`] (documented in
+//! docs/reports.md). Missing values are empty cells; numbers are in base units (ns, bytes, FLOPs).
+
+use std::io::Write;
+
+use crate::error::{Error, Result};
+use crate::results::export::{Exporter, Format, Report};
+use crate::results::roofline::evaluate_record;
+
+/// The header, in order. Never reordered; new columns are appended.
+pub const COLUMNS: &[&str] = &[
+    "run",
+    "profiler",
+    "device",
+    "process_id",
+    "process_name",
+    "launch_id",
+    "kernel",
+    "short_name",
+    "stream",
+    "grid_x",
+    "grid_y",
+    "grid_z",
+    "block_x",
+    "block_y",
+    "block_z",
+    "calls",
+    "start_ns",
+    "duration_ns",
+    "dram_bytes_read",
+    "dram_bytes_write",
+    "dram_bytes",
+    "flops_fp16",
+    "flops_fp32",
+    "flops_fp64",
+    "flops_total",
+    "gflops_per_s",
+    "dram_gb_per_s",
+    "arithmetic_intensity",
+    "pct_peak_bandwidth",
+    "pct_peak_compute",
+    "bound",
+    "achieved_occupancy_pct",
+    "theoretical_occupancy_pct",
+    "sm_throughput_pct",
+    "memory_throughput_pct",
+    "registers_per_thread",
+    "shared_mem_per_block",
+    "call_path",
+];
+
+pub struct CsvExporter;
+
+fn opt<T: ToString>(value: Option<T>) -> String {
+    value.map(|v| v.to_string()).unwrap_or_default()
+}
+
+fn dims(value: Option<[u64; 3]>) -> [String; 3] {
+    match value {
+        Some([x, y, z]) => [x.to_string(), y.to_string(), z.to_string()],
+        None => Default::default(),
+    }
+}
+
+impl Exporter for CsvExporter {
+    fn format(&self) -> Format {
+        Format::Csv
+    }
+
+    fn export(&self, report: &Report, out: &mut dyn Write) -> Result<()> {
+        let csv_error = |e: csv::Error| Error::invalid("CSV report", e.to_string());
+        let mut writer = csv::Writer::from_writer(out);
+        writer.write_record(COLUMNS).map_err(csv_error)?;
+        let label = report
+            .run
+            .as_ref()
+            .map(|r| r.label.clone())
+            .unwrap_or_else(|| report.profile.name.clone());
+        let run_device = report.device_name().map(str::to_string);
+        for record in report.records() {
+            let point = evaluate_record(report.peaks.as_ref(), &record);
+            let [grid_x, grid_y, grid_z] = dims(record.grid);
+            let [block_x, block_y, block_z] = dims(record.block);
+            let row = vec![
+                label.clone(),
+                record.profiler.clone(),
+                run_device
+                    .clone()
+                    .or(record.device.clone())
+                    .unwrap_or_default(),
+                opt(record.process_id),
+                record.process_name.clone().unwrap_or_default(),
+                record.launch_id.to_string(),
+                record.name.clone(),
+                record.short_name.clone(),
+                record.stream.clone().unwrap_or_default(),
+                grid_x,
+                grid_y,
+                grid_z,
+                block_x,
+                block_y,
+                block_z,
+                record.calls.to_string(),
+                opt(record.start_ns),
+                opt(record.duration_ns),
+                opt(record.dram_bytes_read),
+                opt(record.dram_bytes_write),
+                opt(record.total_dram_bytes()),
+                opt(record.flops.fp16),
+                opt(record.flops.fp32),
+                opt(record.flops.fp64),
+                opt(record.total_flops()),
+                opt(point.gflops_per_s),
+                opt(point.gb_per_s),
+                opt(point.arithmetic_intensity),
+                opt(point.pct_peak_bandwidth),
+                opt(point.pct_peak_compute),
+                point.bound.to_string(),
+                opt(record.achieved_occupancy_pct),
+                opt(record.theoretical_occupancy_pct),
+                opt(record.sm_throughput_pct),
+                opt(record.memory_throughput_pct),
+                opt(record.registers_per_thread),
+                opt(record.shared_mem_per_block),
+                record.call_path.join(" / "),
+            ];
+            debug_assert_eq!(row.len(), COLUMNS.len());
+            writer.write_record(&row).map_err(csv_error)?;
+        }
+        writer
+            .flush()
+            .map_err(|e| Error::io("write", "CSV report", e))
+    }
+}

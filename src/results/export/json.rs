@@ -1,0 +1,96 @@
+//! JSON report: the normalized records, each with its roofline figures, plus a run summary and
+//! the peaks used. Schema in docs/reports.md (`polyprof.report`, version [`REPORT_SCHEMA_VERSION`]).
+
+use std::io::Write;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::pipeline::outcome::Outcome;
+use crate::results::export::{Exporter, Format, Report, write_json};
+use crate::results::record::KernelRecord;
+use crate::results::roofline::{DevicePeaks, RooflinePoint, evaluate_record};
+
+/// Bumped when a field of the report changes meaning or is removed.
+pub const REPORT_SCHEMA_VERSION: u32 = 1;
+
+/// What ran and how it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    pub label: String,
+    pub profiler: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profiler_version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    pub target: Vec<String>,
+    pub started_unix_s: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
+    pub succeeded: bool,
+    pub warnings: Vec<String>,
+    pub errors: Vec<String>,
+}
+
+/// A record with its derived figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportRecord {
+    #[serde(flatten)]
+    pub record: KernelRecord,
+    pub roofline: RooflinePoint,
+}
+
+/// The JSON report document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonReport {
+    /// Always `polyprof.report`.
+    pub kind: String,
+    pub schema_version: u32,
+    pub run: Option<RunSummary>,
+    pub peaks: Option<DevicePeaks>,
+    pub kernels: Vec<ReportRecord>,
+}
+
+impl JsonReport {
+    pub fn new(report: &Report) -> Self {
+        let run = report.run.as_ref().map(|run| RunSummary {
+            label: run.label.clone(),
+            profiler: run.profiler.name.clone(),
+            profiler_version: run.profiler.version.clone(),
+            device: run.device.as_ref().map(|d| d.name.clone()),
+            target: run.target.clone(),
+            started_unix_s: run.started_unix_s,
+            outcome: run.outcome.clone(),
+            succeeded: run.succeeded(),
+            warnings: run.warnings.clone(),
+            errors: run.errors.clone(),
+        });
+        let kernels = report
+            .records()
+            .into_iter()
+            .map(|record| ReportRecord {
+                roofline: evaluate_record(report.peaks.as_ref(), &record),
+                record,
+            })
+            .collect();
+        JsonReport {
+            kind: "polyprof.report".to_string(),
+            schema_version: REPORT_SCHEMA_VERSION,
+            run,
+            peaks: report.peaks.clone(),
+            kernels,
+        }
+    }
+}
+
+pub struct JsonExporter;
+
+impl Exporter for JsonExporter {
+    fn format(&self) -> Format {
+        Format::Json
+    }
+
+    fn export(&self, report: &Report, out: &mut dyn Write) -> Result<()> {
+        write_json(&JsonReport::new(report), out, "JSON report", true)
+    }
+}

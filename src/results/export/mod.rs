@@ -1,0 +1,197 @@
+//! Reports and exports: one [`Exporter`] per format, all reading the same [`Report`].
+
+pub mod chrome;
+pub mod csv;
+pub mod hatchet;
+pub mod json;
+pub mod table;
+
+use std::io::Write;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::results::aggregate::{GroupBy, SortBy, from_str_via_value_enum};
+use crate::results::callpath::FrameKind;
+use crate::results::profile::Profile;
+use crate::results::record::KernelRecord;
+use crate::results::roofline::DevicePeaks;
+use crate::results::run::ProfileRun;
+
+/// Output formats of `polyprof report`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Format {
+    /// Terminal table (comfy-table): run outcome, then kernels with GFLOP/s, GB/s, % of peak.
+    #[default]
+    Table,
+    /// The normalized records with roofline figures (schema in docs/reports.md).
+    Json,
+    /// The normalized records, one row per record, fixed columns (docs/reports.md).
+    Csv,
+    /// Hatchet literal JSON (`hatchet.GraphFrame.from_literal`).
+    Hatchet,
+    /// Chrome trace / Perfetto JSON.
+    Chrome,
+}
+
+from_str_via_value_enum!(Format, "report format");
+
+impl Format {
+    /// The usual file extension.
+    pub fn extension(&self) -> &'static str {
+        match self {
+            Format::Table => "txt",
+            Format::Json | Format::Hatchet => "json",
+            Format::Csv => "csv",
+            Format::Chrome => "trace.json",
+        }
+    }
+}
+
+/// What every exporter reads: a run (when the events come from one), its events, the device
+/// peaks, and the table's grouping and order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    pub run: Option<ProfileRun>,
+    pub profile: Profile,
+    pub peaks: Option<DevicePeaks>,
+    pub group_by: GroupBy,
+    pub sort_by: SortBy,
+}
+
+impl Report {
+    /// A report of a profiler run.
+    pub fn from_run(run: ProfileRun, peaks: Option<DevicePeaks>) -> Self {
+        Report {
+            profile: Profile::from_run(&run),
+            run: Some(run),
+            peaks,
+            group_by: GroupBy::default(),
+            sort_by: SortBy::default(),
+        }
+    }
+
+    /// A report of a session's profile.
+    pub fn from_profile(profile: Profile, peaks: Option<DevicePeaks>) -> Self {
+        Report {
+            run: None,
+            profile,
+            peaks,
+            group_by: GroupBy::default(),
+            sort_by: SortBy::default(),
+        }
+    }
+
+    /// The normalized kernel records: the run's, or the session's kernel events as records.
+    pub fn records(&self) -> Vec<KernelRecord> {
+        if let Some(run) = &self.run {
+            // Records whose path the pipeline did not stamp get the one the report uses.
+            let mut records = run.kernels.clone();
+            for (record, event) in records.iter_mut().zip(&self.profile.events) {
+                if record.call_path.is_empty() {
+                    record.call_path = event.call_path.iter().map(|f| f.name.clone()).collect();
+                }
+            }
+            return records;
+        }
+        self.profile
+            .events
+            .iter()
+            .filter(|e| e.kind() == FrameKind::Kernel)
+            .map(|event| KernelRecord {
+                profiler: self
+                    .profile
+                    .profiler
+                    .clone()
+                    .unwrap_or_else(|| "session".to_string()),
+                process_id: event.process_id,
+                process_name: event.process_name.clone(),
+                launch_id: event.launch_id.unwrap_or(event.id),
+                name: event
+                    .attributes
+                    .get("kernel")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or(event.name())
+                    .to_string(),
+                short_name: event.name().to_string(),
+                device: event.device.clone(),
+                stream: event.stream.clone(),
+                start_ns: event.gpu_start_ns,
+                duration_ns: event.gpu_time_ns,
+                calls: event.calls,
+                dram_bytes: event.bytes,
+                flops: event.flops,
+                call_path: event.call_path.iter().map(|f| f.name.clone()).collect(),
+                ..Default::default()
+            })
+            .collect()
+    }
+
+    /// The device name the report is about.
+    pub fn device_name(&self) -> Option<&str> {
+        self.run
+            .as_ref()
+            .and_then(|r| r.device.as_ref().map(|d| d.name.as_str()))
+            .or(self.profile.device.as_deref())
+    }
+}
+
+/// One output format.
+pub trait Exporter {
+    fn format(&self) -> Format;
+    /// Write `report` to `out`.
+    fn export(&self, report: &Report, out: &mut dyn Write) -> Result<()>;
+}
+
+/// The exporter of `format`.
+pub fn exporter(format: Format) -> Box<dyn Exporter> {
+    match format {
+        Format::Table => Box::new(table::TableExporter),
+        Format::Json => Box::new(json::JsonExporter),
+        Format::Csv => Box::new(csv::CsvExporter),
+        Format::Hatchet => Box::new(hatchet::HatchetExporter),
+        Format::Chrome => Box::new(chrome::ChromeExporter),
+    }
+}
+
+/// Render `report` as `format` into memory.
+pub fn render(report: &Report, format: Format) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    exporter(format).export(report, &mut out)?;
+    Ok(out)
+}
+
+/// Write `report` as `format` to `path` (a temporary file renamed into place, so a failed export
+/// never leaves half a file).
+pub fn write_file(report: &Report, format: Format, path: &Path) -> Result<()> {
+    let bytes = render(report, format)?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "report".to_string());
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    std::fs::write(&tmp, bytes).map_err(|e| Error::io("write report", &tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| Error::io("rename report into place", path, e))
+}
+
+/// JSON to `out`, pretty or compact.
+pub(crate) fn write_json<T: Serialize>(
+    value: &T,
+    out: &mut dyn Write,
+    what: &str,
+    pretty: bool,
+) -> Result<()> {
+    let result = if pretty {
+        serde_json::to_writer_pretty(&mut *out, value)
+    } else {
+        serde_json::to_writer(&mut *out, value)
+    };
+    result.map_err(|source| Error::Json {
+        context: what.to_string(),
+        source,
+    })?;
+    out.write_all(b"\n")
+        .map_err(|e| Error::io("write", what.to_string(), e))
+}

@@ -1,0 +1,163 @@
+//! The terminal report: what ran and how it ended, then the key-averages table with the
+//! roofline.
+
+use std::io::Write;
+
+use crate::error::{Error, Result};
+use crate::pipeline::outcome::Outcome;
+use crate::results::export::{Exporter, Format, Report};
+use crate::results::roofline::LATENCY_BOUND_PCT;
+use crate::results::run::ProfileRun;
+use crate::results::units;
+
+pub struct TableExporter;
+
+impl Exporter for TableExporter {
+    fn format(&self) -> Format {
+        Format::Table
+    }
+
+    fn export(&self, report: &Report, out: &mut dyn Write) -> Result<()> {
+        let text = render(report);
+        out.write_all(text.as_bytes())
+            .map_err(|e| Error::io("write", "table report", e))
+    }
+}
+
+/// How a run ended, in words.
+pub fn describe_outcome(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Exited { code } => format!("exited with code {code}"),
+        Outcome::Signalled { signal } => format!("killed by signal {signal}"),
+        Outcome::TimedOut { after_s } => format!("timed out after {after_s:.1} s; stopped"),
+        Outcome::Inactive { after_s } => format!("no output for {after_s:.1} s; stopped"),
+        Outcome::HungAfterMarker { passed, .. } => format!(
+            "end marker seen ({}), then hung; stopped",
+            if *passed { "passed" } else { "failed" }
+        ),
+        Outcome::Cancelled => "cancelled".to_string(),
+        Outcome::SpawnFailed { error } => format!("could not start: {error}"),
+    }
+}
+
+/// Wall time of the attempt that produced the run's outcome.
+fn wall_s(run: &ProfileRun) -> Option<f64> {
+    let outcome = run.outcome.as_ref()?;
+    run.steps
+        .iter()
+        .rev()
+        .flat_map(|s| s.attempts.iter().rev())
+        .find(|a| &a.outcome == outcome)
+        .map(|a| a.timings.end_s)
+}
+
+fn header(report: &Report) -> String {
+    let mut lines = Vec::new();
+    match &report.run {
+        Some(run) => {
+            let version = run
+                .profiler
+                .version
+                .as_deref()
+                .map(|v| format!(" {v}"))
+                .unwrap_or_default();
+            lines.push(format!(
+                "run      {} ({}{version})",
+                run.label, run.profiler.name
+            ));
+            lines.push(format!(
+                "target   {}",
+                shlex::try_join(run.target.iter().map(String::as_str))
+                    .unwrap_or_else(|_| run.target.join(" "))
+            ));
+            let outcome = match &run.outcome {
+                Some(outcome) => {
+                    let verdict = if run.succeeded() {
+                        "succeeded"
+                    } else {
+                        "FAILED"
+                    };
+                    let wall = wall_s(run)
+                        .map(|s| format!("; wall {s:.2} s"))
+                        .unwrap_or_default();
+                    format!("{} — {verdict}{wall}", describe_outcome(outcome))
+                }
+                None => "nothing was started — FAILED".to_string(),
+            };
+            lines.push(format!("outcome  {outcome}"));
+        }
+        None => lines.push(format!(
+            "profile  {} ({})",
+            report.profile.name,
+            report.profile.profiler.as_deref().unwrap_or("session")
+        )),
+    }
+    let device = report.device_name().unwrap_or("unknown");
+    let peaks = match &report.peaks {
+        Some(p) => {
+            let fp32 = p
+                .fp32_tflops
+                .map(|t| format!(", FP32 {t} TFLOP/s"))
+                .unwrap_or_default();
+            format!("peaks of {}: {} GB/s{fp32}", p.name, p.memory_bandwidth_gbs)
+        }
+        None => "no device peaks (pass --device NAME for the roofline)".to_string(),
+    };
+    lines.push(format!("device   {device}; {peaks}"));
+    if let Some(run) = &report.run {
+        let launches: u64 = run.kernels.iter().map(|k| k.calls).sum();
+        let gpu: f64 = run.kernels.iter().filter_map(|k| k.duration_ns).sum();
+        lines.push(format!(
+            "kernels  {} records, {launches} launches, GPU time {}",
+            run.kernels.len(),
+            units::time_ns(gpu)
+        ));
+        for diagnostic in &run.diagnostics {
+            let hint = diagnostic
+                .hint
+                .as_deref()
+                .map(|h| format!(" — {h}"))
+                .unwrap_or_default();
+            lines.push(format!(
+                "{:<8} {}: {}{hint}",
+                format!("{:?}", diagnostic.severity).to_lowercase(),
+                diagnostic.kind,
+                diagnostic.message
+            ));
+        }
+        for warning in &run.warnings {
+            lines.push(format!("warning  {warning}"));
+        }
+        for error in &run.errors {
+            lines.push(format!("error    {error}"));
+        }
+    }
+    lines.join("\n")
+}
+
+/// The whole table report as text.
+pub fn render(report: &Report) -> String {
+    let averages = report
+        .profile
+        .key_averages(report.group_by)
+        .with_peaks(report.peaks.clone());
+    let mut text = header(report);
+    text.push_str("\n\n");
+    if averages.rows.is_empty() {
+        text.push_str("no kernel records\n");
+        return text;
+    }
+    text.push_str(&averages.table(report.sort_by));
+    text.push('\n');
+    text.push_str(&format!(
+        "GPU time of kernels: {}",
+        units::time_ns(averages.kernel_gpu_total_ns())
+    ));
+    if report.peaks.is_some() {
+        text.push_str(&format!(
+            "; bound = the larger share of peak (memory or compute), latency when both are below {LATENCY_BOUND_PCT} %"
+        ));
+    }
+    text.push('\n');
+    text
+}

@@ -1,0 +1,288 @@
+//! [`Profile`]: a list of call-path events, from a [`Session`](super::callpath::Session) or
+//! from a profiler run, that aggregates, trees and exports are derived from.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::results::aggregate::{GroupBy, KeyAverages, key_averages};
+use crate::results::callpath::{Event, Frame, FrameKind};
+use crate::results::record::KernelRecord;
+use crate::results::run::ProfileRun;
+use crate::results::tree::CallTree;
+
+/// Events of one session or run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    pub name: String,
+    /// Where the events came from (`ncu`, `polyprof session`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profiler: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    pub events: Vec<Event>,
+}
+
+impl Profile {
+    /// A run's kernels as events under `job / pass / process / kernel`.
+    pub fn from_run(run: &ProfileRun) -> Self {
+        Profile {
+            name: run.label.clone(),
+            profiler: Some(run.profiler.name.clone()),
+            device: run.device.as_ref().map(|d| d.name.clone()),
+            events: events_from_run(run, &[job_frame(run)]),
+        }
+    }
+
+    /// PyTorch-style aggregate rows (see [`key_averages`]).
+    pub fn key_averages(&self, group_by: GroupBy) -> KeyAverages {
+        key_averages(&self.events, group_by)
+    }
+
+    /// The call tree with exclusive and inclusive metrics.
+    pub fn tree(&self) -> CallTree {
+        CallTree::build(&self.name, &self.events)
+    }
+}
+
+/// The job frame of a run: the target command, program name without its directory, at most 80
+/// characters; the run label when the target is empty.
+pub fn job_frame(run: &ProfileRun) -> Frame {
+    let mut parts = run.target.iter();
+    let name = match parts.next() {
+        None => run.label.clone(),
+        Some(program) => {
+            let program = std::path::Path::new(program)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| program.clone());
+            std::iter::once(program)
+                .chain(parts.cloned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        }
+    };
+    Frame::new(truncate(&name, 80), FrameKind::Job)
+}
+
+fn truncate(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        return text.to_string();
+    }
+    let mut cut: String = text.chars().take(max_chars - 1).collect();
+    cut.push('…');
+    cut
+}
+
+/// `app [1579]`, `pid 1579`, `app`; `None` when the record says nothing about its process.
+pub fn process_label(record: &KernelRecord) -> Option<String> {
+    match (&record.process_name, record.process_id) {
+        (Some(name), Some(pid)) => Some(format!("{name} [{pid}]")),
+        (None, Some(pid)) => Some(format!("pid {pid}")),
+        (Some(name), None) => Some(name.clone()),
+        (None, None) => None,
+    }
+}
+
+fn kernel_label(record: &KernelRecord) -> String {
+    if record.short_name.is_empty() {
+        record.name.clone()
+    } else {
+        record.short_name.clone()
+    }
+}
+
+/// The call path of a record: its own `call_path` when the pipeline filled it (4 elements are
+/// job / pass / process / kernel), else `job / pass / process / kernel` built here.
+pub fn record_path(run: &ProfileRun, record: &KernelRecord, job: &[Frame]) -> Vec<Frame> {
+    if !record.call_path.is_empty() {
+        let n = record.call_path.len();
+        return record
+            .call_path
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let kind = match (i, n) {
+                    (i, n) if i + 1 == n => FrameKind::Kernel,
+                    (0, _) => FrameKind::Job,
+                    (1, 4) => FrameKind::Pass,
+                    (2, 4) => FrameKind::Process,
+                    _ => FrameKind::Scope,
+                };
+                Frame::new(name.clone(), kind)
+            })
+            .collect();
+    }
+    let mut path = job.to_vec();
+    path.push(Frame::new(run.label.clone(), FrameKind::Pass));
+    if let Some(process) = process_label(record) {
+        path.push(Frame::new(process, FrameKind::Process));
+    }
+    path.push(Frame::new(kernel_label(record), FrameKind::Kernel));
+    path
+}
+
+/// Fill every record's `call_path` with `job / pass / process / kernel` (for the pipeline, so
+/// that `run.json` carries the paths).
+pub fn stamp_call_paths(run: &mut ProfileRun, job: &[String]) {
+    let job: Vec<Frame> = if job.is_empty() {
+        vec![job_frame(run)]
+    } else {
+        job.iter()
+            .map(|name| Frame::new(name.clone(), FrameKind::Job))
+            .collect()
+    };
+    let paths: Vec<Vec<String>> = run
+        .kernels
+        .iter()
+        .map(|record| {
+            let mut fresh = record.clone();
+            fresh.call_path.clear();
+            record_path(run, &fresh, &job)
+                .into_iter()
+                .map(|f| f.name)
+                .collect()
+        })
+        .collect();
+    for (record, path) in run.kernels.iter_mut().zip(paths) {
+        record.call_path = path;
+    }
+}
+
+/// One event per kernel record, in record (launch) order, ids from 0.
+pub fn events_from_run(run: &ProfileRun, job: &[Frame]) -> Vec<Event> {
+    run.kernels
+        .iter()
+        .enumerate()
+        .map(|(index, record)| {
+            let mut event = Event {
+                id: index as u64,
+                call_path: record_path(run, record, job),
+                process_id: record.process_id,
+                process_name: record.process_name.clone(),
+                device: record.device.clone(),
+                stream: record.stream.clone(),
+                gpu_start_ns: record.start_ns,
+                gpu_time_ns: record.duration_ns,
+                calls: record.calls,
+                launch_id: Some(record.launch_id),
+                flops: record.flops,
+                bytes: record.total_dram_bytes(),
+                ..Default::default()
+            };
+            event.attributes = record_attributes(record);
+            event
+        })
+        .collect()
+}
+
+fn record_attributes(record: &KernelRecord) -> std::collections::BTreeMap<String, Value> {
+    let mut attributes = std::collections::BTreeMap::new();
+    let mut put = |key: &str, value: Value| {
+        attributes.insert(key.to_string(), value);
+    };
+    put("kernel", Value::from(record.name.clone()));
+    put("profiler", Value::from(record.profiler.clone()));
+    put("launch_id", Value::from(record.launch_id));
+    if let Some(grid) = record.grid {
+        put("grid", Value::from(grid.to_vec()));
+    }
+    if let Some(block) = record.block {
+        put("block", Value::from(block.to_vec()));
+    }
+    let numbers = [
+        (
+            "registers_per_thread",
+            record.registers_per_thread.map(f64::from),
+        ),
+        (
+            "shared_mem_per_block",
+            record.shared_mem_per_block.map(|v| v as f64),
+        ),
+        ("achieved_occupancy_pct", record.achieved_occupancy_pct),
+        (
+            "theoretical_occupancy_pct",
+            record.theoretical_occupancy_pct,
+        ),
+        ("sm_throughput_pct", record.sm_throughput_pct),
+        ("memory_throughput_pct", record.memory_throughput_pct),
+        ("dram_bytes_read", record.dram_bytes_read),
+        ("dram_bytes_write", record.dram_bytes_write),
+    ];
+    for (key, value) in numbers {
+        if let Some(value) = value {
+            put(key, Value::from(value));
+        }
+    }
+    attributes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run() -> ProfileRun {
+        let mut run = ProfileRun::new(
+            "ncu.000",
+            "ncu",
+            &["/opt/bin/app".into(), "1".into()],
+            std::path::Path::new("out"),
+        );
+        run.kernels.push(KernelRecord {
+            profiler: "ncu".into(),
+            process_id: Some(1579),
+            process_name: Some("app".into()),
+            name: "void matmul_tiled<32>(const float *, int)".into(),
+            short_name: "matmul_tiled<32>".into(),
+            duration_ns: Some(247_136.0),
+            calls: 1,
+            ..Default::default()
+        });
+        run
+    }
+
+    #[test]
+    fn run_kernels_sit_under_job_pass_process() {
+        let profile = Profile::from_run(&run());
+        let event = &profile.events[0];
+        assert_eq!(
+            event.path_names(),
+            ["app 1", "ncu.000", "app [1579]", "matmul_tiled<32>"]
+        );
+        let kinds: Vec<FrameKind> = event.call_path.iter().map(|f| f.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                FrameKind::Job,
+                FrameKind::Pass,
+                FrameKind::Process,
+                FrameKind::Kernel
+            ]
+        );
+        assert_eq!(event.gpu_time_ns, Some(247_136.0));
+        assert_eq!(
+            event.attributes["kernel"],
+            "void matmul_tiled<32>(const float *, int)"
+        );
+    }
+
+    #[test]
+    fn stamped_paths_round_trip_through_the_record() {
+        let mut run = run();
+        stamp_call_paths(&mut run, &["candidate-3".to_string()]);
+        assert_eq!(
+            run.kernels[0].call_path,
+            ["candidate-3", "ncu.000", "app [1579]", "matmul_tiled<32>"]
+        );
+        let profile = Profile::from_run(&run);
+        assert_eq!(profile.events[0].call_path[2].kind, FrameKind::Process);
+    }
+
+    #[test]
+    fn long_targets_are_cut() {
+        let mut run = run();
+        run.target = vec!["python3".into(), "x".repeat(200)];
+        let frame = job_frame(&run);
+        assert_eq!(frame.name.chars().count(), 80);
+        assert!(frame.name.ends_with('…'));
+    }
+}
