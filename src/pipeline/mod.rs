@@ -2,5 +2,7 @@
 //! Knows no vendor: profilers hand it plans.
 
 pub mod outcome;
+pub mod runner;
 
 pub use outcome::{MarkerSeen, Outcome, RunResult, StreamCapture, Timings};
+pub use runner::{EnvPolicy, Line, LineSink, RunOptions, StreamKind, run_command};
