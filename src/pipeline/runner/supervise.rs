@@ -161,9 +161,9 @@ pub async fn run_command(spec: &CommandSpec, opts: &RunOptions) -> RunResult {
     let (status, stopped) = match waited {
         Ok(status) => (status, false),
         Err(stop) => {
-            let status = terminate(&mut child, pgid, stop, opts, &mut result.warnings).await;
             result.outcome = stopped_outcome(stop, opts, result.marker.as_ref());
             result.warnings.extend(stop_warning(stop, opts, result.marker.as_ref()));
+            let status = terminate(&mut child, pgid, stop, opts, &mut result.warnings).await;
             (status, true)
         }
     };
@@ -228,6 +228,13 @@ pub async fn run_command(spec: &CommandSpec, opts: &RunOptions) -> RunResult {
         },
     };
     guard.disarm();
+    // A marker found while the leader was exiting (or in the last bytes) still counts.
+    if result.marker.is_none()
+        && let Ok(seen) = marker_rx.try_recv()
+    {
+        result.timings.marker_s = Some(seen.at_s);
+        result.marker = Some(seen);
+    }
     for (slot, got, name) in [(&mut result.stdout, out, "stdout"), (&mut result.stderr, err, "stderr")] {
         match got {
             Some((capture, warnings)) => {
