@@ -18,16 +18,39 @@ fn env_line(policy: &str, extra: &[&str]) -> (String, Vec<String>) {
         .env("OPENAI_API_KEY", "sk-x")
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let run: polyprof::results::ProfileRun = serde_json::from_slice(&output.stdout).unwrap();
-    (run.steps[0].attempts[0].stdout.head[0].clone(), run.warnings)
+    (
+        run.steps[0].attempts[0].stdout.head[0].clone(),
+        run.warnings,
+    )
 }
 
 #[test]
 fn untrusted_drops_credentials_even_when_asked() {
-    let (line, warnings) = env_line("untrusted", &["--env-allow", "FOO_TOKEN", "--env", "EXTRA=1", "--env", "MY_SECRET=x"]);
+    let (line, warnings) = env_line(
+        "untrusted",
+        &[
+            "--env-allow",
+            "FOO_TOKEN",
+            "--env",
+            "EXTRA=1",
+            "--env",
+            "MY_SECRET=x",
+        ],
+    );
     assert_eq!(line, "token=unset api=unset path=set extra=1");
-    assert!(warnings.iter().any(|w| w.contains("FOO_TOKEN") && w.contains("MY_SECRET")), "{warnings:?}");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("FOO_TOKEN") && w.contains("MY_SECRET")),
+        "{warnings:?}"
+    );
     assert!(!warnings.iter().any(|w| w.contains("s3cret")));
 }
 

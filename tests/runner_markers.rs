@@ -11,7 +11,14 @@ fn hang_after_passing_summary_is_a_pass_with_a_warning() {
     let fx = Fixture::new();
     let ran = run(
         &fx,
-        &["--end-marker", "pytest", "--marker-grace", "0.5", "--kill-grace", "2"],
+        &[
+            "--end-marker",
+            "pytest",
+            "--marker-grace",
+            "0.5",
+            "--kill-grace",
+            "2",
+        ],
         &["sh", &program("hang_after_marker.sh")],
     );
     let attempt = ran.attempt();
@@ -23,12 +30,25 @@ fn hang_after_passing_summary_is_a_pass_with_a_warning() {
         }
     );
     assert_eq!(ran.code, 0);
-    assert!(ran.run.warnings.iter().any(|w| w.contains("passed, then hung")), "{:?}", ran.run.warnings);
+    assert!(
+        ran.run
+            .warnings
+            .iter()
+            .any(|w| w.contains("passed, then hung")),
+        "{:?}",
+        ran.run.warnings
+    );
     let t = &attempt.timings;
     let marker = t.marker_s.unwrap();
     // Stopped at the grace (sleep dies on SIGTERM at once), with generous bounds.
-    assert!(t.exit_s.unwrap() >= marker + 0.5 && t.exit_s.unwrap() < marker + 2.0, "{t:?}");
-    assert_eq!(attempt.stdout.head, ["collected 2 items", "=== 2 passed in 0.01s ==="]);
+    assert!(
+        t.exit_s.unwrap() >= marker + 0.5 && t.exit_s.unwrap() < marker + 2.0,
+        "{t:?}"
+    );
+    assert_eq!(
+        attempt.stdout.head,
+        ["collected 2 items", "=== 2 passed in 0.01s ==="]
+    );
     assert_no_survivors(&fx);
 }
 
@@ -37,15 +57,29 @@ fn ignoring_sigterm_gets_sigkill_after_the_kill_grace() {
     let fx = Fixture::new();
     let ran = run(
         &fx,
-        &["--end-marker", "pytest", "--marker-grace", "0.2", "--kill-grace", "0.5"],
+        &[
+            "--end-marker",
+            "pytest",
+            "--marker-grace",
+            "0.2",
+            "--kill-grace",
+            "0.5",
+        ],
         &["sh", &program("ignores_sigterm.sh")],
     );
     let attempt = ran.attempt();
-    assert!(matches!(attempt.outcome, Outcome::HungAfterMarker { passed: true, .. }));
+    assert!(matches!(
+        attempt.outcome,
+        Outcome::HungAfterMarker { passed: true, .. }
+    ));
     let t = &attempt.timings;
     let waited = t.exit_s.unwrap() - t.marker_s.unwrap();
     assert!((0.7..3.0).contains(&waited), "{t:?}");
-    assert!(ran.run.warnings.iter().any(|w| w.contains("SIGKILL")), "{:?}", ran.run.warnings);
+    assert!(
+        ran.run.warnings.iter().any(|w| w.contains("SIGKILL")),
+        "{:?}",
+        ran.run.warnings
+    );
     assert_no_survivors(&fx);
 }
 
@@ -65,18 +99,28 @@ fn report_after_the_marker_is_captured_and_the_exit_ends_the_run() {
     let log = log_bytes(&ran, false);
     assert!(log.ends_with(b"\"199\",\"vector_add\",\"gpu__time_duration.sum\",\"ns\",\"2,048\"\n==PROF== Report done (no newline)"));
     assert_eq!(attempt.stdout.lines, 202);
-    assert_eq!(attempt.stdout.tail.last().unwrap(), "==PROF== Report done (no newline)");
+    assert_eq!(
+        attempt.stdout.tail.last().unwrap(),
+        "==PROF== Report done (no newline)"
+    );
     assert_no_survivors(&fx);
 }
 
 #[test]
 fn stderr_closing_early_does_not_stop_stdout_or_the_marker() {
     let fx = Fixture::new();
-    let ran = run(&fx, &["--end-marker", "pytest"], &["sh", &program("closes_stderr.sh")]);
+    let ran = run(
+        &fx,
+        &["--end-marker", "pytest"],
+        &["sh", &program("closes_stderr.sh")],
+    );
     let attempt = ran.attempt();
     assert_eq!(attempt.outcome, Outcome::Exited { code: 0 });
     assert_eq!(attempt.stderr.head, ["to stderr"]);
-    assert_eq!(attempt.stdout.head, ["after stderr closed", "=== 1 passed in 0.20s ==="]);
+    assert_eq!(
+        attempt.stdout.head,
+        ["after stderr closed", "=== 1 passed in 0.20s ==="]
+    );
     assert!(attempt.marker.as_ref().unwrap().passed);
     assert_no_survivors(&fx);
 }
@@ -97,12 +141,24 @@ fn every_pytest_summary_form_is_a_marker_with_its_verdict() {
         let fx = Fixture::new();
         let ran = run(
             &fx,
-            &["--end-marker", "pytest", "--marker-grace", "0.1", "--kill-grace", "1", "--env", &format!("SUMMARY={summary}")],
+            &[
+                "--end-marker",
+                "pytest",
+                "--marker-grace",
+                "0.1",
+                "--kill-grace",
+                "1",
+                "--env",
+                &format!("SUMMARY={summary}"),
+            ],
             &["sh", &program("hang_after_marker.sh")],
         );
         assert_eq!(
             ran.attempt().outcome,
-            Outcome::HungAfterMarker { marker_line: summary.into(), passed },
+            Outcome::HungAfterMarker {
+                marker_line: summary.into(),
+                passed
+            },
             "{summary}"
         );
         assert_eq!(ran.code, if passed { 0 } else { 1 }, "{summary}");
@@ -118,14 +174,24 @@ fn literal_and_regex_markers() {
         &["--end-marker", "literal:items", "--marker-grace", "0.1"],
         &["sh", &program("hang_after_marker.sh")],
     );
-    assert!(matches!(&ran.attempt().outcome, Outcome::HungAfterMarker { marker_line, passed: true } if marker_line == "collected 2 items"));
+    assert!(
+        matches!(&ran.attempt().outcome, Outcome::HungAfterMarker { marker_line, passed: true } if marker_line == "collected 2 items")
+    );
     assert_no_survivors(&fx);
     let fx = Fixture::new();
     let ran = run(
         &fx,
-        &["--end-marker", r"regex:^=+ \d+ passed", "--marker-grace", "0.1"],
+        &[
+            "--end-marker",
+            r"regex:^=+ \d+ passed",
+            "--marker-grace",
+            "0.1",
+        ],
         &["sh", &program("hang_after_marker.sh")],
     );
-    assert!(matches!(&ran.attempt().outcome, Outcome::HungAfterMarker { passed: true, .. }));
+    assert!(matches!(
+        &ran.attempt().outcome,
+        Outcome::HungAfterMarker { passed: true, .. }
+    ));
     assert_no_survivors(&fx);
 }

@@ -18,11 +18,29 @@ fn have_pytest() -> bool {
 
 fn pytest(fx: &Fixture, dir: &str, quiet: bool) -> Ran {
     let path = program(dir);
-    let mut cmd = vec!["python3", "-m", "pytest", "-p", "no:cacheprovider", path.as_str()];
+    let mut cmd = vec![
+        "python3",
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        path.as_str(),
+    ];
     if quiet {
         cmd.push("-q");
     }
-    run(fx, &["--end-marker", "pytest", "--marker-grace", "1", "--kill-grace", "1"], &cmd)
+    run(
+        fx,
+        &[
+            "--end-marker",
+            "pytest",
+            "--marker-grace",
+            "1",
+            "--kill-grace",
+            "1",
+        ],
+        &cmd,
+    )
 }
 
 #[test]
@@ -34,13 +52,19 @@ fn real_pytest_pass_and_fail_in_both_verbosities() {
         let ran = pytest(&Fixture::new(), "pytest_pass", quiet);
         assert_eq!(ran.attempt().outcome, Outcome::Exited { code: 0 });
         let marker = ran.attempt().marker.clone().expect("summary not seen");
-        assert!(marker.passed && marker.line.contains("2 passed"), "{marker:?}");
+        assert!(
+            marker.passed && marker.line.contains("2 passed"),
+            "{marker:?}"
+        );
         assert_eq!(marker.line.starts_with('='), !quiet, "{marker:?}");
 
         let ran = pytest(&Fixture::new(), "pytest_fail", quiet);
         assert_eq!(ran.attempt().outcome, Outcome::Exited { code: 1 });
         let marker = ran.attempt().marker.clone().expect("summary not seen");
-        assert!(!marker.passed && marker.line.contains("1 failed, 1 passed"), "{marker:?}");
+        assert!(
+            !marker.passed && marker.line.contains("1 failed, 1 passed"),
+            "{marker:?}"
+        );
         assert_eq!(ran.code, 1);
     }
 }
@@ -53,7 +77,10 @@ fn real_pytest_that_hangs_after_passing_is_a_pass() {
     let fx = Fixture::new();
     let ran = pytest(&fx, "pytest_hang", true);
     assert!(
-        matches!(ran.attempt().outcome, Outcome::HungAfterMarker { passed: true, .. }),
+        matches!(
+            ran.attempt().outcome,
+            Outcome::HungAfterMarker { passed: true, .. }
+        ),
         "{:?}",
         ran.attempt()
     );

@@ -15,13 +15,21 @@ use runner_support::*;
 #[test]
 fn silence_hits_the_inactivity_timeout_and_keeps_output() {
     let fx = Fixture::new();
-    let ran = run(&fx, &["--inactivity-timeout", "0.5", "--kill-grace", "1"], &["sh", &program("silent.sh")]);
+    let ran = run(
+        &fx,
+        &["--inactivity-timeout", "0.5", "--kill-grace", "1"],
+        &["sh", &program("silent.sh")],
+    );
     let attempt = ran.attempt();
     assert_eq!(attempt.outcome, Outcome::Inactive { after_s: 0.5 });
     assert_eq!(ran.code, 125);
     assert_eq!(attempt.stdout.head, ["started"]);
     assert_eq!(log_bytes(&ran, false), b"started\n");
-    assert!((0.5..3.0).contains(&attempt.timings.exit_s.unwrap()), "{:?}", attempt.timings);
+    assert!(
+        (0.5..3.0).contains(&attempt.timings.exit_s.unwrap()),
+        "{:?}",
+        attempt.timings
+    );
     assert_no_survivors(&fx);
 }
 
@@ -30,7 +38,14 @@ fn chatty_process_hits_the_overall_timeout_not_inactivity() {
     let fx = Fixture::new();
     let ran = run(
         &fx,
-        &["--timeout", "0.8", "--inactivity-timeout", "0.4", "--kill-grace", "1"],
+        &[
+            "--timeout",
+            "0.8",
+            "--inactivity-timeout",
+            "0.4",
+            "--kill-grace",
+            "1",
+        ],
         &["sh", &program("chatty_forever.sh")],
     );
     let attempt = ran.attempt();
@@ -47,7 +62,10 @@ fn chatty_process_hits_the_overall_timeout_not_inactivity() {
 fn wait_for_pid(pidfile: &std::path::Path) -> i32 {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        if let Some(pid) = std::fs::read_to_string(pidfile).ok().and_then(|t| t.lines().next()?.trim().parse().ok()) {
+        if let Some(pid) = std::fs::read_to_string(pidfile)
+            .ok()
+            .and_then(|t| t.lines().next()?.trim().parse().ok())
+        {
             return pid;
         }
         assert!(Instant::now() < deadline, "the fixture never started");

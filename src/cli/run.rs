@@ -32,7 +32,7 @@ pub struct Args {
     #[arg(long)]
     pub label: Option<String>,
     #[command(flatten)]
-    pub supervision: SupervisionArgs,
+    pub supervision: Box<SupervisionArgs>,
     /// Print the full run document (run.json's schema) on stdout instead of a summary.
     #[arg(long)]
     pub json: bool,
@@ -80,7 +80,9 @@ pub struct SupervisionArgs {
 }
 
 fn parse_secs(text: &str) -> Result<Duration, String> {
-    let secs: f64 = text.parse().map_err(|_| format!("`{text}` is not a number of seconds"))?;
+    let secs: f64 = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
     Duration::try_from_secs_f64(secs).map_err(|e| format!("`{text}`: {e}"))
 }
 
@@ -100,7 +102,8 @@ impl SupervisionArgs {
         }
         if self.marker_grace.is_some() || self.kill_grace.is_some() {
             let defaults = settings.graces.unwrap_or_else(|| {
-                profilers::create(profiler, dir, settings).map_or_else(|_| Graces::default(), |p| p.graces())
+                profilers::create(profiler, dir, settings)
+                    .map_or_else(|_| Graces::default(), |p| p.graces())
             });
             settings.graces = Some(Graces {
                 marker_grace: self.marker_grace.unwrap_or(defaults.marker_grace),
@@ -112,8 +115,12 @@ impl SupervisionArgs {
     pub fn run_options(&self) -> RunOptions {
         let env_policy = match &self.env_policy {
             EnvPolicy::Inherit => EnvPolicy::Inherit,
-            EnvPolicy::Clean { .. } => EnvPolicy::Clean { allow: self.env_allow.clone() },
-            EnvPolicy::Untrusted { .. } => EnvPolicy::Untrusted { allow: self.env_allow.clone() },
+            EnvPolicy::Clean { .. } => EnvPolicy::Clean {
+                allow: self.env_allow.clone(),
+            },
+            EnvPolicy::Untrusted { .. } => EnvPolicy::Untrusted {
+                allow: self.env_allow.clone(),
+            },
         };
         RunOptions {
             timeout: self.timeout,
@@ -135,7 +142,13 @@ fn default_output_dir(profiler: &str) -> anyhow::Result<PathBuf> {
     let mut next = std::fs::read_dir(&root)
         .with_context(|| format!("cannot list {}", root.display()))?
         .flatten()
-        .filter_map(|e| e.file_name().to_str()?.strip_prefix(&prefix)?.parse::<u32>().ok())
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()?
+                .strip_prefix(&prefix)?
+                .parse::<u32>()
+                .ok()
+        })
         .max()
         .map_or(0, |n| n + 1);
     loop {
@@ -155,7 +168,11 @@ pub fn exit_code(run: &ProfileRun) -> u8 {
     };
     match outcome {
         Outcome::Exited { code: 0 } | Outcome::HungAfterMarker { passed: true, .. } => {
-            if run.errors.is_empty() { 0 } else { EXIT_POLYPROF_FAILED }
+            if run.errors.is_empty() {
+                0
+            } else {
+                EXIT_POLYPROF_FAILED
+            }
         }
         Outcome::Exited { code } => (*code).clamp(1, 255) as u8,
         Outcome::HungAfterMarker { passed: false, .. } => 1,
@@ -181,7 +198,8 @@ fn echo_sink() -> LineSink {
 /// Cancel on Ctrl-C or SIGTERM: the group is stopped the same way as on a timeout.
 fn cancel_on_signals(cancel: tokio_util::sync::CancellationToken) {
     tokio::spawn(async move {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
         let terminated = async {
             match term.as_mut() {
                 Some(term) => {
@@ -205,7 +223,8 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         None => default_output_dir(&profiler)?,
     };
     let mut settings = ProfilerSettings::default();
-    args.supervision.apply_to_settings(&profiler, &output_dir, &mut settings);
+    args.supervision
+        .apply_to_settings(&profiler, &output_dir, &mut settings);
     let mut run_options = args.supervision.run_options();
     if !args.quiet && !args.json {
         run_options.line_sink = Some(echo_sink());
@@ -231,7 +250,10 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
 }
 
 fn stream_line(name: &str, capture: &StreamCapture) -> String {
-    let mut text = format!("{name}: {} lines, {} bytes", capture.lines, capture.total_bytes);
+    let mut text = format!(
+        "{name}: {} lines, {} bytes",
+        capture.lines, capture.total_bytes
+    );
     if let Some(path) = &capture.log_path {
         text.push_str(&format!(" → {}", path.display()));
     }
@@ -245,10 +267,17 @@ fn stream_line(name: &str, capture: &StreamCapture) -> String {
 }
 
 fn print_summary(out: &mut impl Write, run: &ProfileRun) -> std::io::Result<()> {
-    let outcome = run.outcome.as_ref().map_or_else(|| "did not run".to_string(), |o| o.to_string());
+    let outcome = run
+        .outcome
+        .as_ref()
+        .map_or_else(|| "did not run".to_string(), |o| o.to_string());
     let attempt = run.steps.iter().rev().find_map(|s| s.attempts.last());
     let elapsed = attempt.map_or(0.0, |a| a.timings.end_s);
-    writeln!(out, "polyprof run [{}]: {outcome} after {elapsed:.3} s", run.profiler.name)?;
+    writeln!(
+        out,
+        "polyprof run [{}]: {outcome} after {elapsed:.3} s",
+        run.profiler.name
+    )?;
     writeln!(out, "  run directory: {}", run.output_dir.display())?;
     if let Some(attempt) = attempt {
         writeln!(out, "  {}", stream_line("stdout", &attempt.stdout))?;

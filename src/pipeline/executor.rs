@@ -102,10 +102,16 @@ fn clean(retry: &RetryPolicy, dir: &Path, warnings: &mut Vec<String>) {
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
         let is_file = entry.file_type().is_ok_and(|t| t.is_file());
-        if is_file && retry.clean_prefixes.iter().any(|p| name.starts_with(p.as_str())) {
-            if let Err(e) = std::fs::remove_file(entry.path()) {
-                warnings.push(format!("cannot remove stale {}: {e}", entry.path().display()));
-            }
+        let stale = is_file
+            && retry
+                .clean_prefixes
+                .iter()
+                .any(|p| name.starts_with(p.as_str()));
+        if stale && let Err(e) = std::fs::remove_file(entry.path()) {
+            warnings.push(format!(
+                "cannot remove stale {}: {e}",
+                entry.path().display()
+            ));
         }
     }
 }
@@ -134,7 +140,11 @@ pub fn newest_with_prefix(dir: &Path, prefix: &str) -> Option<PathBuf> {
     std::fs::read_dir(dir)
         .ok()?
         .flatten()
-        .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with(prefix)))
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(prefix))
+        })
         .filter_map(|e| {
             let meta = e.metadata().ok()?;
             meta.is_file().then(|| (meta.modified().ok(), e.path()))
@@ -147,11 +157,14 @@ fn check_file_min_lines(dir: &Path, prefix: &str, min_lines: usize) -> Result<()
     use std::io::Read;
     let path = newest_with_prefix(dir, prefix)
         .ok_or_else(|| format!("no file starting with `{prefix}` in {}", dir.display()))?;
-    let mut file = std::fs::File::open(&path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let mut file =
+        std::fs::File::open(&path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     let mut buf = vec![0u8; 64 * 1024];
     let (mut lines, mut last) = (0usize, b'\n');
     loop {
-        let n = file.read(&mut buf).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let n = file
+            .read(&mut buf)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         if n == 0 {
             break;
         }
@@ -186,7 +199,12 @@ mod tests {
         let new = dir.path().join("metrics_b.csv");
         std::fs::write(&new, "1\n2").unwrap();
         let past = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
-        std::fs::File::options().write(true).open(&old).unwrap().set_modified(past).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&old)
+            .unwrap()
+            .set_modified(past)
+            .unwrap();
         assert_eq!(newest_with_prefix(dir.path(), "metrics_"), Some(new));
         assert!(check_file_min_lines(dir.path(), "metrics_", 2).is_ok());
         let err = check_file_min_lines(dir.path(), "metrics_", 3).unwrap_err();

@@ -127,7 +127,8 @@ async fn run_pass(job: &Job, run: &mut ProfileRun) {
             run.errors.extend(output.errors);
         }
         Err(e) => {
-            run.errors.push(format!("reading the profiler's output: {e}"));
+            run.errors
+                .push(format!("reading the profiler's output: {e}"));
             // Keep pointers to whatever the profiler wrote; the files stay on disk.
             run.artifacts = list_raw_files(dir).artifacts;
         }
@@ -137,11 +138,15 @@ async fn run_pass(job: &Job, run: &mut ProfileRun) {
 /// Outcome, warnings and errors from the step results.
 fn summarize_steps(run: &mut ProfileRun, main: Option<usize>) {
     let steps: &[StepRun] = &run.steps;
-    let ran: Vec<usize> = (0..steps.len()).filter(|&i| !steps[i].attempts.is_empty()).collect();
+    let ran: Vec<usize> = (0..steps.len())
+        .filter(|&i| !steps[i].attempts.is_empty())
+        .collect();
     let chosen = main
         .filter(|&i| steps.get(i).is_some_and(|s| !s.attempts.is_empty()))
         .or_else(|| ran.last().copied());
-    run.outcome = chosen.and_then(|i| steps[i].attempts.last()).map(|a| a.outcome.clone());
+    run.outcome = chosen
+        .and_then(|i| steps[i].attempts.last())
+        .map(|a| a.outcome.clone());
     let mut warnings = Vec::new();
     let mut errors = Vec::new();
     for (i, step) in steps.iter().enumerate() {

@@ -105,7 +105,10 @@ pub fn assert_no_survivors(fx: &Fixture) {
             if gone {
                 break;
             }
-            assert!(Instant::now() < deadline, "process {pid} (or its group) survived");
+            assert!(
+                Instant::now() < deadline,
+                "process {pid} (or its group) survived"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -113,6 +116,10 @@ pub fn assert_no_survivors(fx: &Fixture) {
 
 /// The raw log of a stream of the last attempt.
 pub fn log_bytes(ran: &Ran, stderr: bool) -> Vec<u8> {
-    let capture = if stderr { &ran.attempt().stderr } else { &ran.attempt().stdout };
+    let capture = if stderr {
+        &ran.attempt().stderr
+    } else {
+        &ran.attempt().stdout
+    };
     std::fs::read(capture.log_path.as_ref().expect("no log path")).unwrap()
 }

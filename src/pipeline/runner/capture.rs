@@ -353,7 +353,11 @@ fn tail_lines(ring: &TailRing, total_lines: u64, in_head: usize, max: usize) -> 
         .filter(|(i, _)| first_index + *i as u64 >= in_head as u64)
         .map(|(i, segment)| {
             let text = keep_text(segment);
-            if i == 0 && cut { format!("…{text}") } else { text }
+            if i == 0 && cut {
+                format!("…{text}")
+            } else {
+                text
+            }
         })
         .collect()
 }
@@ -363,7 +367,12 @@ mod tests {
     use super::*;
     use crate::profilers::EndMarker;
 
-    fn state(head: usize, tail: usize, limit: usize, marker: &EndMarker) -> (StreamState, mpsc::UnboundedReceiver<MarkerSeen>) {
+    fn state(
+        head: usize,
+        tail: usize,
+        limit: usize,
+        marker: &EndMarker,
+    ) -> (StreamState, mpsc::UnboundedReceiver<MarkerSeen>) {
         let (tx, rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared::new(Instant::now(), tx));
         let state = StreamState::new(StreamSetup {
@@ -396,7 +405,10 @@ mod tests {
         let (mut s, _) = state(3, 4, 1 << 20, &EndMarker::None);
         s.feed(b"a\nb\nc\nd\ne");
         let (cap, _) = s.finish();
-        assert_eq!((cap.head.len(), cap.tail.clone()), (3, vec!["d".to_string(), "e".to_string()]));
+        assert_eq!(
+            (cap.head.len(), cap.tail.clone()),
+            (3, vec!["d".to_string(), "e".to_string()])
+        );
         assert_eq!(cap.lines_omitted, 0);
     }
 

@@ -89,13 +89,38 @@ fn name_matches(name: &str, pattern: &str) -> bool {
 pub fn is_credential(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     const SUFFIXES: &[&str] = &[
-        "_KEY", "_TOKEN", "_SECRET", "_APIKEY", "_PASS", "_PWD", "_CREDENTIALS", "_AUTH",
-        "_COOKIE", "_SESSION",
+        "_KEY",
+        "_TOKEN",
+        "_SECRET",
+        "_APIKEY",
+        "_PASS",
+        "_PWD",
+        "_CREDENTIALS",
+        "_AUTH",
+        "_COOKIE",
+        "_SESSION",
     ];
-    const CONTAINS: &[&str] = &["PASSWORD", "PASSWD", "SECRET", "TOKEN", "API_KEY", "PRIVATE_KEY"];
+    const CONTAINS: &[&str] = &[
+        "PASSWORD",
+        "PASSWD",
+        "SECRET",
+        "TOKEN",
+        "API_KEY",
+        "PRIVATE_KEY",
+    ];
     const PREFIXES: &[&str] = &[
-        "AWS_", "AZURE_", "GOOGLE_", "GCLOUD_", "GCP_", "ARM_CLIENT", "VAULT_", "DOCKER_AUTH",
-        "KUBECONFIG", "SSH_AUTH_SOCK", "NETRC", "PGPASS",
+        "AWS_",
+        "AZURE_",
+        "GOOGLE_",
+        "GCLOUD_",
+        "GCP_",
+        "ARM_CLIENT",
+        "VAULT_",
+        "DOCKER_AUTH",
+        "KUBECONFIG",
+        "SSH_AUTH_SOCK",
+        "NETRC",
+        "PGPASS",
     ];
     const EXACT: &[&str] = &["GOOGLE_APPLICATION_CREDENTIALS", "KEY", "TOKEN", "SECRET"];
     SUFFIXES.iter().any(|s| upper.ends_with(s))
@@ -119,7 +144,11 @@ pub fn build_env(
     let (allow, untrusted): (Vec<&str>, bool) = match policy {
         EnvPolicy::Inherit => (Vec::new(), false),
         EnvPolicy::Clean { allow } => (
-            CLEAN_BASE.iter().copied().chain(allow.iter().map(String::as_str)).collect(),
+            CLEAN_BASE
+                .iter()
+                .copied()
+                .chain(allow.iter().map(String::as_str))
+                .collect(),
             false,
         ),
         EnvPolicy::Untrusted { allow } => (
@@ -189,13 +218,22 @@ mod tests {
         let extra = BTreeMap::from([("MY_SECRET".to_string(), "s".to_string())]);
         let env = build_env(&policy, parent(), &extra);
         let names: Vec<&str> = env.vars.keys().map(String::as_str).collect();
-        assert_eq!(names, ["CUDA_VISIBLE_DEVICES", "HARMLESS", "LC_ALL", "PATH"]);
+        assert_eq!(
+            names,
+            ["CUDA_VISIBLE_DEVICES", "HARMLESS", "LC_ALL", "PATH"]
+        );
         assert_eq!(env.dropped_credentials, ["FOO_TOKEN", "MY_SECRET"]);
     }
 
     #[test]
     fn clean_keeps_only_the_allowlist_and_inherit_keeps_all() {
-        let env = build_env(&EnvPolicy::Clean { allow: vec!["AWS_*".into()] }, parent(), &BTreeMap::new());
+        let env = build_env(
+            &EnvPolicy::Clean {
+                allow: vec!["AWS_*".into()],
+            },
+            parent(),
+            &BTreeMap::new(),
+        );
         let names: Vec<&str> = env.vars.keys().map(String::as_str).collect();
         assert_eq!(names, ["AWS_REGION", "LC_ALL", "PATH"]);
         let env = build_env(&EnvPolicy::Inherit, parent(), &BTreeMap::new());
@@ -204,10 +242,24 @@ mod tests {
 
     #[test]
     fn credential_names() {
-        for name in ["GITHUB_TOKEN", "hf_token", "ANTHROPIC_API_KEY", "AZURE_CLIENT_ID", "GOOGLE_APPLICATION_CREDENTIALS", "PGPASSWORD", "X_SECRET"] {
+        for name in [
+            "GITHUB_TOKEN",
+            "hf_token",
+            "ANTHROPIC_API_KEY",
+            "AZURE_CLIENT_ID",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "PGPASSWORD",
+            "X_SECRET",
+        ] {
             assert!(is_credential(name), "{name}");
         }
-        for name in ["PATH", "CUDA_VISIBLE_DEVICES", "KEYBOARD", "HOME", "PYTHONPATH"] {
+        for name in [
+            "PATH",
+            "CUDA_VISIBLE_DEVICES",
+            "KEYBOARD",
+            "HOME",
+            "PYTHONPATH",
+        ] {
             assert!(!is_credential(name), "{name}");
         }
     }

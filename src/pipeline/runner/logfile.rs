@@ -227,7 +227,10 @@ mod tests {
 
     #[test]
     fn under_the_cap_every_byte_is_kept() {
-        assert_eq!(log_of(&[b"abc", b"\0\xff"], 5), (b"abc\0\xff".to_vec(), false));
+        assert_eq!(
+            log_of(&[b"abc", b"\0\xff"], 5),
+            (b"abc\0\xff".to_vec(), false)
+        );
     }
 
     #[test]
@@ -240,7 +243,10 @@ mod tests {
             assert!(log.starts_with(&input[..5]), "chunk {chunk}");
             assert!(log.ends_with(&input[95..]), "chunk {chunk}: {log:?}");
             let middle = String::from_utf8_lossy(&log[5..log.len() - 5]);
-            assert!(middle.contains("90 bytes of this stream omitted"), "{middle}");
+            assert!(
+                middle.contains("90 bytes of this stream omitted"),
+                "{middle}"
+            );
         }
     }
 }

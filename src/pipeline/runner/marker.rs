@@ -37,7 +37,12 @@ fn build(pattern: &str, multi_line: bool) -> Result<Regex> {
     RegexBuilder::new(pattern)
         .multi_line(multi_line)
         .build()
-        .map_err(|e| Error::invalid("end marker", format!("`{pattern}` is not a valid regex: {e}")))
+        .map_err(|e| {
+            Error::invalid(
+                "end marker",
+                format!("`{pattern}` is not a valid regex: {e}"),
+            )
+        })
 }
 
 impl Detector {
@@ -143,7 +148,10 @@ mod tests {
         let d = detector(r"regex:^done\s+now$");
         // `\s` would span the newline in a block search; the per-line check rejects that.
         assert_eq!(d.scan_block(b"done\nnow\n"), None);
-        assert_eq!(d.scan_block(b"done\ndone  now\n").unwrap().line, "done  now");
+        assert_eq!(
+            d.scan_block(b"done\ndone  now\n").unwrap().line,
+            "done  now"
+        );
         assert!(d.check_line(b"done now\r").is_some());
     }
 

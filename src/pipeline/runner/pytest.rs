@@ -36,8 +36,13 @@ impl PytestSummary {
     /// with status 5, so it is not a pass.)
     pub fn passed(&self) -> bool {
         !self.no_tests_ran
-            && self.count_of(&["failed", "error", "errors", "subtests failed", "subtest failed"])
-                == 0
+            && self.count_of(&[
+                "failed",
+                "error",
+                "errors",
+                "subtests failed",
+                "subtest failed",
+            ]) == 0
     }
 }
 
@@ -85,7 +90,12 @@ pub fn parse_summary(line: &[u8]) -> Option<PytestSummary> {
     }
     let counts = ITEM
         .captures_iter(body)
-        .filter_map(|c| Some((c.name("n")?.as_str().parse().ok()?, c.name("w")?.as_str().to_string())))
+        .filter_map(|c| {
+            Some((
+                c.name("n")?.as_str().parse().ok()?,
+                c.name("w")?.as_str().to_string(),
+            ))
+        })
         .collect();
     Some(PytestSummary {
         counts,
@@ -107,7 +117,10 @@ mod tests {
         let cases = [
             ("2 passed in 8.10s", true),
             ("=== 1 passed in 0.50s ===", true),
-            ("============================== 3 passed in 0.10s ===============================", true),
+            (
+                "============================== 3 passed in 0.10s ===============================",
+                true,
+            ),
             ("1 failed, 2 passed in 0.12s", false),
             ("==== 2 passed, 1 warning in 0.01s ====", true),
             ("2 passed, 3 warnings in 0.01s", true),
@@ -123,7 +136,10 @@ mod tests {
             ("2 passed in 0.12 seconds", true),
             ("=== no tests ran in 0.01s ===", false),
             ("no tests ran in 0.01s", false),
-            ("==== 1 failed, 2 passed, 1 skipped, 1 deselected, 1 xfailed, 1 xpassed, 3 warnings, 1 error in 0.12s ====", false),
+            (
+                "==== 1 failed, 2 passed, 1 skipped, 1 deselected, 1 xfailed, 1 xpassed, 3 warnings, 1 error in 0.12s ====",
+                false,
+            ),
             ("1 passed, 2 subtests passed in 0.01s", true),
             ("2 passed in 8.10s\r", true),
         ];
@@ -162,8 +178,8 @@ mod tests {
 
     #[test]
     fn counts_and_duration_are_reported() {
-        let summary = parse_summary(b"=== 1 failed, 2 passed, 3 warnings in 61.23s (0:01:01) ===")
-            .unwrap();
+        let summary =
+            parse_summary(b"=== 1 failed, 2 passed, 3 warnings in 61.23s (0:01:01) ===").unwrap();
         assert_eq!(
             summary.counts,
             vec![

@@ -21,14 +21,66 @@ pub trait LineVisitor {
     fn block(&mut self, block: &[u8], lines: u64);
 }
 
-/// Visit every line of a block (as produced by [`LineVisitor::block`]), without newlines.
-pub fn block_lines(block: &[u8]) -> impl Iterator<Item = &[u8]> {
-    block.strip_suffix(b"\n").unwrap_or(block).split(|&b| b == b'\n')
+const ONES: u64 = 0x0101_0101_0101_0101;
+const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+
+/// High bit of each byte set exactly where that byte of `word` is a newline.
+#[inline]
+fn newline_bits(word: [u8; 8]) -> u64 {
+    let x = u64::from_le_bytes(word) ^ (ONES * u64::from(b'\n'));
+    !(((x & LOW7) + LOW7) | x | LOW7)
 }
 
-/// Count newlines (auto-vectorized).
+/// Index of the first newline, eight bytes at a time.
+pub fn find_newline(bytes: &[u8]) -> Option<usize> {
+    let (words, rest) = bytes.as_chunks::<8>();
+    for (i, word) in words.iter().enumerate() {
+        let bits = newline_bits(*word);
+        if bits != 0 {
+            return Some(i * 8 + bits.trailing_zeros() as usize / 8);
+        }
+    }
+    rest.iter()
+        .position(|&b| b == b'\n')
+        .map(|p| words.len() * 8 + p)
+}
+
+/// Index of the last newline, eight bytes at a time.
+pub fn rfind_newline(bytes: &[u8]) -> Option<usize> {
+    let (rest, words) = bytes.as_rchunks::<8>();
+    for (i, word) in words.iter().enumerate().rev() {
+        let bits = newline_bits(*word);
+        if bits != 0 {
+            return Some(rest.len() + i * 8 + (63 - bits.leading_zeros() as usize) / 8);
+        }
+    }
+    rest.iter().rposition(|&b| b == b'\n')
+}
+
+/// Visit every line of a block (as produced by [`LineVisitor::block`]), without newlines.
+pub fn block_lines(block: &[u8]) -> impl Iterator<Item = &[u8]> {
+    block
+        .strip_suffix(b"\n")
+        .unwrap_or(block)
+        .split(|&b| b == b'\n')
+}
+
+/// Count newlines, eight bytes at a time (SWAR): a plain `filter().count()` compiles to slow
+/// byte-by-byte code here, and this runs on every byte the child prints.
 pub fn count_newlines(bytes: &[u8]) -> u64 {
-    bytes.iter().filter(|&&b| b == b'\n').count() as u64
+    let mut total = 0u64;
+    // 255 words at most per block, so each byte lane of the accumulator stays below 256.
+    for block in bytes.chunks(8 * 255) {
+        let (words, rest) = block.as_chunks::<8>();
+        let mut lanes = 0u64;
+        for word in words {
+            lanes += newline_bits(*word) >> 7;
+        }
+        let pairs = (lanes & 0x00ff_00ff_00ff_00ff) + ((lanes >> 8) & 0x00ff_00ff_00ff_00ff);
+        total += pairs.wrapping_mul(0x0001_0001_0001_0001) >> 48;
+        total += rest.iter().filter(|&&b| b == b'\n').count() as u64;
+    }
+    total
 }
 
 #[derive(Debug)]
@@ -62,14 +114,14 @@ impl LineSplitter {
     }
 
     pub fn feed(&mut self, chunk: &[u8], visitor: &mut impl LineVisitor) {
-        let Some(first) = chunk.iter().position(|&b| b == b'\n') else {
+        let Some(first) = find_newline(chunk) else {
             self.extend_partial(chunk, visitor);
             return;
         };
         self.extend_partial(&chunk[..first], visitor);
         self.end_line(visitor);
         let rest = &chunk[first + 1..];
-        let last = rest.iter().rposition(|&b| b == b'\n');
+        let last = rfind_newline(rest);
         let tail = match last {
             Some(last) => {
                 let block = &rest[..=last];
@@ -167,9 +219,39 @@ mod tests {
         let (lines, count) = split(b"ab\nabcdefg\nx", 3, 2);
         let texts: Vec<&[u8]> = lines.iter().map(|(l, _)| l.as_slice()).collect();
         assert_eq!(texts, [&b"ab"[..], b"abc", b"def", b"g", b"x"]);
-        assert_eq!(lines[1].1, Piece { split: true, continues: true });
-        assert_eq!(lines[3].1, Piece { split: true, continues: false });
+        assert_eq!(
+            lines[1].1,
+            Piece {
+                split: true,
+                continues: true
+            }
+        );
+        assert_eq!(
+            lines[3].1,
+            Piece {
+                split: true,
+                continues: false
+            }
+        );
         assert_eq!(count, 3);
+    }
+
+    #[test]
+    fn newline_count_matches_a_plain_count() {
+        let mut bytes: Vec<u8> = (0..100_000u32)
+            .map(|i| if i % 7 == 0 { b'\n' } else { i as u8 })
+            .collect();
+        // A run of newlines fills the byte lanes to their limit.
+        bytes[50_000..60_000].fill(b'\n');
+        for len in [0, 1, 7, 8, 9, 2039, 2040, 2041, 100_000] {
+            let plain = bytes[..len].iter().filter(|&&b| b == b'\n').count() as u64;
+            assert_eq!(count_newlines(&bytes[..len]), plain, "{len}");
+            for start in [0, 1, 3, 8, 13] {
+                let part = &bytes[start.min(len)..len];
+                assert_eq!(find_newline(part), part.iter().position(|&b| b == b'\n'));
+                assert_eq!(rfind_newline(part), part.iter().rposition(|&b| b == b'\n'));
+            }
+        }
     }
 
     #[test]

@@ -71,7 +71,8 @@ pub async fn run_command(spec: &CommandSpec, opts: &RunOptions) -> RunResult {
     };
     let mut extra = opts.extra_env.clone();
     extra.extend(spec.env.clone());
-    let parent = std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
+    let parent = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
     let env = build_env(&opts.env_policy, parent, &extra);
     if !env.dropped_credentials.is_empty() {
         result.warnings.push(format!(
@@ -85,13 +86,19 @@ pub async fn run_command(spec: &CommandSpec, opts: &RunOptions) -> RunResult {
         Err(e) => return spawn_failed(result, e.to_string()),
     };
     let (stdout_log, stderr_log) = open_logs(opts, &mut result.warnings);
-    let copy = opts.stdout_file.as_ref().and_then(|path| match CopyWriter::create(path) {
-        Ok(copy) => Some(copy),
-        Err(e) => {
-            result.warnings.push(format!("cannot create {}: {e}; stdout is still in the log", path.display()));
-            None
-        }
-    });
+    let copy = opts
+        .stdout_file
+        .as_ref()
+        .and_then(|path| match CopyWriter::create(path) {
+            Ok(copy) => Some(copy),
+            Err(e) => {
+                result.warnings.push(format!(
+                    "cannot create {}: {e}; stdout is still in the log",
+                    path.display()
+                ));
+                None
+            }
+        });
 
     let mut child = match spawn(cmd).await {
         Ok(child) => child,
@@ -162,7 +169,9 @@ pub async fn run_command(spec: &CommandSpec, opts: &RunOptions) -> RunResult {
         Ok(status) => (status, false),
         Err(stop) => {
             result.outcome = stopped_outcome(stop, opts, result.marker.as_ref());
-            result.warnings.extend(stop_warning(stop, opts, result.marker.as_ref()));
+            result
+                .warnings
+                .extend(stop_warning(stop, opts, result.marker.as_ref()));
             let status = terminate(&mut child, pgid, stop, opts, &mut result.warnings).await;
             (status, true)
         }
@@ -177,10 +186,14 @@ pub async fn run_command(spec: &CommandSpec, opts: &RunOptions) -> RunResult {
                 (None, None) => Outcome::Exited { code: -1 },
             };
         }
-        (Err(e), _) => result.warnings.push(format!("waiting for the process failed: {e}")),
+        (Err(e), _) => result
+            .warnings
+            .push(format!("waiting for the process failed: {e}")),
         (Ok(status), true) => {
             if let Some(code) = status.code() {
-                result.warnings.push(format!("after being stopped the process exited with code {code}"));
+                result.warnings.push(format!(
+                    "after being stopped the process exited with code {code}"
+                ));
             }
         }
     }
@@ -199,7 +212,9 @@ pub async fn run_command(spec: &CommandSpec, opts: &RunOptions) -> RunResult {
     };
     let mut readers = Box::pin(readers);
     let leak_deadline = Instant::now() + opts.leak_timeout;
-    let drained = tokio::time::timeout_at(leak_deadline.into(), &mut readers).await.ok();
+    let drained = tokio::time::timeout_at(leak_deadline.into(), &mut readers)
+        .await
+        .ok();
     let mut leftovers = live_members(pgid);
     while !leftovers.is_empty() && Instant::now() < leak_deadline {
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -211,8 +226,16 @@ pub async fn run_command(spec: &CommandSpec, opts: &RunOptions) -> RunResult {
         result.warnings.push(format!(
             "processes of the group outlived the leader by {:.3} s{}{}; the group was killed",
             secs(opts.leak_timeout),
-            if leftovers.is_empty() { String::new() } else { format!(" (pids {leftovers:?})") },
-            if drained.is_none() { " and held the output pipes open" } else { "" },
+            if leftovers.is_empty() {
+                String::new()
+            } else {
+                format!(" (pids {leftovers:?})")
+            },
+            if drained.is_none() {
+                " and held the output pipes open"
+            } else {
+                ""
+            },
         ));
     }
     let (out, err) = match drained {
@@ -235,7 +258,10 @@ pub async fn run_command(spec: &CommandSpec, opts: &RunOptions) -> RunResult {
         result.timings.marker_s = Some(seen.at_s);
         result.marker = Some(seen);
     }
-    for (slot, got, name) in [(&mut result.stdout, out, "stdout"), (&mut result.stderr, err, "stderr")] {
+    for (slot, got, name) in [
+        (&mut result.stdout, out, "stdout"),
+        (&mut result.stderr, err, "stderr"),
+    ] {
         match got {
             Some((capture, warnings)) => {
                 *slot = capture;
@@ -249,12 +275,18 @@ pub async fn run_command(spec: &CommandSpec, opts: &RunOptions) -> RunResult {
     result
 }
 
-fn open_logs(opts: &RunOptions, warnings: &mut Vec<String>) -> (Option<LogWriter>, Option<LogWriter>) {
+fn open_logs(
+    opts: &RunOptions,
+    warnings: &mut Vec<String>,
+) -> (Option<LogWriter>, Option<LogWriter>) {
     let Some(dir) = &opts.log_dir else {
         return (None, None);
     };
     if let Err(e) = std::fs::create_dir_all(dir) {
-        warnings.push(format!("cannot create log directory {}: {e}; output is kept in memory only", dir.display()));
+        warnings.push(format!(
+            "cannot create log directory {}: {e}; output is kept in memory only",
+            dir.display()
+        ));
         return (None, None);
     }
     let mut open = |stream: &str| {
