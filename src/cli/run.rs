@@ -1,9 +1,299 @@
-//! `polyprof run` (to be written).
+//! `polyprof run`: run a command, optionally under a profiler, supervised.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use polyprof::pipeline::outcome::{Outcome, StreamCapture};
+use polyprof::pipeline::{EnvPolicy, Job, Line, LineSink, RunOptions, profile};
+use polyprof::profilers::{self, EndMarker, Graces, ProfilerSettings};
+use polyprof::results::ProfileRun;
+
+/// Exit code when polyprof itself could not do the pass (profiler unavailable, unreadable
+/// profiler output, …) although the command did not fail.
+pub const EXIT_POLYPROF_FAILED: u8 = 3;
+pub const EXIT_TIMEOUT: u8 = 124;
+pub const EXIT_INACTIVE: u8 = 125;
+pub const EXIT_SPAWN_FAILED: u8 = 127;
+pub const EXIT_CANCELLED: u8 = 130;
 
 /// Arguments of `polyprof run`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Profiler to run the command under (`none`: run it as is).
+    #[arg(long, default_value = "none")]
+    pub profiler: String,
+    /// Where logs, profiler output and run.json go [default: ./polyprof-runs/<profiler>.<NNN>].
+    #[arg(long)]
+    pub output_dir: Option<PathBuf>,
+    /// Label of the run [default: the output directory's name].
+    #[arg(long)]
+    pub label: Option<String>,
+    #[command(flatten)]
+    pub supervision: Box<SupervisionArgs>,
+    /// Print the full run document (run.json's schema) on stdout instead of a summary.
+    #[arg(long)]
+    pub json: bool,
+    /// Do not echo the command's output to stderr while it runs.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// The command and its arguments, after `--`.
+    #[arg(required = true, last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
 
-pub async fn execute(_args: Args) -> anyhow::Result<u8> {
-    anyhow::bail!("`polyprof run` is not written yet")
+/// How the command is supervised (shared by every profiler).
+#[derive(Debug, Clone, clap::Args)]
+pub struct SupervisionArgs {
+    /// What says the work is done: pytest, none, literal:TEXT, regex:RE [default: the profiler's].
+    #[arg(long)]
+    pub end_marker: Option<EndMarker>,
+    /// Overall wall-clock limit, seconds.
+    #[arg(long, value_parser = parse_secs, value_name = "S")]
+    pub timeout: Option<Duration>,
+    /// Stop after this long without output, seconds.
+    #[arg(long, value_parser = parse_secs, value_name = "S")]
+    pub inactivity_timeout: Option<Duration>,
+    /// After the end marker: how long the process may take to exit by itself [default: the profiler's].
+    #[arg(long, value_parser = parse_secs, value_name = "S")]
+    pub marker_grace: Option<Duration>,
+    /// After SIGTERM: how long before SIGKILL [default: the profiler's].
+    #[arg(long, value_parser = parse_secs, value_name = "S")]
+    pub kill_grace: Option<Duration>,
+    /// What the command sees of polyprof's environment: inherit, clean, untrusted.
+    #[arg(long, default_value = "inherit")]
+    pub env_policy: EnvPolicy,
+    /// Also pass this variable from polyprof's environment (clean/untrusted; `NAME*` is a prefix).
+    #[arg(long, value_name = "NAME")]
+    pub env_allow: Vec<String>,
+    /// Set a variable for the command (repeatable).
+    #[arg(long = "env", value_parser = parse_env, value_name = "K=V")]
+    pub env: Vec<(String, String)>,
+    /// Cap of each stream's log file, MiB (head and tail are kept beyond it).
+    #[arg(long, value_name = "MIB", default_value_t = 256)]
+    pub log_cap_mib: u64,
+    /// Lines longer than this many bytes are cut into pieces.
+    #[arg(long, value_name = "BYTES", default_value_t = polyprof::pipeline::runner::options::DEFAULT_LINE_LIMIT)]
+    pub line_limit: usize,
+}
+
+fn parse_secs(text: &str) -> Result<Duration, String> {
+    let secs: f64 = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
+    Duration::try_from_secs_f64(secs).map_err(|e| format!("`{text}`: {e}"))
+}
+
+fn parse_env(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!("`{text}` is not NAME=VALUE")),
+    }
+}
+
+impl SupervisionArgs {
+    /// Apply the marker and grace overrides to the profiler settings, on top of the profiler's
+    /// own defaults.
+    pub fn apply_to_settings(&self, profiler: &str, dir: &Path, settings: &mut ProfilerSettings) {
+        if let Some(marker) = &self.end_marker {
+            settings.end_marker = Some(marker.clone());
+        }
+        if self.marker_grace.is_some() || self.kill_grace.is_some() {
+            let defaults = settings.graces.unwrap_or_else(|| {
+                profilers::create(profiler, dir, settings)
+                    .map_or_else(|_| Graces::default(), |p| p.graces())
+            });
+            settings.graces = Some(Graces {
+                marker_grace: self.marker_grace.unwrap_or(defaults.marker_grace),
+                kill_grace: self.kill_grace.unwrap_or(defaults.kill_grace),
+            });
+        }
+    }
+
+    pub fn run_options(&self) -> RunOptions {
+        let env_policy = match &self.env_policy {
+            EnvPolicy::Inherit => EnvPolicy::Inherit,
+            EnvPolicy::Clean { .. } => EnvPolicy::Clean {
+                allow: self.env_allow.clone(),
+            },
+            EnvPolicy::Untrusted { .. } => EnvPolicy::Untrusted {
+                allow: self.env_allow.clone(),
+            },
+        };
+        RunOptions {
+            timeout: self.timeout,
+            inactivity_timeout: self.inactivity_timeout,
+            env_policy,
+            extra_env: self.env.iter().cloned().collect(),
+            log_cap: self.log_cap_mib.saturating_mul(1 << 20),
+            line_limit: self.line_limit.max(1),
+            ..RunOptions::default()
+        }
+    }
+}
+
+/// `./polyprof-runs/<profiler>.<NNN>`, claimed atomically (concurrent runs get distinct ones).
+fn default_output_dir(profiler: &str) -> anyhow::Result<PathBuf> {
+    let root = PathBuf::from("polyprof-runs");
+    std::fs::create_dir_all(&root).with_context(|| format!("cannot create {}", root.display()))?;
+    let prefix = format!("{profiler}.");
+    let mut next = std::fs::read_dir(&root)
+        .with_context(|| format!("cannot list {}", root.display()))?
+        .flatten()
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()?
+                .strip_prefix(&prefix)?
+                .parse::<u32>()
+                .ok()
+        })
+        .max()
+        .map_or(0, |n| n + 1);
+    loop {
+        let dir = root.join(format!("{prefix}{next:03}"));
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => next += 1,
+            Err(e) => return Err(e).with_context(|| format!("cannot create {}", dir.display())),
+        }
+    }
+}
+
+/// The exit code for a run (see docs/runner.md).
+pub fn exit_code(run: &ProfileRun) -> u8 {
+    let Some(outcome) = &run.outcome else {
+        return EXIT_POLYPROF_FAILED;
+    };
+    match outcome {
+        Outcome::Exited { code: 0 } | Outcome::HungAfterMarker { passed: true, .. } => {
+            if run.errors.is_empty() {
+                0
+            } else {
+                EXIT_POLYPROF_FAILED
+            }
+        }
+        Outcome::Exited { code } => (*code).clamp(1, 255) as u8,
+        Outcome::HungAfterMarker { passed: false, .. } => 1,
+        Outcome::Signalled { signal } => (128 + *signal).clamp(129, 255) as u8,
+        Outcome::TimedOut { .. } => EXIT_TIMEOUT,
+        Outcome::Inactive { .. } => EXIT_INACTIVE,
+        Outcome::Cancelled => EXIT_CANCELLED,
+        Outcome::SpawnFailed { .. } => EXIT_SPAWN_FAILED,
+    }
+}
+
+/// Echo the command's lines to stderr as they arrive.
+fn echo_sink() -> LineSink {
+    LineSink::Callback(Arc::new(|line: &Line| {
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(line.text.as_bytes());
+        if !line.continues {
+            let _ = err.write_all(b"\n");
+        }
+    }))
+}
+
+/// Cancel on Ctrl-C or SIGTERM: the group is stopped the same way as on a timeout.
+fn cancel_on_signals(cancel: tokio_util::sync::CancellationToken) {
+    tokio::spawn(async move {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let terminated = async {
+            match term.as_mut() {
+                Some(term) => {
+                    term.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminated => {}
+        }
+        cancel.cancel();
+    });
+}
+
+pub async fn execute(args: Args) -> anyhow::Result<u8> {
+    let profiler = args.profiler.trim().to_ascii_lowercase();
+    let output_dir = match &args.output_dir {
+        Some(dir) => dir.clone(),
+        None => default_output_dir(&profiler)?,
+    };
+    let mut settings = ProfilerSettings::default();
+    args.supervision
+        .apply_to_settings(&profiler, &output_dir, &mut settings);
+    let mut run_options = args.supervision.run_options();
+    if !args.quiet && !args.json {
+        run_options.line_sink = Some(echo_sink());
+    }
+    cancel_on_signals(run_options.cancel.clone());
+    let job = Job {
+        target: args.command.clone(),
+        profiler,
+        settings,
+        output_dir,
+        label: args.label.clone(),
+        run: run_options,
+    };
+    let run = profile(&job).await;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &run).context("cannot print the run document")?;
+        writeln!(out)?;
+    } else {
+        print_summary(&mut out, &run)?;
+    }
+    Ok(exit_code(&run))
+}
+
+fn stream_line(name: &str, capture: &StreamCapture) -> String {
+    let mut text = format!(
+        "{name}: {} lines, {} bytes",
+        capture.lines, capture.total_bytes
+    );
+    if let Some(path) = &capture.log_path {
+        text.push_str(&format!(" → {}", path.display()));
+    }
+    if capture.log_truncated {
+        text.push_str(" (log capped: head and tail kept)");
+    }
+    if capture.long_lines_split {
+        text.push_str(" (long lines split)");
+    }
+    text
+}
+
+fn print_summary(out: &mut impl Write, run: &ProfileRun) -> std::io::Result<()> {
+    let outcome = run
+        .outcome
+        .as_ref()
+        .map_or_else(|| "did not run".to_string(), |o| o.to_string());
+    let attempt = run.steps.iter().rev().find_map(|s| s.attempts.last());
+    let elapsed = attempt.map_or(0.0, |a| a.timings.end_s);
+    writeln!(
+        out,
+        "polyprof run [{}]: {outcome} after {elapsed:.3} s",
+        run.profiler.name
+    )?;
+    writeln!(out, "  run directory: {}", run.output_dir.display())?;
+    if let Some(attempt) = attempt {
+        writeln!(out, "  {}", stream_line("stdout", &attempt.stdout))?;
+        writeln!(out, "  {}", stream_line("stderr", &attempt.stderr))?;
+        if let Some(marker) = &attempt.marker {
+            writeln!(out, "  end marker at {:.3} s: {}", marker.at_s, marker.line)?;
+        }
+    }
+    if !run.kernels.is_empty() {
+        writeln!(out, "  kernels: {}", run.kernels.len())?;
+    }
+    for warning in &run.warnings {
+        writeln!(out, "  warning: {warning}")?;
+    }
+    for error in &run.errors {
+        writeln!(out, "  error: {error}")?;
+    }
+    Ok(())
 }

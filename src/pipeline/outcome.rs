@@ -101,3 +101,22 @@ pub struct RunResult {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Outcome::Exited { code } => write!(f, "exited with code {code}"),
+            Outcome::Signalled { signal } => write!(f, "killed by signal {signal}"),
+            Outcome::TimedOut { after_s } => write!(f, "timed out after {after_s:.3} s"),
+            Outcome::Inactive { after_s } => write!(f, "no output for {after_s:.3} s"),
+            Outcome::HungAfterMarker { passed: true, .. } => {
+                write!(f, "passed, then hung after the end marker")
+            }
+            Outcome::HungAfterMarker { passed: false, .. } => {
+                write!(f, "failed, then hung after the end marker")
+            }
+            Outcome::Cancelled => write!(f, "cancelled"),
+            Outcome::SpawnFailed { error } => write!(f, "failed to start: {error}"),
+        }
+    }
+}

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Runner benchmarks, measured side by side in one run; prints figures and ratios.
+#   1. end marker -> result latency (child exits 50 ms after the marker; child hangs after it)
+#   2. `polyprof run -- CMD` vs the bare CMD on a ~100 ms command
+#   3. throughput and peak RSS: 1 GiB of short lines, and one 100 MiB line, through the runner
+#      with logs on disk vs `cat` writing the same bytes to a file
+# Environment: RUNS (repetitions, default 5), SIZE_MIB (default 1024), LINE_MIB (default 100).
+# Figures from a noisy shared machine: each side is run interleaved and the best run is kept.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+RUNS=${RUNS:-5}
+SIZE_MIB=${SIZE_MIB:-1024}
+LINE_MIB=${LINE_MIB:-100}
+
+echo "building release binary..."
+cargo build --release --quiet
+BIN=$PWD/target/release/polyprof
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/polyprof-bench.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+now_ns() { date +%s%N; }
+# json_num FIELD FILE: first number after "FIELD": in FILE
+json_num() { grep -o "\"$1\": *[-0-9.e]*" "$2" | head -1 | sed 's/.*: *//'; }
+stats() { sort -n | awk '{a[NR]=$1} END {printf "median %.1f  min %.1f  max %.1f", a[int((NR+1)/2)], a[1], a[NR]}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
+
+echo
+echo "== 1. end marker -> result latency =="
+MARKER='=== 1 passed in 0.01s ==='
+: > "$WORK/lat"
+: > "$WORK/lat_in"
+for _ in $(seq "$RUNS"); do
+  "$BIN" run --json -q --end-marker pytest --output-dir "$WORK/lat.d" -- \
+    sh -c "echo '$MARKER'; sleep 0.05; date +%s%N > '$WORK/exit_ns'" > "$WORK/lat.json"
+  t1=$(now_ns)
+  echo $(( (t1 - $(cat "$WORK/exit_ns")) / 1000 )) | awk '{print $1/1000}' >> "$WORK/lat"
+  awk -v e="$(json_num exit_s "$WORK/lat.json")" -v n="$(json_num end_s "$WORK/lat.json")" \
+    'BEGIN {print (n - e) * 1000}' >> "$WORK/lat_in"
+done
+echo "child exits 50 ms after the marker; ms from the child's exit to polyprof's return (target <= 20):"
+echo "  process level (includes run.json, ~1 ms of date(1)): $(stats < "$WORK/lat")"
+echo "  inside the runner (reaped -> returned):               $(stats < "$WORK/lat_in")"
+
+GRACE=1
+: > "$WORK/hang"
+for _ in $(seq "$RUNS"); do
+  "$BIN" run --json -q --end-marker pytest --marker-grace $GRACE --kill-grace 2 --output-dir "$WORK/hang.d" -- \
+    sh -c "echo '$MARKER'; exec sleep 100" > "$WORK/hang.json" || true
+  awk -v m="$(json_num marker_s "$WORK/hang.json")" -v e="$(json_num exit_s "$WORK/hang.json")" -v g=$GRACE \
+    'BEGIN {print (e - m - g) * 1000}' >> "$WORK/hang"
+done
+echo "child hangs after the marker, grace ${GRACE} s; ms past the grace until the child was gone (target <= 50):"
+echo "  $(stats < "$WORK/hang")"
+
+echo
+echo "== 2. overhead on a ~100 ms command =="
+CMD=(sh -c 'seq 1 200; sleep 0.1')
+if command -v hyperfine > /dev/null; then
+  hyperfine -N --warmup 3 --runs 30 --export-json "$WORK/hf.json" \
+    "${CMD[*]@Q}" "$BIN run -q --output-dir $WORK/ovh.d -- ${CMD[*]@Q}" > "$WORK/hf.txt" 2>&1 || true
+  means=($(grep -o '"mean": *[0-9.e-]*' "$WORK/hf.json" | sed 's/.*: *//'))
+  bare=$(awk -v m="${means[0]}" 'BEGIN {print m * 1000}')
+  wrapped=$(awk -v m="${means[1]}" 'BEGIN {print m * 1000}')
+  echo "  (hyperfine, 30 runs each, means)"
+else
+  : > "$WORK/bare"; : > "$WORK/wrapped"
+  for _ in $(seq 30); do
+    t0=$(now_ns); "${CMD[@]}" > /dev/null; t1=$(now_ns)
+    echo $(( (t1 - t0) / 1000 )) >> "$WORK/bare"
+    t0=$(now_ns); "$BIN" run -q --output-dir "$WORK/ovh.d" -- "${CMD[@]}" > /dev/null; t1=$(now_ns)
+    echo $(( (t1 - t0) / 1000 )) >> "$WORK/wrapped"
+  done
+  bare=$(awk '{s+=$1} END {print s/NR/1000}' "$WORK/bare")
+  wrapped=$(awk '{s+=$1} END {print s/NR/1000}' "$WORK/wrapped")
+  echo "  (own loop, 30 interleaved runs each, means; install hyperfine for better figures)"
+fi
+printf "  bare %.1f ms   polyprof run %.1f ms   ratio %s (target <= 1.05)\n" "$bare" "$wrapped" "$(ratio "$wrapped" "$bare")"
+
+echo
+echo "== 3. throughput and peak RSS =="
+timed() { # timed OUTFILE CMD...: writes "wall_s rss_kib"
+  local out=$1; shift
+  if [ -x /usr/bin/time ]; then
+    /usr/bin/time -f "%e %M" -o "$out" "$@" > /dev/null
+  else
+    local t0 t1; t0=$(now_ns); "$@" > /dev/null; t1=$(now_ns)
+    echo "$(( (t1 - t0) / 1000000 ))" | awk '{print $1/1000, "n/a"}' > "$out"
+  fi
+}
+{ yes "0123456789 abcdefghij klmnopqrstuvwxyz 0123456789 ABCDEFGHIJKLMNOP" || true; } | head -c $((SIZE_MIB << 20)) > "$WORK/lines.dat"
+{ head -c $((LINE_MIB << 20)) /dev/zero | tr '\0' x; echo; } > "$WORK/line.dat" || true
+for data in lines line; do
+  f="$WORK/$data.dat"; size=$(stat -c %s "$f")
+  for side in cat pipe runner marker; do echo 999999 0 > "$WORK/best.$side"; done
+  for _ in $(seq "$RUNS"); do
+    rm -f "$WORK/out"; timed "$WORK/t" sh -c "cat '$f' > '$WORK/out'"
+    awk 'NR==FNR {b=$1; next} {if ($1 < b) print; else print b, "0"}' "$WORK/best.cat" "$WORK/t" > "$WORK/tmp"; mv "$WORK/tmp" "$WORK/best.cat"
+    rm -f "$WORK/out"; timed "$WORK/t" sh -c "cat '$f' | cat > '$WORK/out'"
+    awk 'NR==FNR {b=$1; next} {if ($1 < b) print; else print b, "0"}' "$WORK/best.pipe" "$WORK/t" > "$WORK/tmp"; mv "$WORK/tmp" "$WORK/best.pipe"
+    rm -f "$WORK/out"
+    rm -rf "$WORK/run.d"; timed "$WORK/t" "$BIN" run -q --log-cap-mib 4096 --output-dir "$WORK/run.d" -- cat "$f"
+    logged=$(stat -c %s "$WORK/run.d/run.1.stdout.log")
+    [ "$logged" = "$size" ] || { echo "log has $logged bytes, expected $size"; exit 1; }
+    cat "$WORK/t" >> "$WORK/rss.$data"
+    awk 'NR==FNR {b=$1; next} {if ($1 < b) print; else print b, "0"}' "$WORK/best.runner" "$WORK/t" > "$WORK/tmp"; mv "$WORK/tmp" "$WORK/best.runner"
+    rm -rf "$WORK/run.d"; timed "$WORK/t" "$BIN" run -q --end-marker pytest --log-cap-mib 4096 --output-dir "$WORK/run.d" -- cat "$f"
+    cat "$WORK/t" >> "$WORK/rss.$data"
+    awk 'NR==FNR {b=$1; next} {if ($1 < b) print; else print b, "0"}' "$WORK/best.marker" "$WORK/t" > "$WORK/tmp"; mv "$WORK/tmp" "$WORK/best.marker"
+    rm -rf "$WORK/run.d"
+  done
+  rss=$(awk '$2 != "n/a" && $2 > m {m=$2} END {if (m) printf "%.1f MiB", m/1024; else print "n/a"}' "$WORK/rss.$data")
+  mib=$(awk -v s="$size" 'BEGIN {print s / 1048576}')
+  read -r cat_s _ < "$WORK/best.cat"; read -r pipe_s _ < "$WORK/best.pipe"
+  read -r run_s _ < "$WORK/best.runner"; read -r mark_s _ < "$WORK/best.marker"
+  echo "$data: $mib MiB ($( [ $data = lines ] && echo 'short lines' || echo 'one line' )), best of $RUNS, MiB/s:"
+  printf "  cat > file (copy_file_range)   %8.0f\n" "$(awk -v m=$mib -v t=$cat_s 'BEGIN {print m/t}')"
+  printf "  cat | cat > file (via a pipe)  %8.0f\n" "$(awk -v m=$mib -v t=$pipe_s 'BEGIN {print m/t}')"
+  printf "  polyprof run, logs on disk     %8.0f   ratio vs cat %s (target >= 0.7), vs pipe %s\n" \
+    "$(awk -v m=$mib -v t=$run_s 'BEGIN {print m/t}')" "$(ratio "$cat_s" "$run_s")" "$(ratio "$pipe_s" "$run_s")"
+  printf "  ... with --end-marker pytest   %8.0f   ratio vs cat %s, vs pipe %s\n" \
+    "$(awk -v m=$mib -v t=$mark_s 'BEGIN {print m/t}')" "$(ratio "$cat_s" "$mark_s")" "$(ratio "$pipe_s" "$mark_s")"
+  echo "  polyprof peak RSS: $rss (target <= 64 MiB)"
+done

@@ -1,0 +1,204 @@
+//! One profiler pass over a target, end to end: `profile(job)` plans with the profiler, runs the
+//! plan under supervision, reads the profiler's output and writes `run.json`. It never panics and
+//! never loses what was captured: every failure lands in the returned run's `errors`.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::Error;
+use crate::pipeline::executor::execute_plan;
+use crate::pipeline::runner::RunOptions;
+use crate::profilers::{self, Plan, ProfilerSettings, RawArtifact, RawOutput};
+use crate::results::run::{ProfileRun, StepRun};
+
+/// What to profile and how.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// The target argv, exactly as given.
+    pub target: Vec<String>,
+    /// Profiler name; `none` runs the target as is.
+    pub profiler: String,
+    pub settings: ProfilerSettings,
+    /// Where logs, profiler output and `run.json` go (created if missing).
+    pub output_dir: PathBuf,
+    /// Defaults to the output directory's name.
+    pub label: Option<String>,
+    /// Timeouts, environment policy, cancellation, line sink, limits. The end marker and graces
+    /// come from the plan's steps (set them through `settings`).
+    pub run: RunOptions,
+}
+
+impl Job {
+    pub fn new(target: Vec<String>, output_dir: impl Into<PathBuf>) -> Self {
+        Job {
+            target,
+            profiler: "none".to_string(),
+            settings: ProfilerSettings::default(),
+            output_dir: output_dir.into(),
+            label: None,
+            run: RunOptions::default(),
+        }
+    }
+}
+
+/// The step whose outcome is the run's: the last step that runs the target (its argv ends with
+/// the target's), else the first step.
+pub fn main_step_index(plan: &Plan) -> Option<usize> {
+    let target = plan.target.as_slice();
+    plan.steps
+        .iter()
+        .rposition(|s| !target.is_empty() && s.command.argv.ends_with(target))
+        .or_else(|| (!plan.steps.is_empty()).then_some(0))
+}
+
+/// Profile `job` once. Always returns a run document (also written as `run.json` when the
+/// output directory is writable).
+pub async fn profile(job: &Job) -> ProfileRun {
+    let label = job.label.clone().unwrap_or_else(|| {
+        job.output_dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .map_or_else(|| job.profiler.clone(), str::to_string)
+    });
+    let mut run = ProfileRun::new(&label, &job.profiler, &job.target, &job.output_dir);
+    run.env_policy = job.run.env_policy.to_string();
+    if let Err(e) = std::fs::create_dir_all(&job.output_dir) {
+        run.errors
+            .push(Error::io("create output directory", &job.output_dir, e).to_string());
+        return run;
+    }
+    // The profiler's code runs on its own task so that a bug there (a panic) still ends in a
+    // run document; the captured output stays in the logs on disk.
+    let pass = {
+        let (job, mut run) = (job.clone(), run.clone());
+        tokio::spawn(async move {
+            run_pass(&job, &mut run).await;
+            run
+        })
+    };
+    match pass.await {
+        Ok(done) => run = done,
+        Err(e) => run.errors.push(format!(
+            "internal error while running the pass (the logs in {} are kept): {e}",
+            job.output_dir.display()
+        )),
+    }
+    if let Err(e) = run.write(&job.output_dir) {
+        run.errors.push(e.to_string());
+    }
+    run
+}
+
+async fn run_pass(job: &Job, run: &mut ProfileRun) {
+    let dir = job.output_dir.as_path();
+    let profiler = match profilers::create(&job.profiler, dir, &job.settings) {
+        Ok(p) => p,
+        Err(e) => return run.errors.push(e.to_string()),
+    };
+    run.profiler.name = profiler.name().to_string();
+    if let Some(reason) = profiler.unavailable_reason() {
+        let error = Error::ProfilerUnavailable {
+            profiler: profiler.name().to_string(),
+            reason,
+        };
+        return run.errors.push(error.to_string());
+    }
+    if let Err(e) = profiler.prepare(dir).await {
+        return run.errors.push(e.to_string());
+    }
+    let plan = match profiler.wrap(&job.target) {
+        Ok(plan) => plan,
+        Err(e) => return run.errors.push(e.to_string()),
+    };
+    run.plan = Some(plan.clone());
+    let mut opts = job.run.clone();
+    let mut env = profiler.env_vars();
+    env.extend(std::mem::take(&mut opts.extra_env));
+    opts.extra_env = env;
+
+    run.steps = execute_plan(&plan, &opts, dir).await;
+    let main = main_step_index(&plan);
+    summarize_steps(run, main);
+
+    match profiler.read_output().await {
+        Ok(output) => {
+            run.artifacts = output.raw.artifacts;
+            run.kernels = output.parsed.kernels;
+            run.diagnostics = output.parsed.diagnostics;
+            run.errors.extend(output.errors);
+        }
+        Err(e) => {
+            run.errors
+                .push(format!("reading the profiler's output: {e}"));
+            // Keep pointers to whatever the profiler wrote; the files stay on disk.
+            run.artifacts = list_raw_files(dir).artifacts;
+        }
+    }
+}
+
+/// Outcome, warnings and errors from the step results.
+fn summarize_steps(run: &mut ProfileRun, main: Option<usize>) {
+    let steps: &[StepRun] = &run.steps;
+    let ran: Vec<usize> = (0..steps.len())
+        .filter(|&i| !steps[i].attempts.is_empty())
+        .collect();
+    let chosen = main
+        .filter(|&i| steps.get(i).is_some_and(|s| !s.attempts.is_empty()))
+        .or_else(|| ran.last().copied());
+    run.outcome = chosen
+        .and_then(|i| steps[i].attempts.last())
+        .map(|a| a.outcome.clone());
+    let mut warnings = Vec::new();
+    let mut errors = Vec::new();
+    for (i, step) in steps.iter().enumerate() {
+        let many = step.attempts.len() > 1;
+        for (n, attempt) in step.attempts.iter().enumerate() {
+            for w in &attempt.warnings {
+                warnings.push(if many {
+                    format!("{} (attempt {}): {w}", step.name, n + 1)
+                } else {
+                    format!("{}: {w}", step.name)
+                });
+            }
+        }
+        if step.accepted {
+            continue;
+        }
+        let outcome_says_it = Some(i) == chosen
+            && step
+                .attempts
+                .last()
+                .is_some_and(|a| !a.outcome.is_success());
+        if !outcome_says_it && let Some(why) = &step.rejection {
+            errors.push(format!("step `{}` was not accepted: {why}", step.name));
+        }
+    }
+    run.warnings.extend(warnings);
+    run.errors.extend(errors);
+}
+
+/// The files directly in `dir`, by name, without reading them (polyprof's own files left out).
+fn list_raw_files(dir: &Path) -> RawOutput {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return RawOutput::default();
+    };
+    let mut artifacts: Vec<RawArtifact> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let meta = e.metadata().ok()?;
+            let ours = name == crate::results::run::RUN_FILE
+                || name.ends_with(".stdout.log")
+                || name.ends_with(".stderr.log")
+                || name.starts_with('.');
+            (meta.is_file() && !ours).then(|| RawArtifact {
+                path: e.path(),
+                size: meta.len(),
+                content: Vec::new(),
+                truncated: meta.len() > 0,
+                name,
+            })
+        })
+        .collect();
+    artifacts.sort_by(|a, b| a.name.cmp(&b.name));
+    RawOutput { artifacts }
+}

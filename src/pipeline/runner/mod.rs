@@ -1,0 +1,18 @@
+//! The supervised async process runner: spawn in a process group, drain stdout and stderr
+//! separately into capped logs and bounded line captures, watch the end marker and the
+//! timeouts, stop the group (SIGTERM, grace, SIGKILL), detect leaked processes.
+
+pub mod capture;
+pub mod env;
+pub mod logfile;
+pub mod marker;
+pub mod options;
+pub mod pytest;
+pub mod reader;
+pub mod spawn;
+pub mod splitter;
+pub mod supervise;
+
+pub use env::EnvPolicy;
+pub use options::{Line, LineSink, RunOptions, StreamKind};
+pub use supervise::run_command;

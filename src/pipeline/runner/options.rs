@@ -1,0 +1,127 @@
+//! What a caller can tune about one supervised run.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use super::env::EnvPolicy;
+use crate::profilers::{EndMarker, Graces};
+
+/// Default line limit: longer lines are cut into pieces of this size.
+pub const DEFAULT_LINE_LIMIT: usize = 1 << 20;
+/// Default cap of one stream's log file.
+pub const DEFAULT_LOG_CAP: u64 = 256 << 20;
+/// Default wait for the pipes to close after the leader exited.
+pub const DEFAULT_LEAK_TIMEOUT: Duration = Duration::from_millis(250);
+
+/// Which stream of the child.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StreamKind {
+    Stdout,
+    Stderr,
+}
+
+impl StreamKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            StreamKind::Stdout => "stdout",
+            StreamKind::Stderr => "stderr",
+        }
+    }
+}
+
+/// One line (or one piece of a line longer than the line limit), delivered live.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Line {
+    pub stream: StreamKind,
+    /// Lossy UTF-8, without the newline (and without a trailing `\r`).
+    pub text: String,
+    /// Part of a line longer than the limit.
+    pub piece: bool,
+    /// More pieces of the same line follow.
+    pub continues: bool,
+    /// Seconds since spawn.
+    pub at_s: f64,
+}
+
+/// Where live lines go. A callback runs on the reading task and must be quick; a channel never
+/// blocks reading: when it is full, lines are dropped from the channel (never from the logs) and
+/// counted in a warning.
+#[derive(Clone)]
+pub enum LineSink {
+    Callback(Arc<dyn Fn(&Line) + Send + Sync>),
+    Channel(tokio::sync::mpsc::Sender<Line>),
+}
+
+impl fmt::Debug for LineSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LineSink::Callback(_) => f.write_str("LineSink::Callback"),
+            LineSink::Channel(_) => f.write_str("LineSink::Channel"),
+        }
+    }
+}
+
+/// How to supervise one process.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Overall wall-clock limit.
+    pub timeout: Option<Duration>,
+    /// Limit on the time without any output on either stream (not applied after the end marker:
+    /// the marker grace bounds that part).
+    pub inactivity_timeout: Option<Duration>,
+    /// Checked on every line of both streams.
+    pub end_marker: EndMarker,
+    pub graces: Graces,
+    /// After the leader exited: how long the pipes may stay open (grandchildren holding them).
+    pub leak_timeout: Duration,
+    /// Longer lines are cut into pieces of this many bytes.
+    pub line_limit: usize,
+    /// Where `<log_name>.stdout.log` and `<log_name>.stderr.log` go; `None`: no logs on disk.
+    pub log_dir: Option<PathBuf>,
+    pub log_name: String,
+    /// Cap of each log file in bytes (head and tail kept beyond it).
+    pub log_cap: u64,
+    /// Also write stdout verbatim, uncapped, to this file.
+    pub stdout_file: Option<PathBuf>,
+    pub env_policy: EnvPolicy,
+    /// Added after the policy (the command's own variables come on top of these).
+    pub extra_env: BTreeMap<String, String>,
+    /// Lines kept in memory from the start and the end of each stream.
+    pub head_lines: usize,
+    pub tail_lines: usize,
+    pub cancel: CancellationToken,
+    pub line_sink: Option<LineSink>,
+    /// Linux: the child gets SIGKILL if polyprof dies.
+    pub parent_death_signal: bool,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            timeout: None,
+            inactivity_timeout: None,
+            end_marker: EndMarker::None,
+            graces: Graces::default(),
+            leak_timeout: DEFAULT_LEAK_TIMEOUT,
+            line_limit: DEFAULT_LINE_LIMIT,
+            log_dir: None,
+            log_name: "run".to_string(),
+            log_cap: DEFAULT_LOG_CAP,
+            stdout_file: None,
+            env_policy: EnvPolicy::Inherit,
+            extra_env: BTreeMap::new(),
+            head_lines: 50,
+            tail_lines: 50,
+            cancel: CancellationToken::new(),
+            line_sink: None,
+            parent_death_signal: true,
+        }
+    }
+}

@@ -1,0 +1,52 @@
+//! The task that drains one pipe into a [`StreamState`] until EOF or until told to stop.
+
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio_util::sync::CancellationToken;
+
+use super::capture::StreamState;
+use crate::pipeline::outcome::StreamCapture;
+
+/// Read size: large reads mean few wake-ups for chatty children.
+pub const READ_BUFFER: usize = 256 * 1024;
+const PAGE: usize = 4096;
+
+/// Drain `pipe`. On `stop`, take what is already buffered in the pipe and give up on the rest
+/// (something outside polyprof's reach still holds the write end).
+pub async fn read_stream<R: AsyncRead + Unpin>(
+    mut pipe: R,
+    mut state: StreamState,
+    stop: CancellationToken,
+    name: &'static str,
+) -> (StreamCapture, Vec<String>) {
+    // Page-aligned, like cat's buffer: the kernel copies whole pages in and out of it.
+    let mut storage = vec![0u8; READ_BUFFER + PAGE];
+    let offset = storage.as_ptr().align_offset(PAGE).min(PAGE);
+    let buf = &mut storage[offset..offset + READ_BUFFER];
+    loop {
+        tokio::select! {
+            biased;
+            _ = stop.cancelled() => {
+                for _ in 0..64 {
+                    match tokio::time::timeout(Duration::ZERO, pipe.read(buf)).await {
+                        Ok(Ok(n)) if n > 0 => state.feed(&buf[..n]),
+                        _ => break,
+                    }
+                }
+                break;
+            }
+            read = pipe.read(buf) => match read {
+                Ok(0) => break,
+                Ok(n) => state.feed(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    state.warn(format!("reading {name} failed: {e}"));
+                    break;
+                }
+            },
+        }
+    }
+    drop(pipe);
+    state.finish()
+}
