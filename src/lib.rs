@@ -12,3 +12,5 @@ pub mod profilers;
 pub mod results;
 
 pub use error::{Error, Result};
+pub use pipeline::{Job, ProfileAllOptions, profile, profile_all};
+pub use results::ProfileRun;

@@ -66,8 +66,6 @@ pub struct NcuArgs {
     pub extra: Vec<String>,
 }
 
-// `polyprof run` flattens these flags; until that lands only the tests call `to_options`.
-#[cfg_attr(not(test), allow(dead_code))]
 impl NcuArgs {
     pub fn to_options(&self) -> NcuOptions {
         let preset = match (&self.metrics, &self.preset) {

@@ -33,6 +33,9 @@ pub struct Args {
     pub label: Option<String>,
     #[command(flatten)]
     pub supervision: Box<SupervisionArgs>,
+    /// Nsight Compute options (used with `--profiler ncu`).
+    #[command(flatten, next_help_heading = "Nsight Compute (--profiler ncu)")]
+    pub ncu: Box<super::ncu_args::NcuArgs>,
     /// Print the full run document (run.json's schema) on stdout instead of a summary.
     #[arg(long)]
     pub json: bool,
@@ -222,7 +225,10 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         Some(dir) => dir.clone(),
         None => default_output_dir(&profiler)?,
     };
-    let mut settings = ProfilerSettings::default();
+    let mut settings = ProfilerSettings {
+        ncu: args.ncu.to_options(),
+        ..ProfilerSettings::default()
+    };
     args.supervision
         .apply_to_settings(&profiler, &output_dir, &mut settings);
     let mut run_options = args.supervision.run_options();
@@ -237,6 +243,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         output_dir,
         label: args.label.clone(),
         run: run_options,
+        call_path: Vec::new(),
     };
     let run = profile(&job).await;
     let mut out = std::io::stdout().lock();

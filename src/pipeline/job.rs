@@ -8,7 +8,7 @@ use crate::error::Error;
 use crate::pipeline::executor::execute_plan;
 use crate::pipeline::runner::RunOptions;
 use crate::profilers::{self, Plan, ProfilerSettings, RawArtifact, RawOutput};
-use crate::results::run::{ProfileRun, StepRun};
+use crate::results::run::{DeviceInfo, ProfileRun, StepRun};
 
 /// What to profile and how.
 #[derive(Debug, Clone)]
@@ -25,6 +25,9 @@ pub struct Job {
     /// Timeouts, environment policy, cancellation, line sink, limits. The end marker and graces
     /// come from the plan's steps (set them through `settings`).
     pub run: RunOptions,
+    /// The job's own call-path frames (outermost first) that the kernels are placed under;
+    /// empty: one frame named after the target command.
+    pub call_path: Vec<String>,
 }
 
 impl Job {
@@ -36,6 +39,7 @@ impl Job {
             output_dir: output_dir.into(),
             label: None,
             run: RunOptions::default(),
+            call_path: Vec::new(),
         }
     }
 }
@@ -90,17 +94,33 @@ pub async fn profile(job: &Job) -> ProfileRun {
 
 async fn run_pass(job: &Job, run: &mut ProfileRun) {
     let dir = job.output_dir.as_path();
-    let profiler = match profilers::create(&job.profiler, dir, &job.settings) {
-        Ok(p) => p,
-        Err(e) => return run.errors.push(e.to_string()),
-    };
-    run.profiler.name = profiler.name().to_string();
-    if let Some(reason) = profiler.unavailable_reason() {
-        let error = Error::ProfilerUnavailable {
-            profiler: profiler.name().to_string(),
-            reason,
+    let profiler: std::sync::Arc<dyn profilers::Profiler> =
+        match profilers::create(&job.profiler, dir, &job.settings) {
+            Ok(p) => p.into(),
+            Err(e) => return run.errors.push(e.to_string()),
         };
-        return run.errors.push(error.to_string());
+    run.profiler.name = profiler.name().to_string();
+    // Preflight probes the machine (version commands, /proc files): keep it off the async workers.
+    let preflight = {
+        let profiler = profiler.clone();
+        tokio::task::spawn_blocking(move || profiler.preflight()).await
+    };
+    match preflight {
+        Ok(preflight) => {
+            run.profiler.version = preflight.version.clone();
+            if let Some(reason) = preflight.reason {
+                let error = Error::ProfilerUnavailable {
+                    profiler: profiler.name().to_string(),
+                    reason,
+                };
+                return run.errors.push(error.to_string());
+            }
+        }
+        Err(e) => {
+            return run
+                .errors
+                .push(format!("preflight of {} failed: {e}", job.profiler));
+        }
     }
     if let Err(e) = profiler.prepare(dir).await {
         return run.errors.push(e.to_string());
@@ -124,6 +144,9 @@ async fn run_pass(job: &Job, run: &mut ProfileRun) {
             run.artifacts = output.raw.artifacts;
             run.kernels = output.parsed.kernels;
             run.diagnostics = output.parsed.diagnostics;
+            run.device = device_from_session(&output.parsed.session);
+            run.session = output.parsed.session;
+            crate::results::profile::stamp_call_paths(run, &job.call_path);
             run.errors.extend(output.errors);
         }
         Err(e) => {
@@ -133,6 +156,16 @@ async fn run_pass(job: &Job, run: &mut ProfileRun) {
             run.artifacts = list_raw_files(dir).artifacts;
         }
     }
+}
+
+/// The device a profiler reported (`device_name`, `compute_capability` session facts).
+fn device_from_session(session: &std::collections::BTreeMap<String, String>) -> Option<DeviceInfo> {
+    let name = session.get("device_name")?;
+    Some(DeviceInfo {
+        name: name.clone(),
+        compute_capability: session.get("compute_capability").cloned(),
+        arch: None,
+    })
 }
 
 /// Outcome, warnings and errors from the step results.

@@ -1,11 +1,13 @@
 //! Running things: the supervised async runner, plan execution, jobs and the eval-pipeline API.
 //! Knows no vendor: profilers hand it plans.
 
+pub mod api;
 pub mod executor;
 pub mod job;
 pub mod outcome;
 pub mod runner;
 
+pub use api::{ProfileAllOptions, profile_all};
 pub use executor::execute_plan;
 pub use job::{Job, profile};
 pub use outcome::{MarkerSeen, Outcome, RunResult, StreamCapture, Timings};

@@ -84,6 +84,9 @@ pub struct ProfileRun {
     pub kernels: Vec<KernelRecord>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub diagnostics: Vec<Diagnostic>,
+    /// Facts the profiler reported about its session (tool version, device attributes, …).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub session: std::collections::BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -117,6 +120,7 @@ impl ProfileRun {
             artifacts: Vec::new(),
             kernels: Vec::new(),
             diagnostics: Vec::new(),
+            session: Default::default(),
             warnings: Vec::new(),
             errors: Vec::new(),
         }
