@@ -1,9 +1,176 @@
-//! `polyprof demo` (to be written).
+//! `polyprof demo`: profile a small bundled workload with the best profiler this machine has
+//! (Nsight Compute with a bundled CUDA program when ncu and nvcc are usable; the built-in
+//! `none` profiler with a CPU workload anywhere else), print the report, and leave the run
+//! directory with a Hatchet and a Chrome trace file next to `run.json`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use polyprof::pipeline::{Job, profile};
+use polyprof::profilers::ncu::{ClockControl, NcuOptions};
+use polyprof::profilers::{self, EndMarker, ProfilerSettings};
+use polyprof::results::export::{self, Format, Report};
+use polyprof::results::roofline::DeviceTable;
+
+/// The CUDA program profiled on NVIDIA machines (the same four kernels as the H200 fixtures).
+const KERNELS_CU: &str = include_str!("../../tests/fixtures/ncu-h200/kernels.cu");
 
 /// Arguments of `polyprof demo`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Where the run directory goes.
+    #[arg(long, default_value = "polyprof-runs/demo")]
+    pub output_dir: PathBuf,
+    /// Which profiler: auto (ncu when usable, else none), ncu or none.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "ncu", "none"])]
+    pub profiler: String,
+    /// ncu clock control (base locks clocks; none is needed on MIG and some VMs).
+    #[arg(long, default_value = "base", value_parser = ["base", "none"])]
+    pub clock_control: String,
+}
 
-pub async fn execute(_args: Args) -> anyhow::Result<u8> {
-    anyhow::bail!("`polyprof demo` is not written yet")
+pub async fn execute(args: Args) -> anyhow::Result<u8> {
+    let ncu_usable = match args.profiler.as_str() {
+        "none" => false,
+        choice => {
+            let why = ncu_unusable_reason(&args.output_dir).await;
+            if let Some(why) = &why {
+                if choice == "ncu" {
+                    anyhow::bail!("cannot run the demo under ncu: {why}");
+                }
+                eprintln!("polyprof demo: using the built-in `none` profiler ({why})");
+            }
+            why.is_none()
+        }
+    };
+    fresh_dir(&args.output_dir)?;
+    let mut job = if ncu_usable {
+        let app = build_cuda_workload(&args.output_dir).await?;
+        let mut job = Job::new(
+            vec![app.display().to_string(), "1".into()],
+            args.output_dir.join("ncu.000"),
+        );
+        job.profiler = "ncu".into();
+        job.settings = ProfilerSettings {
+            ncu: NcuOptions {
+                clock_control: if args.clock_control == "none" {
+                    ClockControl::None
+                } else {
+                    ClockControl::Base
+                },
+                ..NcuOptions::default()
+            },
+            ..ProfilerSettings::default()
+        };
+        job
+    } else {
+        let exe = std::env::current_exe()
+            .context("cannot find the polyprof executable for the CPU workload")?;
+        let mut job = Job::new(
+            vec![exe.display().to_string(), "demo-workload".into()],
+            args.output_dir.join("none.000"),
+        );
+        job.settings.end_marker = Some(EndMarker::Pytest);
+        job
+    };
+    job.call_path = vec!["demo".into()];
+    let run = profile(&job).await;
+    let peaks = super::report::peaks_for(&DeviceTable::builtin()?, &run, None)?;
+    let report = Report::from_run(run.clone(), peaks);
+    let hatchet = job.output_dir.join("profile.hatchet.json");
+    let chrome = job.output_dir.join("trace.chrome.json");
+    export::write_file(&report, Format::Hatchet, &hatchet)?;
+    export::write_file(&report, Format::Chrome, &chrome)?;
+    let mut out = std::io::stdout().lock();
+    out.write_all(&export::render(&report, Format::Table)?)?;
+    writeln!(out, "\nrun directory: {}", job.output_dir.display())?;
+    writeln!(out, "hatchet:       {}", hatchet.display())?;
+    writeln!(
+        out,
+        "chrome trace:  {}  (open in https://ui.perfetto.dev)",
+        chrome.display()
+    )?;
+    writeln!(
+        out,
+        "next:          polyprof report {} --format csv",
+        job.output_dir.display()
+    )?;
+    if run.kernels.is_empty()
+        && let Some(attempt) = run.steps.last().and_then(|s| s.attempts.last())
+    {
+        writeln!(out, "\nworkload output (last lines):")?;
+        for line in attempt
+            .stdout
+            .head
+            .iter()
+            .chain(&attempt.stdout.tail)
+            .rev()
+            .take(6)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+        {
+            writeln!(out, "  {line}")?;
+        }
+    }
+    for error in &run.errors {
+        writeln!(out, "error: {error}")?;
+    }
+    Ok(super::run::exit_code(&run))
+}
+
+/// Why ncu cannot run the demo here (preflight, or no nvcc to build the workload).
+async fn ncu_unusable_reason(dir: &Path) -> Option<String> {
+    let dir = dir.to_path_buf();
+    let preflight = tokio::task::spawn_blocking(move || {
+        profilers::create("ncu", &dir, &ProfilerSettings::default()).map(|p| p.preflight())
+    })
+    .await;
+    match preflight {
+        Ok(Ok(p)) if p.available => which::which("nvcc")
+            .is_err()
+            .then(|| "nvcc is not on PATH to build the CUDA workload".to_string()),
+        Ok(Ok(p)) => Some(p.reason.unwrap_or_else(|| "ncu is unavailable".into())),
+        Ok(Err(e)) => Some(e.to_string()),
+        Err(e) => Some(format!("preflight failed: {e}")),
+    }
+}
+
+/// The demo owns its directory: clear what an earlier demo left so profilers see a clean one.
+fn fresh_dir(dir: &Path) -> anyhow::Result<()> {
+    for pass in ["ncu.000", "none.000", "build"] {
+        let path = dir.join(pass);
+        if path.exists() {
+            std::fs::remove_dir_all(&path)
+                .with_context(|| format!("cannot clear {}", path.display()))?;
+        }
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))
+}
+
+/// Compile the bundled CUDA program for the GPU in this machine.
+async fn build_cuda_workload(dir: &Path) -> anyhow::Result<PathBuf> {
+    let build = dir.join("build");
+    std::fs::create_dir_all(&build)
+        .with_context(|| format!("cannot create {}", build.display()))?;
+    let source = build.join("kernels.cu");
+    std::fs::write(&source, KERNELS_CU)
+        .with_context(|| format!("cannot write {}", source.display()))?;
+    let app = build.join("kernels");
+    let output = tokio::process::Command::new("nvcc")
+        .args(["-O3", "-arch=native", "-lineinfo", "-o"])
+        .arg(&app)
+        .arg(&source)
+        .output()
+        .await
+        .context("cannot start nvcc")?;
+    if !output.status.success() {
+        anyhow::bail!(
+            "nvcc failed to build the demo workload ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(std::fs::canonicalize(&app).unwrap_or(app))
 }

@@ -1,6 +1,7 @@
 //! Subcommands, one file each.
 
 pub mod demo;
+pub mod demo_workload;
 pub mod diff;
 pub mod doctor;
 pub mod ncu_args;
@@ -50,6 +51,9 @@ pub enum Command {
     Diff(diff::Args),
     /// Profile a small bundled workload with the best available profiler and report it.
     Demo(demo::Args),
+    /// The CPU workload `demo` profiles when no GPU profiler is usable.
+    #[command(hide = true)]
+    DemoWorkload(demo_workload::Args),
 }
 
 pub async fn dispatch(command: Command) -> anyhow::Result<u8> {
@@ -63,6 +67,7 @@ pub async fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Report(args) => report::execute(args).await,
         Command::Diff(args) => diff::execute(args).await,
         Command::Demo(args) => demo::execute(args).await,
+        Command::DemoWorkload(args) => demo_workload::execute(args).await,
     }
 }
 

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::results::aggregate::{GroupBy, KeyAverages, key_averages};
-use crate::results::callpath::{Event, Frame, FrameKind};
+use crate::results::callpath::{Event, Frame, FrameKind, ThreadInfo};
 use crate::results::record::KernelRecord;
 use crate::results::run::ProfileRun;
 use crate::results::tree::CallTree;
@@ -148,8 +148,58 @@ pub fn stamp_call_paths(run: &mut ProfileRun, job: &[String]) {
     }
 }
 
-/// One event per kernel record, in record (launch) order, ids from 0.
+/// One event per kernel record, in record (launch) order, ids from 0; then one CPU event per
+/// process attempt of the plan (`job / pass / step`), so a run without kernels (profiler
+/// `none`) still shows where its wall time went.
 pub fn events_from_run(run: &ProfileRun, job: &[Frame]) -> Vec<Event> {
+    let mut events = kernel_events(run, job);
+    events.extend(step_events(run, job, events.len() as u64));
+    events
+}
+
+/// Attempts ran one after the other; each starts where the previous one ended.
+fn step_events(run: &ProfileRun, job: &[Frame], first_id: u64) -> Vec<Event> {
+    let mut events = Vec::new();
+    let mut start_ns = 0.0;
+    for step in &run.steps {
+        let many = step.attempts.len() > 1;
+        for (n, attempt) in step.attempts.iter().enumerate() {
+            let wall_ns = attempt.timings.end_s * 1e9;
+            let name = if many {
+                format!("{} (attempt {})", step.name, n + 1)
+            } else {
+                step.name.clone()
+            };
+            let mut call_path = job.to_vec();
+            call_path.push(Frame::new(run.label.clone(), FrameKind::Pass));
+            call_path.push(Frame::new(name.clone(), FrameKind::Scope));
+            let mut attributes = std::collections::BTreeMap::new();
+            attributes.insert("argv".to_string(), Value::from(attempt.argv.clone()));
+            attributes.insert(
+                "outcome".to_string(),
+                Value::from(attempt.outcome.to_string()),
+            );
+            events.push(Event {
+                id: first_id + events.len() as u64,
+                call_path,
+                process_id: attempt.pid,
+                thread: Some(ThreadInfo {
+                    id: 1,
+                    name: Some("polyprof runner".to_string()),
+                }),
+                cpu_start_ns: Some(start_ns),
+                cpu_time_ns: Some(wall_ns),
+                calls: 1,
+                attributes,
+                ..Default::default()
+            });
+            start_ns += wall_ns;
+        }
+    }
+    events
+}
+
+fn kernel_events(run: &ProfileRun, job: &[Frame]) -> Vec<Event> {
     run.kernels
         .iter()
         .enumerate()

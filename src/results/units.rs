@@ -47,7 +47,11 @@ pub fn pct(value: f64) -> String {
 
 /// `value` with `digits` significant digits, no exponent.
 pub fn significant(value: f64, digits: i32) -> String {
-    if value == 0.0 || !value.is_finite() {
+    if value == 0.0 {
+        // Also turns -0 (a sum of nothing, scaled) into 0.
+        return "0".to_string();
+    }
+    if !value.is_finite() {
         return format!("{value}");
     }
     let magnitude = value.abs().log10().floor() as i32;
