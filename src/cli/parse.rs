@@ -27,6 +27,11 @@ pub struct Args {
     /// Keep (and show) only these metrics besides the normalized fields; each must be present.
     #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
     pub metrics: Vec<String>,
+    /// Keep every metric ncu printed in each record (JSON). By default records hold the
+    /// normalized fields, the launch facts (occupancy limits, shared memory, registers, waves)
+    /// and the --metrics names.
+    #[arg(long, conflicts_with = "metrics")]
+    pub all_metrics: bool,
     /// Print JSON (kernels, diagnostics, session) instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -40,8 +45,10 @@ fn options(args: &Args) -> ParseOptions {
         .filter(|m| !m.is_empty())
         .collect();
     ParseOptions {
-        keep: if metrics.is_empty() {
+        keep: if args.all_metrics {
             MetricFilter::All
+        } else if metrics.is_empty() {
+            MetricFilter::Essential
         } else {
             MetricFilter::Only(metrics.iter().cloned().collect::<BTreeSet<_>>())
         },

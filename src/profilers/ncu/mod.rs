@@ -13,6 +13,7 @@ pub mod plan;
 pub mod preflight;
 pub mod query;
 pub mod raw;
+pub mod row;
 pub mod scan;
 pub mod session;
 pub mod units;

@@ -6,25 +6,46 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use super::details::{self, DetailsTable};
 use super::diagnostics;
 use super::raw::RawTable;
+use super::row::{Row, Splitter};
 use super::scan::{self, Level, Segment};
 use super::session::SessionTable;
 use crate::profilers::{Diagnostic, ParsedOutput, Severity};
 use crate::results::record::KernelRecord;
 
-/// Which metrics to keep in each record's `metrics` map. The record's fields (duration, DRAM
-/// bytes, …) are filled either way.
+/// Which metrics to keep in each record's `metrics` map, besides the normalized fields (duration,
+/// DRAM bytes, occupancy, …), which are filled in every mode.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum MetricFilter {
-    /// Every metric ncu printed (the default).
+    /// The metrics behind the normalized fields (with their units), the launch facts a user
+    /// needs next to them ([`ESSENTIAL_PREFIXES`]: occupancy limits, shared memory and registers
+    /// as launched, waves, grid and block totals), the requested metrics and ncu's other rollups
+    /// of the same counters (`dram__bytes_read.max` next to a requested `dram__bytes_read.sum`). The default: a 566-column `--set full` page is mostly
+    /// counters nobody reads, and materializing all of them costs ~120 bytes of map per cell.
     #[default]
+    Essential,
+    /// Every metric ncu printed (`polyprof parse --all-metrics`).
     All,
-    /// Only these names.
+    /// Only these names (and no other, requested or not).
     Only(BTreeSet<String>),
 }
 
+/// Metric name prefixes [`MetricFilter::Essential`] keeps.
+pub const ESSENTIAL_PREFIXES: &[&str] = &[
+    "launch__occupancy_limit_",
+    "launch__shared_mem_",
+    "launch__registers_per_thread",
+    "launch__waves_per_multiprocessor",
+    "launch__thread_count",
+    "launch__grid_size",
+    "launch__block_size",
+    "launch__sm_count",
+];
+
 impl MetricFilter {
+    /// Whether the name is kept for its own sake (requested names are added by the parser).
     pub fn keeps(&self, name: &str) -> bool {
         match self {
+            MetricFilter::Essential => ESSENTIAL_PREFIXES.iter().any(|p| name.starts_with(p)),
             MetricFilter::All => true,
             MetricFilter::Only(names) => names.contains(name),
         }
@@ -34,6 +55,7 @@ impl MetricFilter {
 /// How to parse.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ParseOptions {
+    /// Which metrics land in each record's `metrics` map (default: [`MetricFilter::Essential`]).
     pub keep: MetricFilter,
     /// Metric names the run asked for: absent from the output is an error naming them; present
     /// but `n/a` on every launch is a warning.
@@ -137,26 +159,42 @@ pub fn parse_with(
         .map(String::as_str)
         .filter(|name| is_checkable(name))
         .collect();
-    for segment in scan::scan(input) {
-        match segment {
-            Segment::Message(message) => {
-                note_message(&message, &mut context);
-                if let Some(diagnostic) = diagnostics::classify(&message) {
-                    context.push_diagnostic(diagnostic);
-                }
-            }
-            Segment::Text(_) => {}
-            Segment::Csv(range) => {
-                read_block(
-                    &input[range],
+    let mut splitter = Splitter::default();
+    let mut messages = Vec::new();
+    let mut pos = scan::content_start(input);
+    while pos < input.len() {
+        let end = scan::line_end(input, pos);
+        let line = scan::trim_cr(&input[pos..end]);
+        if scan::is_csv_line(line) {
+            // ncu's rows take the fast path; anything unusual goes to the csv crate.
+            if let Some(row) = splitter.split(line) {
+                read_row(&row, &mut table, options, &requested, &mut context, sink);
+                pos = (end + 1).min(input.len());
+            } else {
+                let next = scan::csv_extent(input, pos, end);
+                read_with_csv_crate(
+                    &input[pos..next],
                     &mut table,
                     options,
                     &requested,
                     &mut context,
                     sink,
                 );
+                pos = next;
+            }
+            continue;
+        }
+        messages.clear();
+        scan::classify_line(pos, line, &mut messages);
+        for segment in messages.drain(..) {
+            if let Segment::Message(message) = segment {
+                note_message(&message, &mut context);
+                if let Some(diagnostic) = diagnostics::classify(&message) {
+                    context.push_diagnostic(diagnostic);
+                }
             }
         }
+        pos = (end + 1).min(input.len());
     }
     finish(context, &requested, sink)
 }
@@ -175,7 +213,8 @@ fn note_message(message: &scan::Message, context: &mut Context) {
     }
 }
 
-fn read_block(
+/// Rows the fast tokenizer refused (escaped quotes, quoted newlines, unquoted fields).
+fn read_with_csv_crate(
     block: &[u8],
     table: &mut Table,
     options: &ParseOptions,
@@ -187,10 +226,10 @@ fn read_block(
         .has_headers(false)
         .flexible(true)
         .from_reader(block);
-    let mut row = csv::ByteRecord::new();
-    let mut header_len = 0;
+    let mut record = csv::ByteRecord::new();
+    let mut splitter = Splitter::default();
     loop {
-        match reader.read_byte_record(&mut row) {
+        match reader.read_byte_record(&mut record) {
             Ok(true) => {}
             Ok(false) => break,
             Err(error) => {
@@ -203,71 +242,82 @@ fn read_block(
                 break;
             }
         }
-        if is_launch_header(&row) {
-            let header = strings(&row);
-            header_len = header.len();
-            context.tables_seen += 1;
-            if details::is_details_header(&header) {
-                *table = Table::Details(DetailsTable::new(&header));
-            } else {
-                let raw = RawTable::new(&header, &options.keep, requested);
-                context
-                    .metrics_seen
-                    .extend(raw.metric_names().map(str::to_string));
-                *table = Table::Raw(raw);
-            }
-            continue;
+        let row = splitter.from_record(&record);
+        read_row(&row, table, options, requested, context, sink);
+    }
+}
+
+fn read_row(
+    row: &Row,
+    table: &mut Table,
+    options: &ParseOptions,
+    requested: &HashSet<&str>,
+    context: &mut Context,
+    sink: &mut dyn FnMut(KernelRecord),
+) {
+    if is_launch_header(row) {
+        let header = strings(row);
+        context.tables_seen += 1;
+        if details::is_details_header(&header) {
+            *table = Table::Details(DetailsTable::new(&header));
+        } else {
+            let raw = RawTable::new(&header, &options.keep, requested);
+            context
+                .metrics_seen
+                .extend(raw.metric_names().map(str::to_string));
+            *table = Table::Raw(raw);
         }
-        if is_session_header(&row)
-            && let Some(session) = SessionTable::from_header(&strings(&row))
-        {
-            *table = Table::Session(session);
-            continue;
-        }
-        match table {
-            Table::None => {}
-            Table::Session(session) => session.apply(&strings(&row), context),
-            Table::Details(details) => details.apply(&row, context),
-            Table::Raw(raw) => {
-                if raw.is_units_row(&row) {
-                    raw.read_units(&row);
-                    continue;
-                }
-                let record = raw.record(&row, context);
-                if row.len() < header_len {
-                    context.push_diagnostic(Diagnostic {
-                        severity: Severity::Warning,
-                        kind: "truncated_row".to_string(),
-                        message: format!(
-                            "launch {} of process {} has {} of {} columns; ncu's output was cut off",
-                            record.launch_id,
-                            record.process_id.map_or("?".to_string(), |p| p.to_string()),
-                            row.len(),
-                            header_len
-                        ),
-                        hint: Some("the profiler was probably killed while writing".to_string()),
-                    });
-                }
-                context.kernels += 1;
-                sink(record);
+        return;
+    }
+    if is_session_header(row)
+        && let Some(session) = SessionTable::from_header(&strings(row))
+    {
+        *table = Table::Session(session);
+        return;
+    }
+    match table {
+        Table::None => {}
+        Table::Session(session) => session.apply(&strings(row), context),
+        Table::Details(details) => details.apply(&row.to_byte_record(), context),
+        Table::Raw(raw) => {
+            if raw.is_units_row(row) {
+                raw.read_units(row);
+                return;
             }
+            let record = raw.record(row, context);
+            if row.len() < raw.width() {
+                context.push_diagnostic(Diagnostic {
+                    severity: Severity::Warning,
+                    kind: "truncated_row".to_string(),
+                    message: format!(
+                        "launch {} of process {} has {} of {} columns; ncu's output was cut off",
+                        record.launch_id,
+                        record.process_id.map_or("?".to_string(), |p| p.to_string()),
+                        row.len(),
+                        raw.width()
+                    ),
+                    hint: Some("the profiler was probably killed while writing".to_string()),
+                });
+            }
+            context.kernels += 1;
+            sink(record);
         }
     }
 }
 
 /// Cheap pre-check on the first cell before building strings for [`SessionTable::from_header`].
-fn is_session_header(row: &csv::ByteRecord) -> bool {
+fn is_session_header(row: &Row) -> bool {
     matches!(
         row.get(0),
         Some(b"Launch Attribute" | b"Session Attribute" | b"Process Id" | b"Device Attribute")
     )
 }
 
-fn is_launch_header(row: &csv::ByteRecord) -> bool {
+fn is_launch_header(row: &Row) -> bool {
     row.get(0) == Some(b"ID") && row.get(1) == Some(b"Process ID")
 }
 
-fn strings(row: &csv::ByteRecord) -> Vec<String> {
+fn strings(row: &Row) -> Vec<String> {
     row.iter()
         .map(|f| String::from_utf8_lossy(f).trim().to_string())
         .collect()

@@ -1,0 +1,272 @@
+//! One CSV row as field byte ranges, and a fast tokenizer for the rows ncu writes.
+//!
+//! ncu quotes every field (`"ID","Process ID",…`) and its metric values never contain a quote, so
+//! a row is `"f0","f1",…,"fn"`. [`Splitter::split`] finds the `","` separators with 64-byte
+//! bitmasks (no per-byte state machine, no allocation once its buffers have grown) and proves the
+//! row has that shape; anything else (an escaped `""` inside a field, an unquoted field, a quoted
+//! newline) is refused and the caller falls back to the `csv` crate.
+
+/// Field access shared by the fast path and `csv::ByteRecord`.
+pub trait Cells {
+    fn cell_bytes(&self, index: usize) -> Option<&[u8]>;
+    fn cell_count(&self) -> usize;
+}
+
+impl Cells for csv::ByteRecord {
+    fn cell_bytes(&self, index: usize) -> Option<&[u8]> {
+        self.get(index)
+    }
+    fn cell_count(&self) -> usize {
+        self.len()
+    }
+}
+
+/// A tokenized row: `bounds` holds `start, end` pairs into `data`.
+#[derive(Debug, Clone, Copy)]
+pub struct Row<'a> {
+    data: &'a [u8],
+    bounds: &'a [u32],
+}
+
+impl<'a> Row<'a> {
+    pub fn get(&self, index: usize) -> Option<&'a [u8]> {
+        let start = *self.bounds.get(2 * index)? as usize;
+        let end = *self.bounds.get(2 * index + 1)? as usize;
+        self.data.get(start..end)
+    }
+
+    pub fn len(&self) -> usize {
+        self.bounds.len() / 2
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bounds.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
+        (0..self.len()).filter_map(|i| self.get(i))
+    }
+
+    /// A `csv::ByteRecord` copy, for the page parsers written against the csv crate.
+    pub fn to_byte_record(&self) -> csv::ByteRecord {
+        let mut record = csv::ByteRecord::with_capacity(self.data.len(), self.len());
+        for field in self.iter() {
+            record.push_field(field);
+        }
+        record
+    }
+}
+
+impl Cells for Row<'_> {
+    fn cell_bytes(&self, index: usize) -> Option<&[u8]> {
+        self.get(index)
+    }
+    fn cell_count(&self) -> usize {
+        self.len()
+    }
+}
+
+/// Reusable buffers of the tokenizer and of the csv fallback.
+#[derive(Debug, Default)]
+pub struct Splitter {
+    quotes: Vec<u64>,
+    commas: Vec<u64>,
+    bounds: Vec<u32>,
+}
+
+impl Splitter {
+    /// Tokenize one line (no line terminator) of the all-quoted shape, or `None`.
+    pub fn split<'a>(&'a mut self, line: &'a [u8]) -> Option<Row<'a>> {
+        let len = line.len();
+        if len < 2 || len > u32::MAX as usize || line[0] != b'"' || line[len - 1] != b'"' {
+            return None;
+        }
+        self.quotes.clear();
+        self.commas.clear();
+        for chunk in line.chunks(64) {
+            let (quotes, commas) = if let Ok(full) = <&[u8; 64]>::try_from(chunk) {
+                (eq_mask(full, b'"'), eq_mask(full, b','))
+            } else {
+                let mut padded = [0u8; 64];
+                padded[..chunk.len()].copy_from_slice(chunk);
+                (eq_mask(&padded, b'"'), eq_mask(&padded, b','))
+            };
+            self.quotes.push(quotes);
+            self.commas.push(commas);
+        }
+        // A separator `","` at p: quote at p, comma at p+1, quote at p+2.
+        self.bounds.clear();
+        self.bounds.push(1);
+        let mut quote_count = 0u64;
+        let mut separators = 0u64;
+        // The earliest position the next separator may take: after the opening quote, and never
+        // sharing a quote with the previous separator (`","","` is ambiguous).
+        let mut next_start = 1usize;
+        let words = self.quotes.len();
+        for i in 0..words {
+            let q = self.quotes[i];
+            let c = self.commas[i];
+            let (q_next, c_next) = if i + 1 < words {
+                (self.quotes[i + 1], self.commas[i + 1])
+            } else {
+                (0, 0)
+            };
+            let mut sep = q & ((c >> 1) | (c_next << 63)) & ((q >> 2) | (q_next << 62));
+            quote_count += u64::from(q.count_ones());
+            separators += u64::from(sep.count_ones());
+            while sep != 0 {
+                let p = i * 64 + sep.trailing_zeros() as usize;
+                if p < next_start {
+                    return None;
+                }
+                self.bounds.push(p as u32);
+                self.bounds.push(p as u32 + 3);
+                next_start = p + 3;
+                sep &= sep - 1;
+            }
+        }
+        // The last field's opening quote must not be the closing quote of the row.
+        if next_start > len - 1 {
+            return None;
+        }
+        // Every quote is accounted for: the row's first and last byte and two per separator.
+        // Any other quote (escaped `""`, stray quote) sends the row to the csv crate.
+        if quote_count != 2 + 2 * separators {
+            return None;
+        }
+        self.bounds.push(len as u32 - 1);
+        Some(Row {
+            data: line,
+            bounds: &self.bounds,
+        })
+    }
+
+    /// A `csv::ByteRecord` as a [`Row`].
+    pub fn from_record<'a>(&'a mut self, record: &'a csv::ByteRecord) -> Row<'a> {
+        self.bounds.clear();
+        for index in 0..record.len() {
+            if let Some(range) = record.range(index) {
+                self.bounds.push(range.start as u32);
+                self.bounds.push(range.end as u32);
+            }
+        }
+        Row {
+            data: record.as_slice(),
+            bounds: &self.bounds,
+        }
+    }
+}
+
+/// Bit i set where `chunk[i] == byte`. Written so the compiler turns it into vector compares.
+#[inline]
+pub fn eq_mask(chunk: &[u8; 64], byte: u8) -> u64 {
+    let mut mask = 0u64;
+    for (i, &b) in chunk.iter().enumerate() {
+        mask |= u64::from(b == byte) << i;
+    }
+    mask
+}
+
+/// Position of the first `byte` in `haystack`.
+pub fn find_byte(haystack: &[u8], byte: u8) -> Option<usize> {
+    let mut offset = 0;
+    let mut chunks = haystack.chunks_exact(64);
+    for chunk in &mut chunks {
+        if let Ok(full) = <&[u8; 64]>::try_from(chunk) {
+            let mask = eq_mask(full, byte);
+            if mask != 0 {
+                return Some(offset + mask.trailing_zeros() as usize);
+            }
+        }
+        offset += 64;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&b| b == byte)
+        .map(|i| offset + i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(line: &[u8]) -> Option<Vec<String>> {
+        let mut splitter = Splitter::default();
+        let row = splitter.split(line)?;
+        Some(
+            row.iter()
+                .map(|f| String::from_utf8_lossy(f).into_owned())
+                .collect(),
+        )
+    }
+
+    fn csv_fields(line: &[u8]) -> Vec<String> {
+        let mut reader = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .from_reader(line);
+        let mut record = csv::ByteRecord::new();
+        assert!(reader.read_byte_record(&mut record).unwrap());
+        record
+            .iter()
+            .map(|f| String::from_utf8_lossy(f).into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn quoted_rows_split_like_the_csv_crate() {
+        let long = format!("\"{}\",\"x\"", "a,b".repeat(100));
+        for line in [
+            &b"\"ID\",\"Process ID\",\"59,744\""[..],
+            b"\"\"",
+            b"\"\",\"\",\"\"",
+            b"\"a\",\"\",\"b\"",
+            b"\"(256, 1, 1)\",\"n/a\"",
+            long.as_bytes(),
+        ] {
+            assert_eq!(fields(line), Some(csv_fields(line)), "{line:?}");
+        }
+    }
+
+    #[test]
+    fn separators_across_chunk_boundaries() {
+        // Put a `","` separator on every offset around the 64-byte boundary.
+        for pad in 55..70 {
+            let line = format!("\"{}\",\"b\",\"{}\"", "x".repeat(pad), "y".repeat(pad));
+            assert_eq!(
+                fields(line.as_bytes()),
+                Some(csv_fields(line.as_bytes())),
+                "{pad}"
+            );
+        }
+    }
+
+    #[test]
+    fn unusual_rows_are_refused() {
+        for line in [
+            &b"\"a\"\"b\",\"c\""[..], // escaped quote
+            b"\"a\",b",               // unquoted field
+            b"a,\"b\"",               // unquoted first field
+            b"\",\",\"b\"",           // a field that is just a comma
+            b"\"a\",\"",              // ends inside a field
+            b"\"",
+            b"\"a\",\"b\"x\"",
+            b"\"a\",\",\",\"b\"",
+        ] {
+            assert_eq!(fields(line), None, "{line:?}");
+        }
+    }
+
+    #[test]
+    fn find_byte_matches_position() {
+        let mut text = vec![b'a'; 300];
+        for at in [0, 1, 63, 64, 65, 127, 128, 200, 299] {
+            text[at] = b'\n';
+            assert_eq!(find_byte(&text, b'\n'), Some(at));
+            text[at] = b'a';
+        }
+        assert_eq!(find_byte(&text, b'\n'), None);
+        assert_eq!(find_byte(b"", b'\n'), None);
+    }
+}
