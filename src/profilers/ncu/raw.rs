@@ -87,9 +87,7 @@ impl RawTable {
                     && match filter {
                         MetricFilter::Only(_) | MetricFilter::All => filter.keeps(name),
                         MetricFilter::Essential => {
-                            filter.keeps(name)
-                                || field.is_some()
-                                || requested_counters.contains(counter(name))
+                            filter.keeps(name) || requested_counters.contains(counter(name))
                         }
                     };
                 Column {

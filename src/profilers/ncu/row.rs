@@ -84,12 +84,12 @@ impl Splitter {
         self.quotes.clear();
         self.commas.clear();
         for chunk in line.chunks(64) {
-            let (quotes, commas) = if let Ok(full) = <&[u8; 64]>::try_from(chunk) {
-                (eq_mask(full, b'"'), eq_mask(full, b','))
+            let [quotes, commas] = if let Ok(full) = <&[u8; 64]>::try_from(chunk) {
+                eq_masks(full, [b'"', b','])
             } else {
                 let mut padded = [0u8; 64];
                 padded[..chunk.len()].copy_from_slice(chunk);
-                (eq_mask(&padded, b'"'), eq_mask(&padded, b','))
+                eq_masks(&padded, [b'"', b','])
             };
             self.quotes.push(quotes);
             self.commas.push(commas);
@@ -157,14 +157,46 @@ impl Splitter {
     }
 }
 
-/// Bit i set where `chunk[i] == byte`. Written so the compiler turns it into vector compares.
+/// Bit i set where `chunk[i] == byte`.
 #[inline]
 pub fn eq_mask(chunk: &[u8; 64], byte: u8) -> u64 {
-    let mut mask = 0u64;
-    for (i, &b) in chunk.iter().enumerate() {
-        mask |= u64::from(b == byte) << i;
+    eq_masks(chunk, [byte])[0]
+}
+
+/// One mask per needle, from a single pass over the chunk: SSE2 compares on x86-64 (part of
+/// its baseline, so always present), a plain loop elsewhere.
+#[inline]
+pub fn eq_masks<const N: usize>(chunk: &[u8; 64], needles: [u8; N]) -> [u64; N] {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8,
+        };
+        let mut masks = [0u64; N];
+        for k in 0..4 {
+            // SAFETY: SSE2 is part of the x86-64 baseline, so the instructions exist on every
+            // x86-64 CPU; the unaligned load reads bytes 16k..16k+16 of a 64-byte array.
+            unsafe {
+                let vector = _mm_loadu_si128(chunk.as_ptr().add(16 * k).cast::<__m128i>());
+                for (mask, &needle) in masks.iter_mut().zip(needles.iter()) {
+                    let equal = _mm_cmpeq_epi8(vector, _mm_set1_epi8(needle as i8));
+                    let bits = u64::from(_mm_movemask_epi8(equal) as u16);
+                    *mask |= bits << (16 * k);
+                }
+            }
+        }
+        masks
     }
-    mask
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let mut masks = [0u64; N];
+        for (mask, &needle) in masks.iter_mut().zip(needles.iter()) {
+            for (i, &b) in chunk.iter().enumerate() {
+                *mask |= u64::from(b == needle) << i;
+            }
+        }
+        masks
+    }
 }
 
 /// Position of the first `byte` in `haystack`.

@@ -49,7 +49,7 @@ pub fn scan(input: &[u8]) -> Vec<Segment> {
         let end = line_end(input, pos);
         let line = trim_cr(&input[pos..end]);
         if is_csv_line(line) {
-            let next = csv_extent(input, pos, end);
+            let (next, _) = csv_extent(input, pos, end);
             match block.as_mut() {
                 Some(range) => range.end = next,
                 None => block = Some(pos..next),
@@ -85,7 +85,8 @@ pub fn is_csv_line(line: &[u8]) -> bool {
 
 /// The end (after its line end) of the CSV record whose first line is `start..end`: a quoted
 /// field may span lines, so the record continues while the quotes seen so far are unbalanced.
-pub fn csv_extent(input: &[u8], start: usize, end: usize) -> usize {
+/// The flag is false when the input ended with a quote still open.
+pub fn csv_extent(input: &[u8], start: usize, end: usize) -> (usize, bool) {
     let mut open_quote = odd_quotes(&input[start..end]);
     let mut next = (end + 1).min(input.len());
     while open_quote && next < input.len() {
@@ -93,7 +94,7 @@ pub fn csv_extent(input: &[u8], start: usize, end: usize) -> usize {
         open_quote ^= odd_quotes(&input[next..end]);
         next = (end + 1).min(input.len());
     }
-    next
+    (next, !open_quote)
 }
 
 /// One non-CSV line: zero or more ncu messages, with any program output before the first one.
