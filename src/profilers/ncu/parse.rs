@@ -635,7 +635,7 @@ mod tests {
                 let path = entry.unwrap().path();
                 if path.is_dir() {
                     dirs.push(path);
-                } else if !path.extension().is_some_and(|e| e == "gz") {
+                } else if path.extension().is_none_or(|e| e != "gz") {
                     files.push((path.display().to_string(), std::fs::read(&path).unwrap()));
                 }
             }
