@@ -58,7 +58,7 @@ for source in raw_page.stdout raw_page_selected_metrics.stdout; do
   if [ "$have_pandas" = 1 ]; then
     # read_csv alone (after `import pandas`; its time includes reading the file, as ours does),
     # and the process peak including pandas itself.
-    cat >"$work/pandas.py" <<'PY'
+    cat >"$work/read_csv_bench.py" <<'PY'
 import resource, sys, time
 import pandas
 start = time.perf_counter()
@@ -66,7 +66,7 @@ frame = pandas.read_csv(sys.argv[1], low_memory=False)
 elapsed = time.perf_counter() - start
 print(f"{elapsed:.4f} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}")
 PY
-    read -r t_pandas rss_pandas < <(median python3 "$work/pandas.py" "$file")
+    read -r t_pandas rss_pandas < <(median python3 "$work/read_csv_bench.py" "$file")
     row "pandas.read_csv" "$t_pandas" "$rss_pandas"
     echo "  speedup vs pandas.read_csv: library default $(ratio "$t_pandas" "$t_default")x" \
       "(target >= 20x), library all metrics $(ratio "$t_pandas" "$t_all")x," \

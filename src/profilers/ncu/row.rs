@@ -21,26 +21,37 @@ impl Cells for csv::ByteRecord {
     }
 }
 
-/// A tokenized row: `bounds` holds `start, end` pairs into `data`.
+/// A tokenized row: the separators' positions in `data`; field i runs from after separator i-1
+/// (or the opening quote) to separator i (or the closing quote).
 #[derive(Debug, Clone, Copy)]
 pub struct Row<'a> {
     data: &'a [u8],
-    bounds: &'a [u32],
+    separators: &'a [u32],
 }
+
+/// Width of a separator (`","`): the closing quote, the comma, the opening quote.
+const SEPARATOR: usize = 3;
 
 impl<'a> Row<'a> {
     pub fn get(&self, index: usize) -> Option<&'a [u8]> {
-        let start = *self.bounds.get(2 * index)? as usize;
-        let end = *self.bounds.get(2 * index + 1)? as usize;
+        let start = match index {
+            0 => 1,
+            _ => *self.separators.get(index - 1)? as usize + SEPARATOR,
+        };
+        let end = match self.separators.get(index) {
+            Some(&end) => end as usize,
+            None if index == self.separators.len() => self.data.len() - 1,
+            None => return None,
+        };
         self.data.get(start..end)
     }
 
     pub fn len(&self) -> usize {
-        self.bounds.len() / 2
+        self.separators.len() + 1
     }
 
     pub fn is_empty(&self) -> bool {
-        self.bounds.is_empty()
+        false
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
@@ -69,9 +80,8 @@ impl Cells for Row<'_> {
 /// Reusable buffers of the tokenizer and of the csv fallback.
 #[derive(Debug, Default)]
 pub struct Splitter {
-    quotes: Vec<u64>,
-    commas: Vec<u64>,
     bounds: Vec<u32>,
+    scratch: Vec<u8>,
 }
 
 impl Splitter {
@@ -81,79 +91,87 @@ impl Splitter {
         if len < 2 || len > u32::MAX as usize || line[0] != b'"' || line[len - 1] != b'"' {
             return None;
         }
-        self.quotes.clear();
-        self.commas.clear();
-        for chunk in line.chunks(64) {
-            let [quotes, commas] = if let Ok(full) = <&[u8; 64]>::try_from(chunk) {
-                eq_masks(full, [b'"', b','])
-            } else {
-                let mut padded = [0u8; 64];
-                padded[..chunk.len()].copy_from_slice(chunk);
-                eq_masks(&padded, [b'"', b','])
-            };
-            self.quotes.push(quotes);
-            self.commas.push(commas);
-        }
-        // A separator `","` at p: quote at p, comma at p+1, quote at p+2.
+        // A separator `","` at p: quote at p, comma at p+1, quote at p+2. Each 64-byte chunk's
+        // separators need the next chunk's first two bytes, so masks run one chunk ahead.
         self.bounds.clear();
-        self.bounds.push(1);
+        let mut chunks = line.chunks(64);
+        let [mut q, mut c] = chunk_masks(chunks.next());
         let mut quote_count = 0u64;
-        let mut separators = 0u64;
-        // The earliest position the next separator may take: after the opening quote, and never
-        // sharing a quote with the previous separator (`","","` is ambiguous).
-        let mut next_start = 1usize;
-        let words = self.quotes.len();
-        for i in 0..words {
-            let q = self.quotes[i];
-            let c = self.commas[i];
-            let (q_next, c_next) = if i + 1 < words {
-                (self.quotes[i + 1], self.commas[i + 1])
-            } else {
-                (0, 0)
-            };
+        let mut previous = 0u64;
+        let mut base = 0u32;
+        loop {
+            let next = chunks.next();
+            let last = next.is_none();
+            let [q_next, c_next] = chunk_masks(next);
             let mut sep = q & ((c >> 1) | (c_next << 63)) & ((q >> 2) | (q_next << 62));
+            // Two separators sharing a quote (`","","`) are ambiguous.
+            if sep & ((sep << 2) | (previous >> 62)) != 0 {
+                return None;
+            }
+            previous = sep;
             quote_count += u64::from(q.count_ones());
-            separators += u64::from(sep.count_ones());
             while sep != 0 {
-                let p = i * 64 + sep.trailing_zeros() as usize;
-                if p < next_start {
-                    return None;
-                }
-                self.bounds.push(p as u32);
-                self.bounds.push(p as u32 + 3);
-                next_start = p + 3;
+                self.bounds.push(base + sep.trailing_zeros());
                 sep &= sep - 1;
             }
+            if last {
+                break;
+            }
+            (q, c) = (q_next, c_next);
+            base += 64;
         }
-        // The last field's opening quote must not be the closing quote of the row.
-        if next_start > len - 1 {
-            return None;
-        }
+        let separators = self.bounds.len();
+        let positions = &self.bounds[..];
+        // The first separator must come after the opening quote, the last one must leave the
+        // row's closing quote alone.
+        let first_ok = positions.first().is_none_or(|&p| p >= 1);
+        let last_ok = positions.last().is_none_or(|&p| p as usize + 3 <= len - 1);
         // Every quote is accounted for: the row's first and last byte and two per separator.
         // Any other quote (escaped `""`, stray quote) sends the row to the csv crate.
-        if quote_count != 2 + 2 * separators {
+        if !first_ok || !last_ok || quote_count != 2 + 2 * separators as u64 {
             return None;
         }
-        self.bounds.push(len as u32 - 1);
         Some(Row {
             data: line,
-            bounds: &self.bounds,
+            separators: positions,
         })
     }
 
     /// A `csv::ByteRecord` as a [`Row`].
     pub fn from_record<'a>(&'a mut self, record: &'a csv::ByteRecord) -> Row<'a> {
+        // Lay the fields out as the fast path sees a row, `"f0","f1"`; contents are not looked at
+        // again, so quotes inside them are harmless.
+        self.scratch.clear();
         self.bounds.clear();
-        for index in 0..record.len() {
-            if let Some(range) = record.range(index) {
-                self.bounds.push(range.start as u32);
-                self.bounds.push(range.end as u32);
+        self.scratch.push(b'"');
+        for (index, field) in record.iter().enumerate() {
+            if index > 0 {
+                self.bounds.push(self.scratch.len() as u32);
+                self.scratch.extend_from_slice(b"\",\"");
             }
+            self.scratch.extend_from_slice(field);
         }
+        self.scratch.push(b'"');
         Row {
-            data: record.as_slice(),
-            bounds: &self.bounds,
+            data: &self.scratch,
+            separators: &self.bounds,
         }
+    }
+}
+
+/// Quote and comma masks of one chunk of up to 64 bytes (none: no bits).
+#[inline]
+fn chunk_masks(chunk: Option<&[u8]>) -> [u64; 2] {
+    match chunk {
+        None => [0, 0],
+        Some(chunk) => match <&[u8; 64]>::try_from(chunk) {
+            Ok(full) => eq_masks(full, [b'"', b',']),
+            Err(_) => {
+                let mut padded = [0u8; 64];
+                padded[..chunk.len()].copy_from_slice(chunk);
+                eq_masks(&padded, [b'"', b','])
+            }
+        },
     }
 }
 
