@@ -125,7 +125,7 @@ impl Splitter {
         // The first separator must come after the opening quote, the last one must leave the
         // row's closing quote alone.
         let first_ok = positions.first().is_none_or(|&p| p >= 1);
-        let last_ok = positions.last().is_none_or(|&p| p as usize + 3 <= len - 1);
+        let last_ok = positions.last().is_none_or(|&p| p as usize + 3 < len);
         // Every quote is accounted for: the row's first and last byte and two per separator.
         // Any other quote (escaped `""`, stray quote) sends the row to the csv crate.
         if !first_ok || !last_ok || quote_count != 2 + 2 * separators as u64 {
