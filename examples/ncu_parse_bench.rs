@@ -2,20 +2,23 @@
 //!
 //! `ncu_parse_bench gen SRC OUT N`: write a raw-page CSV of N launches by replicating the data
 //! rows of the real fixture SRC (header and units row kept, `ID` renumbered).
-//! `ncu_parse_bench parse FILE [METRIC,…]`: parse FILE into records held in memory, print
-//! `seconds kernels peak_rss_bytes`.
+//! `ncu_parse_bench parse FILE MODE`: parse FILE (read in pieces by `parse_reader`) into records
+//! held in memory, print
+//! `seconds kernels metric_cells peak_rss_bytes`. MODE: `default` (the default
+//! [`MetricFilter::Essential`]), `all` (every metric), or a comma-separated list of names kept.
 
 use std::io::Write;
 use std::time::Instant;
 
-use polyprof::profilers::ncu::{MetricFilter, ParseOptions, parse};
+use polyprof::profilers::ncu::{MetricFilter, ParseOptions, parse_reader};
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {
         Some("gen") if args.len() == 5 => generate(&args[2], &args[3], args[4].parse()?),
-        Some("parse") if args.len() >= 3 => run_parse(&args[2], args.get(3)),
-        _ => anyhow::bail!("usage: ncu_parse_bench gen SRC OUT N | parse FILE [METRICS]"),
+        Some("phases") if args.len() == 3 => phases(&args[2]),
+        Some("parse") if args.len() == 4 => run_parse(&args[2], &args[3]),
+        _ => anyhow::bail!("usage: ncu_parse_bench gen SRC OUT N | parse FILE default|all|A,B,…"),
     }
 }
 
@@ -47,21 +50,62 @@ fn peak_rss() -> u64 {
         .map_or(0, |kib| kib * 1024)
 }
 
-fn run_parse(file: &str, metrics: Option<&String>) -> anyhow::Result<()> {
+fn run_parse(file: &str, mode: &str) -> anyhow::Result<()> {
+    let start = Instant::now();
+    let keep = match mode {
+        "default" => MetricFilter::default(),
+        "all" => MetricFilter::All,
+        list => MetricFilter::Only(list.split(',').map(str::to_string).collect()),
+    };
+    let options = ParseOptions {
+        keep,
+        requested: Vec::new(),
+    };
+    // Records are kept in memory, as pandas keeps its frame.
+    let mut kernels = Vec::new();
+    parse_reader(std::fs::File::open(file)?, &options, &mut |k| {
+        kernels.push(k)
+    })?;
+    let seconds = start.elapsed().as_secs_f64();
+    let cells: usize = kernels.iter().map(|k| k.metrics.len()).sum();
+    println!("{seconds:.4} {} {cells} {}", kernels.len(), peak_rss());
+    Ok(())
+}
+
+/// Where the time goes: read, line ends, tokenizing, then the whole parse (no records kept).
+fn phases(file: &str) -> anyhow::Result<()> {
+    use polyprof::profilers::ncu::{row::Splitter, scan};
     let start = Instant::now();
     let bytes = std::fs::read(file)?;
-    let keep = match metrics {
-        Some(list) => MetricFilter::Only(list.split(',').map(str::to_string).collect()),
-        None => MetricFilter::All,
-    };
-    let parsed = parse(
-        &bytes,
-        &ParseOptions {
-            keep,
-            requested: Vec::new(),
-        },
+    let read = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let (mut pos, mut lines) = (0, 0usize);
+    while pos < bytes.len() {
+        pos = scan::line_end(&bytes, pos) + 1;
+        lines += 1;
+    }
+    let line_ends = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let (mut pos, mut fields) = (0, 0usize);
+    let mut splitter = Splitter::default();
+    while pos < bytes.len() {
+        let end = scan::line_end(&bytes, pos);
+        fields += splitter.split(&bytes[pos..end]).map_or(0, |row| row.len());
+        pos = end + 1;
+    }
+    let split = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let mut kernels = 0usize;
+    polyprof::profilers::ncu::parse_with(&bytes, &ParseOptions::default(), &mut |_| kernels += 1);
+    let parse = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let options = ParseOptions::default();
+    parse_reader(std::fs::File::open(file)?, &options, &mut |_| {})?;
+    let stream = start.elapsed().as_secs_f64();
+    println!(
+        "read {read:.4}s, line ends {line_ends:.4}s ({lines} lines), line ends + split \
+         {split:.4}s ({fields} fields), parse_with dropping records {parse:.4}s ({kernels}), \
+         parse_reader from the file dropping records {stream:.4}s"
     );
-    let seconds = start.elapsed().as_secs_f64();
-    println!("{seconds:.4} {} {}", parsed.kernels.len(), peak_rss());
     Ok(())
 }

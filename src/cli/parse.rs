@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_BORDERS_ONLY};
 use polyprof::profilers::ncu::parse::flag_empty;
-use polyprof::profilers::ncu::{MetricFilter, ParseOptions, merge, parse, parse_with};
+use polyprof::profilers::ncu::{MetricFilter, ParseOptions, merge, parse, parse_reader};
 use polyprof::profilers::{ParsedOutput, Severity};
 use polyprof::results::record::KernelRecord;
 
@@ -27,6 +27,11 @@ pub struct Args {
     /// Keep (and show) only these metrics besides the normalized fields; each must be present.
     #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
     pub metrics: Vec<String>,
+    /// Keep every metric ncu printed in each record (JSON). By default records hold the
+    /// normalized fields, the launch facts (occupancy limits, shared memory, registers, waves)
+    /// and the --metrics names.
+    #[arg(long, conflicts_with = "metrics")]
+    pub all_metrics: bool,
     /// Print JSON (kernels, diagnostics, session) instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -40,8 +45,10 @@ fn options(args: &Args) -> ParseOptions {
         .filter(|m| !m.is_empty())
         .collect();
     ParseOptions {
-        keep: if metrics.is_empty() {
+        keep: if args.all_metrics {
             MetricFilter::All
+        } else if metrics.is_empty() {
+            MetricFilter::Essential
         } else {
             MetricFilter::Only(metrics.iter().cloned().collect::<BTreeSet<_>>())
         },
@@ -51,26 +58,37 @@ fn options(args: &Args) -> ParseOptions {
 
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let options = options(&args);
-    let mut inputs = Vec::with_capacity(args.files.len());
-    for file in &args.files {
-        let bytes =
-            std::fs::read(file).with_context(|| format!("cannot read `{}`", file.display()))?;
-        inputs.push(bytes);
-    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let (parsed, kernels) = if inputs.len() == 1 && args.json {
-        // One file: stream records straight to stdout so memory stays flat on huge inputs.
-        stream_json(&inputs[0], &options, &args.files, &mut out)?
-    } else if inputs.len() == 1 {
-        let mut rows = Vec::new();
-        let parsed = parse_with(&inputs[0], &options, &mut |k| {
-            rows.push(table_row(&k, &args.metrics))
-        });
-        let count = rows.len();
-        print_table(&mut out, rows, &args.metrics)?;
-        (parsed, count)
+    let (parsed, kernels) = if let [file] = args.files.as_slice() {
+        // One file: read in pieces and, for JSON, write records as they come, so memory stays
+        // flat on huge inputs.
+        // A directory opens fine and fails on the first read: refuse it before any output.
+        let reader = std::fs::File::open(file)
+            .and_then(|f| match f.metadata()?.is_dir() {
+                true => Err(std::io::Error::other("is a directory")),
+                false => Ok(f),
+            })
+            .with_context(|| format!("cannot read `{}`", file.display()))?;
+        if args.json {
+            stream_json(reader, &options, &args.files, &mut out)?
+        } else {
+            let mut rows = Vec::new();
+            let parsed = parse_reader(reader, &options, &mut |k| {
+                rows.push(table_row(&k, &args.metrics))
+            })
+            .with_context(|| format!("cannot read `{}`", file.display()))?;
+            let count = rows.len();
+            print_table(&mut out, rows, &args.metrics)?;
+            (parsed, count)
+        }
     } else {
+        let mut inputs = Vec::with_capacity(args.files.len());
+        for file in &args.files {
+            let bytes =
+                std::fs::read(file).with_context(|| format!("cannot read `{}`", file.display()))?;
+            inputs.push(bytes);
+        }
         let mut merged = ParsedOutput::default();
         for input in &inputs {
             merge(&mut merged, parse(input, &options));
@@ -114,7 +132,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
 /// `{"profiler":…,"files":…,"kernels":[…],"diagnostics":[…],"session":{…}}`, kernels written as
 /// they are parsed.
 fn stream_json(
-    input: &[u8],
+    input: impl std::io::Read,
     options: &ParseOptions,
     files: &[PathBuf],
     out: &mut impl Write,
@@ -127,7 +145,7 @@ fn stream_json(
     )?;
     let mut count = 0usize;
     let mut error: Option<anyhow::Error> = None;
-    let mut parsed = parse_with(input, options, &mut |kernel| {
+    let mut parsed = parse_reader(input, options, &mut |kernel| {
         if error.is_some() {
             return;
         }
@@ -140,7 +158,8 @@ fn stream_json(
             error = Some(e);
         }
         count += 1;
-    });
+    })
+    .with_context(|| format!("cannot read `{}`", files[0]))?;
     if let Some(error) = error {
         return Err(error);
     }

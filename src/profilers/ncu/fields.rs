@@ -8,6 +8,7 @@ use super::options::{
     FP32_OPS, FP64_OPS, GRID_SIZE, MEMORY_SOL, REGISTERS, SHARED_DYNAMIC, SHARED_STATIC, SM_SOL,
     THEORETICAL_OCCUPANCY,
 };
+use super::row::Cells;
 use crate::results::record::{KernelRecord, short_kernel_name};
 
 /// The first 11 columns of the raw and details pages.
@@ -56,7 +57,7 @@ impl IdentityIndex {
     }
 
     /// A record with the identity filled from one CSV row.
-    pub fn record(&self, row: &csv::ByteRecord) -> KernelRecord {
+    pub fn record<R: Cells + ?Sized>(&self, row: &R) -> KernelRecord {
         let get = |index: Option<usize>| cell(row, index);
         let name = get(self.kernel_name).unwrap_or_default().to_string();
         KernelRecord {
@@ -76,7 +77,7 @@ impl IdentityIndex {
     }
 
     /// `(process id, launch id)`: unique within one run.
-    pub fn key(&self, row: &csv::ByteRecord) -> (Option<u32>, u64) {
+    pub fn key<R: Cells + ?Sized>(&self, row: &R) -> (Option<u32>, u64) {
         (
             cell(row, self.pid).and_then(|v| v.parse().ok()),
             cell(row, self.id).and_then(|v| parse_u64(&v)).unwrap_or(0),
@@ -85,8 +86,8 @@ impl IdentityIndex {
 }
 
 /// One cell as trimmed text (invalid UTF-8 replaced, never dropped).
-pub fn cell(row: &csv::ByteRecord, index: Option<usize>) -> Option<Cow<'_, str>> {
-    let bytes = row.get(index?)?;
+pub fn cell<R: Cells + ?Sized>(row: &R, index: Option<usize>) -> Option<Cow<'_, str>> {
+    let bytes = row.cell_bytes(index?)?;
     Some(match String::from_utf8_lossy(bytes) {
         Cow::Borrowed(text) => Cow::Borrowed(text.trim()),
         Cow::Owned(text) => Cow::Owned(text.trim().to_string()),

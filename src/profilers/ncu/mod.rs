@@ -13,6 +13,7 @@ pub mod plan;
 pub mod preflight;
 pub mod query;
 pub mod raw;
+pub mod row;
 pub mod scan;
 pub mod session;
 pub mod units;
@@ -26,7 +27,7 @@ use super::{EndMarker, Graces, Plan, Preflight, Profiler, ProfilerOutput, Profil
 use crate::error::{Error, Result};
 
 pub use options::{ClockControl, KernelNameBase, NcuOptions, Preset, TargetProcesses};
-pub use parse::{MetricFilter, ParseOptions, merge, parse, parse_with};
+pub use parse::{MetricFilter, ParseOptions, merge, parse, parse_reader, parse_with};
 
 #[derive(Debug, Clone)]
 pub struct Ncu {

@@ -2,29 +2,59 @@
 //! into normalized kernel records, classified diagnostics and session facts. Pure functions.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::io::Read;
 
 use super::details::{self, DetailsTable};
 use super::diagnostics;
 use super::raw::RawTable;
+use super::row::{self, Row, Splitter};
 use super::scan::{self, Level, Segment};
 use super::session::SessionTable;
 use crate::profilers::{Diagnostic, ParsedOutput, Severity};
 use crate::results::record::KernelRecord;
 
-/// Which metrics to keep in each record's `metrics` map. The record's fields (duration, DRAM
-/// bytes, …) are filled either way.
+/// Which metrics to keep in each record's `metrics` map, besides the normalized fields (duration,
+/// DRAM bytes, occupancy, …), which are filled in every mode.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum MetricFilter {
-    /// Every metric ncu printed (the default).
+    /// The launch facts the normalized fields do not carry ([`ESSENTIAL_METRICS`]: the
+    /// occupancy limits, the shared memory carveout and per-block split, waves per SM), the
+    /// kernel duration with its unit, the requested metrics and ncu's other rollups of the same
+    /// counters (`dram__bytes_read.max` next to a requested `dram__bytes_read.sum`). The default:
+    /// a 566-column `--set full` page is mostly counters nobody reads, and each kept cell costs
+    /// ~150 bytes of map and strings against ~13 bytes of CSV.
     #[default]
+    Essential,
+    /// Every metric ncu printed (`polyprof parse --all-metrics`).
     All,
-    /// Only these names.
+    /// Only these names (and no other, requested or not).
     Only(BTreeSet<String>),
 }
 
+/// What [`MetricFilter::Essential`] keeps (a trailing `_` is a prefix): eleven names on an H200
+/// `--set full` page, one B-tree leaf per record.
+pub const ESSENTIAL_METRICS: &[&str] = &[
+    "gpu__time_duration.sum",
+    "launch__occupancy_limit_",
+    "launch__shared_mem_config_size",
+    "launch__shared_mem_per_block_driver",
+    "launch__shared_mem_per_block_dynamic",
+    "launch__shared_mem_per_block_static",
+    "launch__waves_per_multiprocessor",
+];
+
 impl MetricFilter {
+    /// Whether the name is kept for its own sake (requested names are added by the parser).
     pub fn keeps(&self, name: &str) -> bool {
         match self {
+            MetricFilter::Essential => {
+                ESSENTIAL_METRICS
+                    .iter()
+                    .any(|essential| match essential.strip_suffix('_') {
+                        Some(_) => name.starts_with(essential),
+                        None => name == *essential,
+                    })
+            }
             MetricFilter::All => true,
             MetricFilter::Only(names) => names.contains(name),
         }
@@ -34,6 +64,7 @@ impl MetricFilter {
 /// How to parse.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ParseOptions {
+    /// Which metrics land in each record's `metrics` map (default: [`MetricFilter::Essential`]).
     pub keep: MetricFilter,
     /// Metric names the run asked for: absent from the output is an error naming them; present
     /// but `n/a` on every launch is a warning.
@@ -129,36 +160,153 @@ pub fn parse_with(
     options: &ParseOptions,
     sink: &mut dyn FnMut(KernelRecord),
 ) -> ParsedOutput {
-    let mut context = Context::default();
-    let mut table = Table::None;
-    let requested: HashSet<&str> = options
-        .requested
-        .iter()
-        .map(String::as_str)
-        .filter(|name| is_checkable(name))
-        .collect();
-    for segment in scan::scan(input) {
-        match segment {
-            Segment::Message(message) => {
-                note_message(&message, &mut context);
-                if let Some(diagnostic) = diagnostics::classify(&message) {
-                    context.push_diagnostic(diagnostic);
-                }
-            }
-            Segment::Text(_) => {}
-            Segment::Csv(range) => {
-                read_block(
-                    &input[range],
-                    &mut table,
-                    options,
-                    &requested,
-                    &mut context,
-                    sink,
-                );
-            }
+    let mut parser = Parser::new(options);
+    parser.feed(input, true, sink);
+    parser.finish(sink)
+}
+
+/// Like [`parse_with`], reading `reader` in pieces: a file is never held in memory whole, and the
+/// piece being parsed stays in the CPU cache. Only reading can fail; what was parsed before a
+/// read error is lost with it.
+pub fn parse_reader(
+    mut reader: impl Read,
+    options: &ParseOptions,
+    sink: &mut dyn FnMut(KernelRecord),
+) -> std::io::Result<ParsedOutput> {
+    const PIECE: usize = 1 << 20;
+    let mut parser = Parser::new(options);
+    let mut buffer = vec![0u8; PIECE];
+    let mut filled = 0;
+    loop {
+        if filled == buffer.len() {
+            // One line longer than the buffer: make room for it.
+            buffer.resize(buffer.len() * 2, 0);
+        }
+        let read = match reader.read(&mut buffer[filled..]) {
+            Ok(read) => read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        };
+        let piece = filled..filled + read;
+        filled += read;
+        let eof = read == 0;
+        // Nothing new to parse until a line ends (keeps a huge line from being rescanned on
+        // every read).
+        if !eof && filled < buffer.len() && row::find_byte(&buffer[piece], b'\n').is_none() {
+            continue;
+        }
+        let consumed = parser.feed(&buffer[..filled], eof, sink);
+        if eof {
+            break;
+        }
+        buffer.copy_within(consumed..filled, 0);
+        filled -= consumed;
+    }
+    Ok(parser.finish(sink))
+}
+
+/// The line-by-line state machine behind [`parse_with`] and [`parse_reader`].
+struct Parser<'o> {
+    options: &'o ParseOptions,
+    requested: HashSet<&'o str>,
+    context: Context,
+    table: Table,
+    splitter: Splitter,
+    messages: Vec<Segment>,
+    started: bool,
+    /// False only in tests that check the fast tokenizer against the csv crate.
+    fast: bool,
+}
+
+impl<'o> Parser<'o> {
+    fn new(options: &'o ParseOptions) -> Self {
+        Parser {
+            options,
+            requested: options
+                .requested
+                .iter()
+                .map(String::as_str)
+                .filter(|name| is_checkable(name))
+                .collect(),
+            context: Context::default(),
+            table: Table::None,
+            splitter: Splitter::default(),
+            messages: Vec::new(),
+            started: false,
+            fast: true,
         }
     }
-    finish(context, &requested, sink)
+
+    /// Parse the complete lines of `input` (all of it when `eof`); returns how many bytes were
+    /// consumed. The rest must be fed again, with more input behind it.
+    fn feed(&mut self, input: &[u8], eof: bool, sink: &mut dyn FnMut(KernelRecord)) -> usize {
+        let mut pos = 0;
+        if !self.started {
+            if input.len() < 3 && !eof {
+                return 0;
+            }
+            self.started = true;
+            pos = scan::content_start(input);
+        }
+        while pos < input.len() {
+            let end = scan::line_end(input, pos);
+            if end == input.len() && !eof {
+                break;
+            }
+            let line = scan::trim_cr(&input[pos..end]);
+            if scan::is_csv_line(line) {
+                // ncu's rows take the fast path; anything unusual goes to the csv crate.
+                let fast = if self.fast {
+                    self.splitter.split(line)
+                } else {
+                    None
+                };
+                if let Some(row) = fast {
+                    read_row(
+                        &row,
+                        &mut self.table,
+                        self.options,
+                        &self.requested,
+                        &mut self.context,
+                        sink,
+                    );
+                    pos = (end + 1).min(input.len());
+                } else {
+                    let (next, balanced) = scan::csv_extent(input, pos, end);
+                    let complete = balanced && (next < input.len() || input.ends_with(b"\n"));
+                    if !complete && !eof {
+                        break;
+                    }
+                    read_with_csv_crate(
+                        &input[pos..next],
+                        &mut self.table,
+                        self.options,
+                        &self.requested,
+                        &mut self.context,
+                        sink,
+                    );
+                    pos = next;
+                }
+                continue;
+            }
+            self.messages.clear();
+            scan::classify_line(pos, line, &mut self.messages);
+            for segment in self.messages.drain(..) {
+                if let Segment::Message(message) = segment {
+                    note_message(&message, &mut self.context);
+                    if let Some(diagnostic) = diagnostics::classify(&message) {
+                        self.context.push_diagnostic(diagnostic);
+                    }
+                }
+            }
+            pos = (end + 1).min(input.len());
+        }
+        pos
+    }
+
+    fn finish(self, sink: &mut dyn FnMut(KernelRecord)) -> ParsedOutput {
+        finish(self.context, &self.requested, sink)
+    }
 }
 
 /// Facts from routine `==PROF==` lines.
@@ -175,7 +323,8 @@ fn note_message(message: &scan::Message, context: &mut Context) {
     }
 }
 
-fn read_block(
+/// Rows the fast tokenizer refused (escaped quotes, quoted newlines, unquoted fields).
+fn read_with_csv_crate(
     block: &[u8],
     table: &mut Table,
     options: &ParseOptions,
@@ -187,10 +336,10 @@ fn read_block(
         .has_headers(false)
         .flexible(true)
         .from_reader(block);
-    let mut row = csv::ByteRecord::new();
-    let mut header_len = 0;
+    let mut record = csv::ByteRecord::new();
+    let mut splitter = Splitter::default();
     loop {
-        match reader.read_byte_record(&mut row) {
+        match reader.read_byte_record(&mut record) {
             Ok(true) => {}
             Ok(false) => break,
             Err(error) => {
@@ -203,71 +352,82 @@ fn read_block(
                 break;
             }
         }
-        if is_launch_header(&row) {
-            let header = strings(&row);
-            header_len = header.len();
-            context.tables_seen += 1;
-            if details::is_details_header(&header) {
-                *table = Table::Details(DetailsTable::new(&header));
-            } else {
-                let raw = RawTable::new(&header, &options.keep, requested);
-                context
-                    .metrics_seen
-                    .extend(raw.metric_names().map(str::to_string));
-                *table = Table::Raw(raw);
-            }
-            continue;
+        let row = splitter.from_record(&record);
+        read_row(&row, table, options, requested, context, sink);
+    }
+}
+
+fn read_row(
+    row: &Row,
+    table: &mut Table,
+    options: &ParseOptions,
+    requested: &HashSet<&str>,
+    context: &mut Context,
+    sink: &mut dyn FnMut(KernelRecord),
+) {
+    if is_launch_header(row) {
+        let header = strings(row);
+        context.tables_seen += 1;
+        if details::is_details_header(&header) {
+            *table = Table::Details(DetailsTable::new(&header));
+        } else {
+            let raw = RawTable::new(&header, &options.keep, requested);
+            context
+                .metrics_seen
+                .extend(raw.metric_names().map(str::to_string));
+            *table = Table::Raw(raw);
         }
-        if is_session_header(&row)
-            && let Some(session) = SessionTable::from_header(&strings(&row))
-        {
-            *table = Table::Session(session);
-            continue;
-        }
-        match table {
-            Table::None => {}
-            Table::Session(session) => session.apply(&strings(&row), context),
-            Table::Details(details) => details.apply(&row, context),
-            Table::Raw(raw) => {
-                if raw.is_units_row(&row) {
-                    raw.read_units(&row);
-                    continue;
-                }
-                let record = raw.record(&row, context);
-                if row.len() < header_len {
-                    context.push_diagnostic(Diagnostic {
-                        severity: Severity::Warning,
-                        kind: "truncated_row".to_string(),
-                        message: format!(
-                            "launch {} of process {} has {} of {} columns; ncu's output was cut off",
-                            record.launch_id,
-                            record.process_id.map_or("?".to_string(), |p| p.to_string()),
-                            row.len(),
-                            header_len
-                        ),
-                        hint: Some("the profiler was probably killed while writing".to_string()),
-                    });
-                }
-                context.kernels += 1;
-                sink(record);
+        return;
+    }
+    if is_session_header(row)
+        && let Some(session) = SessionTable::from_header(&strings(row))
+    {
+        *table = Table::Session(session);
+        return;
+    }
+    match table {
+        Table::None => {}
+        Table::Session(session) => session.apply(&strings(row), context),
+        Table::Details(details) => details.apply(&row.to_byte_record(), context),
+        Table::Raw(raw) => {
+            if raw.is_units_row(row) {
+                raw.read_units(row);
+                return;
             }
+            let record = raw.record(row, context);
+            if row.len() < raw.width() {
+                context.push_diagnostic(Diagnostic {
+                    severity: Severity::Warning,
+                    kind: "truncated_row".to_string(),
+                    message: format!(
+                        "launch {} of process {} has {} of {} columns; ncu's output was cut off",
+                        record.launch_id,
+                        record.process_id.map_or("?".to_string(), |p| p.to_string()),
+                        row.len(),
+                        raw.width()
+                    ),
+                    hint: Some("the profiler was probably killed while writing".to_string()),
+                });
+            }
+            context.kernels += 1;
+            sink(record);
         }
     }
 }
 
 /// Cheap pre-check on the first cell before building strings for [`SessionTable::from_header`].
-fn is_session_header(row: &csv::ByteRecord) -> bool {
+fn is_session_header(row: &Row) -> bool {
     matches!(
         row.get(0),
         Some(b"Launch Attribute" | b"Session Attribute" | b"Process Id" | b"Device Attribute")
     )
 }
 
-fn is_launch_header(row: &csv::ByteRecord) -> bool {
+fn is_launch_header(row: &Row) -> bool {
     row.get(0) == Some(b"ID") && row.get(1) == Some(b"Process ID")
 }
 
-fn strings(row: &csv::ByteRecord) -> Vec<String> {
+fn strings(row: &Row) -> Vec<String> {
     row.iter()
         .map(|f| String::from_utf8_lossy(f).trim().to_string())
         .collect()
@@ -457,6 +617,91 @@ fn merge_record(target: &mut KernelRecord, other: KernelRecord) {
     for rule in other.rules {
         if !target.rules.contains(&rule) {
             target.rules.push(rule);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every ncu fixture of the repository, with its name.
+    fn fixtures() -> Vec<(String, Vec<u8>)> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let mut files = Vec::new();
+        let mut dirs = vec![root.join("ncu-h200"), root.join("ncu-cc120")];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_none_or(|e| e != "gz") {
+                    files.push((path.display().to_string(), std::fs::read(&path).unwrap()));
+                }
+            }
+        }
+        assert!(files.len() > 20, "fixtures not found");
+        files
+    }
+
+    fn run(input: &[u8], options: &ParseOptions, fast: bool) -> ParsedOutput {
+        let mut kernels = Vec::new();
+        let mut parser = Parser::new(options);
+        parser.fast = fast;
+        parser.feed(input, true, &mut |k| kernels.push(k));
+        let mut parsed = parser.finish(&mut |k| kernels.push(k));
+        parsed.kernels = kernels;
+        parsed
+    }
+
+    #[test]
+    fn fast_tokenizer_agrees_with_the_csv_crate_on_every_fixture() {
+        let options = ParseOptions {
+            keep: MetricFilter::All,
+            ..Default::default()
+        };
+        let mut fast_rows = 0;
+        for (name, bytes) in fixtures() {
+            let fast = run(&bytes, &options, true);
+            assert_eq!(fast, run(&bytes, &options, false), "{name}");
+            fast_rows += fast.kernels.len();
+        }
+        assert!(fast_rows > 50);
+    }
+
+    /// A reader that hands out a few bytes at a time, so pieces end mid-line, mid-field and
+    /// mid-byte-order-mark.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.1.min(self.0.len()).min(buf.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn reading_in_pieces_gives_the_same_output() {
+        let options = ParseOptions::default();
+        let mut inputs = fixtures();
+        // A quoted newline and an escaped quote (csv-crate path) cut across pieces.
+        inputs.push((
+            "odd".to_string(),
+            b"\xEF\xBB\xBF==PROF== x\n\"ID\",\"Process ID\",\"Kernel Name\",\"m\"\n\"\",\"\",\"\",\"ns\"\n\"0\",\"7\",\"k<\"\"a\nb\"\">\",\"1,024\"\n\"1\",\"7\",\"k\",\"5\""
+                .to_vec(),
+        ));
+        for (name, bytes) in inputs {
+            let whole = parse(&bytes, &options);
+            for step in [1, 7, 4096] {
+                let mut kernels = Vec::new();
+                let mut pieces =
+                    parse_reader(Trickle(&bytes, step), &options, &mut |k| kernels.push(k))
+                        .unwrap();
+                pieces.kernels = kernels;
+                assert_eq!(pieces, whole, "{name} in pieces of {step}");
+            }
         }
     }
 }

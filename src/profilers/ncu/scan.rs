@@ -44,28 +44,12 @@ const TAGS: [(&[u8], Level); 3] = [
 pub fn scan(input: &[u8]) -> Vec<Segment> {
     let mut segments = Vec::new();
     let mut block: Option<Range<usize>> = None;
-    let mut open_quote = false;
-    let mut pos = 0;
-    // A UTF-8 byte-order mark before the first line is not content.
-    if input.starts_with(b"\xEF\xBB\xBF") {
-        pos = 3;
-    }
+    let mut pos = content_start(input);
     while pos < input.len() {
         let end = line_end(input, pos);
-        let next = (end + 1).min(input.len());
         let line = trim_cr(&input[pos..end]);
-        if open_quote {
-            // Continuation of a quoted field that spans lines.
-            open_quote ^= odd_quotes(line);
-            if let Some(range) = block.as_mut() {
-                range.end = next;
-            }
-            pos = next;
-            continue;
-        }
-        // A CSV line starts with a quote; ncu's tags never sit inside one of its own CSV lines.
-        if line.first() == Some(&b'"') && !line.starts_with(b"\"==") {
-            open_quote = odd_quotes(line);
+        if is_csv_line(line) {
+            let (next, _) = csv_extent(input, pos, end);
             match block.as_mut() {
                 Some(range) => range.end = next,
                 None => block = Some(pos..next),
@@ -77,7 +61,7 @@ pub fn scan(input: &[u8]) -> Vec<Segment> {
             segments.push(Segment::Csv(range));
         }
         classify_line(pos, line, &mut segments);
-        pos = next;
+        pos = (end + 1).min(input.len());
     }
     if let Some(range) = block.take() {
         segments.push(Segment::Csv(range));
@@ -85,8 +69,36 @@ pub fn scan(input: &[u8]) -> Vec<Segment> {
     segments
 }
 
+/// Where content starts: a UTF-8 byte-order mark before the first line is not content.
+pub fn content_start(input: &[u8]) -> usize {
+    if input.starts_with(b"\xEF\xBB\xBF") {
+        3
+    } else {
+        0
+    }
+}
+
+/// A CSV line starts with a quote; ncu's tags never sit inside one of its own CSV lines.
+pub fn is_csv_line(line: &[u8]) -> bool {
+    line.first() == Some(&b'"') && !line.starts_with(b"\"==")
+}
+
+/// The end (after its line end) of the CSV record whose first line is `start..end`: a quoted
+/// field may span lines, so the record continues while the quotes seen so far are unbalanced.
+/// The flag is false when the input ended with a quote still open.
+pub fn csv_extent(input: &[u8], start: usize, end: usize) -> (usize, bool) {
+    let mut open_quote = odd_quotes(&input[start..end]);
+    let mut next = (end + 1).min(input.len());
+    while open_quote && next < input.len() {
+        let end = line_end(input, next);
+        open_quote ^= odd_quotes(&input[next..end]);
+        next = (end + 1).min(input.len());
+    }
+    (next, !open_quote)
+}
+
 /// One non-CSV line: zero or more ncu messages, with any program output before the first one.
-fn classify_line(start: usize, line: &[u8], segments: &mut Vec<Segment>) {
+pub fn classify_line(start: usize, line: &[u8], segments: &mut Vec<Segment>) {
     let mut rest = line;
     let mut offset = start;
     loop {
@@ -142,14 +154,12 @@ fn find_tag(line: &[u8]) -> Option<(usize, usize, Level)> {
     best
 }
 
-fn line_end(input: &[u8], from: usize) -> usize {
-    input[from..]
-        .iter()
-        .position(|&b| b == b'\n')
-        .map_or(input.len(), |i| from + i)
+/// Index of the `\n` ending the line that starts at `from`, or the input's length.
+pub fn line_end(input: &[u8], from: usize) -> usize {
+    super::row::find_byte(&input[from..], b'\n').map_or(input.len(), |i| from + i)
 }
 
-fn trim_cr(line: &[u8]) -> &[u8] {
+pub fn trim_cr(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
 }
 

@@ -9,11 +9,15 @@
 /// A number as ncu prints it: `"59,744"`, `"3,196,392,967.19"`, `"-1.5e+03"`. Thousands
 /// separators are dropped; `n/a`, empty cells and text give `None`.
 pub fn parse_number(text: &str) -> Option<f64> {
-    let text = text.trim();
-    if text.is_empty() || text.len() > 64 {
+    parse_number_bytes(text.as_bytes())
+}
+
+/// [`parse_number`] on raw cell bytes: the common shapes never need a UTF-8 check or a copy.
+pub fn parse_number_bytes(bytes: &[u8]) -> Option<f64> {
+    let bytes = bytes.trim_ascii();
+    if bytes.is_empty() || bytes.len() > 64 {
         return None;
     }
-    let bytes = text.as_bytes();
     // Fast reject of words (`n/a`, `PolicySpread`, `(256, 1, 1)`): a number starts with a digit,
     // a sign or a dot.
     let first = bytes[0];
@@ -23,6 +27,12 @@ pub fn parse_number(text: &str) -> Option<f64> {
     if let Some(value) = fast_decimal(bytes) {
         return Some(value);
     }
+    general_number(std::str::from_utf8(bytes).ok()?)
+}
+
+/// Exponents, long mantissas and the like: the standard library decides.
+fn general_number(text: &str) -> Option<f64> {
+    let bytes = text.as_bytes();
     if !text.contains(',') {
         return text.parse::<f64>().ok().filter(|v| v.is_finite());
     }
