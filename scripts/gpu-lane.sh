@@ -62,9 +62,10 @@ say "== environment"
   2>&1 | tee -a "$summary"
 
 say "== build"
-nvcc -O3 -arch=sm_90 -lineinfo -o "$out/app" "$fixtures/kernels.cu" || fail "nvcc kernels.cu"
-nvcc -o "$out/nokernel" "$fixtures/nokernel.cu" || fail "nvcc nokernel.cu"
-cuobjdump --dump-resource-usage "$out/app" >"$out/cuobjdump.txt" 2>&1 || fail "cuobjdump"
+mkdir -p "$out/bin"
+nvcc -O3 -arch=sm_90 -lineinfo -o "$out/bin/app" "$fixtures/kernels.cu" || fail "nvcc kernels.cu"
+nvcc -o "$out/bin/nokernel" "$fixtures/nokernel.cu" || fail "nvcc nokernel.cu"
+cuobjdump --dump-resource-usage "$out/bin/app" >"$out/cuobjdump.txt" 2>&1 || fail "cuobjdump"
 
 # polyprof run + normalized table of what it wrote.
 profile() {
@@ -109,8 +110,8 @@ PY
 reference_metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum
 
 say "== CUDA program (kernels.cu)"
-profile app -- "$out/app" 1
-ncu --clock-control none --csv --page raw --metrics "$reference_metrics" "$out/app" 1 >"$out/ref-app.csv" 2>&1
+profile app -- "$out/bin/app" 1
+ncu --clock-control none --csv --page raw --metrics "$reference_metrics" "$out/bin/app" 1 >"$out/ref-app.csv" 2>&1
 compare app "$out/ref-app.csv"
 
 say "== PyTorch pytest (test_torch_ops.py)"
@@ -127,7 +128,7 @@ python3 -c "
 import json,sys; k=json.load(open('$out/multiproc.json'))['kernels']
 pids=sorted({x.get('process_id') for x in k}); print('   processes:', pids, 'launches:', len(k))
 " | tee -a "$summary"
-profile nokernels -- "$out/nokernel"
+profile nokernels -- "$out/bin/nokernel"
 grep -q no_kernels_profiled "$out/nokernels.json" || fail "no-kernels warning not reported"
 profile exit3 -- sh -c 'exit 3'
 grep -q application_error "$out/exit3.json" || fail "application exit code not reported"
@@ -138,7 +139,7 @@ start=$(date +%s)
 say "   hang_after.py stopped after $(( $(date +%s) - start )) s"
 python3 -c "import json; print('   kernels salvaged:', len(json.load(open('$out/hang.json'))['kernels']))" | tee -a "$summary"
 rm -rf "$out/detailed"
-step detailed-run "$polyprof" run --profiler ncu --preset detailed --clock-control none --output-dir "$out/detailed" --json -- "$out/app" 1
+step detailed-run "$polyprof" run --profiler ncu --preset detailed --clock-control none --output-dir "$out/detailed" --json -- "$out/bin/app" 1
 "$polyprof" parse --json "$out/detailed"/*.log "$out/detailed"/*.csv >"$out/detailed.json" 2>/dev/null
 python3 -c "
 import json; k=json.load(open('$out/detailed.json'))['kernels']
@@ -167,7 +168,7 @@ PY
 
 say "== wall time: polyprof run (minimal) vs ncu --set detailed --csv, 3 runs each"
 for target in app pytest; do
-  if [ "$target" = app ]; then cmd=("$out/app" 1); else cmd=(python3 -m pytest -q -p no:cacheprovider test_torch_ops.py); fi
+  if [ "$target" = app ]; then cmd=("$out/bin/app" 1); else cmd=(python3 -m pytest -q -p no:cacheprovider test_torch_ops.py); fi
   ours=(); theirs=()
   for i in 1 2 3; do
     rm -rf "$out/bench-$target"

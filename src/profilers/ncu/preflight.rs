@@ -3,8 +3,7 @@
 //! is unit tested; [`run`] only gathers the inputs.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::diagnostics::COUNTER_PERMISSION_FIX;
 use crate::profilers::Preflight;
@@ -145,28 +144,23 @@ pub fn gpu_present(proc_gpus: &[String], smi_list: Option<&str>) -> Result<Strin
 
 /// Run a short command with a deadline; its stdout on success.
 pub fn run_short(program: &Path, args: &[&str], limit: Duration) -> Option<String> {
-    let mut child = Command::new(program)
-        .args(args)
+    // duct drains stdout on a thread while we wait: `--query-metrics` prints about 1 MB, far
+    // more than a pipe holds, so polling for exit without reading would block the child.
+    let handle = duct::cmd(program, args)
         .env("LC_ALL", "C")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
+        .stdin_null()
+        .stdout_capture()
+        .stderr_null()
+        .unchecked()
+        .start()
         .ok()?;
-    let start = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if start.elapsed() < limit => std::thread::sleep(Duration::from_millis(20)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
+    match handle.wait_timeout(limit) {
+        Ok(Some(output)) => Some(String::from_utf8_lossy(&output.stdout).into_owned()),
+        _ => {
+            let _ = handle.kill();
+            None
         }
     }
-    let output = child.wait_with_output().ok()?;
-    Some(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
 /// GPU model names from /proc/driver/nvidia/gpus/*/information.
@@ -236,6 +230,27 @@ pub fn run(binary: &str) -> Preflight {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn short_commands_may_print_more_than_a_pipe_holds() {
+        // `ncu --query-metrics` prints ~1 MB; reading only after exit would deadlock.
+        let out = run_short(
+            Path::new("/bin/sh"),
+            &["-c", "yes abcdefg | head -c 2000000"],
+            Duration::from_secs(30),
+        )
+        .expect("the command finishes");
+        assert_eq!(out.len(), 2_000_000);
+        assert!(
+            run_short(
+                Path::new("/bin/sh"),
+                &["-c", "sleep 5"],
+                Duration::from_millis(200)
+            )
+            .is_none()
+        );
+    }
+
     use super::*;
 
     const NON_ROOT: &str =

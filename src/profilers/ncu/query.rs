@@ -147,6 +147,36 @@ pub fn unknown_error(chip: &str, unknown: &[UnknownMetric]) -> Error {
     )
 }
 
+/// The ncu chip name (`--chip`) of an NVIDIA GPU model as the driver names it
+/// (`NVIDIA H200`); `None` for a model not in the table.
+pub fn chip_for_model(model: &str) -> Option<&'static str> {
+    let model = model.to_ascii_uppercase();
+    let has = |needle: &str| model.contains(needle);
+    // Most specific names first: "RTX 6000 Ada" before "RTX 6000", "A100" before "A10".
+    let chip = if has("GB200") || has("B200") || has("B100") {
+        "gb100"
+    } else if has("GH200") || has("H200") || has("H100") || has("H800") || has("H20") {
+        "gh100"
+    } else if has("RTX 50") || has("RTX PRO 6000") {
+        "gb202"
+    } else if has("L40") || has("RTX 6000 ADA") || has("RTX 4090") || has("RTX 4080") {
+        "ad102"
+    } else if has("L4") || has("RTX 4070") || has("RTX 4060") {
+        "ad104"
+    } else if has("A100") || has("A800") || has("A30") {
+        "ga100"
+    } else if has("A10") || has("A40") || has("A6000") || has("RTX 3090") || has("RTX 3080") {
+        "ga102"
+    } else if has("V100") || has("TITAN V") {
+        "gv100"
+    } else if has("T4") || has("RTX 20") || has("QUADRO RTX") {
+        "tu104"
+    } else {
+        return None;
+    };
+    Some(chip)
+}
+
 /// `$XDG_CACHE_HOME/polyprof/ncu-metrics`, else `~/.cache/polyprof/ncu-metrics`.
 pub fn cache_dir() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CACHE_HOME")
@@ -182,13 +212,15 @@ pub fn catalog_cached(
     let file = cache.map(|dir| dir.join(cache_file_name(version, chip)));
     if let Some(text) = file.as_ref().and_then(|f| std::fs::read_to_string(f).ok()) {
         let catalog = parse_catalog(&text);
-        if !catalog.bases.is_empty() {
+        if catalog.bases.contains("gpu__time_duration") {
             return Some(catalog);
         }
     }
     let text = query()?;
     let catalog = parse_catalog(&text);
-    if catalog.bases.is_empty() {
+    // Every chip ncu profiles has the kernel duration; a list without it is not a catalog.
+    if !catalog.bases.contains("gpu__time_duration") {
+        tracing::warn!("`ncu --query-metrics` printed no usable metric list; not caching it");
         return None;
     }
     if let Some(file) = file {
@@ -218,22 +250,27 @@ pub fn check_metrics_here(options: &NcuOptions, names: &[String]) -> Result<()> 
     else {
         return Ok(());
     };
+    // Always name the chip: without `--chip`, ncu lists a different, shorter catalog on a live
+    // device (seen on an H200 with 2025.3.1), which would reject valid names.
     let chip_key = match &options.chip {
         Some(chip) => chip.clone(),
-        None => match preflight::proc_gpu_models().into_iter().next() {
-            Some(model) => model,
-            None => {
-                tracing::info!("no GPU model found; metric names are checked after the run");
-                return Ok(());
+        None => {
+            let models = preflight::proc_gpu_models();
+            match models.iter().find_map(|m| chip_for_model(m)) {
+                Some(chip) => chip.to_string(),
+                None => {
+                    tracing::info!(
+                        "no known chip for GPU {models:?}; metric names are checked after the run \
+                         (pass --ncu-chip to check them before)"
+                    );
+                    return Ok(());
+                }
             }
-        },
+        }
     };
-    let mut args = vec!["--query-metrics"];
-    if let Some(chip) = &options.chip {
-        args.extend(["--chip", chip.as_str()]);
-    }
+    let args = ["--query-metrics", "--chip", chip_key.as_str()];
     let catalog = catalog_cached(cache_dir().as_deref(), &version, &chip_key, || {
-        preflight::run_short(&binary, &args, Duration::from_secs(120))
+        preflight::run_short(&binary, &args, Duration::from_secs(60))
     });
     let Some(catalog) = catalog else {
         tracing::warn!("`ncu --query-metrics` gave no metric list; metric names not checked");
@@ -279,6 +316,21 @@ mod tests {
             message.contains("did you mean dram__bytes_read"),
             "{message}"
         );
+    }
+
+    #[test]
+    fn gpu_models_map_to_ncu_chips() {
+        assert_eq!(chip_for_model("NVIDIA H200"), Some("gh100"));
+        assert_eq!(chip_for_model("NVIDIA H100 80GB HBM3"), Some("gh100"));
+        assert_eq!(chip_for_model("NVIDIA A100-SXM4-80GB"), Some("ga100"));
+        assert_eq!(chip_for_model("NVIDIA A10G"), Some("ga102"));
+        assert_eq!(chip_for_model("NVIDIA L40S"), Some("ad102"));
+        assert_eq!(chip_for_model("NVIDIA L4"), Some("ad104"));
+        assert_eq!(
+            chip_for_model("NVIDIA RTX 6000 Ada Generation"),
+            Some("ad102")
+        );
+        assert_eq!(chip_for_model("Some Future GPU"), None);
     }
 
     #[test]
