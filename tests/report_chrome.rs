@@ -103,6 +103,8 @@ fn ncu_run_is_laid_out_sequentially_on_its_stream_in_microseconds() {
         .success();
     let trace: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     let mut xs = check_rules(&trace);
+    // The run's process step is a CPU event too; this test is about the kernel lane.
+    xs.retain(|x| x["args"]["launch_id"].is_u64());
     xs.sort_by(|a, b| {
         a["args"]["launch_id"]
             .as_u64()

@@ -4,9 +4,9 @@
 use std::borrow::Cow;
 
 use super::options::{
-    ACHIEVED_OCCUPANCY, BLOCK_SIZE, DRAM_READ, DRAM_TOTAL, DRAM_WRITE, DURATION, FP16_OPS,
-    FP32_OPS, FP64_OPS, GRID_SIZE, MEMORY_SOL, REGISTERS, SHARED_DYNAMIC, SHARED_STATIC, SM_SOL,
-    THEORETICAL_OCCUPANCY,
+    ACHIEVED_OCCUPANCY, BLOCK_SIZE, DRAM_READ, DRAM_SOL, DRAM_TOTAL, DRAM_WRITE, DURATION,
+    FP16_OPS, FP32_OPS, FP64_OPS, GRID_SIZE, MEMORY_SOL, REGISTERS, SHARED_DYNAMIC, SHARED_STATIC,
+    SM_SOL, THEORETICAL_OCCUPANCY,
 };
 use super::row::Cells;
 use crate::results::record::{KernelRecord, short_kernel_name};
@@ -123,6 +123,8 @@ pub enum Field {
     TheoreticalOccupancy,
     SmSol,
     MemorySol,
+    /// DRAM-only memory SOL: used when the full memory SOL is absent.
+    DramSol,
     Registers,
     SharedMem,
     /// Precision index (0 fp16, 1 fp32, 2 fp64) and FLOPs per instruction.
@@ -142,6 +144,7 @@ pub fn field_for_metric(name: &str) -> Option<Field> {
         THEORETICAL_OCCUPANCY => Field::TheoreticalOccupancy,
         SM_SOL => Field::SmSol,
         MEMORY_SOL => Field::MemorySol,
+        DRAM_SOL => Field::DramSol,
         REGISTERS => Field::Registers,
         SHARED_STATIC | SHARED_DYNAMIC => Field::SharedMem,
         GRID_SIZE => Field::GridSize,
@@ -189,7 +192,9 @@ pub fn apply(record: &mut KernelRecord, field: Field, value: f64) {
         Field::AchievedOccupancy => set(&mut record.achieved_occupancy_pct),
         Field::TheoreticalOccupancy => set(&mut record.theoretical_occupancy_pct),
         Field::SmSol => set(&mut record.sm_throughput_pct),
-        Field::MemorySol => set(&mut record.memory_throughput_pct),
+        // The full memory SOL outranks the DRAM-only one whichever column comes first.
+        Field::MemorySol => record.memory_throughput_pct = Some(value),
+        Field::DramSol => set(&mut record.memory_throughput_pct),
         Field::Registers => {
             if record.registers_per_thread.is_none() && value >= 0.0 && value <= u32::MAX as f64 {
                 record.registers_per_thread = Some(value as u32);
@@ -216,6 +221,22 @@ pub fn apply(record: &mut KernelRecord, field: Field, value: f64) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn full_memory_sol_outranks_dram_sol_in_any_order() {
+        for order in [[DRAM_SOL, MEMORY_SOL], [MEMORY_SOL, DRAM_SOL]] {
+            let mut record = KernelRecord::default();
+            for name in order {
+                let value = if name == MEMORY_SOL { 70.0 } else { 40.0 };
+                apply(&mut record, field_for_metric(name).unwrap(), value);
+            }
+            assert_eq!(record.memory_throughput_pct, Some(70.0));
+        }
+        let mut record = KernelRecord::default();
+        apply(&mut record, field_for_metric(DRAM_SOL).unwrap(), 40.0);
+        assert_eq!(record.memory_throughput_pct, Some(40.0));
+    }
+
     use super::*;
 
     #[test]
