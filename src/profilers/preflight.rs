@@ -167,26 +167,13 @@ pub fn find_binary(name: &str) -> Option<PathBuf> {
 /// `timeout`. An error says what went wrong (non-zero exit, timeout, nothing printed).
 pub fn read_version(program: &Path, args: &[&str], timeout: Duration) -> Result<String, String> {
     let shown = format!("{} {}", program.display(), args.join(" "));
-    let handle = duct::cmd(program, args)
-        .stdin_null()
-        .stderr_to_stdout()
-        .stdout_capture()
-        .unchecked()
-        .start()
-        .map_err(|e| format!("cannot start `{shown}`: {e}"))?;
-    let output = match handle.wait_timeout(timeout) {
-        Ok(Some(output)) => output.clone(),
-        Ok(None) => {
-            // Kill and reap so no probe outlives the preflight.
-            let _ = handle.kill();
-            return Err(format!(
-                "`{shown}` did not answer within {}s",
-                timeout.as_secs()
-            ));
-        }
-        Err(e) => return Err(format!("`{shown}` failed: {e}")),
+    let output = capture(program, args, timeout)?;
+    // Some tools print their version on stderr.
+    let text = if output.stdout.iter().all(u8::is_ascii_whitespace) {
+        String::from_utf8_lossy(&output.stderr)
+    } else {
+        String::from_utf8_lossy(&output.stdout)
     };
-    let text = String::from_utf8_lossy(&output.stdout);
     let first = first_line(&text);
     if !output.status.success() {
         return Err(format!(
@@ -198,6 +185,36 @@ pub fn read_version(program: &Path, args: &[&str], timeout: Duration) -> Result<
     first
         .map(str::to_string)
         .ok_or_else(|| format!("`{shown}` printed nothing"))
+}
+
+/// Run a short probe command with `LC_ALL=C` and stdin from /dev/null, capturing stdout and
+/// stderr (drained while it runs, so a long listing cannot fill a pipe and block it). A probe
+/// still running after `timeout` is killed and reaped.
+pub fn capture(
+    program: &Path,
+    args: &[&str],
+    timeout: Duration,
+) -> Result<std::process::Output, String> {
+    let shown = format!("{} {}", program.display(), args.join(" "));
+    let handle = duct::cmd(program, args)
+        .env("LC_ALL", "C")
+        .stdin_null()
+        .stdout_capture()
+        .stderr_capture()
+        .unchecked()
+        .start()
+        .map_err(|e| format!("cannot start `{shown}`: {e}"))?;
+    match handle.wait_timeout(timeout) {
+        Ok(Some(output)) => Ok(output.clone()),
+        Ok(None) => {
+            let _ = handle.kill();
+            Err(format!(
+                "`{shown}` did not answer within {}s",
+                timeout.as_secs()
+            ))
+        }
+        Err(e) => Err(format!("`{shown}` failed: {e}")),
+    }
 }
 
 /// The first non-blank line, trimmed.

@@ -142,25 +142,10 @@ pub fn gpu_present(proc_gpus: &[String], smi_list: Option<&str>) -> Result<Strin
     )
 }
 
-/// Run a short command with a deadline; its stdout on success.
+/// Run a short command with a deadline; its stdout when it finished in time.
 pub fn run_short(program: &Path, args: &[&str], limit: Duration) -> Option<String> {
-    // duct drains stdout on a thread while we wait: `--query-metrics` prints about 1 MB, far
-    // more than a pipe holds, so polling for exit without reading would block the child.
-    let handle = duct::cmd(program, args)
-        .env("LC_ALL", "C")
-        .stdin_null()
-        .stdout_capture()
-        .stderr_null()
-        .unchecked()
-        .start()
-        .ok()?;
-    match handle.wait_timeout(limit) {
-        Ok(Some(output)) => Some(String::from_utf8_lossy(&output.stdout).into_owned()),
-        _ => {
-            let _ = handle.kill();
-            None
-        }
-    }
+    let output = crate::profilers::preflight::capture(program, args, limit).ok()?;
+    Some(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
 /// GPU model names from /proc/driver/nvidia/gpus/*/information.
