@@ -1,6 +1,7 @@
 //! The normalized kernel record every backend produces. Fields are in base units
 //! (ns, bytes, %, FLOPs); anything a backend measured beyond these stays in `metrics`.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -26,8 +27,15 @@ impl MetricValue {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Metric {
     pub value: MetricValue,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub unit: String,
+    /// Base units (`ns`, `byte`, …) are borrowed from static strings, so the thousands of
+    /// metrics of a large profile do not each own a copy; `"ms".into()` or `name.into()` (a
+    /// `String`) both build one. Serialized as a plain string either way.
+    #[serde(default, skip_serializing_if = "unit_is_empty")]
+    pub unit: Cow<'static, str>,
+}
+
+fn unit_is_empty(unit: &Cow<'static, str>) -> bool {
+    unit.is_empty()
 }
 
 /// A profiler's own advice about a kernel (ncu rule results, VTune recommendations, …).
