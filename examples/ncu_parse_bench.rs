@@ -2,23 +2,28 @@
 //!
 //! `ncu_parse_bench gen SRC OUT N`: write a raw-page CSV of N launches by replicating the data
 //! rows of the real fixture SRC (header and units row kept, `ID` renumbered).
-//! `ncu_parse_bench parse FILE MODE`: parse FILE (read in pieces by `parse_reader`) into records
-//! held in memory, print
+//! `ncu_parse_bench parse FILE MODE [THREADS]`: parse FILE (read in pieces by
+//! `parse_reader_threads`, THREADS 1 or 2, default 2) into records held in memory, print
 //! `seconds kernels metric_cells peak_rss_bytes`. MODE: `default` (the default
 //! [`MetricFilter::Essential`]), `all` (every metric), or a comma-separated list of names kept.
+//! `ncu_parse_bench phases FILE`: where the single-threaded time goes.
 
 use std::io::Write;
 use std::time::Instant;
 
-use polyprof::profilers::ncu::{MetricFilter, ParseOptions, parse_reader};
+use polyprof::profilers::ncu::{MetricFilter, ParseOptions, parse_reader_threads};
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {
         Some("gen") if args.len() == 5 => generate(&args[2], &args[3], args[4].parse()?),
         Some("phases") if args.len() == 3 => phases(&args[2]),
-        Some("parse") if args.len() == 4 => run_parse(&args[2], &args[3]),
-        _ => anyhow::bail!("usage: ncu_parse_bench gen SRC OUT N | parse FILE default|all|A,B,…"),
+        Some("parse") if args.len() == 4 => run_parse(&args[2], &args[3], 2),
+        Some("parse") if args.len() == 5 => run_parse(&args[2], &args[3], args[4].parse()?),
+        _ => anyhow::bail!(
+            "usage: ncu_parse_bench gen SRC OUT N | parse FILE default|all|A,B,… [THREADS] | \
+             phases FILE"
+        ),
     }
 }
 
@@ -50,7 +55,7 @@ fn peak_rss() -> u64 {
         .map_or(0, |kib| kib * 1024)
 }
 
-fn run_parse(file: &str, mode: &str) -> anyhow::Result<()> {
+fn run_parse(file: &str, mode: &str, threads: usize) -> anyhow::Result<()> {
     let start = Instant::now();
     let keep = match mode {
         "default" => MetricFilter::default(),
@@ -63,7 +68,7 @@ fn run_parse(file: &str, mode: &str) -> anyhow::Result<()> {
     };
     // Records are kept in memory, as pandas keeps its frame.
     let mut kernels = Vec::new();
-    parse_reader(std::fs::File::open(file)?, &options, &mut |k| {
+    parse_reader_threads(std::fs::File::open(file)?, &options, threads, &mut |k| {
         kernels.push(k)
     })?;
     let seconds = start.elapsed().as_secs_f64();
@@ -94,18 +99,26 @@ fn phases(file: &str) -> anyhow::Result<()> {
         pos = end + 1;
     }
     let split = start.elapsed().as_secs_f64();
-    let start = Instant::now();
-    let mut kernels = 0usize;
-    polyprof::profilers::ncu::parse_with(&bytes, &ParseOptions::default(), &mut |_| kernels += 1);
-    let parse = start.elapsed().as_secs_f64();
-    let start = Instant::now();
     let options = ParseOptions::default();
-    parse_reader(std::fs::File::open(file)?, &options, &mut |_| {})?;
-    let stream = start.elapsed().as_secs_f64();
+    let mut parsed = Vec::new();
+    for threads in [1, 2] {
+        let start = Instant::now();
+        parse_reader_threads(std::fs::File::open(file)?, &options, threads, &mut |_| {})?;
+        let dropped = start.elapsed().as_secs_f64();
+        let start = Instant::now();
+        let mut kernels = Vec::new();
+        parse_reader_threads(std::fs::File::open(file)?, &options, threads, &mut |k| {
+            kernels.push(k)
+        })?;
+        let kept = start.elapsed().as_secs_f64();
+        parsed.push(format!(
+            "{threads} thread(s): records dropped {dropped:.4}s, kept {kept:.4}s"
+        ));
+    }
     println!(
         "read {read:.4}s, line ends {line_ends:.4}s ({lines} lines), line ends + split \
-         {split:.4}s ({fields} fields), parse_with dropping records {parse:.4}s ({kernels}), \
-         parse_reader from the file dropping records {stream:.4}s"
+         {split:.4}s ({fields} fields); parse_reader_threads, default mode: {}",
+        parsed.join("; ")
     );
     Ok(())
 }

@@ -21,7 +21,7 @@ fn h200_details_page_fields_and_rules() {
     assert_eq!(va.grid, Some([65536, 1, 1]));
     let freq = &va.metrics["GPU Speed Of Light Throughput: DRAM Frequency"];
     assert_eq!(
-        (freq.value.as_f64(), freq.unit.as_str()),
+        (freq.value.as_f64(), &*freq.unit),
         (Some(3_196_392_967.19), "hz")
     );
     let policy = &va.metrics["Launch Statistics: Cluster Scheduling Policy"];
@@ -53,10 +53,8 @@ fn base_units_flag_changes_nothing_on_a_live_run() {
     let base = parse_fixture("ncu-h200/details_page_base_units.stdout");
     assert_eq!(auto.kernels.len(), base.kernels.len());
     for (a, b) in auto.kernels.iter().zip(&base.kernels) {
-        let units_a: Vec<(&String, &String)> =
-            a.metrics.iter().map(|(k, m)| (k, &m.unit)).collect();
-        let units_b: Vec<(&String, &String)> =
-            b.metrics.iter().map(|(k, m)| (k, &m.unit)).collect();
+        let units_a: Vec<(&String, &str)> = a.metrics.iter().map(|(k, m)| (k, &*m.unit)).collect();
+        let units_b: Vec<(&String, &str)> = b.metrics.iter().map(|(k, m)| (k, &*m.unit)).collect();
         assert_eq!(units_a, units_b, "{}", a.short_name);
     }
     assert_eq!(kernel(&base, "vector_add").process_id, Some(1502));
@@ -70,7 +68,7 @@ fn detailed_set_log_as_the_python_pipeline_runs_it() {
     assert_eq!(va.duration_ns, Some(58_496.0));
     let mwa = &va.metrics["Memory Workload Analysis: Memory Throughput"];
     assert_eq!(
-        (mwa.value.as_f64(), mwa.unit.as_str()),
+        (mwa.value.as_f64(), &*mwa.unit),
         (Some(3_241_347_921_225.38), "byte/s")
     );
     // The SOL section's `Memory Throughput` (%) fills the field, not the MWA one (byte/s).

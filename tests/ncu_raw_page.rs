@@ -54,10 +54,7 @@ fn default_set_raw_page() {
     assert_eq!(reduce.shared_mem_per_block, Some(1024));
     // Every other metric is kept with its unit; device attributes go to the session once.
     let limit = &tiled.metrics["launch__occupancy_limit_shared_mem"];
-    assert_eq!(
-        (limit.value.as_f64(), limit.unit.as_str()),
-        (Some(3.0), "block")
-    );
+    assert_eq!((limit.value.as_f64(), &*limit.unit), (Some(3.0), "block"));
     assert_eq!(tiled.metrics["gpu__time_duration.sum"].unit, "ns");
     assert!(
         !tiled

@@ -61,7 +61,7 @@ fn real_records() -> Vec<KernelRecord> {
                     metric.to_string(),
                     Metric {
                         value: MetricValue::Number(number(get(metric))),
-                        unit: unit.to_string(),
+                        unit: unit.into(),
                     },
                 );
             }

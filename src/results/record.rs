@@ -1,6 +1,7 @@
 //! The normalized kernel record every backend produces. Fields are in base units
 //! (ns, bytes, %, FLOPs); anything a backend measured beyond these stays in `metrics`.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -26,8 +27,11 @@ impl MetricValue {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Metric {
     pub value: MetricValue,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub unit: String,
+    /// Base units (`ns`, `byte`, …) are borrowed from static strings, so the thousands of
+    /// metrics of a large profile do not each own a copy; `"ms".into()` or `name.into()` (a
+    /// `String`) both build one. Serialized as a plain string either way.
+    #[serde(default, skip_serializing_if = "str::is_empty")]
+    pub unit: Cow<'static, str>,
 }
 
 /// A profiler's own advice about a kernel (ncu rule results, VTune recommendations, …).
@@ -225,6 +229,29 @@ pub fn short_kernel_name(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn metric_units_serialize_as_plain_strings_borrowed_or_owned() {
+        let borrowed = Metric {
+            value: MetricValue::Number(1.5),
+            unit: Cow::Borrowed("ns"),
+        };
+        let owned = Metric {
+            value: MetricValue::Number(1.5),
+            unit: "ns".to_string().into(),
+        };
+        let text = serde_json::to_string(&borrowed).unwrap();
+        assert_eq!(text, r#"{"value":1.5,"unit":"ns"}"#);
+        assert_eq!(serde_json::to_string(&owned).unwrap(), text);
+        assert_eq!(serde_json::from_str::<Metric>(&text).unwrap(), borrowed);
+        let unitless = Metric {
+            value: MetricValue::Text("x".into()),
+            unit: Cow::Borrowed(""),
+        };
+        let text = serde_json::to_string(&unitless).unwrap();
+        assert_eq!(text, r#"{"value":"x"}"#);
+        assert_eq!(serde_json::from_str::<Metric>(&text).unwrap(), unitless);
+    }
 
     #[test]
     fn short_names_drop_return_type_and_parameters() {

@@ -91,7 +91,10 @@ impl DetailsTable {
                 let (value, unit) = to_base(number, &unit);
                 (MetricValue::Number(value), unit)
             }
-            None => (MetricValue::Text(raw_value.to_string()), unit.to_string()),
+            None => (
+                MetricValue::Text(raw_value.to_string()),
+                unit.to_string().into(),
+            ),
         };
         let field = if command_line {
             fields::field_for_metric(&label)

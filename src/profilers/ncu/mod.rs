@@ -27,7 +27,10 @@ use super::{EndMarker, Graces, Plan, Preflight, Profiler, ProfilerOutput, Profil
 use crate::error::{Error, Result};
 
 pub use options::{ClockControl, KernelNameBase, NcuOptions, Preset, TargetProcesses};
-pub use parse::{MetricFilter, ParseOptions, merge, parse, parse_reader, parse_with};
+pub use parse::{
+    MetricFilter, PARALLEL_MIN_ROWS, ParseOptions, merge, parse, parse_reader,
+    parse_reader_threads, parse_with,
+};
 
 #[derive(Debug, Clone)]
 pub struct Ncu {

@@ -4,12 +4,15 @@
 //! kept, units) is resolved once per table; a launch row then only touches the columns that feed
 //! something.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
+use std::ops::Range;
 
 use super::fields::{self, Field, IdentityIndex};
 use super::parse::{Context, MetricFilter};
 use super::row::Row;
 use super::units::{normalize_unit, parse_number_bytes};
+use crate::profilers::{Diagnostic, Severity};
 use crate::results::record::{KernelRecord, Metric, MetricValue};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,15 +29,15 @@ enum Kind {
 struct Column {
     name: String,
     kind: Kind,
-    /// Normalized unit and the factor that brings values to it.
-    unit: String,
+    /// Normalized unit (borrowed from a static string when it is a known base unit) and the
+    /// factor that brings values to it.
+    unit: Cow<'static, str>,
     factor: f64,
     field: Option<Field>,
     keep: bool,
-    /// Asked for by name: its numeric values are noted for the n/a check.
-    requested: bool,
-    /// A numeric value of this requested column was already noted.
-    noted: bool,
+    /// Asked for by name: its slot in [`RawTable::requested_columns`], whose numeric values are
+    /// noted for the n/a check.
+    requested: Option<usize>,
 }
 
 /// State of one raw-page table while its rows stream by.
@@ -46,9 +49,23 @@ pub struct RawTable {
     active: Vec<usize>,
     /// Device columns, read on the first launch of each device.
     device_columns: Vec<usize>,
+    /// Requested columns, and whether a numeric value of each was already noted.
+    requested_columns: Vec<usize>,
+    noted: Vec<bool>,
     kept: usize,
     units_read: bool,
     display_name: Option<usize>,
+}
+
+/// A launch record built from its row alone ([`RawTable::build`], which can run on any thread),
+/// with what [`RawTable::settle`] needs to do the row's bookkeeping afterwards, in row order.
+#[derive(Debug)]
+pub struct Built {
+    record: KernelRecord,
+    /// Where the row's `Device` cell (the key of the device's session facts) lies in its data.
+    device: Option<Range<usize>>,
+    /// Number of cells of the row (fewer than the header's: the row was cut off).
+    cells: usize,
 }
 
 fn is_device_column(name: &str) -> bool {
@@ -93,19 +110,27 @@ impl RawTable {
                 Column {
                     name: name.clone(),
                     kind,
-                    unit: String::new(),
+                    unit: Cow::Borrowed(""),
                     factor: 1.0,
                     field,
                     keep,
-                    requested: requested.contains(name.as_str()),
-                    noted: false,
+                    requested: None,
                 }
             })
             .collect();
+        let mut columns = columns;
+        let requested_columns: Vec<usize> = (0..columns.len())
+            .filter(|&i| {
+                columns[i].kind == Kind::Metric && requested.contains(columns[i].name.as_str())
+            })
+            .collect();
+        for (slot, &index) in requested_columns.iter().enumerate() {
+            columns[index].requested = Some(slot);
+        }
         let active = (0..columns.len())
             .filter(|&i| {
                 let c = &columns[i];
-                c.kind == Kind::Metric && (c.keep || c.field.is_some() || c.requested)
+                c.kind == Kind::Metric && (c.keep || c.field.is_some() || c.requested.is_some())
             })
             .collect();
         let device_columns = (0..columns.len())
@@ -120,6 +145,8 @@ impl RawTable {
             columns,
             active,
             device_columns,
+            noted: vec![false; requested_columns.len()],
+            requested_columns,
             units_read: false,
         }
     }
@@ -149,24 +176,35 @@ impl RawTable {
             let unit = unit.trim();
             match normalize_unit(unit) {
                 Some(base) => {
-                    column.unit = base.unit.to_string();
+                    column.unit = Cow::Borrowed(base.unit);
                     column.factor = base.factor;
                 }
                 None => {
-                    column.unit = unit.to_string();
+                    column.unit = Cow::Owned(unit.to_string());
                     column.factor = 1.0;
                 }
             }
         }
     }
 
-    /// One launch.
+    /// One launch, built and settled (the sequential path).
     pub fn record(&mut self, row: &Row, context: &mut Context) -> KernelRecord {
-        let mut record = self.identity.record(row);
-        let new_device = context.first_sight_of_device(record.device.as_deref().unwrap_or(""));
-        if new_device {
-            self.record_device(row, record.device.as_deref().unwrap_or(""), context);
+        let mut seen = self.seen_flags();
+        let built = self.build(row, &mut seen);
+        self.absorb(&seen, context);
+        let (record, new_device) = self.settle(built, row.data(), context);
+        if let Some(device) = new_device {
+            self.record_device(row, &device, context);
         }
+        record
+    }
+
+    /// One launch's record from its row alone: reads the table, changes nothing else, so
+    /// several threads can build rows of the same table at once. `seen` (one flag per requested
+    /// column, see [`RawTable::seen_flags`]) marks requested columns that had a number.
+    pub fn build(&self, row: &Row, seen: &mut [bool]) -> Built {
+        let mut record = self.identity.record(row);
+        let device = self.identity.device.and_then(|index| row.span(index));
         if let Some(name) = fields::cell(row, self.display_name).filter(|n| !n.is_empty()) {
             record.device = Some(name.into_owned());
         }
@@ -175,14 +213,13 @@ impl RawTable {
             let Some(raw) = row.get(index).filter(|raw| !raw.is_empty()) else {
                 continue;
             };
-            let column = &mut self.columns[index];
+            let column = &self.columns[index];
             let number = parse_number_bytes(raw).map(|v| v * column.factor);
             if let (Some(field), Some(value)) = (column.field, number) {
                 fields::apply(&mut record, field, value);
             }
-            if column.requested && !column.noted && number.is_some() {
-                column.noted = true;
-                context.note_numeric(&column.name);
+            if let (Some(slot), Some(_)) = (column.requested, number) {
+                seen[slot] = true;
             }
             if column.keep {
                 let value = match number {
@@ -200,11 +237,70 @@ impl RawTable {
         }
         // ncu sorts metric columns by name, so this is a linear bulk build.
         record.metrics = BTreeMap::from_iter(metrics);
-        record
+        Built {
+            record,
+            device,
+            cells: row.len(),
+        }
+    }
+
+    /// Flags for [`RawTable::build`]: the requested columns already noted.
+    pub fn seen_flags(&self) -> Vec<bool> {
+        self.noted.clone()
+    }
+
+    /// Fold flags filled by [`RawTable::build`] into the table; requested columns seen with a
+    /// number for the first time are noted in the context. Order does not matter.
+    pub fn absorb(&mut self, seen: &[bool], context: &mut Context) {
+        for (slot, &index) in self.requested_columns.iter().enumerate() {
+            if seen[slot] && !self.noted[slot] {
+                self.noted[slot] = true;
+                context.note_numeric(&self.columns[index].name);
+            }
+        }
+    }
+
+    /// The bookkeeping of one built row (`data` is its [`Row::data`]), to be called in row
+    /// order: the cut-off-row warning, and on a device's first launch its key, for which the
+    /// caller passes the row to [`RawTable::record_device`].
+    pub fn settle(
+        &self,
+        built: Built,
+        data: &[u8],
+        context: &mut Context,
+    ) -> (KernelRecord, Option<String>) {
+        let Built {
+            record,
+            device,
+            cells,
+        } = built;
+        let device = device
+            .and_then(|span| data.get(span))
+            .map(String::from_utf8_lossy)
+            .unwrap_or_default();
+        let device = device.trim();
+        let new_device = context
+            .first_sight_of_device(device)
+            .then(|| device.to_string());
+        if cells < self.width() {
+            context.push_diagnostic(Diagnostic {
+                severity: Severity::Warning,
+                kind: "truncated_row".to_string(),
+                message: format!(
+                    "launch {} of process {} has {} of {} columns; ncu's output was cut off",
+                    record.launch_id,
+                    record.process_id.map_or("?".to_string(), |p| p.to_string()),
+                    cells,
+                    self.width()
+                ),
+                hint: Some("the profiler was probably killed while writing".to_string()),
+            });
+        }
+        (record, new_device)
     }
 
     /// The device's compute capability and attributes, once per device, into the session.
-    fn record_device(&self, row: &Row, device_key: &str, context: &mut Context) {
+    pub fn record_device(&self, row: &Row, device_key: &str, context: &mut Context) {
         if let Some(cc) = fields::cell(row, self.identity.cc) {
             context.session_insert(
                 format!("device.{device_key}.compute_capability"),

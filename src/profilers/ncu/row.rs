@@ -34,6 +34,11 @@ const SEPARATOR: usize = 3;
 
 impl<'a> Row<'a> {
     pub fn get(&self, index: usize) -> Option<&'a [u8]> {
+        self.data.get(self.span(index)?)
+    }
+
+    /// Where field `index` lies in [`Row::data`].
+    pub fn span(&self, index: usize) -> Option<std::ops::Range<usize>> {
         let start = match index {
             0 => 1,
             _ => *self.separators.get(index - 1)? as usize + SEPARATOR,
@@ -43,7 +48,12 @@ impl<'a> Row<'a> {
             None if index == self.separators.len() => self.data.len() - 1,
             None => return None,
         };
-        self.data.get(start..end)
+        (start <= end && end <= self.data.len()).then_some(start..end)
+    }
+
+    /// The row's bytes (the line, for the fast path).
+    pub fn data(&self) -> &'a [u8] {
+        self.data
     }
 
     pub fn len(&self) -> usize {

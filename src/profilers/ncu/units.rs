@@ -6,6 +6,8 @@
 //! `"6,750" ns` compare equal. Byte prefixes are decimal (1 Kbyte = 1000 byte), as in ncu's SI
 //! scaling.
 
+use std::borrow::Cow;
+
 /// A number as ncu prints it: `"59,744"`, `"3,196,392,967.19"`, `"-1.5e+03"`. Thousands
 /// separators are dropped; `n/a`, empty cells and text give `None`.
 pub fn parse_number(text: &str) -> Option<f64> {
@@ -179,10 +181,10 @@ pub fn normalize_unit(unit: &str) -> Option<BaseUnit> {
 
 /// Apply [`normalize_unit`]: the value in base units and the unit text to store. Units polyprof
 /// does not know are kept verbatim with the value untouched.
-pub fn to_base(value: f64, unit: &str) -> (f64, String) {
+pub fn to_base(value: f64, unit: &str) -> (f64, Cow<'static, str>) {
     match normalize_unit(unit) {
-        Some(base) => (value * base.factor, base.unit.to_string()),
-        None => (value, unit.trim().to_string()),
+        Some(base) => (value * base.factor, Cow::Borrowed(base.unit)),
+        None => (value, Cow::Owned(unit.trim().to_string())),
     }
 }
 
@@ -354,7 +356,7 @@ mod tests {
         }
         assert_eq!(normalize_unit(""), None);
         assert_eq!(normalize_unit("furlong"), None);
-        assert_eq!(to_base(2.0, "furlong"), (2.0, "furlong".to_string()));
+        assert_eq!(to_base(2.0, "furlong"), (2.0, "furlong".into()));
         let (value, unit) = to_base(6.75, "us");
         assert!(approx(value, 6750.0));
         assert_eq!(unit, "ns");
