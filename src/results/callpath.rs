@@ -28,7 +28,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::results::profile::{Profile, events_from_run, job_frame};
+use crate::results::profile::{Profile, job_frame, kernel_events};
 use crate::results::record::{FlopCounts, short_kernel_name};
 use crate::results::run::ProfileRun;
 
@@ -387,7 +387,7 @@ impl Session {
         if job.is_empty() {
             job.push(job_frame(run));
         }
-        let mut events = events_from_run(run, &job);
+        let mut events = kernel_events(run, &job);
         for (event, record) in events.iter_mut().zip(&run.kernels) {
             event.id = self.state.next_id();
             event.parent = parent;

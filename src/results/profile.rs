@@ -199,7 +199,9 @@ fn step_events(run: &ProfileRun, job: &[Frame], first_id: u64) -> Vec<Event> {
     events
 }
 
-fn kernel_events(run: &ProfileRun, job: &[Frame]) -> Vec<Event> {
+/// One event per kernel record, in record order, ids from 0 (no process-step events: a session
+/// that adds a run measures CPU time on its own clock).
+pub fn kernel_events(run: &ProfileRun, job: &[Frame]) -> Vec<Event> {
     run.kernels
         .iter()
         .enumerate()
