@@ -7,7 +7,9 @@ use clap::Parser;
 fn main() -> std::process::ExitCode {
     let args = cli::Cli::parse();
     cli::init_logging(args.verbose);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    // One command runs one job at a time; a single-threaded runtime starts faster and keeps the
+    // marker-to-return path free of cross-thread wake-ups (measured in scripts/bench-runner.sh).
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
