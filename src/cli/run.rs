@@ -282,7 +282,7 @@ fn print_summary(out: &mut impl Write, run: &ProfileRun) -> std::io::Result<()> 
     let elapsed = attempt.map_or(0.0, |a| a.timings.end_s);
     writeln!(
         out,
-        "polyprof run [{}]: {outcome} after {elapsed:.3} s",
+        "polyprof run [{}]: {outcome} (wall {elapsed:.3} s)",
         run.profiler.name
     )?;
     writeln!(out, "  run directory: {}", run.output_dir.display())?;
