@@ -215,6 +215,7 @@ pub fn run(binary: &str) -> Preflight {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn short_commands_may_print_more_than_a_pipe_holds() {
@@ -235,8 +236,6 @@ mod tests {
             .is_none()
         );
     }
-
-    use super::*;
 
     const NON_ROOT: &str =
         "Name:\tpolyprof\nUid:\t1000\t1000\t1000\t1000\nCapEff:\t0000000000000000\n";
