@@ -247,7 +247,7 @@ fn launches_share_metric_names_parsed_once_per_header() {
     assert!(parsed.kernels.len() >= 2);
     let first = &parsed.kernels[0].metrics;
     for kernel in &parsed.kernels[1..] {
-        for (name, _) in &kernel.metrics {
+        for name in kernel.metrics.keys() {
             let (shared, _) = first.get_key_value(name.as_str()).unwrap();
             assert_eq!(shared.as_str().as_ptr(), name.as_str().as_ptr(), "{name}");
         }
