@@ -53,8 +53,16 @@ fn base_units_flag_changes_nothing_on_a_live_run() {
     let base = parse_fixture("ncu-h200/details_page_base_units.stdout");
     assert_eq!(auto.kernels.len(), base.kernels.len());
     for (a, b) in auto.kernels.iter().zip(&base.kernels) {
-        let units_a: Vec<(&String, &str)> = a.metrics.iter().map(|(k, m)| (k, &*m.unit)).collect();
-        let units_b: Vec<(&String, &str)> = b.metrics.iter().map(|(k, m)| (k, &*m.unit)).collect();
+        let units_a: Vec<(&str, &str)> = a
+            .metrics
+            .iter()
+            .map(|(k, m)| (k.as_str(), &*m.unit))
+            .collect();
+        let units_b: Vec<(&str, &str)> = b
+            .metrics
+            .iter()
+            .map(|(k, m)| (k.as_str(), &*m.unit))
+            .collect();
         assert_eq!(units_a, units_b, "{}", a.short_name);
     }
     assert_eq!(kernel(&base, "vector_add").process_id, Some(1502));

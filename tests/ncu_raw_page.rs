@@ -239,3 +239,17 @@ fn sigterm_mid_run_still_yields_the_profiled_kernels() {
         "the stdout fixture is hang_after.py's summary"
     );
 }
+
+#[test]
+fn launches_share_metric_names_parsed_once_per_header() {
+    // Each metric column's name is allocated once; every launch's key points at it.
+    let parsed = parse_fixture("ncu-h200/raw_page.stdout");
+    assert!(parsed.kernels.len() >= 2);
+    let first = &parsed.kernels[0].metrics;
+    for kernel in &parsed.kernels[1..] {
+        for name in kernel.metrics.keys() {
+            let (shared, _) = first.get_key_value(name.as_str()).unwrap();
+            assert_eq!(shared.as_str().as_ptr(), name.as_str().as_ptr(), "{name}");
+        }
+    }
+}

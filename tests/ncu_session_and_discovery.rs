@@ -50,7 +50,11 @@ fn every_minimal_metric_is_valid_on_gh100_and_typos_are_caught() {
     assert_eq!(unknown_metrics(&catalog, &minimal), []);
     // Names seen as raw-page columns on the H200 are all accepted too.
     let raw = parse_fixture("ncu-h200/raw_page.stdout");
-    let columns: Vec<String> = raw.kernels[0].metrics.keys().cloned().collect();
+    let columns: Vec<String> = raw.kernels[0]
+        .metrics
+        .keys()
+        .map(|k| k.to_string())
+        .collect();
     let rejected = unknown_metrics(&catalog, &columns);
     assert!(rejected.is_empty(), "{rejected:?}");
     let typo = vec![

@@ -58,7 +58,7 @@ fn real_records() -> Vec<KernelRecord> {
                 ("launch__waves_per_multiprocessor", ""),
             ] {
                 metrics.insert(
-                    metric.to_string(),
+                    metric.into(),
                     Metric {
                         value: MetricValue::Number(number(get(metric))),
                         unit: unit.into(),

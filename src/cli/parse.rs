@@ -218,7 +218,7 @@ fn table_row(k: &KernelRecord, metrics: &[String]) -> Vec<String> {
             .map_or_else(|| "-".to_string(), |s| s.to_string()),
     ];
     for name in metrics {
-        row.push(match k.metrics.get(name) {
+        row.push(match k.metrics.get(name.as_str()) {
             Some(metric) => match metric.value.as_f64() {
                 Some(v) => format!("{v} {}", metric.unit).trim().to_string(),
                 None => format!("{:?}", metric.value),

@@ -14,5 +14,5 @@ pub mod units;
 pub use aggregate::{GroupBy, KeyAverage, KeyAverages, SortBy, key_averages};
 pub use callpath::{Session, record_function, scope};
 pub use profile::Profile;
-pub use record::{FlopCounts, KernelRecord, Metric, MetricValue, RuleResult};
+pub use record::{FlopCounts, KernelRecord, Metric, MetricName, MetricValue, RuleResult};
 pub use run::ProfileRun;

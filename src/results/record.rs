@@ -1,10 +1,105 @@
 //! The normalized kernel record every backend produces. Fields are in base units
 //! (ns, bytes, %, FLOPs); anything a backend measured beyond these stays in `metrics`.
 
-use std::borrow::Cow;
+use std::borrow::{Borrow, Cow};
 use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A metric's name, the key of [`KernelRecord::metrics`]. Shared (`Arc<str>`), so a parser
+/// names each metric column once and every launch's record holds a clone of that name instead
+/// of its own copy. Serialized as a plain string; `metrics.get("name")` works through
+/// `Borrow<str>`, and `"name".into()` or `String::into()` builds one.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MetricName(Arc<str>);
+
+impl MetricName {
+    pub fn new(name: &str) -> Self {
+        Self(Arc::from(name))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Deref for MetricName {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Borrow<str> for MetricName {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for MetricName {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&str> for MetricName {
+    fn from(name: &str) -> Self {
+        Self::new(name)
+    }
+}
+
+impl From<String> for MetricName {
+    fn from(name: String) -> Self {
+        Self(Arc::from(name))
+    }
+}
+
+impl From<&String> for MetricName {
+    fn from(name: &String) -> Self {
+        Self::new(name)
+    }
+}
+
+impl PartialEq<str> for MetricName {
+    fn eq(&self, other: &str) -> bool {
+        &*self.0 == other
+    }
+}
+
+impl PartialEq<&str> for MetricName {
+    fn eq(&self, other: &&str) -> bool {
+        &*self.0 == *other
+    }
+}
+
+impl fmt::Debug for MetricName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for MetricName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Serialize for MetricName {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for MetricName {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // `Cow` borrows when the input allows, so only the `Arc` allocates.
+        let name = <Cow<'de, str>>::deserialize(deserializer)?;
+        Ok(Self::new(&name))
+    }
+}
 
 /// A metric value as the profiler reported it, normalized to a base unit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -130,7 +225,7 @@ pub struct KernelRecord {
     pub flops: FlopCounts,
     /// Everything else the profiler measured, by its own metric name, in base units.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub metrics: BTreeMap<String, Metric>,
+    pub metrics: BTreeMap<MetricName, Metric>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<RuleResult>,
     /// Where the kernel sits in the job's call path (job / pass / process / kernel), outermost
@@ -251,6 +346,40 @@ mod tests {
         let text = serde_json::to_string(&unitless).unwrap();
         assert_eq!(text, r#"{"value":"x"}"#);
         assert_eq!(serde_json::from_str::<Metric>(&text).unwrap(), unitless);
+    }
+
+    #[test]
+    fn metric_names_serialize_as_plain_string_keys() {
+        // Shared names must leave the JSON of a record exactly as `String` keys wrote it.
+        let shared = MetricName::new("sm__cycles_elapsed.avg");
+        let mut record = KernelRecord::default();
+        let metric = Metric {
+            value: MetricValue::Number(2.0),
+            unit: Cow::Borrowed("cycle"),
+        };
+        record.metrics.insert(shared.clone(), metric.clone());
+        record
+            .metrics
+            .insert("dram__bytes.sum".into(), metric.clone());
+        let text = serde_json::to_string(&record.metrics).unwrap();
+        let plain: BTreeMap<String, Metric> = [
+            ("sm__cycles_elapsed.avg".to_string(), metric.clone()),
+            ("dram__bytes.sum".to_string(), metric),
+        ]
+        .into();
+        assert_eq!(text, serde_json::to_string(&plain).unwrap());
+        assert!(text.starts_with(r#"{"dram__bytes.sum":{"value":2.0,"unit":"cycle"}"#));
+        let back: KernelRecord =
+            serde_json::from_str(&serde_json::to_string(&record).unwrap()).unwrap();
+        assert_eq!(back, record);
+        assert_eq!(back.metric("sm__cycles_elapsed.avg"), Some(2.0));
+        // Interned: the record's key is the same allocation as the parser's name.
+        let key = record
+            .metrics
+            .keys()
+            .find(|k| **k == "sm__cycles_elapsed.avg")
+            .unwrap();
+        assert!(Arc::ptr_eq(&key.0, &shared.0));
     }
 
     #[test]

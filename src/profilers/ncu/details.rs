@@ -118,13 +118,13 @@ impl DetailsTable {
         // identical repeats are dropped, different values get a `#n` suffix.
         let base = name.clone();
         let mut n = 1;
-        while let Some(existing) = record.metrics.get(&name) {
+        while let Some(existing) = record.metrics.get(name.as_str()) {
             if *existing == metric {
                 return;
             }
             n += 1;
             name = format!("{base} #{n}");
         }
-        record.metrics.insert(name, metric);
+        record.metrics.insert(name.into(), metric);
     }
 }

@@ -13,7 +13,7 @@ use super::parse::{Context, MetricFilter};
 use super::row::Row;
 use super::units::{normalize_unit, parse_number_bytes};
 use crate::profilers::{Diagnostic, Severity};
-use crate::results::record::{KernelRecord, Metric, MetricValue};
+use crate::results::record::{KernelRecord, Metric, MetricName, MetricValue};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -27,7 +27,8 @@ enum Kind {
 
 #[derive(Debug, Clone)]
 struct Column {
-    name: String,
+    /// Interned once per header: every launch's metric key is a clone of it.
+    name: MetricName,
     kind: Kind,
     /// Normalized unit (borrowed from a static string when it is a known base unit) and the
     /// factor that brings values to it.
@@ -108,7 +109,7 @@ impl RawTable {
                         }
                     };
                 Column {
-                    name: name.clone(),
+                    name: MetricName::new(name),
                     kind,
                     unit: Cow::Borrowed(""),
                     factor: 1.0,
@@ -208,7 +209,7 @@ impl RawTable {
         if let Some(name) = fields::cell(row, self.display_name).filter(|n| !n.is_empty()) {
             record.device = Some(name.into_owned());
         }
-        let mut metrics: Vec<(String, Metric)> = Vec::with_capacity(self.kept);
+        let mut metrics: Vec<(MetricName, Metric)> = Vec::with_capacity(self.kept);
         for &index in &self.active {
             let Some(raw) = row.get(index).filter(|raw| !raw.is_empty()) else {
                 continue;
