@@ -7,6 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use polyprof::pipeline::job::pass_label;
 use polyprof::pipeline::{Job, profile};
 use polyprof::profilers::ncu::{ClockControl, NcuOptions};
 use polyprof::profilers::{self, EndMarker, ProfilerSettings};
@@ -49,7 +50,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         let app = build_cuda_workload(&args.output_dir).await?;
         let mut job = Job::new(
             vec![app.display().to_string(), "1".into()],
-            args.output_dir.join("ncu.000"),
+            args.output_dir.join(pass_label("ncu", 0)),
         );
         job.profiler = "ncu".into();
         job.settings = ProfilerSettings {
@@ -69,7 +70,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             .context("cannot find the polyprof executable for the CPU workload")?;
         let mut job = Job::new(
             vec![exe.display().to_string(), "demo-workload".into()],
-            args.output_dir.join("none.000"),
+            args.output_dir.join(pass_label("none", 0)),
         );
         job.settings.end_marker = Some(EndMarker::Pytest);
         job
@@ -139,8 +140,12 @@ async fn ncu_unusable_reason(dir: &Path) -> Option<String> {
 
 /// The demo owns its directory: clear what an earlier demo left so profilers see a clean one.
 fn fresh_dir(dir: &Path) -> anyhow::Result<()> {
-    for pass in ["ncu.000", "none.000", "build"] {
-        let path = dir.join(pass);
+    for entry in [
+        pass_label("ncu", 0),
+        pass_label("none", 0),
+        "build".to_string(),
+    ] {
+        let path = dir.join(entry);
         if path.exists() {
             std::fs::remove_dir_all(&path)
                 .with_context(|| format!("cannot clear {}", path.display()))?;

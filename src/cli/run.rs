@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use polyprof::pipeline::job::pass_label;
 use polyprof::pipeline::outcome::{Outcome, StreamCapture};
 use polyprof::pipeline::{EnvPolicy, Job, Line, LineSink, RunOptions, profile};
 use polyprof::profilers::{self, EndMarker, Graces, ProfilerSettings};
@@ -155,7 +156,7 @@ fn default_output_dir(profiler: &str) -> anyhow::Result<PathBuf> {
         .max()
         .map_or(0, |n| n + 1);
     loop {
-        let dir = root.join(format!("{prefix}{next:03}"));
+        let dir = root.join(pass_label(profiler, next));
         match std::fs::create_dir(&dir) {
             Ok(()) => return Ok(dir),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => next += 1,

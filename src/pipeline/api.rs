@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::error::Result;
-use crate::pipeline::job::{Job, profile};
+use crate::pipeline::job::{Job, pass_label, profile};
 use crate::pipeline::runner::RunOptions;
 use crate::profilers::ProfilerSettings;
 use crate::profilers::selection::get_profilers;
@@ -37,11 +37,11 @@ pub async fn profile_all(
     options: &ProfileAllOptions,
 ) -> Result<BTreeMap<String, ProfileRun>> {
     let passes = get_profilers(language, arch, profiler_type)?;
-    let mut counters: BTreeMap<String, usize> = BTreeMap::new();
+    let mut counters: BTreeMap<String, u32> = BTreeMap::new();
     let mut runs = BTreeMap::new();
     for pass in passes {
         let index = counters.entry(pass.profiler.clone()).or_default();
-        let key = format!("{}.{:03}", pass.profiler, *index);
+        let key = pass_label(&pass.profiler, *index);
         *index += 1;
         let mut settings = options.overrides.clone().unwrap_or_default();
         settings.metric_group = pass.settings.metric_group.clone().or(settings.metric_group);

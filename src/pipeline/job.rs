@@ -2,12 +2,12 @@
 //! plan under supervision, reads the profiler's output and writes `run.json`. It never panics and
 //! never loses what was captured: every failure lands in the returned run's `errors`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::error::Error;
 use crate::pipeline::executor::execute_plan;
 use crate::pipeline::runner::RunOptions;
-use crate::profilers::{self, Plan, ProfilerSettings, RawArtifact, RawOutput};
+use crate::profilers::{self, Plan, ProfilerSettings, artifacts};
 use crate::results::run::{DeviceInfo, ProfileRun, StepRun};
 
 /// What to profile and how.
@@ -42,6 +42,11 @@ impl Job {
             call_path: Vec::new(),
         }
     }
+}
+
+/// The name of a pass's run directory and its label: `<profiler>.<NNN>` (`ncu.000`).
+pub fn pass_label(profiler: &str, index: u32) -> String {
+    format!("{profiler}.{index:03}")
 }
 
 /// The step whose outcome is the run's: the last step that runs the target (its argv ends with
@@ -153,7 +158,11 @@ async fn run_pass(job: &Job, run: &mut ProfileRun) {
             run.errors
                 .push(format!("reading the profiler's output: {e}"));
             // Keep pointers to whatever the profiler wrote; the files stay on disk.
-            run.artifacts = list_raw_files(dir).artifacts;
+            // Nothing is read into memory (cap 0): the paths and sizes are what the run keeps.
+            run.artifacts = artifacts::collect_files(dir, |n| !is_polyprof_file(n), 0)
+                .await
+                .unwrap_or_default()
+                .artifacts;
         }
     }
 }
@@ -209,29 +218,10 @@ fn summarize_steps(run: &mut ProfileRun, main: Option<usize>) {
     run.errors.extend(errors);
 }
 
-/// The files directly in `dir`, by name, without reading them (polyprof's own files left out).
-fn list_raw_files(dir: &Path) -> RawOutput {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return RawOutput::default();
-    };
-    let mut artifacts: Vec<RawArtifact> = entries
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            let meta = e.metadata().ok()?;
-            let ours = name == crate::results::run::RUN_FILE
-                || name.ends_with(".stdout.log")
-                || name.ends_with(".stderr.log")
-                || name.starts_with('.');
-            (meta.is_file() && !ours).then(|| RawArtifact {
-                path: e.path(),
-                size: meta.len(),
-                content: Vec::new(),
-                truncated: meta.len() > 0,
-                name,
-            })
-        })
-        .collect();
-    artifacts.sort_by(|a, b| a.name.cmp(&b.name));
-    RawOutput { artifacts }
+/// Whether `name` is one of polyprof's own files in a run directory (not profiler output).
+fn is_polyprof_file(name: &str) -> bool {
+    name == crate::results::run::RUN_FILE
+        || name.ends_with(".stdout.log")
+        || name.ends_with(".stderr.log")
+        || name.starts_with('.')
 }

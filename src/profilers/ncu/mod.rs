@@ -38,6 +38,8 @@ pub struct Ncu {
     options: NcuOptions,
     end_marker: EndMarker,
     graces: Graces,
+    /// The version the preflight read, so `prepare` does not start ncu again to ask.
+    version: std::sync::OnceLock<Option<String>>,
 }
 
 impl Ncu {
@@ -53,6 +55,7 @@ impl Ncu {
             options,
             end_marker: settings.end_marker.clone().unwrap_or(EndMarker::Pytest),
             graces: settings.graces.unwrap_or(plan::PROFILE_GRACES),
+            version: std::sync::OnceLock::new(),
         })
     }
 
@@ -112,9 +115,12 @@ impl Profiler for Ncu {
             return Ok(());
         }
         let options = self.options.clone();
-        tokio::task::spawn_blocking(move || query::check_metrics_here(&options, &names))
-            .await
-            .map_err(|e| Error::invalid("ncu metric check", e.to_string()))?
+        let known_version = self.version.get().cloned().flatten();
+        tokio::task::spawn_blocking(move || {
+            query::check_metrics_here(&options, &names, known_version)
+        })
+        .await
+        .map_err(|e| Error::invalid("ncu metric check", e.to_string()))?
     }
 
     async fn read_output(&self) -> Result<ProfilerOutput> {
@@ -122,7 +128,9 @@ impl Profiler for Ncu {
     }
 
     fn preflight(&self) -> Preflight {
-        preflight::run(&self.options.binary)
+        let preflight = preflight::run(&self.options.binary);
+        let _ = self.version.set(preflight.version.clone());
+        preflight
     }
 }
 

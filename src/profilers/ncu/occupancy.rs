@@ -37,135 +37,87 @@ const KIB: u64 = 1024;
 /// `fabiodrg/cuda-calculator` and `NVIDIA/cccl` (sm_90); allocation granularities are the CC 8.x
 /// ones, which reproduce ncu's limits on sm_90.
 pub const LIMITS: &[SmLimits] = &[
-    SmLimits {
-        cc: (7, 0),
-        max_threads: 2048,
-        max_warps: 64,
-        max_blocks: 32,
-        registers: 65536,
-        max_registers_per_block: 65536,
-        max_registers_per_thread: 255,
-        register_unit: 256,
-        warp_granularity: 4,
-        max_shared: 96 * KIB,
-        carveouts_kib: &[0, 8, 16, 32, 64, 96],
-        shared_unit: 256,
-        reserved_shared: 0,
-        max_shared_per_block_optin: 96 * KIB,
-    },
+    VOLTA,
     SmLimits {
         cc: (7, 2),
-        max_threads: 2048,
-        max_warps: 64,
-        max_blocks: 32,
-        registers: 65536,
-        max_registers_per_block: 65536,
-        max_registers_per_thread: 255,
-        register_unit: 256,
-        warp_granularity: 4,
-        max_shared: 96 * KIB,
-        carveouts_kib: &[0, 8, 16, 32, 64, 96],
-        shared_unit: 256,
-        reserved_shared: 0,
-        max_shared_per_block_optin: 96 * KIB,
+        ..VOLTA
     },
     SmLimits {
         cc: (7, 5),
         max_threads: 1024,
         max_warps: 32,
         max_blocks: 16,
-        registers: 65536,
-        max_registers_per_block: 65536,
-        max_registers_per_thread: 255,
-        register_unit: 256,
-        warp_granularity: 4,
         max_shared: 64 * KIB,
         carveouts_kib: &[32, 64],
-        shared_unit: 256,
-        reserved_shared: 0,
         max_shared_per_block_optin: 64 * KIB,
+        ..VOLTA
     },
-    SmLimits {
-        cc: (8, 0),
-        max_threads: 2048,
-        max_warps: 64,
-        max_blocks: 32,
-        registers: 65536,
-        max_registers_per_block: 65536,
-        max_registers_per_thread: 255,
-        register_unit: 256,
-        warp_granularity: 4,
-        max_shared: 164 * KIB,
-        carveouts_kib: &[0, 8, 16, 32, 64, 100, 132, 164],
-        shared_unit: 128,
-        reserved_shared: 1024,
-        max_shared_per_block_optin: 163 * KIB,
-    },
+    AMPERE,
     SmLimits {
         cc: (8, 6),
         max_threads: 1536,
         max_warps: 48,
         max_blocks: 16,
-        registers: 65536,
-        max_registers_per_block: 65536,
-        max_registers_per_thread: 255,
-        register_unit: 256,
-        warp_granularity: 4,
-        max_shared: 100 * KIB,
-        carveouts_kib: &[0, 8, 16, 32, 64, 100],
-        shared_unit: 128,
-        reserved_shared: 1024,
-        max_shared_per_block_optin: 99 * KIB,
+        ..GA10X_SHARED
     },
     SmLimits {
         cc: (8, 7),
-        max_threads: 2048,
-        max_warps: 64,
         max_blocks: 16,
-        registers: 65536,
-        max_registers_per_block: 65536,
-        max_registers_per_thread: 255,
-        register_unit: 256,
-        warp_granularity: 4,
-        max_shared: 164 * KIB,
-        carveouts_kib: &[0, 8, 16, 32, 64, 100, 132, 164],
-        shared_unit: 128,
-        reserved_shared: 1024,
-        max_shared_per_block_optin: 163 * KIB,
+        ..AMPERE
     },
     SmLimits {
         cc: (8, 9),
         max_threads: 1536,
         max_warps: 48,
         max_blocks: 24,
-        registers: 65536,
-        max_registers_per_block: 65536,
-        max_registers_per_thread: 255,
-        register_unit: 256,
-        warp_granularity: 4,
-        max_shared: 100 * KIB,
-        carveouts_kib: &[0, 8, 16, 32, 64, 100],
-        shared_unit: 128,
-        reserved_shared: 1024,
-        max_shared_per_block_optin: 99 * KIB,
+        ..GA10X_SHARED
     },
     SmLimits {
         cc: (9, 0),
-        max_threads: 2048,
-        max_warps: 64,
-        max_blocks: 32,
-        registers: 65536,
-        max_registers_per_block: 65536,
-        max_registers_per_thread: 255,
-        register_unit: 256,
-        warp_granularity: 4,
         max_shared: 228 * KIB,
         carveouts_kib: &[0, 8, 16, 32, 64, 100, 132, 164, 196, 228],
-        shared_unit: 128,
-        reserved_shared: 1024,
         max_shared_per_block_optin: 227 * KIB,
+        ..AMPERE
     },
 ];
+
+/// CC 7.0: the base the other entries differ from. Every listed CC has 64 K registers, at most
+/// 255 per thread, allocated per warp in units of 256.
+const VOLTA: SmLimits = SmLimits {
+    cc: (7, 0),
+    max_threads: 2048,
+    max_warps: 64,
+    max_blocks: 32,
+    registers: 65536,
+    max_registers_per_block: 65536,
+    max_registers_per_thread: 255,
+    register_unit: 256,
+    warp_granularity: 4,
+    max_shared: 96 * KIB,
+    carveouts_kib: &[0, 8, 16, 32, 64, 96],
+    shared_unit: 256,
+    reserved_shared: 0,
+    max_shared_per_block_optin: 96 * KIB,
+};
+
+/// CC 8.0: 1 KiB reserved per block, 128-byte shared-memory units, up to 164 KiB.
+const AMPERE: SmLimits = SmLimits {
+    cc: (8, 0),
+    max_shared: 164 * KIB,
+    carveouts_kib: &[0, 8, 16, 32, 64, 100, 132, 164],
+    shared_unit: 128,
+    reserved_shared: 1024,
+    max_shared_per_block_optin: 163 * KIB,
+    ..VOLTA
+};
+
+/// The 100 KiB shared-memory configuration of CC 8.6 and 8.9.
+const GA10X_SHARED: SmLimits = SmLimits {
+    max_shared: 100 * KIB,
+    carveouts_kib: &[0, 8, 16, 32, 64, 100],
+    max_shared_per_block_optin: 99 * KIB,
+    ..AMPERE
+};
 
 /// `9.0` / `90` / `sm_90` → (9, 0).
 pub fn parse_cc(text: &str) -> Result<(u32, u32)> {
@@ -362,6 +314,7 @@ fn default_carveout(limits: &SmLimits, shared_per_block: u64, blocks: u32) -> u6
 
 #[cfg(test)]
 mod tests {
+
     use super::*;
 
     #[test]

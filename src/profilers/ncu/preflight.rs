@@ -2,11 +2,12 @@
 //! The judgement is made by pure functions over file contents and command output, so every case
 //! is unit tested; [`run`] only gathers the inputs.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use super::diagnostics::COUNTER_PERMISSION_FIX;
 use crate::profilers::Preflight;
+use crate::profilers::preflight as shared;
 
 /// Where ncu usually lives when it is installed but not on PATH.
 const INSTALL_HINT: &str = "install Nsight Compute (part of the CUDA toolkit) and put it on PATH, \
@@ -144,7 +145,7 @@ pub fn gpu_present(proc_gpus: &[String], smi_list: Option<&str>) -> Result<Strin
 
 /// Run a short command with a deadline; its stdout when it finished in time.
 pub fn run_short(program: &Path, args: &[&str], limit: Duration) -> Option<String> {
-    let output = crate::profilers::preflight::capture(program, args, limit).ok()?;
+    let output = shared::capture(program, args, limit).ok()?;
     Some(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
@@ -169,17 +170,15 @@ pub fn proc_gpu_models() -> Vec<String> {
 /// The full preflight for the ncu executable `binary`.
 pub fn run(binary: &str) -> Preflight {
     let mut preflight = Preflight::new("ncu");
-    let found: Option<PathBuf> = which::which(binary).ok();
+    let found = shared::find_binary(binary);
+    preflight.record(
+        "binary",
+        shared::binary_verdict(binary, found.as_deref(), INSTALL_HINT),
+    );
     let Some(path) = found else {
-        preflight.check(
-            "binary",
-            false,
-            format!("`{binary}` is not on PATH; {INSTALL_HINT}"),
-        );
         return preflight.finish();
     };
     preflight.binary = Some(path.clone());
-    preflight.check("binary", true, path.display().to_string());
     let version = run_short(&path, &["--version"], Duration::from_secs(20))
         .as_deref()
         .and_then(parse_version);

@@ -239,15 +239,22 @@ pub fn catalog_cached(
 
 /// Check `names` with the ncu installed here. Skipped (Ok) when ncu, its version, or the chip
 /// cannot be determined: the post-run missing-metric check still catches wrong names.
-pub fn check_metrics_here(options: &NcuOptions, names: &[String]) -> Result<()> {
+/// `known_version` is the version a preflight already read (ncu is asked when it is `None`).
+pub fn check_metrics_here(
+    options: &NcuOptions,
+    names: &[String],
+    known_version: Option<String>,
+) -> Result<()> {
     let Ok(binary) = which::which(&options.binary) else {
         tracing::info!("ncu not found here; metric names are checked after the run");
         return Ok(());
     };
-    let Some(version) = preflight::run_short(&binary, &["--version"], Duration::from_secs(20))
-        .as_deref()
-        .and_then(preflight::parse_version)
-    else {
+    let version = known_version.or_else(|| {
+        preflight::run_short(&binary, &["--version"], Duration::from_secs(20))
+            .as_deref()
+            .and_then(preflight::parse_version)
+    });
+    let Some(version) = version else {
         return Ok(());
     };
     // Always name the chip: without `--chip`, ncu lists a different, shorter catalog on a live
