@@ -5,10 +5,10 @@
 use std::path::PathBuf;
 
 use crate::error::Error;
+use crate::model::run::{DeviceInfo, ProfileRun, StepRun};
 use crate::pipeline::executor::execute_plan;
 use crate::pipeline::runner::RunOptions;
 use crate::profilers::{self, Plan, ProfilerSettings, artifacts};
-use crate::results::run::{DeviceInfo, ProfileRun, StepRun};
 
 /// What to profile and how.
 #[derive(Debug, Clone)]
@@ -220,7 +220,7 @@ fn summarize_steps(run: &mut ProfileRun, main: Option<usize>) {
 
 /// Whether `name` is one of polyprof's own files in a run directory (not profiler output).
 fn is_polyprof_file(name: &str) -> bool {
-    name == crate::results::run::RUN_FILE
+    name == crate::model::run::RUN_FILE
         || name.ends_with(".stdout.log")
         || name.ends_with(".stderr.log")
         || name.starts_with('.')

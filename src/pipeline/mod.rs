@@ -4,11 +4,12 @@
 pub mod api;
 pub mod executor;
 pub mod job;
-pub mod outcome;
 pub mod runner;
 
+/// Moved to [`crate::model::outcome`]; this path stays so branches in flight keep compiling.
+pub use crate::model::outcome;
+pub use crate::model::outcome::{MarkerSeen, Outcome, RunResult, StreamCapture, Timings};
 pub use api::{ProfileAllOptions, profile_all};
 pub use executor::execute_plan;
 pub use job::{Job, profile};
-pub use outcome::{MarkerSeen, Outcome, RunResult, StreamCapture, Timings};
 pub use runner::{EnvPolicy, Line, LineSink, RunOptions, StreamKind, run_command};

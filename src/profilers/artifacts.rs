@@ -1,41 +1,13 @@
 //! Raw files a profiler wrote, collected with a size cap so nothing huge is held in memory.
 //! The files themselves stay on disk; an artifact always records its path and true size.
 
-use std::path::{Path, PathBuf};
-
-use serde::{Deserialize, Serialize};
+use std::path::Path;
 
 use crate::error::{Error, Result};
+pub use crate::model::artifacts::{RawArtifact, RawOutput};
 
 /// Default cap on the bytes of one artifact read into memory (the file on disk is untouched).
 pub const DEFAULT_ARTIFACT_CAP: u64 = 256 * 1024 * 1024;
-
-/// One raw file the profiler wrote.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RawArtifact {
-    /// File name relative to the output directory.
-    pub name: String,
-    pub path: PathBuf,
-    /// Size on disk.
-    pub size: u64,
-    /// Content read into memory (up to the cap). Not serialized: `run.json` points at the file.
-    #[serde(skip)]
-    pub content: Vec<u8>,
-    /// The content was cut at the cap; the file on disk is complete.
-    pub truncated: bool,
-}
-
-/// All raw files of one pass, by name.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RawOutput {
-    pub artifacts: Vec<RawArtifact>,
-}
-
-impl RawOutput {
-    pub fn get(&self, name: &str) -> Option<&RawArtifact> {
-        self.artifacts.iter().find(|a| a.name == name)
-    }
-}
 
 /// Read one file into an artifact, capped at `cap` bytes.
 pub async fn read_artifact(dir: &Path, name: &str, cap: u64) -> Result<RawArtifact> {

@@ -7,7 +7,6 @@ pub mod metal;
 pub mod ncu;
 pub mod none;
 pub mod ocl_unitrace;
-pub mod plan;
 pub mod preflight;
 pub mod quote;
 pub mod selection;
@@ -23,57 +22,16 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::results::record::KernelRecord;
 
+pub use crate::model::parsed::{Diagnostic, ParsedOutput, ProfilerOutput, Severity};
+/// Moved to [`crate::model::plan`]; this path stays so branches in flight keep compiling.
+pub use crate::model::plan;
+pub use crate::model::plan::{CommandSpec, EndMarker, Graces, Plan, RetryPolicy, Step, Validator};
 pub use artifacts::{RawArtifact, RawOutput};
-pub use plan::{CommandSpec, EndMarker, Graces, Plan, RetryPolicy, Step, Validator};
 pub use preflight::Preflight;
 
 /// Every profiler polyprof knows, by stable name, in display order.
 pub const PROFILER_NAMES: &[&str] = &["ncu", "unitrace", "ocl-unitrace", "vtune", "metal"];
-
-/// How bad a diagnostic is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Severity {
-    Info,
-    Warning,
-    Error,
-}
-
-/// A classified message from a profiler's output (`ERR_NVGPUCTRPERM`, "no kernels profiled", …).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Diagnostic {
-    pub severity: Severity,
-    /// Stable machine-readable kind, e.g. `counter_permission`, `no_kernels_profiled`.
-    pub kind: String,
-    /// The profiler's own text.
-    pub message: String,
-    /// What to do about it, when polyprof knows.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hint: Option<String>,
-}
-
-/// What a backend's parser made of the raw artifacts.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ParsedOutput {
-    pub kernels: Vec<KernelRecord>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub diagnostics: Vec<Diagnostic>,
-    /// Facts about the session (tool version, device name, …) when the output carries them.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub session: BTreeMap<String, String>,
-}
-
-/// Raw files plus what the parser made of them. Raw files are kept even when parsing fails.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ProfilerOutput {
-    pub raw: RawOutput,
-    pub parsed: ParsedOutput,
-    /// Parse failures, each naming the artifact; the raw bytes are still in `raw`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub errors: Vec<String>,
-}
 
 /// Options that shape how a profiler is built (from selection, CLI flags or the API).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

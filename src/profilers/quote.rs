@@ -214,7 +214,7 @@ pub fn plan_to_shell(plan: &Plan) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profilers::{EndMarker, Graces};
+    use crate::model::plan::{EndMarker, Graces};
     use std::path::PathBuf;
     use std::process::Command;
 

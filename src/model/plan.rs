@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 
 /// What tells the runner that the profiled work is done even if the process then hangs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
