@@ -8,6 +8,7 @@ pub mod error;
 pub mod outcome;
 pub mod parsed;
 pub mod plan;
+pub mod probe;
 pub mod record;
 pub mod run;
 
@@ -15,6 +16,10 @@ pub use artifacts::{RawArtifact, RawOutput};
 pub use error::{Error, Result};
 pub use outcome::{MarkerSeen, Outcome, RunResult, StreamCapture, Timings};
 pub use parsed::{Diagnostic, ParsedOutput, ProfilerOutput, Severity};
-pub use plan::{CommandSpec, EndMarker, Graces, Plan, RetryPolicy, Step, Validator};
+pub use plan::{
+    CommandSpec, DeclaredOutputs, EndMarker, FilePattern, Graces, Plan, RetryPolicy, StagedFile,
+    Step, Validator,
+};
+pub use probe::{Probe, ProbeCommand, ProbeError, ProbeOutput};
 pub use record::{FlopCounts, KernelRecord, Metric, MetricName, MetricValue, RuleResult};
 pub use run::{ContainerInfo, DeviceInfo, ProfileRun, ProfilerInfo, StepRun};

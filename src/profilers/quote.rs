@@ -236,6 +236,7 @@ mod tests {
             profiler: "test".into(),
             target: vec![],
             steps,
+            outputs: Default::default(),
         }
     }
 

@@ -165,6 +165,7 @@ pub fn build(
     Ok(Plan {
         profiler: "ncu".to_string(),
         target: target.to_vec(),
+        outputs: Default::default(),
         steps,
     })
 }
