@@ -5,6 +5,7 @@ pub mod api;
 pub mod executor;
 pub mod job;
 pub mod outcome;
+pub mod rundir;
 pub mod runner;
 
 pub use api::{ProfileAllOptions, profile_all};

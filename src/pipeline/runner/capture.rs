@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use tokio::sync::mpsc;
 
+use super::echo::{Echo, EchoStream};
 use super::logfile::{CopyWriter, LogWriter};
 use super::marker::Detector;
 use super::options::{Line, LineSink, StreamKind};
@@ -232,6 +233,7 @@ pub struct StreamState {
     tail_max: usize,
     log: Option<LogWriter>,
     copy: Option<CopyWriter>,
+    echo: Option<EchoStream>,
     total_bytes: u64,
     warnings: Vec<String>,
 }
@@ -247,6 +249,7 @@ pub struct StreamSetup {
     pub log: Option<LogWriter>,
     pub copy: Option<CopyWriter>,
     pub sink: Option<LineSink>,
+    pub echo: Option<Echo>,
 }
 
 impl StreamState {
@@ -271,6 +274,7 @@ impl StreamState {
             tail_max: setup.tail_lines,
             log: setup.log,
             copy: setup.copy,
+            echo: setup.echo.map(EchoStream::new),
             total_bytes: 0,
             warnings: Vec::new(),
         }
@@ -292,6 +296,9 @@ impl StreamState {
         if self.tail_max > 0 {
             self.tail.push(chunk);
         }
+        if let Some(echo) = &mut self.echo {
+            echo.feed(chunk);
+        }
         self.splitter.feed(chunk, &mut self.consumer);
     }
 
@@ -302,6 +309,9 @@ impl StreamState {
     /// Close the logs and summarize. Returns the capture and any warnings.
     pub fn finish(mut self) -> (StreamCapture, Vec<String>) {
         self.splitter.finish(&mut self.consumer);
+        if let Some(echo) = self.echo.take() {
+            echo.finish();
+        }
         let kind = self.consumer.kind.name();
         let mut warnings = self.warnings;
         let mut capture = StreamCapture {
@@ -385,6 +395,7 @@ mod tests {
             log: None,
             copy: None,
             sink: None,
+            echo: None,
         });
         (state, rx)
     }

@@ -1,0 +1,217 @@
+//! Best-effort live echo of the command's output. The readers hand over whole lines in large
+//! chunks to a writer thread through a bounded queue; when the destination is slow or stuck (a
+//! pipe nobody reads, a paused pager), chunks are dropped and counted instead of blocking the
+//! supervisor. The logs on disk always have every byte.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{SyncSender, TrySendError};
+use std::time::{Duration, Instant};
+
+/// Bytes that may wait for the writer before chunks are dropped.
+pub const DEFAULT_QUEUE_BYTES: usize = 8 << 20;
+/// A partial line longer than this is echoed without waiting for its newline.
+const CARRY_MAX: usize = 64 * 1024;
+
+#[derive(Debug, Default)]
+struct Counters {
+    queued_bytes: AtomicUsize,
+    dropped_bytes: AtomicU64,
+    broken: AtomicBool,
+}
+
+/// Handle to the echo writer; cheap to clone.
+#[derive(Clone)]
+pub struct Echo {
+    tx: SyncSender<Vec<u8>>,
+    counters: Arc<Counters>,
+    queue_bytes: usize,
+}
+
+impl std::fmt::Debug for Echo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Echo")
+    }
+}
+
+impl Echo {
+    /// An echo onto `out` (polyprof's stderr in the CLI), on a thread of its own.
+    pub fn spawn<W: Write + Send + 'static>(
+        mut out: W,
+        queue_bytes: usize,
+    ) -> std::io::Result<Echo> {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(1024);
+        let counters = Arc::new(Counters::default());
+        let shared = counters.clone();
+        std::thread::Builder::new()
+            .name("polyprof-echo".into())
+            .spawn(move || {
+                for chunk in rx {
+                    if !shared.broken.load(Ordering::Relaxed) && out.write_all(&chunk).is_err() {
+                        // A closed stderr: stop echoing, quietly; the logs have everything.
+                        shared.broken.store(true, Ordering::Relaxed);
+                    }
+                    shared
+                        .queued_bytes
+                        .fetch_sub(chunk.len(), Ordering::Relaxed);
+                }
+            })?;
+        Ok(Echo {
+            tx,
+            counters,
+            queue_bytes,
+        })
+    }
+
+    /// Hand `bytes` to the writer, or drop them when the queue is full. Never blocks.
+    pub fn offer(&self, bytes: &[u8]) {
+        if bytes.is_empty() || self.counters.broken.load(Ordering::Relaxed) {
+            return;
+        }
+        let queued = self.counters.queued_bytes.load(Ordering::Relaxed);
+        if queued + bytes.len() > self.queue_bytes {
+            self.drop_bytes(bytes.len());
+            return;
+        }
+        self.counters
+            .queued_bytes
+            .fetch_add(bytes.len(), Ordering::Relaxed);
+        match self.tx.try_send(bytes.to_vec()) {
+            Ok(()) => {}
+            Err(TrySendError::Full(chunk) | TrySendError::Disconnected(chunk)) => {
+                self.counters
+                    .queued_bytes
+                    .fetch_sub(chunk.len(), Ordering::Relaxed);
+                self.drop_bytes(chunk.len());
+            }
+        }
+    }
+
+    fn drop_bytes(&self, n: usize) {
+        self.counters
+            .dropped_bytes
+            .fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// Bytes that were not echoed because the destination did not keep up.
+    pub fn dropped_bytes(&self) -> u64 {
+        self.counters.dropped_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Wait until the writer has caught up, at most `limit` (a stuck destination is not waited
+    /// for). True when everything queued was written.
+    pub fn flush(&self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        while self.counters.queued_bytes.load(Ordering::Relaxed) > 0 {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
+    }
+}
+
+/// One stream's side of the echo: passes on whole lines so the two streams do not interleave
+/// in the middle of a line.
+#[derive(Debug)]
+pub struct EchoStream {
+    echo: Echo,
+    carry: Vec<u8>,
+}
+
+impl EchoStream {
+    pub fn new(echo: Echo) -> Self {
+        EchoStream {
+            echo,
+            carry: Vec::new(),
+        }
+    }
+
+    pub fn feed(&mut self, chunk: &[u8]) {
+        match chunk.iter().rposition(|&b| b == b'\n') {
+            Some(last) => {
+                if self.carry.is_empty() {
+                    self.echo.offer(&chunk[..=last]);
+                } else {
+                    self.carry.extend_from_slice(&chunk[..=last]);
+                    self.echo.offer(&self.carry);
+                    self.carry.clear();
+                }
+                self.carry.extend_from_slice(&chunk[last + 1..]);
+            }
+            None => self.carry.extend_from_slice(chunk),
+        }
+        if self.carry.len() > CARRY_MAX {
+            self.echo.offer(&self.carry);
+            self.carry.clear();
+        }
+    }
+
+    /// The stream ended: echo a last line that had no newline, with one.
+    pub fn finish(mut self) {
+        if !self.carry.is_empty() {
+            self.carry.push(b'\n');
+            self.echo.offer(&self.carry);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    #[derive(Clone, Default)]
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+    impl Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A writer that never returns until released: a pipe nobody reads.
+    struct Stuck(std::sync::mpsc::Receiver<()>);
+    impl Write for Stuck {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let _ = self.0.recv();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn whole_lines_pass_and_the_last_partial_line_gets_a_newline() {
+        let sink = Sink::default();
+        let echo = Echo::spawn(sink.clone(), 1 << 20).unwrap();
+        let mut stream = EchoStream::new(echo.clone());
+        for chunk in [&b"ab"[..], b"c\nde", b"f\n", b"tail"] {
+            stream.feed(chunk);
+        }
+        stream.finish();
+        assert!(echo.flush(Duration::from_secs(5)));
+        assert_eq!(&*sink.0.lock().unwrap(), b"abc\ndef\ntail\n");
+        assert_eq!(echo.dropped_bytes(), 0);
+    }
+
+    #[test]
+    fn a_stuck_destination_drops_and_counts_instead_of_blocking() {
+        let (release, wait) = std::sync::mpsc::channel();
+        let echo = Echo::spawn(Stuck(wait), 1000).unwrap();
+        let started = Instant::now();
+        for _ in 0..10_000 {
+            echo.offer(&[b'x'; 100]);
+        }
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(echo.dropped_bytes() >= 10_000 * 100 - 1100);
+        assert!(!echo.flush(Duration::from_millis(10)));
+        drop(release);
+    }
+}
