@@ -460,13 +460,21 @@ async fn drain_and_detect_leaks(
         _ = sleep_until_opt(leak_deadline) => None,
         _ = kill_now.cancelled() => None,
     };
-    let mut leftovers = tree::group_members(&tree::snapshot(), running.pgid);
+    let members = |pgid| {
+        // Probe first: reading all of /proc is only worth it when the group still exists.
+        if signal_group_exists(pgid) {
+            tree::group_members(&tree::snapshot(), pgid)
+        } else {
+            Vec::new()
+        }
+    };
+    let mut leftovers = members(running.pgid);
     while !leftovers.is_empty()
         && !kill_now.is_cancelled()
         && leak_deadline.is_none_or(|at| Instant::now() < at)
     {
         tokio::time::sleep(Duration::from_millis(5)).await;
-        leftovers = tree::group_members(&tree::snapshot(), running.pgid);
+        leftovers = members(running.pgid);
     }
     for proc in &leftovers {
         killed.push(tree::describe(proc, Escape::InGroup));
@@ -503,6 +511,10 @@ async fn drain_and_detect_leaks(
     (leak, captures)
 }
 
+fn signal_group_exists(pgid: i32) -> bool {
+    pgid > 0 && nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), None).is_ok()
+}
+
 type ReaderOutput = (StreamCapture, Vec<String>);
 
 fn leak_warnings(leak: &LeakInfo, opts: &RunOptions) -> Vec<String> {
@@ -523,7 +535,7 @@ fn leak_warnings(leak: &LeakInfo, opts: &RunOptions) -> Vec<String> {
             String::new()
         };
         warnings.push(format!(
-            "the command left {} process(es){more} running {:.3} s after it exited; they were killed: {}",
+            "{} process(es){more} outlived the leader by {:.3} s and were killed: {}",
             killed.len() as u64 + unlisted,
             secs(opts.leak_timeout),
             supervisor::describe_killed(killed)

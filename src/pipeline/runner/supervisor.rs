@@ -179,8 +179,20 @@ fn supervise(parent: i32, leak_timeout: Duration, command: &[OsString]) -> i32 {
     if !parent_alive() {
         return 1;
     }
-    // std restores the default signal mask and dispositions in the child before exec.
-    let child = match std::process::Command::new(program).args(rest).spawn() {
+    let mut command = std::process::Command::new(program);
+    command.args(rest);
+    // The signals this process blocks must not stay blocked in the command (std keeps the mask
+    // it inherits).
+    // SAFETY: only sigemptyset and pthread_sigmask (async-signal-safe) between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+            let mut empty: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut empty);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+            Ok(())
+        });
+    }
+    let child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
             let errno = e.raw_os_error();
