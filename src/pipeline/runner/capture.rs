@@ -20,6 +20,8 @@ pub const KEEP_LINE_BYTES: usize = 8 * 1024;
 /// Raw bytes kept from the end of the stream to rebuild the tail lines.
 const TAIL_RING_BYTES: usize = 64 * 1024;
 const NONE: u64 = u64::MAX;
+/// An unfinished line longer than this is not checked for the end marker until it ends.
+const PARTIAL_MARKER_MAX: usize = 4096;
 
 /// State shared by both streams of one run and the supervisor.
 #[derive(Debug)]
@@ -302,6 +304,22 @@ impl StreamState {
         self.splitter.feed(chunk, &mut self.consumer);
     }
 
+    /// Whether an unfinished line is waiting that could hold the end marker.
+    pub fn partial_pending(&self) -> bool {
+        let partial = self.splitter.partial();
+        !partial.is_empty() && partial.len() <= PARTIAL_MARKER_MAX && self.consumer.marker_wanted()
+    }
+
+    /// The writer paused in the middle of a line: a summary printed without its newline before
+    /// a hang would never be completed, so check the unfinished line as it stands.
+    pub fn check_partial(&mut self) {
+        if self.partial_pending()
+            && let Some(hit) = self.consumer.detector.check_line(self.splitter.partial())
+        {
+            self.consumer.report_marker(hit);
+        }
+    }
+
     pub fn warn(&mut self, message: String) {
         self.warnings.push(message);
     }
@@ -436,6 +454,20 @@ mod tests {
             assert!(seen.passed);
             assert!(rx.try_recv().is_err());
         }
+    }
+
+    #[test]
+    fn summary_after_a_carriage_return_or_without_newline_is_found() {
+        let (mut s, mut rx) = state(1, 1, 1 << 20, &EndMarker::Pytest);
+        s.feed(b"[ 50%]\r[100%]\r=== 2 passed in 0.01s ===\n");
+        assert_eq!(rx.try_recv().unwrap().line, "=== 2 passed in 0.01s ===");
+        let (mut s, mut rx) = state(1, 1, 1 << 20, &EndMarker::Pytest);
+        s.feed(b"collected 1 item\n=== 1 failed in 0.01s ===");
+        assert!(rx.try_recv().is_err(), "not before the writer pauses");
+        assert!(s.partial_pending());
+        s.check_partial();
+        let seen = rx.try_recv().unwrap();
+        assert!(!seen.passed);
     }
 
     #[test]
