@@ -29,7 +29,13 @@ fn a_file_that_is_not_executable_exits_126_and_a_missing_one_127() {
         .code(126);
     let run = ProfileRun::read(&out).unwrap();
     assert!(
-        matches!(run.outcome, Some(Outcome::SpawnFailed { errno: Some(libc::EACCES), .. })),
+        matches!(
+            run.outcome,
+            Some(Outcome::SpawnFailed {
+                errno: Some(libc::EACCES),
+                ..
+            })
+        ),
         "{:?}",
         run.outcome
     );
@@ -56,7 +62,14 @@ fn exit_code_polyprof_tells_the_command_failing_from_polyprof_failing() {
             .code(code);
         // ... and with --exit-code polyprof it is "the command failed", never 2, 3 or 124.
         polyprof()
-            .args(["run", "-q", "--force", "--exit-code", "polyprof", "--output-dir"])
+            .args([
+                "run",
+                "-q",
+                "--force",
+                "--exit-code",
+                "polyprof",
+                "--output-dir",
+            ])
             .arg(&out)
             .args(["--", "sh", "-c", &script])
             .assert()
@@ -140,7 +153,10 @@ fn a_second_run_into_a_run_directory_is_refused_and_force_replaces_it_cleanly() 
         .assert()
         .code(0);
     assert!(!out.join("run.2.stderr.log").exists());
-    assert!(out.join("mine.txt").exists(), "files that are not the run's stay");
+    assert!(
+        out.join("mine.txt").exists(),
+        "files that are not the run's stay"
+    );
     let run = ProfileRun::read(&out).unwrap();
     assert_eq!(run.outcome, Some(Outcome::Exited { code: 0 }));
 }

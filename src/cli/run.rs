@@ -356,10 +356,11 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         echo.flush(Duration::from_secs(1));
         let dropped = echo.dropped_bytes();
         if dropped > 0 {
-            let _ = writeln!(
-                std::io::stderr(),
-                "polyprof: the echo fell behind its reader; {dropped} bytes were not echoed (every byte is in the logs)"
-            );
+            // Through the echo's own queue: stderr may be the very pipe nobody reads.
+            echo.offer(format!(
+                "polyprof: the echo fell behind its reader; {dropped} bytes were not echoed (every byte is in the logs)\n"
+            ).as_bytes());
+            echo.flush(Duration::from_millis(200));
         }
     }
     let mut out = std::io::stdout().lock();
