@@ -3,6 +3,7 @@
 //! timeouts, stop the group (SIGTERM, grace, SIGKILL), detect leaked processes.
 
 pub mod capture;
+pub mod cgroup;
 pub mod echo;
 pub mod env;
 pub mod logfile;
