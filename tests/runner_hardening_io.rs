@@ -175,3 +175,85 @@ fn a_summary_without_a_newline_before_a_hang_is_recognized() {
     assert!(ran.wall < Duration::from_secs(30), "{:?}", ran.wall);
     assert_no_survivors(&fx);
 }
+
+#[test]
+fn environment_values_that_are_not_utf8_reach_the_command_unchanged() {
+    use std::os::unix::ffi::OsStrExt;
+    let odd = std::ffi::OsStr::from_bytes(b"a\xffb");
+    for policy in [
+        &["--env-policy", "inherit"][..],
+        &["--env-policy", "clean", "--env-allow", "POLYPROF_ODD"],
+    ] {
+        let fx = Fixture::new();
+        let output = runner_support::polyprof()
+            .args(["run", "--json", "-q", "--output-dir"])
+            .arg(fx.out())
+            .args(policy)
+            .args([
+                "--",
+                "sh",
+                "-c",
+                r#"printf %s "$POLYPROF_ODD" | od -An -tx1"#,
+            ])
+            .env("POLYPROF_ODD", odd)
+            .output()
+            .unwrap();
+        let run: ProfileRun = serde_json::from_slice(&output.stdout).unwrap();
+        let head = &run.steps[0].attempts[0].stdout.head;
+        assert_eq!(
+            head.first().map(|l| l.trim()),
+            Some("61 ff 62"),
+            "{policy:?}: {head:?}"
+        );
+    }
+}
+
+/// A 64 KiB tmpfs stands in for a full disk (needs CAP_SYS_ADMIN; said and skipped without).
+#[test]
+fn a_full_disk_leaves_no_temporary_file_and_marks_the_log_incomplete() {
+    let mount = tempfile::tempdir().unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+        .arg(mount.path())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("skipped: cannot mount a small tmpfs here (not root?)");
+        return;
+    }
+    let out = mount.path().join("run");
+    let output = runner_support::polyprof()
+        .args(["run", "--json", "-q", "--output-dir"])
+        .arg(&out)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "head -c 300000 /dev/zero | tr '\\0' a; echo; echo done",
+        ])
+        .output()
+        .unwrap();
+    let listing: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let _ = Command::new("umount").arg(mount.path()).status();
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    assert!(!listing.iter().any(|n| n.ends_with(".tmp")), "{listing:?}");
+    let run: ProfileRun = serde_json::from_slice(&output.stdout).unwrap();
+    let attempt = &run.steps[0].attempts[0];
+    assert!(attempt.stdout.log_truncated);
+    assert_eq!(attempt.stdout.total_bytes, 300_006);
+    assert!(
+        run.warnings.iter().any(|w| w.contains("run.1.stdout.log")),
+        "{:?}",
+        run.warnings
+    );
+    assert!(
+        run.errors.iter().any(|e| e.contains("run.json")),
+        "{:?}",
+        run.errors
+    );
+}

@@ -338,7 +338,12 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     args.supervision
         .apply_to_settings(&profiler, &output_dir, &mut settings);
     if !args.quiet && !args.json {
-        run_options.echo = Echo::spawn(std::io::stderr(), echo::DEFAULT_QUEUE_BYTES).ok();
+        // On a terminal a status line (elapsed time, the profiler, the last line) sits under
+        // the echo; never in a pipe or a file.
+        let status = std::io::IsTerminal::is_terminal(&std::io::stderr())
+            .then(|| format!("polyprof run [{profiler}]"));
+        run_options.echo =
+            Echo::spawn_with_status(std::io::stderr(), echo::DEFAULT_QUEUE_BYTES, status).ok();
     }
     cancel_on_signals(run_options.cancel.clone(), run_options.kill_now.clone());
     let echo = run_options.echo.clone();
@@ -353,6 +358,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     };
     let run = profile(&job).await;
     if let Some(echo) = echo {
+        echo.end_status();
         echo.flush(Duration::from_secs(1));
         let dropped = echo.dropped_bytes();
         if dropped > 0 {

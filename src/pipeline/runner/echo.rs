@@ -37,9 +37,16 @@ impl std::fmt::Debug for Echo {
 
 impl Echo {
     /// An echo onto `out` (polyprof's stderr in the CLI), on a thread of its own.
-    pub fn spawn<W: Write + Send + 'static>(
+    pub fn spawn<W: Write + Send + 'static>(out: W, queue_bytes: usize) -> std::io::Result<Echo> {
+        Echo::spawn_with_status(out, queue_bytes, None)
+    }
+
+    /// The same, with a status line under the echo (for a terminal): elapsed time, `label`,
+    /// and the last line seen, redrawn a few times a second.
+    pub fn spawn_with_status<W: Write + Send + 'static>(
         mut out: W,
         queue_bytes: usize,
+        label: Option<String>,
     ) -> std::io::Result<Echo> {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(1024);
         let counters = Arc::new(Counters::default());
@@ -47,10 +54,37 @@ impl Echo {
         std::thread::Builder::new()
             .name("polyprof-echo".into())
             .spawn(move || {
-                for chunk in rx {
-                    if !shared.broken.load(Ordering::Relaxed) && out.write_all(&chunk).is_err() {
-                        // A closed stderr: stop echoing, quietly; the logs have everything.
-                        shared.broken.store(true, Ordering::Relaxed);
+                let mut status = label.map(StatusLine::new);
+                loop {
+                    let chunk = match rx.recv_timeout(STATUS_EVERY) {
+                        Ok(chunk) => chunk,
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                            if let Some(status) = &mut status
+                                && !shared.broken.load(Ordering::Relaxed)
+                            {
+                                let _ = status.draw(&mut out);
+                            }
+                            continue;
+                        }
+                        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                    };
+                    if chunk.is_empty() {
+                        // The run is over: take the status line away.
+                        if let Some(status) = &mut status {
+                            let _ = status.clear(&mut out);
+                        }
+                        status = None;
+                        continue;
+                    }
+                    if !shared.broken.load(Ordering::Relaxed) {
+                        let written = match &mut status {
+                            Some(status) => status.write_through(&mut out, &chunk),
+                            None => out.write_all(&chunk),
+                        };
+                        if written.is_err() {
+                            // A closed stderr: stop echoing, quietly; the logs have everything.
+                            shared.broken.store(true, Ordering::Relaxed);
+                        }
                     }
                     shared
                         .queued_bytes
@@ -99,6 +133,11 @@ impl Echo {
         self.counters.dropped_bytes.load(Ordering::Relaxed)
     }
 
+    /// Remove the status line (if any) once what is queued has been written.
+    pub fn end_status(&self) {
+        let _ = self.tx.try_send(Vec::new());
+    }
+
     /// Wait until the writer has caught up, at most `limit` (a stuck destination is not waited
     /// for). True when everything queued was written.
     pub fn flush(&self, limit: Duration) -> bool {
@@ -110,6 +149,69 @@ impl Echo {
             std::thread::sleep(Duration::from_millis(1));
         }
         true
+    }
+}
+
+/// How often the status line is redrawn when nothing else is written.
+const STATUS_EVERY: Duration = Duration::from_millis(250);
+/// Characters of the last line shown in the status line.
+const STATUS_LINE_CHARS: usize = 60;
+
+/// A one-line status under the echo on a terminal: `[12.3 s] label · last line`.
+struct StatusLine {
+    start: Instant,
+    label: String,
+    last: String,
+    shown: bool,
+}
+
+impl StatusLine {
+    fn new(label: String) -> Self {
+        StatusLine {
+            start: Instant::now(),
+            label,
+            last: String::new(),
+            shown: false,
+        }
+    }
+
+    fn clear(&mut self, out: &mut impl Write) -> std::io::Result<()> {
+        if self.shown {
+            // Carriage return, then erase the line (ANSI EL).
+            out.write_all(b"\r\x1b[2K")?;
+            out.flush()?;
+            self.shown = false;
+        }
+        Ok(())
+    }
+
+    fn draw(&mut self, out: &mut impl Write) -> std::io::Result<()> {
+        let text = format!(
+            "\r\x1b[2K[{:.1} s] {}{}{}",
+            self.start.elapsed().as_secs_f64(),
+            self.label,
+            if self.last.is_empty() { "" } else { " · " },
+            self.last
+        );
+        out.write_all(text.as_bytes())?;
+        out.flush()?;
+        self.shown = true;
+        Ok(())
+    }
+
+    /// Echo `chunk` above the status line and remember its last line.
+    fn write_through(&mut self, out: &mut impl Write, chunk: &[u8]) -> std::io::Result<()> {
+        self.clear(out)?;
+        out.write_all(chunk)?;
+        let body = chunk.strip_suffix(b"\n").unwrap_or(chunk);
+        let last = body.rsplit(|&b| b == b'\n').next().unwrap_or_default();
+        let last = last.rsplit(|&b| b == b'\r').next().unwrap_or_default();
+        self.last = String::from_utf8_lossy(last)
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(STATUS_LINE_CHARS)
+            .collect();
+        self.draw(out)
     }
 }
 
@@ -199,6 +301,20 @@ mod tests {
         assert!(echo.flush(Duration::from_secs(5)));
         assert_eq!(&*sink.0.lock().unwrap(), b"abc\ndef\ntail\n");
         assert_eq!(echo.dropped_bytes(), 0);
+    }
+
+    #[test]
+    fn the_status_line_is_drawn_under_the_echo_and_removed_at_the_end() {
+        let sink = Sink::default();
+        let echo = Echo::spawn_with_status(sink.clone(), 1 << 20, Some("run".into())).unwrap();
+        echo.offer(b"one\ntwo\n");
+        echo.end_status();
+        assert!(echo.flush(Duration::from_secs(5)));
+        std::thread::sleep(Duration::from_millis(50));
+        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        assert!(text.starts_with("one\ntwo\n"), "{text:?}");
+        assert!(text.contains("run · two"), "{text:?}");
+        assert!(text.ends_with("\r\x1b[2K"), "{text:?}");
     }
 
     #[test]

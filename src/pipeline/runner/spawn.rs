@@ -24,11 +24,13 @@ pub struct Launch<'a> {
     pub report_fd: std::os::fd::RawFd,
 }
 
-/// Build the command. `env` is the child's complete environment. With `launch`, the process
+/// Build the command. `env` and `raw_env` (variables that are not UTF-8) are the child's
+/// complete environment. With `launch`, the process
 /// started is the supervisor, which starts the command.
 pub fn build_command(
     spec: &CommandSpec,
     env: &BTreeMap<String, String>,
+    raw_env: &[(std::ffi::OsString, std::ffi::OsString)],
     parent_death_signal: bool,
     launch: Option<Launch<'_>>,
 ) -> io::Result<Command> {
@@ -54,6 +56,7 @@ pub fn build_command(
     cmd.args(&argv[1..])
         .env_clear()
         .envs(env)
+        .envs(raw_env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

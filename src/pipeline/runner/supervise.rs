@@ -185,9 +185,30 @@ fn prepare(
     let detector = Detector::new(&opts.end_marker).map_err(|e| (e.to_string(), None))?;
     let mut extra = opts.extra_env.clone();
     extra.extend(spec.env.clone());
-    let parent = std::env::vars_os()
+    let (parent, not_utf8): (Vec<_>, Vec<_>) =
+        std::env::vars_os().partition(|(k, v)| k.to_str().is_some() && v.to_str().is_some());
+    let parent = parent
+        .into_iter()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
     let env = build_env(&opts.env_policy, parent, &extra);
+    // Bytes stay bytes: a variable that is not UTF-8 passes exactly when the policy would pass
+    // its name (and nothing set for the command replaces it).
+    let raw_env: Vec<_> = not_utf8
+        .into_iter()
+        .filter(|(name, _)| match name.to_str() {
+            Some(name) => {
+                !env.vars.contains_key(name)
+                    && build_env(
+                        &opts.env_policy,
+                        [(name.to_string(), String::new())],
+                        &Default::default(),
+                    )
+                    .vars
+                    .contains_key(name)
+            }
+            None => matches!(opts.env_policy, super::env::EnvPolicy::Inherit),
+        })
+        .collect();
     if !env.dropped_credentials.is_empty() {
         warnings.push(format!(
             "environment policy `{}` withheld credential-like variables: {}",
@@ -220,7 +241,7 @@ fn prepare(
         }),
         _ => None,
     };
-    let cmd = build_command(spec, &env.vars, opts.parent_death_signal, launch)
+    let cmd = build_command(spec, &env.vars, &raw_env, opts.parent_death_signal, launch)
         .map_err(|e| (e.to_string(), None))?;
     let logs = open_logs(opts, warnings);
     let copy = opts
