@@ -179,8 +179,7 @@ impl SupervisionArgs {
         let tracking = match self.tracking {
             TrackingMode::Group => Tracking::Group,
             TrackingMode::Supervisor => Tracking::Supervisor {
-                exe: std::env::current_exe()
-                    .context("cannot find polyprof's own executable to supervise the command (try --tracking group)")?,
+                exe: supervisor_exe()?,
             },
         };
         Ok(RunOptions {
@@ -194,6 +193,16 @@ impl SupervisionArgs {
             ..RunOptions::default()
         })
     }
+}
+
+/// The supervising executable: the small `polyprof-supervise` next to this binary (it starts
+/// fast), else this binary itself in its hidden mode.
+fn supervisor_exe() -> anyhow::Result<PathBuf> {
+    let me = std::env::current_exe().context(
+        "cannot find polyprof's own executable to supervise the command (try --tracking group)",
+    )?;
+    let small = me.with_file_name("polyprof-supervise");
+    Ok(if small.is_file() { small } else { me })
 }
 
 /// `./polyprof-runs/<profiler>.<NNN>`, claimed atomically (concurrent runs get distinct ones).

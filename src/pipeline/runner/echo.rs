@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 
 /// Bytes that may wait for the writer before chunks are dropped.
 pub const DEFAULT_QUEUE_BYTES: usize = 8 << 20;
+/// How long one offer may wait for room in the queue before the echo starts dropping. Short:
+/// the reader runs on the supervisor's thread, and timers must not wait longer than this.
+const BACKPRESSURE_WAIT: Duration = Duration::from_millis(20);
 /// A partial line longer than this is echoed without waiting for its newline.
 const CARRY_MAX: usize = 64 * 1024;
 
@@ -19,6 +22,8 @@ struct Counters {
     queued_bytes: AtomicUsize,
     dropped_bytes: AtomicU64,
     broken: AtomicBool,
+    /// The writer did not keep up within the wait: drop until the queue drains to half.
+    stalled: AtomicBool,
 }
 
 /// Handle to the echo writer; cheap to clone.
@@ -98,27 +103,50 @@ impl Echo {
         })
     }
 
-    /// Hand `bytes` to the writer, or drop them when the queue is full. Never blocks.
+    /// Hand `bytes` to the writer. When the queue is full, wait for the writer a little (a
+    /// file or a terminal that is merely slower than the child keeps every byte); once it did
+    /// not keep up within that wait, drop and count until the queue has drained to half, so a
+    /// stuck destination costs one short wait, not one per chunk.
     pub fn offer(&self, bytes: &[u8]) {
         if bytes.is_empty() || self.counters.broken.load(Ordering::Relaxed) {
             return;
         }
-        let queued = self.counters.queued_bytes.load(Ordering::Relaxed);
-        if queued + bytes.len() > self.queue_bytes {
-            self.drop_bytes(bytes.len());
-            return;
+        let queued = || self.counters.queued_bytes.load(Ordering::Relaxed);
+        if self.counters.stalled.load(Ordering::Relaxed) {
+            if queued() > self.queue_bytes / 2 {
+                return self.drop_bytes(bytes.len());
+            }
+            self.counters.stalled.store(false, Ordering::Relaxed);
         }
-        self.counters
-            .queued_bytes
-            .fetch_add(bytes.len(), Ordering::Relaxed);
-        match self.tx.try_send(bytes.to_vec()) {
-            Ok(()) => {}
-            Err(TrySendError::Full(chunk) | TrySendError::Disconnected(chunk)) => {
+        let mut waited_since: Option<Instant> = None;
+        let mut chunk = bytes.to_vec();
+        loop {
+            if queued() + chunk.len() <= self.queue_bytes {
                 self.counters
                     .queued_bytes
-                    .fetch_sub(chunk.len(), Ordering::Relaxed);
-                self.drop_bytes(chunk.len());
+                    .fetch_add(chunk.len(), Ordering::Relaxed);
+                match self.tx.try_send(chunk) {
+                    Ok(()) => return,
+                    Err(TrySendError::Full(back)) => {
+                        self.counters
+                            .queued_bytes
+                            .fetch_sub(back.len(), Ordering::Relaxed);
+                        chunk = back;
+                    }
+                    Err(TrySendError::Disconnected(back)) => {
+                        self.counters
+                            .queued_bytes
+                            .fetch_sub(back.len(), Ordering::Relaxed);
+                        return self.drop_bytes(back.len());
+                    }
+                }
             }
+            let since = *waited_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= BACKPRESSURE_WAIT {
+                self.counters.stalled.store(true, Ordering::Relaxed);
+                return self.drop_bytes(chunk.len());
+            }
+            std::thread::sleep(Duration::from_micros(200));
         }
     }
 
@@ -234,13 +262,16 @@ impl EchoStream {
     pub fn feed(&mut self, chunk: &[u8]) {
         match chunk.iter().rposition(|&b| b == b'\n') {
             Some(last) => {
-                if self.carry.is_empty() {
-                    self.echo.offer(&chunk[..=last]);
-                } else {
-                    self.carry.extend_from_slice(&chunk[..=last]);
+                let mut whole = &chunk[..=last];
+                if !self.carry.is_empty() {
+                    // Finish the carried line with a small copy; the rest goes as it is.
+                    let first = whole.iter().position(|&b| b == b'\n').unwrap_or(last);
+                    self.carry.extend_from_slice(&whole[..=first]);
                     self.echo.offer(&self.carry);
                     self.carry.clear();
+                    whole = &whole[first + 1..];
                 }
+                self.echo.offer(whole);
                 self.carry.extend_from_slice(&chunk[last + 1..]);
             }
             None => self.carry.extend_from_slice(chunk),

@@ -226,8 +226,7 @@ fn supervise(parent: i32, leak_timeout: Duration, command: &[OsString]) -> i32 {
         let deadline = Instant::now() + leak_timeout;
         loop {
             reap(command_pid, &mut report.status);
-            let procs = tree::snapshot();
-            let live = tree::descendants(&procs, me.pid).iter().any(|p| !p.zombie);
+            let live = tree::descendants_of(me.pid).iter().any(|p| !p.zombie);
             let left = deadline.saturating_duration_since(Instant::now());
             if !live || left.is_zero() {
                 break;
@@ -261,8 +260,7 @@ fn kill_all(me: &Me, command: i32, report: &mut Report) {
     let mut listed = std::collections::BTreeSet::new();
     loop {
         reap(command, &mut report.status);
-        let procs = tree::snapshot();
-        let below = tree::descendants(&procs, me.pid);
+        let below = tree::descendants_of(me.pid);
         let live: Vec<_> = below.iter().filter(|p| !p.zombie).collect();
         if live.is_empty() {
             if below.is_empty() || started.elapsed() > KILL_LOOP_LIMIT {

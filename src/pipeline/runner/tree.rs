@@ -72,6 +72,50 @@ pub fn descendants(procs: &[ProcInfo], root: i32) -> Vec<ProcInfo> {
     found
 }
 
+/// The children of `pid` from `/proc/<pid>/task/*/children` (one file per thread); None when
+/// the kernel does not offer those files (then a full scan is needed).
+fn children_of(pid: i32) -> Option<Vec<i32>> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut children = Vec::new();
+    let mut any = false;
+    for task in tasks.flatten() {
+        let Ok(text) = std::fs::read_to_string(task.path().join("children")) else {
+            continue;
+        };
+        any = true;
+        children.extend(
+            text.split_whitespace()
+                .filter_map(|p| p.parse::<i32>().ok()),
+        );
+    }
+    any.then_some(children)
+}
+
+/// The processes below `root`, walking down from it: cost grows with the tree, not with
+/// every process on the machine. Falls back to a full scan of /proc.
+pub fn descendants_of(root: i32) -> Vec<ProcInfo> {
+    let Some(first) = children_of(root) else {
+        return descendants(&snapshot(), root);
+    };
+    let mut found = Vec::new();
+    let mut seen = BTreeSet::from([root]);
+    let mut queue = first;
+    while let Some(pid) = queue.pop() {
+        if !seen.insert(pid) {
+            continue;
+        }
+        let Some(info) = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| parse_stat(pid, &stat))
+        else {
+            continue;
+        };
+        found.push(info);
+        queue.extend(children_of(pid).unwrap_or_default());
+    }
+    found
+}
+
 /// Live (non-zombie) members of process group `pgid`.
 pub fn group_members(procs: &[ProcInfo], pgid: i32) -> Vec<ProcInfo> {
     procs
@@ -175,6 +219,39 @@ mod tests {
         assert_eq!(
             classify(&p(1, 11, 10, 5), group, session, sup),
             Escape::InGroup
+        );
+    }
+
+    #[test]
+    fn walking_down_finds_a_real_grandchild() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & wait"])
+            .spawn()
+            .unwrap();
+        let me = std::process::id() as i32;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let found = loop {
+            let found = descendants_of(me);
+            if found.len() >= 2 || std::time::Instant::now() > deadline {
+                break found;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        for p in found.iter().filter(|p| p.ppid == child.id() as i32) {
+            // SAFETY: kill on the sleep this test started.
+            unsafe {
+                libc::kill(p.pid, libc::SIGKILL);
+            }
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(
+            found.iter().any(|p| p.pid == child.id() as i32),
+            "{found:?}"
+        );
+        assert!(
+            found.iter().any(|p| p.ppid == child.id() as i32),
+            "{found:?}"
         );
     }
 
