@@ -104,3 +104,38 @@ wait"#;
     assert_eq!(pids.len(), 3);
     assert_no_survivors(&fx);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_library_run_dropped_midway_still_kills_what_left_the_group() {
+    use polyprof::pipeline::runner::Tracking;
+    use polyprof::pipeline::{RunOptions, run_command};
+    use polyprof::profilers::CommandSpec;
+    let fx = Fixture::new();
+    let script = format!(
+        r#"echo $$ >> '{0}'; setsid sh -c 'echo $$ >> "{0}"; exec sleep 1000' & wait"#,
+        fx.pidfile.display()
+    );
+    let spec = CommandSpec::new(vec!["sh".into(), "-c".into(), script]);
+    let opts = RunOptions {
+        tracking: Tracking::Supervisor {
+            exe: env!("CARGO_BIN_EXE_polyprof-supervise").into(),
+        },
+        ..RunOptions::default()
+    };
+    let mut run = Box::pin(run_command(&spec, &opts));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        tokio::select! {
+            _ = &mut run => panic!("the run ended by itself"),
+            _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+        }
+        let text = std::fs::read_to_string(&fx.pidfile).unwrap_or_default();
+        if text.lines().count() >= 2 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the fixture never started");
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    drop(run);
+    assert_no_survivors(&fx);
+}

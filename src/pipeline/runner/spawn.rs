@@ -111,7 +111,9 @@ pub fn build_command(
         }
     }
     let mut cmd = Command::from(cmd);
-    cmd.kill_on_drop(true);
+    // A dropped run's guard asks the supervisor to kill the tree; SIGKILL to the supervisor
+    // itself would orphan what left the group.
+    cmd.kill_on_drop(launch.is_none());
     Ok(cmd)
 }
 
