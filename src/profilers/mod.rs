@@ -10,6 +10,7 @@ pub mod ocl_unitrace;
 pub mod plan;
 pub mod preflight;
 pub mod quote;
+pub mod rocprofv3;
 pub mod selection;
 pub mod staging;
 pub mod unitrace;
@@ -30,7 +31,7 @@ pub use plan::{CommandSpec, EndMarker, Graces, Plan, RetryPolicy, Step, Validato
 pub use preflight::Preflight;
 
 /// Every profiler polyprof knows, by stable name, in display order.
-pub const PROFILER_NAMES: &[&str] = &["ncu", "unitrace", "ocl-unitrace", "vtune", "metal"];
+pub const PROFILER_NAMES: &[&str] = &["ncu", "unitrace", "ocl-unitrace", "vtune", "metal", "rocprofv3"];
 
 /// How bad a diagnostic is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -162,6 +163,7 @@ pub fn create(
         "ocl-unitrace" => Box::new(ocl_unitrace::OclUnitrace::new(dir, settings)),
         "vtune" => Box::new(vtune::Vtune::new(dir, settings)),
         "metal" => Box::new(metal::Metal::new(dir, settings)),
+        "rocprofv3" => Box::new(rocprofv3::Rocprofv3::new(dir, settings)?),
         _ => {
             return Err(Error::UnknownValue {
                 what: "profiler",

@@ -64,6 +64,7 @@ pub fn profiler_vendor(profiler: &str) -> Option<Vendor> {
         "ncu" => Some(Vendor::Nvidia),
         "unitrace" | "ocl-unitrace" | "vtune" => Some(Vendor::Intel),
         "metal" => Some(Vendor::Apple),
+        "rocprofv3" => Some(Vendor::Amd),
         _ => None,
     }
 }
