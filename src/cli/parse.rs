@@ -18,10 +18,11 @@ use polyprof::results::record::KernelRecord;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Which profiler wrote the files.
-    #[arg(long, value_parser = ["ncu"], default_value = "ncu")]
+    #[arg(long, value_parser = ["ncu", "rocprofv3"], default_value = "ncu")]
     pub profiler: String,
     /// Files to parse: ncu stdout, its --log-file, or --import exports (raw, details, session
-    /// pages). Several files of one run are merged on (process id, launch id).
+    /// pages). Several files of one run are merged on (process id, launch id). For rocprofv3:
+    /// its CSVs and `-S` summary text, recognised by name (`*_kernel_trace.csv`, …).
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Keep (and show) only these metrics besides the normalized fields; each must be present.
@@ -57,6 +58,9 @@ fn options(args: &Args) -> ParseOptions {
 }
 
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
+    if args.profiler == "rocprofv3" {
+        return super::parse_rocprofv3::execute(&args);
+    }
     let options = options(&args);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
@@ -195,7 +199,7 @@ const HEADER: [&str; 16] = [
     "occ %", "theo %", "SM %", "mem %", "regs", "smem B",
 ];
 
-fn table_row(k: &KernelRecord, metrics: &[String]) -> Vec<String> {
+pub(super) fn table_row(k: &KernelRecord, metrics: &[String]) -> Vec<String> {
     let mut row = vec![
         k.process_id
             .map_or_else(|| "-".to_string(), |p| p.to_string()),
@@ -229,7 +233,7 @@ fn table_row(k: &KernelRecord, metrics: &[String]) -> Vec<String> {
     row
 }
 
-fn print_table(
+pub(super) fn print_table(
     out: &mut impl Write,
     rows: Vec<Vec<String>>,
     metrics: &[String],
@@ -254,7 +258,7 @@ fn print_table(
 }
 
 /// Diagnostics go to stderr so stdout stays machine-readable (they are in the JSON too).
-fn report_diagnostics(parsed: &ParsedOutput, json: bool) {
+pub(super) fn report_diagnostics(parsed: &ParsedOutput, json: bool) {
     for d in &parsed.diagnostics {
         if json && d.severity == Severity::Info {
             continue;
