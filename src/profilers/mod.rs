@@ -31,7 +31,14 @@ pub use plan::{CommandSpec, EndMarker, Graces, Plan, RetryPolicy, Step, Validato
 pub use preflight::Preflight;
 
 /// Every profiler polyprof knows, by stable name, in display order.
-pub const PROFILER_NAMES: &[&str] = &["ncu", "unitrace", "ocl-unitrace", "vtune", "metal", "rocprofv3"];
+pub const PROFILER_NAMES: &[&str] = &[
+    "ncu",
+    "unitrace",
+    "ocl-unitrace",
+    "vtune",
+    "metal",
+    "rocprofv3",
+];
 
 /// How bad a diagnostic is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

@@ -86,12 +86,24 @@ pub fn parse(name: &str, bytes: &[u8]) -> ParsedPart {
     part
 }
 
-/// The device name for a trace's agent label; `None` when no GPU agent matches.
+/// The GPU agent a trace's label names: by logical index, then node id; with a single GPU and
+/// a label that names no agent at all (`--agent-index type-relative` writes `GPU 0`), that
+/// GPU, since kernels run only on GPUs. `None` otherwise.
 pub fn resolve<'a>(agents: &'a [Agent], label: &str) -> Option<&'a Agent> {
     let gpus = || agents.iter().filter(|a| a.is_gpu());
-    gpus()
+    let by_index = gpus()
         .find(|a| a.matches_label(label, true))
-        .or_else(|| gpus().find(|a| a.matches_label(label, false)))
+        .or_else(|| gpus().find(|a| a.matches_label(label, false)));
+    if by_index.is_some() {
+        return by_index;
+    }
+    let names_an_agent = agents
+        .iter()
+        .any(|a| a.matches_label(label, true) || a.matches_label(label, false));
+    match (gpus().count(), names_an_agent) {
+        (1, false) => gpus().next(),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -116,6 +128,12 @@ mod tests {
         );
         // Agent 0 is the CPU: not a device for kernels.
         assert!(resolve(&part.agents, "Agent 0").is_none());
-        assert!(resolve(&part.agents, "GPU 0").is_none());
+        // A label naming no agent, with one GPU listed: that GPU.
+        assert_eq!(
+            resolve(&part.agents, "GPU 0").map(|a| a.name.as_str()),
+            Some("gfx900")
+        );
+        let two_gpus = [part.agents[1].clone(), part.agents[1].clone()];
+        assert!(resolve(&two_gpus, "GPU 0").is_none());
     }
 }

@@ -34,7 +34,12 @@ impl Layout {
     }
 }
 
-const REQUIRED: &[&str] = &["Dispatch_Id", "Kernel_Name", "Counter_Name", "Counter_Value"];
+const REQUIRED: &[&str] = &[
+    "Dispatch_Id",
+    "Kernel_Name",
+    "Counter_Name",
+    "Counter_Value",
+];
 
 /// Derived counters that rocprofv3 reports in kilobytes (`counter_defs.yaml`: "The total
 /// kilobytes fetched from / written to the video memory"); records hold bytes.
@@ -165,7 +170,12 @@ fn describe(
         record.block = Some([wg, 1, 1]);
         record.grid = Some([if wg == 0 { items } else { items.div_ceil(wg) }, 1, 1]);
     }
-    put(&mut record, "Grid_Size", items.map(|v| v as f64), "work-item");
+    put(
+        &mut record,
+        "Grid_Size",
+        items.map(|v| v as f64),
+        "work-item",
+    );
     let vgpr = cell_u64(row, c.vgpr);
     let accum = cell_u64(row, c.accum);
     record.registers_per_thread = vgpr
@@ -194,14 +204,11 @@ fn describe(
 pub fn derive(record: &mut KernelRecord) {
     let get = |name: &str| record.metric(name);
     let precision = |suffix: &str, matrix: &[&str]| -> Option<f64> {
-        let vector = [
-            ("ADD", 1.0),
-            ("MUL", 1.0),
-            ("TRANS", 1.0),
-            ("FMA", 2.0),
-        ]
-        .map(|(op, weight)| get(&format!("SQ_INSTS_VALU_{op}_{suffix}")).map(|v| v * weight));
-        let mfma = matrix.iter().map(|m| get(&format!("SQ_INSTS_VALU_MFMA_MOPS_{m}")));
+        let vector = [("ADD", 1.0), ("MUL", 1.0), ("TRANS", 1.0), ("FMA", 2.0)]
+            .map(|(op, weight)| get(&format!("SQ_INSTS_VALU_{op}_{suffix}")).map(|v| v * weight));
+        let mfma = matrix
+            .iter()
+            .map(|m| get(&format!("SQ_INSTS_VALU_MFMA_MOPS_{m}")));
         let mut any = false;
         let mut total = 0.0;
         for (value, scale) in vector
@@ -248,7 +255,10 @@ mod tests {
         assert_eq!(add.short_name, "addition_kernel<float>");
         assert_eq!(add.device.as_deref(), Some("Agent 1"));
         assert_eq!(add.metric("SQ_WAVES"), Some(16384.0));
-        assert_eq!(add.duration_ns, Some(3200098838483232.0 - 3200098838431081.0));
+        assert_eq!(
+            add.duration_ns,
+            Some(3200098838483232.0 - 3200098838431081.0)
+        );
         // 1048576 work-items in work-groups of 64.
         assert_eq!(add.grid, Some([16384, 1, 1]));
         assert_eq!(add.block, Some([64, 1, 1]));

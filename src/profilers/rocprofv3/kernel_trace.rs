@@ -61,9 +61,15 @@ impl Columns {
             sgpr: one("SGPR_Count"),
             workgroup: ["Workgroup_Size_X", "Workgroup_Size_Y", "Workgroup_Size_Z"].map(one),
             grid: ["Grid_Size_X", "Grid_Size_Y", "Grid_Size_Z"].map(one),
-            ids: ["Kernel_Id", "Correlation_Id", "Thread_Id", "Queue_Id", "Stream_Id"]
-                .map(|n| (n, one(n)))
-                .to_vec(),
+            ids: [
+                "Kernel_Id",
+                "Correlation_Id",
+                "Thread_Id",
+                "Queue_Id",
+                "Stream_Id",
+            ]
+            .map(|n| (n, one(n)))
+            .to_vec(),
         }
     }
 }
@@ -126,7 +132,10 @@ fn record(row: &csv::StringRecord, c: &Columns, process_id: Option<u32>) -> Opti
         record.block = Some(wg);
         record.grid = Some(blocks(items, wg));
     }
-    for (axis, items) in ["Grid_Size_X", "Grid_Size_Y", "Grid_Size_Z"].iter().zip(grid) {
+    for (axis, items) in ["Grid_Size_X", "Grid_Size_Y", "Grid_Size_Z"]
+        .iter()
+        .zip(grid)
+    {
         put(&mut record, axis, items.map(|v| v as f64), "work-item");
     }
     fill_resources(&mut record, row, c);
@@ -156,7 +165,12 @@ fn fill_resources(record: &mut KernelRecord, row: &csv::StringRecord, c: &Column
         .and_then(|v| u32::try_from(v).ok());
     record.shared_mem_per_block = cell_u64(row, c.lds);
     put(record, "VGPR_Count", vgpr.map(|v| v as f64), "register");
-    put(record, "Accum_VGPR_Count", accum.map(|v| v as f64), "register");
+    put(
+        record,
+        "Accum_VGPR_Count",
+        accum.map(|v| v as f64),
+        "register",
+    );
     put(
         record,
         "SGPR_Count",

@@ -38,7 +38,11 @@ pub fn parse(name: &str, bytes: &[u8]) -> Result<ParsedPart> {
         });
     }
     let one = |n: &str| table.index(&[n]);
-    let (direction, start, end) = (one("Direction"), one("Start_Timestamp"), one("End_Timestamp"));
+    let (direction, start, end) = (
+        one("Direction"),
+        one("Start_Timestamp"),
+        one("End_Timestamp"),
+    );
     let (source, destination) = (one("Source_Agent_Id"), one("Destination_Agent_Id"));
     let (stream, correlation) = (one("Stream_Id"), one("Correlation_Id"));
     let mut part = ParsedPart {

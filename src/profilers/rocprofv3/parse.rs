@@ -92,8 +92,7 @@ fn stats_table(base: &str) -> String {
 pub fn process_id_of(name: &str) -> Option<u32> {
     base_name(name)
         .split('_')
-        .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
-        .next_back()
+        .rfind(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
         .and_then(|s| s.parse().ok())
 }
 
@@ -225,7 +224,7 @@ fn fold_counter_passes(files: Vec<Vec<KernelRecord>>) -> Vec<KernelRecord> {
     };
     for file in files {
         let mut others = file;
-        merge_pass(&mut base, &mut others, &mut Vec::new());
+        merge_pass(&mut base, &mut others);
         base.extend(others);
     }
     for record in &mut base {
@@ -245,7 +244,7 @@ fn attach_counters(
 ) {
     let mut unmatched = Vec::new();
     for mut file in files {
-        merge_pass(traces, &mut file, &mut unmatched);
+        merge_pass(traces, &mut file);
         unmatched.extend(file);
     }
     for record in traces.iter_mut() {
@@ -274,11 +273,7 @@ fn attach_counters(
 
 /// Move the counters of `pass` onto the matching records of `base`; `pass` keeps the records
 /// that matched nothing.
-fn merge_pass(
-    base: &mut [KernelRecord],
-    pass: &mut Vec<KernelRecord>,
-    _unmatched: &mut Vec<KernelRecord>,
-) {
+fn merge_pass(base: &mut [KernelRecord], pass: &mut Vec<KernelRecord>) {
     let pids = |records: &[KernelRecord]| {
         let mut pids: Vec<Option<u32>> = records.iter().map(|r| r.process_id).collect();
         pids.sort();
@@ -472,7 +467,11 @@ mod tests {
         ]);
         assert_eq!(out.parsed.kernels.len(), 9);
         assert_eq!(out.errors.len(), 1);
-        assert!(out.errors[0].contains("2_kernel_trace.csv"), "{:?}", out.errors);
+        assert!(
+            out.errors[0].contains("2_kernel_trace.csv"),
+            "{:?}",
+            out.errors
+        );
     }
 
     #[test]

@@ -101,10 +101,10 @@ impl Rocprofv3Options {
                 .filter(|c| !c.is_empty())
                 .map(str::to_string)
                 .collect();
-            if let Some(bad) = counters
-                .iter()
-                .find(|c| !c.bytes().all(|b| b.is_ascii_alphanumeric() || b"_[]:".contains(&b)))
-            {
+            if let Some(bad) = counters.iter().find(|c| {
+                !c.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"_[]:".contains(&b))
+            }) {
                 return Err(Error::invalid(
                     "rocprofv3 counter",
                     format!(

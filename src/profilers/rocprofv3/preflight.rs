@@ -82,7 +82,10 @@ pub fn decide(probe: &Probe) -> Preflight {
                 .to_string(),
         ),
         NodeAccess::Denied if probe.root => (true, "running as root".to_string()),
-        NodeAccess::Denied => (false, format!("/dev/kfd is not readable and writable; {GROUPS_FIX}")),
+        NodeAccess::Denied => (
+            false,
+            format!("/dev/kfd is not readable and writable; {GROUPS_FIX}"),
+        ),
     };
     p.check("kfd", kfd.0, kfd.1);
     let usable: Vec<&str> = probe
@@ -150,7 +153,9 @@ mod tests {
     fn gfx_targets_from_rocminfo_and_amd_smi() {
         assert_eq!(gfx_targets(ROCMINFO), ["gfx942"]);
         assert_eq!(
-            gfx_targets("GPU: 0\n    ASIC:\n        TARGET_GRAPHICS_VERSION: gfx90a\nGPU: 1\n        TARGET_GRAPHICS_VERSION: gfx90a\n"),
+            gfx_targets(
+                "GPU: 0\n    ASIC:\n        TARGET_GRAPHICS_VERSION: gfx90a\nGPU: 1\n        TARGET_GRAPHICS_VERSION: gfx90a\n"
+            ),
             ["gfx90a"]
         );
         assert_eq!(gfx_targets("Name: gfx1100\nName: gfx000"), ["gfx1100"]);

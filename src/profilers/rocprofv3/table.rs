@@ -75,10 +75,7 @@ impl Table {
                     damaged += 1;
                     let line = record.position().map_or(0, |p| p.line());
                     first_damage.get_or_insert_with(|| {
-                        format!(
-                            "row at line {line} has {} of {width} fields",
-                            record.len()
-                        )
+                        format!("row at line {line} has {} of {width} fields", record.len())
                     });
                 }
                 Err(e) => {
@@ -112,16 +109,14 @@ impl Table {
 
     /// The index of the first of `names` that the header has.
     pub fn index(&self, names: &[&str]) -> Option<usize> {
-        names.iter().find_map(|name| self.columns.get(*name).copied())
+        names
+            .iter()
+            .find_map(|name| self.columns.get(*name).copied())
     }
 
     /// Every column of `required` the header lacks.
     pub fn missing<'a>(&self, required: &[&'a str]) -> Vec<&'a str> {
-        required
-            .iter()
-            .copied()
-            .filter(|c| !self.has(c))
-            .collect()
+        required.iter().copied().filter(|c| !self.has(c)).collect()
     }
 
     fn warn(&mut self, kind: &str, message: String, hint: &str) {
@@ -193,7 +188,11 @@ mod tests {
         let t = Table::read("k.csv", b"\"A\",\"B\"\n1,2\n3,4\n5");
         assert_eq!(t.rows.len(), 2);
         assert_eq!(t.warnings.len(), 1);
-        assert!(t.warnings[0].message.contains("1 damaged row"), "{:?}", t.warnings);
+        assert!(
+            t.warnings[0].message.contains("1 damaged row"),
+            "{:?}",
+            t.warnings
+        );
         let t = Table::read("k.csv", b"\"A\",\"B\"\n1,2\n3,\"void f(int");
         assert_eq!(t.rows.len(), 1);
         assert_eq!(t.warnings[0].kind, TRUNCATED);
