@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use polyprof::pipeline::job::pass_label;
-use polyprof::pipeline::{Job, profile};
+use polyprof::pipeline::{Job, Profiler, profile};
 use polyprof::profilers::ncu::{ClockControl, NcuOptions};
 use polyprof::profilers::{self, EndMarker, ProfilerSettings};
 use polyprof::results::export::{self, Format, Report};

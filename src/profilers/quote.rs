@@ -214,7 +214,7 @@ pub fn plan_to_shell(plan: &Plan) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profilers::{EndMarker, Graces};
+    use crate::model::plan::{EndMarker, Graces};
     use std::path::PathBuf;
     use std::process::Command;
 
@@ -236,6 +236,7 @@ mod tests {
             profiler: "test".into(),
             target: vec![],
             steps,
+            outputs: Default::default(),
         }
     }
 

@@ -3,7 +3,8 @@
 //! The plan (`plan.rs`) traces kernels, copies and stats in one step and collects counters in
 //! one step per group; the preflight decision (`preflight.rs`) judges probe results
 //! (`probe.rs`); the parsers are pure, one file per output kind, joined in `parse.rs`.
-//! The backend below is the only part that touches the disk.
+//! The backend below is pure too: the pipeline collects the files it declares and answers the
+//! probes it asks.
 
 pub mod agent_info;
 pub mod counters;
@@ -12,27 +13,28 @@ pub mod memory_copy;
 pub mod parse;
 pub mod plan;
 pub mod preflight;
-pub mod probe;
 pub mod stats;
 pub mod table;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use async_trait::async_trait;
-
-use super::artifacts::{DEFAULT_ARTIFACT_CAP, read_artifact};
-use super::staging::ensure_fresh;
 use super::{
-    EndMarker, Graces, Plan, Preflight, Profiler, ProfilerOutput, ProfilerSettings, RawOutput,
+    Backend, EndMarker, Graces, Plan, Preflight, ProfilerOutput, ProfilerSettings, RawOutput,
 };
 use crate::error::{Error, Result};
+use crate::model::plan::{DeclaredOutputs, FilePattern};
+use crate::model::probe::Probe;
 
 pub use parse::{FileKind, ParsedPart, parse_files, parse_raw};
 pub use plan::{ROOFLINE_GROUPS, Rocprofv3Options};
 
 /// The backend's stable name, also the binary's.
 pub const NAME: &str = "rocprofv3";
+
+/// The CSVs the parser reads, by name (`trace_1234_kernel_trace.csv`, `pass_1/…`).
+const CSV_OUTPUTS: &str =
+    r"_(kernel_trace|memory_copy_trace|counter_collection|agent_info|[a-z_]*_stats)\.csv$";
 
 /// The rocprofv3 backend.
 #[derive(Debug, Clone)]
@@ -61,17 +63,7 @@ impl Rocprofv3 {
     }
 }
 
-/// Whether a directory entry is rocprofv3 output of this plan (a step's files, or the
-/// `pass_N` folder counter steps write into).
-pub fn is_rocprofv3_output(name: &str) -> bool {
-    name.starts_with("trace_")
-        || name.starts_with("pmc")
-        || name.starts_with("pass_")
-        || FileKind::of(name) != FileKind::Other
-}
-
-#[async_trait]
-impl Profiler for Rocprofv3 {
+impl Backend for Rocprofv3 {
     fn name(&self) -> &str {
         NAME
     }
@@ -80,7 +72,7 @@ impl Profiler for Rocprofv3 {
         &self.output_dir
     }
 
-    fn wrap(&self, target: &[String]) -> Result<Plan> {
+    fn build_plan(&self, target: &[String]) -> Result<Plan> {
         plan::build(
             &plan::PlanInput {
                 options: &self.options,
@@ -94,6 +86,50 @@ impl Profiler for Rocprofv3 {
         )
     }
 
+    /// The CSVs of every step (counter steps write into `pass_1/`), and the JSON when asked
+    /// for. A previous run's step files or pass folders would be parsed as this run's.
+    fn outputs(&self) -> DeclaredOutputs {
+        let mut collect = vec![FilePattern::Regex(CSV_OUTPUTS.to_string())];
+        if self.options.json {
+            collect.push(FilePattern::Regex(r"_results\.json$".to_string()));
+        }
+        DeclaredOutputs {
+            collect,
+            fresh: ["trace_", "pmc", "pass_"]
+                .map(|p| FilePattern::Prefix(p.to_string()))
+                .to_vec(),
+            collect_in: vec![FilePattern::Prefix("pass_".to_string())],
+            ..Default::default()
+        }
+    }
+
+    fn parse(&self, raw: RawOutput) -> Result<ProfilerOutput> {
+        let parsed_any = raw
+            .artifacts
+            .iter()
+            .any(|a| FileKind::of(&a.name) != FileKind::Other);
+        if !parsed_any {
+            return Err(Error::NoData {
+                profiler: NAME.into(),
+                reason: format!(
+                    "no rocprofv3 CSV in `{}`; rocprofv3's stderr says what happened (a \
+                     counter group that does not fit one pass, a missing GPU, …)",
+                    self.output_dir.display()
+                ),
+            });
+        }
+        let pass = parse_raw(&raw);
+        Ok(ProfilerOutput {
+            raw,
+            parsed: pass.parsed,
+            errors: pass.errors,
+        })
+    }
+
+    fn check_availability(&self, probe: &dyn Probe) -> Preflight {
+        preflight::decide(&preflight::ask(probe))
+    }
+
     fn env_vars(&self) -> BTreeMap<String, String> {
         BTreeMap::from([("POLYPROF_PROFILER".to_string(), NAME.to_string())])
     }
@@ -105,77 +141,12 @@ impl Profiler for Rocprofv3 {
     fn graces(&self) -> Graces {
         self.graces.unwrap_or_else(plan::default_graces)
     }
-
-    /// A previous run's CSVs would be parsed as this run's.
-    async fn prepare(&self, host_output_dir: &Path) -> Result<()> {
-        ensure_fresh(NAME, host_output_dir, is_rocprofv3_output).await
-    }
-
-    async fn read_output(&self) -> Result<ProfilerOutput> {
-        let names = output_files(&self.output_dir).await?;
-        if names.is_empty() {
-            return Err(Error::NoData {
-                profiler: NAME.into(),
-                reason: format!(
-                    "no rocprofv3 CSV in `{}`; rocprofv3's stderr says what happened (a \
-                     counter group that does not fit one pass, a missing GPU, …)",
-                    self.output_dir.display()
-                ),
-            });
-        }
-        let mut raw = RawOutput::default();
-        for name in &names {
-            raw.artifacts
-                .push(read_artifact(&self.output_dir, name, DEFAULT_ARTIFACT_CAP).await?);
-        }
-        let pass = parse_raw(&raw);
-        Ok(ProfilerOutput {
-            raw,
-            parsed: pass.parsed,
-            errors: pass.errors,
-        })
-    }
-
-    fn preflight(&self) -> Preflight {
-        preflight::decide(&probe::gather())
-    }
-}
-
-/// Files rocprofv3 wrote, directly in `dir` or one folder down (`pass_1/` for counters),
-/// relative to `dir`, sorted.
-async fn output_files(dir: &Path) -> Result<Vec<String>> {
-    let mut found = Vec::new();
-    let mut folders = vec![(dir.to_path_buf(), String::new(), 0)];
-    while let Some((folder, prefix, depth)) = folders.pop() {
-        let mut entries = tokio::fs::read_dir(&folder)
-            .await
-            .map_err(|e| Error::io("list output directory", &folder, e))?;
-        while let Some(entry) = entries
-            .next_entry()
-            .await
-            .map_err(|e| Error::io("list output directory", &folder, e))?
-        {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let relative = format!("{prefix}{name}");
-            let Ok(kind) = entry.file_type().await else {
-                continue;
-            };
-            if kind.is_dir() && depth < 2 {
-                folders.push((entry.path(), format!("{relative}/"), depth + 1));
-            } else if kind.is_file()
-                && (FileKind::of(&name) != FileKind::Other || name.ends_with(".json"))
-            {
-                found.push(relative);
-            }
-        }
-    }
-    found.sort();
-    Ok(found)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::probe::{NodeAccess, ProbeCommand, ProbeError, ProbeOutput};
 
     #[test]
     fn settings_choose_the_counters() {
@@ -191,6 +162,7 @@ mod tests {
 
     #[tokio::test]
     async fn read_output_parses_files_one_folder_down_and_refuses_stale_ones() {
+        use crate::pipeline::profiler::Profiler;
         let dir = tempfile::tempdir().unwrap();
         let r = Rocprofv3::new(dir.path().to_path_buf(), &ProfilerSettings::default()).unwrap();
         r.prepare(dir.path()).await.unwrap();
@@ -226,14 +198,89 @@ mod tests {
         assert!(err.contains("trace_42_kernel_trace.csv"), "{err}");
     }
 
+    /// A machine with an MI300X, as the pipeline's probe would describe it.
+    struct Mi300xHost {
+        kfd: NodeAccess,
+    }
+
+    impl Probe for Mi300xHost {
+        fn find_binary(&self, name: &str) -> Option<PathBuf> {
+            ["rocprofv3", "rocminfo"]
+                .contains(&name)
+                .then(|| PathBuf::from("/opt/rocm/bin").join(name))
+        }
+        fn run(&self, command: &ProbeCommand) -> Result<ProbeOutput, ProbeError> {
+            let stdout: &[u8] = match command.program.file_name().and_then(|n| n.to_str()) {
+                Some("rocprofv3") => b"rocprofv3 1.0.0\n",
+                Some("rocminfo") => b"Agent 2\n  Name:                    gfx942\n",
+                _ => {
+                    return Err(ProbeError::Spawn {
+                        command: command.shown(),
+                        message: "not here".into(),
+                    });
+                }
+            };
+            Ok(ProbeOutput {
+                code: Some(0),
+                stdout: stdout.to_vec(),
+                stderr: Vec::new(),
+            })
+        }
+        fn read_text(&self, _: &Path) -> Option<String> {
+            None
+        }
+        fn write_text(&self, _: &Path, _: &str) -> bool {
+            false
+        }
+        fn list_dir(&self, path: &Path) -> Vec<String> {
+            match path.to_str() {
+                Some("/dev") => vec!["dri".into(), "kfd".into()],
+                Some("/dev/dri") => vec!["card0".into(), "renderD128".into()],
+                _ => Vec::new(),
+            }
+        }
+        fn env_var(&self, _: &str) -> Option<String> {
+            None
+        }
+        fn is_root(&self) -> bool {
+            false
+        }
+        fn host_os(&self) -> &str {
+            "linux"
+        }
+        fn node_access(&self, path: &Path) -> NodeAccess {
+            if path == Path::new("/dev/kfd") {
+                self.kfd
+            } else {
+                NodeAccess::ReadWrite
+            }
+        }
+    }
+
     #[test]
-    fn preflight_here_follows_its_checks() {
-        let p = Rocprofv3::new(PathBuf::from("/o"), &ProfilerSettings::default())
-            .unwrap()
-            .preflight();
-        assert!(p.checks.iter().any(|c| c.name == "binary"));
-        let blocked = p.checks.iter().any(|c| !c.ok && !c.advisory);
-        assert_eq!(p.available, !blocked);
-        assert_eq!(p.reason.is_some(), blocked);
+    fn availability_from_the_probes_answers() {
+        let r = Rocprofv3::new(PathBuf::from("/o"), &ProfilerSettings::default()).unwrap();
+        let p = r.check_availability(&Mi300xHost {
+            kfd: NodeAccess::ReadWrite,
+        });
+        assert!(p.available, "{:?}", p.reason);
+        assert_eq!(p.version.as_deref(), Some("rocprofv3 1.0.0"));
+        let details: Vec<&str> = p.checks.iter().map(|c| c.detail.as_str()).collect();
+        assert!(details.contains(&"AMD GPU: gfx942"), "{details:?}");
+        assert!(
+            details.contains(&"render node(s) renderD128"),
+            "{details:?}"
+        );
+
+        let p = r.check_availability(&Mi300xHost {
+            kfd: NodeAccess::Denied,
+        });
+        assert!(!p.available);
+        assert!(p.reason.unwrap().contains("usermod -aG render,video"));
+        // A probe that cannot tell access trusts an existing node.
+        let p = r.check_availability(&Mi300xHost {
+            kfd: NodeAccess::Unknown,
+        });
+        assert!(p.available, "{:?}", p.reason);
     }
 }

@@ -184,6 +184,7 @@ pub fn build(input: &PlanInput<'_>, target: &[String]) -> Result<Plan> {
     Ok(Plan {
         profiler: NAME.to_string(),
         target: target.to_vec(),
+        outputs: Default::default(),
         steps,
     })
 }

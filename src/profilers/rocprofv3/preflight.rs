@@ -1,27 +1,21 @@
-//! Can rocprofv3 run here: the decision, a pure function of what the probes read (the binary,
+//! Can rocprofv3 run here: [`ask`] puts the questions to the pipeline's [`Probe`] (the binary,
 //! its version, `/dev/kfd`, the DRM render nodes, the gfx targets `rocminfo` or `amd-smi`
-//! list). Every failed check says how to fix it.
+//! list) and [`decide`] judges the answers. Every failed check says how to fix it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::profilers::preflight::{self, Preflight};
+pub use crate::model::probe::NodeAccess;
+use crate::model::probe::{Probe, ProbeCommand};
+use crate::profilers::preflight::{self, Preflight, VERSION_TIMEOUT};
 
 use super::NAME;
 
-/// Whether a device node can be opened for reading and writing (what the ROCm runtime needs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NodeAccess {
-    Missing,
-    Denied,
-    ReadWrite,
-}
-
-/// What the probes found.
+/// What the probes answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Probe {
+pub struct Answers {
     pub binary: Option<PathBuf>,
     /// `rocprofv3 --version`, when the binary was found.
     pub version: Option<Result<String, String>>,
@@ -38,6 +32,65 @@ const INSTALL: &str = "install ROCm's rocprofiler-sdk (`apt install rocprofiler-
 const GROUPS_FIX: &str = "add the user to the `render` and `video` groups (`sudo usermod -aG \
                           render,video $USER`, then log in again); in a container add \
                           `--group-add video --group-add render`";
+
+/// Ask `probe` everything [`decide`] needs.
+pub fn ask(probe: &dyn Probe) -> Answers {
+    let binary = probe.find_binary(NAME);
+    let version = binary
+        .as_deref()
+        .map(|path| preflight::read_version(probe, path, &["--version"], VERSION_TIMEOUT));
+    let render_nodes = probe
+        .list_dir(Path::new("/dev/dri"))
+        .into_iter()
+        .filter(|name| name.starts_with("renderD"))
+        .map(|name| {
+            let access = probe.node_access(&Path::new("/dev/dri").join(&name));
+            (name, access)
+        })
+        .collect();
+    let kfd = match probe.node_access(Path::new("/dev/kfd")) {
+        NodeAccess::Unknown if !probe.list_dir(Path::new("/dev")).iter().any(|n| n == "kfd") => {
+            NodeAccess::Missing
+        }
+        access => access,
+    };
+    Answers {
+        binary,
+        version,
+        kfd,
+        render_nodes,
+        agents: agent_listing(probe),
+        root: probe.is_root(),
+    }
+}
+
+/// `rocminfo`, else `amd-smi static --asic`: whichever lists the agents.
+fn agent_listing(probe: &dyn Probe) -> Result<String, String> {
+    let mut why = Vec::new();
+    for (tool, args) in [
+        ("rocminfo", &[][..]),
+        ("amd-smi", &["static", "--asic"][..]),
+    ] {
+        let Some(path) = probe.find_binary(tool) else {
+            why.push(format!("`{tool}` is not on PATH"));
+            continue;
+        };
+        let command = ProbeCommand::new(path, args, VERSION_TIMEOUT);
+        match probe.run(&command) {
+            Ok(output) if output.success() => {
+                return Ok(String::from_utf8_lossy(&output.stdout).into_owned());
+            }
+            Ok(output) => why.push(format!(
+                "`{}` exited with {}: {}",
+                command.shown(),
+                output.status_text(),
+                preflight::first_line(&String::from_utf8_lossy(&output.stderr)).unwrap_or("")
+            )),
+            Err(e) => why.push(e.to_string()),
+        }
+    }
+    Err(why.join("; "))
+}
 
 static GFX: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"\bgfx[0-9][0-9a-f]{2,3}\b").ok());
@@ -60,7 +113,7 @@ pub fn gfx_targets(text: &str) -> Vec<String> {
 }
 
 /// The preflight's answer from the probes.
-pub fn decide(probe: &Probe) -> Preflight {
+pub fn decide(probe: &Answers) -> Preflight {
     let mut p = Preflight::new(NAME);
     let found = p.record(
         "binary",
@@ -75,6 +128,7 @@ pub fn decide(probe: &Probe) -> Preflight {
     }
     let kfd = match probe.kfd {
         NodeAccess::ReadWrite => (true, "/dev/kfd is readable and writable".to_string()),
+        NodeAccess::Unknown => (true, "/dev/kfd exists (access not checked)".to_string()),
         NodeAccess::Missing => (
             false,
             "no /dev/kfd: no AMD GPU driver (amdgpu with KFD) is loaded; install the ROCm \
@@ -91,7 +145,7 @@ pub fn decide(probe: &Probe) -> Preflight {
     let usable: Vec<&str> = probe
         .render_nodes
         .iter()
-        .filter(|(_, a)| *a == NodeAccess::ReadWrite || probe.root)
+        .filter(|(_, a)| matches!(a, NodeAccess::ReadWrite | NodeAccess::Unknown) || probe.root)
         .map(|(n, _)| n.as_str())
         .collect();
     let dri = if probe.render_nodes.is_empty() {
@@ -138,8 +192,8 @@ mod tests {
 
     const ROCMINFO: &str = "*******\nAgent 1\n*******\n  Name:                    AMD EPYC 9654\n  Device Type:             CPU\n*******\nAgent 2\n*******\n  Name:                    gfx942\n  Marketing Name:          AMD Instinct MI300X\n  Device Type:             GPU\n  ISA Info:\n    ISA 1\n      Name:                    amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-\n";
 
-    fn ready() -> Probe {
-        Probe {
+    fn ready() -> Answers {
+        Answers {
             binary: Some(PathBuf::from("/opt/rocm/bin/rocprofv3")),
             version: Some(Ok("rocprofv3 1.0.0".into())),
             kfd: NodeAccess::ReadWrite,
