@@ -7,6 +7,8 @@
 #   metal/                 model only, until the Metal lanes say otherwise
 #   cli/, lib.rs, main.rs  anything
 #
+# Processes are started only under src/pipeline/ (`Command::new`, `process::Command`, `duct::`).
+#
 # `crate::error` is the model's error re-exported at the root, so it counts as model.
 # Imports are read from `crate::…` and `super::…` paths (comments skipped); a circle is found
 # by a depth-first walk over the file graph those paths give.
@@ -113,6 +115,11 @@ for file in "${files[@]}"; do
     done < <(imports_of "$file" | sort -u)
     edges[$file]=$targets
 done
+
+# Processes start only in the pipeline (the supervised runner and the probe runner).
+while IFS= read -r hit; do
+    say "process start outside src/pipeline/: $hit"
+done < <(grep -rnE 'Command::new|duct::|process::Command' src --include='*.rs' | grep -v '^src/pipeline/' || true)
 
 # Depth-first search for a cycle in the file graph (white/grey/black colouring).
 declare -A colour=()

@@ -86,6 +86,60 @@ fn hip_pytorch_and_triton_select_rocprofv3_on_amd_arches() {
 }
 
 #[test]
+fn wrap_group_picks_the_counter_steps() {
+    let output = polyprof()
+        .args([
+            "wrap",
+            "--profiler",
+            "rocprofv3",
+            "--group",
+            "pmc:SQ_WAVES;FETCH_SIZE,WRITE_SIZE",
+        ])
+        .args(["--output-dir", "/tmp/amd", "--", "./app", "a b"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let plan = json(&output);
+    let steps = plan["steps"].as_array().unwrap();
+    let names: Vec<&str> = steps.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["trace", "pmc1", "pmc2"]);
+    let argv: Vec<&str> = steps[2]["command"]["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        argv,
+        [
+            "rocprofv3",
+            "--pmc",
+            "FETCH_SIZE",
+            "WRITE_SIZE",
+            "--output-format",
+            "csv",
+            "-d",
+            "/tmp/amd",
+            "-o",
+            "pmc2_%pid%",
+            "--",
+            "./app",
+            "a b"
+        ]
+    );
+    // The counter passes' folder is declared, so the pipeline collects it.
+    assert_eq!(plan["outputs"]["collect_in"][0]["value"], "pass_");
+
+    let bad = polyprof()
+        .args(["wrap", "--profiler", "rocprofv3", "--group", "ComputeBasic"])
+        .args(["--output-dir", "/tmp/amd", "--", "./app"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("roofline"));
+}
+
+#[test]
 fn doctor_lists_rocprofv3_with_its_fix() {
     let empty = tempfile::tempdir().unwrap();
     let output = polyprof()

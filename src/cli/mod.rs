@@ -8,7 +8,6 @@ pub mod ncu_args;
 pub mod occupancy;
 pub mod output;
 pub mod parse;
-pub mod parse_rocprofv3;
 pub mod report;
 pub mod run;
 pub mod select;

@@ -1,7 +1,8 @@
 //! `polyprof parse`: turn saved profiler output into normalized records, without a GPU.
 //!
 //! Exit codes: 0 parsed, no error-level diagnostic; 1 parsed, but ncu reported an error (or a
-//! requested metric is missing); 2 unreadable file or bad flags.
+//! requested metric is missing); 2 unreadable file (or one the parser could not read: the others
+//! are still printed), or bad flags.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -9,20 +10,21 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_BORDERS_ONLY};
+use polyprof::model::{ParsedOutput, RawArtifact, RawOutput, Severity};
 use polyprof::profilers::ncu::parse::flag_empty;
 use polyprof::profilers::ncu::{MetricFilter, ParseOptions, merge, parse, parse_reader};
-use polyprof::profilers::{ParsedOutput, Severity};
+use polyprof::profilers::registry::{self, BACKENDS, BackendEntry};
 use polyprof::results::record::KernelRecord;
 
 /// Arguments of `polyprof parse`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Which profiler wrote the files.
-    #[arg(long, value_parser = ["ncu", "rocprofv3"], default_value = "ncu")]
+    /// Which profiler wrote the files (every registered backend; those without a parser yet
+    /// say so).
+    #[arg(long, default_value = "ncu", value_parser = clap::builder::PossibleValuesParser::new(BACKENDS.iter().map(|b| b.name)))]
     pub profiler: String,
     /// Files to parse: ncu stdout, its --log-file, or --import exports (raw, details, session
-    /// pages). Several files of one run are merged on (process id, launch id). For rocprofv3:
-    /// its CSVs and `-S` summary text, recognised by name (`*_kernel_trace.csv`, …).
+    /// pages). Several files of one run are merged on (process id, launch id).
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Keep (and show) only these metrics besides the normalized fields; each must be present.
@@ -58,8 +60,24 @@ fn options(args: &Args) -> ParseOptions {
 }
 
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
-    if args.profiler == "rocprofv3" {
-        return super::parse_rocprofv3::execute(&args);
+    let entry = registry::lookup(&args.profiler)?;
+    if !entry.parses_kernels {
+        let with_parser: Vec<&str> = BACKENDS
+            .iter()
+            .filter(|b| b.parses_kernels)
+            .map(|b| b.name)
+            .collect();
+        anyhow::bail!(
+            "`{}` has no parser yet: polyprof runs it and keeps its raw files in the run directory \
+             (`polyprof run --profiler {}` lists them in run.json), but cannot turn them into \
+             kernel records; `polyprof parse` reads output of: {}",
+            entry.name,
+            entry.name,
+            with_parser.join(", ")
+        );
+    }
+    if entry.name != "ncu" {
+        return parse_with_backend(entry, &args);
     }
     let options = options(&args);
     let stdout = std::io::stdout();
@@ -133,6 +151,72 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     Ok(u8::from(failed))
 }
 
+/// A backend other than ncu (whose parser streams): the files become raw artifacts named by
+/// their file names and go through the backend's own parser.
+fn parse_with_backend(entry: &BackendEntry, args: &Args) -> anyhow::Result<u8> {
+    let mut raw = RawOutput::default();
+    for file in &args.files {
+        let content =
+            std::fs::read(file).with_context(|| format!("cannot read `{}`", file.display()))?;
+        raw.artifacts.push(RawArtifact {
+            name: file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            path: file.clone(),
+            size: content.len() as u64,
+            content,
+            truncated: false,
+        });
+    }
+    let dir = args
+        .files
+        .first()
+        .and_then(|f| f.parent())
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    let backend = (entry.create)(dir, &Default::default())?;
+    let output = backend.parse(raw)?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    if args.json {
+        let files: Vec<String> = args.files.iter().map(|f| f.display().to_string()).collect();
+        let document = serde_json::json!({
+            "profiler": entry.name,
+            "files": files,
+            "kernels": output.parsed.kernels,
+            "diagnostics": output.parsed.diagnostics,
+            "session": output.parsed.session,
+            "errors": output.errors,
+        });
+        serde_json::to_writer_pretty(&mut out, &document)?;
+        writeln!(out)?;
+    } else {
+        let rows = output
+            .parsed
+            .kernels
+            .iter()
+            .map(|k| table_row(k, &args.metrics))
+            .collect();
+        print_table(&mut out, rows, &args.metrics)?;
+    }
+    out.flush()?;
+    for error in &output.errors {
+        eprintln!("error: {error}");
+    }
+    report_diagnostics(&output.parsed, args.json);
+    // A file the parser could not read is like an unreadable one; the others were printed.
+    if !output.errors.is_empty() {
+        return Ok(2);
+    }
+    let failed = output
+        .parsed
+        .diagnostics
+        .iter()
+        .any(|d| d.severity == Severity::Error);
+    Ok(u8::from(failed))
+}
+
 /// `{"profiler":…,"files":…,"kernels":[…],"diagnostics":[…],"session":{…}}`, kernels written as
 /// they are parsed.
 fn stream_json(
@@ -199,7 +283,7 @@ const HEADER: [&str; 16] = [
     "occ %", "theo %", "SM %", "mem %", "regs", "smem B",
 ];
 
-pub(super) fn table_row(k: &KernelRecord, metrics: &[String]) -> Vec<String> {
+fn table_row(k: &KernelRecord, metrics: &[String]) -> Vec<String> {
     let mut row = vec![
         k.process_id
             .map_or_else(|| "-".to_string(), |p| p.to_string()),
@@ -233,7 +317,7 @@ pub(super) fn table_row(k: &KernelRecord, metrics: &[String]) -> Vec<String> {
     row
 }
 
-pub(super) fn print_table(
+fn print_table(
     out: &mut impl Write,
     rows: Vec<Vec<String>>,
     metrics: &[String],
@@ -258,7 +342,7 @@ pub(super) fn print_table(
 }
 
 /// Diagnostics go to stderr so stdout stays machine-readable (they are in the JSON too).
-pub(super) fn report_diagnostics(parsed: &ParsedOutput, json: bool) {
+fn report_diagnostics(parsed: &ParsedOutput, json: bool) {
     for d in &parsed.diagnostics {
         if json && d.severity == Severity::Info {
             continue;

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
+use polyprof::profilers::registry::{self, SettingsKind};
 use polyprof::profilers::{self, ProfilerSettings, quote};
 
 /// Arguments of `polyprof wrap`.
@@ -19,7 +20,8 @@ pub struct Args {
     /// Print one POSIX shell string instead of the plan's JSON.
     #[arg(long)]
     pub shell: bool,
-    /// Metric group (unitrace and ocl-unitrace only; default ComputeBasic).
+    /// Metric group (unitrace and ocl-unitrace: default ComputeBasic; rocprofv3: its counter
+    /// set, `trace`, `roofline` or `pmc:A,B;C`).
     #[arg(long, value_name = "GROUP")]
     pub group: Option<String>,
     /// The command to profile, after `--`.
@@ -29,9 +31,16 @@ pub struct Args {
 
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let name = args.profiler.trim().to_ascii_lowercase();
-    if args.group.is_some() && !matches!(name.as_str(), "unitrace" | "ocl-unitrace") {
+    let entry = registry::lookup(&name)?;
+    if args.group.is_some() && entry.settings != SettingsKind::MetricGroup {
+        let takes: Vec<&str> = registry::BACKENDS
+            .iter()
+            .filter(|b| b.settings == SettingsKind::MetricGroup)
+            .map(|b| b.name)
+            .collect();
         anyhow::bail!(
-            "--group applies to unitrace and ocl-unitrace only, not `{}`",
+            "--group applies to {} only, not `{}`",
+            takes.join(" and "),
             args.profiler
         );
     }

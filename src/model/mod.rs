@@ -20,6 +20,6 @@ pub use plan::{
     CommandSpec, DeclaredOutputs, EndMarker, FilePattern, Graces, Plan, RetryPolicy, StagedFile,
     Step, Validator,
 };
-pub use probe::{Probe, ProbeCommand, ProbeError, ProbeOutput};
+pub use probe::{Probe, ProbeError, ProbeOutput, ProbeRequest};
 pub use record::{FlopCounts, KernelRecord, Metric, MetricName, MetricValue, RuleResult};
 pub use run::{ContainerInfo, DeviceInfo, ProfileRun, ProfilerInfo, StepRun};

@@ -9,7 +9,7 @@ use std::time::Duration;
 /// A short command a backend wants the answer of (`ncu --version`, `nvidia-smi -L`,
 /// `ncu --query-metrics --chip gh100`). Argv, never a shell string.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProbeCommand {
+pub struct ProbeRequest {
     pub program: PathBuf,
     pub args: Vec<String>,
     /// The probe is stopped (its whole process group) when it runs longer.
@@ -18,9 +18,9 @@ pub struct ProbeCommand {
     pub env: BTreeMap<String, String>,
 }
 
-impl ProbeCommand {
+impl ProbeRequest {
     pub fn new(program: impl Into<PathBuf>, args: &[&str], timeout: Duration) -> Self {
-        ProbeCommand {
+        ProbeRequest {
             program: program.into(),
             args: args.iter().map(|a| a.to_string()).collect(),
             timeout,
@@ -92,7 +92,7 @@ pub trait Probe: Send + Sync {
     /// The full path of `name` on `PATH` (or `name` itself when it is a path that exists).
     fn find_binary(&self, name: &str) -> Option<PathBuf>;
     /// Run a short command to completion or its timeout, output drained while it runs.
-    fn run(&self, command: &ProbeCommand) -> Result<ProbeOutput, ProbeError>;
+    fn run(&self, command: &ProbeRequest) -> Result<ProbeOutput, ProbeError>;
     /// The content of a small text file (sysctl, driver parameters, a cache entry).
     fn read_text(&self, path: &Path) -> Option<String>;
     /// Write a small text file atomically (a cache entry); false when it could not be written.

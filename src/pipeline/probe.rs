@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::model::probe::{NodeAccess, Probe, ProbeCommand, ProbeError, ProbeOutput};
+use crate::model::probe::{NodeAccess, Probe, ProbeError, ProbeOutput, ProbeRequest};
 
 /// How often the runner looks at the child, the clock and the token.
 const POLL: Duration = Duration::from_millis(5);
@@ -21,7 +21,7 @@ const POLL: Duration = Duration::from_millis(5);
 /// Run `command` to completion, its timeout, or cancellation. Blocking; call it from
 /// `spawn_blocking` in async code.
 pub fn run_probe(
-    command: &ProbeCommand,
+    command: &ProbeRequest,
     cancel: &CancellationToken,
 ) -> Result<ProbeOutput, ProbeError> {
     let shown = command.shown();
@@ -131,7 +131,7 @@ impl Probe for HostProbe {
         which::which(name).ok()
     }
 
-    fn run(&self, command: &ProbeCommand) -> Result<ProbeOutput, ProbeError> {
+    fn run(&self, command: &ProbeRequest) -> Result<ProbeOutput, ProbeError> {
         run_probe(command, &self.cancel)
     }
 
@@ -191,8 +191,8 @@ impl Probe for HostProbe {
 mod tests {
     use super::*;
 
-    fn sh(script: &str, timeout: Duration) -> ProbeCommand {
-        ProbeCommand::new("/bin/sh", &["-c", script], timeout)
+    fn sh(script: &str, timeout: Duration) -> ProbeRequest {
+        ProbeRequest::new("/bin/sh", &["-c", script], timeout)
     }
 
     #[test]
@@ -243,7 +243,7 @@ mod tests {
         .unwrap();
         assert_eq!((out.code, out.stderr.as_slice()), (Some(3), &b"oops\n"[..]));
         let err = run_probe(
-            &ProbeCommand::new("/nonexistent/polyprof-probe", &[], Duration::from_secs(1)),
+            &ProbeRequest::new("/nonexistent/polyprof-probe", &[], Duration::from_secs(1)),
             &CancellationToken::new(),
         )
         .unwrap_err();

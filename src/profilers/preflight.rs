@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
-use crate::model::probe::{Probe, ProbeCommand};
+use crate::model::probe::{Probe, ProbeRequest};
 
 /// How long a `--version` command may take before the preflight gives up on it.
 pub const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
@@ -167,7 +167,7 @@ pub fn read_version(
     args: &[&str],
     timeout: Duration,
 ) -> Result<String, String> {
-    let command = ProbeCommand::new(program, args, timeout);
+    let command = ProbeRequest::new(program, args, timeout);
     let shown = command.shown();
     let output = probe.run(&command).map_err(|e| e.to_string())?;
     // Some tools print their version on stderr.

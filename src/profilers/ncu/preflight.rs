@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::diagnostics::COUNTER_PERMISSION_FIX;
-use crate::model::probe::{Probe, ProbeCommand};
+use crate::model::probe::{Probe, ProbeRequest};
 use crate::profilers::Preflight;
 use crate::profilers::preflight as shared;
 
@@ -151,7 +151,7 @@ pub fn run_short(
     args: &[&str],
     limit: Duration,
 ) -> Option<String> {
-    let output = probe.run(&ProbeCommand::new(program, args, limit)).ok()?;
+    let output = probe.run(&ProbeRequest::new(program, args, limit)).ok()?;
     Some(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 

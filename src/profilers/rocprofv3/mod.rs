@@ -112,8 +112,11 @@ impl Backend for Rocprofv3 {
             return Err(Error::NoData {
                 profiler: NAME.into(),
                 reason: format!(
-                    "no rocprofv3 CSV in `{}`; rocprofv3's stderr says what happened (a \
-                     counter group that does not fit one pass, a missing GPU, …)",
+                    "no rocprofv3 CSV in `{}` (`*_kernel_trace.csv`, `*_memory_copy_trace.csv`, \
+                     `*_counter_collection.csv`, `*_stats.csv`, `*_agent_info.csv`, or a `-S` \
+                     summary saved as `*summary*.txt`); after a run, rocprofv3's stderr says \
+                     what happened (a counter group that does not fit one pass, a missing \
+                     GPU, …)",
                     self.output_dir.display()
                 ),
             });
@@ -146,7 +149,7 @@ impl Backend for Rocprofv3 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::probe::{NodeAccess, ProbeCommand, ProbeError, ProbeOutput};
+    use crate::model::probe::{NodeAccess, ProbeError, ProbeOutput, ProbeRequest};
 
     #[test]
     fn settings_choose_the_counters() {
@@ -209,7 +212,7 @@ mod tests {
                 .contains(&name)
                 .then(|| PathBuf::from("/opt/rocm/bin").join(name))
         }
-        fn run(&self, command: &ProbeCommand) -> Result<ProbeOutput, ProbeError> {
+        fn run(&self, command: &ProbeRequest) -> Result<ProbeOutput, ProbeError> {
             let stdout: &[u8] = match command.program.file_name().and_then(|n| n.to_str()) {
                 Some("rocprofv3") => b"rocprofv3 1.0.0\n",
                 Some("rocminfo") => b"Agent 2\n  Name:                    gfx942\n",

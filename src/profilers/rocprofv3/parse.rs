@@ -151,6 +151,12 @@ pub fn parse_files(files: &[(&str, &[u8], bool)]) -> PassParse {
     for (name, bytes, cut) in files {
         let kind = FileKind::of(name);
         if kind == FileKind::Other {
+            diagnostics.push(Diagnostic {
+                severity: Severity::Info,
+                kind: "unparsed_file".into(),
+                message: format!("`{name}` is not a rocprofv3 CSV polyprof parses; kept raw"),
+                hint: None,
+            });
             continue;
         }
         if *cut {

@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 pub use crate::model::probe::NodeAccess;
-use crate::model::probe::{Probe, ProbeCommand};
+use crate::model::probe::{Probe, ProbeRequest};
 use crate::profilers::preflight::{self, Preflight, VERSION_TIMEOUT};
 
 use super::NAME;
@@ -75,7 +75,7 @@ fn agent_listing(probe: &dyn Probe) -> Result<String, String> {
             why.push(format!("`{tool}` is not on PATH"));
             continue;
         };
-        let command = ProbeCommand::new(path, args, VERSION_TIMEOUT);
+        let command = ProbeRequest::new(path, args, VERSION_TIMEOUT);
         match probe.run(&command) {
             Ok(output) if output.success() => {
                 return Ok(String::from_utf8_lossy(&output.stdout).into_owned());
