@@ -2,6 +2,8 @@
 //! counter group, because rocprofv3 refuses a `--pmc` list that does not fit in one hardware
 //! pass. Each step reruns the target; file names carry the step and the pid
 //! (`-o trace_%pid%` → `trace_1234_kernel_trace.csv`) so steps and processes never collide.
+//! A `--pmc` step's files land in `<dir>/pass_1/`: rocprofv3's launcher gives any run with
+//! `--pmc` a pass index and appends `pass_<index>` to the output directory.
 
 use std::path::Path;
 use std::time::Duration;

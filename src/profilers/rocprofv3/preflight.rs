@@ -122,7 +122,7 @@ pub fn decide(probe: &Answers) -> Preflight {
     p.binary = probe.binary.clone();
     if let (true, Some(version)) = (found, &probe.version) {
         p.version = version.as_ref().ok().cloned();
-        // Releases before ROCm 6.4 have no --version; the tool still works.
+        // The 2024 rocprofv3 (rocprofiler-sdk 8ab1ed7) has no --version; the tool still works.
         let v = preflight::version_verdict(NAME, version);
         p.advise("version", v.ok, v.detail);
     }
