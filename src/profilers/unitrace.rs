@@ -180,6 +180,7 @@ impl UnitraceCore {
                      killed before it could"
                         .into(),
                 ),
+                metric: None,
             });
         }
         if !names().any(|n| n.starts_with("trace.metrics.")) {
@@ -195,6 +196,7 @@ impl UnitraceCore {
                      and that the code under test resumed collection",
                     self.metric_group
                 )),
+                metric: None,
             });
         }
         Ok(output)
