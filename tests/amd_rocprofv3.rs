@@ -350,11 +350,16 @@ fn amd_run(dir: &Path, slow_multiply: f64) {
     ]);
     assert!(pass.errors.is_empty(), "{:?}", pass.errors);
     let mut run = ProfileRun::new("rocprofv3.000", "rocprofv3", &["./vector_ops".into()], dir);
-    run.device = Some(DeviceInfo {
-        name: pass.parsed.session["device_name"].clone(),
-        arch: Some(pass.parsed.session["gfx_target"].clone()),
-        ..Default::default()
-    });
+    // As the pipeline does: the parser's typed device becomes the run's.
+    run.device = pass.parsed.device.clone();
+    assert_eq!(
+        run.device,
+        Some(DeviceInfo {
+            name: "AMD Instinct MI300X (gfx942)".into(),
+            arch: Some("gfx942".into()),
+            ..Default::default()
+        })
+    );
     run.kernels = pass.parsed.kernels;
     for kernel in &mut run.kernels {
         if kernel.short_name == "multiply_kernel" {

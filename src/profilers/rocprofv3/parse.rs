@@ -12,6 +12,7 @@ use super::memory_copy::MemoryCopy;
 use super::stats::{self, StatsRow};
 use super::{NAME, kernel_trace, memory_copy};
 use crate::error::Result;
+use crate::model::run::DeviceInfo;
 use crate::profilers::{Diagnostic, ParsedOutput, RawOutput, Severity};
 use crate::results::record::KernelRecord;
 
@@ -111,6 +112,7 @@ pub fn parse_file(name: &str, kind: &FileKind, bytes: &[u8]) -> Result<ParsedPar
                 kind: "counter_layout".into(),
                 message: format!("`{name}` has the {label} counter-collection layout"),
                 hint: None,
+                metric: None,
             });
             part
         }),
@@ -156,6 +158,7 @@ pub fn parse_files(files: &[(&str, &[u8], bool)]) -> PassParse {
                 kind: "unparsed_file".into(),
                 message: format!("`{name}` is not a rocprofv3 CSV polyprof parses; kept raw"),
                 hint: None,
+                metric: None,
             });
             continue;
         }
@@ -165,6 +168,7 @@ pub fn parse_files(files: &[(&str, &[u8], bool)]) -> PassParse {
                 kind: "read_cap".into(),
                 message: format!("`{name}` is larger than the read cap; only its start was parsed"),
                 hint: Some("the whole file is still in the run directory".into()),
+                metric: None,
             });
         }
         match parse_file(name, &kind, bytes) {
@@ -194,6 +198,11 @@ pub fn parse_files(files: &[(&str, &[u8], bool)]) -> PassParse {
     if let Some(gpu) = agents.iter().find(|a| a.is_gpu()) {
         session.insert("device_name".into(), gpu.device_name());
         session.insert("gfx_target".into(), gpu.name.clone());
+        out.parsed.device = Some(DeviceInfo {
+            name: gpu.device_name(),
+            arch: Some(gpu.name.clone()),
+            ..Default::default()
+        });
     }
     for kernel in &mut kernels {
         let resolved = kernel
@@ -215,6 +224,7 @@ pub fn parse_files(files: &[(&str, &[u8], bool)]) -> PassParse {
                  --kernel-trace, and that the kernel filters (if any) matched"
                     .into(),
             ),
+            metric: None,
         });
     }
     out.parsed.kernels = kernels;
@@ -273,6 +283,7 @@ fn attach_counters(
                  every pass sees the same dispatches"
                     .into(),
             ),
+            metric: None,
         });
     }
 }

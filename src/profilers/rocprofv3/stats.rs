@@ -137,6 +137,7 @@ pub fn parse_summary(name: &str, bytes: &[u8]) -> ParsedPart {
                  --summary-output-file)"
                     .into(),
             ),
+            metric: None,
         });
     }
     part

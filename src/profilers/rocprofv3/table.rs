@@ -125,6 +125,7 @@ impl Table {
             kind: kind.to_string(),
             message,
             hint: Some(hint.to_string()),
+            metric: None,
         });
     }
 }
