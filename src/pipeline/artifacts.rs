@@ -173,6 +173,37 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn collect_in_offers_files_one_folder_down() {
+        use crate::model::plan::FilePattern;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("pass_1")).unwrap();
+        std::fs::create_dir(dir.path().join("other")).unwrap();
+        std::fs::write(dir.path().join("pass_1/7_counter_collection.csv"), b"a").unwrap();
+        std::fs::write(dir.path().join("other/8_counter_collection.csv"), b"b").unwrap();
+        std::fs::write(dir.path().join("9_counter_collection.csv"), b"c").unwrap();
+        let mut outputs = DeclaredOutputs {
+            collect: vec![FilePattern::Regex("_counter_collection\\.csv$".into())],
+            ..Default::default()
+        };
+        let names = |raw: &RawOutput| -> Vec<String> {
+            raw.artifacts.iter().map(|a| a.name.clone()).collect()
+        };
+        let (raw, _) = collect_declared(dir.path(), &outputs).await.unwrap();
+        assert_eq!(names(&raw), ["9_counter_collection.csv"]);
+        outputs.collect_in = vec![FilePattern::Prefix("pass_".into())];
+        let (raw, errors) = collect_declared(dir.path(), &outputs).await.unwrap();
+        assert!(errors.is_empty());
+        assert_eq!(
+            names(&raw),
+            [
+                "9_counter_collection.csv",
+                "pass_1/7_counter_collection.csv"
+            ]
+        );
+        assert_eq!(raw.artifacts[1].content, b"a");
+    }
+
+    #[tokio::test]
     async fn missing_file_names_the_path() {
         let dir = tempfile::tempdir().unwrap();
         let err = read_artifact(dir.path(), "ncu.log", 10)

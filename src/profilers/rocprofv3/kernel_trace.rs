@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use super::table::{Table, agent_label, cell_f64, cell_str, cell_u64};
 use super::{NAME, ParsedPart};
 use crate::error::{Error, Result};
-use crate::results::record::{KernelRecord, Metric, MetricValue, short_kernel_name};
+use crate::model::record::{KernelRecord, Metric, MetricValue, short_kernel_name};
 
 /// Columns without which a row is no kernel dispatch.
 const REQUIRED: &[&str] = &[

@@ -163,42 +163,72 @@ mod tests {
         assert!(Rocprofv3::new(PathBuf::from("/o"), &settings).is_err());
     }
 
-    #[tokio::test]
-    async fn read_output_parses_files_one_folder_down_and_refuses_stale_ones() {
-        use crate::pipeline::profiler::Profiler;
-        let dir = tempfile::tempdir().unwrap();
-        let r = Rocprofv3::new(dir.path().to_path_buf(), &ProfilerSettings::default()).unwrap();
-        r.prepare(dir.path()).await.unwrap();
-        let err = r.read_output().await.unwrap_err().to_string();
-        assert!(err.contains("no rocprofv3 CSV"), "{err}");
+    fn artifact(name: &str, content: &[u8]) -> crate::model::artifacts::RawArtifact {
+        crate::model::artifacts::RawArtifact {
+            name: name.into(),
+            path: PathBuf::from("/o").join(name),
+            size: content.len() as u64,
+            content: content.to_vec(),
+            truncated: false,
+        }
+    }
 
+    #[test]
+    fn declared_outputs_cover_every_step_and_stale_runs() {
+        let r = Rocprofv3::new(PathBuf::from("/o"), &ProfilerSettings::default()).unwrap();
+        let outputs = r.wrap(&["./app".into()]).unwrap().outputs;
+        for name in [
+            "trace_42_kernel_trace.csv",
+            "trace_42_memory_copy_trace.csv",
+            "trace_42_kernel_stats.csv",
+            "trace_42_hip_api_stats.csv",
+            "trace_42_agent_info.csv",
+            "pass_1/pmc1_43_counter_collection.csv",
+        ] {
+            assert!(outputs.collect_rank(name).is_some(), "{name}");
+        }
+        for name in [
+            "notes.md",
+            "trace_42_results.json",
+            "42_kernel_trace.csv.bak",
+        ] {
+            assert!(outputs.collect_rank(name).is_none(), "{name}");
+        }
+        assert!(outputs.collect_in.iter().any(|p| p.matches("pass_1")));
+        for stale in [
+            "trace_42_kernel_trace.csv",
+            "pass_1",
+            "pmc1_43_agent_info.csv",
+        ] {
+            assert!(outputs.is_stale(stale), "{stale}");
+        }
+        assert!(!outputs.is_stale("run.json"));
+    }
+
+    #[test]
+    fn parse_joins_the_collected_files_or_says_what_is_missing() {
+        let r = Rocprofv3::new(PathBuf::from("/o"), &ProfilerSettings::default()).unwrap();
+        let err = r.parse(RawOutput::default()).unwrap_err().to_string();
+        assert!(err.contains("no rocprofv3 CSV in `/o`"), "{err}");
+        assert!(err.contains("_kernel_trace.csv"), "{err}");
         let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rocprofv3");
-        std::fs::copy(
-            fixtures.join("kernel_trace.csv"),
-            dir.path().join("trace_42_kernel_trace.csv"),
-        )
-        .unwrap();
-        std::fs::create_dir(dir.path().join("pass_1")).unwrap();
-        std::fs::copy(
-            fixtures.join("counter_collection.csv"),
-            dir.path().join("pass_1/pmc1_43_counter_collection.csv"),
-        )
-        .unwrap();
-        std::fs::write(dir.path().join("notes.md"), "not rocprofv3").unwrap();
-        let out = r.read_output().await.unwrap();
-        let names: Vec<&str> = out.raw.artifacts.iter().map(|a| a.name.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "pass_1/pmc1_43_counter_collection.csv",
-                "trace_42_kernel_trace.csv"
-            ]
-        );
+        let read = |name: &str| std::fs::read(fixtures.join(name)).unwrap();
+        let raw = RawOutput {
+            artifacts: vec![
+                artifact("trace_42_kernel_trace.csv", &read("kernel_trace.csv")),
+                artifact(
+                    "pass_1/pmc1_43_counter_collection.csv",
+                    &read("counter_collection.csv"),
+                ),
+            ],
+        };
+        let out = r.parse(raw).unwrap();
+        assert_eq!(out.raw.artifacts.len(), 2);
         assert_eq!(out.parsed.kernels.len(), 9);
         assert_eq!(out.parsed.kernels[0].process_id, Some(42));
-
-        let err = r.prepare(dir.path()).await.unwrap_err().to_string();
-        assert!(err.contains("trace_42_kernel_trace.csv"), "{err}");
+        // The counter pass (another pid, same dispatches) joined the trace.
+        assert_eq!(out.parsed.kernels[3].metric("SQ_WAVES"), Some(16384.0));
+        assert!(out.errors.is_empty());
     }
 
     /// A machine with an MI300X, as the pipeline's probe would describe it.

@@ -12,9 +12,9 @@ use super::memory_copy::MemoryCopy;
 use super::stats::{self, StatsRow};
 use super::{NAME, kernel_trace, memory_copy};
 use crate::error::Result;
+use crate::model::record::KernelRecord;
 use crate::model::run::DeviceInfo;
 use crate::profilers::{Diagnostic, ParsedOutput, RawOutput, Severity};
-use crate::results::record::KernelRecord;
 
 /// What one file gave.
 #[derive(Debug, Default)]

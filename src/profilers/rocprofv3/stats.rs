@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use super::ParsedPart;
 use super::table::{Table, cell_f64, cell_str, cell_u64};
 use crate::error::{Error, Result};
+use crate::model::record::{KernelRecord, short_kernel_name};
 use crate::profilers::{Diagnostic, Severity};
-use crate::results::record::{KernelRecord, short_kernel_name};
 
 /// One line of a summary: a kernel, an API call or a copy direction, with its totals in ns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
