@@ -9,7 +9,7 @@ use regex::Regex;
 
 pub use crate::model::probe::NodeAccess;
 use crate::model::probe::{Probe, ProbeRequest};
-use crate::profilers::preflight::{self, Preflight, VERSION_TIMEOUT};
+use crate::profilers::preflight::{self, Preflight, VERSION_TIMEOUT, VersionError};
 
 use super::NAME;
 
@@ -18,7 +18,7 @@ use super::NAME;
 pub struct Answers {
     pub binary: Option<PathBuf>,
     /// `rocprofv3 --version`, when the binary was found.
-    pub version: Option<Result<String, String>>,
+    pub version: Option<Result<String, VersionError>>,
     pub kfd: NodeAccess,
     /// `/dev/dri/renderD*` nodes and their access.
     pub render_nodes: Vec<(String, NodeAccess)>,
@@ -262,7 +262,11 @@ mod tests {
     #[test]
     fn an_unreadable_version_only_warns() {
         let mut probe = ready();
-        probe.version = Some(Err("unrecognized arguments: --version".into()));
+        probe.version = Some(Err(VersionError::Failed {
+            command: "rocprofv3 --version".into(),
+            status: "exit status: 2".into(),
+            said: ": rocprofv3: error: unrecognized arguments: --version".into(),
+        }));
         let p = decide(&probe);
         assert!(p.available);
         assert_eq!(p.warnings.len(), 1);
