@@ -26,9 +26,9 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::model::artifacts::RawOutput;
+use crate::model::device::DeviceInfo;
 use crate::model::plan::{DeclaredOutputs, FilePattern};
 use crate::model::probe::Probe;
-use crate::model::run::DeviceInfo;
 
 pub use options::{ClockControl, KernelNameBase, NcuOptions, Preset, TargetProcesses};
 pub use parse::{
