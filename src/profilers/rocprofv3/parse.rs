@@ -342,12 +342,15 @@ fn kernel_totals(stats: &[StatsRow]) -> Vec<KernelRecord> {
             .map(|r| r.to_record(NAME))
             .collect()
     };
-    let records = from("kernel_stats");
+    let mut records = from("kernel_stats");
     if records.is_empty() {
-        from("KERNEL_DISPATCH")
-    } else {
-        records
+        records = from("KERNEL_DISPATCH");
     }
+    // Launch ids stay unique within the run: one per summary row, in the summary's order.
+    for (index, record) in records.iter_mut().enumerate() {
+        record.launch_id = index as u64 + 1;
+    }
+    records
 }
 
 /// Copies per direction: `memory_copy.<direction>.count` and `.total_ns`.
@@ -473,6 +476,8 @@ mod tests {
         let out = parse_files(&[("summary.txt", &summary, false)]);
         assert_eq!(out.parsed.kernels.len(), 4);
         assert_eq!(out.parsed.kernels[0].calls, 8);
+        let ids: Vec<u64> = out.parsed.kernels.iter().map(|k| k.launch_id).collect();
+        assert_eq!(ids, [1, 2, 3, 4]);
     }
 
     #[test]
