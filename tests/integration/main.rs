@@ -4,6 +4,8 @@
 
 mod support;
 
+mod amd_rocprofv3;
+mod amd_rocprofv3_proptest;
 mod demo;
 mod foundation_cli;
 mod foundation_quote;
