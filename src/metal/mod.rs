@@ -14,6 +14,7 @@ pub mod listing;
 pub mod loops;
 pub mod occupancy;
 pub mod operands;
+pub mod runtime;
 pub mod suggest;
 
 pub use analysis::{Analysis, AnalyzeOptions, analyze};
