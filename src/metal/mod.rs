@@ -16,6 +16,7 @@ pub mod occupancy;
 pub mod operands;
 pub mod runtime;
 pub mod suggest;
+pub mod xctrace;
 
 pub use analysis::{Analysis, AnalyzeOptions, analyze};
 pub use cost::CostModel;
