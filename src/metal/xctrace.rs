@@ -126,9 +126,24 @@ pub fn read_tables<R: BufRead>(input: R, keep: impl Fn(&str) -> bool) -> Result<
     let mut unresolved = 0usize;
 
     loop {
-        let event = reader.read_event_into(&mut buf).map_err(|e| {
-            parse_error(format!("{e} near byte {}", reader.buffer_position()))
-        })?;
+        let event = match reader.read_event_into(&mut buf) {
+            Ok(event) => event,
+            // Syntax errors are all "input ended inside a construct": a cut-off export.
+            Err(quick_xml::Error::Syntax(e)) => {
+                out.warnings.push(format!(
+                    "the export is cut off near byte {} ({e}); the rows before it are kept",
+                    reader.buffer_position()
+                ));
+                row = None;
+                break;
+            }
+            Err(e) => {
+                return Err(parse_error(format!(
+                    "{e} near byte {}",
+                    reader.buffer_position()
+                )));
+            }
+        };
         match event {
             Event::Eof => break,
             Event::Start(ref e) | Event::Empty(ref e) => {
