@@ -177,13 +177,10 @@ pub fn benchmark_kernel(
     benchmark_from_gpu_times(&prepared.name, &times, flops, bytes_moved)
 }
 
-/// Captures everything `work` does on the device into `path` (a `.gputrace`, validated by the
-/// caller with [`super::validate_capture`]).
-pub fn with_capture<T>(
-    prepared: &PreparedKernel,
-    path: &str,
-    work: impl FnOnce() -> Result<T>,
-) -> Result<T> {
+/// Captures everything `work` does on the default device into `path` (a `.gputrace`,
+/// validated by the caller with [`super::validate_capture`]).
+pub fn with_capture<T>(path: &str, work: impl FnOnce() -> Result<T>) -> Result<T> {
+    let device = device()?;
     // SAFETY: the shared capture manager is a process-wide singleton.
     let manager = unsafe { MTLCaptureManager::sharedCaptureManager() };
     if !manager.supportsDestination(MTLCaptureDestination::GPUTraceDocument) {
@@ -191,7 +188,7 @@ pub fn with_capture<T>(
     }
     let descriptor = MTLCaptureDescriptor::new();
     // SAFETY: the capture object is a live MTLDevice.
-    unsafe { descriptor.setCaptureObject(Some(prepared.device.as_ref())) };
+    unsafe { descriptor.setCaptureObject(Some(device.as_ref())) };
     descriptor.setDestination(MTLCaptureDestination::GPUTraceDocument);
     descriptor.setOutputURL(Some(&NSURL::fileURLWithPath(&NSString::from_str(path))));
     manager
