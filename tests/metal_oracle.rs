@@ -41,12 +41,30 @@ fn parsing_matches_instruction_by_instruction() {
         let ours = parse_listing(&text).instructions;
         let theirs = golden["instructions"].as_array().unwrap();
         assert_eq!(ours.len(), theirs.len(), "{name}");
-        assert_eq!(golden["total_instructions"].as_u64(), Some(ours.len() as u64));
+        assert_eq!(
+            golden["total_instructions"].as_u64(),
+            Some(ours.len() as u64)
+        );
         for (o, t) in ours.iter().zip(theirs) {
             assert_eq!(Some(o.offset as u64), t["offset"].as_u64(), "{name}");
-            assert_eq!(o.bytes, t["raw_bytes"].as_str().unwrap(), "{name} {:#x}", o.offset);
-            assert_eq!(o.mnemonic, t["mnemonic"].as_str().unwrap(), "{name} {:#x}", o.offset);
-            assert_eq!(o.operands.join(", "), t["operands"].as_str().unwrap(), "{name} {:#x}", o.offset);
+            assert_eq!(
+                o.bytes,
+                t["raw_bytes"].as_str().unwrap(),
+                "{name} {:#x}",
+                o.offset
+            );
+            assert_eq!(
+                o.mnemonic,
+                t["mnemonic"].as_str().unwrap(),
+                "{name} {:#x}",
+                o.offset
+            );
+            assert_eq!(
+                o.operands.join(", "),
+                t["operands"].as_str().unwrap(),
+                "{name} {:#x}",
+                o.offset
+            );
         }
     }
 }
@@ -59,17 +77,48 @@ fn compatibility_model_reproduces_unit_cycles_and_stalls() {
         let theirs = golden["instructions"].as_array().unwrap();
         for (o, t) in a.instructions.iter().zip(theirs) {
             let timing = CostModel::MetalProfilerCompat.timing(&o.mnemonic, false);
-            assert_eq!(o.unit.as_str(), t["unit"].as_str().unwrap(), "{name} {:#x}", o.offset);
-            assert_eq!(Some(timing.throughput), t["throughput"].as_f64(), "{name} {:#x}", o.offset);
-            assert_eq!(Some(o.stall), t["wait_cycles"].as_f64(), "{name} {:#x}", o.offset);
+            assert_eq!(
+                o.unit.as_str(),
+                t["unit"].as_str().unwrap(),
+                "{name} {:#x}",
+                o.offset
+            );
+            assert_eq!(
+                Some(timing.throughput),
+                t["throughput"].as_f64(),
+                "{name} {:#x}",
+                o.offset
+            );
+            assert_eq!(
+                Some(o.stall),
+                t["wait_cycles"].as_f64(),
+                "{name} {:#x}",
+                o.offset
+            );
         }
         assert_eq!(Some(a.buckets.f32), golden["f32_cycles"].as_f64(), "{name}");
         assert_eq!(Some(a.buckets.f16), golden["f16_cycles"].as_f64(), "{name}");
-        assert_eq!(Some(a.buckets.scib), golden["scib_cycles"].as_f64(), "{name}");
+        assert_eq!(
+            Some(a.buckets.scib),
+            golden["scib_cycles"].as_f64(),
+            "{name}"
+        );
         assert_eq!(Some(a.buckets.ic), golden["ic_cycles"].as_f64(), "{name}");
-        assert_eq!(Some(a.memory_instructions as u64), golden["mem_ops"].as_u64(), "{name}");
-        assert_eq!(Some(a.control_instructions as u64), golden["ctrl_ops"].as_u64(), "{name}");
-        assert_eq!(Some(a.memory_stall), golden["total_wait_cycles"].as_f64(), "{name}");
+        assert_eq!(
+            Some(a.memory_instructions as u64),
+            golden["mem_ops"].as_u64(),
+            "{name}"
+        );
+        assert_eq!(
+            Some(a.control_instructions as u64),
+            golden["ctrl_ops"].as_u64(),
+            "{name}"
+        );
+        assert_eq!(
+            Some(a.memory_stall),
+            golden["total_wait_cycles"].as_f64(),
+            "{name}"
+        );
     }
 }
 
@@ -95,25 +144,40 @@ fn loops_it_finds_agree_and_the_one_it_misses_is_found() {
                 .find(|o| o.start == format!("{start:#x}"))
                 .unwrap_or_else(|| panic!("{name}: loop at {start:#x} missing"));
             // Its end is the while_* compare; ours is the back-edge right after it.
-            let body_end = a.instructions.iter().find(|i| i.offset as u64 == end).unwrap();
+            let body_end = a
+                .instructions
+                .iter()
+                .find(|i| i.offset as u64 == end)
+                .unwrap();
             assert!(body_end.mnemonic.starts_with("while_"));
             assert!(body_end.loop_depth == 1);
-            assert_eq!(ours.instructions as u64, l["body_instructions"].as_u64().unwrap() + 1);
+            assert_eq!(
+                ours.instructions as u64,
+                l["body_instructions"].as_u64().unwrap() + 1
+            );
         }
     }
     let (text, golden) = load("applegpu_simple_call");
-    assert!(golden["loops"].as_array().unwrap().is_empty(), "metal-profiler bug 5");
+    assert!(
+        golden["loops"].as_array().unwrap().is_empty(),
+        "metal-profiler bug 5"
+    );
     assert_eq!(compat(&text).loops.len(), 1);
 }
 
 #[test]
 fn occupancy_table_is_the_same() {
     let dir = format!("{}/tests/fixtures/metal/oracle", env!("CARGO_MANIFEST_DIR"));
-    let table: Value =
-        serde_json::from_str(&std::fs::read_to_string(format!("{dir}/occupancy_for_regs.json")).unwrap())
-            .unwrap();
+    let table: Value = serde_json::from_str(
+        &std::fs::read_to_string(format!("{dir}/occupancy_for_regs.json")).unwrap(),
+    )
+    .unwrap();
     for h in 0..=256u32 {
-        assert_eq!(g13_max_threads(h).map(u64::from), table[h.to_string()].as_u64(), "{h}");
+        assert_eq!(
+            g13_max_threads(h).map(u64::from),
+            table[h.to_string()].as_u64(),
+            "{h}"
+        );
     }
 }
 

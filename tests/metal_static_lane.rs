@@ -22,12 +22,17 @@ fn fixture(name: &str) -> String {
 fn mechanical_highest_gpr(text: &str) -> u32 {
     let mut best = 0;
     for line in text.lines() {
-        let Some((_, rest)) = line.split_once(':') else { continue };
+        let Some((_, rest)) = line.split_once(':') else {
+            continue;
+        };
         let bytes = rest.as_bytes();
         for i in 0..bytes.len() {
             let boundary = i == 0 || !(bytes[i - 1].is_ascii_alphanumeric());
             if bytes[i] == b'r' && boundary {
-                let digits: String = rest[i + 1..].chars().take_while(char::is_ascii_digit).collect();
+                let digits: String = rest[i + 1..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
                 if let Ok(n) = digits.parse::<u32>() {
                     best = best.max(n);
                 }
@@ -41,18 +46,29 @@ fn mechanical_highest_gpr(text: &str) -> u32 {
 fn instruction_counts_per_section_and_file() {
     let a = analysis(CALL);
     assert_eq!(a.instruction_count, 61);
-    let sections: Vec<(&str, usize)> =
-        a.sections.iter().map(|s| (s.name.as_str(), s.instructions)).collect();
+    let sections: Vec<(&str, usize)> = a
+        .sections
+        .iter()
+        .map(|s| (s.name.as_str(), s.instructions))
+        .collect();
     assert_eq!(
         sections,
-        [("compute l__Z6helperPU9MTLdeviceKjj", 46), ("compute shader", 15)]
+        [
+            ("compute l__Z6helperPU9MTLdeviceKjj", 46),
+            ("compute shader", 15)
+        ]
     );
     assert_eq!(analysis(INDEX).instruction_count, 52);
     assert_eq!(analysis(UNROLLED).instruction_count, 94);
     for text in [CALL, INDEX, UNROLLED] {
-        let counted = text.lines().filter(|l| l.trim_start().split_once(": ").is_some_and(|(h, _)| {
-            !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit())
-        })).count();
+        let counted = text
+            .lines()
+            .filter(|l| {
+                l.trim_start()
+                    .split_once(": ")
+                    .is_some_and(|(h, _)| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit()))
+            })
+            .count();
         assert_eq!(analysis(text).instruction_count, counted);
         assert!(parse_listing(text).warnings.is_empty());
     }
@@ -78,18 +94,34 @@ fn highest_register_and_g13_occupancy() {
 fn loops_from_back_edges() {
     let a = analysis(CALL);
     // while_icmp at 0xba, a mov_imm at 0xc0, the back-jump at 0xc4: still one loop.
-    let ranges: Vec<(&str, &str, usize)> =
-        a.loops.iter().map(|l| (l.start.as_str(), l.end.as_str(), l.depth)).collect();
+    let ranges: Vec<(&str, &str, usize)> = a
+        .loops
+        .iter()
+        .map(|l| (l.start.as_str(), l.end.as_str(), l.depth))
+        .collect();
     assert_eq!(ranges, [("0x74", "0xc4", 1)]);
     assert_eq!(a.loops[0].device_loads, 1);
-    let inside: Vec<u32> = a.instructions.iter().filter(|i| i.loop_depth == 1).map(|i| i.offset).collect();
+    let inside: Vec<u32> = a
+        .instructions
+        .iter()
+        .filter(|i| i.loop_depth == 1)
+        .map(|i| i.offset)
+        .collect();
     assert_eq!(inside.first(), Some(&0x74));
     assert_eq!(inside.last(), Some(&0xc4));
     // The loop body before the while_icmp is in the loop (metal-profiler's bug 6).
-    assert!(a.instructions.iter().any(|i| i.offset == 0x7c && i.loop_depth == 1));
+    assert!(
+        a.instructions
+            .iter()
+            .any(|i| i.offset == 0x7c && i.loop_depth == 1)
+    );
 
     let a = analysis(INDEX);
-    let ranges: Vec<(&str, &str)> = a.loops.iter().map(|l| (l.start.as_str(), l.end.as_str())).collect();
+    let ranges: Vec<(&str, &str)> = a
+        .loops
+        .iter()
+        .map(|l| (l.start.as_str(), l.end.as_str()))
+        .collect();
     assert_eq!(ranges, [("0x26", "0x134")]);
     assert_eq!(a.loops[0].instructions, 35);
     assert!(analysis(UNROLLED).loops.is_empty());
@@ -105,14 +137,22 @@ fn python_tool_mistakes_are_not_repeated() {
             // Conversion modes are never registers.
             assert!(!i.defs.iter().any(|r| r == "u32" || r == "s32"), "{i:?}");
             // Stores and jumps write nothing.
-            if i.mnemonic.contains("store") || i.mnemonic.starts_with("jmp") || i.mnemonic == "wait" {
+            if i.mnemonic.contains("store") || i.mnemonic.starts_with("jmp") || i.mnemonic == "wait"
+            {
                 assert!(i.defs.is_empty(), "{i:?}");
             }
         }
     }
     let a = analysis(INDEX);
-    let convert = a.instructions.iter().find(|i| i.mnemonic == "convert").unwrap();
-    assert_eq!((convert.defs.as_slice(), convert.uses.as_slice()), (&["r1".to_string()][..], &["r1".to_string()][..]));
+    let convert = a
+        .instructions
+        .iter()
+        .find(|i| i.mnemonic == "convert")
+        .unwrap();
+    assert_eq!(
+        (convert.defs.as_slice(), convert.uses.as_slice()),
+        (&["r1".to_string()][..], &["r1".to_string()][..])
+    );
     let store = a.instructions.iter().find(|i| i.offset == 0x5e).unwrap();
     assert_eq!(store.uses, ["r5", "r6", "r7", "r8", "r2"]);
     let call = analysis(CALL);
@@ -128,13 +168,21 @@ fn costs_follow_mesa() {
     assert_eq!(a.buckets.ic, 8.0);
     assert_eq!(a.loops[0].buckets.ic, 8.0);
     // Two device_load + wait pairs with nothing in between: a full stall each.
-    let stalls: Vec<(u32, f64)> = a.instructions.iter().filter(|i| i.stall > 0.0).map(|i| (i.offset, i.stall)).collect();
+    let stalls: Vec<(u32, f64)> = a
+        .instructions
+        .iter()
+        .filter(|i| i.stall > 0.0)
+        .map(|i| (i.offset, i.stall))
+        .collect();
     assert_eq!(stalls[..2], [(0x4e, 200.0), (0xaa, 200.0)]);
     let kinds: Vec<&str> = a.suggestions.iter().map(|s| s.kind).collect();
     assert_eq!(kinds[0], "tile-threadgroup");
     assert!(kinds.contains(&"unroll"));
     let u = analysis(UNROLLED);
-    assert!(u.suggestions.iter().all(|s| s.kind != "reduce-registers"), "75% is not below 75%");
+    assert!(
+        u.suggestions.iter().all(|s| s.kind != "reduce-registers"),
+        "75% is not below 75%"
+    );
 }
 
 #[test]
@@ -172,11 +220,19 @@ fn cli_analyze_text_and_json() {
     assert!(text.contains("highest r26 → 54 half registers"), "{text}");
     assert!(text.contains("loop 0: [0x74, 0xc4]"), "{text}");
     assert!(text.contains("[high] tile-threadgroup"), "{text}");
-    assert!(text.contains("|    0x74  IC      4  imadd            r26, r13.cache, 69, 0"), "{text}");
+    assert!(
+        text.contains("|    0x74  IC      4  imadd            r26, r13.cache, 69, 0"),
+        "{text}"
+    );
 
     let out = Command::cargo_bin("polyprof")
         .unwrap()
-        .args(["metal", "analyze", "--json", &fixture("applegpu_simple_s32_unrolled_index.asm")])
+        .args([
+            "metal",
+            "analyze",
+            "--json",
+            &fixture("applegpu_simple_s32_unrolled_index.asm"),
+        ])
         .assert()
         .success()
         .get_output()

@@ -69,7 +69,10 @@ fn empty_capture_is_no_data_not_zero() {
     assert!(err.to_string().contains("no rows"), "{err}");
 
     let no_table = br#"<trace-query-result></trace-query-result>"#;
-    assert!(matches!(parse_export(no_table, None), Err(Error::NoData { .. })));
+    assert!(matches!(
+        parse_export(no_table, None),
+        Err(Error::NoData { .. })
+    ));
 }
 
 #[test]
@@ -87,12 +90,24 @@ fn only_requested_tables_are_kept() {
 fn truncated_and_garbage_exports() {
     // Cut inside the third GPU row: the two rows before it survive, with a warning.
     let text = std::str::from_utf8(EXPORT).unwrap();
-    let cut = text.match_indices("</row>").nth(2).map(|(i, _)| i + 6).unwrap() + 40;
+    let cut = text
+        .match_indices("</row>")
+        .nth(2)
+        .map(|(i, _)| i + 6)
+        .unwrap()
+        + 40;
     let trace = parse_export(&EXPORT[..cut], Some(42)).unwrap();
     assert_eq!(trace.intervals.len(), 2);
-    assert!(trace.warnings.iter().any(|w| w.contains("cut off")), "{:?}", trace.warnings);
+    assert!(
+        trace.warnings.iter().any(|w| w.contains("cut off")),
+        "{:?}",
+        trace.warnings
+    );
     let err = parse_export(b"\0\0\0<not xml", None).unwrap_err();
-    assert!(matches!(err, Error::Parse { .. } | Error::NoData { .. }), "{err}");
+    assert!(
+        matches!(err, Error::Parse { .. } | Error::NoData { .. }),
+        "{err}"
+    );
     let missing_cols = br#"<trace-query-result><node><schema name="metal-gpu-intervals"><col><mnemonic>x</mnemonic></col></schema><row><a>1</a></row></node></trace-query-result>"#;
     let err = parse_export(missing_cols, None).unwrap_err();
     assert!(err.to_string().contains("start/duration"), "{err}");

@@ -114,7 +114,10 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
 
 fn analyze(args: AnalyzeArgs) -> anyhow::Result<u8> {
     if !(args.load_latency.is_finite() && args.load_latency >= 0.0) {
-        anyhow::bail!("--load-latency must be a number of cycles ≥ 0, not {}", args.load_latency);
+        anyhow::bail!(
+            "--load-latency must be a number of cycles ≥ 0, not {}",
+            args.load_latency
+        );
     }
     let bytes = std::fs::read(&args.file)
         .with_context(|| format!("cannot read listing `{}`", args.file.display()))?;
@@ -136,7 +139,10 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<u8> {
     if args.json {
         println(&serde_json::to_string_pretty(&analysis)?)?;
     } else {
-        super::output::print(&annotate::render(&analysis, &args.file.display().to_string()))?;
+        super::output::print(&annotate::render(
+            &analysis,
+            &args.file.display().to_string(),
+        ))?;
     }
     Ok(0)
 }
@@ -227,8 +233,16 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
                 report.clock
             ))?;
             for (i, p) in report.sweep.iter().enumerate() {
-                let best = if report.best_sweep == Some(i) { "  <- best" } else { "" };
-                println(&format!("  tg {:>4}: {}{best}", p.threadgroup, p.benchmark.summary()))?;
+                let best = if report.best_sweep == Some(i) {
+                    "  <- best"
+                } else {
+                    ""
+                };
+                println(&format!(
+                    "  tg {:>4}: {}{best}",
+                    p.threadgroup,
+                    p.benchmark.summary()
+                ))?;
             }
         }
     }

@@ -3,8 +3,8 @@
 pub mod demo;
 pub mod demo_workload;
 pub mod diff;
-pub mod metal;
 pub mod doctor;
+pub mod metal;
 pub mod ncu_args;
 pub mod occupancy;
 pub mod output;

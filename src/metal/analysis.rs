@@ -8,7 +8,7 @@
 use serde::Serialize;
 
 use super::cost::{CostModel, Timing, Unit, is_memory};
-use super::listing::{Listing, LineWarning};
+use super::listing::{LineWarning, Listing};
 use super::loops::{Loop, depth_at, find_loops};
 use super::occupancy::Occupancy;
 use super::operands::{Access, Operand, Reg, RegFile, access, classify, role_of};
@@ -254,7 +254,10 @@ pub fn analyze(listing: &Listing, options: AnalyzeOptions) -> Analysis {
     let occupancy = Occupancy::g13(half_regs);
     let raw_total: f64 = raw.iter().sum();
     let stall_total: f64 = stalls.iter().sum();
-    let device_loads = insts.iter().filter(|i| is_device_load(i.base_mnemonic())).count();
+    let device_loads = insts
+        .iter()
+        .filter(|i| is_device_load(i.base_mnemonic()))
+        .count();
 
     let loop_reports: Vec<LoopReport> = loops
         .iter()
@@ -369,7 +372,11 @@ fn memory_stalls(listing: &Listing, decoded: &[Decoded], options: AnalyzeOptions
             pending.retain(|(s, _)| *s != slot);
             pending.push((slot, clock));
         } else if m == "wait" {
-            let slot = if compat { None } else { leading_slot_opt(&d.operands) };
+            let slot = if compat {
+                None
+            } else {
+                leading_slot_opt(&d.operands)
+            };
             let mut stall: f64 = 0.0;
             pending.retain(|&(s, issued)| {
                 let waited = slot.is_none_or(|w| w == s);
@@ -492,7 +499,10 @@ mod tests {
     #[test]
     fn ic_counts_twice_under_mesa() {
         let a = run("0: 00 imadd r1, r2, r3, 0\n8: 00 iadd r4, r1, 1\n");
-        assert_eq!((a.buckets.ic, a.buckets.scib, a.buckets.alu), (4.0, 1.0, 4.0));
+        assert_eq!(
+            (a.buckets.ic, a.buckets.scib, a.buckets.alu),
+            (4.0, 1.0, 4.0)
+        );
         assert_eq!(a.bottleneck, Bottleneck::IntegerComplex);
     }
 

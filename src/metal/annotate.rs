@@ -27,8 +27,16 @@ fn write_report(s: &mut String, a: &Analysis, source: &str) -> std::fmt::Result 
         occ.half_regs
     )?;
     match (occ.max_threads, occ.percent) {
-        (Some(t), Some(p)) => writeln!(s, "  occupancy:    {t} threads/core ({p:.0}%), {}", occ.model)?,
-        _ => writeln!(s, "  occupancy:    beyond the table (> 256 half registers), {}", occ.model)?,
+        (Some(t), Some(p)) => writeln!(
+            s,
+            "  occupancy:    {t} threads/core ({p:.0}%), {}",
+            occ.model
+        )?,
+        _ => writeln!(
+            s,
+            "  occupancy:    beyond the table (> 256 half registers), {}",
+            occ.model
+        )?,
     }
     let b = &a.buckets;
     writeln!(
@@ -76,7 +84,10 @@ fn write_report(s: &mut String, a: &Analysis, source: &str) -> std::fmt::Result 
     for w in &a.warnings {
         writeln!(s, "warning: line {}: {} ({})", w.line, w.reason, w.text)?;
     }
-    writeln!(s, "\nAnnotated listing (loop depth | offset | unit cycles | instruction | marks)")?;
+    writeln!(
+        s,
+        "\nAnnotated listing (loop depth | offset | unit cycles | instruction | marks)"
+    )?;
     let mut section = usize::MAX;
     for i in &a.instructions {
         if i.section != section {
@@ -98,7 +109,11 @@ fn write_report(s: &mut String, a: &Analysis, source: &str) -> std::fmt::Result 
             "{depth:<3}{:>6}  {:<4} {:>4}  {:<16} {}{}",
             hex(i.offset),
             i.unit.as_str(),
-            if i.cycles > 0.0 { format!("{:.0}", i.cycles) } else { String::new() },
+            if i.cycles > 0.0 {
+                format!("{:.0}", i.cycles)
+            } else {
+                String::new()
+            },
             i.mnemonic,
             i.operands.join(", "),
             marks

@@ -115,8 +115,23 @@ fn base(mnemonic: &str) -> &str {
 }
 
 const BITOP_ALIASES: &[&str] = &[
-    "bitop", "and", "or", "xor", "nand", "nor", "xnor", "not", "mov", "andn1", "andn2", "orn1",
-    "orn2", "bitop_mov_a", "bitop_mov_b", "bitop_not_a", "bitop_not_b",
+    "bitop",
+    "and",
+    "or",
+    "xor",
+    "nand",
+    "nor",
+    "xnor",
+    "not",
+    "mov",
+    "andn1",
+    "andn2",
+    "orn1",
+    "orn2",
+    "bitop_mov_a",
+    "bitop_mov_b",
+    "bitop_not_a",
+    "bitop_not_b",
 ];
 
 fn mesa_timing(m: &str, dest_is_half: bool) -> Timing {
@@ -249,14 +264,11 @@ const COMPAT_TABLE: &[(&str, Unit, f64, f64)] = &[
 /// metal-profiler's `lookup_cost`: exact match, then the first key that the mnemonic starts
 /// with or that starts with the mnemonic, else SCIB (1, 1).
 fn compat_timing(m: &str) -> Timing {
-    let hit = COMPAT_TABLE
-        .iter()
-        .find(|(k, ..)| *k == m)
-        .or_else(|| {
-            COMPAT_TABLE
-                .iter()
-                .find(|(k, ..)| m.starts_with(k) || k.starts_with(m))
-        });
+    let hit = COMPAT_TABLE.iter().find(|(k, ..)| *k == m).or_else(|| {
+        COMPAT_TABLE
+            .iter()
+            .find(|(k, ..)| m.starts_with(k) || k.starts_with(m))
+    });
     match hit {
         Some(&(_, unit, latency, throughput)) => Timing::new(unit, latency, throughput),
         None => Timing::new(Unit::Scib, 1.0, 1.0),
@@ -278,7 +290,10 @@ mod tests {
         assert_eq!(m.timing("iadd.sat", false).unit, Unit::Scib);
         assert_eq!(m.timing("mov", false).unit, Unit::Scib);
         let convert = m.timing("convert", false);
-        assert_eq!((convert.unit, m.issue_cycles(&convert)), (Unit::Untimed, 0.0));
+        assert_eq!(
+            (convert.unit, m.issue_cycles(&convert)),
+            (Unit::Untimed, 0.0)
+        );
         assert_eq!(m.timing("device_load", false).unit, Unit::Mem);
         assert_eq!(m.issue_cycles(&m.timing("device_load", false)), 0.0);
         assert_eq!(m.timing("while_icmp", false).unit, Unit::Ctrl);
@@ -292,7 +307,10 @@ mod tests {
         // `mov` matches `mov_imm` because the key starts with the mnemonic.
         assert_eq!(c.timing("mov", false), Timing::new(Unit::Scib, 1.0, 1.0));
         assert_eq!(c.timing("iadd.sat", false).latency, 2.0);
-        assert_eq!(c.timing("stack_store", false), Timing::new(Unit::Scib, 1.0, 1.0));
+        assert_eq!(
+            c.timing("stack_store", false),
+            Timing::new(Unit::Scib, 1.0, 1.0)
+        );
         let imadd = c.timing("imadd", false);
         assert_eq!(c.issue_cycles(&imadd), 2.0);
         assert_eq!(c.issue_cycles(&c.timing("device_load", false)), 0.0);

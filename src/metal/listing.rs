@@ -94,7 +94,9 @@ pub fn parse_listing(text: &str) -> Listing {
                     listing.warnings.push(LineWarning {
                         line: line_no,
                         text: line.to_string(),
-                        reason: format!("the disassembler could not decode the bytes at {offset:#x}"),
+                        reason: format!(
+                            "the disassembler could not decode the bytes at {offset:#x}"
+                        ),
                     });
                     continue;
                 }
@@ -218,7 +220,10 @@ mod tests {
         assert_eq!(l.sections[0].name, "compute shader");
         assert_eq!((l.sections[0].start, l.sections[0].end), (0, 2));
         let i = &l.instructions[0];
-        assert_eq!((i.offset, i.bytes.as_str(), i.mnemonic.as_str()), (0x194, "72091004", "get_sr"));
+        assert_eq!(
+            (i.offset, i.bytes.as_str(), i.mnemonic.as_str()),
+            (0x194, "72091004", "get_sr")
+        );
         assert_eq!(i.operands, ["r2", "sr80 (thread_position_in_grid.x)"]);
         assert_eq!(l.instructions[1].mnemonic, "stop");
         assert!(l.instructions[1].operands.is_empty());

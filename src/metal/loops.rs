@@ -88,7 +88,10 @@ mod tests {
         );
         let loops = find_loops(&l.instructions);
         assert_eq!(loops.len(), 1);
-        assert_eq!((loops[0].start, loops[0].end, loops[0].depth), (0x74, 0xc4, 1));
+        assert_eq!(
+            (loops[0].start, loops[0].end, loops[0].depth),
+            (0x74, 0xc4, 1)
+        );
     }
 
     #[test]
@@ -104,7 +107,10 @@ mod tests {
         );
         let loops = find_loops(&l.instructions);
         assert_eq!(loops.len(), 2, "{loops:?}");
-        assert_eq!((loops[0].start, loops[0].end, loops[0].depth), (0x0, 0x38, 1));
+        assert_eq!(
+            (loops[0].start, loops[0].end, loops[0].depth),
+            (0x0, 0x38, 1)
+        );
         assert_eq!((loops[1].start, loops[1].end), (0x10, 0x20));
         assert_eq!((loops[1].depth, loops[1].parent), (2, Some(0)));
         assert_eq!(depth_at(&loops, 0x18), 2);

@@ -235,10 +235,26 @@ pub enum Role {
 /// treated as ALU ops (destination first), which is what every unlisted applegpu op is.
 pub fn role_of(base_mnemonic: &str) -> Role {
     match base_mnemonic {
-        "device_store" | "threadgroup_store" | "local_store" | "stack_store" | "uniform_store"
-        | "async_store" | "image_write" | "jmp_exec_any" | "jmp_exec_none" | "call" | "ret"
-        | "wait" | "stop" | "trap" | "threadgroup_barrier" | "memory_barrier" | "stack_adjust"
-        | "no_op" | "nop" | "device_store_unknown" => Role::NoDestination,
+        "device_store"
+        | "threadgroup_store"
+        | "local_store"
+        | "stack_store"
+        | "uniform_store"
+        | "async_store"
+        | "image_write"
+        | "jmp_exec_any"
+        | "jmp_exec_none"
+        | "call"
+        | "ret"
+        | "wait"
+        | "stop"
+        | "trap"
+        | "threadgroup_barrier"
+        | "memory_barrier"
+        | "stack_adjust"
+        | "no_op"
+        | "nop"
+        | "device_store_unknown" => Role::NoDestination,
         m if is_exec_mask_op(m) => Role::ExecMask,
         _ => Role::DestinationFirst,
     }
@@ -327,8 +343,14 @@ mod tests {
             }
         );
         let a = acc("convert", &["u32_to_f", "r11.cache", "r1", "rte"]);
-        assert_eq!(a.defs.iter().map(ToString::to_string).collect::<Vec<_>>(), ["r11"]);
-        assert_eq!(a.uses.iter().map(ToString::to_string).collect::<Vec<_>>(), ["r1"]);
+        assert_eq!(
+            a.defs.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["r11"]
+        );
+        assert_eq!(
+            a.uses.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["r1"]
+        );
         assert!(matches!(classify("s32_to_f", 0), Operand::Word { .. }));
     }
 
@@ -336,7 +358,10 @@ mod tests {
     fn tuples_define_every_member() {
         let a = acc("stack_load", &["r26l_r26h", "i16", "xy", "0", "0"]);
         assert_eq!(a.defs.len(), 2);
-        let a = acc("device_load", &["0", "i32", "xyzw", "r0_r1_r2_r3", "u2_u3", "r5", "unsigned"]);
+        let a = acc(
+            "device_load",
+            &["0", "i32", "xyzw", "r0_r1_r2_r3", "u2_u3", "r5", "unsigned"],
+        );
         assert_eq!(
             a.defs.iter().map(ToString::to_string).collect::<Vec<_>>(),
             ["r0", "r1", "r2", "r3"]
@@ -351,8 +376,14 @@ mod tests {
     fn stores_jumps_waits_and_barriers_have_no_destination() {
         for (m, ops) in [
             ("stack_store", vec!["i32", "xyzw", "r5_r6_r7_r8", "r2", "0"]),
-            ("uniform_store", vec!["2", "i16", "pair", "0", "r1l_r1h", "4", "0"]),
-            ("device_store", vec!["0", "i32", "x", "r1", "u0_u1", "r2", "unsigned", "0"]),
+            (
+                "uniform_store",
+                vec!["2", "i16", "pair", "0", "r1l_r1h", "4", "0"],
+            ),
+            (
+                "device_store",
+                vec!["0", "i32", "x", "r1", "u0_u1", "r2", "unsigned", "0"],
+            ),
             ("jmp_exec_any", vec!["0x74"]),
             ("wait", vec!["0"]),
             ("threadgroup_barrier", vec![]),
@@ -369,7 +400,10 @@ mod tests {
     fn exec_mask_counter_is_not_data() {
         let a = acc("while_icmp", &["r0l", "nueq", "r5", "u2l", "2"]);
         assert!(a.defs.is_empty());
-        assert_eq!(a.uses.iter().map(ToString::to_string).collect::<Vec<_>>(), ["r5", "u2l"]);
+        assert_eq!(
+            a.uses.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["r5", "u2l"]
+        );
         assert_eq!(a.all.len(), 3);
     }
 

@@ -16,7 +16,11 @@ pub fn suggestions(a: &Analysis) -> Vec<Suggestion> {
         if l.device_loads > 0 && l.threadgroup_loads == 0 {
             let severe = l.memory_stall > 2.0 * l.buckets.alu;
             out.push(Suggestion {
-                severity: if severe { Severity::High } else { Severity::Medium },
+                severity: if severe {
+                    Severity::High
+                } else {
+                    Severity::Medium
+                },
                 kind: "tile-threadgroup",
                 at: at.clone(),
                 message: format!(
@@ -73,7 +77,11 @@ pub fn suggestions(a: &Analysis) -> Vec<Suggestion> {
         let simd = base.starts_with("simd_reduce") || base.starts_with("simd_prefix");
         if simd || matches!(base, "rcp" | "rsqrt" | "rsqrt_special" | "srsqrt") {
             out.push(Suggestion {
-                severity: if simd { Severity::High } else { Severity::Medium },
+                severity: if simd {
+                    Severity::High
+                } else {
+                    Severity::Medium
+                },
                 kind: "hoist-expensive",
                 at: Some(hex(inst.offset)),
                 message: format!(
@@ -85,7 +93,11 @@ pub fn suggestions(a: &Analysis) -> Vec<Suggestion> {
         }
     }
 
-    for inst in a.instructions.iter().filter(|i| i.stall > LONG_STALL_CYCLES) {
+    for inst in a
+        .instructions
+        .iter()
+        .filter(|i| i.stall > LONG_STALL_CYCLES)
+    {
         out.push(Suggestion {
             severity: Severity::Medium,
             kind: "hide-load-latency",
@@ -116,15 +128,22 @@ pub fn suggestions(a: &Analysis) -> Vec<Suggestion> {
                 "{} half registers allow {} threads per core ({pct:.0}%, {}): shorten live \
                  ranges, use fewer temporaries or 16-bit values",
                 occ.half_regs,
-                occ.max_threads
-                    .map_or("no".to_string(), |t| t.to_string()),
+                occ.max_threads.map_or("no".to_string(), |t| t.to_string()),
                 occ.model
             ),
         });
     }
 
-    let f32_ops = a.instructions.iter().filter(|i| i.unit == Unit::F32).count();
-    let f16_ops = a.instructions.iter().filter(|i| i.unit == Unit::F16).count();
+    let f32_ops = a
+        .instructions
+        .iter()
+        .filter(|i| i.unit == Unit::F32)
+        .count();
+    let f16_ops = a
+        .instructions
+        .iter()
+        .filter(|i| i.unit == Unit::F16)
+        .count();
     if f32_ops > 4 && f16_ops == 0 {
         out.push(Suggestion {
             severity: Severity::Low,
@@ -174,7 +193,12 @@ mod tests {
         let k = kinds(&text);
         assert_eq!(
             k,
-            ["reduce-registers", "break-dependency-chain", "hoist-expensive", "consider-fp16"]
+            [
+                "reduce-registers",
+                "break-dependency-chain",
+                "hoist-expensive",
+                "consider-fp16"
+            ]
         );
     }
 

@@ -40,7 +40,11 @@ impl Value {
     /// Text, or the display string when the element has no text.
     pub fn display(&self) -> &str {
         let t = self.text.trim();
-        if t.is_empty() { self.fmt.as_deref().unwrap_or("") } else { t }
+        if t.is_empty() {
+            self.fmt.as_deref().unwrap_or("")
+        } else {
+            t
+        }
     }
 }
 
@@ -200,7 +204,10 @@ pub fn read_tables<R: BufRead>(input: R, keep: impl Fn(&str) -> bool) -> Result<
                 push_text(&text, &mut open, &mut table, &col_field);
             }
             Event::GeneralRef(ref r) => {
-                let resolved = match r.resolve_char_ref().map_err(|e| parse_error(e.to_string()))? {
+                let resolved = match r
+                    .resolve_char_ref()
+                    .map_err(|e| parse_error(e.to_string()))?
+                {
                     Some(c) => c.to_string(),
                     None => {
                         let name = r.decode().map_err(|e| parse_error(e.to_string()))?;
@@ -469,7 +476,12 @@ pub fn parse_export(tables_xml: &[u8], pid: Option<u32>) -> Result<GpuTrace> {
     let (Some(start), Some(duration)) = (col("start"), col("duration")) else {
         return Err(parse_error(format!(
             "`{GPU_INTERVALS}` has no start/duration columns (columns: {})",
-            table.columns.iter().map(|c| c.mnemonic.as_str()).collect::<Vec<_>>().join(", ")
+            table
+                .columns
+                .iter()
+                .map(|c| c.mnemonic.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         )));
     };
     let (channel, label, process, cmdbuffer, encoder) = (
@@ -504,7 +516,9 @@ pub fn parse_export(tables_xml: &[u8], pid: Option<u32>) -> Result<GpuTrace> {
         });
     }
     if skipped > 0 {
-        warnings.push(format!("{skipped} row(s) without a numeric start or duration were skipped"));
+        warnings.push(format!(
+            "{skipped} row(s) without a numeric start or duration were skipped"
+        ));
     }
     if all.is_empty() {
         return Err(empty_capture(format!(
@@ -532,7 +546,9 @@ pub fn parse_export(tables_xml: &[u8], pid: Option<u32>) -> Result<GpuTrace> {
     let last = intervals.iter().map(GpuInterval::end_ns).max().unwrap_or(0);
     Ok(GpuTrace {
         pid,
-        by_label: group(&intervals, |i| i.label.clone().unwrap_or_else(|| "(no label)".into())),
+        by_label: group(&intervals, |i| {
+            i.label.clone().unwrap_or_else(|| "(no label)".into())
+        }),
         by_command_buffer: group(&intervals, |i| {
             i.cmdbuffer_id.clone().unwrap_or_else(|| "(no id)".into())
         }),

@@ -61,10 +61,11 @@ impl KernelBenchmark {
                 return Err(BenchmarkError::BadWork { name, what, value });
             }
         }
-        let stats = Stats::from_samples(&gpu_times_ms).map_err(|source| BenchmarkError::Samples {
-            name: name.clone(),
-            source,
-        })?;
+        let stats =
+            Stats::from_samples(&gpu_times_ms).map_err(|source| BenchmarkError::Samples {
+                name: name.clone(),
+                source,
+            })?;
         // A zero median (clock too coarse) gives no rate rather than infinity.
         let per_second = |work: Option<f64>| {
             work.filter(|_| stats.median > 0.0)
@@ -112,7 +113,10 @@ mod tests {
         assert!((b.gflops_per_s.unwrap() - 2000.0).abs() < 1e-9);
         assert!((b.gb_per_s.unwrap() - 500.0).abs() < 1e-9);
         let line = b.summary();
-        assert!(line.starts_with("k: 3 calls, GPU ms min 1.0000 median 2.0000"), "{line}");
+        assert!(
+            line.starts_with("k: 3 calls, GPU ms min 1.0000 median 2.0000"),
+            "{line}"
+        );
         assert!(line.ends_with("2000.00 GFLOP/s, 500.00 GB/s"), "{line}");
     }
 
@@ -133,7 +137,10 @@ mod tests {
     fn bad_input_is_an_error() {
         assert!(matches!(
             KernelBenchmark::new("k", vec![], None, None),
-            Err(BenchmarkError::Samples { source: StatsError::Empty, .. })
+            Err(BenchmarkError::Samples {
+                source: StatsError::Empty,
+                ..
+            })
         ));
         assert!(matches!(
             KernelBenchmark::new("k", vec![1.0], Some(-1.0), None),

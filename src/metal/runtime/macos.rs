@@ -13,8 +13,8 @@ use objc2_metal::{
 };
 
 use super::{
-    CLOCK, Caps, PipelineInfo, RunReport, RunRequest, SweepPoint, benchmark_from_gpu_times,
-    fill_bytes, sweep_sizes, validate_counts, BufferSpec,
+    BufferSpec, CLOCK, Caps, PipelineInfo, RunReport, RunRequest, SweepPoint,
+    benchmark_from_gpu_times, fill_bytes, sweep_sizes, validate_counts,
 };
 use crate::error::{Error, Result};
 use crate::results::benchmark::KernelBenchmark;
@@ -83,13 +83,23 @@ pub fn prepare(source: &str, entry: &str, specs: &[BufferSpec]) -> Result<Prepar
     let device = device()?;
     let library = device
         .newLibraryWithSource_options_error(&NSString::from_str(source), None)
-        .map_err(|e| failed(format!("the Metal compiler rejected the source: {}", e.localizedDescription())))?;
+        .map_err(|e| {
+            failed(format!(
+                "the Metal compiler rejected the source: {}",
+                e.localizedDescription()
+            ))
+        })?;
     let function = library
         .newFunctionWithName(&NSString::from_str(entry))
         .ok_or_else(|| failed(format!("no kernel `{entry}` in the source; check --entry")))?;
     let pipeline = device
         .newComputePipelineStateWithFunction_error(&function)
-        .map_err(|e| failed(format!("cannot build the pipeline for `{entry}`: {}", e.localizedDescription())))?;
+        .map_err(|e| {
+            failed(format!(
+                "cannot build the pipeline for `{entry}`: {}",
+                e.localizedDescription()
+            ))
+        })?;
     let queue = device
         .newCommandQueue()
         .ok_or_else(|| failed("the device gave no command queue"))?;
@@ -106,7 +116,12 @@ pub fn prepare(source: &str, entry: &str, specs: &[BufferSpec]) -> Result<Prepar
                 MTLResourceOptions::StorageModeShared,
             )
         }
-        .ok_or_else(|| failed(format!("cannot allocate buffer {index} ({} bytes)", bytes.len())))?;
+        .ok_or_else(|| {
+            failed(format!(
+                "cannot allocate buffer {index} ({} bytes)",
+                bytes.len()
+            ))
+        })?;
         buffers.push(buffer);
     }
     let info = PipelineInfo {
@@ -147,10 +162,13 @@ fn dispatch_once(k: &PreparedKernel, grid: [u64; 3], threads: [u64; 3]) -> Resul
     cb.commit();
     cb.waitUntilCompleted();
     if cb.status() != MTLCommandBufferStatus::Completed {
-        let why = cb
-            .error()
-            .map_or("no error given".to_string(), |e| e.localizedDescription().to_string());
-        return Err(failed(format!("the command buffer for `{}` failed: {why}", k.name)));
+        let why = cb.error().map_or("no error given".to_string(), |e| {
+            e.localizedDescription().to_string()
+        });
+        return Err(failed(format!(
+            "the command buffer for `{}` failed: {why}",
+            k.name
+        )));
     }
     Ok((cb.GPUStartTime(), cb.GPUEndTime()))
 }
@@ -193,7 +211,12 @@ pub fn with_capture<T>(path: &str, work: impl FnOnce() -> Result<T>) -> Result<T
     descriptor.setOutputURL(Some(&NSURL::fileURLWithPath(&NSString::from_str(path))));
     manager
         .startCaptureWithDescriptor_error(&descriptor)
-        .map_err(|e| failed(format!("cannot start the capture: {}", e.localizedDescription())))?;
+        .map_err(|e| {
+            failed(format!(
+                "cannot start the capture: {}",
+                e.localizedDescription()
+            ))
+        })?;
     let result = work();
     manager.stopCapture();
     result
@@ -225,7 +248,9 @@ pub fn run(req: &RunRequest) -> Result<RunReport> {
     let mut sweep = Vec::new();
     if req.sweep {
         if max < 1024 {
-            warnings.push(format!("the pipeline caps threadgroups at {max}; the sweep stops there"));
+            warnings.push(format!(
+                "the pipeline caps threadgroups at {max}; the sweep stops there"
+            ));
         }
         for tg in sweep_sizes(max) {
             let b = benchmark_kernel(
@@ -246,7 +271,12 @@ pub fn run(req: &RunRequest) -> Result<RunReport> {
     let best_sweep = sweep
         .iter()
         .enumerate()
-        .min_by(|a, b| a.1.benchmark.stats.median.total_cmp(&b.1.benchmark.stats.median))
+        .min_by(|a, b| {
+            a.1.benchmark
+                .stats
+                .median
+                .total_cmp(&b.1.benchmark.stats.median)
+        })
         .map(|(i, _)| i);
     Ok(RunReport {
         device: prepared.device_name.clone(),

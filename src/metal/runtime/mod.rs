@@ -100,15 +100,23 @@ impl FromStr for BufferSpec {
             other => {
                 return Err(invalid(
                     what,
-                    format!("unknown element type `{other}` in `{s}`; use f32, f16, i32, u32 or u64"),
+                    format!(
+                        "unknown element type `{other}` in `{s}`; use f32, f16, i32, u32 or u64"
+                    ),
                 ));
             }
         };
         let count: usize = count.trim().parse().map_err(|_| {
-            invalid(what, format!("`{count}` in `{s}` is not a positive element count"))
+            invalid(
+                what,
+                format!("`{count}` in `{s}` is not a positive element count"),
+            )
         })?;
         if count == 0 {
-            return Err(invalid(what, format!("`{s}` has no elements; give a count ≥ 1")));
+            return Err(invalid(
+                what,
+                format!("`{s}` has no elements; give a count ≥ 1"),
+            ));
         }
         Ok(BufferSpec { element, count })
     }
@@ -223,14 +231,18 @@ pub fn validate_capture(path: &str, path_exists: bool, env_value: Option<&str>) 
     if path_exists {
         return Err(invalid(
             "capture path",
-            format!("`{path}` already exists; Metal will not overwrite it, remove it or pick another"),
+            format!(
+                "`{path}` already exists; Metal will not overwrite it, remove it or pick another"
+            ),
         ));
     }
     if env_value != Some("1") {
         return Err(invalid(
             "capture",
-            format!("Metal captures outside Xcode only with {CAPTURE_ENV}=1 in the environment; \
-                     rerun as `{CAPTURE_ENV}=1 polyprof metal run … --capture {path}`"),
+            format!(
+                "Metal captures outside Xcode only with {CAPTURE_ENV}=1 in the environment; \
+                     rerun as `{CAPTURE_ENV}=1 polyprof metal run … --capture {path}`"
+            ),
         ));
     }
     Ok(())
@@ -325,7 +337,8 @@ pub struct RunReport {
 }
 
 /// The clock every runtime-lane time comes from.
-pub const CLOCK: &str = "MTLCommandBuffer GPUEndTime - GPUStartTime (one dispatch per command buffer)";
+pub const CLOCK: &str =
+    "MTLCommandBuffer GPUEndTime - GPUStartTime (one dispatch per command buffer)";
 
 #[cfg(test)]
 mod tests {
@@ -333,8 +346,20 @@ mod tests {
 
     #[test]
     fn repeat_below_one_and_negative_warmup_are_errors() {
-        assert_eq!(validate_counts(100, 10).unwrap(), Counts { repeat: 100, warmup: 10 });
-        assert_eq!(validate_counts(1, 0).unwrap(), Counts { repeat: 1, warmup: 0 });
+        assert_eq!(
+            validate_counts(100, 10).unwrap(),
+            Counts {
+                repeat: 100,
+                warmup: 10
+            }
+        );
+        assert_eq!(
+            validate_counts(1, 0).unwrap(),
+            Counts {
+                repeat: 1,
+                warmup: 0
+            }
+        );
         let e = validate_counts(0, 10).unwrap_err().to_string();
         assert!(e.contains("repeat") && e.contains("at least 1"), "{e}");
         assert!(validate_counts(-5, 10).is_err());
@@ -346,7 +371,10 @@ mod tests {
     fn buffer_specs() {
         let b = parse_buffers("f32:1024, u32:16,u64:2").unwrap();
         assert_eq!(b.len(), 3);
-        assert_eq!((b[0].element, b[0].count, b[0].bytes()), (Element::F32, 1024, 4096));
+        assert_eq!(
+            (b[0].element, b[0].count, b[0].bytes()),
+            (Element::F32, 1024, 4096)
+        );
         assert_eq!(b[2].bytes(), 16);
         for bad in ["f32", "f64:3", "f32:0", "f32:-1", "f32:x"] {
             assert!(parse_buffers(bad).is_err(), "{bad}");
@@ -355,15 +383,24 @@ mod tests {
 
     #[test]
     fn fill_is_deterministic_and_output_is_zero() {
-        let spec = BufferSpec { element: Element::F32, count: 64 };
+        let spec = BufferSpec {
+            element: Element::F32,
+            count: 64,
+        };
         assert!(fill_bytes(&spec, 0).iter().all(|b| *b == 0));
         let a = fill_bytes(&spec, 1);
         assert_eq!(a, fill_bytes(&spec, 1));
         assert_ne!(a, fill_bytes(&spec, 2));
         assert_eq!(a.len(), 256);
-        let floats: Vec<f32> = a.chunks(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        let floats: Vec<f32> = a
+            .chunks(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
         assert!(floats.iter().all(|f| (0.0..1.0).contains(f)));
-        let half = BufferSpec { element: Element::F16, count: 8 };
+        let half = BufferSpec {
+            element: Element::F16,
+            count: 8,
+        };
         assert_eq!(fill_bytes(&half, 3).len(), 16);
         assert_eq!(f32_to_f16_bits(0.5), 0x3800);
     }
@@ -382,9 +419,13 @@ mod tests {
     #[test]
     fn capture_rules() {
         assert!(validate_capture("run.gputrace", false, Some("1")).is_ok());
-        let e = validate_capture("run.trace", false, Some("1")).unwrap_err().to_string();
+        let e = validate_capture("run.trace", false, Some("1"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(".gputrace"), "{e}");
-        let e = validate_capture("run.gputrace", false, None).unwrap_err().to_string();
+        let e = validate_capture("run.gputrace", false, None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("MTL_CAPTURE_ENABLED=1"), "{e}");
         assert!(validate_capture("run.gputrace", false, Some("0")).is_err());
         assert!(validate_capture("run.gputrace", true, Some("1")).is_err());
@@ -392,8 +433,13 @@ mod tests {
 
     #[test]
     fn gpu_times_become_a_benchmark() {
-        let b = benchmark_from_gpu_times("k", &[(1.0, 1.002), (2.0, 2.001), (3.0, 3.003)], Some(2e6), None)
-            .unwrap();
+        let b = benchmark_from_gpu_times(
+            "k",
+            &[(1.0, 1.002), (2.0, 2.001), (3.0, 3.003)],
+            Some(2e6),
+            None,
+        )
+        .unwrap();
         assert_eq!(b.calls, 3);
         assert!((b.stats.median - 2.0).abs() < 1e-6);
         assert!((b.gflops_per_s.unwrap() - 1.0).abs() < 1e-6);
@@ -406,6 +452,10 @@ mod tests {
     #[test]
     fn elsewhere_the_lane_says_it_needs_macos() {
         let reason = unavailable_reason().unwrap();
-        assert!(reason.contains("macOS") && reason.contains("Xcode") && reason.contains("metal analyze"));
+        assert!(
+            reason.contains("macOS")
+                && reason.contains("Xcode")
+                && reason.contains("metal analyze")
+        );
     }
 }
