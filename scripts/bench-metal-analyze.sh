@@ -53,35 +53,43 @@ open(out, 'w').write('\n'.join(res) + '\n')
 PY
 
 "$PYTHON" - "$BIN" "$WORK/big.asm" "$RUNS" "$PYTHON" <<'PY'
-import json, subprocess, sys, time
+import json, os, subprocess, sys, time
 from metal_profiler import profiler
 binary, path, runs, python = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 text = open(path).read()
 
-def best(f):
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter(); f(); times.append(time.perf_counter() - t)
-    return min(times) * 1e3
+def child(argv):
+    """(wall ms, CPU ms) of a child process; CPU (user+sys) is what a loaded machine
+    does not inflate."""
+    t = time.perf_counter()
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = (time.perf_counter() - t) * 1e3
+    assert os.waitstatus_to_exitcode(status) == 0, argv
+    return wall, (usage.ru_utime + usage.ru_stime) * 1e3
 
-def rust():
-    subprocess.run([binary, "metal", "analyze", "--json", path], check=True, stdout=subprocess.DEVNULL)
-
-def py_inproc():
+def inproc():
+    t, c = time.perf_counter(), time.process_time()
     profiler.analyze(profiler.parse_disassembly(text))
+    return (time.perf_counter() - t) * 1e3, (time.process_time() - c) * 1e3
 
-py_code = ("import sys; from metal_profiler import profiler; "
-           "profiler.analyze(profiler.parse_disassembly(open(sys.argv[1]).read()))")
-def py_process():
-    subprocess.run([python, "-c", py_code, path], check=True)
+def best(f):
+    samples = [f() for _ in range(runs)]
+    return min(s[0] for s in samples), min(s[1] for s in samples)
 
 out = subprocess.run([binary, "metal", "analyze", "--json", path], check=True, capture_output=True).stdout
 ours = json.loads(out)
 theirs = profiler.parse_disassembly(text)
 assert ours["instruction_count"] == len(theirs), (ours["instruction_count"], len(theirs))
-r, pi, pp = best(rust), best(py_inproc), best(py_process)
-print(f"listing: {ours['instruction_count']} instructions, {len(ours['loops'])} loops, best of {runs}")
-print(f"polyprof metal analyze --json (whole process): {r:9.1f} ms")
-print(f"metal-profiler parse+analyze (in-process):     {pi:9.1f} ms   ratio {pi / r:6.1f}x")
-print(f"metal-profiler parse+analyze (whole process):  {pp:9.1f} ms   ratio {pp / r:6.1f}x")
+py_code = ("import sys; from metal_profiler import profiler; "
+           "profiler.analyze(profiler.parse_disassembly(open(sys.argv[1]).read()))")
+rw, rc = best(lambda: child([binary, "metal", "analyze", "--json", path]))
+iw, ic = best(inproc)
+pw, pc = best(lambda: child([python, "-c", py_code, path]))
+print(f"listing: {ours['instruction_count']} instructions, {len(ours['loops'])} loops; best of {runs}; "
+      f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+print(f"{'':48} {'wall ms':>9} {'CPU ms':>9} {'wall x':>7} {'CPU x':>7}")
+print(f"{'polyprof metal analyze --json (process)':48} {rw:9.1f} {rc:9.1f}")
+print(f"{'metal-profiler parse+analyze (in-process)':48} {iw:9.1f} {ic:9.1f} {iw / rw:7.1f} {ic / max(rc, 1e-9):7.1f}")
+print(f"{'metal-profiler parse+analyze (process)':48} {pw:9.1f} {pc:9.1f} {pw / rw:7.1f} {pc / max(rc, 1e-9):7.1f}")
 PY

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::cost::{CostModel, Timing, Unit, is_memory};
 use super::listing::{LineWarning, Listing};
-use super::loops::{Loop, depth_at, find_loops};
+use super::loops::{Loop, find_loops};
 use super::occupancy::Occupancy;
 use super::operands::{Access, Operand, Reg, RegFile, access, classify, role_of};
 
@@ -259,9 +259,31 @@ pub fn analyze(listing: &Listing, options: AnalyzeOptions) -> Analysis {
         .filter(|i| is_device_load(i.base_mnemonic()))
         .count();
 
+    // Members of each loop as instruction indices, found once (listings are in address order,
+    // so a binary search bounds each range; otherwise a scan).
+    let sorted = insts.windows(2).all(|w| w[0].offset <= w[1].offset);
+    let members: Vec<Vec<usize>> = loops
+        .iter()
+        .map(|l| {
+            if sorted {
+                let lo = insts.partition_point(|i| i.offset < l.start);
+                let hi = insts.partition_point(|i| i.offset <= l.end);
+                (lo..hi).collect()
+            } else {
+                (0..insts.len()).filter(|&i| l.contains(insts[i].offset)).collect()
+            }
+        })
+        .collect();
+    let mut depths = vec![0usize; insts.len()];
+    for m in &members {
+        for &i in m {
+            depths[i] += 1;
+        }
+    }
     let loop_reports: Vec<LoopReport> = loops
         .iter()
-        .map(|l| loop_report(l, listing, &decoded, &raw, &stalls))
+        .zip(&members)
+        .map(|(l, m)| loop_report(l, m, listing, &decoded, &raw, &stalls))
         .collect();
 
     let reports: Vec<InstructionReport> = insts
@@ -278,7 +300,7 @@ pub fn analyze(listing: &Listing, options: AnalyzeOptions) -> Analysis {
             cycles: d.cycles,
             raw_penalty: raw[i],
             stall: stalls[i],
-            loop_depth: depth_at(&loops, inst.offset),
+            loop_depth: depths[i],
             defs: d.access.defs.iter().map(ToString::to_string).collect(),
             uses: d.access.uses.iter().map(ToString::to_string).collect(),
         })
@@ -408,6 +430,7 @@ fn leading_slot(operands: &[Operand]) -> u32 {
 
 fn loop_report(
     l: &Loop,
+    members: &[usize],
     listing: &Listing,
     decoded: &[Decoded],
     raw: &[f64],
@@ -416,10 +439,8 @@ fn loop_report(
     let mut buckets = Buckets::default();
     let (mut count, mut device_loads, mut tg_loads, mut stores, mut waits) = (0, 0, 0, 0, 0);
     let (mut raw_sum, mut stall_sum) = (0.0, 0.0);
-    for (i, inst) in listing.instructions.iter().enumerate() {
-        if !l.contains(inst.offset) {
-            continue;
-        }
+    for &i in members {
+        let inst = &listing.instructions[i];
         count += 1;
         buckets.add(decoded[i].timing.unit, decoded[i].cycles);
         raw_sum += raw[i];
