@@ -270,7 +270,9 @@ pub fn analyze(listing: &Listing, options: AnalyzeOptions) -> Analysis {
                 let hi = insts.partition_point(|i| i.offset <= l.end);
                 (lo..hi).collect()
             } else {
-                (0..insts.len()).filter(|&i| l.contains(insts[i].offset)).collect()
+                (0..insts.len())
+                    .filter(|&i| l.contains(insts[i].offset))
+                    .collect()
             }
         })
         .collect();

@@ -14,7 +14,8 @@ use objc2_metal::{
 
 use super::{
     BufferSpec, CLOCK, Caps, PipelineInfo, RunReport, RunRequest, SweepPoint,
-    benchmark_from_gpu_times, fill_bytes, sweep_sizes, validate_counts,
+    benchmark_from_gpu_times, fill_bytes, kernel_launches, record_launches, sweep_sizes,
+    validate_counts,
 };
 use crate::error::{Error, Result};
 use crate::results::benchmark::KernelBenchmark;
@@ -171,6 +172,24 @@ fn dispatch_once(k: &PreparedKernel, grid: [u64; 3], threads: [u64; 3]) -> Resul
     Ok((cb.GPUStartTime(), cb.GPUEndTime()))
 }
 
+fn time_calls(
+    prepared: &PreparedKernel,
+    grid: [u64; 3],
+    threads: [u64; 3],
+    repeat: i64,
+    warmup: i64,
+) -> Result<Vec<(f64, f64)>> {
+    let counts = validate_counts(repeat, warmup)?;
+    for _ in 0..counts.warmup {
+        dispatch_once(prepared, grid, threads)?;
+    }
+    let mut times = Vec::with_capacity(counts.repeat);
+    for _ in 0..counts.repeat {
+        times.push(dispatch_once(prepared, grid, threads)?);
+    }
+    Ok(times)
+}
+
 /// Times `prepared` with command-buffer GPU timestamps: `warmup` untimed calls, then `repeat`
 /// timed ones, one dispatch per command buffer. `repeat` < 1 or `warmup` < 0 is an error.
 pub fn benchmark_kernel(
@@ -182,15 +201,33 @@ pub fn benchmark_kernel(
     flops: Option<f64>,
     bytes_moved: Option<f64>,
 ) -> Result<KernelBenchmark> {
-    let counts = validate_counts(repeat, warmup)?;
-    for _ in 0..counts.warmup {
-        dispatch_once(prepared, grid, threads)?;
-    }
-    let mut times = Vec::with_capacity(counts.repeat);
-    for _ in 0..counts.repeat {
-        times.push(dispatch_once(prepared, grid, threads)?);
-    }
+    let times = time_calls(prepared, grid, threads, repeat, warmup)?;
     benchmark_from_gpu_times(&prepared.name, &times, flops, bytes_moved)
+}
+
+/// [`benchmark_kernel`], and every timed call recorded into the active call-path session
+/// (`results::callpath`), so `key_averages`, `tree` and the exports work on Metal runs.
+pub fn profile_kernel(
+    prepared: &PreparedKernel,
+    grid: [u64; 3],
+    threads: [u64; 3],
+    repeat: i64,
+    warmup: i64,
+    flops: Option<f64>,
+    bytes_moved: Option<f64>,
+) -> Result<KernelBenchmark> {
+    let times = time_calls(prepared, grid, threads, repeat, warmup)?;
+    let benchmark = benchmark_from_gpu_times(&prepared.name, &times, flops, bytes_moved)?;
+    record_launches(kernel_launches(
+        &prepared.name,
+        &prepared.device_name,
+        grid,
+        threads,
+        &times,
+        flops,
+        bytes_moved,
+    ));
+    Ok(benchmark)
 }
 
 /// Captures everything `work` does on the default device into `path` (a `.gputrace`,

@@ -8,7 +8,9 @@
 #[cfg(target_os = "macos")]
 mod macos;
 #[cfg(target_os = "macos")]
-pub use macos::{PreparedKernel, benchmark_kernel, caps, prepare, run, with_capture};
+pub use macos::{
+    PreparedKernel, benchmark_kernel, caps, prepare, profile_kernel, run, with_capture,
+};
 
 use std::str::FromStr;
 
@@ -16,6 +18,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::results::benchmark::KernelBenchmark;
+use crate::results::callpath::{KernelLaunch, record_kernel};
 
 /// Why the runtime lane cannot run on this system, for systems other than macOS.
 pub const NOT_MACOS: &str = "Metal needs macOS with Xcode's command-line tools \
@@ -273,6 +276,50 @@ pub fn benchmark_from_gpu_times(
         what: "benchmark".to_string(),
         message: e.to_string(),
     })
+}
+
+/// The call-path events of timed calls: one [`KernelLaunch`] per call, GPU time from the
+/// command buffer, start relative to the first timed call (command-buffer times are on the
+/// host's mach clock, not the session's). `flops` (precision unknown) goes to the `flops`
+/// metric rather than a precision bucket.
+pub fn kernel_launches(
+    name: &str,
+    device: &str,
+    grid: [u64; 3],
+    threads: [u64; 3],
+    gpu_times_s: &[(f64, f64)],
+    flops: Option<f64>,
+    bytes_moved: Option<f64>,
+) -> Vec<KernelLaunch> {
+    let origin = gpu_times_s.first().map_or(0.0, |t| t.0);
+    gpu_times_s
+        .iter()
+        .map(|&(start, end)| {
+            let mut launch = KernelLaunch {
+                name: name.to_string(),
+                gpu_time_ns: Some((end - start) * 1e9),
+                gpu_start_ns: Some((start - origin) * 1e9),
+                device: Some(device.to_string()),
+                stream: Some("metal command queue".to_string()),
+                grid: Some(grid),
+                block: Some(threads),
+                bytes: bytes_moved,
+                ..KernelLaunch::default()
+            };
+            if let Some(f) = flops {
+                launch.metrics.insert("flops".to_string(), f);
+            }
+            launch
+        })
+        .collect()
+}
+
+/// Records launches into the active call-path session (nothing when none is active), under
+/// whatever scope is open, so `key_averages`, `tree` and the exports see them.
+pub fn record_launches(launches: Vec<KernelLaunch>) {
+    for launch in launches {
+        record_kernel(|| launch);
+    }
 }
 
 /// Device limits (`polyprof metal caps`).
