@@ -12,8 +12,6 @@ use polyprof::metal::runtime::{
 };
 use polyprof::metal::{analyze_text, annotate};
 
-use super::output::println;
-
 /// Exit code when the Metal runtime is not available on this system (sysexits EX_UNAVAILABLE).
 pub const EXIT_UNAVAILABLE: u8 = 69;
 
@@ -137,7 +135,16 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<u8> {
         );
     }
     if args.json {
-        println(&serde_json::to_string_pretty(&analysis)?)?;
+        // Large listings give megabytes of JSON: stream it instead of building one string.
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        let written = serde_json::to_writer_pretty(&mut out, &analysis)
+            .map_err(std::io::Error::from)
+            .and_then(|()| std::io::Write::write_all(&mut out, b"\n"))
+            .and_then(|()| std::io::Write::flush(&mut out));
+        match written {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+            _ => {}
+        }
     } else {
         super::output::print(&annotate::render(
             &analysis,
@@ -161,9 +168,9 @@ fn caps(args: CapsArgs) -> anyhow::Result<u8> {
     {
         let caps = runtime::caps()?;
         if args.json {
-            println(&serde_json::to_string_pretty(&caps)?)?;
+            super::output::println(&serde_json::to_string_pretty(&caps)?)?;
         } else {
-            println(&format!(
+            super::output::println(&format!(
                 "{}: unified memory {}, max threadgroup memory {} B, max threads per threadgroup \
                  {:?}, recommended working set {} B, counter sampling at stage boundary {}, at \
                  dispatch boundary {}",
@@ -218,10 +225,10 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
             eprintln!("polyprof: warning: {w}");
         }
         if args.json {
-            println(&serde_json::to_string_pretty(&report)?)?;
+            super::output::println(&serde_json::to_string_pretty(&report)?)?;
         } else {
-            println(&report.benchmark.summary())?;
-            println(&format!(
+            super::output::println(&report.benchmark.summary())?;
+            super::output::println(&format!(
                 "{} | grid {:?} threadgroup {:?} | pipeline: max threads {}, execution width {}, \
                  static threadgroup memory {} B | clock: {}",
                 report.device,
@@ -238,7 +245,7 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
                 } else {
                     ""
                 };
-                println(&format!(
+                super::output::println(&format!(
                     "  tg {:>4}: {}{best}",
                     p.threadgroup,
                     p.benchmark.summary()

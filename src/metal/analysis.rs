@@ -201,7 +201,8 @@ struct Decoded {
     timing: Timing,
     cycles: f64,
     access: Access,
-    operands: Vec<Operand>,
+    /// Leading small-integer operand: the wait slot of loads and `wait`.
+    slot: Option<u32>,
 }
 
 /// Analyses a parsed listing.
@@ -223,7 +224,7 @@ pub fn analyze(listing: &Listing, options: AnalyzeOptions) -> Analysis {
                 cycles: model.issue_cycles(&timing),
                 timing,
                 access,
-                operands,
+                slot: leading_slot(&operands),
             }
         })
         .collect();
@@ -392,15 +393,11 @@ fn memory_stalls(listing: &Listing, decoded: &[Decoded], options: AnalyzeOptions
             is_device_load(m)
         };
         if is_load {
-            let slot = if compat { 0 } else { leading_slot(&d.operands) };
+            let slot = if compat { 0 } else { d.slot.unwrap_or(0) };
             pending.retain(|(s, _)| *s != slot);
             pending.push((slot, clock));
         } else if m == "wait" {
-            let slot = if compat {
-                None
-            } else {
-                leading_slot_opt(&d.operands)
-            };
+            let slot = if compat { None } else { d.slot };
             let mut stall: f64 = 0.0;
             pending.retain(|&(s, issued)| {
                 let waited = slot.is_none_or(|w| w == s);
@@ -419,15 +416,11 @@ fn memory_stalls(listing: &Listing, decoded: &[Decoded], options: AnalyzeOptions
     out
 }
 
-fn leading_slot_opt(operands: &[Operand]) -> Option<u32> {
+fn leading_slot(operands: &[Operand]) -> Option<u32> {
     match operands.first() {
         Some(Operand::Immediate { value }) => value.parse().ok(),
         _ => None,
     }
-}
-
-fn leading_slot(operands: &[Operand]) -> u32 {
-    leading_slot_opt(operands).unwrap_or(0)
 }
 
 fn loop_report(
