@@ -6,6 +6,14 @@
 //! run, and timeline files found by unitrace's own naming rule instead of "first `*.json`".
 //! The OpenCL variant (`ocl_unitrace`) shares everything here.
 
+pub mod chrome;
+pub mod lines;
+pub mod metrics;
+pub mod names;
+pub mod records;
+pub mod tables;
+pub mod timeline;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
