@@ -3,6 +3,8 @@
 //! collected is salvaged. KernelFoundry chained `collect && report && echo VTUNE_DONE`, which
 //! turned a failing test into a timeout; here each step has its own exit status.
 
+pub mod report;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -187,7 +187,11 @@ fn events_start(text: &str) -> Option<usize> {
     Some(key + open + 1)
 }
 
-fn add_event(trace: &mut ChromeTrace, open: &mut BTreeMap<(i64, i64), Vec<RawEvent>>, raw: RawEvent) {
+fn add_event(
+    trace: &mut ChromeTrace,
+    open: &mut BTreeMap<(i64, i64), Vec<RawEvent>>,
+    raw: RawEvent,
+) {
     let (pid, tid) = (int(&raw.pid), int(&raw.tid));
     match raw.ph.as_str() {
         "M" => {
@@ -229,11 +233,15 @@ fn complete(raw: RawEvent, end_ts: Option<f64>, pid: i64, tid: i64) -> ChromeEve
         Some(end) => (end - ts).max(0.0),
         None => raw.dur.unwrap_or_default(),
     };
-    let instance_id = raw.args.as_ref().and_then(|a| a.get("id")).and_then(|id| match id {
-        Value::String(s) => s.parse().ok(),
-        Value::Number(n) => n.as_u64(),
-        _ => None,
-    });
+    let instance_id = raw
+        .args
+        .as_ref()
+        .and_then(|a| a.get("id"))
+        .and_then(|id| match id {
+            Value::String(s) => s.parse().ok(),
+            Value::Number(n) => n.as_u64(),
+            _ => None,
+        });
     ChromeEvent {
         name: raw.name,
         cat: raw.cat,
@@ -384,14 +392,18 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 }
 
 fn count(haystack: &[u8], needle: &[u8]) -> usize {
-    haystack.windows(needle.len()).filter(|w| *w == needle).count()
+    haystack
+        .windows(needle.len())
+        .filter(|w| *w == needle)
+        .count()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const TRACE: &[u8] = include_bytes!("../../../tests/fixtures/unitrace/synthetic_python.4242.json");
+    const TRACE: &[u8] =
+        include_bytes!("../../../tests/fixtures/unitrace/synthetic_python.4242.json");
 
     #[test]
     fn reads_device_commands_tasks_and_metadata() {
@@ -405,7 +417,13 @@ mod tests {
         assert!(!t.thread_names.is_empty());
         let segments = benchmark_segments(&t);
         let labels: Vec<Option<&str>> = segments.iter().map(|s| s.label.as_deref()).collect();
-        assert_eq!(labels, [Some("task.py::Test::test_benchmark[512]"), Some("task.py::Test::test_benchmark[1024]")]);
+        assert_eq!(
+            labels,
+            [
+                Some("task.py::Test::test_benchmark[512]"),
+                Some("task.py::Test::test_benchmark[1024]")
+            ]
+        );
         assert_eq!(segments[0].commands.len(), 2);
         assert_eq!(segments[1].commands.len(), 2);
     }
@@ -424,12 +442,19 @@ mod tests {
         assert_eq!(t.events[..], full.events[..t.events.len()]);
         assert!(parse_chrome(b"not json", "x").is_err());
         assert!(parse_chrome(b"", "x").is_err());
-        assert!(parse_chrome(b"{\"traceEvents\":[{\"ph\":\"X\",\"ts\":\"bad\"}]}", "x").unwrap().truncated);
+        assert!(
+            parse_chrome(b"{\"traceEvents\":[{\"ph\":\"X\",\"ts\":\"bad\"}]}", "x")
+                .unwrap()
+                .truncated
+        );
     }
 
     #[test]
     fn itt_task_names_give_labels() {
-        assert_eq!(benchmark_label("ittapi::model run loop::a[1]"), Some(Some("a[1]")));
+        assert_eq!(
+            benchmark_label("ittapi::model run loop::a[1]"),
+            Some(Some("a[1]"))
+        );
         assert_eq!(benchmark_label("model run loop"), Some(None));
         assert_eq!(benchmark_label("my model run loops"), None);
         assert_eq!(benchmark_label("zeCommandListAppendLaunchKernel"), None);
@@ -439,12 +464,27 @@ mod tests {
     fn timeline_choice_prefers_the_python_process_and_says_why() {
         let ninja: &[u8] = b"{\"traceEvents\":[{\"cat\": \"gpu_op\"},{\"cat\": \"gpu_op\"}]}";
         let other: &[u8] = b"{\"traceEvents\":[]}";
-        let files = [("ninja.77.json", ninja), ("python3.4242.json", TRACE), ("python3.9.json", other)];
+        let files = [
+            ("ninja.77.json", ninja),
+            ("python3.4242.json", TRACE),
+            ("python3.9.json", other),
+        ];
         let choice = choose_timeline(&files).unwrap();
         assert_eq!(choice.index, 1);
-        assert!(choice.reason.contains("a python process"), "{}", choice.reason);
-        assert!(choice.reason.contains("`ninja.77.json`"), "{}", choice.reason);
-        assert_eq!(choose_timeline(&files[..1]).unwrap().reason, "`ninja.77.json` is the only timeline");
+        assert!(
+            choice.reason.contains("a python process"),
+            "{}",
+            choice.reason
+        );
+        assert!(
+            choice.reason.contains("`ninja.77.json`"),
+            "{}",
+            choice.reason
+        );
+        assert_eq!(
+            choose_timeline(&files[..1]).unwrap().reason,
+            "`ninja.77.json` is the only timeline"
+        );
         assert_eq!(choose_timeline(&[]), None);
         assert_eq!(app_name("dir/my.app.99.0.json"), "my.app");
     }

@@ -235,7 +235,13 @@ mod tests {
         let b = &m.blocks[0];
         assert_eq!(b.mode, MetricMode::Query);
         assert_eq!(b.rows.len(), 3);
-        assert_eq!(b.columns[0], MetricColumn { name: "GpuTime".into(), unit: "ns".into() });
+        assert_eq!(
+            b.columns[0],
+            MetricColumn {
+                name: "GpuTime".into(),
+                unit: "ns".into()
+            }
+        );
         let names: Vec<&str> = b.rows.iter().map(|r| r.kernel.as_str()).collect();
         assert_eq!(
             names,
@@ -268,8 +274,14 @@ mod tests {
         let b = &m.blocks[0];
         assert_eq!((b.device, b.mode), (Some(0), MetricMode::Query));
         assert_eq!(b.rows.len(), 2);
-        assert_eq!(b.rows[0].kernel, "f(int, float)[SIMD32 {4; 1; 1} {256; 1; 1}]");
-        assert_eq!((b.rows[0].instance_id, b.rows[1].sub_device), (Some(7), Some(1)));
+        assert_eq!(
+            b.rows[0].kernel,
+            "f(int, float)[SIMD32 {4; 1; 1} {256; 1; 1}]"
+        );
+        assert_eq!(
+            (b.rows[0].instance_id, b.rows[1].sub_device),
+            (Some(7), Some(1))
+        );
         assert_eq!(b.rows[1].values, [Some(1400.0), None]);
         assert_eq!(m.diagnostics.len(), 1, "the short `g` row is reported");
     }

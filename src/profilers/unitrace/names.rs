@@ -69,7 +69,11 @@ pub fn parse_command_name(name: &str) -> CommandName<'_> {
 
 fn triple(text: &str) -> Option<[u64; 3]> {
     let mut values = text.split(';').map(|v| v.trim().parse::<u64>());
-    let triple = [values.next()?.ok()?, values.next()?.ok()?, values.next()?.ok()?];
+    let triple = [
+        values.next()?.ok()?,
+        values.next()?.ok()?,
+        values.next()?.ok()?,
+    ];
     values.next().is_none().then_some(triple)
 }
 
@@ -102,6 +106,9 @@ mod tests {
         assert_eq!(parse_command_name("GEMM").base, "GEMM");
         assert_eq!(parse_command_name("a[b]").base, "a[b]");
         let tiled = parse_command_name("Tile #1: GEMM[SIMD32 {1; 2; 3} {4; 5; 6}]");
-        assert_eq!((tiled.tile, tiled.base, tiled.simd), (Some(1), "GEMM", Some(32)));
+        assert_eq!(
+            (tiled.tile, tiled.base, tiled.simd),
+            (Some(1), "GEMM", Some(32))
+        );
     }
 }

@@ -55,7 +55,9 @@ fn named_record(profiler: &str, name: &str, source: &str) -> KernelRecord {
         ..Default::default()
     };
     if let Some(simd) = shape.simd {
-        record.metrics.insert(SIMD_WIDTH.into(), number(simd.into(), ""));
+        record
+            .metrics
+            .insert(SIMD_WIDTH.into(), number(simd.into(), ""));
     }
     record.metrics.insert(RECORD_SOURCE.into(), text(source));
     record
@@ -98,9 +100,14 @@ pub fn summary_records(tables: &Tables, profiler: &str) -> Vec<KernelRecord> {
 
 fn apply_properties(record: &mut KernelRecord, properties: &KernelProperties) {
     if let Some(simd) = properties.simd_width() {
-        record.metrics.insert(SIMD_WIDTH.into(), number(simd.into(), ""));
+        record
+            .metrics
+            .insert(SIMD_WIDTH.into(), number(simd.into(), ""));
     }
-    if let Some(slm) = properties.get("SLM Per Work Group").and_then(|v| v.parse().ok()) {
+    if let Some(slm) = properties
+        .get("SLM Per Work Group")
+        .and_then(|v| v.parse().ok())
+    {
         record.shared_mem_per_block = Some(slm);
     }
     for (column, value) in &properties.fields {
@@ -108,7 +115,14 @@ fn apply_properties(record: &mut KernelRecord, properties: &KernelProperties) {
             continue;
         }
         let metric = match value.parse::<f64>() {
-            Ok(n) => number(n, if column.contains("Memory") || column.starts_with("SLM") { "byte" } else { "" }),
+            Ok(n) => number(
+                n,
+                if column.contains("Memory") || column.starts_with("SLM") {
+                    "byte"
+                } else {
+                    ""
+                },
+            ),
             Err(_) => text(value),
         };
         record.metrics.insert(column.as_str().into(), metric);
@@ -166,7 +180,10 @@ pub fn chrome_records(
             record.start_ns = Some((event.ts_us * 1000.0).round());
             record.duration_ns = Some((event.dur_us * 1000.0).round());
             if let Some((n, segment)) = segment_of.get(&index) {
-                let label = segment.label.as_deref().unwrap_or(super::chrome::BENCHMARK_TASK);
+                let label = segment
+                    .label
+                    .as_deref()
+                    .unwrap_or(super::chrome::BENCHMARK_TASK);
                 record.metrics.insert(BENCHMARK.into(), text(label));
                 record
                     .metrics
@@ -213,7 +230,11 @@ pub fn metric_records(metrics: &Metrics, profiler: &str) -> Vec<KernelRecord> {
 }
 
 fn interned(block: &MetricBlock) -> Vec<MetricName> {
-    block.columns.iter().map(|c| MetricName::new(&c.name)).collect()
+    block
+        .columns
+        .iter()
+        .map(|c| MetricName::new(&c.name))
+        .collect()
 }
 
 fn apply_metric_row(record: &mut KernelRecord, block: &MetricBlock, values: &[Option<f64>]) {
@@ -236,8 +257,17 @@ fn base_unit(unit: &str) -> Cow<'static, str> {
 /// Every metric under its own name, plus the normalized fields: GPU time, XVE active / stalled
 /// / idle, occupancy, GPU memory bytes (MemoryProfile, ComputeBasic) and FLOPs where the group
 /// counts instructions by precision.
-fn apply_values(record: &mut KernelRecord, block: &MetricBlock, names: &[MetricName], values: &[Option<f64>]) {
-    let get = |name: &str| block.column(name).and_then(|i| values.get(i).copied().flatten());
+fn apply_values(
+    record: &mut KernelRecord,
+    block: &MetricBlock,
+    names: &[MetricName],
+    values: &[Option<f64>],
+) {
+    let get = |name: &str| {
+        block
+            .column(name)
+            .and_then(|i| values.get(i).copied().flatten())
+    };
     for ((column, name), value) in block.columns.iter().zip(names).zip(values) {
         if let Some(value) = value {
             record.metrics.insert(
@@ -279,7 +309,10 @@ fn apply_values(record: &mut KernelRecord, block: &MetricBlock, names: &[MetricN
     // Instruction counts to FLOPs with the factors of Intel's roofline script
     // (`tools/unitrace/scripts/roofline/roofline_libs.py`): lanes × 2 per instruction.
     let scaled = |name: &str, factor: f64| get(name).map(|n| n * factor);
-    let fp16 = [scaled("XVE_INST_EXECUTED_FP16", 64.0), scaled("XVE_INST_EXECUTED_XMX_FP16", 512.0)];
+    let fp16 = [
+        scaled("XVE_INST_EXECUTED_FP16", 64.0),
+        scaled("XVE_INST_EXECUTED_XMX_FP16", 512.0),
+    ];
     if fp16.iter().any(Option::is_some) {
         record.flops.fp16 = Some(fp16.iter().flatten().sum());
     }
@@ -290,7 +323,9 @@ fn apply_values(record: &mut KernelRecord, block: &MetricBlock, names: &[MetricN
         record.flops.fp64 = Some(fp64);
     }
     if let Some(bf16) = scaled("XVE_INST_EXECUTED_XMX_BF16", 512.0) {
-        record.metrics.insert("bf16_xmx_flops".into(), number(bf16, ""));
+        record
+            .metrics
+            .insert("bf16_xmx_flops".into(), number(bf16, ""));
     }
 }
 
@@ -304,10 +339,12 @@ mod tests {
 
     const DPC_D: &str = include_str!("../../../tests/fixtures/unitrace/dpc_gemm_device_timing.txt");
     const CL_D: &str = include_str!("../../../tests/fixtures/unitrace/cl_gemm_device_timing.txt");
-    const DPC_T: &str = include_str!("../../../tests/fixtures/unitrace/dpc_gemm_device_timeline.txt");
+    const DPC_T: &str =
+        include_str!("../../../tests/fixtures/unitrace/dpc_gemm_device_timeline.txt");
     const FP16: &str = include_str!("../../../tests/fixtures/unitrace/gemm_fp16_bytes.1799860");
     const FLOPS: &str = include_str!("../../../tests/fixtures/unitrace/gemm_fp16_flops.1799853");
-    const TRACE: &[u8] = include_bytes!("../../../tests/fixtures/unitrace/synthetic_python.4242.json");
+    const TRACE: &[u8] =
+        include_bytes!("../../../tests/fixtures/unitrace/synthetic_python.4242.json");
 
     fn metric(r: &KernelRecord, name: &str) -> Option<f64> {
         r.metric(name)
@@ -326,10 +363,16 @@ mod tests {
         assert_eq!(metric(r, GPU_TIME_MAX), Some(22454240.0));
         assert_eq!(metric(r, SIMD_WIDTH), Some(32.0));
         assert_eq!(r.shared_mem_per_block, Some(0));
-        assert_eq!(r.metrics[RECORD_SOURCE].value, MetricValue::Text("summary".into()));
+        assert_eq!(
+            r.metrics[RECORD_SOURCE].value,
+            MetricValue::Text("summary".into())
+        );
         let cl = summary_records(&parse_tables(CL_D), "ocl-unitrace");
         assert_eq!(cl.len(), 1);
-        assert_eq!((cl[0].name.as_str(), cl[0].calls, cl[0].duration_ns), ("GEMM", 4, Some(44280640.0)));
+        assert_eq!(
+            (cl[0].name.as_str(), cl[0].calls, cl[0].duration_ns),
+            ("GEMM", 4, Some(44280640.0))
+        );
         assert_eq!(metric(&cl[0], GPU_TIME_AVG), Some(11070160.0));
     }
 
@@ -337,7 +380,14 @@ mod tests {
     fn summary_shapes_give_simd_grid_and_local_size() {
         let records = summary_records(&parse_tables(FP16), "unitrace");
         let names: Vec<&str> = records.iter().map(|r| r.short_name.as_str()).collect();
-        assert_eq!(names, ["hgemm_nocopy_nn_64x40_4x8", "hgemm_nocopy_nn_64x40_4x8", "binary_test"]);
+        assert_eq!(
+            names,
+            [
+                "hgemm_nocopy_nn_64x40_4x8",
+                "hgemm_nocopy_nn_64x40_4x8",
+                "binary_test"
+            ]
+        );
         let h = &records[0];
         assert_eq!((h.grid, h.block), (Some([56, 1, 1]), Some([64, 8, 1])));
         assert_eq!(metric(h, SIMD_WIDTH), Some(16.0));
@@ -352,10 +402,16 @@ mod tests {
         let records = timeline_records(&parse_timeline(DPC_T), "unitrace");
         assert_eq!(records.len(), 4);
         assert!(records.iter().all(|r| r.calls == 1));
-        assert_eq!(records[0].duration_ns, Some((542502850711898u64 - 542502847858138) as f64));
+        assert_eq!(
+            records[0].duration_ns,
+            Some((542502850711898u64 - 542502847858138) as f64)
+        );
         assert_eq!(records[0].start_ns, Some(542502847858138.0));
         assert_eq!(records[0].device.as_deref(), Some("35747536"));
-        assert_eq!((records[0].grid, records[0].block), (Some([1, 1024, 1]), Some([1024, 1, 1])));
+        assert_eq!(
+            (records[0].grid, records[0].block),
+            (Some([1, 1024, 1]), Some([1024, 1, 1]))
+        );
         assert_eq!(records[0].launch_id, 3);
     }
 
@@ -365,7 +421,10 @@ mod tests {
         assert_eq!(bytes.len(), 3);
         let h = &bytes[1];
         assert_eq!(h.duration_ns, Some(4733040.0));
-        assert_eq!((h.dram_bytes_read, h.dram_bytes_write), (Some(848934528.0), Some(125991296.0)));
+        assert_eq!(
+            (h.dram_bytes_read, h.dram_bytes_write),
+            (Some(848934528.0), Some(125991296.0))
+        );
         assert_eq!(h.dram_bytes, Some(848934528.0 + 125991296.0));
         assert_eq!(metric(h, XVE_ACTIVE), Some(90.354));
         assert_eq!(metric(h, XVE_STALLED), Some(3.26538));
@@ -396,7 +455,12 @@ mod tests {
         assert_eq!(r.launch_id, 2);
         assert_eq!(r.duration_ns, Some(1200500.0));
         assert_eq!(r.stream.as_deref(), Some("Thread 4242 CCS<0,0>"));
-        assert!(r.device.as_deref().unwrap().contains("Data Center GPU Max 1100"));
+        assert!(
+            r.device
+                .as_deref()
+                .unwrap()
+                .contains("Data Center GPU Max 1100")
+        );
         assert_eq!(
             r.metrics[BENCHMARK].value,
             MetricValue::Text("task.py::Test::test_benchmark[512]".into())

@@ -74,7 +74,10 @@ impl Tables {
     }
 
     pub fn total(&self, label: &str) -> Option<u64> {
-        self.totals.iter().find(|(l, _)| l == label).map(|(_, v)| *v)
+        self.totals
+            .iter()
+            .find(|(l, _)| l == label)
+            .map(|(_, v)| *v)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -278,7 +281,15 @@ mod tests {
 
     const GEMM: &str = "RunAndCheck(sycl::_V1::queue, std::vector<float, std::allocator<float> > const&, std::vector<float, std::allocator<float> > const&, std::vector<float, std::allocator<float> >&, unsigned int, float)::{lambda(sycl::_V1::handler&)#1}::operator()(sycl::_V1::handler&) const::__GEMM";
 
-    fn row(name: &str, calls: u64, total: u64, pct: f64, avg: u64, min: u64, max: u64) -> TimingRow {
+    fn row(
+        name: &str,
+        calls: u64,
+        total: u64,
+        pct: f64,
+        avg: u64,
+        min: u64,
+        max: u64,
+    ) -> TimingRow {
         TimingRow {
             name: name.into(),
             calls,
@@ -295,16 +306,38 @@ mod tests {
         let t = parse_tables(DPC_D);
         assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
         assert_eq!(t.total("Total Execution Time (ns)"), Some(214649009));
-        assert_eq!(t.total("Total Device Time for L0 backend (ns)"), Some(97642160));
+        assert_eq!(
+            t.total("Total Device Time for L0 backend (ns)"),
+            Some(97642160)
+        );
         assert_eq!(t.timing.len(), 1);
         let table = &t.timing[0];
-        assert_eq!((table.summary, table.backend.as_str()), (Summary::Device, "L0 Backend"));
+        assert_eq!(
+            (table.summary, table.backend.as_str()),
+            (Summary::Device, "L0 Backend")
+        );
         assert_eq!(
             table.rows,
             vec![
                 row(GEMM, 4, 89769760, 91.9375, 22442440, 22436320, 22454240),
-                row("zeCommandListAppendMemoryCopy(M2D)", 12, 5238880, 5.365387, 436573, 328560, 774800),
-                row("zeCommandListAppendMemoryCopy(D2M)", 4, 2633520, 2.697114, 658380, 581280, 864800),
+                row(
+                    "zeCommandListAppendMemoryCopy(M2D)",
+                    12,
+                    5238880,
+                    5.365387,
+                    436573,
+                    328560,
+                    774800
+                ),
+                row(
+                    "zeCommandListAppendMemoryCopy(D2M)",
+                    4,
+                    2633520,
+                    2.697114,
+                    658380,
+                    581280,
+                    864800
+                ),
             ]
         );
         assert_eq!(t.properties.len(), 1);
@@ -319,15 +352,34 @@ mod tests {
     fn opencl_device_timing_reads_bare_names() {
         let t = parse_tables(CL_D);
         assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
-        assert_eq!(t.total("Total Device Time for CL GPU backend (ns)"), Some(46625120));
+        assert_eq!(
+            t.total("Total Device Time for CL GPU backend (ns)"),
+            Some(46625120)
+        );
         let table = &t.timing[0];
         assert_eq!(table.backend, "CL GPU Backend");
         assert_eq!(
             table.rows,
             vec![
                 row("GEMM", 4, 44280640, 94.97, 11070160, 9633280, 12989120),
-                row("clEnqueueWriteBuffer", 8, 1406560, 3.02, 175820, 153040, 203600),
-                row("clEnqueueReadBuffer", 4, 937920, 2.01, 234480, 222400, 240080),
+                row(
+                    "clEnqueueWriteBuffer",
+                    8,
+                    1406560,
+                    3.02,
+                    175820,
+                    153040,
+                    203600
+                ),
+                row(
+                    "clEnqueueReadBuffer",
+                    4,
+                    937920,
+                    2.01,
+                    234480,
+                    222400,
+                    240080
+                ),
             ]
         );
     }
@@ -343,14 +395,29 @@ mod tests {
             .collect();
         assert_eq!(
             backends,
-            [("L0 Backend", 41), ("CL CPU Backend", 5), ("CL GPU Backend", 5)]
+            [
+                ("L0 Backend", 41),
+                ("CL CPU Backend", 5),
+                ("CL GPU Backend", 5)
+            ]
         );
         assert!(t.timing.iter().all(|t| t.summary == Summary::Api));
         assert_eq!(
             t.timing[0].rows[0],
-            row("zeCommandListHostSynchronize", 8, 19911548, 63.257973, 2488943, 1270, 5135361)
+            row(
+                "zeCommandListHostSynchronize",
+                8,
+                19911548,
+                63.257973,
+                2488943,
+                1270,
+                5135361
+            )
         );
-        assert_eq!(t.total("Total API Time for L0 backend (ns)"), Some(31476739));
+        assert_eq!(
+            t.total("Total API Time for L0 backend (ns)"),
+            Some(31476739)
+        );
         let cl = parse_tables(CL_H);
         assert_eq!(cl.timing[2].rows.len(), 21);
         assert_eq!(
@@ -367,12 +434,23 @@ mod tests {
         assert_eq!(rows.len(), 8);
         assert_eq!(
             rows[1],
-            row("hgemm_nocopy_nn_64x40_4x8[SIMD16 {56; 1; 1} {64; 8; 1}]", 1, 4731360, 21.49, 4731360, 4731360, 4731360)
+            row(
+                "hgemm_nocopy_nn_64x40_4x8[SIMD16 {56; 1; 1} {64; 8; 1}]",
+                1,
+                4731360,
+                21.49,
+                4731360,
+                4731360,
+                4731360
+            )
         );
         assert_eq!(t.properties.len(), 3);
         assert_eq!(t.properties[0].get("Number of Arguments"), Some("27"));
         assert_eq!(t.properties[0].get("SLM Per Work Group"), Some("8"));
-        assert_eq!(t.properties[2].name, "binary_test[SIMD16 {1; 1; 1} {4; 2; 1}]");
+        assert_eq!(
+            t.properties[2].name,
+            "binary_test[SIMD16 {1; 1; 1} {4; 2; 1}]"
+        );
         assert_eq!(t.properties[2].simd_width(), None);
     }
 
@@ -388,7 +466,11 @@ mod tests {
         let names: Vec<&str> = t.timing[0].rows.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["a, b", "c\0"]);
         assert_eq!(t.diagnostics.len(), 2);
-        assert!(t.diagnostics[1].message.contains("`two`"), "{:?}", t.diagnostics);
+        assert!(
+            t.diagnostics[1].message.contains("`two`"),
+            "{:?}",
+            t.diagnostics
+        );
         assert!(parse_tables("").is_empty());
         assert!(parse_tables("Kernel, Calls\n1, 2\n").is_empty());
     }

@@ -56,7 +56,9 @@ pub fn parse_timeline(text: &str) -> Timeline {
 
 fn parse_line(line: &str) -> Result<TimelineEntry, &'static str> {
     // The name may contain anything, so cut at the last ` [ns] ` and the first ` : `.
-    let at = line.rfind(" [ns] ").ok_or("no ` [ns] ` before the timestamps")?;
+    let at = line
+        .rfind(" [ns] ")
+        .ok_or("no ` [ns] ` before the timestamps")?;
     let (head, times) = (&line[..at], &line[at + 6..]);
     let head = head.strip_prefix("Thread ").ok_or("no `Thread`")?;
     let (thread, rest) = head.split_once(' ').ok_or("no thread id")?;
@@ -90,7 +92,8 @@ fn parse_line(line: &str) -> Result<TimelineEntry, &'static str> {
 mod tests {
     use super::*;
 
-    const DPC_T: &str = include_str!("../../../tests/fixtures/unitrace/dpc_gemm_device_timeline.txt");
+    const DPC_T: &str =
+        include_str!("../../../tests/fixtures/unitrace/dpc_gemm_device_timeline.txt");
     const CL_T: &str = include_str!("../../../tests/fixtures/unitrace/cl_gemm_device_timeline.txt");
 
     #[test]
@@ -104,12 +107,25 @@ mod tests {
         assert_eq!(first.name, "zeCommandListAppendMemoryCopy(M2D)[4194304]");
         assert_eq!(first.append_ns, Some(542502841453331));
         assert_eq!(first.submit_ns, Some(542502841453331));
-        assert_eq!((first.start_ns, first.end_ns), (542502841481411, 542502842346371));
+        assert_eq!(
+            (first.start_ns, first.end_ns),
+            (542502841481411, 542502842346371)
+        );
         let gemm = &t.entries[3];
-        assert!(gemm.name.starts_with("RunAndCheck(sycl::_V1::queue, std::vector<float"));
-        assert!(gemm.name.ends_with("const::__GEMM[SIMD32 {1; 1024; 1} {1024; 1; 1}]"));
+        assert!(
+            gemm.name
+                .starts_with("RunAndCheck(sycl::_V1::queue, std::vector<float")
+        );
+        assert!(
+            gemm.name
+                .ends_with("const::__GEMM[SIMD32 {1; 1024; 1} {1024; 1; 1}]")
+        );
         assert_eq!(gemm.duration_ns(), 542502850711898 - 542502847858138);
-        let gemms = t.entries.iter().filter(|e| e.name.contains("__GEMM")).count();
+        let gemms = t
+            .entries
+            .iter()
+            .filter(|e| e.name.contains("__GEMM"))
+            .count();
         assert_eq!(gemms, 4);
     }
 
@@ -119,10 +135,18 @@ mod tests {
         assert!(t.diagnostics.is_empty(), "{:?}", t.diagnostics);
         assert_eq!(t.entries.len(), 16);
         let gemm = &t.entries[2];
-        assert_eq!((gemm.device.as_str(), gemm.name.as_str()), ("0x44e4920", "GEMM"));
+        assert_eq!(
+            (gemm.device.as_str(), gemm.name.as_str()),
+            ("0x44e4920", "GEMM")
+        );
         assert_eq!(gemm.duration_ns(), 542502234039971 - 542502231181571);
         // The gold `t.txt` and `d.txt` come from separate runs, so only the timeline's own sum.
-        let total: u64 = t.entries.iter().filter(|e| e.name == "GEMM").map(|e| e.duration_ns()).sum();
+        let total: u64 = t
+            .entries
+            .iter()
+            .filter(|e| e.name == "GEMM")
+            .map(|e| e.duration_ns())
+            .sum();
         assert_eq!(total, 2858400 + 2873600 + 2853920 + 2852480);
     }
 
