@@ -10,6 +10,7 @@ pub mod chrome;
 pub mod lines;
 pub mod metrics;
 pub mod names;
+pub mod outputs;
 pub mod records;
 pub mod tables;
 pub mod timeline;

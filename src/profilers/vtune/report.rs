@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::error::{Error, Result};
-use crate::profilers::{Diagnostic, Severity};
+use crate::profilers::{Diagnostic, ParsedOutput, Severity};
 use crate::results::record::{KernelRecord, Metric, MetricName, MetricValue, short_kernel_name};
 
 /// The delimiter of a VTune CSV export.
@@ -152,6 +152,32 @@ pub fn parse_report(text: &str, asked: Option<Delimiter>, context: &str) -> Resu
         }
     }
     Ok(report)
+}
+
+/// A saved report (bytes as VTune wrote them) as records and diagnostics.
+pub fn parse_output(bytes: &[u8], asked: Option<Delimiter>, context: &str) -> Result<ParsedOutput> {
+    let text = String::from_utf8_lossy(bytes);
+    let report = parse_report(&text, asked, context)?;
+    let mut out = ParsedOutput {
+        kernels: report_records(&report, "vtune"),
+        diagnostics: report.diagnostics.clone(),
+        ..Default::default()
+    };
+    out.session
+        .insert("grouping".into(), report.grouping().to_string());
+    if out.kernels.is_empty() {
+        out.diagnostics.push(Diagnostic {
+            severity: Severity::Warning,
+            kind: "no_kernels".into(),
+            message: format!("{context}: the report has a header but no task or function rows"),
+            hint: Some(
+                "the collection may have stayed paused: the harness resumes it with `vtune \
+                 -command resume -r <result dir>` (or ITT `__itt_resume`)"
+                    .into(),
+            ),
+        });
+    }
+    Ok(out)
 }
 
 /// Pseudo-rows that are no kernel or function.
@@ -480,6 +506,20 @@ mod tests {
         assert_eq!(softmax.achieved_occupancy_pct, None);
         assert_eq!(softmax.calls, 100);
         assert_eq!(softmax.metric("gpu_time_avg"), Some(200000.0));
+    }
+
+    #[test]
+    fn saved_reports_parse_to_output_with_grouping() {
+        let out = parse_output(GPU.as_bytes(), Some(Delimiter::Tab), "gpu.tsv").unwrap();
+        assert_eq!(out.kernels.len(), 2);
+        assert_eq!(out.session["grouping"], "Computing Task");
+        let empty = parse_output(
+            b"Computing Task\tComputing Task:Total Time\n[Outside any task]\t1\n",
+            None,
+            "e",
+        )
+        .unwrap();
+        assert_eq!(empty.diagnostics[0].kind, "no_kernels");
     }
 
     #[test]
