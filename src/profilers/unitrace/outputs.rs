@@ -94,17 +94,19 @@ pub fn parse_outputs(files: &[(&str, &[u8])], profiler: &str) -> ParsedOutput {
         }
     }
     if source.is_none() {
+        // The first source that gives kernels; later ones are not built.
         let from_metrics = metric_records(&metrics, profiler);
-        let from_timeline = timeline_records(&timeline, profiler);
-        let from_summary = summary_records(&tables, profiler);
         (out.kernels, source) = if !from_metrics.is_empty() {
             (from_metrics, Some("metrics"))
-        } else if !from_timeline.is_empty() {
-            (from_timeline, Some("timeline"))
-        } else if !from_summary.is_empty() {
-            (from_summary, Some("summary"))
         } else {
-            (Vec::new(), None)
+            let from_timeline = timeline_records(timeline, profiler);
+            if !from_timeline.is_empty() {
+                (from_timeline, Some("timeline"))
+            } else {
+                let from_summary = summary_records(&tables, profiler);
+                let found = (!from_summary.is_empty()).then_some("summary");
+                (from_summary, found)
+            }
         };
     }
     match source {

@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 use super::chrome::{ChromeTrace, Segment};
 use super::metrics::{MetricBlock, Metrics};
@@ -28,6 +29,33 @@ pub const GPU_TIME_MAX: &str = "gpu_time_max";
 /// The ITT benchmark segment (`model run loop::<label>`) a launch ran in.
 pub const BENCHMARK: &str = "benchmark";
 
+/// Metric names made once; every record holds a clone of the same `Arc`, not its own copy.
+struct Names {
+    source: MetricName,
+    simd: MetricName,
+    avg: MetricName,
+    min: MetricName,
+    max: MetricName,
+    pct: MetricName,
+    backend: MetricName,
+    host_thread: MetricName,
+    benchmark: MetricName,
+    benchmark_index: MetricName,
+}
+
+static NAMES: LazyLock<Names> = LazyLock::new(|| Names {
+    source: RECORD_SOURCE.into(),
+    simd: SIMD_WIDTH.into(),
+    avg: GPU_TIME_AVG.into(),
+    min: GPU_TIME_MIN.into(),
+    max: GPU_TIME_MAX.into(),
+    pct: "time_pct".into(),
+    backend: "backend".into(),
+    host_thread: "host_thread".into(),
+    benchmark: BENCHMARK.into(),
+    benchmark_index: "benchmark_index".into(),
+});
+
 fn number(value: f64, unit: &'static str) -> Metric {
     Metric {
         value: MetricValue::Number(value),
@@ -43,23 +71,25 @@ fn text(value: &str) -> Metric {
 }
 
 /// A record with the name, short name and launch shape a unitrace command name carries.
-fn named_record(profiler: &str, name: &str, source: &str) -> KernelRecord {
-    let shape = parse_command_name(name);
+fn named_record(profiler: &str, name: String, source: &str) -> KernelRecord {
+    let shape = parse_command_name(&name);
+    let short_name = short_kernel_name(shape.base);
+    let (grid, block, simd) = (shape.group_count, shape.group_size, shape.simd);
     let mut record = KernelRecord {
         profiler: profiler.to_string(),
-        name: name.to_string(),
-        short_name: short_kernel_name(shape.base),
-        grid: shape.group_count,
-        block: shape.group_size,
+        name,
+        short_name,
+        grid,
+        block,
         calls: 1,
         ..Default::default()
     };
-    if let Some(simd) = shape.simd {
+    if let Some(simd) = simd {
         record
             .metrics
-            .insert(SIMD_WIDTH.into(), number(simd.into(), ""));
+            .insert(NAMES.simd.clone(), number(simd.into(), ""));
     }
-    record.metrics.insert(RECORD_SOURCE.into(), text(source));
+    record.metrics.insert(NAMES.source.clone(), text(source));
     record
 }
 
@@ -70,6 +100,7 @@ fn is_kernel(name: &str) -> bool {
 /// Aggregated records from the device timing summary, one per printed kernel row, joined with
 /// the Kernel Properties row of the same name (the k-th of a name with the k-th).
 pub fn summary_records(tables: &Tables, profiler: &str) -> Vec<KernelRecord> {
+    let n = &*NAMES;
     let mut properties: HashMap<&str, Vec<&KernelProperties>> = HashMap::new();
     for p in tables.properties.iter().rev() {
         properties.entry(p.name.as_str()).or_default().push(p);
@@ -77,18 +108,18 @@ pub fn summary_records(tables: &Tables, profiler: &str) -> Vec<KernelRecord> {
     let mut records = Vec::new();
     for table in tables.device_timing() {
         for row in table.rows.iter().filter(|r| is_kernel(&r.name)) {
-            let mut record = named_record(profiler, &row.name, "summary");
+            let mut record = named_record(profiler, row.name.clone(), "summary");
             record.launch_id = records.len() as u64;
             record.calls = row.calls;
             record.duration_ns = Some(row.total_ns as f64);
             let m = &mut record.metrics;
-            m.insert(GPU_TIME_AVG.into(), number(row.average_ns as f64, "ns"));
-            m.insert(GPU_TIME_MIN.into(), number(row.min_ns as f64, "ns"));
-            m.insert(GPU_TIME_MAX.into(), number(row.max_ns as f64, "ns"));
+            m.insert(n.avg.clone(), number(row.average_ns as f64, "ns"));
+            m.insert(n.min.clone(), number(row.min_ns as f64, "ns"));
+            m.insert(n.max.clone(), number(row.max_ns as f64, "ns"));
             if let Some(pct) = row.percent {
-                m.insert("time_pct".into(), number(pct, "%"));
+                m.insert(n.pct.clone(), number(pct, "%"));
             }
-            m.insert("backend".into(), text(&table.backend));
+            m.insert(n.backend.clone(), text(&table.backend));
             if let Some(p) = properties.get_mut(row.name.as_str()).and_then(Vec::pop) {
                 apply_properties(&mut record, p);
             }
@@ -102,7 +133,7 @@ fn apply_properties(record: &mut KernelRecord, properties: &KernelProperties) {
     if let Some(simd) = properties.simd_width() {
         record
             .metrics
-            .insert(SIMD_WIDTH.into(), number(simd.into(), ""));
+            .insert(NAMES.simd.clone(), number(simd.into(), ""));
     }
     if let Some(slm) = properties
         .get("SLM Per Work Group")
@@ -129,22 +160,23 @@ fn apply_properties(record: &mut KernelRecord, properties: &KernelProperties) {
     }
 }
 
-/// Per-launch records from the text device timeline (`-t`).
-pub fn timeline_records(timeline: &Timeline, profiler: &str) -> Vec<KernelRecord> {
+/// Per-launch records from the text device timeline (`-t`); names move into the records.
+pub fn timeline_records(timeline: Timeline, profiler: &str) -> Vec<KernelRecord> {
     timeline
         .entries
-        .iter()
+        .into_iter()
         .enumerate()
         .filter(|(_, e)| is_kernel(&e.name))
         .map(|(index, entry)| {
-            let mut record = named_record(profiler, &entry.name, "timeline");
+            let (start, duration) = (entry.start_ns, entry.duration_ns());
+            let mut record = named_record(profiler, entry.name, "timeline");
             record.launch_id = index as u64;
-            record.device = Some(entry.device.clone());
-            record.start_ns = Some(entry.start_ns as f64);
-            record.duration_ns = Some(entry.duration_ns() as f64);
+            record.device = Some(entry.device);
+            record.start_ns = Some(start as f64);
+            record.duration_ns = Some(duration as f64);
             record
                 .metrics
-                .insert("host_thread".into(), number(entry.thread as f64, ""));
+                .insert(NAMES.host_thread.clone(), number(entry.thread as f64, ""));
             record
         })
         .collect()
@@ -172,7 +204,7 @@ pub fn chrome_records(
         .enumerate()
         .filter(|(_, e)| e.is_device_command() && is_kernel(&e.name))
         .map(|(index, event)| {
-            let mut record = named_record(profiler, &event.name, "chrome_timeline");
+            let mut record = named_record(profiler, event.name.clone(), "chrome_timeline");
             record.launch_id = event.instance_id.unwrap_or(index as u64);
             record.device = trace.process_names.get(&event.pid).cloned();
             record.stream = trace.thread_names.get(&(event.pid, event.tid)).cloned();
@@ -184,10 +216,10 @@ pub fn chrome_records(
                     .label
                     .as_deref()
                     .unwrap_or(super::chrome::BENCHMARK_TASK);
-                record.metrics.insert(BENCHMARK.into(), text(label));
+                record.metrics.insert(NAMES.benchmark.clone(), text(label));
                 record
                     .metrics
-                    .insert("benchmark_index".into(), number(*n as f64, ""));
+                    .insert(NAMES.benchmark_index.clone(), number(*n as f64, ""));
             }
             if let Some(rows) = event.instance_id.and_then(|id| by_instance.get(&id)) {
                 for (block, row) in rows {
@@ -219,7 +251,7 @@ pub fn metric_records(metrics: &Metrics, profiler: &str) -> Vec<KernelRecord> {
     for block in &metrics.blocks {
         let names = interned(block);
         for row in block.rows.iter().filter(|r| is_kernel(&r.kernel)) {
-            let mut record = named_record(profiler, &row.kernel, "metrics");
+            let mut record = named_record(profiler, row.kernel.clone(), "metrics");
             record.launch_id = row.instance_id.unwrap_or(records.len() as u64);
             record.device = row.device.or(block.device).map(|d| d.to_string());
             apply_values(&mut record, block, &names, &row.values);
@@ -399,7 +431,7 @@ mod tests {
 
     #[test]
     fn timeline_records_are_per_launch() {
-        let records = timeline_records(&parse_timeline(DPC_T), "unitrace");
+        let records = timeline_records(parse_timeline(DPC_T), "unitrace");
         assert_eq!(records.len(), 4);
         assert!(records.iter().all(|r| r.calls == 1));
         assert_eq!(
