@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use ncu_common::*;
 use polyprof::Error;
+use polyprof::pipeline::Profiler;
 use polyprof::profilers::ncu::{ClockControl, NcuOptions, Preset};
 use polyprof::profilers::{EndMarker, ProfilerSettings, create};
 

@@ -3,10 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::pipeline::outcome::RunResult;
+use crate::model::outcome::RunResult;
+use crate::model::plan::{Plan, RetryPolicy, Step, Validator};
+use crate::model::run::StepRun;
 use crate::pipeline::runner::{RunOptions, run_command};
-use crate::profilers::{Plan, RetryPolicy, Step, Validator};
-use crate::results::run::StepRun;
 
 /// Run every step of `plan`. `base` carries the job's options (timeouts, environment,
 /// cancellation, line sink, limits); each step sets its marker and graces, and each attempt logs
@@ -66,7 +66,7 @@ pub async fn execute_step(step: &Step, base: &RunOptions, output_dir: &Path) -> 
         let mut result = run_command(&step.command, &opts).await;
         result.warnings.splice(0..0, cleanup_warnings);
         let verdict = validate(step.retry.as_ref().map(|r| &r.validator), &result).await;
-        let cancelled = matches!(result.outcome, crate::pipeline::Outcome::Cancelled);
+        let cancelled = matches!(result.outcome, crate::model::Outcome::Cancelled);
         run.attempts.push(result);
         match verdict {
             Ok(()) => {

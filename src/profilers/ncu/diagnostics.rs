@@ -2,7 +2,7 @@
 //! Nothing is swallowed: an unknown `==ERROR==` is still an error of kind `ncu_error`.
 
 use super::scan::{Level, Message};
-use crate::profilers::{Diagnostic, Severity};
+use crate::model::parsed::{Diagnostic, Severity};
 
 /// Where NVIDIA documents the counter-permission fix.
 pub const ERR_NVGPUCTRPERM_URL: &str = "https://developer.nvidia.com/ERR_NVGPUCTRPERM";
