@@ -203,11 +203,12 @@ fn parse_with_backend(entry: &BackendEntry, args: &Args) -> anyhow::Result<u8> {
         eprintln!("error: {error}");
     }
     report_diagnostics(&output.parsed, args.json);
-    let failed = output
-        .parsed
-        .diagnostics
-        .iter()
-        .any(|d| d.severity == Severity::Error);
+    let failed = !output.errors.is_empty()
+        || output
+            .parsed
+            .diagnostics
+            .iter()
+            .any(|d| d.severity == Severity::Error);
     Ok(u8::from(failed))
 }
 

@@ -161,8 +161,8 @@ impl UnitraceCore {
         ))
     }
 
-    /// Check the collected files: none is no data; a missing timeline or metrics file is a
-    /// warning with its likely cause.
+    /// Parse the collected files (`outputs::parse_outputs`): none is no data; a missing
+    /// timeline or metrics file is a warning with its likely cause.
     pub fn parse(&self, raw: RawOutput) -> Result<ProfilerOutput> {
         if raw.artifacts.is_empty() {
             return Err(Error::NoData {
@@ -174,11 +174,17 @@ impl UnitraceCore {
                 ),
             });
         }
+        let files: Vec<(&str, &[u8])> = raw
+            .artifacts
+            .iter()
+            .map(|a| (a.name.as_str(), a.content.as_slice()))
+            .collect();
+        let parsed = outputs::parse_outputs(&files, self.name());
         let mut output = ProfilerOutput {
-            raw,
+            parsed,
             ..Default::default()
         };
-        let names = || output.raw.artifacts.iter().map(|a| a.name.as_str());
+        let names = || raw.artifacts.iter().map(|a| a.name.as_str());
         if !names().any(is_timeline) {
             output.parsed.diagnostics.push(Diagnostic {
                 severity: Severity::Warning,
@@ -191,7 +197,13 @@ impl UnitraceCore {
                 ),
             });
         }
-        if !names().any(|n| n.starts_with("trace.metrics.")) {
+        // The older layout carries metrics in the text file itself; only their absence counts.
+        let has_metrics = output
+            .parsed
+            .kernels
+            .iter()
+            .any(|k| k.metrics.contains_key("GpuTime"));
+        if !has_metrics && !names().any(|n| n.starts_with("trace.metrics.")) {
             output.parsed.diagnostics.push(Diagnostic {
                 severity: Severity::Warning,
                 kind: "no_metrics".into(),
@@ -206,6 +218,7 @@ impl UnitraceCore {
                 )),
             });
         }
+        output.raw = raw;
         Ok(output)
     }
 }
