@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use super::unitrace::{TIMELINE_PATTERN, TRACE_PREFIX, UnitraceCore, unitrace_preflight};
 use super::{
-    Backend, CommandSpec, EndMarker, Graces, Plan, Preflight, ProfilerOutput, ProfilerSettings,
-    RawOutput, RetryPolicy, Step, Validator,
+    Backend, EndMarker, Graces, Plan, Preflight, ProfilerOutput, ProfilerSettings, RawOutput,
+    RetryPolicy, Step, Validator,
 };
 use crate::error::Result;
 use crate::model::plan::{DeclaredOutputs, FilePattern};
@@ -40,6 +40,18 @@ impl OclUnitrace {
         &self.core.metric_group
     }
 
+    /// With or without the Chrome timeline (on by default).
+    pub fn with_timeline(mut self, on: bool) -> Self {
+        self.core.timeline = on;
+        self
+    }
+
+    /// Started paused with a session (the default), or collecting from the start.
+    pub fn with_start_paused(mut self, on: bool) -> Self {
+        self.core.start_paused = on;
+        self
+    }
+
     /// The retry policy of the profiling step.
     pub fn retry_policy(&self) -> RetryPolicy {
         RetryPolicy {
@@ -65,8 +77,7 @@ impl Backend for OclUnitrace {
     }
 
     fn build_plan(&self, target: &[String]) -> Result<Plan> {
-        let mut command = CommandSpec::new(self.core.argv(target)?);
-        command.env = self.env_vars();
+        let command = self.core.command(target)?;
         let mut step = Step::new("profile", command, self.end_marker(), self.graces());
         step.retry = Some(self.retry_policy());
         Ok(Plan {
