@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::lines::Warnings;
 use crate::error::{Error, Result};
-use crate::profilers::{Diagnostic, Severity};
+use crate::model::parsed::{Diagnostic, Severity};
 
 /// Name of the ITT task the benchmark harness wraps each timed loop in.
 pub const BENCHMARK_TASK: &str = "model run loop";

@@ -2,7 +2,7 @@
 //! the first cell, the kernel name, may contain separators), name unquoting, and warnings
 //! capped so a damaged 100,000-line file yields a handful of messages, not 100,000.
 
-use crate::profilers::{Diagnostic, Severity};
+use crate::model::parsed::{Diagnostic, Severity};
 
 /// Warnings kept per parse; the rest are counted in one closing warning.
 pub const WARNING_CAP: usize = 20;

@@ -6,7 +6,7 @@
 //! with a comma). Columns are found by name; values are kept per column in the file's order.
 
 use super::lines::{Warnings, split_csv_right};
-use crate::profilers::Diagnostic;
+use crate::model::parsed::Diagnostic;
 
 /// A metric column, `GpuTime[ns]` → name `GpuTime`, unit `ns`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use super::metrics::{Metrics, parse_metrics};
 use super::records::{chrome_records, metric_records, summary_records, timeline_records};
 use super::tables::{Tables, parse_tables};
 use super::timeline::{Timeline, parse_timeline};
-use crate::profilers::{Diagnostic, ParsedOutput, Severity};
+use crate::model::parsed::{Diagnostic, ParsedOutput, Severity};
 
 fn is_json(name: &str) -> bool {
     name.ends_with(".json")
@@ -132,7 +132,7 @@ pub fn parse_outputs(files: &[(&str, &[u8])], profiler: &str) -> ParsedOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::record::MetricValue;
+    use crate::model::record::MetricValue;
 
     const DPC_D: &[u8] =
         include_bytes!("../../../tests/fixtures/unitrace/dpc_gemm_device_timing.txt");

@@ -13,7 +13,7 @@ use super::metrics::{MetricBlock, Metrics};
 use super::names::{is_memory_command, parse_command_name};
 use super::tables::{KernelProperties, Tables};
 use super::timeline::Timeline;
-use crate::results::record::{KernelRecord, Metric, MetricName, MetricValue, short_kernel_name};
+use crate::model::record::{KernelRecord, Metric, MetricName, MetricValue, short_kernel_name};
 
 /// Metric naming where a record came from: `summary` (aggregated), `timeline`,
 /// `chrome_timeline` or `metrics` (per launch).

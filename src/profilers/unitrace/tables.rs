@@ -4,7 +4,7 @@
 //! column count, so a comma inside a name never shifts a value, and columns are found by name.
 
 use super::lines::{Warnings, split_right};
-use crate::profilers::Diagnostic;
+use crate::model::parsed::Diagnostic;
 
 /// Which summary a timing table belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 //! a bare name. Lines of other kinds (summaries in the same file) are skipped.
 
 use super::lines::{Warnings, unquote};
-use crate::profilers::Diagnostic;
+use crate::model::parsed::Diagnostic;
 
 /// One command instance on the device, times in ns on unitrace's clock.
 #[derive(Debug, Clone, PartialEq, Eq)]

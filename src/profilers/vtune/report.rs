@@ -9,8 +9,8 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::error::{Error, Result};
-use crate::profilers::{Diagnostic, ParsedOutput, Severity};
-use crate::results::record::{KernelRecord, Metric, MetricName, MetricValue, short_kernel_name};
+use crate::model::parsed::{Diagnostic, ParsedOutput, Severity};
+use crate::model::record::{KernelRecord, Metric, MetricName, MetricValue, short_kernel_name};
 
 /// The delimiter of a VTune CSV export.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,7 +123,7 @@ pub fn parse_report(text: &str, asked: Option<Delimiter>, context: &str) -> Resu
         .delimiter(found.byte())
         .has_headers(false)
         .flexible(true)
-        .from_reader(text[offset..].as_bytes());
+        .from_reader(&text.as_bytes()[offset..]);
     let mut records = reader.records();
     match records.next() {
         Some(Ok(head)) => report.columns = head.iter().map(|c| c.trim().to_string()).collect(),
