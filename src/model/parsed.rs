@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::artifacts::RawOutput;
 use crate::model::record::KernelRecord;
+use crate::model::run::DeviceInfo;
 
 /// How bad a diagnostic is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -27,6 +28,10 @@ pub struct Diagnostic {
     /// What to do about it, when polyprof knows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
+    /// The metric it is about (`metric_missing`, `metric_not_available`), as a field rather than
+    /// text inside the message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric: Option<String>,
 }
 
 /// What a backend's parser made of the raw artifacts.
@@ -38,6 +43,10 @@ pub struct ParsedOutput {
     /// Facts about the session (tool version, device name, …) when the output carries them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub session: BTreeMap<String, String>,
+    /// The device the output says it ran on, typed (the session facts stay as the tool wrote
+    /// them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<DeviceInfo>,
 }
 
 /// Raw files plus what the parser made of them. Raw files are kept even when parsing fails.

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use crate::error::Error;
-use crate::model::run::{DeviceInfo, ProfileRun, StepRun};
+use crate::model::run::{ProfileRun, StepRun};
 use crate::pipeline::artifacts;
 use crate::pipeline::executor::execute_plan;
 use crate::pipeline::probe::HostProbe;
@@ -154,7 +154,7 @@ async fn run_pass(job: &Job, run: &mut ProfileRun) {
             run.artifacts = output.raw.artifacts;
             run.kernels = output.parsed.kernels;
             run.diagnostics = output.parsed.diagnostics;
-            run.device = device_from_session(&output.parsed.session);
+            run.device = output.parsed.device;
             run.session = output.parsed.session;
             crate::results::profile::stamp_call_paths(run, &job.call_path);
             run.errors.extend(output.errors);
@@ -170,16 +170,6 @@ async fn run_pass(job: &Job, run: &mut ProfileRun) {
                 .artifacts;
         }
     }
-}
-
-/// The device a profiler reported (`device_name`, `compute_capability` session facts).
-fn device_from_session(session: &std::collections::BTreeMap<String, String>) -> Option<DeviceInfo> {
-    let name = session.get("device_name")?;
-    Some(DeviceInfo {
-        name: name.clone(),
-        compute_capability: session.get("compute_capability").cloned(),
-        arch: None,
-    })
 }
 
 /// Outcome, warnings and errors from the step results.

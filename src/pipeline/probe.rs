@@ -257,9 +257,12 @@ mod tests {
             &["-c", "echo boom >&2; exit 3"],
             VERSION_TIMEOUT,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("boom") && err.contains('3'), "{err}");
-        let err = read_version(&probe, &sh, &["-c", "true"], VERSION_TIMEOUT).unwrap_err();
+        let err = read_version(&probe, &sh, &["-c", "true"], VERSION_TIMEOUT)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("printed nothing"), "{err}");
         let err = read_version(
             &probe,
@@ -267,7 +270,8 @@ mod tests {
             &["-c", "exec sleep 30"],
             Duration::from_millis(200),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("did not answer"), "{err}");
     }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
-use crate::model::probe::{Probe, ProbeRequest};
+use crate::model::probe::{Probe, ProbeError, ProbeRequest};
 
 /// How long a `--version` command may take before the preflight gives up on it.
 pub const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
@@ -166,10 +166,10 @@ pub fn read_version(
     program: &Path,
     args: &[&str],
     timeout: Duration,
-) -> Result<String, String> {
+) -> Result<String, VersionError> {
     let command = ProbeRequest::new(program, args, timeout);
     let shown = command.shown();
-    let output = probe.run(&command).map_err(|e| e.to_string())?;
+    let output = probe.run(&command)?;
     // Some tools print their version on stderr.
     let text = if output.stdout.iter().all(u8::is_ascii_whitespace) {
         String::from_utf8_lossy(&output.stderr)
@@ -178,15 +178,31 @@ pub fn read_version(
     };
     let first = first_line(&text);
     if !output.success() {
-        return Err(format!(
-            "`{shown}` exited with {}{}",
-            output.status_text(),
-            first.map(|l| format!(": {l}")).unwrap_or_default()
-        ));
+        return Err(VersionError::Failed {
+            command: shown,
+            status: output.status_text(),
+            said: first.map(|l| format!(": {l}")).unwrap_or_default(),
+        });
     }
     first
         .map(str::to_string)
-        .ok_or_else(|| format!("`{shown}` printed nothing"))
+        .ok_or(VersionError::Silent { command: shown })
+}
+
+/// Why no version line was read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VersionError {
+    #[error(transparent)]
+    Probe(#[from] ProbeError),
+    #[error("`{command}` exited with {status}{said}")]
+    Failed {
+        command: String,
+        status: String,
+        /// `: <first line>` when it printed one.
+        said: String,
+    },
+    #[error("`{command}` printed nothing")]
+    Silent { command: String },
 }
 
 /// The first non-blank line, trimmed.
@@ -260,7 +276,7 @@ pub fn binary_verdict(name: &str, found: Option<&Path>, install_hint: &str) -> V
 }
 
 /// The version check: a version line was read, or why not.
-pub fn version_verdict(name: &str, version: &Result<String, String>) -> Verdict {
+pub fn version_verdict(name: &str, version: &Result<String, VersionError>) -> Verdict {
     match version {
         Ok(line) => Verdict::pass(line.clone()),
         Err(why) => Verdict::fail(format!(
@@ -503,7 +519,15 @@ mod tests {
         assert!(!v.ok && v.detail.contains("source setvars.sh"));
         assert!(binary_verdict("vtune", Some(Path::new("/opt/vtune")), "").ok);
         assert!(version_verdict("vtune", &Ok("2025.0".into())).ok);
-        let v = version_verdict("vtune", &Err("timed out".into()));
-        assert!(!v.ok && v.detail.contains("timed out"));
+        let timed_out = VersionError::Probe(ProbeError::TimedOut {
+            command: "vtune --version".into(),
+            timeout: Duration::from_secs(10),
+        });
+        let v = version_verdict("vtune", &Err(timed_out));
+        assert!(
+            !v.ok && v.detail.contains("did not answer within 10s"),
+            "{}",
+            v.detail
+        );
     }
 }

@@ -216,6 +216,7 @@ impl UnitraceCore {
                      killed before it could"
                         .into(),
                 ),
+                metric: None,
             });
         }
         // The older layout carries metrics in the text file itself; only their absence counts.
@@ -237,6 +238,7 @@ impl UnitraceCore {
                      and that the code under test resumed collection",
                     self.metric_group
                 )),
+                metric: None,
             });
         }
         output.raw = raw;

@@ -172,6 +172,7 @@ pub fn classify(message: &Message) -> Option<Diagnostic> {
             kind: rule.kind.to_string(),
             message: message.text.clone(),
             hint: rule.hint.map(str::to_string),
+            metric: None,
         });
     }
     let (severity, kind) = match message.level {
@@ -184,6 +185,7 @@ pub fn classify(message: &Message) -> Option<Diagnostic> {
         kind: kind.to_string(),
         message: message.text.clone(),
         hint: None,
+        metric: None,
     })
 }
 

@@ -28,6 +28,7 @@ use crate::error::{Error, Result};
 use crate::model::artifacts::RawOutput;
 use crate::model::plan::{DeclaredOutputs, FilePattern};
 use crate::model::probe::Probe;
+use crate::model::run::DeviceInfo;
 
 pub use options::{ClockControl, KernelNameBase, NcuOptions, Preset, TargetProcesses};
 pub use parse::{
@@ -178,6 +179,7 @@ pub fn parse_output(dir: &Path, raw: RawOutput, options: &ParseOptions) -> Resul
         parse::merge(&mut parsed, parse::parse(&artifact.content, options));
     }
     drop_cross_artifact_false_alarms(&mut parsed);
+    parsed.device = device_from_session(&parsed.session);
     let kernels = parsed.kernels.len();
     parse::flag_empty(&mut parsed, kernels);
     Ok(ProfilerOutput {
@@ -193,15 +195,20 @@ fn drop_cross_artifact_false_alarms(parsed: &mut super::ParsedOutput) {
     let keep: Vec<bool> = parsed
         .diagnostics
         .iter()
-        .map(|d| d.kind != "metric_missing" || !metric_in_message(&d.message).is_some_and(&present))
+        .map(|d| d.kind != "metric_missing" || !d.metric.as_deref().is_some_and(&present))
         .collect();
     let mut flags = keep.into_iter();
     parsed.diagnostics.retain(|_| flags.next().unwrap_or(true));
 }
 
-/// The name between the first pair of backticks.
-fn metric_in_message(message: &str) -> Option<&str> {
-    let start = message.find('`')? + 1;
-    let end = message[start..].find('`')? + start;
-    Some(&message[start..end])
+/// The device ncu reported (its `device_name` and `compute_capability` session facts).
+pub fn device_from_session(
+    session: &std::collections::BTreeMap<String, String>,
+) -> Option<DeviceInfo> {
+    let name = session.get("device_name")?;
+    Some(DeviceInfo {
+        name: name.clone(),
+        compute_capability: session.get("compute_capability").cloned(),
+        arch: None,
+    })
 }

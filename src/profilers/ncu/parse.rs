@@ -364,6 +364,7 @@ fn read_with_csv_crate(
                     kind: "csv_error".to_string(),
                     message: format!("unreadable CSV in ncu output: {error}"),
                     hint: None,
+                    metric: None,
                 });
                 break;
             }
@@ -482,6 +483,7 @@ fn finish(
                     "ncu ignores unknown metric names silently; check `{name}` with \
                      `ncu --query-metrics` for this GPU"
                 )),
+                metric: Some(name.to_string()),
             });
         }
         let mut unavailable: Vec<&str> = requested
@@ -500,6 +502,7 @@ fn finish(
                     "requested metric `{name}` has no numeric value (n/a) on any launch"
                 ),
                 hint: Some("this GPU or ncu version cannot collect it".to_string()),
+                metric: Some(name.to_string()),
             });
         }
     }
@@ -507,6 +510,7 @@ fn finish(
         kernels: Vec::new(),
         diagnostics: context.diagnostics,
         session: context.session,
+        device: None,
     }
 }
 
@@ -533,6 +537,7 @@ pub fn flag_empty(parsed: &mut ParsedOutput, kernels: usize) {
                     "ncu may have been killed before writing, or this is not ncu CSV output"
                         .to_string(),
                 ),
+                metric: None,
             },
         );
     }

@@ -125,8 +125,17 @@ pub fn counter_access(params: Option<&str>, status: Option<&str>) -> CounterAcce
     }
 }
 
+/// No NVIDIA GPU is visible to this process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "no NVIDIA GPU found (/proc/driver/nvidia/gpus is empty or missing and `nvidia-smi -L` lists \
+     none); check that the NVIDIA driver is loaded, and in a container pass the GPU \
+     (`--gpus all` or the CDI device)"
+)]
+pub struct NoNvidiaGpu;
+
 /// Whether an NVIDIA GPU is present: entries under /proc/driver/nvidia/gpus, else `nvidia-smi -L`.
-pub fn gpu_present(proc_gpus: &[String], smi_list: Option<&str>) -> Result<String, String> {
+pub fn gpu_present(proc_gpus: &[String], smi_list: Option<&str>) -> Result<String, NoNvidiaGpu> {
     if !proc_gpus.is_empty() {
         return Ok(proc_gpus.join(", "));
     }
@@ -136,12 +145,7 @@ pub fn gpu_present(proc_gpus: &[String], smi_list: Option<&str>) -> Result<Strin
             return Ok(names.join(", "));
         }
     }
-    Err(
-        "no NVIDIA GPU found (/proc/driver/nvidia/gpus is empty or missing and `nvidia-smi -L` \
-         lists none); check that the NVIDIA driver is loaded, and in a container pass the GPU \
-         (`--gpus all` or the CDI device)"
-            .to_string(),
-    )
+    Err(NoNvidiaGpu)
 }
 
 /// Run a short command through the probe; its stdout when it finished in time.
@@ -204,7 +208,7 @@ pub fn run(probe: &dyn Probe, binary: &str) -> Preflight {
         .and_then(|smi| run_short(probe, &smi, &["-L"], Duration::from_secs(20)));
     match gpu_present(&proc_gpu_models(probe), smi.as_deref()) {
         Ok(gpus) => preflight.check("gpu", true, gpus),
-        Err(reason) => preflight.check("gpu", false, reason),
+        Err(reason) => preflight.check("gpu", false, reason.to_string()),
     };
     let params = probe.read_text(Path::new("/proc/driver/nvidia/params"));
     let status = probe.read_text(Path::new("/proc/self/status"));
@@ -244,7 +248,7 @@ mod tests {
         );
         assert!(gpu_present(&[], Some(smi)).is_ok());
         let err = gpu_present(&[], Some("")).unwrap_err();
-        assert!(err.contains("--gpus all"), "{err}");
+        assert!(err.to_string().contains("--gpus all"), "{err}");
         assert!(gpu_present(&["NVIDIA H200".into()], None).is_ok());
     }
 

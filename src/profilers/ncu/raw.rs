@@ -295,6 +295,7 @@ impl RawTable {
                     self.width()
                 ),
                 hint: Some("the profiler was probably killed while writing".to_string()),
+                metric: None,
             });
         }
         (record, new_device)
