@@ -160,6 +160,7 @@ pub fn parse_chrome(bytes: &[u8], context: &str) -> Result<ChromeTrace> {
     if trace.truncated {
         diagnostics.push(Diagnostic {
             severity: Severity::Warning,
+            metric: None,
             kind: "unitrace_truncated_timeline".into(),
             message: format!(
                 "{context} is truncated; kept the {} complete events before the cut",

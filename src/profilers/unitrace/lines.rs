@@ -70,6 +70,7 @@ impl Warnings {
         }
         self.diagnostics.push(Diagnostic {
             severity: Severity::Warning,
+            metric: None,
             kind: kind.into(),
             message,
             hint: hint.map(String::from),
@@ -81,6 +82,7 @@ impl Warnings {
         if self.suppressed > 0 {
             self.diagnostics.push(Diagnostic {
                 severity: Severity::Warning,
+                metric: None,
                 kind: "more_warnings".into(),
                 message: format!("{} more warnings like these in the {what}", self.suppressed),
                 hint: None,

@@ -29,6 +29,7 @@ fn with_file(file: &str, diagnostics: Vec<Diagnostic>) -> impl Iterator<Item = D
 fn info(kind: &str, message: String) -> Diagnostic {
     Diagnostic {
         severity: Severity::Info,
+        metric: None,
         kind: kind.into(),
         message,
         hint: None,
@@ -87,6 +88,7 @@ pub fn parse_outputs(files: &[(&str, &[u8])], profiler: &str) -> ParsedOutput {
             }
             Err(e) => out.diagnostics.push(Diagnostic {
                 severity: Severity::Warning,
+                metric: None,
                 kind: "unitrace_bad_timeline".into(),
                 message: e.to_string(),
                 hint: Some("the text summaries and metric files are used instead".into()),
@@ -115,6 +117,7 @@ pub fn parse_outputs(files: &[(&str, &[u8])], profiler: &str) -> ParsedOutput {
         }
         None => out.diagnostics.push(Diagnostic {
             severity: Severity::Warning,
+            metric: None,
             kind: "no_kernels".into(),
             message: "no kernel in the unitrace output (no device timing summary, timeline or \
                       metric rows)"

@@ -113,6 +113,7 @@ pub fn parse_report(text: &str, asked: Option<Delimiter>, context: &str) -> Resu
     {
         report.diagnostics.push(Diagnostic {
             severity: Severity::Info,
+            metric: None,
             kind: "vtune_delimiter".into(),
             message: format!("{context}: asked for {asked:?}-separated values, the header is {found:?}-separated; read as {found:?}"),
             hint: None,
@@ -145,6 +146,7 @@ pub fn parse_report(text: &str, asked: Option<Delimiter>, context: &str) -> Resu
             }
             Err(e) => report.diagnostics.push(Diagnostic {
                 severity: Severity::Warning,
+                metric: None,
                 kind: "vtune_bad_row".into(),
                 message: format!("{context}: row {}: {e}", n + 1),
                 hint: None,
@@ -168,6 +170,7 @@ pub fn parse_output(bytes: &[u8], asked: Option<Delimiter>, context: &str) -> Re
     if out.kernels.is_empty() {
         out.diagnostics.push(Diagnostic {
             severity: Severity::Warning,
+            metric: None,
             kind: "no_kernels".into(),
             message: format!("{context}: the report has a header but no task or function rows"),
             hint: Some(
