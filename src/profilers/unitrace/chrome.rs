@@ -254,6 +254,18 @@ fn complete(raw: RawEvent, end_ts: Option<f64>, pid: i64, tid: i64) -> ChromeEve
     }
 }
 
+/// The GPU's name in a device track's process name,
+/// `DEVICE<host>[Intel(R) Data Center GPU Max 1100] 0:29:0:0 #0` → `Intel(R) Data Center GPU Max
+/// 1100` (`chromelogger.h`); the whole text when it has no bracketed name.
+pub fn device_name(process_name: &str) -> &str {
+    process_name
+        .split_once("]")
+        .and_then(|(head, _)| head.rsplit_once('['))
+        .map(|(_, name)| name.trim())
+        .filter(|name| !name.is_empty())
+        .unwrap_or(process_name)
+}
+
 /// One timed loop of the benchmark harness: an ITT task `[domain::]model run loop[::label]`
 /// and the device commands that started inside it.
 #[derive(Debug, Clone, PartialEq)]
@@ -448,6 +460,13 @@ mod tests {
                 .unwrap()
                 .truncated
         );
+    }
+
+    #[test]
+    fn device_names_come_out_of_the_device_track() {
+        let track = "DEVICE<node1>[Intel(R) Data Center GPU Max 1100] 0:29:0:0 #0";
+        assert_eq!(device_name(track), "Intel(R) Data Center GPU Max 1100");
+        assert_eq!(device_name("HOST<node1>"), "HOST<node1>");
     }
 
     #[test]

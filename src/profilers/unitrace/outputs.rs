@@ -12,6 +12,7 @@ use super::records::{chrome_records, metric_records, summary_records, timeline_r
 use super::tables::{Tables, parse_tables};
 use super::timeline::{Timeline, parse_timeline};
 use crate::model::parsed::{Diagnostic, ParsedOutput, Severity};
+use crate::model::DeviceInfo;
 
 fn is_json(name: &str) -> bool {
     name.ends_with(".json")
@@ -81,6 +82,14 @@ pub fn parse_outputs(files: &[(&str, &[u8])], profiler: &str) -> ParsedOutput {
                     out.session
                         .insert("benchmark_segments".into(), segments.len().to_string());
                 }
+                // The device the roofline table is matched against (`Max 1100`, `B580`, …).
+                out.device = records
+                    .iter()
+                    .find_map(|r| r.device.clone())
+                    .map(|name| DeviceInfo {
+                        name,
+                        ..Default::default()
+                    });
                 if !records.is_empty() {
                     out.kernels = records;
                     source = Some("chrome_timeline");
@@ -174,6 +183,10 @@ mod tests {
         assert_eq!(chrome.session["timeline_file"], "python3.4242.json");
         assert_eq!(chrome.session["benchmark_segments"], "2");
         assert_eq!(chrome.kernels.len(), 4);
+        assert_eq!(
+            chrome.device.as_ref().unwrap().name,
+            "Intel(R) Data Center GPU Max 1100"
+        );
         assert!(
             chrome
                 .diagnostics

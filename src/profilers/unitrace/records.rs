@@ -206,7 +206,10 @@ pub fn chrome_records(
         .map(|(index, event)| {
             let mut record = named_record(profiler, event.name.clone(), "chrome_timeline");
             record.launch_id = event.instance_id.unwrap_or(index as u64);
-            record.device = trace.process_names.get(&event.pid).cloned();
+            record.device = trace
+                .process_names
+                .get(&event.pid)
+                .map(|p| super::chrome::device_name(p).to_string());
             record.stream = trace.thread_names.get(&(event.pid, event.tid)).cloned();
             // µs with ns fractions: back to whole ns.
             record.start_ns = Some((event.ts_us * 1000.0).round());
