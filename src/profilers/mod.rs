@@ -7,7 +7,6 @@ pub mod backend;
 pub mod metal;
 pub mod ncu;
 pub mod none;
-pub mod ocl_unitrace;
 pub mod preflight;
 pub mod quote;
 pub mod registry;

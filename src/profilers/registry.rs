@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::backend::Backend;
-use super::{ProfilerSettings, metal, ncu, none, ocl_unitrace, unitrace, vtune};
+use super::{ProfilerSettings, metal, ncu, none, unitrace, vtune};
 use crate::error::{Error, Result};
 
 /// A GPU vendor; it decides which profilers can work on an arch.
@@ -116,7 +116,7 @@ pub const BACKENDS: &[BackendEntry] = &[
         summary: "Intel Unitrace (OpenCL)",
         settings: SettingsKind::MetricGroup,
         parses_kernels: true,
-        create: |dir, settings| Ok(Box::new(ocl_unitrace::OclUnitrace::new(dir, settings))),
+        create: |dir, settings| Ok(Box::new(unitrace::Unitrace::opencl(dir, settings))),
     },
     BackendEntry {
         name: "vtune",

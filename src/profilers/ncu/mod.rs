@@ -1,9 +1,9 @@
 //! NVIDIA Nsight Compute backend: plan (`wrap`), preflight, parsers of ncu's CSV pages, metric
 //! name checks, and the static lane (cuobjdump resource usage, theoretical occupancy).
 
-pub mod context;
+mod context;
 pub mod cuobjdump;
-pub mod details;
+mod details;
 pub mod diagnostics;
 pub mod discovery;
 pub mod fields;
@@ -13,10 +13,10 @@ pub mod parse;
 pub mod plan;
 pub mod preflight;
 pub mod query;
-pub mod raw;
+mod raw;
 pub mod row;
 pub mod scan;
-pub mod session;
+mod session;
 pub mod units;
 
 use std::path::{Path, PathBuf};
@@ -26,9 +26,9 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::model::artifacts::RawOutput;
+use crate::model::device::DeviceInfo;
 use crate::model::plan::{DeclaredOutputs, FilePattern};
 use crate::model::probe::Probe;
-use crate::model::run::DeviceInfo;
 
 pub use options::{ClockControl, KernelNameBase, NcuOptions, Preset, TargetProcesses};
 pub use parse::{

@@ -11,8 +11,8 @@ use super::metrics::{Metrics, parse_metrics};
 use super::records::{chrome_records, metric_records, summary_records, timeline_records};
 use super::tables::{Tables, parse_tables};
 use super::timeline::{Timeline, parse_timeline};
-use crate::model::parsed::{Diagnostic, ParsedOutput, Severity};
 use crate::model::DeviceInfo;
+use crate::model::parsed::{Diagnostic, ParsedOutput, Severity};
 
 fn is_json(name: &str) -> bool {
     name.ends_with(".json")
