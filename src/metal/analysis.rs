@@ -310,7 +310,7 @@ pub fn measure(listing: &Listing, options: AnalyzeOptions) -> Analysis {
         })
         .collect();
 
-    let analysis = Analysis {
+    Analysis {
         model: model.id(),
         load_latency: options.load_latency,
         instruction_count: insts.len(),
@@ -335,8 +335,7 @@ pub fn measure(listing: &Listing, options: AnalyzeOptions) -> Analysis {
         suggestions: Vec::new(),
         instructions: reports,
         warnings: listing.warnings.clone(),
-    };
-    analysis
+    }
 }
 
 /// Loads whose data comes from device memory (or the stack, which lives there).
