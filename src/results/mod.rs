@@ -1,6 +1,7 @@
 //! The normalized profile: kernel records, the run document, aggregation and exports.
 
 pub mod aggregate;
+pub mod benchmark;
 pub mod callpath;
 pub mod diff;
 pub mod export;
@@ -8,6 +9,7 @@ pub mod profile;
 pub mod record;
 pub mod roofline;
 pub mod run;
+pub mod stats;
 pub mod tree;
 pub mod units;
 
