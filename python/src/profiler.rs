@@ -7,14 +7,16 @@ use std::path::PathBuf;
 
 use pyo3::prelude::*;
 
-use polyprof::profilers::{self, EndMarker, ProfilerSettings};
+use polyprof::model::plan::EndMarker;
+use polyprof::pipeline::profiler::Profiler as _;
+use polyprof::profilers::{self, ProfilerSettings};
 
 use crate::errors;
 use crate::runtime;
 
 #[pyclass(module = "polyprof._native", name = "NativeProfiler", frozen)]
 pub struct NativeProfiler {
-    inner: std::sync::Arc<dyn profilers::Profiler>,
+    inner: std::sync::Arc<dyn profilers::Backend>,
 }
 
 #[pymethods]

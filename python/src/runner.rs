@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use serde::Deserialize;
 
 use polyprof::pipeline::runner::{EnvPolicy, RunOptions, run_command};
-use polyprof::profilers::{CommandSpec, EndMarker};
+use polyprof::model::plan::{CommandSpec, EndMarker};
 
 use crate::errors;
 use crate::runtime;
