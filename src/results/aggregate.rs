@@ -126,9 +126,7 @@ fn add(slot: &mut Option<f64>, value: Option<f64>) {
 }
 
 pub(crate) fn add_flops(total: &mut FlopCounts, more: &FlopCounts) {
-    add(&mut total.fp16, more.fp16);
-    add(&mut total.fp32, more.fp32);
-    add(&mut total.fp64, more.fp64);
+    total.accumulate(more);
 }
 
 /// GPU time of the kernels recorded inside each scope event (by event id), through `parent`.

@@ -43,6 +43,34 @@ pub const FP64_OPS: [&str; 3] = [
     "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum",
 ];
 
+/// Tensor-core FLOPs per source precision (Hopper and Ampere-class; names from
+/// `ncu --query-metrics --chip gh100`). Each counts math ops, 2 per multiply-add: a 4096³ bf16
+/// matmul reads 137,438,953,472 = 2·4096³ (tests/fixtures/ncu-h200-tensor). bf16 and tf32 carry
+/// a `_dst_fp32` suffix, the others do not.
+pub const TENSOR_FP16_OPS: &str = "sm__ops_path_tensor_src_fp16.sum";
+pub const TENSOR_BF16_OPS: &str = "sm__ops_path_tensor_src_bf16_dst_fp32.sum";
+pub const TENSOR_TF32_OPS: &str = "sm__ops_path_tensor_src_tf32_dst_fp32.sum";
+pub const TENSOR_FP8_OPS: &str = "sm__ops_path_tensor_src_fp8.sum";
+pub const TENSOR_INT8_OPS: &str = "sm__ops_path_tensor_src_int8.sum";
+pub const TENSOR_FP64_OPS: &str = "sm__ops_path_tensor_src_fp64.sum";
+/// The tensor op counters in `fields::Field::TensorFlops` index order: fp16, bf16, tf32, fp8,
+/// int8, fp64.
+pub const TENSOR_OPS: [&str; 6] = [
+    TENSOR_FP16_OPS,
+    TENSOR_BF16_OPS,
+    TENSOR_TF32_OPS,
+    TENSOR_FP8_OPS,
+    TENSOR_INT8_OPS,
+    TENSOR_FP64_OPS,
+];
+/// `HFMA2.MMA` warp instructions: constant moves the compiler routes through the tensor pipe,
+/// which the SASS FP16 FMA counter counts as FP16 math (see `FlopCounts::fp16_hfma2_mma`).
+pub const HFMA2_MMA_INST: &str = "sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum";
+/// The SM clock the launch ran at (Hz): compute peaks are scaled to it.
+pub const SM_CLOCK: &str = "sm__cycles_elapsed.avg.per_second";
+/// The DRAM clock the launch ran at (Hz): the bandwidth peak is scaled to it.
+pub const DRAM_CLOCK: &str = "dram__cycles_elapsed.avg.per_second";
+
 /// The `minimal` preset: exactly the metrics behind the normalized record's fields, chosen so
 /// ncu needs as few replay passes as possible.
 pub const MINIMAL_METRICS: &[&str] = &[
@@ -66,6 +94,15 @@ pub const MINIMAL_METRICS: &[&str] = &[
     FP64_OPS[0],
     FP64_OPS[1],
     FP64_OPS[2],
+    TENSOR_FP16_OPS,
+    TENSOR_BF16_OPS,
+    TENSOR_TF32_OPS,
+    TENSOR_FP8_OPS,
+    TENSOR_INT8_OPS,
+    TENSOR_FP64_OPS,
+    HFMA2_MMA_INST,
+    SM_CLOCK,
+    DRAM_CLOCK,
 ];
 
 /// What to collect.
@@ -389,6 +426,12 @@ mod tests {
             for op in ops {
                 assert!(MINIMAL_METRICS.contains(&op), "{op}");
             }
+        }
+        for name in TENSOR_OPS
+            .iter()
+            .chain([&HFMA2_MMA_INST, &SM_CLOCK, &DRAM_CLOCK])
+        {
+            assert!(MINIMAL_METRICS.contains(name), "{name}");
         }
     }
 

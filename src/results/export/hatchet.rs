@@ -47,15 +47,15 @@ fn values(metrics: &NodeMetrics, user: &[String]) -> Vec<(String, Value)> {
         ("cpu_time (ns)".to_string(), json!(metrics.cpu_time_ns)),
         (
             "flops16".to_string(),
-            json!(metrics.flops.fp16.unwrap_or(0.0)),
+            json!(metrics.flops.by_width(16).unwrap_or(0.0)),
         ),
         (
             "flops32".to_string(),
-            json!(metrics.flops.fp32.unwrap_or(0.0)),
+            json!(metrics.flops.by_width(32).unwrap_or(0.0)),
         ),
         (
             "flops64".to_string(),
-            json!(metrics.flops.fp64.unwrap_or(0.0)),
+            json!(metrics.flops.by_width(64).unwrap_or(0.0)),
         ),
         ("bytes".to_string(), json!(metrics.bytes)),
     ];
