@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::profilers::ncu::options::{DRAM_CLOCK, DRAM_SOL, MEMORY_SOL, SM_CLOCK};
 use crate::results::record::{FlopCounts, KernelRecord, Precision};
+use crate::results::run::ProfileRun;
 
 /// The device table shipped with polyprof.
 pub const BUILTIN_DEVICES: &str = include_str!("../../configs/devices.toml");
@@ -358,11 +359,12 @@ impl Limiter {
     }
 }
 
-/// How the SM clock the peaks were scaled to compares with the device's clocks.
+/// How the SM clock the launch ran at relates to the device's clocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ClockState {
-    /// Within 2 % of the base clock: locked there (ncu's default `--clock-control base`).
+    /// The profiler locked the clocks at base (ncu's default `--clock-control base`); known from
+    /// the run's command, not guessed from the clock (an unlocked matmul can run at base too).
     LockedBase,
     /// Within 2 % of the boost clock.
     Boost,
@@ -531,6 +533,8 @@ pub struct RooflineInputs {
     pub dram_throughput_pct: Option<f64>,
     pub sm_clock_hz: Option<f64>,
     pub dram_clock_hz: Option<f64>,
+    /// Whether the profiler locked the clocks (from the run's command; `None`: not known).
+    pub clocks_locked: Option<bool>,
 }
 
 impl RooflineInputs {
@@ -559,8 +563,27 @@ impl RooflineInputs {
                 .or(record.memory_throughput_pct.filter(|_| !full_memory_sol)),
             sm_clock_hz: record.metric(SM_CLOCK).filter(|hz| *hz > 0.0),
             dram_clock_hz: record.metric(DRAM_CLOCK).filter(|hz| *hz > 0.0),
+            clocks_locked: None,
         }
     }
+}
+
+/// Whether a run's profiler locked the GPU clocks: ncu does unless `--clock-control none` is on
+/// its command line. `None` for other profilers and runs without a plan.
+pub fn clocks_locked(run: &ProfileRun) -> Option<bool> {
+    let plan = run.plan.as_ref()?;
+    if plan.profiler != "ncu" {
+        return None;
+    }
+    let argv = &plan.steps.first()?.command.argv;
+    let value = argv.iter().enumerate().find_map(|(index, arg)| {
+        if arg == "--clock-control" {
+            argv.get(index + 1).map(String::as_str)
+        } else {
+            arg.strip_prefix("--clock-control=")
+        }
+    });
+    Some(value.is_none_or(|v| v != "none"))
 }
 
 /// Place work (FLOPs by precision, DRAM bytes, GPU time in ns) under `peaks`.
@@ -576,6 +599,19 @@ pub fn evaluate(
 /// The roofline point of one kernel record: clocks and speed-of-light figures included.
 pub fn evaluate_record(peaks: Option<&DevicePeaks>, record: &KernelRecord) -> RooflinePoint {
     evaluate_inputs(peaks, &RooflineInputs::from_record(record))
+}
+
+/// [`evaluate_record`] for a record of `run`, which says whether clocks were locked.
+pub fn evaluate_run_record(
+    peaks: Option<&DevicePeaks>,
+    run: Option<&ProfileRun>,
+    record: &KernelRecord,
+) -> RooflinePoint {
+    let inputs = RooflineInputs {
+        clocks_locked: run.and_then(clocks_locked),
+        ..RooflineInputs::from_record(record)
+    };
+    evaluate_inputs(peaks, &inputs)
 }
 
 /// FLOP-based compute shares below this fraction of the SM speed of light are "partial": the
@@ -625,9 +661,13 @@ pub fn evaluate_inputs(peaks: Option<&DevicePeaks>, inputs: &RooflineInputs) -> 
     if dram_clock_ghz.is_some() {
         used.insert(Inputs::DRAM_CLOCK);
     }
-    let clock_state = inputs
-        .sm_clock_hz
-        .and_then(|hz| peaks.and_then(|p| clock_state(p, hz)));
+    let clock_state = if inputs.clocks_locked == Some(true) {
+        Some(ClockState::LockedBase)
+    } else {
+        inputs
+            .sm_clock_hz
+            .and_then(|hz| peaks.and_then(|p| clock_state(p, hz)))
+    };
 
     // Compute side: FLOPs when they explain the SMs' load, else the SM speed of light.
     let sm_sol = inputs.sm_throughput_pct;
@@ -716,11 +756,8 @@ pub fn evaluate_inputs(peaks: Option<&DevicePeaks>, inputs: &RooflineInputs) -> 
 
 fn clock_state(peaks: &DevicePeaks, hz: f64) -> Option<ClockState> {
     let mhz = hz / 1e6;
-    let near = |reference: Option<f64>| reference.is_some_and(|r| (mhz - r).abs() <= 0.02 * r);
     let boost = peaks.boost_clock_mhz?;
-    Some(if near(peaks.base_clock_mhz) {
-        ClockState::LockedBase
-    } else if near(Some(boost)) {
+    Some(if (mhz - boost).abs() <= 0.02 * boost {
         ClockState::Boost
     } else if mhz > boost {
         ClockState::AboveBoost

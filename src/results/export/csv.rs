@@ -5,7 +5,7 @@ use std::io::Write;
 
 use crate::error::{Error, Result};
 use crate::results::export::{Exporter, Format, Report};
-use crate::results::roofline::evaluate_record;
+use crate::results::roofline::evaluate_run_record;
 
 /// The header, in order. Never reordered; new columns are appended.
 pub const COLUMNS: &[&str] = &[
@@ -78,7 +78,7 @@ impl Exporter for CsvExporter {
             .unwrap_or_else(|| report.profile.name.clone());
         let run_device = report.device_name().map(str::to_string);
         for record in report.records() {
-            let point = evaluate_record(report.peaks.as_ref(), &record);
+            let point = evaluate_run_record(report.peaks.as_ref(), report.run.as_ref(), &record);
             let [grid_x, grid_y, grid_z] = dims(record.grid);
             let [block_x, block_y, block_z] = dims(record.block);
             let row = vec![
