@@ -229,3 +229,26 @@ fn clocks_locked_at_base_are_said_and_bandwidth_follows_the_memory_clock() {
     );
     assert_eq!(full.dram_clock_ghz, Some(3.201));
 }
+
+#[test]
+fn the_details_page_names_cache_bound_kernels_by_their_memory_speed_of_light() {
+    // `--set detailed` on the H200 (tests/fixtures/ncu-h200/details_page.stdout): matmul_tiled
+    // has Memory Throughput 84.95 % (L1/TEX 88.83 %) but DRAM 0.70 % and SM 71.29 %.
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/ncu-h200/details_page.stdout");
+    let parsed = parse(&std::fs::read(path).unwrap(), &ParseOptions::default());
+    let peaks = h200();
+    let verdict = |name: &str| {
+        let record = find(&parsed.kernels, name);
+        evaluate_record(Some(&peaks), record)
+    };
+    let tiled = verdict("matmul_tiled<32>");
+    assert_eq!((tiled.bound, tiled.limiter), (Bound::Memory, Limiter::L2));
+    assert!(tiled.inputs.contains(Inputs::MEMORY_THROUGHPUT));
+    assert!(tiled.inputs.contains(Inputs::DRAM_THROUGHPUT));
+    let vector_add = verdict("vector_add");
+    assert_eq!(
+        (vector_add.bound, vector_add.limiter),
+        (Bound::Memory, Limiter::Dram)
+    );
+}

@@ -551,22 +551,28 @@ impl RooflineInputs {
     /// Everything a record offers. The record's `memory_throughput_pct` is the full memory
     /// speed of light when ncu's `gpu__compute_memory_throughput` was collected, else DRAM's.
     pub fn from_record(record: &KernelRecord) -> Self {
-        let full_memory_sol = record.metrics.contains_key(MEMORY_SOL);
+        let first = |names: [&str; 2]| names.iter().find_map(|name| record.metric(name));
+        let full_memory_sol = first([MEMORY_SOL, DETAILS_MEMORY_SOL]).is_some();
         RooflineInputs {
             flops: record.flops,
             bytes: record.total_dram_bytes(),
             gpu_time_ns: record.duration_ns,
             sm_throughput_pct: record.sm_throughput_pct,
             memory_throughput_pct: record.memory_throughput_pct.filter(|_| full_memory_sol),
-            dram_throughput_pct: record
-                .metric(DRAM_SOL)
+            dram_throughput_pct: first([DRAM_SOL, DETAILS_DRAM_SOL])
                 .or(record.memory_throughput_pct.filter(|_| !full_memory_sol)),
-            sm_clock_hz: record.metric(SM_CLOCK).filter(|hz| *hz > 0.0),
-            dram_clock_hz: record.metric(DRAM_CLOCK).filter(|hz| *hz > 0.0),
+            sm_clock_hz: first([SM_CLOCK, DETAILS_SM_CLOCK]).filter(|hz| *hz > 0.0),
+            dram_clock_hz: first([DRAM_CLOCK, DETAILS_DRAM_CLOCK]).filter(|hz| *hz > 0.0),
             clocks_locked: None,
         }
     }
 }
+
+// The same figures as ncu's details page names them (section: label).
+const DETAILS_MEMORY_SOL: &str = "GPU Speed Of Light Throughput: Memory Throughput";
+const DETAILS_DRAM_SOL: &str = "GPU Speed Of Light Throughput: DRAM Throughput";
+const DETAILS_SM_CLOCK: &str = "GPU Speed Of Light Throughput: SM Frequency";
+const DETAILS_DRAM_CLOCK: &str = "GPU Speed Of Light Throughput: DRAM Frequency";
 
 /// Whether a run's profiler locked the GPU clocks: ncu does unless `--clock-control none` is on
 /// its command line. `None` for other profilers and runs without a plan.
