@@ -11,6 +11,7 @@ pub mod parse;
 pub mod report;
 pub mod run;
 pub mod select;
+pub mod width;
 pub mod wrap;
 
 use clap::{Parser, Subcommand};

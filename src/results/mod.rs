@@ -4,10 +4,12 @@ pub mod aggregate;
 pub mod callpath;
 pub mod diff;
 pub mod export;
+pub mod names;
 pub mod profile;
 pub mod record;
 pub mod roofline;
 pub mod run;
+pub mod stats;
 pub mod tree;
 pub mod units;
 
