@@ -261,6 +261,12 @@ impl KeyAverages {
     /// them: CPU and GPU total/mean, DRAM bytes, GFLOP/s, GB/s, and with peaks % of peak
     /// bandwidth, % of peak compute and the bound.
     pub fn table(&self, sort_by: SortBy) -> String {
+        self.table_fitted(sort_by, None)
+    }
+
+    /// [`table`](Self::table) at most `width` columns wide when given: names are shortened in
+    /// the middle (never below 24 characters) so the other columns fit.
+    pub fn table_fitted(&self, sort_by: SortBy, width: Option<usize>) -> String {
         let rows = self.sorted(sort_by);
         let any = |f: &dyn Fn(&KeyAverage) -> bool| rows.iter().any(|r| f(r));
         let has_cpu = any(&|r| r.cpu_total_ns.is_some());
@@ -294,6 +300,7 @@ impl KeyAverages {
         table.set_header(header.clone());
         let time = |v: Option<f64>| units::or_dash(v.map(units::time_ns));
         let num = |v: Option<f64>, f: fn(f64) -> String| units::or_dash(v.map(f));
+        let mut all_cells: Vec<Vec<String>> = Vec::with_capacity(rows.len());
         for row in rows {
             let mut cells = vec![row.label(), row.calls.to_string()];
             if has_cpu {
@@ -318,6 +325,19 @@ impl KeyAverages {
                     row.roofline.bound.to_string(),
                 ]);
             }
+            all_cells.push(cells);
+        }
+        if let Some(width) = width {
+            let name_width = crate::results::names::name_column_width(width, &header, &all_cells);
+            let fit = match self.group_by {
+                GroupBy::CallPath => crate::results::names::truncate_left,
+                GroupBy::Name => crate::results::names::truncate_middle,
+            };
+            for cells in &mut all_cells {
+                cells[0] = fit(&cells[0], name_width);
+            }
+        }
+        for cells in all_cells {
             table.add_row(cells);
         }
         // Numbers right-aligned; the bound is a word.

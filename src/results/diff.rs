@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use comfy_table::{CellAlignment, Table, presets};
 use serde::{Deserialize, Serialize};
 
-use crate::results::names::truncate_middle;
+use crate::results::names::{MIN_NAME_WIDTH, truncate_middle};
 use crate::results::record::KernelRecord;
 use crate::results::run::ProfileRun;
 use crate::results::stats::Stats;
@@ -426,10 +426,8 @@ fn signed_pct(value: Option<f64>) -> String {
     units::or_dash(value.map(|v| format!("{v:+.1} %")))
 }
 
-/// Columns the kernel name may not take: the other columns and the table's borders.
+/// Columns the kernel name may not take: the other eight columns and the table's borders.
 const OTHER_COLUMNS_WIDTH: usize = 100;
-/// The narrowest kernel column a table is given, however narrow the terminal.
-const MIN_NAME_WIDTH: usize = 24;
 
 impl RunDiff {
     /// A terminal table `width` columns wide (kernel names shortened in the middle to fit;

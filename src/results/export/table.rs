@@ -137,6 +137,11 @@ fn header(report: &Report) -> String {
 
 /// The whole table report as text.
 pub fn render(report: &Report) -> String {
+    render_fitted(report, None)
+}
+
+/// [`render`] with the kernel table at most `width` columns wide (names shortened).
+pub fn render_fitted(report: &Report, width: Option<usize>) -> String {
     let averages = report
         .profile
         .key_averages(report.group_by)
@@ -147,7 +152,7 @@ pub fn render(report: &Report) -> String {
         text.push_str("no kernel records\n");
         return text;
     }
-    text.push_str(&averages.table(report.sort_by));
+    text.push_str(&averages.table_fitted(report.sort_by, width));
     text.push('\n');
     text.push_str(&format!(
         "GPU time of kernels: {}",
