@@ -71,6 +71,11 @@ pub const SM_CLOCK: &str = "sm__cycles_elapsed.avg.per_second";
 /// The DRAM clock the launch ran at (Hz): the bandwidth peak is scaled to it.
 pub const DRAM_CLOCK: &str = "dram__cycles_elapsed.avg.per_second";
 
+/// Tensor counters of the minimal preset that only some architectures have.
+pub fn is_optional_metric(name: &str) -> bool {
+    TENSOR_OPS.contains(&name) || name == HFMA2_MMA_INST
+}
+
 /// The `minimal` preset: exactly the metrics behind the normalized record's fields, chosen so
 /// ncu needs as few replay passes as possible.
 pub const MINIMAL_METRICS: &[&str] = &[
@@ -143,8 +148,17 @@ impl Preset {
     }
 
     /// Metrics the user asked for by name: missing from the output is an error naming them.
+    /// The minimal preset's architecture-dependent tensor counters are left out: ncu ignores a
+    /// name the GPU lacks (FP8 before Hopper), and a missing one must not fail the run.
     pub fn requested_metrics(&self) -> Vec<String> {
-        self.metric_names()
+        match self {
+            Preset::Minimal => MINIMAL_METRICS
+                .iter()
+                .filter(|m| !is_optional_metric(m))
+                .map(|m| m.to_string())
+                .collect(),
+            _ => self.metric_names(),
+        }
     }
 }
 
