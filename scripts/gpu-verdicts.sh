@@ -361,6 +361,20 @@ else
   check proton-viewer SKIP "proton-viewer not on PATH"
 fi
 
+say "== 6. which --kernel spelling finds matmul_tiled<32> (polyprof's short name) (t=$(elapsed)s)"
+root="$(cd "$(dirname "$0")/.." && pwd)"
+nvcc -O3 -arch=sm_90 -o "$work/bin/app" "$root/tests/fixtures/ncu-h200/kernels.cu" >>"$out/nvcc.log" 2>&1
+n=0
+for spelling in "matmul_tiled<32>" "matmul_tiled" "regex:matmul_tiled<32>" "demangled:regex:^void matmul_tiled<32>\\("; do
+  n=$((n + 1))
+  base=(); filter="$spelling"
+  case "$spelling" in demangled:*) base=(--kernel-name-base demangled); filter="${spelling#demangled:}";; esac
+  rm -rf "$work/kernel-$n"
+  step "kernel-$n" 60 "$polyprof" run --profiler ncu --clock-control none "${base[@]}" --kernel "$filter" --output-dir "$work/kernel-$n" --json -- "$work/bin/app" 1
+  found=$(python3 -c "import json,sys; k=json.load(open('$out/kernel-$n.out'))['kernels']; print(len(k), sorted({x['short_name'] for x in k}))" 2>/dev/null || echo "no run document")
+  say "   --kernel '$filter' ${base[*]}: rc $(cat "$out/kernel-$n.rc"), launches $found"
+done
+
 say "== done in $(elapsed) s: $failures failure(s); checks in $checks"
 cat "$checks"
 exit $(( failures > 0 ))

@@ -104,12 +104,13 @@ fn parse_u64(text: &str) -> Option<u64> {
         .map(|v| v as u64)
 }
 
-/// `(256, 1, 1)` → `[256, 1, 1]`.
+/// `(256, 1, 1)` → `[256, 1, 1]`. A zero dimension is no launch configuration: ncu prints
+/// `(0, 0, 0)` for a launch that faulted before it could read it, so that reads as unknown.
 pub fn parse_dim3(text: &str) -> Option<[u64; 3]> {
     let inner = text.trim().strip_prefix('(')?.strip_suffix(')')?;
     let mut parts = inner.split(',').map(|p| p.trim().parse::<u64>().ok());
     let dims = [parts.next()??, parts.next()??, parts.next()??];
-    parts.next().is_none().then_some(dims)
+    (parts.next().is_none() && dims.iter().all(|d| *d > 0)).then_some(dims)
 }
 
 /// Which record field a metric feeds.
@@ -269,7 +270,7 @@ mod tests {
     fn dim3_parsing() {
         assert_eq!(parse_dim3("(256, 1, 1)"), Some([256, 1, 1]));
         assert_eq!(parse_dim3(" (4, 12, 54) "), Some([4, 12, 54]));
-        for bad in ["(1, 2)", "(1, 2, 3, 4)", "256", "(a, 1, 1)", ""] {
+        for bad in ["(1, 2)", "(1, 2, 3, 4)", "256", "(a, 1, 1)", "", "(0, 0, 0)"] {
             assert_eq!(parse_dim3(bad), None, "{bad}");
         }
     }
@@ -288,6 +289,7 @@ mod tests {
         }
         assert_eq!(record.flops.fp32, Some(215.0));
         assert_eq!(record.flops.fp16, None);
+        assert_eq!(record.shared_mem_per_block, Some(9216));
     }
 
     #[test]
@@ -333,6 +335,5 @@ mod tests {
         assert_eq!(fill.flops.fp16_hfma2_mma, Some(640.0));
         assert_eq!(fill.flops.vector_fp16(), Some(0.0));
         assert_eq!(fill.flops.total(), Some(0.0));
-        assert_eq!(record.shared_mem_per_block, Some(9216));
     }
 }
