@@ -270,7 +270,14 @@ mod tests {
     fn dim3_parsing() {
         assert_eq!(parse_dim3("(256, 1, 1)"), Some([256, 1, 1]));
         assert_eq!(parse_dim3(" (4, 12, 54) "), Some([4, 12, 54]));
-        for bad in ["(1, 2)", "(1, 2, 3, 4)", "256", "(a, 1, 1)", "", "(0, 0, 0)"] {
+        for bad in [
+            "(1, 2)",
+            "(1, 2, 3, 4)",
+            "256",
+            "(a, 1, 1)",
+            "",
+            "(0, 0, 0)",
+        ] {
             assert_eq!(parse_dim3(bad), None, "{bad}");
         }
     }
