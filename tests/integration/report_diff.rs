@@ -1,16 +1,17 @@
 //! `polyprof diff` through the real binary: exit 0 without regression, 1 with one beyond the
 //! threshold, 2 on bad input; --json output.
 
-mod report_support;
-
-use report_support::{fixture, polyprof};
+use crate::support::{fixture, polyprof};
 
 fn diff(args: &[&str]) -> std::process::Output {
     polyprof().arg("diff").args(args).output().unwrap()
 }
 
 fn path(name: &str) -> String {
-    fixture(name).to_str().unwrap().to_string()
+    fixture(&format!("runs/{name}"))
+        .to_str()
+        .unwrap()
+        .to_string()
 }
 
 #[test]
@@ -114,7 +115,7 @@ fn json_lists_every_matched_kernel() {
 #[test]
 fn unmatched_launches_are_listed() {
     let dir = tempfile::tempdir().unwrap();
-    let mut run = polyprof::results::ProfileRun::read(&fixture("h200-baseline")).unwrap();
+    let mut run = polyprof::results::ProfileRun::read(&fixture("runs/h200-baseline")).unwrap();
     run.kernels.retain(|k| k.short_name != "reduce_sum");
     let mut extra = run.kernels[0].clone();
     extra.launch_id = 9;
@@ -142,7 +143,7 @@ fn bad_input_is_exit_2() {
 
     // A run without kernel times cannot pass a gate against one with kernels by having
     // nothing to compare.
-    let mut empty = polyprof::results::ProfileRun::read(&fixture("h200-baseline")).unwrap();
+    let mut empty = polyprof::results::ProfileRun::read(&fixture("runs/h200-baseline")).unwrap();
     empty.kernels.clear();
     let empty_dir = tempfile::tempdir().unwrap();
     empty.write(empty_dir.path()).unwrap();

@@ -1,8 +1,6 @@
 //! ncu's errors and warnings, classified, from the real fixture files.
 
-mod ncu_common;
-
-use ncu_common::*;
+use crate::support::ncu::*;
 use polyprof::profilers::Severity;
 use polyprof::profilers::ncu::diagnostics::application_exit_code;
 use polyprof::profilers::ncu::parse::flag_empty;

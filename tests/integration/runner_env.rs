@@ -1,8 +1,7 @@
 //! Environment policies through the real binary.
 
-mod runner_support;
-
-use runner_support::*;
+use crate::support::polyprof;
+use crate::support::runner::*;
 
 fn env_line(policy: &str, extra: &[&str]) -> (String, Vec<String>) {
     let fx = Fixture::new();

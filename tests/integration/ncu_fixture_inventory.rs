@@ -18,7 +18,7 @@ fn files(dir: &Path, out: &mut Vec<String>) {
 fn every_ncu_fixture_is_used() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut users = String::new();
-    for entry in std::fs::read_dir(root.join("tests")).unwrap() {
+    for entry in std::fs::read_dir(root.join("tests/integration")).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         if name.starts_with("ncu_") && name.ends_with(".rs") && name != "ncu_fixture_inventory.rs" {

@@ -1,13 +1,17 @@
-//! Shared by the report_* integration tests: fixture paths and the polyprof binary.
-#![allow(dead_code)]
+//! Shared by every integration test: paths of fixtures and scripts, the polyprof binary, and
+//! what this machine's python3 can import. Helpers of one area live in its submodule.
+
+pub mod alone;
+pub mod ncu;
+pub mod runner;
 
 use std::path::{Path, PathBuf};
 
-/// `tests/fixtures/runs/<name>` (h200-baseline, h200-regressed).
-pub fn fixture(name: &str) -> PathBuf {
+/// `tests/fixtures/<path>`, e.g. `ncu-h200/raw_page.stdout` or `runs/h200-baseline`.
+pub fn fixture(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/runs")
-        .join(name)
+        .join("tests/fixtures")
+        .join(path)
 }
 
 pub fn script(name: &str) -> PathBuf {
@@ -17,7 +21,7 @@ pub fn script(name: &str) -> PathBuf {
 }
 
 pub fn polyprof() -> assert_cmd::Command {
-    assert_cmd::Command::cargo_bin("polyprof").unwrap()
+    assert_cmd::Command::new(env!("CARGO_BIN_EXE_polyprof"))
 }
 
 /// The sum of the baseline's four real kernel durations, ns (58,784 + 415,840 + 247,136 + 60,448).

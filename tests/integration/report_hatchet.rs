@@ -2,12 +2,10 @@
 //! llnl-hatchet by scripts/check-hatchet.py when `import hatchet` works (CI installs it with
 //! `python3 -m pip install llnl-hatchet`).
 
-mod report_support;
-
+use crate::support::{BASELINE_GPU_NS, fixture, polyprof, python_has, script};
 use polyprof::results::ProfileRun;
 use polyprof::results::callpath::{Session, scope};
 use polyprof::results::export::{self, Format, Report};
-use report_support::{BASELINE_GPU_NS, fixture, polyprof, python_has, script};
 use serde_json::Value;
 
 fn check_with_hatchet(path: &std::path::Path, totals: &[String]) {
@@ -58,7 +56,7 @@ fn run_export_loads_with_every_metric_and_the_real_total() {
     let path = dir.path().join("h.json");
     polyprof()
         .arg("report")
-        .arg(fixture("h200-baseline"))
+        .arg(fixture("runs/h200-baseline"))
         .args(["--format", "hatchet", "-o"])
         .arg(&path)
         .assert()
@@ -82,7 +80,7 @@ fn run_export_loads_with_every_metric_and_the_real_total() {
 
 #[test]
 fn nested_session_scopes_do_not_double_count() {
-    let run = ProfileRun::read(&fixture("h200-baseline")).unwrap();
+    let run = ProfileRun::read(&fixture("runs/h200-baseline")).unwrap();
     let session = Session::start("eval").unwrap();
     {
         let _job = scope("candidate-17", &[("tokens", 3.0)]);

@@ -1,16 +1,14 @@
 //! Stopping through the real binary: inactivity, overall timeout, Ctrl-C, and polyprof itself
 //! being killed (parent-death signal).
 
-mod runner_support;
-
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::runner::*;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use polyprof::pipeline::Outcome;
 use polyprof::results::ProfileRun;
-use runner_support::*;
 
 #[test]
 fn silence_hits_the_inactivity_timeout_and_keeps_output() {

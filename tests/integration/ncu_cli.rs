@@ -1,9 +1,7 @@
 //! `polyprof parse` and `polyprof occupancy` driven through the real binary.
 
-mod ncu_common;
-
+use crate::support::fixture;
 use assert_cmd::Command;
-use ncu_common::fixture;
 
 fn polyprof() -> Command {
     Command::cargo_bin("polyprof").unwrap()

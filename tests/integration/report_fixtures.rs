@@ -1,6 +1,6 @@
 //! Builds the run.json fixtures under tests/fixtures/runs/ from the REAL Nsight Compute output
 //! kept verbatim in tests/fixtures/runs/ncu-h200-source/, and checks that the committed files
-//! still match. Regenerate with `UPDATE_FIXTURES=1 cargo test --test report_fixtures`.
+//! still match. Regenerate with `UPDATE_FIXTURES=1 cargo test --test integration report_fixtures`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -11,8 +11,10 @@ use polyprof::results::record::short_kernel_name;
 use polyprof::results::run::{DeviceInfo, StepRun};
 use polyprof::results::{FlopCounts, KernelRecord, Metric, MetricValue, ProfileRun};
 
+use crate::support::fixture;
+
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runs")
+    fixture("runs")
 }
 
 fn number(text: &str) -> f64 {
@@ -203,7 +205,7 @@ fn check_or_write(dir: &str, run: &ProfileRun) {
     }
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
         panic!(
-            "{}: {e}; run UPDATE_FIXTURES=1 cargo test --test report_fixtures",
+            "{}: {e}; run UPDATE_FIXTURES=1 cargo test --test integration report_fixtures",
             path.display()
         )
     });
@@ -211,7 +213,7 @@ fn check_or_write(dir: &str, run: &ProfileRun) {
     assert_eq!(
         committed,
         generated,
-        "{} is stale; run UPDATE_FIXTURES=1 cargo test --test report_fixtures",
+        "{} is stale; run UPDATE_FIXTURES=1 cargo test --test integration report_fixtures",
         path.display()
     );
     // And it reads back through the library.

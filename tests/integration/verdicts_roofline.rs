@@ -1,8 +1,6 @@
 //! Tensor-core verdicts on real H200 output (tests/fixtures/ncu-h200-tensor: three PyTorch
 //! matmuls and five RNG fills, captured with every tensor-pipe counter and the SM clock).
 
-use std::path::PathBuf;
-
 use polyprof::profilers::ncu::{ParseOptions, parse};
 use polyprof::results::record::{FlopCounts, KernelRecord, Precision};
 use polyprof::results::roofline::{
@@ -10,9 +8,10 @@ use polyprof::results::roofline::{
     evaluate_record,
 };
 
+use crate::support::fixture;
+
 fn kernels() -> Vec<KernelRecord> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/ncu-h200-tensor/mm_tensor.csv");
+    let path = fixture("ncu-h200-tensor/mm_tensor.csv");
     let bytes = std::fs::read(&path).unwrap();
     let parsed = parse(&bytes, &ParseOptions::default());
     assert_eq!(parsed.kernels.len(), 8, "{:?}", parsed.diagnostics);
@@ -234,8 +233,7 @@ fn clocks_locked_at_base_are_said_and_bandwidth_follows_the_memory_clock() {
 fn the_details_page_names_cache_bound_kernels_by_their_memory_speed_of_light() {
     // `--set detailed` on the H200 (tests/fixtures/ncu-h200/details_page.stdout): matmul_tiled
     // has Memory Throughput 84.95 % (L1/TEX 88.83 %) but DRAM 0.70 % and SM 71.29 %.
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/ncu-h200/details_page.stdout");
+    let path = fixture("ncu-h200/details_page.stdout");
     let parsed = parse(&std::fs::read(path).unwrap(), &ParseOptions::default());
     let peaks = h200();
     let verdict = |name: &str| {

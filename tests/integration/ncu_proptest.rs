@@ -53,7 +53,7 @@ proptest! {
 
     #[test]
     fn parser_never_panics_on_mangled_real_output(cut in 0usize..46_000, noise in proptest::collection::vec(any::<u8>(), 0..64), at in 0usize..46_000) {
-        let mut bytes = include_bytes!("fixtures/ncu-h200/raw_page.stdout").to_vec();
+        let mut bytes = include_bytes!("../fixtures/ncu-h200/raw_page.stdout").to_vec();
         let at = at.min(bytes.len());
         bytes.splice(at..at, noise);
         bytes.truncate(cut.min(bytes.len()));

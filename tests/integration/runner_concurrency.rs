@@ -8,13 +8,19 @@ use nix::unistd::Pid;
 use polyprof::pipeline::{Outcome, RunOptions, run_command};
 use polyprof::profilers::CommandSpec;
 
+use crate::support::alone::in_own_process;
+
 fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
 
-// One test function: descriptor counts are per process, so nothing else may run meanwhile.
+// One test function in a process of its own: descriptor counts are per process, so nothing
+// else may run meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_runs_leak_no_descriptors_and_no_zombies() {
+    if !in_own_process("runner_concurrency::concurrent_runs_leak_no_descriptors_and_no_zombies") {
+        return;
+    }
     two_hundred_concurrent_runs_leak_nothing().await;
     cancelled_and_timed_out_runs_leak_nothing().await;
     dropping_a_run_midway_kills_its_group().await;

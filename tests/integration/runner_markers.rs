@@ -1,10 +1,8 @@
 //! End markers through the real binary: hangs after the marker, ignores SIGTERM, writes its
 //! report after the marker, closes stderr early, every pytest summary form.
 
-mod runner_support;
-
+use crate::support::runner::*;
 use polyprof::pipeline::Outcome;
-use runner_support::*;
 
 #[test]
 fn hang_after_passing_summary_is_a_pass_with_a_warning() {

@@ -1,9 +1,7 @@
 //! Raw-page parsing against the real H200 fixtures (ncu 2025.3.1). Every figure below was read
 //! from the fixture file named in the test.
 
-mod ncu_common;
-
-use ncu_common::*;
+use crate::support::ncu::*;
 use polyprof::profilers::Severity;
 use polyprof::profilers::ncu::options::MINIMAL_METRICS;
 use polyprof::results::record::MetricValue;

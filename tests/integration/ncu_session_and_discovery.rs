@@ -1,10 +1,8 @@
 //! `--page session`, `--query-metrics`, `--list-sets` and `--list-sections` outputs.
 
-mod ncu_common;
-
 use std::io::Read;
 
-use ncu_common::*;
+use crate::support::ncu::*;
 use polyprof::profilers::ncu::discovery::{parse_sections, parse_sets};
 use polyprof::profilers::ncu::options::MINIMAL_METRICS;
 use polyprof::profilers::ncu::query::{parse_catalog, unknown_metrics};

@@ -1,14 +1,14 @@
 //! Plan execution (retries, validators, stdout files, failure handling) and `profile(job)`
 //! through the library; CLI usage errors through the binary.
 
-mod runner_support;
-
 use std::path::Path;
 
 use polyprof::pipeline::job::main_step_index;
 use polyprof::pipeline::{Job, Outcome, RunOptions, execute_plan, profile};
 use polyprof::profilers::{CommandSpec, EndMarker, Graces, Plan, RetryPolicy, Step, Validator};
 use polyprof::results::ProfileRun;
+
+use crate::support;
 
 fn sh(name: &str, script: &str) -> Step {
     Step::new(
@@ -161,16 +161,16 @@ async fn profile_refuses_an_unknown_profiler_without_panicking() {
 #[test]
 fn cli_usage_errors_exit_2_and_unknown_profiler_exits_3() {
     let dir = tempfile::tempdir().unwrap();
-    runner_support::polyprof().args(["run"]).assert().code(2);
-    runner_support::polyprof()
+    support::polyprof().args(["run"]).assert().code(2);
+    support::polyprof()
         .args(["run", "--end-marker", "pyest", "--", "true"])
         .assert()
         .code(2);
-    runner_support::polyprof()
+    support::polyprof()
         .args(["run", "--env", "NOEQUALS", "--", "true"])
         .assert()
         .code(2);
-    runner_support::polyprof()
+    support::polyprof()
         .args(["run", "--profiler", "bogus", "--output-dir"])
         .arg(dir.path())
         .args(["--", "true"])

@@ -1,8 +1,6 @@
 //! Details-page parsing (long, ragged rows, rule rows) against the H200 and CC 12.0 fixtures.
 
-mod ncu_common;
-
-use ncu_common::*;
+use crate::support::ncu::*;
 use polyprof::profilers::Severity;
 use polyprof::results::record::MetricValue;
 

@@ -1,9 +1,7 @@
 //! `polyprof report` table output on the real H200 run: outcome header, kernels by GPU time,
 //! throughput, roofline; and its error handling.
 
-mod report_support;
-
-use report_support::{fixture, polyprof};
+use crate::support::{fixture, polyprof};
 
 fn stdout_of(args: &[&str]) -> String {
     let output = polyprof().args(args).output().unwrap();
@@ -17,7 +15,7 @@ fn stdout_of(args: &[&str]) -> String {
 
 #[test]
 fn table_lists_kernels_by_gpu_time_with_roofline() {
-    let dir = fixture("h200-baseline");
+    let dir = fixture("runs/h200-baseline");
     let text = stdout_of(&["report", dir.to_str().unwrap()]);
     assert!(
         text.contains("exited with code 0 — succeeded; wall 2.50 s"),
@@ -52,7 +50,7 @@ fn table_lists_kernels_by_gpu_time_with_roofline() {
 
 #[test]
 fn group_and_sort_flags_change_the_rows() {
-    let dir = fixture("h200-baseline");
+    let dir = fixture("runs/h200-baseline");
     let text = stdout_of(&[
         "report",
         dir.to_str().unwrap(),
@@ -74,7 +72,7 @@ fn group_and_sort_flags_change_the_rows() {
 
 #[test]
 fn long_names_are_fitted_to_columns_unless_wide() {
-    let dir = fixture("h200-baseline");
+    let dir = fixture("runs/h200-baseline");
     let report = |extra: &[&str]| {
         let output = polyprof()
             .args(["report", dir.to_str().unwrap(), "--group-by", "call_path"])
@@ -106,7 +104,7 @@ fn long_names_are_fitted_to_columns_unless_wide() {
 
 #[test]
 fn device_flag_overrides_the_run_device() {
-    let dir = fixture("h200-baseline");
+    let dir = fixture("runs/h200-baseline");
     let text = stdout_of(&["report", dir.to_str().unwrap(), "--device", "A100"]);
     assert!(text.contains("peaks of A100: 1555 GB/s"), "{text}");
     // 3216 GB/s is more than an A100 40GB can do: the figure is shown as measured.
@@ -116,7 +114,7 @@ fn device_flag_overrides_the_run_device() {
 
 #[test]
 fn user_device_table_replaces_builtin_peaks() {
-    let dir = fixture("h200-baseline");
+    let dir = fixture("runs/h200-baseline");
     let table = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(
         table.path(),
@@ -154,7 +152,7 @@ fn bad_input_is_exit_2_with_a_clear_message() {
 
     let unknown_device = polyprof()
         .arg("report")
-        .arg(fixture("h200-baseline"))
+        .arg(fixture("runs/h200-baseline"))
         .args(["--device", "GTX 480"])
         .output()
         .unwrap();
@@ -163,7 +161,7 @@ fn bad_input_is_exit_2_with_a_clear_message() {
 
     let bad_format = polyprof()
         .arg("report")
-        .arg(fixture("h200-baseline"))
+        .arg(fixture("runs/h200-baseline"))
         .args(["--format", "xml"])
         .output()
         .unwrap();

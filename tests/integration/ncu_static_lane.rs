@@ -1,9 +1,7 @@
 //! Static lane: cuobjdump resource usage and the occupancy calculator, checked against ncu's own
 //! `launch__occupancy_limit_*` values for the same kernels on the H200.
 
-mod ncu_common;
-
-use ncu_common::*;
+use crate::support::ncu::*;
 use polyprof::profilers::ncu::cuobjdump;
 use polyprof::profilers::ncu::occupancy::{LaunchConfig, calculate, limits_for};
 

@@ -1,9 +1,7 @@
 //! A real pytest under the runner, when python3 has pytest (skipped with a note otherwise).
 
-mod runner_support;
-
+use crate::support::runner::*;
 use polyprof::pipeline::Outcome;
-use runner_support::*;
 
 fn have_pytest() -> bool {
     let ok = std::process::Command::new("python3")

@@ -1,15 +1,13 @@
 //! `polyprof report --format json|csv`: the normalized records with roofline figures, written
 //! to stdout or to a file with -o.
 
-mod report_support;
-
+use crate::support::{fixture, polyprof};
 use polyprof::results::export::csv::COLUMNS;
-use report_support::{fixture, polyprof};
 
 fn run_report(format: &str) -> Vec<u8> {
     let output = polyprof()
         .arg("report")
-        .arg(fixture("h200-baseline"))
+        .arg(fixture("runs/h200-baseline"))
         .args(["--format", format])
         .output()
         .unwrap();
@@ -87,7 +85,7 @@ fn output_file_is_written_and_stdout_stays_empty() {
     let path = dir.path().join("report.csv");
     let output = polyprof()
         .arg("report")
-        .arg(fixture("h200-baseline"))
+        .arg(fixture("runs/h200-baseline"))
         .args(["-f", "csv", "-o"])
         .arg(&path)
         .output()
@@ -101,7 +99,7 @@ fn output_file_is_written_and_stdout_stays_empty() {
 
     let unwritable = polyprof()
         .arg("report")
-        .arg(fixture("h200-baseline"))
+        .arg(fixture("runs/h200-baseline"))
         .args(["-f", "json", "-o", "/nonexistent/dir/r.json"])
         .output()
         .unwrap();

@@ -2,13 +2,11 @@
 //! rebased to ≥ 0, M events naming processes and lanes, no overlap on a lane, metrics in args),
 //! here and by scripts/check-chrome.py.
 
-mod report_support;
-
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::support::{fixture, polyprof, python_has, script};
 use polyprof::results::callpath::{KernelLaunch, Session, record_kernel, scope};
 use polyprof::results::export::{self, Format, Report};
-use report_support::{fixture, polyprof, python_has, script};
 use serde_json::Value;
 
 /// The rules, checked in Rust; returns the X events.
@@ -96,7 +94,7 @@ fn ncu_run_is_laid_out_sequentially_on_its_stream_in_microseconds() {
     let path = dir.path().join("trace.json");
     polyprof()
         .arg("report")
-        .arg(fixture("h200-baseline"))
+        .arg(fixture("runs/h200-baseline"))
         .args(["--format", "chrome", "-o"])
         .arg(&path)
         .assert()

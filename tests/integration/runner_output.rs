@@ -1,10 +1,8 @@
 //! Output handling through the real binary: huge lines, invalid UTF-8 and NULs, leaked
 //! grandchildren holding the pipes, capped logs.
 
-mod runner_support;
-
+use crate::support::runner::*;
 use polyprof::pipeline::Outcome;
-use runner_support::*;
 
 #[test]
 fn huge_line_is_split_and_every_byte_logged() {

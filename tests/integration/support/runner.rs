@@ -1,6 +1,5 @@
 //! Shared helpers of the runner tests: run the real binary on a fixture program, read back its
 //! run document, and check that no process of the fixture survived.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -11,6 +10,8 @@ use nix::unistd::Pid;
 use polyprof::pipeline::RunResult;
 use polyprof::results::ProfileRun;
 use tempfile::TempDir;
+
+use super::polyprof;
 
 pub struct Fixture {
     pub dir: TempDir,
@@ -54,10 +55,6 @@ impl Ran {
             .find_map(|s| s.attempts.last())
             .expect("no attempt ran")
     }
-}
-
-pub fn polyprof() -> assert_cmd::Command {
-    assert_cmd::Command::new(env!("CARGO_BIN_EXE_polyprof"))
 }
 
 /// `polyprof run --json -q --output-dir <tmp>/out ARGS -- CMD` with PIDFILE set.

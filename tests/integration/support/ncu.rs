@@ -1,17 +1,10 @@
-//! Helpers shared by the ncu integration tests.
-#![allow(dead_code)]
-
-use std::path::PathBuf;
+//! Helpers of the ncu tests: parse a fixture file and look into the result.
 
 use polyprof::profilers::ParsedOutput;
 use polyprof::profilers::ncu::{ParseOptions, parse};
 use polyprof::results::record::KernelRecord;
 
-pub fn fixture(path: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(path)
-}
+use super::fixture;
 
 pub fn read(path: &str) -> Vec<u8> {
     std::fs::read(fixture(path)).unwrap_or_else(|e| panic!("{path}: {e}"))

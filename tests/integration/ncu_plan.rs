@@ -1,11 +1,10 @@
 //! The ncu plan (`wrap`) and `read_output` on a real output directory.
 
-mod ncu_common;
-
 use std::path::Path;
 use std::time::Duration;
 
-use ncu_common::*;
+use crate::support::fixture;
+use crate::support::ncu::*;
 use polyprof::Error;
 use polyprof::profilers::ncu::{ClockControl, NcuOptions, Preset};
 use polyprof::profilers::{EndMarker, ProfilerSettings, create};
