@@ -33,6 +33,7 @@ if [ $# -lt 1 ]; then
   exit 2
 fi
 polyprof="$(realpath "$1")"
+root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$(realpath -m "${2:-${OUT:-./gpu-verdicts-out}}")"
 mkdir -p "$out"
 summary="$out/summary.txt"
@@ -314,6 +315,7 @@ step fma-run 120 "$polyprof" run --profiler ncu --clock-control none --output-di
 python3 - "$out/fma.report.json" "$out/mm-cublas.report.json" <<'PY' | tee -a "$summary" "$out/fma.check"
 import json, sys
 expected_fp32 = 1056 * 256 * (4096 * 2 * 2 + 1)  # 2 FMAs per iteration, then one add
+seen_fma = False
 for path in sys.argv[1:]:
     try: kernels = json.load(open(path))["kernels"]
     except (OSError, ValueError, KeyError): continue
@@ -326,9 +328,12 @@ for path in sys.argv[1:]:
                   f"counted {counted:.0f}, fp32 {f.get('fp32', 0):.0f}")
     for k in kernels:
         if k["short_name"].startswith("fma_loop"):
+            seen_fma = True
             fp32 = k.get("flops", {}).get("fp32", 0)
             ok = abs(fp32 - expected_fp32) <= 0.01 * expected_fp32
             print(f"{'PASS' if ok else 'FAIL'} fma-fp32: {fp32:.0f} FP32 FLOPs counted, {expected_fp32} by construction")
+if not seen_fma:
+    print("FAIL fma-fp32: no fma_loop launch profiled")
 PY
 grep -E "^(PASS|FAIL)" "$out/fma.check" >>"$checks"
 failures=$((failures + $(grep -c "^FAIL" "$out/fma.check")))
@@ -343,7 +348,20 @@ step pytest-diff 60 "$polyprof" diff "$work/pytest-1" "$work/pytest-2"
 diff_rc=$(cat "$out/pytest-diff.rc")
 head -c 6000 "$out/pytest-diff.out" | tee -a "$summary"
 "$polyprof" diff --json "$work/pytest-1" "$work/pytest-2" >"$out/pytest-diff.json" 2>/dev/null
-if [ "$diff_rc" = 0 ]; then check pytest-diff-clean PASS "exit 0"; else check pytest-diff-clean FAIL "exit $diff_rc"; fi
+launches=$(python3 -c "
+import json, sys
+counts = []
+for path in sys.argv[1:]:
+    try: counts.append(len(json.load(open(path))['kernels']))
+    except (OSError, ValueError, KeyError): counts.append(0)
+print(min(counts))" "$work/pytest-1/run.json" "$work/pytest-2/run.json")
+if [ "$(cat "$out/pytest-1.rc")" != 0 ] || [ "$(cat "$out/pytest-2.rc")" != 0 ] || [ "$launches" = 0 ]; then
+  check pytest-diff-clean FAIL "the pytest runs did not both succeed with kernels (rc $(cat "$out/pytest-1.rc")/$(cat "$out/pytest-2.rc"), fewest launches $launches)"
+elif [ "$diff_rc" = 0 ]; then
+  check pytest-diff-clean PASS "exit 0 over $launches+ launches"
+else
+  check pytest-diff-clean FAIL "exit $diff_rc"
+fi
 if [ "$(elapsed)" -gt 420 ]; then
   say "   (ncu --set detailed on the pytest skipped at t=$(elapsed)s to stay inside 10 minutes)"
 else
@@ -384,7 +402,6 @@ else
 fi
 
 say "== 6. which --kernel spelling finds matmul_tiled<32> (polyprof's short name) (t=$(elapsed)s)"
-root="$(cd "$(dirname "$0")/.." && pwd)"
 if [ "$(elapsed)" -gt 540 ]; then
   say "   (skipped at t=$(elapsed)s to stay inside 10 minutes)"
 else
