@@ -322,7 +322,7 @@ impl KeyAverages {
                 cells.extend([
                     num(row.roofline.pct_peak_bandwidth, units::pct),
                     num(row.roofline.pct_peak_compute, units::pct),
-                    row.roofline.bound.to_string(),
+                    row.roofline.bound_label(),
                 ]);
             }
             all_cells.push(cells);

@@ -486,6 +486,21 @@ fn unknown_limiter() -> Limiter {
 }
 
 impl RooflinePoint {
+    /// The bound with its limiter for a table cell: `compute (tensor bf16)`, `memory (DRAM)`.
+    pub fn bound_label(&self) -> String {
+        let pipe = match (self.limiter, self.precision) {
+            (Limiter::TensorPipe, Some(p)) => format!("tensor {}", p.data_type()),
+            (Limiter::FmaPipe, Some(p)) => format!("FMA {}", p.data_type()),
+            (Limiter::TensorPipe, None) => "tensor".to_string(),
+            (Limiter::FmaPipe, None) => "FMA".to_string(),
+            (Limiter::Sm, _) => "SM".to_string(),
+            (Limiter::Dram, _) => "DRAM".to_string(),
+            (Limiter::L2, _) => "L1/L2".to_string(),
+            (Limiter::Latency | Limiter::Unknown, _) => return self.bound.to_string(),
+        };
+        format!("{} ({pipe})", self.bound)
+    }
+
     /// `compute-bound, tensor pipe (bf16), 79 % of peak at 1.59 GHz`.
     pub fn verdict(&self) -> String {
         let mut text = match self.bound {

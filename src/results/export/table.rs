@@ -160,7 +160,7 @@ pub fn render_fitted(report: &Report, width: Option<usize>) -> String {
     ));
     if report.peaks.is_some() {
         text.push_str(&format!(
-            "; bound = the larger share of peak (memory or compute), latency when both are below {LATENCY_BOUND_PCT} %"
+            "; bound = the larger share of peak (memory or compute) with its limiter, latency when both are below {LATENCY_BOUND_PCT} % (per-launch verdicts with speed of light and clocks: --format json)"
         ));
     }
     text.push('\n');
