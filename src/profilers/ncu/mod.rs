@@ -6,6 +6,7 @@ pub mod details;
 pub mod diagnostics;
 pub mod discovery;
 pub mod fields;
+pub mod kernel_filter;
 pub mod occupancy;
 pub mod options;
 pub mod parse;
