@@ -418,6 +418,35 @@ for spelling in "matmul_tiled<32>" "matmul_tiled" "regex:matmul_tiled<32>" "dema
 done
 fi
 
+say "== 7. graph-level profiling (--graph-profiling graph, range replay): which preset metrics ncu refuses (t=$(elapsed)s)"
+if [ "$(elapsed)" -gt 500 ]; then
+  say "   (skipped at t=$(elapsed)s to stay inside 10 minutes)"
+else
+cat >"$work/graph_mm.py" <<'PY'
+# A bf16 matmul captured in a CUDA graph and replayed once.
+import torch
+a = torch.randn(2048, 2048, device="cuda", dtype=torch.bfloat16); b = torch.randn_like(a)
+s = torch.cuda.Stream()
+s.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(s):
+    c = a @ b
+torch.cuda.current_stream().wait_stream(s)
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g):
+    c = a @ b
+g.replay()
+torch.cuda.synchronize()
+print("graph replayed")
+PY
+no_launch=$(echo "$preset" | tr ',' '\n' | grep -v '^launch__' | paste -sd, -)
+for variant in full:"$preset" no-launch:"$no_launch"; do
+  name="${variant%%:*}"; metrics="${variant#*:}"
+  step "graph-$name" 90 ncu --graph-profiling graph --clock-control none --csv --page raw --metrics "$metrics" python3 graph_mm.py
+  say "   preset ($name): rc $(cat "$out/graph-$name.rc"), $(grep -c '^"' "$out/graph-$name.out") CSV lines"
+  grep -h "==ERROR==\|==WARNING==" "$out/graph-$name.out" "$out/graph-$name.err" | sort | uniq -c | head -8 | sed 's/^/     /' | tee -a "$summary"
+done
+fi
+
 say "== done in $(elapsed) s: $failures failure(s); checks in $checks"
 cat "$checks"
 exit $(( failures > 0 ))
