@@ -906,6 +906,36 @@ mod tests {
     }
 
     #[test]
+    fn clocks_are_locked_unless_the_ncu_command_says_none() {
+        use crate::profilers::plan::{CommandSpec, EndMarker, Graces, Plan, Step};
+        let run_with = |profiler: &str, args: &[&str]| {
+            let mut run = ProfileRun::new("x", profiler, &[], Path::new("x"));
+            let argv = args.iter().map(|a| a.to_string()).collect();
+            run.plan = Some(Plan {
+                profiler: profiler.to_string(),
+                target: Vec::new(),
+                steps: vec![Step::new(
+                    "profile",
+                    CommandSpec::new(argv),
+                    EndMarker::default(),
+                    Graces::default(),
+                )],
+            });
+            run
+        };
+        let ncu = |args: &[&str]| clocks_locked(&run_with("ncu", args));
+        assert_eq!(ncu(&["ncu", "--clock-control", "none", "app"]), Some(false));
+        assert_eq!(ncu(&["ncu", "--clock-control", "base", "app"]), Some(true));
+        assert_eq!(ncu(&["ncu", "--clock-control=none", "app"]), Some(false));
+        // ncu's default is base.
+        assert_eq!(ncu(&["ncu", "--csv", "app"]), Some(true));
+        assert_eq!(clocks_locked(&run_with("vtune", &["vtune"])), None);
+        let mut no_plan = run_with("ncu", &[]);
+        no_plan.plan = None;
+        assert_eq!(clocks_locked(&no_plan), None);
+    }
+
+    #[test]
     fn missing_data_is_unknown_not_zero() {
         let point = evaluate(None, &FlopCounts::default(), None, Some(10.0));
         assert_eq!(point.bound, Bound::Unknown);
