@@ -6,6 +6,8 @@ use std::path::Path;
 use comfy_table::{ContentArrangement, Table};
 use serde::Serialize;
 
+use polyprof::model::Probe;
+use polyprof::pipeline::{HostProbe, Profiler};
 use polyprof::profilers::{self, PROFILER_NAMES, Preflight};
 
 /// Version of the `doctor --json` document; bumped on any incompatible change.
@@ -125,7 +127,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             host: Host {
                 os: std::env::consts::OS,
                 arch: std::env::consts::ARCH,
-                root: profilers::preflight::is_root(),
+                root: HostProbe::new().is_root(),
             },
             available,
             profilers: list,

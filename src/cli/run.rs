@@ -322,7 +322,7 @@ fn print_summary(out: &mut impl Write, run: &ProfileRun) -> std::io::Result<()> 
 #[cfg(test)]
 mod verdict_tests {
     use super::*;
-    use polyprof::profilers::{Diagnostic, Severity};
+    use polyprof::model::parsed::{Diagnostic, Severity};
 
     fn run_with(outcome: Outcome, diagnostic: Option<&str>) -> ProfileRun {
         let mut run = ProfileRun::new("ncu.000", "ncu", &[], Path::new("x"));
@@ -333,6 +333,7 @@ mod verdict_tests {
                 kind: "application_error".to_string(),
                 message: message.to_string(),
                 hint: None,
+                metric: None,
             });
             run.errors.push(format!("application_error: {message}"));
         }

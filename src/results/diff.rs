@@ -12,9 +12,9 @@ use std::collections::BTreeMap;
 use comfy_table::{CellAlignment, Table, presets};
 use serde::{Deserialize, Serialize};
 
+use crate::model::record::KernelRecord;
+use crate::model::run::ProfileRun;
 use crate::results::names::{MIN_NAME_WIDTH, truncate_middle};
-use crate::results::record::KernelRecord;
-use crate::results::run::ProfileRun;
 use crate::results::stats::Stats;
 use crate::results::units;
 

@@ -16,9 +16,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::profilers::ncu::options::{DRAM_CLOCK, DRAM_SOL, MEMORY_SOL, SM_CLOCK};
-use crate::results::record::{FlopCounts, KernelRecord, Precision};
-use crate::results::run::ProfileRun;
+use crate::model::record::{FlopCounts, KernelRecord, Precision};
+use crate::model::run::ProfileRun;
+use crate::model::verdict_metrics::{DRAM_CLOCK, DRAM_SOL, MEMORY_SOL, SM_CLOCK};
 
 /// The device table shipped with polyprof.
 pub const BUILTIN_DEVICES: &str = include_str!("../../configs/devices.toml");
@@ -907,7 +907,7 @@ mod tests {
 
     #[test]
     fn clocks_are_locked_unless_the_ncu_command_says_none() {
-        use crate::profilers::plan::{CommandSpec, EndMarker, Graces, Plan, Step};
+        use crate::model::plan::{CommandSpec, EndMarker, Graces, Plan, Step};
         let run_with = |profiler: &str, args: &[&str]| {
             let mut run = ProfileRun::new("x", profiler, &[], Path::new("x"));
             let argv = args.iter().map(|a| a.to_string()).collect();
@@ -920,6 +920,7 @@ mod tests {
                     EndMarker::default(),
                     Graces::default(),
                 )],
+                outputs: Default::default(),
             });
             run
         };

@@ -8,6 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use polyprof::pipeline::Profiler;
 use polyprof::profilers::{
     self, CommandSpec, EndMarker, Graces, Plan, ProfilerSettings, Step, quote,
 };
@@ -70,6 +71,7 @@ fn one_step(argv: Vec<String>) -> Plan {
             EndMarker::None,
             Graces::default(),
         )],
+        outputs: Default::default(),
     }
 }
 

@@ -30,4 +30,6 @@ mod runner_markers;
 mod runner_output;
 mod runner_pytest;
 mod runner_timeouts;
+mod seam_quote_shell;
+mod seam_registry;
 mod verdicts_roofline;

@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::support::fixture;
 use crate::support::ncu::*;
 use polyprof::Error;
+use polyprof::pipeline::Profiler;
 use polyprof::profilers::ncu::{ClockControl, NcuOptions, Preset};
 use polyprof::profilers::{EndMarker, ProfilerSettings, create};
 

@@ -24,6 +24,7 @@ fn plan(steps: Vec<Step>) -> Plan {
         profiler: "test".into(),
         target: vec!["true".into()],
         steps,
+        outputs: Default::default(),
     }
 }
 

@@ -12,7 +12,7 @@ use super::logfile::{CopyWriter, LogWriter};
 use super::marker::Detector;
 use super::options::{Line, LineSink, StreamKind};
 use super::splitter::{LineSplitter, LineVisitor, Piece, block_lines};
-use crate::pipeline::outcome::{MarkerSeen, StreamCapture};
+use crate::model::outcome::{MarkerSeen, StreamCapture};
 
 /// Bytes of one line kept in memory in the head or tail.
 pub const KEEP_LINE_BYTES: usize = 8 * 1024;
@@ -365,7 +365,7 @@ fn tail_lines(ring: &TailRing, total_lines: u64, in_head: usize, max: usize) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profilers::EndMarker;
+    use crate::model::plan::EndMarker;
 
     fn state(
         head: usize,

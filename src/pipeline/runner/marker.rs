@@ -5,7 +5,7 @@ use regex::bytes::{Regex, RegexBuilder};
 
 use super::pytest;
 use crate::error::{Error, Result};
-use crate::profilers::EndMarker;
+use crate::model::plan::EndMarker;
 
 /// What a detector found.
 #[derive(Debug, Clone, PartialEq, Eq)]

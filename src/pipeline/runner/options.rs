@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use super::env::EnvPolicy;
-use crate::profilers::{EndMarker, Graces};
+use crate::model::plan::{EndMarker, Graces};
 
 /// Default line limit: longer lines are cut into pieces of this size.
 pub const DEFAULT_LINE_LIMIT: usize = 1 << 20;

@@ -6,7 +6,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
 
 use super::capture::StreamState;
-use crate::pipeline::outcome::StreamCapture;
+use crate::model::outcome::StreamCapture;
 
 /// Read size: large reads mean few wake-ups for chatty children.
 pub const READ_BUFFER: usize = 256 * 1024;

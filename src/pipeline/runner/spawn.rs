@@ -13,7 +13,7 @@ use tokio::process::{Child, Command};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::profilers::CommandSpec;
+use crate::model::plan::CommandSpec;
 
 /// Build the command. `env` is the child's complete environment.
 pub fn build_command(

@@ -16,8 +16,8 @@ use super::marker::Detector;
 use super::options::{RunOptions, StreamKind};
 use super::reader::read_stream;
 use super::spawn::{GroupGuard, build_command, enlarge_pipe, live_members, signal_group, spawn};
-use crate::pipeline::outcome::{MarkerSeen, Outcome, RunResult, StreamCapture, Timings};
-use crate::profilers::CommandSpec;
+use crate::model::outcome::{MarkerSeen, Outcome, RunResult, StreamCapture, Timings};
+use crate::model::plan::CommandSpec;
 
 /// After the group got SIGKILL because of a leak: how long the pipes may still take to close.
 const AFTER_KILL_WAIT: Duration = Duration::from_millis(500);

@@ -6,6 +6,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+pub use crate::model::verdict_metrics::{DRAM_CLOCK, DRAM_SOL, MEMORY_SOL, SM_CLOCK};
 
 /// Kernel duration (GPU time).
 pub const DURATION: &str = "gpu__time_duration.sum";
@@ -15,11 +16,6 @@ pub const DRAM_TOTAL: &str = "dram__bytes.sum";
 pub const ACHIEVED_OCCUPANCY: &str = "sm__warps_active.avg.pct_of_peak_sustained_active";
 pub const THEORETICAL_OCCUPANCY: &str = "sm__maximum_warps_per_active_cycle_pct";
 pub const SM_SOL: &str = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
-/// Memory speed of light over DRAM, L1 and L2: costs 6 replay passes on an H200.
-pub const MEMORY_SOL: &str = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed";
-/// DRAM speed of light: 1 pass. The minimal preset's memory SOL (the roofline's memory side is
-/// DRAM); `gpu__compute_memory_throughput` wins when both are present.
-pub const DRAM_SOL: &str = "dram__throughput.avg.pct_of_peak_sustained_elapsed";
 pub const REGISTERS: &str = "launch__registers_per_thread";
 pub const SHARED_STATIC: &str = "launch__shared_mem_per_block_static";
 pub const SHARED_DYNAMIC: &str = "launch__shared_mem_per_block_dynamic";
@@ -66,10 +62,6 @@ pub const TENSOR_OPS: [&str; 6] = [
 /// `HFMA2.MMA` warp instructions: constant moves the compiler routes through the tensor pipe,
 /// which the SASS FP16 FMA counter counts as FP16 math (see `FlopCounts::fp16_hfma2_mma`).
 pub const HFMA2_MMA_INST: &str = "sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum";
-/// The SM clock the launch ran at (Hz): compute peaks are scaled to it.
-pub const SM_CLOCK: &str = "sm__cycles_elapsed.avg.per_second";
-/// The DRAM clock the launch ran at (Hz): the bandwidth peak is scaled to it.
-pub const DRAM_CLOCK: &str = "dram__cycles_elapsed.avg.per_second";
 
 /// Tensor counters of the minimal preset that only some architectures have.
 pub fn is_optional_metric(name: &str) -> bool {

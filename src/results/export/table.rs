@@ -4,10 +4,10 @@
 use std::io::Write;
 
 use crate::error::{Error, Result};
-use crate::pipeline::outcome::Outcome;
+use crate::model::outcome::Outcome;
+use crate::model::run::ProfileRun;
 use crate::results::export::{Exporter, Format, Report};
 use crate::results::roofline::LATENCY_BOUND_PCT;
-use crate::results::run::ProfileRun;
 use crate::results::units;
 
 pub struct TableExporter;

@@ -5,10 +5,12 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
-use crate::pipeline::outcome::{Outcome, RunResult};
-use crate::profilers::{Diagnostic, Plan, RawArtifact};
-use crate::results::record::KernelRecord;
+use crate::model::artifacts::RawArtifact;
+use crate::model::error::{Error, Result};
+use crate::model::outcome::{Outcome, RunResult};
+use crate::model::parsed::Diagnostic;
+use crate::model::plan::Plan;
+use crate::model::record::KernelRecord;
 
 /// Bumped whenever a field changes meaning or is removed.
 pub const SCHEMA_VERSION: u32 = 1;

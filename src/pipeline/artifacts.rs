@@ -1,41 +1,14 @@
-//! Raw files a profiler wrote, collected with a size cap so nothing huge is held in memory.
+//! Collecting the raw files a profiler wrote, with a size cap so nothing huge is held in memory.
 //! The files themselves stay on disk; an artifact always records its path and true size.
 
-use std::path::{Path, PathBuf};
-
-use serde::{Deserialize, Serialize};
+use std::path::Path;
 
 use crate::error::{Error, Result};
+use crate::model::artifacts::{RawArtifact, RawOutput};
+use crate::model::plan::DeclaredOutputs;
 
 /// Default cap on the bytes of one artifact read into memory (the file on disk is untouched).
 pub const DEFAULT_ARTIFACT_CAP: u64 = 256 * 1024 * 1024;
-
-/// One raw file the profiler wrote.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RawArtifact {
-    /// File name relative to the output directory.
-    pub name: String,
-    pub path: PathBuf,
-    /// Size on disk.
-    pub size: u64,
-    /// Content read into memory (up to the cap). Not serialized: `run.json` points at the file.
-    #[serde(skip)]
-    pub content: Vec<u8>,
-    /// The content was cut at the cap; the file on disk is complete.
-    pub truncated: bool,
-}
-
-/// All raw files of one pass, by name.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RawOutput {
-    pub artifacts: Vec<RawArtifact>,
-}
-
-impl RawOutput {
-    pub fn get(&self, name: &str) -> Option<&RawArtifact> {
-        self.artifacts.iter().find(|a| a.name == name)
-    }
-}
 
 /// Read one file into an artifact, capped at `cap` bytes.
 pub async fn read_artifact(dir: &Path, name: &str, cap: u64) -> Result<RawArtifact> {
@@ -92,6 +65,65 @@ pub async fn collect_files(dir: &Path, keep: impl Fn(&str) -> bool, cap: u64) ->
         artifacts.push(read_artifact(dir, &name, cap).await?);
     }
     Ok(RawOutput { artifacts })
+}
+
+/// The files `outputs` declares, read from `dir` in declaration order (within one pattern by
+/// name). A declared file that cannot be read is named in the returned errors; the rest are
+/// still collected. A directory that cannot be listed is an error.
+pub async fn collect_declared(
+    dir: &Path,
+    outputs: &DeclaredOutputs,
+) -> Result<(RawOutput, Vec<String>)> {
+    let mut raw = RawOutput::default();
+    let mut errors = Vec::new();
+    if outputs.collect.is_empty() {
+        return Ok((raw, errors));
+    }
+    let listing = match collect_names(dir).await {
+        Ok(names) => names,
+        // No directory, no files: the backend's parser says what that means.
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            return Ok((raw, errors));
+        }
+        Err(error) => return Err(error),
+    };
+    let mut names: Vec<(usize, String)> = listing
+        .into_iter()
+        .filter_map(|name| outputs.collect_rank(&name).map(|rank| (rank, name)))
+        .collect();
+    names.sort();
+    for (_, name) in names {
+        match read_artifact(dir, &name, DEFAULT_ARTIFACT_CAP).await {
+            Ok(artifact) => raw.artifacts.push(artifact),
+            Err(error) => errors.push(format!("{name}: {error}")),
+        }
+    }
+    Ok((raw, errors))
+}
+
+/// The names of the regular files directly in `dir`.
+async fn collect_names(dir: &Path) -> Result<Vec<String>> {
+    let mut entries = tokio::fs::read_dir(dir)
+        .await
+        .map_err(|e| Error::io("list output directory", dir, e))?;
+    let mut names = Vec::new();
+    while let Some(entry) = entries
+        .next_entry()
+        .await
+        .map_err(|e| Error::io("list output directory", dir, e))?
+    {
+        let is_file = entry
+            .file_type()
+            .await
+            .map(|t| t.is_file())
+            .unwrap_or(false);
+        if let Some(name) = entry.file_name().to_str()
+            && is_file
+        {
+            names.push(name.to_string());
+        }
+    }
+    Ok(names)
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 
 /// What tells the runner that the profiled work is done even if the process then hangs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -182,6 +182,71 @@ pub struct Plan {
     /// The target argv, exactly as given.
     pub target: Vec<String>,
     pub steps: Vec<Step>,
+    /// The files the profiler writes and the ones staged before it runs.
+    #[serde(default, skip_serializing_if = "DeclaredOutputs::is_empty")]
+    pub outputs: DeclaredOutputs,
+}
+
+/// A file name in the output directory, matched by exact name, prefix or regular expression.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "value")]
+pub enum FilePattern {
+    Name(String),
+    Prefix(String),
+    Regex(String),
+}
+
+impl FilePattern {
+    /// Whether `name` matches. An invalid regular expression matches nothing.
+    pub fn matches(&self, name: &str) -> bool {
+        match self {
+            FilePattern::Name(exact) => name == exact,
+            FilePattern::Prefix(prefix) => name.starts_with(prefix.as_str()),
+            FilePattern::Regex(pattern) => {
+                regex::Regex::new(pattern).is_ok_and(|re| re.is_match(name))
+            }
+        }
+    }
+}
+
+/// A small file written into the output directory before the run (a config, a script).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StagedFile {
+    /// File name relative to the output directory.
+    pub name: String,
+    pub content: String,
+}
+
+/// What a backend declares about its output directory; the pipeline acts on it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeclaredOutputs {
+    /// Files collected after the run, in this order (within one pattern by name). Each is read
+    /// (capped) into a raw artifact and handed to the backend's parser.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub collect: Vec<FilePattern>,
+    /// Entries that must not exist before the run: a previous run's output would be read (or
+    /// reported on) as this run's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fresh: Vec<FilePattern>,
+    /// Files written before the run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stage: Vec<StagedFile>,
+}
+
+impl DeclaredOutputs {
+    pub fn is_empty(&self) -> bool {
+        self.collect.is_empty() && self.fresh.is_empty() && self.stage.is_empty()
+    }
+
+    /// The index of the first collect pattern `name` matches.
+    pub fn collect_rank(&self, name: &str) -> Option<usize> {
+        self.collect.iter().position(|p| p.matches(name))
+    }
+
+    /// Whether an existing entry `name` is a previous run's output.
+    pub fn is_stale(&self, name: &str) -> bool {
+        self.fresh.iter().any(|p| p.matches(name))
+    }
 }
 
 /// serde helper: durations as fractional seconds.
