@@ -22,7 +22,13 @@ pub enum Outcome {
     /// The caller cancelled the run (token or Ctrl-C); the group was stopped.
     Cancelled,
     /// The process could not be started.
-    SpawnFailed { error: String },
+    SpawnFailed {
+        error: String,
+        /// The OS error number of the failed exec, when there was one (ENOENT: not found,
+        /// EACCES/ENOEXEC: not executable).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        errno: Option<i32>,
+    },
 }
 
 impl Outcome {
@@ -95,6 +101,9 @@ pub struct RunResult {
     /// Processes of the group still held the pipes (or were alive) after the leader exited; they
     /// were killed.
     pub leaked: bool,
+    /// Processes the command left behind that polyprof had to kill, and how each escaped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub killed: Vec<KilledProcess>,
     pub stdout: StreamCapture,
     pub stderr: StreamCapture,
     /// Things the caller should see: "passed, then hung; stopped after 10 s grace", …
@@ -116,7 +125,41 @@ impl std::fmt::Display for Outcome {
                 write!(f, "failed, then hung after the end marker")
             }
             Outcome::Cancelled => write!(f, "cancelled"),
-            Outcome::SpawnFailed { error } => write!(f, "failed to start: {error}"),
+            Outcome::SpawnFailed { error, .. } => write!(f, "failed to start: {error}"),
         }
     }
+}
+
+/// How a process left behind got out of reach of a signal to the command's process group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Escape {
+    /// It called setsid(): a new session (a daemon).
+    NewSession,
+    /// It moved to a process group of its own (setpgid).
+    NewProcessGroup,
+    /// Its parent exited (a double fork); the supervisor adopted it as subreaper.
+    Reparented,
+    /// It stayed in the command's group and outlived the command.
+    InGroup,
+}
+
+impl std::fmt::Display for Escape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Escape::NewSession => "left the session (setsid)",
+            Escape::NewProcessGroup => "left the process group",
+            Escape::Reparented => "orphaned by its parent (double fork)",
+            Escape::InGroup => "stayed in the group after the command exited",
+        })
+    }
+}
+
+/// A process polyprof killed at the end of a run because the command left it behind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KilledProcess {
+    pub pid: i32,
+    /// Its command line (lossy, cut at 1 KiB; empty if it could not be read).
+    pub argv: Vec<String>,
+    pub escaped: Escape,
 }

@@ -141,8 +141,13 @@ impl ProfileRun {
             context: "run document".to_string(),
             source,
         })?;
-        std::fs::write(&tmp, text).map_err(|e| Error::io("write", &tmp, e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| Error::io("rename into place", &path, e))?;
+        // A full disk must not leave a stray temporary file behind.
+        let cleanup = |e| {
+            let _ = std::fs::remove_file(&tmp);
+            Error::io("write", &path, e)
+        };
+        std::fs::write(&tmp, text).map_err(cleanup)?;
+        std::fs::rename(&tmp, &path).map_err(cleanup)?;
         Ok(path)
     }
 

@@ -65,6 +65,10 @@ pub fn main_step_index(plan: &Plan) -> Option<usize> {
 /// Profile `job` once. Always returns a run document (also written as `run.json` when the
 /// output directory is writable).
 pub async fn profile(job: &Job) -> ProfileRun {
+    let job = &Job {
+        output_dir: super::rundir::next_free(&job.output_dir),
+        ..job.clone()
+    };
     let label = job.label.clone().unwrap_or_else(|| {
         job.output_dir
             .file_name()

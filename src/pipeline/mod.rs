@@ -7,6 +7,7 @@ pub mod executor;
 pub mod job;
 pub mod probe;
 pub mod profiler;
+pub mod rundir;
 pub mod runner;
 pub mod staging;
 

@@ -147,6 +147,7 @@ fn run(label: &str, kernels: Vec<KernelRecord>, wall_s: f64) -> ProfileRun {
                 end_s: wall_s,
             },
             leaked: false,
+            killed: Vec::new(),
             stdout: StreamCapture {
                 total_bytes: 21_546,
                 lines: 9,

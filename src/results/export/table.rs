@@ -36,7 +36,7 @@ pub fn describe_outcome(outcome: &Outcome) -> String {
             if *passed { "passed" } else { "failed" }
         ),
         Outcome::Cancelled => "cancelled".to_string(),
-        Outcome::SpawnFailed { error } => format!("could not start: {error}"),
+        Outcome::SpawnFailed { error, .. } => format!("could not start: {error}"),
     }
 }
 
