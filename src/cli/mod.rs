@@ -8,6 +8,7 @@ pub mod ncu_args;
 pub mod occupancy;
 pub mod output;
 pub mod parse;
+pub mod parse_run;
 pub mod report;
 pub mod run;
 pub mod select;

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_BORDERS_ONLY};
-use polyprof::model::{ParsedOutput, RawArtifact, RawOutput, Severity};
+use polyprof::model::{ParsedOutput, ProfilerOutput, RawArtifact, RawOutput, Severity};
 use polyprof::profilers::ncu::parse::flag_empty;
 use polyprof::profilers::ncu::{MetricFilter, ParseOptions, merge, parse, parse_reader};
 use polyprof::profilers::registry::{self, BACKENDS, BackendEntry};
@@ -37,6 +37,18 @@ pub struct Args {
     /// Print JSON (kernels, diagnostics, session) instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Also write a run document (run.json) of the parsed records to FILE, which `polyprof
+    /// report` and `polyprof diff` read like a profiled run's.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        conflicts_with = "run_dir"
+    )]
+    pub run_file: Option<PathBuf>,
+    /// Also write the run document as DIR/run.json (DIR is created).
+    #[arg(long, value_name = "DIR")]
+    pub run_dir: Option<PathBuf>,
 }
 
 fn options(args: &Args) -> ParseOptions {
@@ -74,6 +86,9 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             entry.name,
             with_parser.join(", ")
         );
+    }
+    if args.run_file.is_some() || args.run_dir.is_some() {
+        return super::parse_run::execute(entry, &args, &options(&args));
     }
     if entry.name != "ncu" {
         return parse_with_backend(entry, &args);
@@ -153,29 +168,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
 /// A backend other than ncu (whose parser streams): the files become raw artifacts named by
 /// their file names and go through the backend's own parser.
 fn parse_with_backend(entry: &BackendEntry, args: &Args) -> anyhow::Result<u8> {
-    let mut raw = RawOutput::default();
-    for file in &args.files {
-        let content =
-            std::fs::read(file).with_context(|| format!("cannot read `{}`", file.display()))?;
-        raw.artifacts.push(RawArtifact {
-            name: file
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            path: file.clone(),
-            size: content.len() as u64,
-            content,
-            truncated: false,
-        });
-    }
-    let dir = args
-        .files
-        .first()
-        .and_then(|f| f.parent())
-        .map(PathBuf::from)
-        .unwrap_or_default();
-    let backend = (entry.create)(dir, &Default::default())?;
-    let output = backend.parse(raw)?;
+    let output = backend_output(entry, args)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     if args.json {
@@ -209,6 +202,33 @@ fn parse_with_backend(entry: &BackendEntry, args: &Args) -> anyhow::Result<u8> {
         .iter()
         .any(|d| d.severity == Severity::Error);
     Ok(u8::from(failed))
+}
+
+/// The files as raw artifacts named by their file names, through the backend's own parser.
+pub(super) fn backend_output(entry: &BackendEntry, args: &Args) -> anyhow::Result<ProfilerOutput> {
+    let mut raw = RawOutput::default();
+    for file in &args.files {
+        let content =
+            std::fs::read(file).with_context(|| format!("cannot read `{}`", file.display()))?;
+        raw.artifacts.push(RawArtifact {
+            name: file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            path: file.clone(),
+            size: content.len() as u64,
+            content,
+            truncated: false,
+        });
+    }
+    let dir = args
+        .files
+        .first()
+        .and_then(|f| f.parent())
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    let backend = (entry.create)(dir, &Default::default())?;
+    Ok(backend.parse(raw)?)
 }
 
 /// `{"profiler":…,"files":…,"kernels":[…],"diagnostics":[…],"session":{…}}`, kernels written as

@@ -35,4 +35,5 @@ mod runner_pytest;
 mod runner_timeouts;
 mod seam_quote_shell;
 mod seam_registry;
+mod verdicts_parse_run;
 mod verdicts_roofline;

@@ -102,7 +102,8 @@ fn is_process_step(event: &Event) -> bool {
 
 fn stable_frame(frame: &Frame, profile: &Profile) -> Frame {
     let name = match frame.kind {
-        FrameKind::Pass => stable_pass_name(&frame.name, profile),
+        // A run without a target names its job after its label too.
+        FrameKind::Pass | FrameKind::Job => stable_pass_name(&frame.name, profile),
         FrameKind::Process => process_name(&frame.name),
         _ => frame.name.clone(),
     };

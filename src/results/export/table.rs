@@ -10,6 +10,9 @@ use crate::results::export::{Exporter, Format, Report};
 use crate::results::roofline::LATENCY_BOUND_PCT;
 use crate::results::units;
 
+/// `profiler.configuration` of a run document written by `polyprof parse -o`.
+pub const PARSED_CONFIGURATION: &str = "parsed from saved output";
+
 pub struct TableExporter;
 
 impl Exporter for TableExporter {
@@ -81,6 +84,15 @@ fn header(report: &Report) -> String {
                         .map(|s| format!("; wall {s:.2} s"))
                         .unwrap_or_default();
                     format!("{} — {verdict}{wall}", describe_outcome(outcome))
+                }
+                // `polyprof parse -o`: a document of saved output, not a failed run.
+                None if run.profiler.configuration.as_deref() == Some(PARSED_CONFIGURATION) => {
+                    let verdict = if run.errors.is_empty() {
+                        "parsed"
+                    } else {
+                        "parsed with errors"
+                    };
+                    format!("no process run (records parsed from saved output) — {verdict}")
                 }
                 None => "nothing was started — FAILED".to_string(),
             };
