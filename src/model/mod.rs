@@ -11,6 +11,7 @@ pub mod plan;
 pub mod probe;
 pub mod record;
 pub mod run;
+pub mod schema;
 pub mod verdict_metrics;
 
 pub use artifacts::{RawArtifact, RawOutput};

@@ -93,6 +93,17 @@ impl Serialize for MetricName {
     }
 }
 
+// A metric name is a plain string in run.json.
+impl schemars::JsonSchema for MetricName {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "MetricName".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        String::json_schema(generator)
+    }
+}
+
 impl<'de> Deserialize<'de> for MetricName {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         // `Cow` borrows when the input allows, so only the `Arc` allocates.
@@ -102,7 +113,7 @@ impl<'de> Deserialize<'de> for MetricName {
 }
 
 /// A metric value as the profiler reported it, normalized to a base unit.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum MetricValue {
     Number(f64),
@@ -119,7 +130,7 @@ impl MetricValue {
 }
 
 /// One metric with its (normalized) unit; `unit` is empty for unitless values.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Metric {
     pub value: MetricValue,
     /// Base units (`ns`, `byte`, …) are borrowed from static strings, so the thousands of
@@ -130,7 +141,7 @@ pub struct Metric {
 }
 
 /// A profiler's own advice about a kernel (ncu rule results, VTune recommendations, …).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RuleResult {
     /// The section the rule belongs to (`GPU Speed Of Light Throughput`).
     pub section: String,
@@ -147,7 +158,7 @@ pub struct RuleResult {
 
 /// FLOPs split by precision and pipe. Vector (CUDA-core) counts are add + mul + 2·fma
 /// instructions; tensor-core counts are the profiler's own op counts (2 per multiply-add).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FlopCounts {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fp16: Option<f64>,
@@ -284,7 +295,7 @@ fn sum_measured(parts: &[Option<f64>]) -> Option<f64> {
 }
 
 /// A precision on a pipe: what a compute peak is quoted for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Precision {
     Fp16,
@@ -318,7 +329,7 @@ impl Precision {
 }
 
 /// One kernel launch (or one aggregated kernel, for profilers that only report totals).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KernelRecord {
     /// Which profiler produced the record (`ncu`, `unitrace`, …).
     pub profiler: String,

@@ -37,3 +37,4 @@ mod seam_quote_shell;
 mod seam_registry;
 mod verdicts_parse_run;
 mod verdicts_roofline;
+mod verdicts_schema;
