@@ -11,7 +11,9 @@ use anyhow::Context as _;
 use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_BORDERS_ONLY};
 use polyprof::model::{ParsedOutput, ProfilerOutput, RawArtifact, RawOutput, Severity};
 use polyprof::profilers::ncu::parse::flag_empty;
-use polyprof::profilers::ncu::{MetricFilter, ParseOptions, merge, parse, parse_reader};
+use polyprof::profilers::ncu::{
+    MetricFilter, ParseOptions, device_from_session, merge, parse, parse_reader,
+};
 use polyprof::profilers::registry::{self, BACKENDS, BackendEntry};
 use polyprof::results::record::KernelRecord;
 
@@ -88,7 +90,19 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         );
     }
     if args.run_file.is_some() || args.run_dir.is_some() {
-        return super::parse_run::execute(entry, &args, &options(&args));
+        let parsed = if entry.name == "ncu" {
+            (parse_all(&args.files, &options(&args))?, Vec::new())
+        } else {
+            let output = backend_output(entry, &args)?;
+            (output.parsed, output.errors)
+        };
+        return super::parse_run::write(
+            entry.name,
+            &args.files,
+            parsed,
+            args.run_file.as_deref(),
+            args.run_dir.as_deref(),
+        );
     }
     if entry.name != "ncu" {
         return parse_with_backend(entry, &args);
@@ -204,8 +218,22 @@ fn parse_with_backend(entry: &BackendEntry, args: &Args) -> anyhow::Result<u8> {
     Ok(u8::from(failed))
 }
 
+/// Every file parsed and merged into one output, with its device (for a run document).
+fn parse_all(files: &[PathBuf], options: &ParseOptions) -> anyhow::Result<ParsedOutput> {
+    let mut merged = ParsedOutput::default();
+    for file in files {
+        let bytes =
+            std::fs::read(file).with_context(|| format!("cannot read `{}`", file.display()))?;
+        merge(&mut merged, parse(&bytes, options));
+    }
+    merged.device = device_from_session(&merged.session);
+    let count = merged.kernels.len();
+    flag_empty(&mut merged, count);
+    Ok(merged)
+}
+
 /// The files as raw artifacts named by their file names, through the backend's own parser.
-pub(super) fn backend_output(entry: &BackendEntry, args: &Args) -> anyhow::Result<ProfilerOutput> {
+fn backend_output(entry: &BackendEntry, args: &Args) -> anyhow::Result<ProfilerOutput> {
     let mut raw = RawOutput::default();
     for file in &args.files {
         let content =

@@ -9,31 +9,19 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use polyprof::model::{ParsedOutput, ProfileRun, Severity};
-use polyprof::profilers::ncu::parse::flag_empty;
-use polyprof::profilers::ncu::{ParseOptions, device_from_session, merge, parse};
-use polyprof::profilers::registry::BackendEntry;
 use polyprof::results::export::table::PARSED_CONFIGURATION;
 
-use super::parse::{Args, backend_output};
-
-pub fn execute(entry: &BackendEntry, args: &Args, options: &ParseOptions) -> anyhow::Result<u8> {
-    let (parsed, parse_errors) = if entry.name == "ncu" {
-        let mut merged = ParsedOutput::default();
-        for file in &args.files {
-            let bytes =
-                std::fs::read(file).with_context(|| format!("cannot read `{}`", file.display()))?;
-            merge(&mut merged, parse(&bytes, options));
-        }
-        merged.device = device_from_session(&merged.session);
-        let count = merged.kernels.len();
-        flag_empty(&mut merged, count);
-        (merged, Vec::new())
-    } else {
-        let output = backend_output(entry, args)?;
-        (output.parsed, output.errors)
-    };
-    let run = run_document(entry.name, &args.files, parsed, parse_errors);
-    let path = match (&args.run_file, &args.run_dir) {
+/// Write the run document of `parsed` to `run_file`, or to `run_dir`/run.json. Exit status:
+/// 1 when the document has errors.
+pub fn write(
+    profiler: &str,
+    files: &[PathBuf],
+    (parsed, parse_errors): (ParsedOutput, Vec<String>),
+    run_file: Option<&Path>,
+    run_dir: Option<&Path>,
+) -> anyhow::Result<u8> {
+    let run = run_document(profiler, files, parsed, parse_errors);
+    let path = match (run_file, run_dir) {
         (Some(file), _) => write_to(&run, file)?,
         (None, Some(dir)) => {
             std::fs::create_dir_all(dir)
@@ -56,7 +44,7 @@ pub fn execute(entry: &BackendEntry, args: &Args, options: &ParseOptions) -> any
         "polyprof: wrote {} ({} kernel records from {} file(s); read it with `polyprof report {}`)",
         path.display(),
         run.kernels.len(),
-        args.files.len(),
+        files.len(),
         path.display()
     )?;
     Ok(u8::from(!run.errors.is_empty()))
