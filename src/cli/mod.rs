@@ -1,6 +1,7 @@
 //! Subcommands, one file each.
 
 pub mod demo;
+pub mod demo_replay;
 pub mod demo_workload;
 pub mod diff;
 pub mod doctor;

@@ -155,7 +155,8 @@ enum Key {
 }
 
 /// Group `events` into rows (in order of first appearance). Calls add up `calls`; means are
-/// totals over calls; GFLOP/s and GB/s use GPU time only (a row without GPU time has none).
+/// totals over calls; GFLOP/s and GB/s use GPU time, or CPU time for a row without GPU time
+/// (CPU work; no share of a GPU peak then).
 pub fn key_averages(events: &[Event], group_by: GroupBy) -> KeyAverages {
     let inside = gpu_time_inside(events);
     let mut index: HashMap<Key, usize> = HashMap::new();
@@ -220,8 +221,12 @@ impl KeyAverages {
             let calls = (row.calls > 0).then_some(row.calls as f64);
             row.cpu_mean_ns = row.cpu_total_ns.zip(calls).map(|(t, n)| t / n);
             row.gpu_mean_ns = row.gpu_total_ns.zip(calls).map(|(t, n)| t / n);
-            row.roofline =
-                roofline::evaluate(self.peaks.as_ref(), &row.flops, row.bytes, row.gpu_total_ns);
+            row.roofline = match (row.gpu_total_ns, row.cpu_total_ns) {
+                // CPU work (a scope with FLOPs or bytes and no kernels inside): its rates over
+                // its own wall time, with no GPU peaks to compare against.
+                (None, Some(cpu)) => roofline::evaluate(None, &row.flops, row.bytes, Some(cpu)),
+                (gpu, _) => roofline::evaluate(self.peaks.as_ref(), &row.flops, row.bytes, gpu),
+            };
         }
     }
 
