@@ -4,6 +4,7 @@
 //! pipeline/ above both, cli/ on top (`scripts/check-layers.sh` keeps it so).
 
 pub mod artifacts;
+pub mod device;
 pub mod error;
 pub mod outcome;
 pub mod parsed;
@@ -15,6 +16,7 @@ pub mod schema;
 pub mod verdict_metrics;
 
 pub use artifacts::{RawArtifact, RawOutput};
+pub use device::DeviceInfo;
 pub use error::{Error, Result};
 pub use outcome::{MarkerSeen, Outcome, RunResult, StreamCapture, Timings};
 pub use parsed::{Diagnostic, ParsedOutput, ProfilerOutput, Severity};
@@ -24,4 +26,4 @@ pub use plan::{
 };
 pub use probe::{Probe, ProbeError, ProbeOutput, ProbeRequest};
 pub use record::{FlopCounts, KernelRecord, Metric, MetricName, MetricValue, RuleResult};
-pub use run::{ContainerInfo, DeviceInfo, ProfileRun, ProfilerInfo, StepRun};
+pub use run::{ContainerInfo, ProfileRun, ProfilerInfo, StepRun};

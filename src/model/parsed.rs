@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::model::artifacts::RawOutput;
+use crate::model::device::DeviceInfo;
 use crate::model::record::KernelRecord;
-use crate::model::run::DeviceInfo;
 
 /// How bad a diagnostic is.
 #[derive(

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::model::artifacts::RawArtifact;
+pub use crate::model::device::DeviceInfo;
 use crate::model::error::{Error, Result};
 use crate::model::outcome::{Outcome, RunResult};
 use crate::model::parsed::Diagnostic;
@@ -27,16 +28,6 @@ pub struct ProfilerInfo {
     /// Metric preset, metric group or similar, as a short label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub configuration: Option<String>,
-}
-
-/// The device the run used, as far as it is known.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct DeviceInfo {
-    pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub compute_capability: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arch: Option<String>,
 }
 
 /// The container a run went through, when it did.

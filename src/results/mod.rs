@@ -1,6 +1,7 @@
 //! The normalized profile: kernel records, the run document, aggregation and exports.
 
 pub mod aggregate;
+pub mod benchmark;
 pub mod callpath;
 pub mod diff;
 pub mod event;

@@ -4,10 +4,18 @@
 
 mod support;
 
+mod amd_rocprofv3;
+mod amd_rocprofv3_proptest;
 mod demo;
 mod foundation_cli;
 mod foundation_quote;
 mod foundation_selection;
+mod intel_ocl_retry;
+mod intel_parse_cli;
+mod metal_oracle;
+mod metal_profile_kernel;
+mod metal_static_lane;
+mod metal_xctrace;
 mod ncu_cli;
 mod ncu_details_page;
 mod ncu_diagnostics;

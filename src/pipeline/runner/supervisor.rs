@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::tree;
-use crate::pipeline::outcome::{Escape, KilledProcess};
+use crate::model::outcome::{Escape, KilledProcess};
 
 /// argv[1] that selects the hidden mode.
 pub const HIDDEN_MODE: &str = "__polyprof-supervise";

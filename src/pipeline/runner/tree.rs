@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::pipeline::outcome::{Escape, KilledProcess};
+use crate::model::outcome::{Escape, KilledProcess};
 
 /// Bytes of a command line kept in a report (a runaway argv must not bloat run.json).
 const CMDLINE_KEEP: usize = 1024;

@@ -4,7 +4,19 @@
 //! argv instead of a concatenated string, `--teardown-on-signal 15` so a forced stop still
 //! writes data, a post-marker grace sized for unitrace's flush, stale output refused before the
 //! run, and timeline files found by unitrace's own naming rule instead of "first `*.json`".
-//! The OpenCL variant (`ocl_unitrace`) shares everything here.
+//! The OpenCL variant (`ocl-unitrace`) is the same backend with [`UnitraceApi::OpenCl`]; what
+//! differs (sampling, collection off at start, the retry policy, the ICD check) is in [`opencl`].
+
+pub mod opencl;
+
+pub mod chrome;
+pub mod lines;
+pub mod metrics;
+pub mod names;
+pub mod outputs;
+pub mod records;
+pub mod tables;
+pub mod timeline;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,7 +29,7 @@ use super::preflight::{self, Preflight};
 use super::staging::{path_arg, require_target, session_id};
 use super::{
     Backend, CommandSpec, Diagnostic, EndMarker, Graces, Plan, ProfilerOutput, ProfilerSettings,
-    RawOutput, Severity, Step,
+    RawOutput, RetryPolicy, Severity, Step,
 };
 use crate::error::{Error, Result};
 use crate::model::plan::{DeclaredOutputs, FilePattern};
@@ -30,6 +42,8 @@ pub const DEFAULT_METRIC_GROUP: &str = "ComputeBasic";
 pub const TRACE_PREFIX: &str = "trace.";
 /// SIGTERM: unitrace tears down and writes its files when the runner stops the target.
 pub const TEARDOWN_SIGNAL: &str = "15";
+/// The session id of a paused start, exported to the target.
+pub const SESSION_ENV: &str = "POLYPROF_UNITRACE_SESSION";
 
 /// Unitrace's timeline naming: `<appname>.<pid>.json` or `<appname>.<pid>.<rank>.json`.
 pub const TIMELINE_PATTERN: &str = r"^.+\.[0-9]+(\.[0-9]+)?\.json$";
@@ -54,6 +68,10 @@ pub(crate) struct UnitraceCore {
     pub end_marker: Option<EndMarker>,
     pub graces: Option<Graces>,
     pub opencl: bool,
+    /// `--chrome-kernel-logging --chrome-itt-logging` (the Chrome timeline with ITT tasks).
+    pub timeline: bool,
+    /// `--start-paused --session <id>`: the harness resumes collection for the timed loop.
+    pub start_paused: bool,
 }
 
 impl UnitraceCore {
@@ -68,6 +86,8 @@ impl UnitraceCore {
             end_marker: settings.end_marker.clone(),
             graces: settings.graces,
             opencl,
+            timeline: true,
+            start_paused: true,
         }
     }
 
@@ -79,8 +99,10 @@ impl UnitraceCore {
         }
     }
 
-    /// The unitrace argv for one attempt.
-    pub fn argv(&self, target: &[String]) -> Result<Vec<String>> {
+    /// The unitrace argv for one pass: the options, then the target directly (unitrace 2.3.0
+    /// has no `--`: its `ParseArgs` starts the application at the first argument it does not
+    /// know, so a `--` would be run as the program). `session` is given when started paused.
+    pub fn argv(&self, target: &[String], session: Option<&str>) -> Result<Vec<String>> {
         require_target(self.name(), target)?;
         let out = path_arg(&self.output_dir)?;
         let prefix = path_arg(&self.output_dir.join("trace"))?;
@@ -88,17 +110,9 @@ impl UnitraceCore {
         if self.opencl {
             argv.push("--opencl".into());
         }
-        argv.extend(
-            [
-                "--chrome-kernel-logging",
-                "--chrome-itt-logging",
-                "--start-paused",
-                "--session",
-            ]
-            .map(String::from),
-        );
-        argv.push(session_id());
-        argv.extend(["--teardown-on-signal".to_string(), TEARDOWN_SIGNAL.into()]);
+        if self.timeline {
+            argv.extend(["--chrome-kernel-logging", "--chrome-itt-logging"].map(String::from));
+        }
         argv.extend(["--group".to_string(), self.metric_group.clone()]);
         // Per-kernel queries are Level Zero only; OpenCL needs time-based sampling.
         argv.push(
@@ -110,9 +124,28 @@ impl UnitraceCore {
             .into(),
         );
         argv.extend(["--output-dir-path".to_string(), out, "-o".into(), prefix]);
+        if let Some(session) = session {
+            argv.extend(["--start-paused", "--session", session].map(String::from));
+        }
+        argv.extend(["--teardown-on-signal".to_string(), TEARDOWN_SIGNAL.into()]);
         argv.extend(self.extra_args.iter().cloned());
         argv.extend(target.iter().cloned());
         Ok(argv)
+    }
+
+    /// The command of one pass: a fresh session id when started paused, in the argv and in the
+    /// target's environment, so its harness can run `unitrace --resume|--pause|--stop <id>`
+    /// around the timed loop.
+    pub fn command(&self, target: &[String]) -> Result<CommandSpec> {
+        let session = self.start_paused.then(session_id);
+        let mut command = CommandSpec::new(self.argv(target, session.as_deref())?);
+        command.env = self.env_vars();
+        if let Some(session) = session {
+            command.env.insert(SESSION_ENV.into(), session.clone());
+            // What unitrace itself exports and KernelFoundry's harness reads.
+            command.env.insert("UNITRACE_Session".into(), session);
+        }
+        Ok(command)
     }
 
     /// Variables the pytest harness reads to find and drive the profiler.
@@ -152,8 +185,8 @@ impl UnitraceCore {
         ))
     }
 
-    /// Check the collected files: none is no data; a missing timeline or metrics file is a
-    /// warning with its likely cause.
+    /// Parse the collected files (`outputs::parse_outputs`): none is no data; a missing
+    /// timeline or metrics file is a warning with its likely cause.
     pub fn parse(&self, raw: RawOutput) -> Result<ProfilerOutput> {
         if raw.artifacts.is_empty() {
             return Err(Error::NoData {
@@ -165,11 +198,17 @@ impl UnitraceCore {
                 ),
             });
         }
+        let files: Vec<(&str, &[u8])> = raw
+            .artifacts
+            .iter()
+            .map(|a| (a.name.as_str(), a.content.as_slice()))
+            .collect();
+        let parsed = outputs::parse_outputs(&files, self.name());
         let mut output = ProfilerOutput {
-            raw,
+            parsed,
             ..Default::default()
         };
-        let names = || output.raw.artifacts.iter().map(|a| a.name.as_str());
+        let names = || raw.artifacts.iter().map(|a| a.name.as_str());
         if !names().any(is_timeline) {
             output.parsed.diagnostics.push(Diagnostic {
                 severity: Severity::Warning,
@@ -183,7 +222,13 @@ impl UnitraceCore {
                 metric: None,
             });
         }
-        if !names().any(|n| n.starts_with("trace.metrics.")) {
+        // The older layout carries metrics in the text file itself; only their absence counts.
+        let has_metrics = output
+            .parsed
+            .kernels
+            .iter()
+            .any(|k| k.metrics.contains_key("GpuTime"));
+        if !has_metrics && !names().any(|n| n.starts_with("trace.metrics.")) {
             output.parsed.diagnostics.push(Diagnostic {
                 severity: Severity::Warning,
                 kind: "no_metrics".into(),
@@ -199,6 +244,7 @@ impl UnitraceCore {
                 metric: None,
             });
         }
+        output.raw = raw;
         Ok(output)
     }
 }
@@ -214,22 +260,66 @@ pub(crate) fn unitrace_preflight(probe: &dyn Probe, name: &str) -> Preflight {
     )
 }
 
-/// Unitrace on Level Zero, one metric group per pass.
+/// Which runtime API unitrace traces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnitraceApi {
+    /// SYCL, and PyTorch/Triton on Intel GPUs (`unitrace`).
+    LevelZero,
+    /// OpenCL (`ocl-unitrace`).
+    OpenCl,
+}
+
+/// Unitrace, one metric group per pass, on Level Zero or OpenCL.
 #[derive(Debug, Clone)]
 pub struct Unitrace {
     core: UnitraceCore,
 }
 
 impl Unitrace {
+    /// Level Zero.
     pub fn new(output_dir: PathBuf, settings: &ProfilerSettings) -> Self {
+        Self::with_api(output_dir, settings, UnitraceApi::LevelZero)
+    }
+
+    /// OpenCL.
+    pub fn opencl(output_dir: PathBuf, settings: &ProfilerSettings) -> Self {
+        Self::with_api(output_dir, settings, UnitraceApi::OpenCl)
+    }
+
+    pub fn with_api(output_dir: PathBuf, settings: &ProfilerSettings, api: UnitraceApi) -> Self {
         Unitrace {
-            core: UnitraceCore::new(output_dir, settings, false),
+            core: UnitraceCore::new(output_dir, settings, api == UnitraceApi::OpenCl),
+        }
+    }
+
+    pub fn api(&self) -> UnitraceApi {
+        if self.core.opencl {
+            UnitraceApi::OpenCl
+        } else {
+            UnitraceApi::LevelZero
         }
     }
 
     /// The metric group of this pass.
     pub fn metric_group(&self) -> &str {
         &self.core.metric_group
+    }
+
+    /// With or without the Chrome timeline (on by default).
+    pub fn with_timeline(mut self, on: bool) -> Self {
+        self.core.timeline = on;
+        self
+    }
+
+    /// Started paused with a session (the default), or collecting from the start.
+    pub fn with_start_paused(mut self, on: bool) -> Self {
+        self.core.start_paused = on;
+        self
+    }
+
+    /// The retry policy of the profiling step (OpenCL only).
+    pub fn retry_policy(&self) -> Option<RetryPolicy> {
+        (self.api() == UnitraceApi::OpenCl).then(|| opencl::retry_policy(&self.core.output_dir))
     }
 }
 
@@ -243,18 +333,14 @@ impl Backend for Unitrace {
     }
 
     fn build_plan(&self, target: &[String]) -> Result<Plan> {
-        let mut command = CommandSpec::new(self.core.argv(target)?);
-        command.env = self.env_vars();
+        let command = self.core.command(target)?;
+        let mut step = Step::new("profile", command, self.end_marker(), self.graces());
+        step.retry = self.retry_policy();
         Ok(Plan {
             profiler: self.name().into(),
             target: target.to_vec(),
             outputs: Default::default(),
-            steps: vec![Step::new(
-                "profile",
-                command,
-                self.end_marker(),
-                self.graces(),
-            )],
+            steps: vec![step],
         })
     }
 
@@ -262,19 +348,29 @@ impl Backend for Unitrace {
         self.core.env_vars()
     }
 
+    /// OpenCL has no marker: each attempt runs to its exit so the validator sees complete files.
     fn end_marker(&self) -> EndMarker {
-        self.core.end_marker.clone().unwrap_or(EndMarker::Pytest)
+        self.core.end_marker.clone().unwrap_or(match self.api() {
+            UnitraceApi::LevelZero => EndMarker::Pytest,
+            UnitraceApi::OpenCl => EndMarker::None,
+        })
     }
 
     fn graces(&self) -> Graces {
         self.core.graces()
     }
 
-    /// Every unitrace file is collected, and none may be left from an earlier run.
+    /// Every unitrace file is collected, and none may be left from an earlier run. On OpenCL
+    /// the retry policy removes stale `trace.*` files before every attempt; a previous run's
+    /// timeline would still be mistaken for this one's.
     fn outputs(&self) -> DeclaredOutputs {
+        let fresh = match self.api() {
+            UnitraceApi::LevelZero => UnitraceCore::collect_pattern(),
+            UnitraceApi::OpenCl => FilePattern::Regex(TIMELINE_PATTERN.to_string()),
+        };
         DeclaredOutputs {
             collect: vec![UnitraceCore::collect_pattern()],
-            fresh: vec![UnitraceCore::collect_pattern()],
+            fresh: vec![fresh],
             ..Default::default()
         }
     }
@@ -284,7 +380,13 @@ impl Backend for Unitrace {
     }
 
     fn check_availability(&self, probe: &dyn Probe) -> Preflight {
-        unitrace_preflight(probe, self.name()).finish()
+        let mut p = unitrace_preflight(probe, self.name());
+        if self.api() == UnitraceApi::OpenCl {
+            let icds = probe.list_dir(Path::new("/etc/OpenCL/vendors"));
+            let verdict = opencl::opencl_icd_verdict(&icds);
+            p.advise("opencl-icd", verdict.ok, verdict.detail);
+        }
+        p.finish()
     }
 }
 
@@ -313,16 +415,11 @@ mod tests {
         assert_eq!(plan.target, target());
         assert_eq!(plan.steps.len(), 1);
         let argv = &plan.steps[0].command.argv;
-        let session = argv[5].clone();
+        let session = argv[12].clone();
         let expected: Vec<String> = [
             "unitrace",
             "--chrome-kernel-logging",
             "--chrome-itt-logging",
-            "--start-paused",
-            "--session",
-            &session,
-            "--teardown-on-signal",
-            "15",
             "--group",
             "MemoryProfile",
             "--metric-query",
@@ -330,6 +427,11 @@ mod tests {
             "/out",
             "-o",
             "/out/trace",
+            "--start-paused",
+            "--session",
+            &session,
+            "--teardown-on-signal",
+            "15",
             "python",
             "-m",
             "pytest",
@@ -350,14 +452,45 @@ mod tests {
                 .env
                 .contains_key("PTI_ENABLE_COLLECTION")
         );
+        // The session reaches the target so its harness can resume and pause collection.
+        assert_eq!(plan.steps[0].command.env[SESSION_ENV], session);
+        assert_eq!(plan.steps[0].command.env["UNITRACE_Session"], session);
+    }
+
+    #[test]
+    fn timeline_and_paused_start_are_optional() {
+        let u = Unitrace::new(PathBuf::from("/out"), &ProfilerSettings::default())
+            .with_timeline(false)
+            .with_start_paused(false);
+        let command = &u.wrap(&target()).unwrap().steps[0].command;
+        let expected: Vec<String> = [
+            "unitrace",
+            "--group",
+            "ComputeBasic",
+            "--metric-query",
+            "--output-dir-path",
+            "/out",
+            "-o",
+            "/out/trace",
+            "--teardown-on-signal",
+            "15",
+            "python",
+            "-m",
+            "pytest",
+            "--template_params=(16, 32)",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(command.argv, expected);
+        assert!(!command.env.contains_key(SESSION_ENV));
     }
 
     #[test]
     fn each_wrap_gets_a_new_session_and_default_group() {
         let u = Unitrace::new(PathBuf::from("/out"), &ProfilerSettings::default());
         assert_eq!(u.metric_group(), "ComputeBasic");
-        let a = u.wrap(&target()).unwrap().steps[0].command.argv[5].clone();
-        let b = u.wrap(&target()).unwrap().steps[0].command.argv[5].clone();
+        let a = u.wrap(&target()).unwrap().steps[0].command.argv[12].clone();
+        let b = u.wrap(&target()).unwrap().steps[0].command.argv[12].clone();
         assert_ne!(a, b);
     }
 
