@@ -21,9 +21,11 @@
 #  3. phantom FP16: the RNG fills' and an FP32 FMA loop's SASS FP16 counts against their
 #     HFMA2.MMA instructions (cuobjdump -sass) and what polyprof counts after excluding them;
 #  4. the same Triton pytest profiled twice: `polyprof diff` must exit 0;
-#  5. the two runs' Hatchet exports: hatchet `gf2 - gf1` without NaN rows, and
-#     `proton-viewer -m time/ns,util` reading them (frame names without pids are phase 2 of the
-#     issue: until then NaN rows are expected and reported);
+#  5. the two runs' exports: hatchet `gf2 - gf1` of the Hatchet exports without NaN rows (frame
+#     names carry no pid or run label), `proton-viewer -m time/ns,util` and
+#     `proton-viewer -diff` on the Proton exports (`report -f proton`: device_id/device_type
+#     and the device table `util` reads), `proton-viewer -l` listing each metric once, and
+#     `polyprof parse -o` of the first run's ncu log giving a document `report` and `diff` read;
 #  6. which `--kernel` spelling finds a templated kernel by polyprof's short name.
 set -uo pipefail
 shopt -s nullglob
@@ -369,36 +371,51 @@ step pytest-detailed 150 ncu --set detailed --csv --clock-control none --target-
 say "   pytest wall: polyprof minimal $(wall pytest-1) / $(wall pytest-2) s, ncu --set detailed $(wall pytest-detailed) s (rc $(cat "$out/pytest-detailed.rc"))"
 fi
 
-say "== 5. exports: hatchet gf2 - gf1, proton-viewer (t=$(elapsed)s)"
+say "== 5. exports: hatchet gf2 - gf1, proton-viewer, parse -o (t=$(elapsed)s)"
 for r in 1 2; do
   "$polyprof" report "$work/pytest-$r" -f hatchet -o "$out/pytest-$r.hatchet.json" 2>"$out/pytest-$r.hatchet.err"
+  "$polyprof" report "$work/pytest-$r" -f proton -o "$out/pytest-$r.proton.json" 2>"$out/pytest-$r.proton.err"
 done
-python3 - "$out/pytest-1.hatchet.json" "$out/pytest-2.hatchet.json" <<'PY' 2>&1 | tee -a "$summary" "$out/hatchet.check"
-import json, sys
-try:
-    import hatchet as ht
-except ImportError:
-    print("SKIP hatchet-diff: llnl-hatchet is not installed"); sys.exit(0)
-gf1 = ht.GraphFrame.from_literal(json.load(open(sys.argv[1])))
-gf2 = ht.GraphFrame.from_literal(json.load(open(sys.argv[2])))
-d = gf2 - gf1
-df = d.dataframe
-nan_rows = df[df.isna().any(axis=1)]
-print(f"   gf2 - gf1: {len(df)} rows, {len(nan_rows)} with NaN")
-if len(nan_rows):
-    print(nan_rows.head(10).to_string()[:3000])
-print(f"{'PASS' if len(nan_rows) == 0 else 'FAIL'} hatchet-diff: {len(nan_rows)} NaN rows of {len(df)}")
-PY
-grep -E "^(PASS|FAIL|SKIP)" "$out/hatchet.check" >>"$checks"
-failures=$((failures + $(grep -c "^FAIL" "$out/hatchet.check")))
+if python3 -c 'import hatchet' 2>/dev/null; then
+  python3 "$root/scripts/check-hatchet.py" "$out/pytest-2.hatchet.json" --minus "$out/pytest-1.hatchet.json" \
+    >"$out/hatchet.check.out" 2>&1
+  rc=$?
+  grep "check-hatchet" "$out/hatchet.check.out" | tee -a "$summary"
+  if [ "$rc" = 0 ]; then check hatchet-diff PASS "gf2 - gf1: $(grep -o '[0-9]* with NaN' "$out/hatchet.check.out")";
+  else check hatchet-diff FAIL "check-hatchet rc $rc (see hatchet.check.out)"; fi
+else
+  check hatchet-diff SKIP "llnl-hatchet is not installed"
+fi
 if command -v proton-viewer >/dev/null; then
-  step proton-viewer 60 proton-viewer -m time/ns,util "$out/pytest-1.hatchet.json"
+  step proton-viewer 60 proton-viewer -m time/ns,util "$out/pytest-1.proton.json"
   rc=$(cat "$out/proton-viewer.rc")
   head -40 "$out/proton-viewer.out" | tee -a "$summary"
   tail -5 "$out/proton-viewer.err" | tee -a "$summary"
-  if [ "$rc" = 0 ]; then check proton-viewer PASS "rc 0"; else check proton-viewer FAIL "rc $rc"; fi
+  if [ "$rc" = 0 ] && grep -q "util" "$out/proton-viewer.out"; then check proton-viewer PASS "rc 0, util shown";
+  else check proton-viewer FAIL "rc $rc"; fi
+  step proton-diff 60 proton-viewer -m time/ns -diff "$out/pytest-1.proton.json" "$out/pytest-2.proton.json"
+  rc=$(cat "$out/proton-diff.rc")
+  head -20 "$out/proton-diff.out" | tee -a "$summary"
+  if [ "$rc" = 0 ]; then check proton-diff PASS "rc 0"; else check proton-diff FAIL "rc $rc ($(tail -1 "$out/proton-diff.err"))"; fi
+  step proton-list 30 proton-viewer -l "$out/pytest-1.proton.json"
+  dupes=$(grep '^- ' "$out/proton-list.out" | sort | uniq -d | tr '\n' ' ')
+  if [ -z "$dupes" ]; then check proton-list PASS "each metric listed once"; else check proton-list FAIL "listed twice: $dupes"; fi
 else
   check proton-viewer SKIP "proton-viewer not on PATH"
+fi
+# The first pytest run's own ncu output, parsed again into a run document report and diff read.
+logs=("$work"/pytest-1/*.log "$work"/pytest-1/*.csv "$work"/pytest-1/*.stdout)
+if [ ${#logs[@]} -gt 0 ]; then
+  "$polyprof" parse "${logs[@]}" -o "$out/pytest-1.parsed.json" >"$out/parse-o.out" 2>"$out/parse-o.err"
+  p_rc=$?
+  "$polyprof" report "$out/pytest-1.parsed.json" -f json -o "$out/pytest-1.parsed.report.json" 2>>"$out/parse-o.err"
+  r_rc=$?
+  "$polyprof" diff "$work/pytest-1" "$out/pytest-1.parsed.json" >"$out/parse-o.diff" 2>>"$out/parse-o.err"
+  d_rc=$?
+  if [ "$r_rc" = 0 ] && [ "$d_rc" = 0 ]; then check parse-o PASS "parse rc $p_rc, report rc 0, diff vs the run rc 0";
+  else check parse-o FAIL "parse rc $p_rc, report rc $r_rc, diff rc $d_rc"; fi
+else
+  check parse-o SKIP "no ncu log in $work/pytest-1"
 fi
 
 say "== 6. which --kernel spelling finds matmul_tiled<32> (polyprof's short name) (t=$(elapsed)s)"
