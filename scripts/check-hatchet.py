@@ -11,7 +11,9 @@ Loads FILE with hatchet.GraphFrame.from_literal and checks:
   - the inclusive values equal what Hatchet itself recomputes from the exclusive ones
     (update_inclusive_columns), so nothing is counted twice;
   - the root's inclusive value of each metric equals the sum of the exclusive column;
-  - each --total NAME=VALUE: the root's inclusive NAME equals VALUE (relative 1e-9).
+  - each --total NAME=VALUE: the root's inclusive NAME equals VALUE (relative 1e-9);
+  - with --minus OTHER: hatchet's `gf - other` (this file minus OTHER, another run of the same
+    program) has no NaN row, i.e. both runs have the same frames.
 Exit 0 when all hold, 1 on a failed check (each printed), 2 when hatchet is missing or the
 file cannot be read.
 """
@@ -44,6 +46,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("file")
     parser.add_argument("--total", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--minus", metavar="OTHER", help="another run's export: gf - other has no NaN row")
     args = parser.parse_args()
     try:
         import hatchet  # noqa: F401
@@ -103,6 +106,20 @@ def main():
             failures.append(f"--total {spec}: no column {column!r}")
         elif not close(df[column][root_node], value):
             failures.append(f"root {column} is {df[column][root_node]}, expected {value}")
+
+    if args.minus:
+        try:
+            with open(args.minus, encoding="utf-8") as handle:
+                other = GraphFrame.from_literal(json.load(handle))
+        except (OSError, ValueError) as error:
+            print(f"check-hatchet: cannot read {args.minus}: {error}", file=sys.stderr)
+            return 2
+        diff = gf - other
+        columns = [c for c in diff.exc_metrics + diff.inc_metrics if c in diff.dataframe]
+        nan_rows = diff.dataframe[columns].isna().any(axis=1)
+        for node in diff.dataframe.index[nan_rows]:
+            failures.append(f"gf - other: NaN row at {node.frame.get('name')} (a frame only one run has)")
+        print(f"check-hatchet: gf - other: {len(diff.dataframe)} rows, {int(nan_rows.sum())} with NaN")
 
     for failure in failures:
         print(f"check-hatchet: FAIL {failure}")

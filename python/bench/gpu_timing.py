@@ -39,24 +39,28 @@ def mode_ncu():
 
 
 def ncu_times(ncu):
-    out = subprocess.run(
-        [ncu, "--csv", "--page", "raw", "--metrics", "gpu__time_duration.sum", "--clock-control", "none",
-         sys.executable, __file__, "--mode", "ncu"],
+    """Kernel GPU times from Nsight Compute, through polyprof's own ncu backend (the bundled
+    executable), one list of gpu__time_duration values (ns) per kernel name."""
+    import tempfile
+
+    from polyprof._cli import executable
+
+    out_dir = tempfile.mkdtemp(prefix="gpu-timing-ncu-") + "/ncu.000"
+    proc = subprocess.run(
+        [executable(), "run", "--profiler", "ncu", "--clock-control", "none", "--json", "-q",
+         "--output-dir", out_dir, "--", sys.executable, __file__, "--mode", "ncu"],
         capture_output=True, text=True,
     )
-    import csv
-    import io
-
-    rows = [l for l in out.stdout.splitlines() if l.startswith('"')]
     times = {}
-    reader = csv.DictReader(io.StringIO("\n".join(rows)))
-    for row in reader:
-        try:
-            value = float(row["gpu__time_duration.sum"])
-        except (KeyError, ValueError):
-            continue
-        times.setdefault(row.get("Kernel Name", "?"), []).append(value)
-    return times, out.returncode, out.stderr[-2000:]
+    try:
+        doc = json.loads(proc.stdout)
+    except ValueError:
+        return times, proc.returncode, proc.stderr[-2000:]
+    for k in doc.get("kernels", []):
+        if k.get("duration_ns") is not None:
+            key = f"{k.get('short_name') or k['name']} grid={k.get('grid')}"
+            times.setdefault(key, []).append(k["duration_ns"])
+    return times, proc.returncode, proc.stderr[-2000:] + " ".join(map(str, doc.get("errors", [])))
 
 
 def main():

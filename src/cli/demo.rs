@@ -12,11 +12,14 @@ use polyprof::pipeline::job::pass_label;
 use polyprof::pipeline::{Job, Profiler, profile, run_probe};
 use polyprof::profilers::ncu::{ClockControl, NcuOptions};
 use polyprof::profilers::{self, EndMarker, ProfilerSettings};
+use polyprof::results::event::{Frame, FrameKind};
 use polyprof::results::export::{self, Format, Report};
 use polyprof::results::roofline::DeviceTable;
 
 /// The CUDA program profiled on NVIDIA machines (the same four kernels as the H200 fixtures).
 const KERNELS_CU: &str = include_str!("../../tests/fixtures/ncu-h200/kernels.cu");
+/// Where the CPU workload writes its call-path scopes (in the demo directory).
+const CPU_SCOPES: &str = "cpu-scopes.json";
 
 /// Arguments of `polyprof demo`.
 #[derive(Debug, clap::Args)]
@@ -69,8 +72,15 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     } else {
         let exe = std::env::current_exe()
             .context("cannot find the polyprof executable for the CPU workload")?;
+        let scopes = std::path::absolute(args.output_dir.join(CPU_SCOPES))
+            .context("cannot resolve the demo directory")?;
         let mut job = Job::new(
-            vec![exe.display().to_string(), "demo-workload".into()],
+            vec![
+                exe.display().to_string(),
+                "demo-workload".into(),
+                "--scopes".into(),
+                scopes.display().to_string(),
+            ],
             args.output_dir.join(pass_label("none", 0)),
         );
         job.settings.end_marker = Some(EndMarker::Pytest);
@@ -79,7 +89,10 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     job.call_path = vec!["demo".into()];
     let run = profile(&job).await;
     let peaks = super::report::peaks_for(&DeviceTable::builtin()?, &run, None)?;
-    let report = Report::from_run(run.clone(), peaks);
+    let mut report = Report::from_run(run.clone(), peaks);
+    if !ncu_usable {
+        add_cpu_scopes(&mut report, &args.output_dir.join(CPU_SCOPES))?;
+    }
     let hatchet = job.output_dir.join("profile.hatchet.json");
     let chrome = job.output_dir.join("trace.chrome.json");
     export::write_file(&report, Format::Hatchet, &hatchet)?;
@@ -124,7 +137,47 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     for error in &run.errors {
         writeln!(out, "error: {error}")?;
     }
+    if !ncu_usable {
+        super::demo_replay::show(&args.output_dir, &mut out)?;
+    }
     Ok(super::run::exit_code(&run))
+}
+
+/// The CPU workload's kernels as scopes under the run's own step (`demo / none.000 / …`), with
+/// the FLOPs and bytes the workload gave them, so the table shows GFLOP/s and GB/s.
+fn add_cpu_scopes(report: &mut Report, path: &Path) -> anyhow::Result<()> {
+    let Ok(text) = std::fs::read(path) else {
+        eprintln!(
+            "polyprof demo: the CPU workload wrote no scopes ({}); the table shows the run only",
+            path.display()
+        );
+        return Ok(());
+    };
+    let scopes: polyprof::results::Profile = serde_json::from_slice(&text)
+        .with_context(|| format!("cannot read the CPU workload's scopes {}", path.display()))?;
+    let prefix: Vec<Frame> = report
+        .profile
+        .events
+        .iter()
+        .find(|e| e.call_path.iter().any(|f| f.kind == FrameKind::Pass))
+        .map(|e| {
+            e.call_path
+                .iter()
+                .take_while(|f| f.kind != FrameKind::Scope)
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default();
+    let first_id = report.profile.events.len() as u64;
+    for (n, mut event) in scopes.events.into_iter().enumerate() {
+        event.id = first_id + n as u64;
+        event.parent = event.parent.map(|p| p + first_id);
+        let mut path = prefix.clone();
+        path.append(&mut event.call_path);
+        event.call_path = path;
+        report.profile.events.push(event);
+    }
+    Ok(())
 }
 
 /// Why ncu cannot run the demo here (preflight, or no nvcc to build the workload).

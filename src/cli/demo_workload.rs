@@ -4,7 +4,11 @@
 
 use std::hint::black_box;
 use std::io::Write;
+use std::path::PathBuf;
 use std::time::Instant;
+
+use anyhow::Context as _;
+use polyprof::results::callpath::{Session, scope};
 
 /// Arguments of the hidden `polyprof demo-workload`.
 #[derive(Debug, clap::Args)]
@@ -12,10 +16,37 @@ pub struct Args {
     /// Problem size (matrix side; vectors are size² long).
     #[arg(long, default_value_t = 192)]
     pub size: usize,
+    /// Record the four kernels as call-path scopes with their FLOPs and bytes and write the
+    /// session's profile (JSON) here, for `polyprof demo` to add to the run's report.
+    #[arg(long, value_name = "FILE")]
+    pub scopes: Option<PathBuf>,
+}
+
+/// FLOPs and the bytes each kernel must move at least (inputs read once, output written once;
+/// f32 = 4 bytes), the figures a GPU profiler would report for the same kernels.
+fn work(name: &str, n: f64) -> Vec<(&'static str, f64)> {
+    let elements = n * n;
+    match name {
+        "vector_add" => vec![("flops32", elements), ("bytes", 3.0 * elements * 4.0)],
+        "matmul_naive" | "matmul_tiled<32>" => {
+            vec![
+                ("flops32", 2.0 * n * n * n),
+                ("bytes", 3.0 * elements * 4.0),
+            ]
+        }
+        // Summed in f64: one FP64 add per element, f32 inputs.
+        "reduce_sum" => vec![("flops64", elements), ("bytes", elements * 4.0)],
+        _ => Vec::new(),
+    }
 }
 
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let n = args.size.max(8);
+    let session = match &args.scopes {
+        Some(_) => Some(Session::start("demo-workload")?),
+        None => None,
+    };
+    let nf = n as f64;
     let started = Instant::now();
     let mut out = std::io::stdout().lock();
     let a: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32).collect();
@@ -32,7 +63,9 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     };
 
     let t = Instant::now();
+    let guard = scope("vector_add", &work("vector_add", nf));
     let sum: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+    drop(guard);
     check(
         "vector_add",
         black_box(&sum)[n + 1] == a[n + 1] + b[n + 1],
@@ -40,7 +73,9 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     )?;
 
     let t = Instant::now();
+    let guard = scope("matmul_naive", &work("matmul_naive", nf));
     let naive = matmul_naive(&a, &b, n);
+    drop(guard);
     check(
         "matmul_naive",
         black_box(&naive).len() == n * n,
@@ -48,7 +83,9 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     )?;
 
     let t = Instant::now();
+    let guard = scope("matmul_tiled<32>", &work("matmul_tiled<32>", nf));
     let tiled = matmul_tiled(&a, &b, n, 32);
+    drop(guard);
     check(
         "matmul_tiled<32>",
         tiled == naive,
@@ -56,7 +93,9 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     )?;
 
     let t = Instant::now();
+    let guard = scope("reduce_sum", &work("reduce_sum", nf));
     let total: f64 = a.iter().map(|&x| f64::from(x)).sum();
+    drop(guard);
     let expected: f64 = (0..n * n).map(|i| (i % 7) as f64).sum();
     check(
         "reduce_sum",
@@ -65,6 +104,11 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     )?;
 
     let elapsed = started.elapsed().as_secs_f64();
+    if let (Some(session), Some(path)) = (session, &args.scopes) {
+        let profile = session.finish();
+        let text = serde_json::to_vec(&profile)?;
+        std::fs::write(path, text).with_context(|| format!("cannot write `{}`", path.display()))?;
+    }
     let mut out = std::io::stdout().lock();
     if failures == 0 {
         writeln!(out, "4 passed in {elapsed:.2}s")?;

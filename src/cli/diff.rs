@@ -1,12 +1,14 @@
-//! `polyprof diff RUN_A RUN_B`: kernel-by-kernel comparison for CI gates. Exit 0: no kernel
-//! regressed beyond the threshold; 1: at least one did; 2: bad input.
+//! `polyprof diff RUN_A RUN_B`: a noise-aware comparison for CI gates. Exit 0: nothing regressed
+//! beyond the threshold, the floor and the launches' spread; 1: something did; 2: bad input.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use polyprof::results::ProfileRun;
-use polyprof::results::diff::{DEFAULT_THRESHOLD_PCT, diff_runs};
+use polyprof::results::diff::{DEFAULT_THRESHOLD_PCT, DiffOptions, diff_runs};
+
+use super::width::table_width_for;
 
 /// Exit code when a kernel regressed beyond the threshold.
 pub const EXIT_REGRESSED: u8 = 1;
@@ -18,9 +20,19 @@ pub struct Args {
     pub run_a: PathBuf,
     /// Candidate run directory (or run.json).
     pub run_b: PathBuf,
-    /// Percent of A's GPU time by which a kernel may grow before it counts as a regression.
+    /// Percent of A's median GPU time by which a kernel may grow before it counts.
     #[arg(long, value_name = "PCT", default_value_t = DEFAULT_THRESHOLD_PCT, value_parser = parse_threshold)]
     pub threshold: f64,
+    /// Absolute floor: a median that moved by less than this never counts (`500ns`, `0.5us`,
+    /// `1ms`; a bare number is µs).
+    #[arg(long, value_name = "TIME", default_value = "0.5us", value_parser = parse_duration_ns)]
+    pub min_change: f64,
+    /// Leave out kernels whose median is below this on both sides (same units).
+    #[arg(long, value_name = "TIME", default_value = "0", value_parser = parse_duration_ns)]
+    pub min_duration: f64,
+    /// Full kernel names in the table instead of names fitted to the terminal width.
+    #[arg(long)]
+    pub wide: bool,
     /// Print the comparison as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -38,27 +50,64 @@ fn parse_threshold(text: &str) -> Result<f64, String> {
     }
 }
 
+/// `500ns`, `0.5us`, `0.5µs`, `2ms`, `1s`, or a bare number of µs → ns.
+fn parse_duration_ns(text: &str) -> Result<f64, String> {
+    let trimmed = text.trim();
+    let split = trimmed
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == '-' || c == '+'))
+        .unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(split);
+    let factor = match unit.trim() {
+        "ns" => 1.0,
+        "" | "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        other => return Err(format!("`{other}` is not a time unit; use ns, us, ms or s")),
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration such as 500ns or 0.5us"))?;
+    if value.is_finite() && value >= 0.0 {
+        Ok(value * factor)
+    } else {
+        Err(format!("`{text}`: a duration must be ≥ 0"))
+    }
+}
+
 fn read(path: &Path) -> anyhow::Result<ProfileRun> {
-    let run = ProfileRun::read(path)?;
-    anyhow::ensure!(
-        run.kernels.iter().any(|k| k.duration_ns.is_some()),
-        "{} has no kernel records with a GPU time; nothing to compare (was it profiled? see its run.json errors)",
-        path.display()
-    );
-    Ok(run)
+    Ok(ProfileRun::read(path)?)
+}
+
+fn has_kernel_times(run: &ProfileRun) -> bool {
+    run.kernels.iter().any(|k| k.duration_ns.is_some())
 }
 
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let a = read(&args.run_a)?;
     let b = read(&args.run_b)?;
-    let mut diff = diff_runs(&a, &b, args.threshold);
+    // Two runs without kernels compare wall time and steps; one without kernels against one
+    // with them cannot pass a gate by having nothing to compare.
+    for (run, path, other) in [(&a, &args.run_a, &b), (&b, &args.run_b, &a)] {
+        anyhow::ensure!(
+            has_kernel_times(run) || !has_kernel_times(other),
+            "{} has no kernel records with a GPU time but the other run has; nothing to compare \
+             (was it profiled? see its run.json errors)",
+            path.display()
+        );
+    }
+    let options = DiffOptions {
+        threshold_pct: args.threshold,
+        floor_ns: args.min_change,
+        min_duration_ns: args.min_duration,
+    };
+    let mut diff = diff_runs(&a, &b, &options);
     // Both runs are usually `ncu.000`; the paths tell them apart.
     diff.a = format!("{} ({})", args.run_a.display(), diff.a);
     diff.b = format!("{} ({})", args.run_b.display(), diff.b);
     let text = if args.json {
         serde_json::to_string_pretty(&diff)? + "\n"
     } else {
-        diff.render()
+        diff.render(table_width_for(args.wide))
     };
     let mut stdout = std::io::stdout().lock();
     stdout
@@ -66,4 +115,27 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         .and_then(|()| stdout.flush())
         .context("write the comparison to standard output")?;
     Ok(if diff.regressed() { EXIT_REGRESSED } else { 0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use polyprof::results::diff::DEFAULT_FLOOR_NS;
+
+    #[test]
+    fn durations_take_units_and_bare_numbers_are_microseconds() {
+        assert_eq!(parse_duration_ns("500ns"), Ok(500.0));
+        assert_eq!(parse_duration_ns("0.5us"), Ok(500.0));
+        assert_eq!(parse_duration_ns("0.5µs"), Ok(500.0));
+        assert_eq!(parse_duration_ns("2"), Ok(2000.0));
+        assert_eq!(parse_duration_ns("1ms"), Ok(1e6));
+        assert!(parse_duration_ns("5 parsecs").is_err());
+        assert!(parse_duration_ns("-1us").is_err());
+        assert!(parse_duration_ns("").is_err());
+    }
+
+    #[test]
+    fn default_floor_matches_the_library() {
+        assert_eq!(parse_duration_ns("0.5us"), Ok(DEFAULT_FLOOR_NS));
+    }
 }

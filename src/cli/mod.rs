@@ -1,6 +1,7 @@
 //! Subcommands, one file each.
 
 pub mod demo;
+pub mod demo_replay;
 pub mod demo_workload;
 pub mod diff;
 pub mod doctor;
@@ -9,9 +10,11 @@ pub mod ncu_args;
 pub mod occupancy;
 pub mod output;
 pub mod parse;
+pub mod parse_run;
 pub mod report;
 pub mod run;
 pub mod select;
+pub mod width;
 pub mod wrap;
 
 use clap::{Parser, Subcommand};

@@ -10,9 +10,11 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_BORDERS_ONLY};
-use polyprof::model::{ParsedOutput, RawArtifact, RawOutput, Severity};
+use polyprof::model::{ParsedOutput, ProfilerOutput, RawArtifact, RawOutput, Severity};
 use polyprof::profilers::ncu::parse::flag_empty;
-use polyprof::profilers::ncu::{MetricFilter, ParseOptions, merge, parse, parse_reader};
+use polyprof::profilers::ncu::{
+    MetricFilter, ParseOptions, device_from_session, merge, parse, parse_reader,
+};
 use polyprof::profilers::registry::{self, BACKENDS, BackendEntry};
 use polyprof::results::record::KernelRecord;
 
@@ -38,6 +40,18 @@ pub struct Args {
     /// Print JSON (kernels, diagnostics, session) instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Also write a run document (run.json) of the parsed records to FILE, which `polyprof
+    /// report` and `polyprof diff` read like a profiled run's.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        conflicts_with = "run_dir"
+    )]
+    pub run_file: Option<PathBuf>,
+    /// Also write the run document as DIR/run.json (DIR is created).
+    #[arg(long, value_name = "DIR")]
+    pub run_dir: Option<PathBuf>,
 }
 
 fn options(args: &Args) -> ParseOptions {
@@ -74,6 +88,21 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             entry.name,
             entry.name,
             with_parser.join(", ")
+        );
+    }
+    if args.run_file.is_some() || args.run_dir.is_some() {
+        let parsed = if entry.name == "ncu" {
+            (parse_all(&args.files, &options(&args))?, Vec::new())
+        } else {
+            let output = backend_output(entry, &args)?;
+            (output.parsed, output.errors)
+        };
+        return super::parse_run::write(
+            entry.name,
+            &args.files,
+            parsed,
+            args.run_file.as_deref(),
+            args.run_dir.as_deref(),
         );
     }
     if entry.name != "ncu" {
@@ -154,29 +183,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
 /// A backend other than ncu (whose parser streams): the files become raw artifacts named by
 /// their file names and go through the backend's own parser.
 fn parse_with_backend(entry: &BackendEntry, args: &Args) -> anyhow::Result<u8> {
-    let mut raw = RawOutput::default();
-    for file in &args.files {
-        let content =
-            std::fs::read(file).with_context(|| format!("cannot read `{}`", file.display()))?;
-        raw.artifacts.push(RawArtifact {
-            name: file
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            path: file.clone(),
-            size: content.len() as u64,
-            content,
-            truncated: false,
-        });
-    }
-    let dir = args
-        .files
-        .first()
-        .and_then(|f| f.parent())
-        .map(PathBuf::from)
-        .unwrap_or_default();
-    let backend = (entry.create)(dir, &Default::default())?;
-    let output = backend.parse(raw)?;
+    let output = backend_output(entry, args)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     if args.json {
@@ -215,6 +222,47 @@ fn parse_with_backend(entry: &BackendEntry, args: &Args) -> anyhow::Result<u8> {
         .iter()
         .any(|d| d.severity == Severity::Error);
     Ok(u8::from(failed))
+}
+
+/// Every file parsed and merged into one output, with its device (for a run document).
+fn parse_all(files: &[PathBuf], options: &ParseOptions) -> anyhow::Result<ParsedOutput> {
+    let mut merged = ParsedOutput::default();
+    for file in files {
+        let bytes =
+            std::fs::read(file).with_context(|| format!("cannot read `{}`", file.display()))?;
+        merge(&mut merged, parse(&bytes, options));
+    }
+    merged.device = device_from_session(&merged.session);
+    let count = merged.kernels.len();
+    flag_empty(&mut merged, count);
+    Ok(merged)
+}
+
+/// The files as raw artifacts named by their file names, through the backend's own parser.
+fn backend_output(entry: &BackendEntry, args: &Args) -> anyhow::Result<ProfilerOutput> {
+    let mut raw = RawOutput::default();
+    for file in &args.files {
+        let content =
+            std::fs::read(file).with_context(|| format!("cannot read `{}`", file.display()))?;
+        raw.artifacts.push(RawArtifact {
+            name: file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            path: file.clone(),
+            size: content.len() as u64,
+            content,
+            truncated: false,
+        });
+    }
+    let dir = args
+        .files
+        .first()
+        .and_then(|f| f.parent())
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    let backend = (entry.create)(dir, &Default::default())?;
+    Ok(backend.parse(raw)?)
 }
 
 /// `{"profiler":…,"files":…,"kernels":[…],"diagnostics":[…],"session":{…}}`, kernels written as

@@ -33,6 +33,9 @@ pub struct Args {
     /// A TOML device table that adds to or replaces built-in entries (configs/devices.toml layout).
     #[arg(long, value_name = "FILE")]
     pub devices: Option<PathBuf>,
+    /// Full kernel names in the table instead of names fitted to the terminal width.
+    #[arg(long)]
+    pub wide: bool,
 }
 
 /// The device table, with the user's file when given.
@@ -74,7 +77,13 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             eprintln!("polyprof: wrote {} ({:?})", path.display(), args.format);
         }
         None => {
-            let bytes = export::render(&report, args.format)?;
+            let bytes = match args.format {
+                Format::Table => {
+                    export::table::render_fitted(&report, super::width::table_width_for(args.wide))
+                        .into_bytes()
+                }
+                format => export::render(&report, format)?,
+            };
             let mut stdout = std::io::stdout().lock();
             stdout
                 .write_all(&bytes)

@@ -232,6 +232,14 @@ fn default_output_dir(profiler: &str) -> anyhow::Result<PathBuf> {
     }
 }
 
+/// The profiled program's own exit code, when the profiler reported it.
+fn application_exit_code(run: &ProfileRun) -> Option<i32> {
+    run.diagnostics
+        .iter()
+        .filter(|d| d.kind == "application_error")
+        .find_map(|d| profilers::ncu::diagnostics::application_exit_code(&d.message))
+}
+
 /// The exit code for a run (see docs/runner.md).
 pub fn exit_code(run: &ProfileRun) -> u8 {
     exit_code_as(run, ExitCodeMode::Command)
@@ -257,7 +265,12 @@ pub fn exit_code_as(run: &ProfileRun, mode: ExitCodeMode) -> u8 {
                 EXIT_POLYPROF_FAILED
             }
         }
-        Outcome::Exited { code } => (*code).clamp(1, 255) as u8,
+        // ncu exits with its own status when the program fails (9 after an illegal memory
+        // access); its `The application returned an error code (N).` line has the program's.
+        Outcome::Exited { code } => application_exit_code(run)
+            .filter(|c| *c != 0)
+            .unwrap_or(*code)
+            .clamp(1, 255) as u8,
         Outcome::HungAfterMarker { passed: false, .. } => 1,
         Outcome::Signalled { signal } => (128 + *signal).clamp(129, 255) as u8,
         Outcome::TimedOut { .. } => EXIT_TIMEOUT,
@@ -435,4 +448,43 @@ fn print_summary(out: &mut impl Write, run: &ProfileRun) -> std::io::Result<()> 
         writeln!(out, "  error: {error}")?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod verdict_tests {
+    use super::*;
+    use polyprof::model::parsed::{Diagnostic, Severity};
+
+    fn run_with(outcome: Outcome, diagnostic: Option<&str>) -> ProfileRun {
+        let mut run = ProfileRun::new("ncu.000", "ncu", &[], Path::new("x"));
+        run.outcome = Some(outcome);
+        if let Some(message) = diagnostic {
+            run.diagnostics.push(Diagnostic {
+                severity: Severity::Error,
+                kind: "application_error".to_string(),
+                message: message.to_string(),
+                hint: None,
+                metric: None,
+            });
+            run.errors.push(format!("application_error: {message}"));
+        }
+        run
+    }
+
+    #[test]
+    fn the_programs_own_exit_code_wins_over_ncus() {
+        // tests/fixtures/ncu-h200/app_exit_3.stdout's line, with ncu exiting 9.
+        let run = run_with(
+            Outcome::Exited { code: 9 },
+            Some("The application returned an error code (3)."),
+        );
+        assert_eq!(exit_code(&run), 3);
+        assert_eq!(exit_code(&run_with(Outcome::Exited { code: 9 }, None)), 9);
+        // An error diagnostic with exit 0 is still a failed run.
+        let run = run_with(
+            Outcome::Exited { code: 0 },
+            Some("The application returned an error code (0)."),
+        );
+        assert_eq!(exit_code(&run), EXIT_POLYPROF_FAILED);
+    }
 }

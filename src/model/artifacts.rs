@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 /// One raw file the profiler wrote.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RawArtifact {
     /// File name relative to the output directory.
     pub name: String,
@@ -21,7 +21,7 @@ pub struct RawArtifact {
 }
 
 /// All raw files of one pass, by name.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RawOutput {
     pub artifacts: Vec<RawArtifact>,
 }

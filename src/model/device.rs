@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The device the run used, as far as it is known.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DeviceInfo {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]

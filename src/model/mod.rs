@@ -12,6 +12,8 @@ pub mod plan;
 pub mod probe;
 pub mod record;
 pub mod run;
+pub mod schema;
+pub mod verdict_metrics;
 
 pub use artifacts::{RawArtifact, RawOutput};
 pub use device::DeviceInfo;

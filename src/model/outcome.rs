@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 /// How a run ended.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Outcome {
     /// The process exited by itself with this status.
@@ -42,7 +42,7 @@ impl Outcome {
 }
 
 /// What the end-marker detector saw.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MarkerSeen {
     pub line: String,
     /// pytest: no failed tests and no errors; other markers: always true.
@@ -52,7 +52,7 @@ pub struct MarkerSeen {
 }
 
 /// Moments of a run, in seconds since the spawn call.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Timings {
     /// How long spawning took.
     pub spawn_s: f64,
@@ -68,7 +68,7 @@ pub struct Timings {
 }
 
 /// What was captured of one stream.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StreamCapture {
     /// Raw log of the stream on disk (every byte, up to the log cap).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -89,7 +89,7 @@ pub struct StreamCapture {
 }
 
 /// The full result of one supervised run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunResult {
     pub argv: Vec<String>,
     pub outcome: Outcome,
@@ -131,7 +131,7 @@ impl std::fmt::Display for Outcome {
 }
 
 /// How a process left behind got out of reach of a signal to the command's process group.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Escape {
     /// It called setsid(): a new session (a daemon).
@@ -156,7 +156,7 @@ impl std::fmt::Display for Escape {
 }
 
 /// A process polyprof killed at the end of a run because the command left it behind.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KilledProcess {
     pub pid: i32,
     /// Its command line (lossy, cut at 1 KiB; empty if it could not be read).

@@ -9,7 +9,9 @@ use crate::model::device::DeviceInfo;
 use crate::model::record::KernelRecord;
 
 /// How bad a diagnostic is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
     Info,
@@ -18,7 +20,7 @@ pub enum Severity {
 }
 
 /// A classified message from a profiler's output (`ERR_NVGPUCTRPERM`, "no kernels profiled", …).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Diagnostic {
     pub severity: Severity,
     /// Stable machine-readable kind, e.g. `counter_permission`, `no_kernels_profiled`.
@@ -35,7 +37,7 @@ pub struct Diagnostic {
 }
 
 /// What a backend's parser made of the raw artifacts.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ParsedOutput {
     pub kernels: Vec<KernelRecord>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -50,7 +52,7 @@ pub struct ParsedOutput {
 }
 
 /// Raw files plus what the parser made of them. Raw files are kept even when parsing fails.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProfilerOutput {
     pub raw: RawOutput,
     pub parsed: ParsedOutput,

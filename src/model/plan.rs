@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::error::{Error, Result};
 
 /// What tells the runner that the profiled work is done even if the process then hangs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "value")]
 pub enum EndMarker {
     /// pytest's final summary line (`2 passed in 8.10s`, `=== 1 failed, 1 warning in 0.1s ===`).
@@ -74,7 +74,7 @@ impl fmt::Display for EndMarker {
 }
 
 /// One process to start: an argv vector (never a shell string), extra environment, working dir.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CommandSpec {
     pub argv: Vec<String>,
     /// Variables added on top of the job's environment policy.
@@ -95,13 +95,15 @@ impl CommandSpec {
 }
 
 /// How long to wait around the end marker and when stopping a process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Graces {
     /// After the end marker: how long the process may take to exit by itself.
     #[serde(with = "duration_secs")]
+    #[schemars(with = "f64")]
     pub marker_grace: Duration,
     /// After SIGTERM: how long before SIGKILL.
     #[serde(with = "duration_secs")]
+    #[schemars(with = "f64")]
     pub kill_grace: Duration,
 }
 
@@ -115,7 +117,7 @@ impl Default for Graces {
 }
 
 /// Accepts a step's attempt, or asks for another one.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Validator {
     /// The attempt exited with status 0.
@@ -130,7 +132,7 @@ pub enum Validator {
 }
 
 /// Run a step again until its validator accepts the output, up to `max_attempts` times.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RetryPolicy {
     pub max_attempts: u32,
     pub validator: Validator,
@@ -141,7 +143,7 @@ pub struct RetryPolicy {
 }
 
 /// One process of a plan, with its own end condition and failure handling.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Step {
     /// Short label: `profile`, `collect`, `report`, …
     pub name: String,
@@ -175,7 +177,7 @@ impl Step {
 }
 
 /// Everything a profiler wants run for one pass over a target.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Plan {
     /// The profiler's stable name (`ncu`, `unitrace`, …, or `none`).
     pub profiler: String,
@@ -188,7 +190,7 @@ pub struct Plan {
 }
 
 /// A file name in the output directory, matched by exact name, prefix or regular expression.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "value")]
 pub enum FilePattern {
     Name(String),
@@ -210,7 +212,7 @@ impl FilePattern {
 }
 
 /// A small file written into the output directory before the run (a config, a script).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StagedFile {
     /// File name relative to the output directory.
     pub name: String,
@@ -218,7 +220,7 @@ pub struct StagedFile {
 }
 
 /// What a backend declares about its output directory; the pipeline acts on it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DeclaredOutputs {
     /// Files collected after the run, in this order (within one pattern by name). Each is read
     /// (capped) into a raw artifact and handed to the backend's parser.

@@ -93,6 +93,17 @@ impl Serialize for MetricName {
     }
 }
 
+// A metric name is a plain string in run.json.
+impl schemars::JsonSchema for MetricName {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "MetricName".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        String::json_schema(generator)
+    }
+}
+
 impl<'de> Deserialize<'de> for MetricName {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         // `Cow` borrows when the input allows, so only the `Arc` allocates.
@@ -102,7 +113,7 @@ impl<'de> Deserialize<'de> for MetricName {
 }
 
 /// A metric value as the profiler reported it, normalized to a base unit.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum MetricValue {
     Number(f64),
@@ -119,7 +130,7 @@ impl MetricValue {
 }
 
 /// One metric with its (normalized) unit; `unit` is empty for unitless values.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Metric {
     pub value: MetricValue,
     /// Base units (`ns`, `byte`, …) are borrowed from static strings, so the thousands of
@@ -130,7 +141,7 @@ pub struct Metric {
 }
 
 /// A profiler's own advice about a kernel (ncu rule results, VTune recommendations, …).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RuleResult {
     /// The section the rule belongs to (`GPU Speed Of Light Throughput`).
     pub section: String,
@@ -145,8 +156,9 @@ pub struct RuleResult {
     pub estimated_speedup_type: String,
 }
 
-/// FLOPs split by precision (add + mul + 2·fma for each).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+/// FLOPs split by precision and pipe. Vector (CUDA-core) counts are add + mul + 2·fma
+/// instructions; tensor-core counts are the profiler's own op counts (2 per multiply-add).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FlopCounts {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fp16: Option<f64>,
@@ -154,21 +166,170 @@ pub struct FlopCounts {
     pub fp32: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fp64: Option<f64>,
+    /// Tensor-core FLOPs with FP16 sources (any accumulator).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tensor_fp16: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tensor_bf16: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tensor_tf32: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tensor_fp8: Option<f64>,
+    /// Tensor-core integer ops (INT8 sources): ops, not FLOPs, so not in [`total`](Self::total);
+    /// they count against the INT8 peak.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tensor_int8: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tensor_fp64: Option<f64>,
+    /// Part of `fp16` that is not FP16 math: the compiler materializes constants with
+    /// `HFMA2.MMA Rd, -RZ, RZ, imm, imm` (a move through the tensor pipe), which the SASS FP16
+    /// FMA counter counts. Excluded from [`vector_fp16`](Self::vector_fp16) and the totals;
+    /// an upper bound (32 threads × 2 FLOPs per such warp instruction).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fp16_hfma2_mma: Option<f64>,
 }
 
 impl FlopCounts {
-    /// Sum of the precisions that were measured; `None` when none was.
+    /// FP16 vector FLOPs without the `HFMA2.MMA` constant moves.
+    pub fn vector_fp16(&self) -> Option<f64> {
+        self.fp16
+            .map(|fp16| (fp16 - self.fp16_hfma2_mma.unwrap_or(0.0)).max(0.0))
+    }
+
+    /// Tensor-core FLOPs (integer ops excluded); `None` when no tensor precision was counted.
+    pub fn tensor_total(&self) -> Option<f64> {
+        sum_measured(&[
+            self.tensor_fp16,
+            self.tensor_bf16,
+            self.tensor_tf32,
+            self.tensor_fp8,
+            self.tensor_fp64,
+        ])
+    }
+
+    /// Vector FLOPs (FP16 without the constant moves, FP32, FP64).
+    pub fn vector_total(&self) -> Option<f64> {
+        sum_measured(&[self.vector_fp16(), self.fp32, self.fp64])
+    }
+
+    /// Sum of the FLOPs that were measured, vector and tensor; `None` when none was.
     pub fn total(&self) -> Option<f64> {
-        let parts = [self.fp16, self.fp32, self.fp64];
-        if parts.iter().all(Option::is_none) {
-            return None;
+        sum_measured(&[self.vector_total(), self.tensor_total()])
+    }
+
+    /// Every count by precision and pipe, phantom FP16 moves removed; for peaks and verdicts.
+    pub fn by_precision(&self) -> [(Precision, Option<f64>); 9] {
+        [
+            (Precision::Fp16, self.vector_fp16()),
+            (Precision::Fp32, self.fp32),
+            (Precision::Fp64, self.fp64),
+            (Precision::TensorFp16, self.tensor_fp16),
+            (Precision::TensorBf16, self.tensor_bf16),
+            (Precision::TensorTf32, self.tensor_tf32),
+            (Precision::TensorFp8, self.tensor_fp8),
+            (Precision::TensorInt8, self.tensor_int8),
+            (Precision::TensorFp64, self.tensor_fp64),
+        ]
+    }
+
+    /// FLOPs by operand width as Proton names them (`flops8`, `flops16`, `flops32`,
+    /// `flops64`): vector and tensor together, bf16 with fp16, tf32 with fp32.
+    pub fn by_width(&self, bits: u32) -> Option<f64> {
+        match bits {
+            8 => self.tensor_fp8,
+            16 => sum_measured(&[self.vector_fp16(), self.tensor_fp16, self.tensor_bf16]),
+            32 => sum_measured(&[self.fp32, self.tensor_tf32]),
+            64 => sum_measured(&[self.fp64, self.tensor_fp64]),
+            _ => None,
         }
-        Some(parts.iter().flatten().sum())
+    }
+
+    /// Take every count `self` lacks from `other` (two pages of one launch).
+    pub fn fill_missing(&mut self, other: &FlopCounts) {
+        let pairs = [
+            (&mut self.fp16, other.fp16),
+            (&mut self.fp32, other.fp32),
+            (&mut self.fp64, other.fp64),
+            (&mut self.tensor_fp16, other.tensor_fp16),
+            (&mut self.tensor_bf16, other.tensor_bf16),
+            (&mut self.tensor_tf32, other.tensor_tf32),
+            (&mut self.tensor_fp8, other.tensor_fp8),
+            (&mut self.tensor_int8, other.tensor_int8),
+            (&mut self.tensor_fp64, other.tensor_fp64),
+            (&mut self.fp16_hfma2_mma, other.fp16_hfma2_mma),
+        ];
+        for (slot, value) in pairs {
+            if slot.is_none() {
+                *slot = value;
+            }
+        }
+    }
+
+    /// Add `more` into `self`, precision by precision.
+    pub fn accumulate(&mut self, more: &FlopCounts) {
+        let pairs = [
+            (&mut self.fp16, more.fp16),
+            (&mut self.fp32, more.fp32),
+            (&mut self.fp64, more.fp64),
+            (&mut self.tensor_fp16, more.tensor_fp16),
+            (&mut self.tensor_bf16, more.tensor_bf16),
+            (&mut self.tensor_tf32, more.tensor_tf32),
+            (&mut self.tensor_fp8, more.tensor_fp8),
+            (&mut self.tensor_int8, more.tensor_int8),
+            (&mut self.tensor_fp64, more.tensor_fp64),
+            (&mut self.fp16_hfma2_mma, more.fp16_hfma2_mma),
+        ];
+        for (slot, value) in pairs {
+            if let Some(value) = value {
+                *slot = Some(slot.unwrap_or(0.0) + value);
+            }
+        }
+    }
+}
+
+fn sum_measured(parts: &[Option<f64>]) -> Option<f64> {
+    if parts.iter().all(Option::is_none) {
+        return None;
+    }
+    Some(parts.iter().flatten().sum())
+}
+
+/// A precision on a pipe: what a compute peak is quoted for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Precision {
+    Fp16,
+    Fp32,
+    Fp64,
+    TensorFp16,
+    TensorBf16,
+    TensorTf32,
+    TensorFp8,
+    TensorInt8,
+    TensorFp64,
+}
+
+impl Precision {
+    pub fn is_tensor(&self) -> bool {
+        !matches!(self, Precision::Fp16 | Precision::Fp32 | Precision::Fp64)
+    }
+
+    /// The data type alone (`bf16`), as a verdict names it.
+    pub fn data_type(&self) -> &'static str {
+        match self {
+            Precision::Fp16 | Precision::TensorFp16 => "fp16",
+            Precision::Fp32 => "fp32",
+            Precision::Fp64 | Precision::TensorFp64 => "fp64",
+            Precision::TensorBf16 => "bf16",
+            Precision::TensorTf32 => "tf32",
+            Precision::TensorFp8 => "fp8",
+            Precision::TensorInt8 => "int8",
+        }
     }
 }
 
 /// One kernel launch (or one aggregated kernel, for profilers that only report totals).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KernelRecord {
     /// Which profiler produced the record (`ncu`, `unitrace`, …).
     pub profiler: String,

@@ -20,7 +20,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub const RUN_FILE: &str = "run.json";
 
 /// The profiler that produced a run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProfilerInfo {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -31,7 +31,7 @@ pub struct ProfilerInfo {
 }
 
 /// The container a run went through, when it did.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ContainerInfo {
     pub image: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -39,7 +39,7 @@ pub struct ContainerInfo {
 }
 
 /// One step of the plan and each attempt made at it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StepRun {
     pub name: String,
     pub attempts: Vec<RunResult>,
@@ -51,7 +51,7 @@ pub struct StepRun {
 }
 
 /// Everything about one profiler pass: what ran, how it ended, what it produced.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProfileRun {
     pub schema_version: u32,
     pub polyprof_version: String,

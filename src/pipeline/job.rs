@@ -158,6 +158,14 @@ async fn run_pass(job: &Job, run: &mut ProfileRun) {
             run.artifacts = output.raw.artifacts;
             run.kernels = output.parsed.kernels;
             run.diagnostics = output.parsed.diagnostics;
+            // An error diagnostic (ncu's LaunchFailed, application_error, a missing requested
+            // metric) fails the run like any other error, in run.json and the exit status.
+            let diagnosed = run
+                .diagnostics
+                .iter()
+                .filter(|d| d.severity == crate::model::parsed::Severity::Error)
+                .map(|d| format!("{}: {}", d.kind, d.message));
+            run.errors.extend(diagnosed);
             run.device = output.parsed.device;
             run.session = output.parsed.session;
             crate::results::profile::stamp_call_paths(run, &job.call_path);

@@ -126,9 +126,7 @@ fn add(slot: &mut Option<f64>, value: Option<f64>) {
 }
 
 pub(crate) fn add_flops(total: &mut FlopCounts, more: &FlopCounts) {
-    add(&mut total.fp16, more.fp16);
-    add(&mut total.fp32, more.fp32);
-    add(&mut total.fp64, more.fp64);
+    total.accumulate(more);
 }
 
 /// GPU time of the kernels recorded inside each scope event (by event id), through `parent`.
@@ -157,7 +155,8 @@ enum Key {
 }
 
 /// Group `events` into rows (in order of first appearance). Calls add up `calls`; means are
-/// totals over calls; GFLOP/s and GB/s use GPU time only (a row without GPU time has none).
+/// totals over calls; GFLOP/s and GB/s use GPU time, or CPU time for a row without GPU time
+/// (CPU work; no share of a GPU peak then).
 pub fn key_averages(events: &[Event], group_by: GroupBy) -> KeyAverages {
     let inside = gpu_time_inside(events);
     let mut index: HashMap<Key, usize> = HashMap::new();
@@ -222,8 +221,12 @@ impl KeyAverages {
             let calls = (row.calls > 0).then_some(row.calls as f64);
             row.cpu_mean_ns = row.cpu_total_ns.zip(calls).map(|(t, n)| t / n);
             row.gpu_mean_ns = row.gpu_total_ns.zip(calls).map(|(t, n)| t / n);
-            row.roofline =
-                roofline::evaluate(self.peaks.as_ref(), &row.flops, row.bytes, row.gpu_total_ns);
+            row.roofline = match (row.gpu_total_ns, row.cpu_total_ns) {
+                // CPU work (a scope with FLOPs or bytes and no kernels inside): its rates over
+                // its own wall time, with no GPU peaks to compare against.
+                (None, Some(cpu)) => roofline::evaluate(None, &row.flops, row.bytes, Some(cpu)),
+                (gpu, _) => roofline::evaluate(self.peaks.as_ref(), &row.flops, row.bytes, gpu),
+            };
         }
     }
 
@@ -263,6 +266,12 @@ impl KeyAverages {
     /// them: CPU and GPU total/mean, DRAM bytes, GFLOP/s, GB/s, and with peaks % of peak
     /// bandwidth, % of peak compute and the bound.
     pub fn table(&self, sort_by: SortBy) -> String {
+        self.table_fitted(sort_by, None)
+    }
+
+    /// [`table`](Self::table) at most `width` columns wide when given: names are shortened in
+    /// the middle (never below 24 characters) so the other columns fit.
+    pub fn table_fitted(&self, sort_by: SortBy, width: Option<usize>) -> String {
         let rows = self.sorted(sort_by);
         let any = |f: &dyn Fn(&KeyAverage) -> bool| rows.iter().any(|r| f(r));
         let has_cpu = any(&|r| r.cpu_total_ns.is_some());
@@ -296,6 +305,7 @@ impl KeyAverages {
         table.set_header(header.clone());
         let time = |v: Option<f64>| units::or_dash(v.map(units::time_ns));
         let num = |v: Option<f64>, f: fn(f64) -> String| units::or_dash(v.map(f));
+        let mut all_cells: Vec<Vec<String>> = Vec::with_capacity(rows.len());
         for row in rows {
             let mut cells = vec![row.label(), row.calls.to_string()];
             if has_cpu {
@@ -317,9 +327,22 @@ impl KeyAverages {
                 cells.extend([
                     num(row.roofline.pct_peak_bandwidth, units::pct),
                     num(row.roofline.pct_peak_compute, units::pct),
-                    row.roofline.bound.to_string(),
+                    row.roofline.bound_label(),
                 ]);
             }
+            all_cells.push(cells);
+        }
+        if let Some(width) = width {
+            let name_width = crate::results::names::name_column_width(width, &header, &all_cells);
+            let fit = match self.group_by {
+                GroupBy::CallPath => crate::results::names::truncate_left,
+                GroupBy::Name => crate::results::names::truncate_middle,
+            };
+            for cells in &mut all_cells {
+                cells[0] = fit(&cells[0], name_width);
+            }
+        }
+        for cells in all_cells {
             table.add_row(cells);
         }
         // Numbers right-aligned; the bound is a word.

@@ -6,6 +6,7 @@ pub mod callpath;
 pub mod diff;
 pub mod event;
 pub mod export;
+pub mod names;
 pub mod profile;
 pub mod roofline;
 pub mod stats;

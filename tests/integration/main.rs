@@ -43,3 +43,7 @@ mod runner_pytest;
 mod runner_timeouts;
 mod seam_quote_shell;
 mod seam_registry;
+mod verdicts_demo;
+mod verdicts_parse_run;
+mod verdicts_roofline;
+mod verdicts_schema;

@@ -51,7 +51,8 @@ fn threshold_and_direction_matter() {
     // B → A is an improvement, not a regression.
     let reverse = diff(&[&path("h200-regressed"), &path("h200-baseline")]);
     assert_eq!(reverse.status.code(), Some(0));
-    // vector_add is 0.4 % slower: a 0.1 % threshold catches it too.
+    // vector_add is 0.4 % (235 ns) slower: under the 0.5 µs floor it is noise even at a 0.1 %
+    // threshold; with the floor at zero it counts too.
     let tight = diff(&[
         &path("h200-baseline"),
         &path("h200-regressed"),
@@ -61,7 +62,36 @@ fn threshold_and_direction_matter() {
     ]);
     assert_eq!(tight.status.code(), Some(1));
     let json: serde_json::Value = serde_json::from_slice(&tight.stdout).unwrap();
+    assert_eq!(json["regressions"], 1);
+    let vector_add = json["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["short_name"] == "vector_add")
+        .unwrap();
+    assert_eq!(vector_add["change"], "noise");
+    let no_floor = diff(&[
+        &path("h200-baseline"),
+        &path("h200-regressed"),
+        "--threshold",
+        "0.1%",
+        "--min-change",
+        "0ns",
+        "--json",
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(&no_floor.stdout).unwrap();
     assert_eq!(json["regressions"], 2);
+    // --min-duration leaves out the µs-scale kernels: only the two matmuls are compared.
+    let long_only = diff(&[
+        &path("h200-baseline"),
+        &path("h200-regressed"),
+        "--min-duration",
+        "100us",
+        "--json",
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(&long_only.stdout).unwrap();
+    assert_eq!(json["kernels"].as_array().unwrap().len(), 2);
+    assert_eq!(json["filtered"], 2);
 }
 
 #[test]
@@ -94,8 +124,10 @@ fn unmatched_launches_are_listed() {
     let output = diff(&[&path("h200-baseline"), dir.path().to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(0));
     let text = String::from_utf8_lossy(&output.stdout);
-    assert!(text.contains("only in A: reduce_sum #0"), "{text}");
-    assert!(text.contains("only in B: vector_add #1"), "{text}");
+    assert!(text.contains("only in A: reduce_sum (1 launches"), "{text}");
+    // A second vector_add launch of the same configuration joins the first: medians compared.
+    let vector_add = text.lines().find(|l| l.contains("vector_add")).unwrap();
+    assert!(vector_add.contains("┆   1 ┆   2 ┆"), "{vector_add}");
 }
 
 #[test]
@@ -109,7 +141,8 @@ fn bad_input_is_exit_2() {
     let garbage = diff(&[dir.path().to_str().unwrap(), &path("h200-baseline")]);
     assert_eq!(garbage.status.code(), Some(2));
 
-    // A run without kernel times cannot pass a gate by having nothing to compare.
+    // A run without kernel times cannot pass a gate against one with kernels by having
+    // nothing to compare.
     let mut empty = polyprof::results::ProfileRun::read(&fixture("runs/h200-baseline")).unwrap();
     empty.kernels.clear();
     let empty_dir = tempfile::tempdir().unwrap();
@@ -117,6 +150,15 @@ fn bad_input_is_exit_2() {
     let nothing = diff(&[&path("h200-baseline"), empty_dir.path().to_str().unwrap()]);
     assert_eq!(nothing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&nothing.stderr).contains("no kernel records"));
+    // Two runs without kernels compare their steps and wall time instead.
+    let both = diff(&[
+        empty_dir.path().to_str().unwrap(),
+        empty_dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(both.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&both.stdout);
+    assert!(text.contains("wall 2.50 s → 2.50 s"), "{text}");
+    assert!(text.contains("step "), "{text}");
 
     let bad_threshold = diff(&[
         &path("h200-baseline"),

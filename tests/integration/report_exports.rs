@@ -33,7 +33,14 @@ fn json_carries_records_roofline_and_run_summary() {
     assert_eq!(tiled["short_name"], "matmul_tiled<32>");
     assert_eq!(tiled["duration_ns"], 247_136.0);
     assert_eq!(tiled["flops"]["fp32"], 2_147_483_648.0);
-    assert_eq!(tiled["roofline"]["bound"], "latency");
+    // 13 % of the FP32 peak but 71.65 % SM speed of light: the FLOPs are partial, so the SM
+    // speed of light decides (the minimal preset does not measure L1/L2; see docs/verdicts.md).
+    assert_eq!(tiled["roofline"]["bound"], "compute");
+    assert_eq!(tiled["roofline"]["limiter"], "sm");
+    assert_eq!(
+        tiled["roofline"]["inputs"],
+        serde_json::json!(["dram_bytes", "sm_throughput_pct"])
+    );
     assert_eq!(
         tiled["call_path"],
         serde_json::json!(["app 1", "ncu.000", "app [1579]", "matmul_tiled<32>"])
@@ -59,7 +66,13 @@ fn csv_has_the_documented_columns_and_one_row_per_record() {
     assert_eq!(&reduce[column("duration_ns")], "60448");
     assert_eq!(&reduce[column("dram_bytes")], "69331712");
     assert_eq!(&reduce[column("grid_x")], "32768");
-    assert_eq!(&reduce[column("bound")], "memory");
+    // SM speed of light 47.5 % against 23.9 % of DRAM bandwidth.
+    assert_eq!(&reduce[column("bound")], "compute");
+    assert_eq!(&reduce[column("limiter")], "sm");
+    assert_eq!(
+        &reduce[column("verdict_inputs")],
+        "dram_bytes sm_throughput_pct"
+    );
     assert_eq!(&reduce[column("device")], "NVIDIA H200");
     assert_eq!(&reduce[column("start_ns")], "");
     let gbps: f64 = reduce[column("dram_gb_per_s")].parse().unwrap();

@@ -58,6 +58,8 @@ fn group_and_sort_flags_change_the_rows() {
         "call_path",
         "--sort-by",
         "name",
+        // Full call paths: a fitted table would shorten them.
+        "--wide",
     ]);
     let first = text
         .find("app 1 / ncu.000 / app [1579] / matmul_naive")
@@ -66,6 +68,38 @@ fn group_and_sort_flags_change_the_rows() {
         .find("app 1 / ncu.000 / app [1579] / vector_add")
         .unwrap();
     assert!(first < last, "{text}");
+}
+
+#[test]
+fn long_names_are_fitted_to_columns_unless_wide() {
+    let dir = fixture("runs/h200-baseline");
+    let report = |extra: &[&str]| {
+        let output = polyprof()
+            .args(["report", dir.to_str().unwrap(), "--group-by", "call_path"])
+            .args(extra)
+            .env("COLUMNS", "160")
+            .output()
+            .unwrap();
+        assert!(output.status.success());
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let fitted = report(&[]);
+    let widest = |text: &str| text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    let row = fitted.lines().find(|l| l.contains("matmul_naive")).unwrap();
+    assert!(row.contains('…'), "{row}");
+    let table_width = fitted
+        .lines()
+        .filter(|l| l.starts_with('│'))
+        .map(|l| l.chars().count())
+        .max()
+        .unwrap();
+    assert!(table_width <= 160, "{table_width}\n{fitted}");
+    let wide = report(&["--wide"]);
+    assert!(
+        wide.contains("app 1 / ncu.000 / app [1579] / matmul_naive"),
+        "{wide}"
+    );
+    assert!(widest(&wide) > table_width);
 }
 
 #[test]

@@ -27,9 +27,14 @@ pub enum MetricFilter {
 }
 
 /// What [`MetricFilter::Essential`] keeps (a trailing `_` is a prefix): eleven names on an H200
-/// `--set full` page, one B-tree leaf per record.
+/// `--set full` page, one B-tree leaf per record; plus the clocks and speed-of-light splits the
+/// roofline verdict reads (`results::roofline::RooflineInputs::from_record`).
 pub const ESSENTIAL_METRICS: &[&str] = &[
     "gpu__time_duration.sum",
+    "sm__cycles_elapsed.avg.per_second",
+    "dram__cycles_elapsed.avg.per_second",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
     "launch__occupancy_limit_",
     "launch__shared_mem_config_size",
     "launch__shared_mem_per_block_driver",

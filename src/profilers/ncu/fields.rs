@@ -5,8 +5,8 @@ use std::borrow::Cow;
 
 use super::options::{
     ACHIEVED_OCCUPANCY, BLOCK_SIZE, DRAM_READ, DRAM_SOL, DRAM_TOTAL, DRAM_WRITE, DURATION,
-    FP16_OPS, FP32_OPS, FP64_OPS, GRID_SIZE, MEMORY_SOL, REGISTERS, SHARED_DYNAMIC, SHARED_STATIC,
-    SM_SOL, THEORETICAL_OCCUPANCY,
+    FP16_OPS, FP32_OPS, FP64_OPS, GRID_SIZE, HFMA2_MMA_INST, MEMORY_SOL, REGISTERS, SHARED_DYNAMIC,
+    SHARED_STATIC, SM_SOL, TENSOR_OPS, THEORETICAL_OCCUPANCY,
 };
 use super::row::Cells;
 use crate::model::record::{KernelRecord, short_kernel_name};
@@ -104,12 +104,13 @@ fn parse_u64(text: &str) -> Option<u64> {
         .map(|v| v as u64)
 }
 
-/// `(256, 1, 1)` → `[256, 1, 1]`.
+/// `(256, 1, 1)` → `[256, 1, 1]`. A zero dimension is no launch configuration: ncu prints
+/// `(0, 0, 0)` for a launch that faulted before it could read it, so that reads as unknown.
 pub fn parse_dim3(text: &str) -> Option<[u64; 3]> {
     let inner = text.trim().strip_prefix('(')?.strip_suffix(')')?;
     let mut parts = inner.split(',').map(|p| p.trim().parse::<u64>().ok());
     let dims = [parts.next()??, parts.next()??, parts.next()??];
-    parts.next().is_none().then_some(dims)
+    (parts.next().is_none() && dims.iter().all(|d| *d > 0)).then_some(dims)
 }
 
 /// Which record field a metric feeds.
@@ -129,6 +130,10 @@ pub enum Field {
     SharedMem,
     /// Precision index (0 fp16, 1 fp32, 2 fp64) and FLOPs per instruction.
     Flops(u8, u8),
+    /// Tensor-core op count, by index into [`TENSOR_OPS`].
+    TensorFlops(u8),
+    /// `HFMA2.MMA` warp instructions (phantom FP16 work, labelled in the record).
+    Hfma2Mma,
     GridSize,
     BlockSize,
 }
@@ -149,7 +154,11 @@ pub fn field_for_metric(name: &str) -> Option<Field> {
         SHARED_STATIC | SHARED_DYNAMIC => Field::SharedMem,
         GRID_SIZE => Field::GridSize,
         BLOCK_SIZE => Field::BlockSize,
+        HFMA2_MMA_INST => Field::Hfma2Mma,
         _ => {
+            if let Some(index) = TENSOR_OPS.iter().position(|o| *o == name) {
+                return Some(Field::TensorFlops(index as u8));
+            }
             for (precision, ops) in [FP16_OPS, FP32_OPS, FP64_OPS].iter().enumerate() {
                 if let Some(op) = ops.iter().position(|o| *o == name) {
                     let per_inst = if op == 2 { 2 } else { 1 };
@@ -214,6 +223,24 @@ pub fn apply(record: &mut KernelRecord, field: Field, value: f64) {
             };
             *slot = Some(slot.unwrap_or(0.0) + value * f64::from(per_inst));
         }
+        Field::TensorFlops(index) => {
+            let flops = &mut record.flops;
+            let slot = match index {
+                0 => &mut flops.tensor_fp16,
+                1 => &mut flops.tensor_bf16,
+                2 => &mut flops.tensor_tf32,
+                3 => &mut flops.tensor_fp8,
+                4 => &mut flops.tensor_int8,
+                _ => &mut flops.tensor_fp64,
+            };
+            set(slot);
+        }
+        // Every such warp instruction was counted as up to 32 thread HFMAs of 2 FLOPs each.
+        Field::Hfma2Mma => {
+            if record.flops.fp16_hfma2_mma.is_none() {
+                record.flops.fp16_hfma2_mma = Some(value * 64.0);
+            }
+        }
         // The identity columns' (x, y, z) triples carry these; the scalar totals stay metrics.
         Field::GridSize | Field::BlockSize => {}
     }
@@ -243,7 +270,14 @@ mod tests {
     fn dim3_parsing() {
         assert_eq!(parse_dim3("(256, 1, 1)"), Some([256, 1, 1]));
         assert_eq!(parse_dim3(" (4, 12, 54) "), Some([4, 12, 54]));
-        for bad in ["(1, 2)", "(1, 2, 3, 4)", "256", "(a, 1, 1)", ""] {
+        for bad in [
+            "(1, 2)",
+            "(1, 2, 3, 4)",
+            "256",
+            "(a, 1, 1)",
+            "",
+            "(0, 0, 0)",
+        ] {
             assert_eq!(parse_dim3(bad), None, "{bad}");
         }
     }
@@ -263,5 +297,50 @@ mod tests {
         assert_eq!(record.flops.fp32, Some(215.0));
         assert_eq!(record.flops.fp16, None);
         assert_eq!(record.shared_mem_per_block, Some(9216));
+    }
+
+    #[test]
+    fn tensor_ops_feed_their_precision_and_hfma2_moves_are_labelled() {
+        let mut record = KernelRecord::default();
+        for (index, name) in TENSOR_OPS.iter().enumerate() {
+            apply(
+                &mut record,
+                field_for_metric(name).unwrap(),
+                (index + 1) as f64,
+            );
+        }
+        let f = record.flops;
+        assert_eq!(
+            [
+                f.tensor_fp16,
+                f.tensor_bf16,
+                f.tensor_tf32,
+                f.tensor_fp8,
+                f.tensor_int8,
+                f.tensor_fp64
+            ],
+            [
+                Some(1.0),
+                Some(2.0),
+                Some(3.0),
+                Some(4.0),
+                Some(5.0),
+                Some(6.0)
+            ]
+        );
+        // INT8 ops are not FLOPs.
+        assert_eq!(f.tensor_total(), Some(1.0 + 2.0 + 3.0 + 4.0 + 6.0));
+        // A kernel whose only "FP16 math" is HFMA2.MMA constant moves counts no FP16 FLOPs.
+        let mut fill = KernelRecord::default();
+        apply(
+            &mut fill,
+            field_for_metric(FP16_OPS[2]).unwrap(),
+            10.0 * 32.0,
+        );
+        apply(&mut fill, field_for_metric(HFMA2_MMA_INST).unwrap(), 10.0);
+        assert_eq!(fill.flops.fp16, Some(640.0));
+        assert_eq!(fill.flops.fp16_hfma2_mma, Some(640.0));
+        assert_eq!(fill.flops.vector_fp16(), Some(0.0));
+        assert_eq!(fill.flops.total(), Some(0.0));
     }
 }

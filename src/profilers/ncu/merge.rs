@@ -56,15 +56,8 @@ fn merge_record(target: &mut KernelRecord, other: KernelRecord) {
         registers_per_thread,
         shared_mem_per_block
     );
-    if target.flops.fp16.is_none() {
-        target.flops.fp16 = other.flops.fp16;
-    }
-    if target.flops.fp32.is_none() {
-        target.flops.fp32 = other.flops.fp32;
-    }
-    if target.flops.fp64.is_none() {
-        target.flops.fp64 = other.flops.fp64;
-    }
+    // Every precision, tensor counts and the HFMA2.MMA label included.
+    target.flops.fill_missing(&other.flops);
     if target.name.is_empty() {
         target.name = other.name;
         target.short_name = other.short_name;

@@ -7,6 +7,7 @@ mod details;
 pub mod diagnostics;
 pub mod discovery;
 pub mod fields;
+pub mod kernel_filter;
 pub mod merge;
 pub mod occupancy;
 pub mod options;

@@ -6,6 +6,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+pub use crate::model::verdict_metrics::{DRAM_CLOCK, DRAM_SOL, MEMORY_SOL, SM_CLOCK};
 
 /// Kernel duration (GPU time).
 pub const DURATION: &str = "gpu__time_duration.sum";
@@ -15,11 +16,6 @@ pub const DRAM_TOTAL: &str = "dram__bytes.sum";
 pub const ACHIEVED_OCCUPANCY: &str = "sm__warps_active.avg.pct_of_peak_sustained_active";
 pub const THEORETICAL_OCCUPANCY: &str = "sm__maximum_warps_per_active_cycle_pct";
 pub const SM_SOL: &str = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
-/// Memory speed of light over DRAM, L1 and L2: costs 6 replay passes on an H200.
-pub const MEMORY_SOL: &str = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed";
-/// DRAM speed of light: 1 pass. The minimal preset's memory SOL (the roofline's memory side is
-/// DRAM); `gpu__compute_memory_throughput` wins when both are present.
-pub const DRAM_SOL: &str = "dram__throughput.avg.pct_of_peak_sustained_elapsed";
 pub const REGISTERS: &str = "launch__registers_per_thread";
 pub const SHARED_STATIC: &str = "launch__shared_mem_per_block_static";
 pub const SHARED_DYNAMIC: &str = "launch__shared_mem_per_block_dynamic";
@@ -42,6 +38,35 @@ pub const FP64_OPS: [&str; 3] = [
     "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum",
     "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum",
 ];
+
+/// Tensor-core FLOPs per source precision (Hopper and Ampere-class; names from
+/// `ncu --query-metrics --chip gh100`). Each counts math ops, 2 per multiply-add: a 4096³ bf16
+/// matmul reads 137,438,953,472 = 2·4096³ (tests/fixtures/ncu-h200-tensor). bf16 and tf32 carry
+/// a `_dst_fp32` suffix, the others do not.
+pub const TENSOR_FP16_OPS: &str = "sm__ops_path_tensor_src_fp16.sum";
+pub const TENSOR_BF16_OPS: &str = "sm__ops_path_tensor_src_bf16_dst_fp32.sum";
+pub const TENSOR_TF32_OPS: &str = "sm__ops_path_tensor_src_tf32_dst_fp32.sum";
+pub const TENSOR_FP8_OPS: &str = "sm__ops_path_tensor_src_fp8.sum";
+pub const TENSOR_INT8_OPS: &str = "sm__ops_path_tensor_src_int8.sum";
+pub const TENSOR_FP64_OPS: &str = "sm__ops_path_tensor_src_fp64.sum";
+/// The tensor op counters in `fields::Field::TensorFlops` index order: fp16, bf16, tf32, fp8,
+/// int8, fp64.
+pub const TENSOR_OPS: [&str; 6] = [
+    TENSOR_FP16_OPS,
+    TENSOR_BF16_OPS,
+    TENSOR_TF32_OPS,
+    TENSOR_FP8_OPS,
+    TENSOR_INT8_OPS,
+    TENSOR_FP64_OPS,
+];
+/// `HFMA2.MMA` warp instructions: constant moves the compiler routes through the tensor pipe,
+/// which the SASS FP16 FMA counter counts as FP16 math (see `FlopCounts::fp16_hfma2_mma`).
+pub const HFMA2_MMA_INST: &str = "sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum";
+
+/// Tensor counters of the minimal preset that only some architectures have.
+pub fn is_optional_metric(name: &str) -> bool {
+    TENSOR_OPS.contains(&name) || name == HFMA2_MMA_INST
+}
 
 /// The `minimal` preset: exactly the metrics behind the normalized record's fields, chosen so
 /// ncu needs as few replay passes as possible.
@@ -66,6 +91,15 @@ pub const MINIMAL_METRICS: &[&str] = &[
     FP64_OPS[0],
     FP64_OPS[1],
     FP64_OPS[2],
+    TENSOR_FP16_OPS,
+    TENSOR_BF16_OPS,
+    TENSOR_TF32_OPS,
+    TENSOR_FP8_OPS,
+    TENSOR_INT8_OPS,
+    TENSOR_FP64_OPS,
+    HFMA2_MMA_INST,
+    SM_CLOCK,
+    DRAM_CLOCK,
 ];
 
 /// What to collect.
@@ -106,8 +140,17 @@ impl Preset {
     }
 
     /// Metrics the user asked for by name: missing from the output is an error naming them.
+    /// The minimal preset's architecture-dependent tensor counters are left out: ncu ignores a
+    /// name the GPU lacks (FP8 before Hopper), and a missing one must not fail the run.
     pub fn requested_metrics(&self) -> Vec<String> {
-        self.metric_names()
+        match self {
+            Preset::Minimal => MINIMAL_METRICS
+                .iter()
+                .filter(|m| !is_optional_metric(m))
+                .map(|m| m.to_string())
+                .collect(),
+            _ => self.metric_names(),
+        }
     }
 }
 
@@ -389,6 +432,12 @@ mod tests {
             for op in ops {
                 assert!(MINIMAL_METRICS.contains(&op), "{op}");
             }
+        }
+        for name in TENSOR_OPS
+            .iter()
+            .chain([&HFMA2_MMA_INST, &SM_CLOCK, &DRAM_CLOCK])
+        {
+            assert!(MINIMAL_METRICS.contains(name), "{name}");
         }
     }
 

@@ -82,11 +82,19 @@ pub fn profile_argv(
         "--clock-control".to_string(),
         options.clock_control.as_str().to_string(),
     ]);
-    if let Some(base) = options.kernel_name_base {
+    // polyprof's short names (`matmul_tiled<32>`) become a demangled-name match.
+    let filter = options
+        .kernel_name
+        .as_deref()
+        .map(|name| super::kernel_filter::ncu_kernel_filter(name, options.kernel_name_base));
+    let base = filter
+        .as_ref()
+        .map_or(options.kernel_name_base, |(base, _)| *base);
+    if let Some(base) = base {
         argv.extend(["--kernel-name-base".to_string(), base.as_str().to_string()]);
     }
-    if let Some(name) = &options.kernel_name {
-        argv.extend(["-k".to_string(), name.clone()]);
+    if let Some((_, name)) = filter {
+        argv.extend(["-k".to_string(), name]);
     }
     if let Some(skip) = options.launch_skip {
         argv.extend(["--launch-skip".to_string(), skip.to_string()]);

@@ -131,9 +131,9 @@ impl Serialize for Metrics<'_> {
         let numbers = [
             ("gpu_time_ns", event.gpu_time_ns),
             ("cpu_time_ns", event.cpu_time_ns),
-            ("flops16", event.flops.fp16),
-            ("flops32", event.flops.fp32),
-            ("flops64", event.flops.fp64),
+            ("flops16", event.flops.by_width(16)),
+            ("flops32", event.flops.by_width(32)),
+            ("flops64", event.flops.by_width(64)),
             ("bytes", event.bytes),
             ("gflops_per_s", point.gflops_per_s),
             ("gb_per_s", point.gb_per_s),

@@ -5,7 +5,7 @@ use std::io::Write;
 
 use crate::error::{Error, Result};
 use crate::results::export::{Exporter, Format, Report};
-use crate::results::roofline::evaluate_record;
+use crate::results::roofline::evaluate_run_record;
 
 /// The header, in order. Never reordered; new columns are appended.
 pub const COLUMNS: &[&str] = &[
@@ -47,6 +47,19 @@ pub const COLUMNS: &[&str] = &[
     "registers_per_thread",
     "shared_mem_per_block",
     "call_path",
+    "flops_tensor_fp16",
+    "flops_tensor_bf16",
+    "flops_tensor_tf32",
+    "flops_tensor_fp8",
+    "ops_tensor_int8",
+    "flops_tensor_fp64",
+    "flops_fp16_hfma2_mma",
+    "limiter",
+    "precision",
+    "sm_clock_ghz",
+    "dram_clock_ghz",
+    "clock_state",
+    "verdict_inputs",
 ];
 
 pub struct CsvExporter;
@@ -59,6 +72,14 @@ fn dims(value: Option<[u64; 3]>) -> [String; 3] {
     match value {
         Some([x, y, z]) => [x.to_string(), y.to_string(), z.to_string()],
         None => Default::default(),
+    }
+}
+
+/// The snake_case name serde gives a unit enum variant (`tensor_pipe`), as in the JSON report.
+fn serde_label<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(text)) => text,
+        _ => String::new(),
     }
 }
 
@@ -78,7 +99,7 @@ impl Exporter for CsvExporter {
             .unwrap_or_else(|| report.profile.name.clone());
         let run_device = report.device_name().map(str::to_string);
         for record in report.records() {
-            let point = evaluate_record(report.peaks.as_ref(), &record);
+            let point = evaluate_run_record(report.peaks.as_ref(), report.run.as_ref(), &record);
             let [grid_x, grid_y, grid_z] = dims(record.grid);
             let [block_x, block_y, block_z] = dims(record.block);
             let row = vec![
@@ -123,6 +144,22 @@ impl Exporter for CsvExporter {
                 opt(record.registers_per_thread),
                 opt(record.shared_mem_per_block),
                 record.call_path.join(" / "),
+                opt(record.flops.tensor_fp16),
+                opt(record.flops.tensor_bf16),
+                opt(record.flops.tensor_tf32),
+                opt(record.flops.tensor_fp8),
+                opt(record.flops.tensor_int8),
+                opt(record.flops.tensor_fp64),
+                opt(record.flops.fp16_hfma2_mma),
+                serde_label(&point.limiter),
+                point.precision.map(|p| serde_label(&p)).unwrap_or_default(),
+                opt(point.sm_clock_ghz),
+                opt(point.dram_clock_ghz),
+                point
+                    .clock_state
+                    .map(|c| serde_label(&c))
+                    .unwrap_or_default(),
+                point.inputs.names().join(" "),
             ];
             debug_assert_eq!(row.len(), COLUMNS.len());
             writer.write_record(&row).map_err(csv_error)?;

@@ -10,6 +10,8 @@ use std::io::Write;
 use serde_json::{Map, Value, json};
 
 use crate::error::Result;
+use crate::results::event::Frame;
+use crate::results::export::stable_tree::{Metadata, StableTree};
 use crate::results::export::{Exporter, Format, Report, write_json};
 use crate::results::tree::{CallTree, NodeMetrics, TreeNode};
 
@@ -47,15 +49,15 @@ fn values(metrics: &NodeMetrics, user: &[String]) -> Vec<(String, Value)> {
         ("cpu_time (ns)".to_string(), json!(metrics.cpu_time_ns)),
         (
             "flops16".to_string(),
-            json!(metrics.flops.fp16.unwrap_or(0.0)),
+            json!(metrics.flops.by_width(16).unwrap_or(0.0)),
         ),
         (
             "flops32".to_string(),
-            json!(metrics.flops.fp32.unwrap_or(0.0)),
+            json!(metrics.flops.by_width(32).unwrap_or(0.0)),
         ),
         (
             "flops64".to_string(),
-            json!(metrics.flops.fp64.unwrap_or(0.0)),
+            json!(metrics.flops.by_width(64).unwrap_or(0.0)),
         ),
         ("bytes".to_string(), json!(metrics.bytes)),
     ];
@@ -66,7 +68,7 @@ fn values(metrics: &NodeMetrics, user: &[String]) -> Vec<(String, Value)> {
     out
 }
 
-fn node_json(node: &TreeNode, user: &[String]) -> Value {
+fn node_json(node: &TreeNode, user: &[String], at: &mut Vec<Frame>, meta: &Metadata) -> Value {
     let mut metrics = Map::new();
     for (name, value) in values(&node.exclusive, user) {
         metrics.insert(name, value);
@@ -74,23 +76,50 @@ fn node_json(node: &TreeNode, user: &[String]) -> Value {
     for (name, value) in values(&node.inclusive, user) {
         metrics.insert(inclusive(&name), value);
     }
+    node_object(node, metrics, at, meta, &mut |child, at| {
+        node_json(child, user, at, meta)
+    })
+}
+
+/// `frame`, `metrics`, `metadata` (what the stable frame name leaves out; Hatchet ignores it)
+/// and `children` of one node; `child` writes each child with the path extended.
+pub(crate) fn node_object(
+    node: &TreeNode,
+    metrics: Map<String, Value>,
+    at: &mut Vec<Frame>,
+    meta: &Metadata,
+    child: &mut dyn FnMut(&TreeNode, &mut Vec<Frame>) -> Value,
+) -> Value {
     let mut object = Map::new();
     object.insert(
         "frame".to_string(),
         json!({"name": node.frame.name, "type": node.frame.kind.as_str()}),
     );
     object.insert("metrics".to_string(), Value::Object(metrics));
+    if let Some(data) = meta.get(at.as_slice()) {
+        object.insert("metadata".to_string(), json!(data));
+    }
     if !node.children.is_empty() {
-        let children = node.children.iter().map(|c| node_json(c, user)).collect();
+        let mut children = Vec::with_capacity(node.children.len());
+        for c in &node.children {
+            at.push(c.frame.clone());
+            children.push(child(c, at));
+            at.pop();
+        }
         object.insert("children".to_string(), Value::Array(children));
     }
     Value::Object(object)
 }
 
-/// The Hatchet literal of a call tree.
+/// The Hatchet literal of a call tree (no metadata).
 pub fn literal(tree: &CallTree) -> Value {
+    literal_with(tree, &Metadata::new())
+}
+
+/// The Hatchet literal of a call tree with each node's metadata.
+pub fn literal_with(tree: &CallTree, meta: &Metadata) -> Value {
     let user = tree.metric_names();
-    Value::Array(vec![node_json(&tree.root, &user)])
+    Value::Array(vec![node_json(&tree.root, &user, &mut Vec::new(), meta)])
 }
 
 pub struct HatchetExporter;
@@ -101,8 +130,9 @@ impl Exporter for HatchetExporter {
     }
 
     fn export(&self, report: &Report, out: &mut dyn Write) -> Result<()> {
+        let stable = StableTree::of(&report.profile);
         write_json(
-            &literal(&report.profile.tree()),
+            &literal_with(&stable.tree, &stable.metadata),
             out,
             "Hatchet export",
             true,

@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::model::outcome::Outcome;
 use crate::model::record::KernelRecord;
 use crate::results::export::{Exporter, Format, Report, write_json};
-use crate::results::roofline::{DevicePeaks, RooflinePoint, evaluate_record};
+use crate::results::roofline::{DevicePeaks, RooflinePoint, evaluate_run_record};
 
 /// Bumped when a field of the report changes meaning or is removed.
 pub const REPORT_SCHEMA_VERSION: u32 = 1;
@@ -69,7 +69,7 @@ impl JsonReport {
             .records()
             .into_iter()
             .map(|record| ReportRecord {
-                roofline: evaluate_record(report.peaks.as_ref(), &record),
+                roofline: evaluate_run_record(report.peaks.as_ref(), report.run.as_ref(), &record),
                 record,
             })
             .collect();

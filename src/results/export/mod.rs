@@ -4,6 +4,8 @@ pub mod chrome;
 pub mod csv;
 pub mod hatchet;
 pub mod json;
+pub mod proton;
+pub mod stable_tree;
 pub mod table;
 
 use std::io::Write;
@@ -32,6 +34,8 @@ pub enum Format {
     Csv,
     /// Hatchet literal JSON (`hatchet.GraphFrame.from_literal`).
     Hatchet,
+    /// Proton's tree JSON with its device table (`proton-viewer -m time/ns,util FILE`).
+    Proton,
     /// Chrome trace / Perfetto JSON.
     Chrome,
 }
@@ -43,7 +47,7 @@ impl Format {
     pub fn extension(&self) -> &'static str {
         match self {
             Format::Table => "txt",
-            Format::Json | Format::Hatchet => "json",
+            Format::Json | Format::Hatchet | Format::Proton => "json",
             Format::Csv => "csv",
             Format::Chrome => "trace.json",
         }
@@ -152,6 +156,7 @@ pub fn exporter(format: Format) -> Box<dyn Exporter> {
         Format::Json => Box::new(json::JsonExporter),
         Format::Csv => Box::new(csv::CsvExporter),
         Format::Hatchet => Box::new(hatchet::HatchetExporter),
+        Format::Proton => Box::new(proton::ProtonExporter),
         Format::Chrome => Box::new(chrome::ChromeExporter),
     }
 }

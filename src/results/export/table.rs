@@ -10,6 +10,9 @@ use crate::results::export::{Exporter, Format, Report};
 use crate::results::roofline::LATENCY_BOUND_PCT;
 use crate::results::units;
 
+/// `profiler.configuration` of a run document written by `polyprof parse -o`.
+pub const PARSED_CONFIGURATION: &str = "parsed from saved output";
+
 pub struct TableExporter;
 
 impl Exporter for TableExporter {
@@ -82,6 +85,15 @@ fn header(report: &Report) -> String {
                         .unwrap_or_default();
                     format!("{} — {verdict}{wall}", describe_outcome(outcome))
                 }
+                // `polyprof parse -o`: a document of saved output, not a failed run.
+                None if run.profiler.configuration.as_deref() == Some(PARSED_CONFIGURATION) => {
+                    let verdict = if run.errors.is_empty() {
+                        "parsed"
+                    } else {
+                        "parsed with errors"
+                    };
+                    format!("no process run (records parsed from saved output) — {verdict}")
+                }
                 None => "nothing was started — FAILED".to_string(),
             };
             lines.push(format!("outcome  {outcome}"));
@@ -137,6 +149,11 @@ fn header(report: &Report) -> String {
 
 /// The whole table report as text.
 pub fn render(report: &Report) -> String {
+    render_fitted(report, None)
+}
+
+/// [`render`] with the kernel table at most `width` columns wide (names shortened).
+pub fn render_fitted(report: &Report, width: Option<usize>) -> String {
     let averages = report
         .profile
         .key_averages(report.group_by)
@@ -147,7 +164,7 @@ pub fn render(report: &Report) -> String {
         text.push_str("no kernel records\n");
         return text;
     }
-    text.push_str(&averages.table(report.sort_by));
+    text.push_str(&averages.table_fitted(report.sort_by, width));
     text.push('\n');
     text.push_str(&format!(
         "GPU time of kernels: {}",
@@ -155,7 +172,7 @@ pub fn render(report: &Report) -> String {
     ));
     if report.peaks.is_some() {
         text.push_str(&format!(
-            "; bound = the larger share of peak (memory or compute), latency when both are below {LATENCY_BOUND_PCT} %"
+            "; bound = the larger share of peak (memory or compute) with its limiter, latency when both are below {LATENCY_BOUND_PCT} % (per-launch verdicts with speed of light and clocks: --format json)"
         ));
     }
     text.push('\n');

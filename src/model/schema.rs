@@ -1,0 +1,17 @@
+//! The JSON Schema of `run.json`, generated from the model's types (schemars), so the document
+//! and its schema cannot drift apart. Committed as `schemas/run.schema.json`; a test regenerates
+//! it and validates every run.json fixture against it.
+
+use crate::model::run::ProfileRun;
+
+/// The JSON Schema (draft 2020-12) of a run document.
+pub fn run_schema() -> serde_json::Value {
+    let mut schema = schemars::schema_for!(ProfileRun);
+    schema.insert(
+        "description".to_string(),
+        serde_json::Value::from(
+            "polyprof run document (run.json): one profiler pass, its process steps, kernel records and diagnostics",
+        ),
+    );
+    schema.to_value()
+}
