@@ -12,3 +12,8 @@ pub use executor::execute_plan;
 pub use job::{Job, profile};
 pub use outcome::{MarkerSeen, Outcome, RunResult, StreamCapture, Timings};
 pub use runner::{EnvPolicy, Line, LineSink, RunOptions, StreamKind, run_command};
+
+pub mod container;
+pub mod target;
+pub use job::profile_on;
+pub use target::ExecutionTarget;

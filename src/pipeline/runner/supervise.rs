@@ -23,7 +23,7 @@ use crate::profilers::CommandSpec;
 const AFTER_KILL_WAIT: Duration = Duration::from_millis(500);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stop {
+pub(crate) enum Stop {
     Timeout,
     Inactive,
     Marker,
@@ -275,7 +275,7 @@ pub async fn run_command(spec: &CommandSpec, opts: &RunOptions) -> RunResult {
     result
 }
 
-fn open_logs(
+pub(crate) fn open_logs(
     opts: &RunOptions,
     warnings: &mut Vec<String>,
 ) -> (Option<LogWriter>, Option<LogWriter>) {
@@ -328,7 +328,7 @@ async fn terminate(
     child.wait().await
 }
 
-fn stopped_outcome(stop: Stop, opts: &RunOptions, marker: Option<&MarkerSeen>) -> Outcome {
+pub(crate) fn stopped_outcome(stop: Stop, opts: &RunOptions, marker: Option<&MarkerSeen>) -> Outcome {
     match (stop, marker) {
         (Stop::Timeout, _) => Outcome::TimedOut {
             after_s: opts.timeout.map(secs).unwrap_or_default(),
@@ -344,7 +344,7 @@ fn stopped_outcome(stop: Stop, opts: &RunOptions, marker: Option<&MarkerSeen>) -
     }
 }
 
-fn stop_warning(stop: Stop, opts: &RunOptions, marker: Option<&MarkerSeen>) -> Option<String> {
+pub(crate) fn stop_warning(stop: Stop, opts: &RunOptions, marker: Option<&MarkerSeen>) -> Option<String> {
     Some(match (stop, marker) {
         (Stop::Marker, Some(seen)) if seen.passed => format!(
             "passed, then hung: the end marker said the work passed but the process did not exit within the {:.3} s marker grace and was stopped",
