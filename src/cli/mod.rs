@@ -12,6 +12,8 @@ pub mod report;
 pub mod run;
 pub mod select;
 pub mod wrap;
+pub mod container_args;
+pub mod containers;
 
 use clap::{Parser, Subcommand};
 
@@ -54,6 +56,8 @@ pub enum Command {
     /// The CPU workload `demo` profiles when no GPU profiler is usable.
     #[command(hide = true)]
     DemoWorkload(demo_workload::Args),
+    /// Containers polyprof started: `prune` removes those a dead polyprof left.
+    Containers(containers::Args),
 }
 
 pub async fn dispatch(command: Command) -> anyhow::Result<u8> {
@@ -68,6 +72,7 @@ pub async fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Diff(args) => diff::execute(args).await,
         Command::Demo(args) => demo::execute(args).await,
         Command::DemoWorkload(args) => demo_workload::execute(args).await,
+        Command::Containers(args) => containers::execute(args).await,
     }
 }
 

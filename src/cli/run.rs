@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use polyprof::pipeline::job::pass_label;
 use polyprof::pipeline::outcome::{Outcome, StreamCapture};
-use polyprof::pipeline::{EnvPolicy, Job, Line, LineSink, RunOptions, profile};
+use polyprof::pipeline::{EnvPolicy, Job, Line, LineSink, RunOptions, profile_on};
 use polyprof::profilers::{self, EndMarker, Graces, ProfilerSettings};
 use polyprof::results::ProfileRun;
 
@@ -37,6 +37,8 @@ pub struct Args {
     /// Nsight Compute options (used with `--profiler ncu`).
     #[command(flatten, next_help_heading = "Nsight Compute (--profiler ncu)")]
     pub ncu: Box<super::ncu_args::NcuArgs>,
+    #[command(flatten, next_help_heading = "Containers (--container IMAGE)")]
+    pub container: Box<super::container_args::ContainerArgs>,
     /// Print the full run document (run.json's schema) on stdout instead of a summary.
     #[arg(long)]
     pub json: bool,
@@ -246,7 +248,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         run: run_options,
         call_path: Vec::new(),
     };
-    let run = profile(&job).await;
+    let run = profile_on(&job, &args.container.target().await?).await;
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &run).context("cannot print the run document")?;

@@ -167,6 +167,13 @@ impl ContainerJob {
     }
 }
 
+/// `UID:GID` of this process: run a container as it and the files it writes are the caller's.
+pub fn caller_user() -> String {
+    // SAFETY: getuid and getgid cannot fail and touch no memory.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    format!("{uid}:{gid}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -304,7 +304,10 @@ pub async fn run_in_container(
                 .warnings
                 .extend(stop_warning(stop, opts, result.marker.as_ref()));
             let status = terminate(engine, &id, &mut exited, stop, opts, &mut result.warnings).await;
-            if let Ok(code) = &status {
+            // 143 and 137 are the stop signals themselves; anything else is worth saying.
+            if let Ok(code) = &status
+                && ![137, 143].contains(code)
+            {
                 result.warnings.push(format!(
                     "after being stopped the container exited with code {code}"
                 ));
