@@ -17,14 +17,24 @@ fn normal_run_collects_output_files_and_names_its_container() {
     let ran = run(
         &out,
         &[],
-        &["sh", "-c", "echo result > result.txt; echo to-stdout; echo to-stderr >&2; pwd"],
+        &[
+            "sh",
+            "-c",
+            "echo result > result.txt; echo to-stdout; echo to-stderr >&2; pwd",
+        ],
     );
     assert_eq!(ran.code, 0, "{}", ran.stderr);
     assert_eq!(ran.run.outcome, Some(Outcome::Exited { code: 0 }));
-    assert_eq!(std::fs::read_to_string(out.join("result.txt")).unwrap(), "result\n");
+    assert_eq!(
+        std::fs::read_to_string(out.join("result.txt")).unwrap(),
+        "result\n"
+    );
     let attempt = ran.attempt();
     let out_abs = std::fs::canonicalize(&out).unwrap();
-    assert_eq!(attempt.stdout.head, ["to-stdout", out_abs.to_str().unwrap()]);
+    assert_eq!(
+        attempt.stdout.head,
+        ["to-stdout", out_abs.to_str().unwrap()]
+    );
     assert_eq!(attempt.stderr.head, ["to-stderr"]);
     let container = ran.run.container.as_ref().unwrap();
     assert_eq!(container.image, image());
@@ -44,12 +54,19 @@ fn host_secret_is_absent_and_explicit_variables_arrive() {
         .arg(&out)
         .args(["--env", "GIVEN=yes", "--", "env"]);
     let output = command.output().unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let env = std::fs::read_to_string(out.join("run.1.stdout.log")).unwrap();
     assert!(!env.contains("hunter"), "a host secret leaked in:\n{env}");
     assert!(!env.contains("POLYPROF_TEST_SECRET"), "{env}");
     assert!(env.lines().any(|l| l == "GIVEN=yes"), "{env}");
-    assert!(env.lines().any(|l| l == "PATH=/bin"), "the image's PATH: {env}");
+    assert!(
+        env.lines().any(|l| l == "PATH=/bin"),
+        "the image's PATH: {env}"
+    );
 }
 
 #[test]
@@ -57,22 +74,49 @@ fn marker_then_hang_is_stopped_within_grace_and_kill_grace() {
     let dir = tempdir();
     let ran = run(
         &out_dir(&dir),
-        &["--end-marker", "literal:ALL DONE", "--marker-grace", "0.5", "--kill-grace", "0.5"],
+        &[
+            "--end-marker",
+            "literal:ALL DONE",
+            "--marker-grace",
+            "0.5",
+            "--kill-grace",
+            "0.5",
+        ],
         // Ignores SIGTERM: only the SIGKILL after the kill grace ends it.
-        &["sh", "-c", "trap '' TERM; echo 'ALL DONE'; while :; do sleep 1; done"],
+        &[
+            "sh",
+            "-c",
+            "trap '' TERM; echo 'ALL DONE'; while :; do sleep 1; done",
+        ],
     );
-    assert_eq!(ran.code, 0, "a passing marker then a hang counts as success");
+    assert_eq!(
+        ran.code, 0,
+        "a passing marker then a hang counts as success"
+    );
     assert!(
-        matches!(&ran.run.outcome, Some(Outcome::HungAfterMarker { passed: true, .. })),
+        matches!(
+            &ran.run.outcome,
+            Some(Outcome::HungAfterMarker { passed: true, .. })
+        ),
         "{:?}",
         ran.run.outcome
     );
     let attempt = ran.attempt();
     let marker_at = attempt.timings.marker_s.unwrap();
     let exited_at = attempt.timings.exit_s.unwrap();
-    assert!(exited_at - marker_at >= 0.9, "stopped too early: {marker_at} → {exited_at}");
-    assert!(exited_at - marker_at < 0.5 + 0.5 + 1.0, "stopped too late: {marker_at} → {exited_at}");
-    assert!(ran.run.warnings.iter().any(|w| w.contains("SIGKILL")), "{:?}", ran.run.warnings);
+    assert!(
+        exited_at - marker_at >= 0.9,
+        "stopped too early: {marker_at} → {exited_at}"
+    );
+    assert!(
+        exited_at - marker_at < 0.5 + 0.5 + 1.0,
+        "stopped too late: {marker_at} → {exited_at}"
+    );
+    assert!(
+        ran.run.warnings.iter().any(|w| w.contains("SIGKILL")),
+        "{:?}",
+        ran.run.warnings
+    );
     assert_removed(&ran.container_id());
 }
 
@@ -83,12 +127,19 @@ fn overall_timeout_keeps_output_and_files() {
     let ran = run(
         &out,
         &["--timeout", "1", "--kill-grace", "0.5"],
-        &["sh", "-c", "echo partial > partial.txt; echo before-timeout; sleep 60"],
+        &[
+            "sh",
+            "-c",
+            "echo partial > partial.txt; echo before-timeout; sleep 60",
+        ],
     );
     assert_eq!(ran.code, 124);
     assert!(matches!(ran.run.outcome, Some(Outcome::TimedOut { .. })));
     assert_eq!(ran.attempt().stdout.head, ["before-timeout"]);
-    assert_eq!(std::fs::read_to_string(out.join("partial.txt")).unwrap(), "partial\n");
+    assert_eq!(
+        std::fs::read_to_string(out.join("partial.txt")).unwrap(),
+        "partial\n"
+    );
     assert!(ran.wall < Duration::from_secs(5), "{:?}", ran.wall);
     assert_removed(&ran.container_id());
 }
@@ -110,7 +161,14 @@ fn cancellation_stops_and_removes_the_container() {
     let child = Command::new(env!("CARGO_BIN_EXE_polyprof"))
         .args(["run", "--json", "--container", image(), "--output-dir"])
         .arg(&out)
-        .args(["--kill-grace", "0.5", "--", "sh", "-c", "echo started; sleep 60"])
+        .args([
+            "--kill-grace",
+            "0.5",
+            "--",
+            "sh",
+            "-c",
+            "echo started; sleep 60",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -120,7 +178,10 @@ fn cancellation_stops_and_removes_the_container() {
     let started = Instant::now();
     let log = out.join("run.1.stdout.log");
     while std::fs::read_to_string(&log).map_or(true, |s| !s.contains("started")) {
-        assert!(started.elapsed() < Duration::from_secs(20), "the container never started");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the container never started"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let cancelled_at = Instant::now();
@@ -158,7 +219,13 @@ fn gpu_request_on_an_engine_without_gpu_runtime_says_so() {
 fn missing_image_says_how_to_build_or_load_it() {
     let dir = tempdir();
     let output = Command::new(env!("CARGO_BIN_EXE_polyprof"))
-        .args(["run", "--json", "--container", "polyprof-no-such-image:0", "--output-dir"])
+        .args([
+            "run",
+            "--json",
+            "--container",
+            "polyprof-no-such-image:0",
+            "--output-dir",
+        ])
         .arg(out_dir(&dir))
         .args(["--", "true"])
         .output()
@@ -179,7 +246,11 @@ fn runs_as_the_given_user_so_output_files_are_theirs() {
     let out = out_dir(&dir);
     std::fs::create_dir_all(&out).unwrap();
     std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let ran = run(&out, &["--user", "4321:4321"], &["sh", "-c", "id -u > uid.txt"]);
+    let ran = run(
+        &out,
+        &["--user", "4321:4321"],
+        &["sh", "-c", "id -u > uid.txt"],
+    );
     assert_eq!(ran.code, 0, "{:?}", ran.run.outcome);
     let written = out.join("uid.txt");
     assert_eq!(std::fs::read_to_string(&written).unwrap(), "4321\n");
@@ -197,13 +268,20 @@ fn network_is_off_and_inputs_are_read_only() {
     let ran = run(
         &out_dir(&dir),
         &["--mount", &mount],
-        &["sh", "-c", "cat /in/data.txt; ls /sys/class/net; touch /in/x && echo writable || echo read-only"],
+        &[
+            "sh",
+            "-c",
+            "cat /in/data.txt; ls /sys/class/net; touch /in/x && echo writable || echo read-only",
+        ],
     );
     assert_eq!(ran.code, 0, "{:?}", ran.run.outcome);
     let lines = &ran.attempt().stdout.head;
     assert_eq!(lines.first().map(String::as_str), Some("in"));
     assert!(lines.iter().any(|l| l == "lo"), "{lines:?}");
-    assert!(!lines.iter().any(|l| l.starts_with("eth")), "no network by default: {lines:?}");
+    assert!(
+        !lines.iter().any(|l| l.starts_with("eth")),
+        "no network by default: {lines:?}"
+    );
     assert_eq!(lines.last().map(String::as_str), Some("read-only"));
 }
 
@@ -221,7 +299,11 @@ fn prune_removes_containers_of_a_dead_polyprof_only() {
             .args(["--label", &format!("polyprof.pid={pid}"), image(), "true"])
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
     let orphan = create(dead_pid, "prune-test-orphan");
@@ -231,7 +313,11 @@ fn prune_removes_containers_of_a_dead_polyprof_only() {
         .output()
         .unwrap();
     let _ = Command::new("docker").args(["rm", "-f", &alive]).output();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let removed = report["removed"].to_string();
     assert!(removed.contains(&orphan[..12]), "{report}");

@@ -26,7 +26,8 @@ async fn frames_are_split_into_lines_and_a_marker_across_frames_is_found() {
         ..RunOptions::default()
     };
     // A 3 MiB line with no newline until its end, then a marker written in two pieces.
-    let script = "head -c 3145728 /dev/zero | tr '\\0' x; echo; printf 'ALL '; sleep 0.3; printf 'DONE\\n'";
+    let script =
+        "head -c 3145728 /dev/zero | tr '\\0' x; echo; printf 'ALL '; sleep 0.3; printf 'DONE\\n'";
     let ran = run_in_container(&engine, &job, &sh(script), &opts, dir.path()).await;
     let r = &ran.result;
     assert_eq!(r.outcome, Outcome::Exited { code: 0 }, "{:?}", r.warnings);
@@ -61,7 +62,11 @@ async fn cancel_token_and_inactivity_stop_the_container() {
         ..RunOptions::default()
     };
     let ran = run_in_container(&engine, &job, &sh("echo a; sleep 60"), &opts, dir.path()).await;
-    assert!(matches!(ran.result.outcome, Outcome::Inactive { .. }), "{:?}", ran.result.outcome);
+    assert!(
+        matches!(ran.result.outcome, Outcome::Inactive { .. }),
+        "{:?}",
+        ran.result.outcome
+    );
     assert!(ran.result.timings.exit_s.unwrap() < 5.0);
     assert_removed(ran.container.id.as_deref().unwrap());
 }
@@ -71,7 +76,11 @@ async fn profile_on_a_container_target_writes_the_run_document() {
     let dir = tempdir();
     let out = dir.path().join("pass");
     let job = Job::new(
-        vec!["sh".into(), "-c".into(), "echo kernel-ish > out.txt; echo ran".into()],
+        vec![
+            "sh".into(),
+            "-c".into(),
+            "echo kernel-ish > out.txt; echo ran".into(),
+        ],
         &out,
     );
     let target = ExecutionTarget::Container(Box::new(ContainerJob::new(image())));
@@ -80,7 +89,10 @@ async fn profile_on_a_container_target_writes_the_run_document() {
     assert_eq!(run.outcome, Some(Outcome::Exited { code: 0 }));
     let container = run.container.clone().unwrap();
     assert_eq!(container.image, image());
-    assert_eq!(std::fs::read_to_string(out.join("out.txt")).unwrap(), "kernel-ish\n");
+    assert_eq!(
+        std::fs::read_to_string(out.join("out.txt")).unwrap(),
+        "kernel-ish\n"
+    );
     let saved = polyprof::results::ProfileRun::read(&out).unwrap();
     assert_eq!(saved.container, run.container);
     assert!(containers(&format!("id={}", container.id.unwrap())).is_empty());

@@ -40,16 +40,28 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         serde_json::to_writer_pretty(&mut out, &report).context("cannot print the report")?;
         writeln!(out)?;
     } else {
-        let verb = if args.dry_run { "would remove" } else { "removed" };
+        let verb = if args.dry_run {
+            "would remove"
+        } else {
+            "removed"
+        };
         writeln!(out, "{verb} {} container(s)", report.removed.len())?;
         for name in &report.removed {
             writeln!(out, "  {name}")?;
         }
         if report.owner_alive > 0 {
-            writeln!(out, "kept {} whose polyprof is still running", report.owner_alive)?;
+            writeln!(
+                out,
+                "kept {} whose polyprof is still running",
+                report.owner_alive
+            )?;
         }
         if report.other_host > 0 {
-            writeln!(out, "kept {} labelled on other hosts (--all-hosts removes them)", report.other_host)?;
+            writeln!(
+                out,
+                "kept {} labelled on other hosts (--all-hosts removes them)",
+                report.other_host
+            )?;
         }
         for failure in &report.failed {
             writeln!(out, "failed: {failure}")?;

@@ -1,5 +1,7 @@
 //! Subcommands, one file each.
 
+pub mod container_args;
+pub mod containers;
 pub mod demo;
 pub mod demo_workload;
 pub mod diff;
@@ -12,8 +14,6 @@ pub mod report;
 pub mod run;
 pub mod select;
 pub mod wrap;
-pub mod container_args;
-pub mod containers;
 
 use clap::{Parser, Subcommand};
 

@@ -101,7 +101,11 @@ pub fn containers(filter: &str) -> Vec<String> {
         .args(["ps", "-aq", "--no-trunc", "--filter", filter])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(str::to_string)

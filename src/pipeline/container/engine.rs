@@ -108,8 +108,8 @@ pub fn owner_alive(labels: &HashMap<String, String>) -> bool {
     let Some(pid) = labels.get(PID_LABEL).and_then(|p| p.parse::<u32>().ok()) else {
         return false;
     };
-    let exists = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None)
-        .is_ok_or_eperm();
+    let exists =
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok_or_eperm();
     if !exists {
         return false;
     }

@@ -98,7 +98,10 @@ mod tests {
             ),
         );
         let text = e.to_string();
-        assert!(text.contains("no GPU runtime (NVIDIA Container Toolkit)"), "{text}");
+        assert!(
+            text.contains("no GPU runtime (NVIDIA Container Toolkit)"),
+            "{text}"
+        );
         assert!(text.contains("`docker info` → Runtimes"), "{text}");
         let e = classify("start", "x:1", server(409, "conflict"));
         assert!(matches!(e, ContainerError::Engine { .. }));

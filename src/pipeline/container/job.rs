@@ -45,7 +45,10 @@ impl FromStr for GpuRequest {
             };
         }
         let ids: Vec<String> = ids.split(',').map(|s| s.trim().to_string()).collect();
-        if ids.iter().any(|id| id.is_empty() || id.contains(char::is_whitespace)) {
+        if ids
+            .iter()
+            .any(|id| id.is_empty() || id.contains(char::is_whitespace))
+        {
             return Err(bad());
         }
         // A single bare number was a count above; `0,1` or `GPU-…` are device ids.
@@ -199,7 +202,10 @@ mod tests {
     #[test]
     fn mounts_parse_with_optional_mode() {
         let m: BindMount = "/data:/in:ro".parse().unwrap();
-        assert_eq!((m.source.to_str(), m.target.to_str()), (Some("/data"), Some("/in")));
+        assert_eq!(
+            (m.source.to_str(), m.target.to_str()),
+            (Some("/data"), Some("/in"))
+        );
         assert!(m.read_only);
         let m: BindMount = "rel/dir:/out".parse().unwrap();
         assert!(!m.read_only);

@@ -151,7 +151,11 @@ mod tests {
 
     #[test]
     fn host_variables_never_reach_the_container_unless_allowlisted() {
-        let host = vars(&[("PATH", "/host/bin"), ("SECRET_TOKEN", "s"), ("MY_OPT", "1")]);
+        let host = vars(&[
+            ("PATH", "/host/bin"),
+            ("SECRET_TOKEN", "s"),
+            ("MY_OPT", "1"),
+        ]);
         let extra = BTreeMap::from([("PROFILER_VAR".to_string(), "x".to_string())]);
         let env = container_env(&EnvPolicy::Inherit, host.clone(), &extra).vars;
         assert_eq!(env.keys().collect::<Vec<_>>(), ["PROFILER_VAR"]);
@@ -184,10 +188,16 @@ mod tests {
         let body = create_body(&job, &spec, &BTreeMap::new(), out.path(), HashMap::new()).unwrap();
         let host = body.host_config.unwrap();
         let mounts = host.mounts.unwrap();
-        let out_path = std::fs::canonicalize(out.path()).unwrap().display().to_string();
+        let out_path = std::fs::canonicalize(out.path())
+            .unwrap()
+            .display()
+            .to_string();
         assert_eq!(mounts[0].source.as_deref(), Some(out_path.as_str()));
         assert_eq!(mounts[0].target.as_deref(), Some(out_path.as_str()));
-        assert_eq!((mounts[0].read_only, mounts[1].read_only), (Some(false), Some(true)));
+        assert_eq!(
+            (mounts[0].read_only, mounts[1].read_only),
+            (Some(false), Some(true))
+        );
         assert_eq!(body.working_dir.as_deref(), Some(out_path.as_str()));
         assert_eq!(body.cmd.unwrap(), ["echo", "a b"]);
         assert_eq!(host.network_mode.as_deref(), Some("none"));

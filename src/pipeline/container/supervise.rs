@@ -123,7 +123,9 @@ async fn wait_exit(engine: Engine, id: String) -> Result<i64, String> {
 }
 
 async fn kill(engine: &Engine, id: &str, signal: &str) {
-    let options = KillContainerOptionsBuilder::default().signal(signal).build();
+    let options = KillContainerOptionsBuilder::default()
+        .signal(signal)
+        .build();
     // A container that already stopped answers 409; nothing to do then.
     let _ = engine.docker().kill_container(id, Some(options)).await;
 }
@@ -303,7 +305,8 @@ pub async fn run_in_container(
             result
                 .warnings
                 .extend(stop_warning(stop, opts, result.marker.as_ref()));
-            let status = terminate(engine, &id, &mut exited, stop, opts, &mut result.warnings).await;
+            let status =
+                terminate(engine, &id, &mut exited, stop, opts, &mut result.warnings).await;
             // 143 and 137 are the stop signals themselves; anything else is worth saying.
             if let Ok(code) = &status
                 && ![137, 143].contains(code)
@@ -320,17 +323,18 @@ pub async fn run_in_container(
 
     // The container is gone; its output connection closes right after.
     let mut reader = reader;
-    let captures = match tokio::time::timeout(opts.leak_timeout + AFTER_EXIT_WAIT, &mut reader).await {
-        Ok(done) => done.ok(),
-        Err(_) => {
-            result.warnings.push(
+    let captures =
+        match tokio::time::timeout(opts.leak_timeout + AFTER_EXIT_WAIT, &mut reader).await {
+            Ok(done) => done.ok(),
+            Err(_) => {
+                result.warnings.push(
                 "the container's output connection stayed open after it exited; reading stopped"
                     .to_string(),
             );
-            stop_reading.cancel();
-            reader.await.ok()
-        }
-    };
+                stop_reading.cancel();
+                reader.await.ok()
+            }
+        };
     if oom_killed(engine, &id).await {
         result.warnings.push(
             "the container was killed for going over its memory limit (OOMKilled)".to_string(),

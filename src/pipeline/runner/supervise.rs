@@ -328,7 +328,11 @@ async fn terminate(
     child.wait().await
 }
 
-pub(crate) fn stopped_outcome(stop: Stop, opts: &RunOptions, marker: Option<&MarkerSeen>) -> Outcome {
+pub(crate) fn stopped_outcome(
+    stop: Stop,
+    opts: &RunOptions,
+    marker: Option<&MarkerSeen>,
+) -> Outcome {
     match (stop, marker) {
         (Stop::Timeout, _) => Outcome::TimedOut {
             after_s: opts.timeout.map(secs).unwrap_or_default(),
@@ -344,7 +348,11 @@ pub(crate) fn stopped_outcome(stop: Stop, opts: &RunOptions, marker: Option<&Mar
     }
 }
 
-pub(crate) fn stop_warning(stop: Stop, opts: &RunOptions, marker: Option<&MarkerSeen>) -> Option<String> {
+pub(crate) fn stop_warning(
+    stop: Stop,
+    opts: &RunOptions,
+    marker: Option<&MarkerSeen>,
+) -> Option<String> {
     Some(match (stop, marker) {
         (Stop::Marker, Some(seen)) if seen.passed => format!(
             "passed, then hung: the end marker said the work passed but the process did not exit within the {:.3} s marker grace and was stopped",
