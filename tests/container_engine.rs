@@ -314,7 +314,11 @@ fn prune_removes_containers_of_a_dead_polyprof_only() {
         .unwrap();
     let alive_kept = !containers(&format!("id={alive}")).is_empty();
     let _ = Command::new("docker").args(["rm", "-f", &alive]).output();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert!(report["removed"].is_array(), "{report}");
     assert!(alive_kept, "a live owner's container was removed: {report}");
