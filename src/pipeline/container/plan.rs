@@ -27,7 +27,10 @@ impl ContainerRunner {
     /// Connect to the engine; a connection failure becomes each attempt's spawn error.
     pub async fn connect(job: ContainerJob, output_dir: &Path) -> ContainerRunner {
         let (engine, engine_error) = match Engine::connect().await {
-            Ok(engine) => (Some(engine), None),
+            Ok(engine) => {
+                reap_once(&engine).await;
+                (Some(engine), None)
+            }
             Err(e) => (None, Some(e.to_string())),
         };
         ContainerRunner {
@@ -45,6 +48,15 @@ impl ContainerRunner {
             .lock()
             .map(|c| c.clone())
             .unwrap_or_default()
+    }
+}
+
+/// Remove what a polyprof that died left, once per process (best effort: the run itself does
+/// not depend on it; `polyprof containers prune` reports failures).
+async fn reap_once(engine: &Engine) {
+    static REAPED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !REAPED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        let _ = super::prune::prune(engine, false, false).await;
     }
 }
 
