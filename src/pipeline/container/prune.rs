@@ -57,7 +57,7 @@ pub async fn prune(
             .names
             .and_then(|n| n.first().map(|n| n.trim_start_matches('/').to_string()))
             .unwrap_or_default();
-        let what = format!("{name} ({})", &id[..id.len().min(12)]);
+        let what = format!("{name} ({})", id.chars().take(12).collect::<String>());
         if dry_run {
             report.removed.push(what);
             continue;
