@@ -4,6 +4,10 @@
 #   2. `polyprof run -- CMD` vs the bare CMD on a ~100 ms command
 #   3. throughput and peak RSS: 1 GiB of short lines, and one 100 MiB line, through the runner
 #      with logs on disk vs `cat` writing the same bytes to a file
+#   4. the live echo: the same short lines without -q, echo to /dev/null and to a file, vs -q
+#      (goal: within 10 %)
+#   5. `polyprof run -- true`, median of 300, with the supervising subreaper vs group-only
+#      tracking vs bare `true` (goal: under 5 ms of overhead on a quiet machine)
 # Environment: RUNS (repetitions, default 5), SIZE_MIB (default 1024), LINE_MIB (default 100).
 # Figures from a noisy shared machine: each side is run interleaved and the best run is kept.
 set -euo pipefail
@@ -31,7 +35,7 @@ MARKER='=== 1 passed in 0.01s ==='
 : > "$WORK/lat"
 : > "$WORK/lat_in"
 for _ in $(seq "$RUNS"); do
-  "$BIN" run --json -q --end-marker pytest --output-dir "$WORK/lat.d" -- \
+  "$BIN" run --json -q --force --end-marker pytest --output-dir "$WORK/lat.d" -- \
     sh -c "echo '$MARKER'; sleep 0.05; date +%s%N > '$WORK/exit_ns'" > "$WORK/lat.json"
   t1=$(now_ns)
   echo $(( (t1 - $(cat "$WORK/exit_ns")) / 1000 )) | awk '{print $1/1000}' >> "$WORK/lat"
@@ -45,7 +49,7 @@ echo "  inside the runner (reaped -> returned):               $(stats < "$WORK/l
 GRACE=1
 : > "$WORK/hang"
 for _ in $(seq "$RUNS"); do
-  "$BIN" run --json -q --end-marker pytest --marker-grace $GRACE --kill-grace 2 --output-dir "$WORK/hang.d" -- \
+  "$BIN" run --json -q --force --end-marker pytest --marker-grace $GRACE --kill-grace 2 --output-dir "$WORK/hang.d" -- \
     sh -c "echo '$MARKER'; exec sleep 100" > "$WORK/hang.json" || true
   awk -v m="$(json_num marker_s "$WORK/hang.json")" -v e="$(json_num exit_s "$WORK/hang.json")" -v g=$GRACE \
     'BEGIN {print (e - m - g) * 1000}' >> "$WORK/hang"
@@ -58,7 +62,7 @@ echo "== 2. overhead on a ~100 ms command =="
 CMD=(sh -c 'seq 1 200; sleep 0.1')
 if command -v hyperfine > /dev/null; then
   hyperfine -N --warmup 3 --runs 30 --export-json "$WORK/hf.json" \
-    "${CMD[*]@Q}" "$BIN run -q --output-dir $WORK/ovh.d -- ${CMD[*]@Q}" > "$WORK/hf.txt" 2>&1 || true
+    "${CMD[*]@Q}" "$BIN run -q --force --output-dir $WORK/ovh.d -- ${CMD[*]@Q}" > "$WORK/hf.txt" 2>&1 || true
   means=($(grep -o '"mean": *[0-9.e-]*' "$WORK/hf.json" | sed 's/.*: *//'))
   bare=$(awk -v m="${means[0]}" 'BEGIN {print m * 1000}')
   wrapped=$(awk -v m="${means[1]}" 'BEGIN {print m * 1000}')
@@ -68,7 +72,7 @@ else
   for _ in $(seq 30); do
     t0=$(now_ns); "${CMD[@]}" > /dev/null; t1=$(now_ns)
     echo $(( (t1 - t0) / 1000 )) >> "$WORK/bare"
-    t0=$(now_ns); "$BIN" run -q --output-dir "$WORK/ovh.d" -- "${CMD[@]}" > /dev/null; t1=$(now_ns)
+    t0=$(now_ns); "$BIN" run -q --force --output-dir "$WORK/ovh.d" -- "${CMD[@]}" > /dev/null; t1=$(now_ns)
     echo $(( (t1 - t0) / 1000 )) >> "$WORK/wrapped"
   done
   bare=$(awk '{s+=$1} END {print s/NR/1000}' "$WORK/bare")
@@ -122,3 +126,47 @@ for data in lines line; do
     "$(awk -v m=$mib -v t=$mark_s 'BEGIN {print m/t}')" "$(ratio "$cat_s" "$mark_s")" "$(ratio "$pipe_s" "$mark_s")"
   echo "  polyprof peak RSS: $rss (target <= 64 MiB)"
 done
+
+echo
+echo "== 4. live echo (no -q) vs -q =="
+f="$WORK/lines.dat"; mib=$(awk -v s="$(stat -c %s "$f")" 'BEGIN {print s / 1048576}')
+for side in quiet null file; do echo 999999 > "$WORK/best.$side"; done
+keep_best() { awk -v t="$2" '{print (t < $1) ? t : $1}' "$WORK/best.$1" > "$WORK/tmp"; mv "$WORK/tmp" "$WORK/best.$1"; }
+for _ in $(seq "$RUNS"); do
+  rm -rf "$WORK/e.d"; t0=$(now_ns)
+  "$BIN" run -q --log-cap-mib 4096 --output-dir "$WORK/e.d" -- cat "$f" > /dev/null
+  keep_best quiet "$(awk -v a="$t0" -v b="$(now_ns)" 'BEGIN {print (b - a) / 1e9}')"
+  rm -rf "$WORK/e.d"; t0=$(now_ns)
+  "$BIN" run --log-cap-mib 4096 --output-dir "$WORK/e.d" -- cat "$f" > /dev/null 2> /dev/null
+  keep_best null "$(awk -v a="$t0" -v b="$(now_ns)" 'BEGIN {print (b - a) / 1e9}')"
+  rm -rf "$WORK/e.d" "$WORK/echo.out"; t0=$(now_ns)
+  "$BIN" run --log-cap-mib 4096 --output-dir "$WORK/e.d" -- cat "$f" > /dev/null 2> "$WORK/echo.out"
+  keep_best file "$(awk -v a="$t0" -v b="$(now_ns)" 'BEGIN {print (b - a) / 1e9}')"
+  echoed=$(stat -c %s "$WORK/echo.out")
+done
+read -r q_s < "$WORK/best.quiet"; read -r n_s < "$WORK/best.null"; read -r e_s < "$WORK/best.file"
+echo "$mib MiB of short lines, best of $RUNS, seconds (ratio vs -q; goal <= 1.10):"
+printf "  -q                    %6.2f\n" "$q_s"
+printf "  echo to /dev/null     %6.2f   %s\n" "$n_s" "$(ratio "$n_s" "$q_s")"
+printf "  echo to a file        %6.2f   %s   (%s of %s bytes echoed; the rest dropped, counted)\n" \
+  "$e_s" "$(ratio "$e_s" "$q_s")" "$echoed" "$(stat -c %s "$f")"
+rm -f "$WORK/echo.out" "$WORK/lines.dat" "$WORK/line.dat"
+
+echo
+echo "== 5. run -- true: cost of descendant tracking =="
+N=${TRUE_RUNS:-300}
+: > "$WORK/t.bare"; : > "$WORK/t.sup"; : > "$WORK/t.grp"
+for _ in $(seq "$N"); do
+  t0=$(now_ns); true; /bin/true; t1=$(now_ns); echo $(( (t1 - t0) / 1000 )) >> "$WORK/t.bare"
+  t0=$(now_ns); "$BIN" run -q --force --output-dir "$WORK/s.d" -- true > /dev/null; t1=$(now_ns)
+  echo $(( (t1 - t0) / 1000 )) >> "$WORK/t.sup"
+  t0=$(now_ns); "$BIN" run -q --force --tracking group --output-dir "$WORK/g.d" -- true > /dev/null; t1=$(now_ns)
+  echo $(( (t1 - t0) / 1000 )) >> "$WORK/t.grp"
+done
+med() { sort -n "$1" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)] / 1000}'; }
+b=$(med "$WORK/t.bare"); s=$(med "$WORK/t.sup"); g=$(med "$WORK/t.grp")
+echo "median of $N interleaved runs, ms:"
+printf "  bare /bin/true                 %6.2f\n" "$b"
+printf "  run, group tracking            %6.2f   overhead %.2f\n" "$g" "$(awk -v a="$g" -v b="$b" 'BEGIN {print a - b}')"
+printf "  run, supervisor (default)      %6.2f   overhead %.2f (goal < 5); tracking costs %.2f\n" \
+  "$s" "$(awk -v a="$s" -v b="$b" 'BEGIN {print a - b}')" "$(awk -v a="$s" -v b="$g" 'BEGIN {print a - b}')"

@@ -2,15 +2,17 @@
 //! turn each vendor's output into one normalized profile.
 //!
 //! The flow is plan → run → raw artifacts → parse → normalized run → report/export:
-//! [`profilers`] build plans and parse output, [`pipeline`] runs plans, [`results`] holds the
+//! [`model`] is the shared vocabulary, [`profilers`] build plans and parse output, [`pipeline`] runs plans, [`results`] holds the
 //! normalized records and their exports.
 
-pub mod error;
 pub mod metal;
+pub mod model;
 pub mod pipeline;
 pub mod profilers;
 pub mod results;
 
-pub use error::{Error, Result};
+pub use model::ProfileRun;
+/// The library error lives in the model layer; `polyprof::error` stays its public path.
+pub use model::error;
+pub use model::error::{Error, Result};
 pub use pipeline::{Job, ProfileAllOptions, profile, profile_all};
-pub use results::ProfileRun;

@@ -5,6 +5,9 @@ mod cli;
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
+    // `polyprof run` re-executes this binary as the command's supervisor; that mode never
+    // returns here.
+    polyprof::pipeline::runner::supervisor::run_if_requested();
     let args = cli::Cli::parse();
     cli::init_logging(args.verbose);
     // One command runs one job at a time; a single-threaded runtime starts faster and keeps the
@@ -15,14 +18,18 @@ fn main() -> std::process::ExitCode {
     {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("polyprof: cannot start the async runtime: {error}");
+            cli::report_error(&anyhow::anyhow!("cannot start the async runtime: {error}"));
             return std::process::ExitCode::from(cli::EXIT_INTERNAL);
         }
     };
     match runtime.block_on(cli::dispatch(args.command)) {
         Ok(code) => std::process::ExitCode::from(code),
         Err(error) => {
-            eprintln!("polyprof: error: {error:#}");
+            if cli::is_broken_pipe(&error) {
+                // `polyprof … | head`: the reader is gone; end quietly, as a shell pipeline would.
+                return std::process::ExitCode::from(cli::EXIT_BROKEN_PIPE);
+            }
+            cli::report_error(&error);
             std::process::ExitCode::from(cli::EXIT_USAGE)
         }
     }

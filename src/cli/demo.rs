@@ -7,8 +7,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use polyprof::model::ProbeRequest;
 use polyprof::pipeline::job::pass_label;
-use polyprof::pipeline::{Job, profile};
+use polyprof::pipeline::{Job, Profiler, profile, run_probe};
 use polyprof::profilers::ncu::{ClockControl, NcuOptions};
 use polyprof::profilers::{self, EndMarker, ProfilerSettings};
 use polyprof::results::export::{self, Format, Report};
@@ -84,7 +85,12 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     export::write_file(&report, Format::Hatchet, &hatchet)?;
     export::write_file(&report, Format::Chrome, &chrome)?;
     let mut out = std::io::stdout().lock();
-    out.write_all(&export::render(&report, Format::Table)?)?;
+    // The table speaks for `polyprof report`; demo takes no --device, so point there.
+    let table = String::from_utf8_lossy(&export::render(&report, Format::Table)?).replace(
+        "(pass --device NAME for the roofline)",
+        "(`polyprof report RUN_DIR --device NAME` adds the roofline)",
+    );
+    out.write_all(table.as_bytes())?;
     writeln!(out, "\nrun directory: {}", job.output_dir.display())?;
     writeln!(out, "hatchet:       {}", hatchet.display())?;
     writeln!(
@@ -154,6 +160,9 @@ fn fresh_dir(dir: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))
 }
 
+/// nvcc builds the four-kernel program in seconds; a build still running after this is stuck.
+const NVCC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// Compile the bundled CUDA program for the GPU in this machine.
 async fn build_cuda_workload(dir: &Path) -> anyhow::Result<PathBuf> {
     let build = dir.join("build");
@@ -163,17 +172,31 @@ async fn build_cuda_workload(dir: &Path) -> anyhow::Result<PathBuf> {
     std::fs::write(&source, KERNELS_CU)
         .with_context(|| format!("cannot write {}", source.display()))?;
     let app = build.join("kernels");
-    let output = tokio::process::Command::new("nvcc")
-        .args(["-O3", "-arch=native", "-lineinfo", "-o"])
-        .arg(&app)
-        .arg(&source)
-        .output()
-        .await
-        .context("cannot start nvcc")?;
-    if !output.status.success() {
+    let argv = [
+        "-O3".to_string(),
+        "-arch=native".into(),
+        "-lineinfo".into(),
+        "-o".into(),
+        app.display().to_string(),
+        source.display().to_string(),
+    ];
+    let mut command = ProbeRequest::new("nvcc", &[], NVCC_TIMEOUT);
+    command.args = argv.to_vec();
+    // Ctrl-C stops nvcc's whole process group instead of waiting for the build.
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let on_signal = cancel.clone();
+    let watcher = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_signal.cancel();
+        }
+    });
+    let output = tokio::task::spawn_blocking(move || run_probe(&command, &cancel)).await;
+    watcher.abort();
+    let output = output.context("the nvcc build task failed")??;
+    if !output.success() {
         anyhow::bail!(
             "nvcc failed to build the demo workload ({}): {}",
-            output.status,
+            output.status_text(),
             String::from_utf8_lossy(&output.stderr)
         );
     }

@@ -6,6 +6,8 @@ use std::path::Path;
 use comfy_table::{ContentArrangement, Table};
 use serde::Serialize;
 
+use polyprof::model::Probe;
+use polyprof::pipeline::{HostProbe, Profiler};
 use polyprof::profilers::{self, PROFILER_NAMES, Preflight};
 
 /// Version of the `doctor --json` document; bumped on any incompatible change.
@@ -33,6 +35,35 @@ struct Report {
     /// Names of the profilers that can run here, in display order.
     available: Vec<String>,
     profilers: Vec<Preflight>,
+    /// Backends built into polyprof (`none`), always available.
+    builtin: Vec<Preflight>,
+    /// How `polyprof run` ends the command's descendants here.
+    tracking: Tracking,
+}
+
+#[derive(Debug, Serialize)]
+struct Tracking {
+    /// A supervising child subreaper (Linux), else the process group only.
+    subreaper: bool,
+    cgroup_v2: polyprof::pipeline::runner::cgroup::CgroupSupport,
+}
+
+fn tracking() -> Tracking {
+    Tracking {
+        subreaper: cfg!(target_os = "linux"),
+        cgroup_v2: polyprof::pipeline::runner::cgroup::probe(),
+    }
+}
+
+/// The built-in `none` backend: always available, runs the command as is.
+fn none_preflight() -> Preflight {
+    let mut p = Preflight::new("none");
+    p.check(
+        "builtin",
+        true,
+        "built in: runs the command as is (outcome, timings, output)".to_string(),
+    );
+    p.finish()
 }
 
 /// Run one backend's preflight. A backend that checks nothing cannot claim to be available.
@@ -114,6 +145,8 @@ fn render_table(list: &[Preflight]) -> String {
 
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let list = preflights().await;
+    let builtin = vec![none_preflight()];
+    let tracking = tracking();
     let available: Vec<String> = list
         .iter()
         .filter(|p| p.available)
@@ -125,16 +158,19 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             host: Host {
                 os: std::env::consts::OS,
                 arch: std::env::consts::ARCH,
-                root: profilers::preflight::is_root(),
+                root: HostProbe::new().is_root(),
             },
             available,
             profilers: list,
+            builtin,
+            tracking,
         };
         super::output::println(&serde_json::to_string_pretty(&report)?)?;
     } else {
-        super::output::println(&render_table(&list))?;
+        let shown: Vec<Preflight> = list.iter().chain(&builtin).cloned().collect();
+        super::output::println(&render_table(&shown))?;
         super::output::println(&format!(
-            "{} of {} profilers can run here{}",
+            "{} of {} profilers can run here{}; the built-in `none` always can",
             available.len(),
             list.len(),
             if available.is_empty() {
@@ -142,6 +178,21 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             } else {
                 format!(": {}", available.join(", "))
             }
+        ))?;
+        let cgroup = &tracking.cgroup_v2;
+        super::output::println(&format!(
+            "descendant tracking: {}; cgroup v2 per run: {} ({})",
+            if tracking.subreaper {
+                "supervising subreaper (every descendant is killed, also if polyprof dies)"
+            } else {
+                "process group only"
+            },
+            if cgroup.available {
+                "available"
+            } else {
+                "not available"
+            },
+            cgroup.detail
         ))?;
     }
     Ok(0)

@@ -22,6 +22,36 @@ pub const EXIT_USAGE: u8 = 2;
 /// Exit code for an internal failure (the runtime could not start, …).
 pub const EXIT_INTERNAL: u8 = 70;
 
+/// Exit code when stdout was closed by its reader (128 + SIGPIPE, what a shell reports).
+pub const EXIT_BROKEN_PIPE: u8 = 141;
+
+/// Whether the error comes from writing to a closed pipe.
+pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Print `error` and its causes on stderr, each once: a message that already ends with its
+/// cause's text (`…: No such file or directory`) does not get the cause repeated. A closed
+/// stderr is ignored.
+pub fn report_error(error: &anyhow::Error) {
+    use std::io::Write;
+    let mut text = String::new();
+    for cause in error.chain() {
+        let part = cause.to_string();
+        if !text.contains(&part) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&part);
+        }
+    }
+    let _ = writeln!(std::io::stderr(), "polyprof: error: {text}");
+}
+
 /// Run any command under the right vendor GPU profiler and normalize what it wrote.
 #[derive(Debug, Parser)]
 #[command(name = "polyprof", version, about)]

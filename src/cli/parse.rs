@@ -9,16 +9,18 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_BORDERS_ONLY};
+use polyprof::model::{ParsedOutput, RawArtifact, RawOutput, Severity};
 use polyprof::profilers::ncu::parse::flag_empty;
 use polyprof::profilers::ncu::{MetricFilter, ParseOptions, merge, parse, parse_reader};
-use polyprof::profilers::{ParsedOutput, Severity};
+use polyprof::profilers::registry::{self, BACKENDS, BackendEntry};
 use polyprof::results::record::KernelRecord;
 
 /// Arguments of `polyprof parse`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Which profiler wrote the files.
-    #[arg(long, value_parser = ["ncu"], default_value = "ncu")]
+    /// Which profiler wrote the files (every registered backend; those without a parser yet
+    /// say so).
+    #[arg(long, default_value = "ncu", value_parser = clap::builder::PossibleValuesParser::new(BACKENDS.iter().map(|b| b.name)))]
     pub profiler: String,
     /// Files to parse: ncu stdout, its --log-file, or --import exports (raw, details, session
     /// pages). Several files of one run are merged on (process id, launch id).
@@ -57,6 +59,25 @@ fn options(args: &Args) -> ParseOptions {
 }
 
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
+    let entry = registry::lookup(&args.profiler)?;
+    if !entry.parses_kernels {
+        let with_parser: Vec<&str> = BACKENDS
+            .iter()
+            .filter(|b| b.parses_kernels)
+            .map(|b| b.name)
+            .collect();
+        anyhow::bail!(
+            "`{}` has no parser yet: polyprof runs it and keeps its raw files in the run directory \
+             (`polyprof run --profiler {}` lists them in run.json), but cannot turn them into \
+             kernel records; `polyprof parse` reads output of: {}",
+            entry.name,
+            entry.name,
+            with_parser.join(", ")
+        );
+    }
+    if entry.name != "ncu" {
+        return parse_with_backend(entry, &args);
+    }
     let options = options(&args);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
@@ -123,6 +144,67 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     flag_empty(&mut parsed, kernels);
     report_diagnostics(&parsed, args.json);
     let failed = parsed
+        .diagnostics
+        .iter()
+        .any(|d| d.severity == Severity::Error);
+    Ok(u8::from(failed))
+}
+
+/// A backend other than ncu (whose parser streams): the files become raw artifacts named by
+/// their file names and go through the backend's own parser.
+fn parse_with_backend(entry: &BackendEntry, args: &Args) -> anyhow::Result<u8> {
+    let mut raw = RawOutput::default();
+    for file in &args.files {
+        let content =
+            std::fs::read(file).with_context(|| format!("cannot read `{}`", file.display()))?;
+        raw.artifacts.push(RawArtifact {
+            name: file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            path: file.clone(),
+            size: content.len() as u64,
+            content,
+            truncated: false,
+        });
+    }
+    let dir = args
+        .files
+        .first()
+        .and_then(|f| f.parent())
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    let backend = (entry.create)(dir, &Default::default())?;
+    let output = backend.parse(raw)?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    if args.json {
+        let files: Vec<String> = args.files.iter().map(|f| f.display().to_string()).collect();
+        let document = serde_json::json!({
+            "profiler": entry.name,
+            "files": files,
+            "kernels": output.parsed.kernels,
+            "diagnostics": output.parsed.diagnostics,
+            "session": output.parsed.session,
+        });
+        serde_json::to_writer_pretty(&mut out, &document)?;
+        writeln!(out)?;
+    } else {
+        let rows = output
+            .parsed
+            .kernels
+            .iter()
+            .map(|k| table_row(k, &args.metrics))
+            .collect();
+        print_table(&mut out, rows, &args.metrics)?;
+    }
+    out.flush()?;
+    for error in &output.errors {
+        eprintln!("error: {error}");
+    }
+    report_diagnostics(&output.parsed, args.json);
+    let failed = output
+        .parsed
         .diagnostics
         .iter()
         .any(|d| d.severity == Severity::Error);

@@ -2,15 +2,17 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use polyprof::pipeline::job::pass_label;
 use polyprof::pipeline::outcome::{Outcome, StreamCapture};
-use polyprof::pipeline::{EnvPolicy, Job, Line, LineSink, RunOptions, profile_on};
+use polyprof::pipeline::runner::Tracking;
+use polyprof::pipeline::runner::echo::{self, Echo};
+use polyprof::pipeline::{EnvPolicy, Job, RunOptions, profile_on, rundir};
 use polyprof::profilers::{self, EndMarker, Graces, ProfilerSettings};
 use polyprof::results::ProfileRun;
+use tokio_util::sync::CancellationToken;
 
 /// Exit code when polyprof itself could not do the pass (profiler unavailable, unreadable
 /// profiler output, …) although the command did not fail.
@@ -18,6 +20,34 @@ pub const EXIT_POLYPROF_FAILED: u8 = 3;
 pub const EXIT_TIMEOUT: u8 = 124;
 pub const EXIT_INACTIVE: u8 = 125;
 pub const EXIT_SPAWN_FAILED: u8 = 127;
+/// The command exists but cannot be executed (as POSIX shells, `timeout(1)` and `docker run`).
+pub const EXIT_NOT_EXECUTABLE: u8 = 126;
+/// Under `--exit-code polyprof`: the command ran and failed (any non-zero status or signal).
+pub const EXIT_COMMAND_FAILED: u8 = 1;
+/// The longest duration a flag accepts (a week): beyond it a value is a mistake, and far
+/// beyond it the clock cannot represent the deadline.
+pub const MAX_DURATION_S: f64 = 7.0 * 24.0 * 3600.0;
+
+/// What polyprof's exit status reports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExitCodeMode {
+    /// The command's own code passes through; polyprof's codes for what it did (see docs).
+    #[default]
+    Command,
+    /// Only polyprof's codes: 0 the command succeeded, 1 it failed (any code or signal),
+    /// 3 polyprof failed, 124/125 timeouts, 126/127 not executable/not found, 130 cancelled.
+    Polyprof,
+}
+
+/// How the command's descendants are tracked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum TrackingMode {
+    /// A supervising subreaper finds and kills every descendant, also when polyprof is killed.
+    #[default]
+    Supervisor,
+    /// The process group only (a descendant that calls setsid escapes).
+    Group,
+}
 pub const EXIT_CANCELLED: u8 = 130;
 
 /// Arguments of `polyprof run`.
@@ -27,12 +57,24 @@ pub struct Args {
     #[arg(long, default_value = "none")]
     pub profiler: String,
     /// Where logs, profiler output and run.json go [default: ./polyprof-runs/<profiler>.<NNN>].
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub output_dir: Option<PathBuf>,
+    /// Replace a run already in the output directory (its files are removed first).
+    #[arg(long, help_heading = "Output")]
+    pub force: bool,
     /// Label of the run [default: the output directory's name].
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub label: Option<String>,
-    #[command(flatten)]
+    /// What the exit status reports: command (its code passes through) or polyprof.
+    #[arg(
+        long,
+        value_enum,
+        default_value_t,
+        value_name = "MODE",
+        help_heading = "Output"
+    )]
+    pub exit_code: ExitCodeMode,
+    #[command(flatten, next_help_heading = "Supervision")]
     pub supervision: Box<SupervisionArgs>,
     /// Nsight Compute options (used with `--profiler ncu`).
     #[command(flatten, next_help_heading = "Nsight Compute (--profiler ncu)")]
@@ -40,10 +82,10 @@ pub struct Args {
     #[command(flatten, next_help_heading = "Containers (--container IMAGE)")]
     pub container: Box<super::container_args::ContainerArgs>,
     /// Print the full run document (run.json's schema) on stdout instead of a summary.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub json: bool,
     /// Do not echo the command's output to stderr while it runs.
-    #[arg(short, long)]
+    #[arg(short, long, help_heading = "Output")]
     pub quiet: bool,
     /// The command and its arguments, after `--`.
     #[arg(required = true, last = true, value_name = "CMD")]
@@ -83,12 +125,20 @@ pub struct SupervisionArgs {
     /// Lines longer than this many bytes are cut into pieces.
     #[arg(long, value_name = "BYTES", default_value_t = polyprof::pipeline::runner::options::DEFAULT_LINE_LIMIT)]
     pub line_limit: usize,
+    /// How descendants are found and ended: supervisor (every one) or group.
+    #[arg(long, value_enum, default_value_t, value_name = "MODE")]
+    pub tracking: TrackingMode,
 }
 
 fn parse_secs(text: &str) -> Result<Duration, String> {
     let secs: f64 = text
         .parse()
         .map_err(|_| format!("`{text}` is not a number of seconds"))?;
+    if !(0.0..=MAX_DURATION_S).contains(&secs) {
+        return Err(format!(
+            "`{text}` seconds is out of range: give 0 to {MAX_DURATION_S} (a week)"
+        ));
+    }
     Duration::try_from_secs_f64(secs).map_err(|e| format!("`{text}`: {e}"))
 }
 
@@ -118,7 +168,7 @@ impl SupervisionArgs {
         }
     }
 
-    pub fn run_options(&self) -> RunOptions {
+    pub fn run_options(&self) -> anyhow::Result<RunOptions> {
         let env_policy = match &self.env_policy {
             EnvPolicy::Inherit => EnvPolicy::Inherit,
             EnvPolicy::Clean { .. } => EnvPolicy::Clean {
@@ -128,16 +178,33 @@ impl SupervisionArgs {
                 allow: self.env_allow.clone(),
             },
         };
-        RunOptions {
+        let tracking = match self.tracking {
+            TrackingMode::Group => Tracking::Group,
+            TrackingMode::Supervisor => Tracking::Supervisor {
+                exe: supervisor_exe()?,
+            },
+        };
+        Ok(RunOptions {
             timeout: self.timeout,
+            tracking,
             inactivity_timeout: self.inactivity_timeout,
             env_policy,
             extra_env: self.env.iter().cloned().collect(),
             log_cap: self.log_cap_mib.saturating_mul(1 << 20),
             line_limit: self.line_limit.max(1),
             ..RunOptions::default()
-        }
+        })
     }
+}
+
+/// The supervising executable: the small `polyprof-supervise` next to this binary (it starts
+/// fast), else this binary itself in its hidden mode.
+fn supervisor_exe() -> anyhow::Result<PathBuf> {
+    let me = std::env::current_exe().context(
+        "cannot find polyprof's own executable to supervise the command (try --tracking group)",
+    )?;
+    let small = me.with_file_name("polyprof-supervise");
+    Ok(if small.is_file() { small } else { me })
 }
 
 /// `./polyprof-runs/<profiler>.<NNN>`, claimed atomically (concurrent runs get distinct ones).
@@ -169,9 +236,21 @@ fn default_output_dir(profiler: &str) -> anyhow::Result<PathBuf> {
 
 /// The exit code for a run (see docs/runner.md).
 pub fn exit_code(run: &ProfileRun) -> u8 {
+    exit_code_as(run, ExitCodeMode::Command)
+}
+
+/// The exit code for a run under `mode`.
+pub fn exit_code_as(run: &ProfileRun, mode: ExitCodeMode) -> u8 {
     let Some(outcome) = &run.outcome else {
         return EXIT_POLYPROF_FAILED;
     };
+    if mode == ExitCodeMode::Polyprof {
+        match outcome {
+            Outcome::Exited { code } if *code != 0 => return EXIT_COMMAND_FAILED,
+            Outcome::Signalled { .. } => return EXIT_COMMAND_FAILED,
+            _ => {}
+        }
+    }
     match outcome {
         Outcome::Exited { code: 0 } | Outcome::HungAfterMarker { passed: true, .. } => {
             if run.errors.is_empty() {
@@ -186,46 +265,81 @@ pub fn exit_code(run: &ProfileRun) -> u8 {
         Outcome::TimedOut { .. } => EXIT_TIMEOUT,
         Outcome::Inactive { .. } => EXIT_INACTIVE,
         Outcome::Cancelled => EXIT_CANCELLED,
-        Outcome::SpawnFailed { .. } => EXIT_SPAWN_FAILED,
+        Outcome::SpawnFailed { errno, .. } => match *errno {
+            Some(libc::ENOENT) | Some(libc::ENOTDIR) | None => EXIT_SPAWN_FAILED,
+            Some(_) => EXIT_NOT_EXECUTABLE,
+        },
     }
 }
 
-/// Echo the command's lines to stderr as they arrive.
-fn echo_sink() -> LineSink {
-    LineSink::Callback(Arc::new(|line: &Line| {
-        let mut err = std::io::stderr().lock();
-        let _ = err.write_all(line.text.as_bytes());
-        if !line.continues {
-            let _ = err.write_all(b"\n");
+/// The first Ctrl-C, SIGTERM or SIGHUP stops the run the way a timeout does (SIGTERM to the
+/// group, grace, SIGKILL); the second kills at once, whatever the run is doing.
+fn cancel_on_signals(cancel: CancellationToken, kill_now: CancellationToken) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut streams: Vec<_> = [
+        SignalKind::interrupt(),
+        SignalKind::terminate(),
+        SignalKind::hangup(),
+    ]
+    .into_iter()
+    .filter_map(|kind| signal(kind).ok())
+    .collect();
+    tokio::spawn(async move {
+        if streams.is_empty() {
+            return;
         }
-    }))
+        for token in [cancel, kill_now] {
+            let any = futures_any(&mut streams);
+            any.await;
+            token.cancel();
+        }
+    });
 }
 
-/// Cancel on Ctrl-C or SIGTERM: the group is stopped the same way as on a timeout.
-fn cancel_on_signals(cancel: tokio_util::sync::CancellationToken) {
-    tokio::spawn(async move {
-        let mut term =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        let terminated = async {
-            match term.as_mut() {
-                Some(term) => {
-                    term.recv().await;
-                }
-                None => std::future::pending().await,
+/// The next signal on any of `streams`.
+async fn futures_any(streams: &mut [tokio::signal::unix::Signal]) {
+    std::future::poll_fn(|cx| {
+        for stream in streams.iter_mut() {
+            if stream.poll_recv(cx).is_ready() {
+                return std::task::Poll::Ready(());
             }
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = terminated => {}
         }
-        cancel.cancel();
-    });
+        std::task::Poll::Pending
+    })
+    .await
+}
+
+/// The output directory to use: refuse one that holds a run unless `--force`, which removes
+/// the old run's files first.
+fn claim_output_dir(dir: &Path, force: bool) -> anyhow::Result<()> {
+    if !rundir::holds_run(dir) {
+        return Ok(());
+    }
+    if !force {
+        anyhow::bail!(
+            "{} already holds a run; pass --force to replace it, or choose another --output-dir",
+            dir.display()
+        );
+    }
+    rundir::clear_run(dir)
+        .with_context(|| format!("cannot clear the old run in {}", dir.display()))?;
+    Ok(())
 }
 
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let profiler = args.profiler.trim().to_ascii_lowercase();
+    if profiler != "none" && !profilers::PROFILER_NAMES.contains(&profiler.as_str()) {
+        anyhow::bail!(
+            "unknown profiler `{profiler}`; valid: none, {} (`polyprof doctor` lists them)",
+            profilers::PROFILER_NAMES.join(", ")
+        );
+    }
+    let mut run_options = args.supervision.run_options()?;
     let output_dir = match &args.output_dir {
-        Some(dir) => dir.clone(),
+        Some(dir) => {
+            claim_output_dir(dir, args.force)?;
+            dir.clone()
+        }
         None => default_output_dir(&profiler)?,
     };
     let mut settings = ProfilerSettings {
@@ -234,11 +348,16 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     };
     args.supervision
         .apply_to_settings(&profiler, &output_dir, &mut settings);
-    let mut run_options = args.supervision.run_options();
     if !args.quiet && !args.json {
-        run_options.line_sink = Some(echo_sink());
+        // On a terminal a status line (elapsed time, the profiler, the last line) sits under
+        // the echo; never in a pipe or a file.
+        let status = std::io::IsTerminal::is_terminal(&std::io::stderr())
+            .then(|| format!("polyprof run [{profiler}]"));
+        run_options.echo =
+            Echo::spawn_with_status(std::io::stderr(), echo::DEFAULT_QUEUE_BYTES, status).ok();
     }
-    cancel_on_signals(run_options.cancel.clone());
+    cancel_on_signals(run_options.cancel.clone(), run_options.kill_now.clone());
+    let echo = run_options.echo.clone();
     let job = Job {
         target: args.command.clone(),
         profiler,
@@ -249,6 +368,18 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         call_path: Vec::new(),
     };
     let run = profile_on(&job, &args.container.target().await?).await;
+    if let Some(echo) = echo {
+        echo.end_status();
+        echo.flush(Duration::from_secs(1));
+        let dropped = echo.dropped_bytes();
+        if dropped > 0 {
+            // Through the echo's own queue: stderr may be the very pipe nobody reads.
+            echo.offer(format!(
+                "polyprof: the echo fell behind its reader; {dropped} bytes were not echoed (every byte is in the logs)\n"
+            ).as_bytes());
+            echo.flush(Duration::from_millis(200));
+        }
+    }
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &run).context("cannot print the run document")?;
@@ -256,7 +387,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     } else {
         print_summary(&mut out, &run)?;
     }
-    Ok(exit_code(&run))
+    Ok(exit_code_as(&run, args.exit_code))
 }
 
 fn stream_line(name: &str, capture: &StreamCapture) -> String {

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
+use polyprof::profilers::registry::{self, SettingsKind};
 use polyprof::profilers::{self, ProfilerSettings, quote};
 
 /// Arguments of `polyprof wrap`.
@@ -29,9 +30,16 @@ pub struct Args {
 
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let name = args.profiler.trim().to_ascii_lowercase();
-    if args.group.is_some() && !matches!(name.as_str(), "unitrace" | "ocl-unitrace") {
+    let entry = registry::lookup(&name)?;
+    if args.group.is_some() && entry.settings != SettingsKind::MetricGroup {
+        let takes: Vec<&str> = registry::BACKENDS
+            .iter()
+            .filter(|b| b.settings == SettingsKind::MetricGroup)
+            .map(|b| b.name)
+            .collect();
         anyhow::bail!(
-            "--group applies to unitrace and ocl-unitrace only, not `{}`",
+            "--group applies to {} only, not `{}`",
+            takes.join(" and "),
             args.profiler
         );
     }

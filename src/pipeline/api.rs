@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::error::Result;
+use crate::model::run::ProfileRun;
 use crate::pipeline::job::{Job, pass_label, profile};
 use crate::pipeline::runner::RunOptions;
 use crate::profilers::ProfilerSettings;
 use crate::profilers::selection::get_profilers;
-use crate::results::run::ProfileRun;
 
 /// How `profile_all` runs its passes.
 #[derive(Debug, Clone, Default)]

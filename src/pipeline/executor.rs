@@ -3,10 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::pipeline::outcome::RunResult;
+use crate::model::outcome::RunResult;
+use crate::model::plan::{CommandSpec, Plan, RetryPolicy, Step, Validator};
+use crate::model::run::StepRun;
 use crate::pipeline::runner::{RunOptions, run_command};
-use crate::profilers::{CommandSpec, Plan, RetryPolicy, Step, Validator};
-use crate::results::run::StepRun;
 
 /// Where a step's command runs: a local process group ([`LocalRunner`]) or a container
 /// (`pipeline::container`). Everything else about a plan (markers, graces, retries,
@@ -105,7 +105,7 @@ pub async fn execute_step_with(
         let mut result = runner.run(&step.command, &opts).await;
         result.warnings.splice(0..0, cleanup_warnings);
         let verdict = validate(step.retry.as_ref().map(|r| &r.validator), &result).await;
-        let cancelled = matches!(result.outcome, crate::pipeline::Outcome::Cancelled);
+        let cancelled = matches!(result.outcome, crate::model::Outcome::Cancelled);
         run.attempts.push(result);
         match verdict {
             Ok(()) => {
@@ -117,7 +117,7 @@ pub async fn execute_step_with(
                 run.rejection = Some(if max_attempts > 1 {
                     format!("attempt {attempt} of {max_attempts}: {why}")
                 } else {
-                    why
+                    why.to_string()
                 });
                 if cancelled {
                     break;
@@ -155,9 +155,37 @@ fn clean(retry: &RetryPolicy, dir: &Path, warnings: &mut Vec<String>) {
     }
 }
 
-async fn validate(validator: Option<&Validator>, result: &RunResult) -> Result<(), String> {
+/// Why an attempt was not accepted.
+#[derive(Debug, thiserror::Error)]
+pub enum Rejection {
+    /// The command itself did not succeed.
+    #[error("{0}")]
+    Outcome(crate::model::Outcome),
+    #[error("no file starting with `{prefix}` in {}", dir.display())]
+    NoFile { prefix: String, dir: PathBuf },
+    #[error("cannot open {}: {source}", path.display())]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{} has {lines} lines, fewer than the {min_lines} required", path.display())]
+    TooFewLines {
+        path: PathBuf,
+        lines: usize,
+        min_lines: usize,
+    },
+    #[error("validator failed: {0}")]
+    Task(String),
+}
+
+async fn validate(validator: Option<&Validator>, result: &RunResult) -> Result<(), Rejection> {
     if !result.outcome.is_success() {
-        return Err(result.outcome.to_string());
+        return Err(Rejection::Outcome(result.outcome.clone()));
     }
     match validator {
         None | Some(Validator::ExitZero) => Ok(()),
@@ -169,7 +197,7 @@ async fn validate(validator: Option<&Validator>, result: &RunResult) -> Result<(
             let (dir, prefix, min_lines) = (dir.clone(), prefix.clone(), *min_lines);
             tokio::task::spawn_blocking(move || check_file_min_lines(&dir, &prefix, min_lines))
                 .await
-                .unwrap_or_else(|e| Err(format!("validator failed: {e}")))
+                .unwrap_or_else(|e| Err(Rejection::Task(e.to_string())))
         }
     }
 }
@@ -192,18 +220,23 @@ pub fn newest_with_prefix(dir: &Path, prefix: &str) -> Option<PathBuf> {
         .map(|(_, path)| path)
 }
 
-fn check_file_min_lines(dir: &Path, prefix: &str, min_lines: usize) -> Result<(), String> {
+fn check_file_min_lines(dir: &Path, prefix: &str, min_lines: usize) -> Result<(), Rejection> {
     use std::io::Read;
-    let path = newest_with_prefix(dir, prefix)
-        .ok_or_else(|| format!("no file starting with `{prefix}` in {}", dir.display()))?;
-    let mut file =
-        std::fs::File::open(&path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    let path = newest_with_prefix(dir, prefix).ok_or_else(|| Rejection::NoFile {
+        prefix: prefix.to_string(),
+        dir: dir.to_path_buf(),
+    })?;
+    let mut file = match std::fs::File::open(&path) {
+        Ok(file) => file,
+        Err(source) => return Err(Rejection::Open { path, source }),
+    };
     let mut buf = vec![0u8; 64 * 1024];
     let (mut lines, mut last) = (0usize, b'\n');
     loop {
-        let n = file
-            .read(&mut buf)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let n = match file.read(&mut buf) {
+            Ok(n) => n,
+            Err(source) => return Err(Rejection::Read { path, source }),
+        };
         if n == 0 {
             break;
         }
@@ -219,10 +252,11 @@ fn check_file_min_lines(dir: &Path, prefix: &str, min_lines: usize) -> Result<()
     if lines >= min_lines {
         Ok(())
     } else {
-        Err(format!(
-            "{} has {lines} lines, fewer than the {min_lines} required",
-            path.display()
-        ))
+        Err(Rejection::TooFewLines {
+            path,
+            lines,
+            min_lines,
+        })
     }
 }
 
@@ -246,7 +280,9 @@ mod tests {
             .unwrap();
         assert_eq!(newest_with_prefix(dir.path(), "metrics_"), Some(new));
         assert!(check_file_min_lines(dir.path(), "metrics_", 2).is_ok());
-        let err = check_file_min_lines(dir.path(), "metrics_", 3).unwrap_err();
+        let err = check_file_min_lines(dir.path(), "metrics_", 3)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("has 2 lines"), "{err}");
         assert!(check_file_min_lines(dir.path(), "nothing", 1).is_err());
     }

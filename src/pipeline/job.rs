@@ -5,11 +5,14 @@
 use std::path::PathBuf;
 
 use crate::error::Error;
+use crate::model::run::{ProfileRun, StepRun};
+use crate::pipeline::artifacts;
 use crate::pipeline::executor::execute_plan;
+use crate::pipeline::probe::HostProbe;
+use crate::pipeline::profiler::Profiler;
 use crate::pipeline::runner::RunOptions;
 use crate::pipeline::target::ExecutionTarget;
-use crate::profilers::{self, Plan, ProfilerSettings, artifacts};
-use crate::results::run::{DeviceInfo, ProfileRun, StepRun};
+use crate::profilers::{self, Backend, Plan, ProfilerSettings};
 
 /// What to profile and how.
 #[derive(Debug, Clone)]
@@ -68,6 +71,10 @@ pub async fn profile(job: &Job) -> ProfileRun {
 
 /// [`profile`] with the plan's commands run on `target` (local processes or containers).
 pub async fn profile_on(job: &Job, target: &ExecutionTarget) -> ProfileRun {
+    let job = &Job {
+        output_dir: super::rundir::next_free(&job.output_dir),
+        ..job.clone()
+    };
     let label = job.label.clone().unwrap_or_else(|| {
         job.output_dir
             .file_name()
@@ -105,16 +112,18 @@ pub async fn profile_on(job: &Job, target: &ExecutionTarget) -> ProfileRun {
 
 async fn run_pass(job: &Job, run: &mut ProfileRun, target: &ExecutionTarget) {
     let dir = job.output_dir.as_path();
-    let profiler: std::sync::Arc<dyn profilers::Profiler> =
+    let profiler: std::sync::Arc<dyn Backend> =
         match profilers::create(&job.profiler, dir, &job.settings) {
             Ok(p) => p.into(),
             Err(e) => return run.errors.push(e.to_string()),
         };
     run.profiler.name = profiler.name().to_string();
-    // Preflight probes the machine (version commands, /proc files): keep it off the async workers.
+    // Preflight probes the machine (version commands, /proc files): keep it off the async
+    // workers. Its probes stop when the run is cancelled.
     let preflight = {
         let profiler = profiler.clone();
-        tokio::task::spawn_blocking(move || profiler.preflight()).await
+        let probe = HostProbe::with_cancel(job.run.cancel.clone());
+        tokio::task::spawn_blocking(move || profiler.check_availability(&probe)).await
     };
     match preflight {
         Ok(preflight) => {
@@ -139,7 +148,7 @@ async fn run_pass(job: &Job, run: &mut ProfileRun, target: &ExecutionTarget) {
                 .push(format!("preflight of {} failed: {e}", job.profiler));
         }
     }
-    if let Err(e) = profiler.prepare(dir).await {
+    if let Err(e) = profiler.prepare_with(dir, job.run.cancel.clone()).await {
         return run.errors.push(e.to_string());
     }
     let plan = match profiler.wrap(&job.target) {
@@ -170,7 +179,7 @@ async fn run_pass(job: &Job, run: &mut ProfileRun, target: &ExecutionTarget) {
             run.artifacts = output.raw.artifacts;
             run.kernels = output.parsed.kernels;
             run.diagnostics = output.parsed.diagnostics;
-            run.device = device_from_session(&output.parsed.session);
+            run.device = output.parsed.device;
             run.session = output.parsed.session;
             crate::results::profile::stamp_call_paths(run, &job.call_path);
             run.errors.extend(output.errors);
@@ -186,16 +195,6 @@ async fn run_pass(job: &Job, run: &mut ProfileRun, target: &ExecutionTarget) {
                 .artifacts;
         }
     }
-}
-
-/// The device a profiler reported (`device_name`, `compute_capability` session facts).
-fn device_from_session(session: &std::collections::BTreeMap<String, String>) -> Option<DeviceInfo> {
-    let name = session.get("device_name")?;
-    Some(DeviceInfo {
-        name: name.clone(),
-        compute_capability: session.get("compute_capability").cloned(),
-        arch: None,
-    })
 }
 
 /// Outcome, warnings and errors from the step results.
@@ -241,7 +240,7 @@ fn summarize_steps(run: &mut ProfileRun, main: Option<usize>) {
 
 /// Whether `name` is one of polyprof's own files in a run directory (not profiler output).
 fn is_polyprof_file(name: &str) -> bool {
-    name == crate::results::run::RUN_FILE
+    name == crate::model::run::RUN_FILE
         || name.ends_with(".stdout.log")
         || name.ends_with(".stderr.log")
         || name.starts_with('.')

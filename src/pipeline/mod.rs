@@ -2,15 +2,23 @@
 //! Knows no vendor: profilers hand it plans.
 
 pub mod api;
+pub mod artifacts;
 pub mod executor;
 pub mod job;
-pub mod outcome;
+pub mod probe;
+pub mod profiler;
+pub mod rundir;
 pub mod runner;
+pub mod staging;
 
+/// Moved to [`crate::model::outcome`]; this path stays so branches in flight keep compiling.
+pub use crate::model::outcome;
+pub use crate::model::outcome::{MarkerSeen, Outcome, RunResult, StreamCapture, Timings};
 pub use api::{ProfileAllOptions, profile_all};
 pub use executor::execute_plan;
 pub use job::{Job, profile};
-pub use outcome::{MarkerSeen, Outcome, RunResult, StreamCapture, Timings};
+pub use probe::{HostProbe, run_probe};
+pub use profiler::Profiler;
 pub use runner::{EnvPolicy, Line, LineSink, RunOptions, StreamKind, run_command};
 
 pub mod container;

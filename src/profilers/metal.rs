@@ -6,15 +6,15 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use async_trait::async_trait;
-
-use super::artifacts::{DEFAULT_ARTIFACT_CAP, collect_files};
 use super::preflight::{self, Preflight};
-use super::staging::{ensure_fresh, path_arg, require_target};
+use super::staging::{path_arg, require_target};
 use super::{
-    CommandSpec, EndMarker, Graces, Plan, Profiler, ProfilerOutput, ProfilerSettings, Step,
+    Backend, CommandSpec, EndMarker, Graces, Plan, ProfilerOutput, ProfilerSettings, RawOutput,
+    Step,
 };
 use crate::error::{Error, Result};
+use crate::model::plan::{DeclaredOutputs, FilePattern};
+use crate::model::probe::Probe;
 
 /// The recorded trace bundle (a directory) inside the output directory.
 pub const TRACE_BUNDLE: &str = "trace.trace";
@@ -82,8 +82,7 @@ impl Metal {
     }
 }
 
-#[async_trait]
-impl Profiler for Metal {
+impl Backend for Metal {
     fn name(&self) -> &str {
         "metal"
     }
@@ -92,7 +91,7 @@ impl Profiler for Metal {
         &self.output_dir
     }
 
-    fn wrap(&self, target: &[String]) -> Result<Plan> {
+    fn build_plan(&self, target: &[String]) -> Result<Plan> {
         require_target("metal", target)?;
         let mut argv: Vec<String> = ["xcrun", "xctrace", "record", "--template", TEMPLATE]
             .map(String::from)
@@ -118,6 +117,7 @@ impl Profiler for Metal {
         Ok(Plan {
             profiler: "metal".into(),
             target: target.to_vec(),
+            outputs: Default::default(),
             steps: vec![
                 record,
                 self.export_step("export-toc", &["--toc"], TOC_FILE)?,
@@ -142,22 +142,23 @@ impl Profiler for Metal {
         })
     }
 
-    /// `xctrace record --output` adds a run to an existing bundle; the export would then read
-    /// the old run 1. Refuse leftovers instead.
-    async fn prepare(&self, host_output_dir: &Path) -> Result<()> {
-        ensure_fresh("metal", host_output_dir, |n| {
-            n == TRACE_BUNDLE || n == TOC_FILE || n == TABLES_FILE
-        })
-        .await
+    /// The two exports are collected. `xctrace record --output` adds a run to an existing
+    /// bundle and the export would then read the old run 1, so leftovers are refused.
+    fn outputs(&self) -> DeclaredOutputs {
+        DeclaredOutputs {
+            // By name, as before: tables, then the table of contents.
+            collect: vec![
+                FilePattern::Name(TABLES_FILE.into()),
+                FilePattern::Name(TOC_FILE.into()),
+            ],
+            fresh: [TRACE_BUNDLE, TOC_FILE, TABLES_FILE]
+                .map(|n| FilePattern::Name(n.into()))
+                .to_vec(),
+            ..Default::default()
+        }
     }
 
-    async fn read_output(&self) -> Result<ProfilerOutput> {
-        let raw = collect_files(
-            &self.output_dir,
-            |n| n == TOC_FILE || n == TABLES_FILE,
-            DEFAULT_ARTIFACT_CAP,
-        )
-        .await?;
+    fn parse(&self, raw: RawOutput) -> Result<ProfilerOutput> {
         if raw.get(TABLES_FILE).is_none() {
             return Err(Error::NoData {
                 profiler: "metal".into(),
@@ -174,12 +175,12 @@ impl Profiler for Metal {
         })
     }
 
-    fn preflight(&self) -> Preflight {
+    fn check_availability(&self, probe: &dyn Probe) -> Preflight {
         let mut p = Preflight::new("metal");
-        if !p.record("macos", preflight::macos_verdict(preflight::host_os())) {
+        if !p.record("macos", preflight::macos_verdict(probe.host_os())) {
             return p.finish();
         }
-        let xcrun = preflight::find_binary("xcrun");
+        let xcrun = probe.find_binary("xcrun");
         let found = p.record(
             "binary",
             preflight::binary_verdict(
@@ -189,8 +190,12 @@ impl Profiler for Metal {
             ),
         );
         if let (true, Some(path)) = (found, &xcrun) {
-            let version =
-                preflight::read_version(path, &["xctrace", "version"], preflight::VERSION_TIMEOUT);
+            let version = preflight::read_version(
+                probe,
+                path,
+                &["xctrace", "version"],
+                preflight::VERSION_TIMEOUT,
+            );
             p.version = version.as_ref().ok().cloned();
             let verdict = match &version {
                 Ok(line) => preflight::Verdict::pass(line.clone()),
@@ -260,34 +265,5 @@ mod tests {
             "{tables:?}"
         );
         assert_eq!(tables.last().unwrap(), "/out/trace.tables.xml");
-    }
-
-    #[test]
-    fn preflight_off_macos_says_what_is_needed() {
-        if cfg!(target_os = "macos") {
-            return;
-        }
-        let p = Metal::new(PathBuf::from("/o"), &ProfilerSettings::default()).preflight();
-        assert!(!p.available);
-        let reason = p.reason.unwrap();
-        assert!(
-            reason.contains("needs macOS with Xcode command line tools (xcrun)"),
-            "{reason}"
-        );
-        // Off macOS nothing else is probed, so the reason is not cluttered.
-        assert_eq!(p.checks.len(), 1);
-    }
-
-    #[tokio::test]
-    async fn read_output_needs_the_tables_export() {
-        let dir = tempfile::tempdir().unwrap();
-        let m = Metal::new(dir.path().to_path_buf(), &ProfilerSettings::default());
-        assert!(m.read_output().await.is_err());
-        std::fs::write(dir.path().join(TOC_FILE), "<toc/>").unwrap();
-        std::fs::write(dir.path().join(TABLES_FILE), "<trace-query-result/>").unwrap();
-        let out = m.read_output().await.unwrap();
-        assert_eq!(out.raw.artifacts.len(), 2);
-        m.prepare(&dir.path().join("fresh")).await.unwrap();
-        assert!(m.prepare(dir.path()).await.is_err());
     }
 }

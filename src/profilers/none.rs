@@ -3,13 +3,12 @@
 
 use std::path::{Path, PathBuf};
 
-use async_trait::async_trait;
-
 use super::{
-    CommandSpec, EndMarker, Graces, Plan, Preflight, Profiler, ProfilerOutput, ProfilerSettings,
-    Step,
+    Backend, CommandSpec, EndMarker, Graces, Plan, Preflight, ProfilerOutput, ProfilerSettings,
+    RawOutput, Step,
 };
 use crate::error::{Error, Result};
+use crate::model::probe::Probe;
 
 #[derive(Debug, Clone)]
 pub struct NoProfiler {
@@ -30,8 +29,7 @@ impl NoProfiler {
     }
 }
 
-#[async_trait]
-impl Profiler for NoProfiler {
+impl Backend for NoProfiler {
     fn name(&self) -> &str {
         "none"
     }
@@ -40,13 +38,14 @@ impl Profiler for NoProfiler {
         &self.output_dir
     }
 
-    fn wrap(&self, target: &[String]) -> Result<Plan> {
+    fn build_plan(&self, target: &[String]) -> Result<Plan> {
         if target.is_empty() {
             return Err(Error::invalid("target", "the command to run is empty"));
         }
         Ok(Plan {
             profiler: "none".to_string(),
             target: target.to_vec(),
+            outputs: Default::default(),
             steps: vec![Step::new(
                 "run",
                 CommandSpec::new(target.to_vec()),
@@ -64,11 +63,11 @@ impl Profiler for NoProfiler {
         self.graces
     }
 
-    async fn read_output(&self) -> Result<ProfilerOutput> {
+    fn parse(&self, _raw: RawOutput) -> Result<ProfilerOutput> {
         Ok(ProfilerOutput::default())
     }
 
-    fn preflight(&self) -> Preflight {
+    fn check_availability(&self, _probe: &dyn Probe) -> Preflight {
         Preflight::new("none").finish()
     }
 }

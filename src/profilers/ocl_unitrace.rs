@@ -7,14 +7,14 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use async_trait::async_trait;
-
-use super::unitrace::{TRACE_PREFIX, UnitraceCore, unitrace_preflight};
+use super::unitrace::{TIMELINE_PATTERN, TRACE_PREFIX, UnitraceCore, unitrace_preflight};
 use super::{
-    CommandSpec, EndMarker, Graces, Plan, Preflight, Profiler, ProfilerOutput, ProfilerSettings,
-    RetryPolicy, Step, Validator,
+    Backend, CommandSpec, EndMarker, Graces, Plan, Preflight, ProfilerOutput, ProfilerSettings,
+    RawOutput, RetryPolicy, Step, Validator,
 };
 use crate::error::Result;
+use crate::model::plan::{DeclaredOutputs, FilePattern};
+use crate::model::probe::Probe;
 
 /// Attempts before the runner gives up on OpenCL metric collection.
 pub const MAX_ATTEMPTS: u32 = 20;
@@ -55,8 +55,7 @@ impl OclUnitrace {
     }
 }
 
-#[async_trait]
-impl Profiler for OclUnitrace {
+impl Backend for OclUnitrace {
     fn name(&self) -> &str {
         self.core.name()
     }
@@ -65,7 +64,7 @@ impl Profiler for OclUnitrace {
         &self.core.output_dir
     }
 
-    fn wrap(&self, target: &[String]) -> Result<Plan> {
+    fn build_plan(&self, target: &[String]) -> Result<Plan> {
         let mut command = CommandSpec::new(self.core.argv(target)?);
         command.env = self.env_vars();
         let mut step = Step::new("profile", command, self.end_marker(), self.graces());
@@ -73,6 +72,7 @@ impl Profiler for OclUnitrace {
         Ok(Plan {
             profiler: self.name().into(),
             target: target.to_vec(),
+            outputs: Default::default(),
             steps: vec![step],
         })
     }
@@ -90,27 +90,23 @@ impl Profiler for OclUnitrace {
         self.core.graces()
     }
 
-    async fn prepare(&self, host_output_dir: &Path) -> Result<()> {
-        // Stale `trace.*` files are removed before every attempt by the retry policy; a
-        // previous run's timeline would still be mistaken for this one's.
-        super::staging::ensure_fresh(self.name(), host_output_dir, super::unitrace::is_timeline)
-            .await
+    /// Stale `trace.*` files are removed before every attempt by the retry policy; a previous
+    /// run's timeline would still be mistaken for this one's.
+    fn outputs(&self) -> DeclaredOutputs {
+        DeclaredOutputs {
+            collect: vec![UnitraceCore::collect_pattern()],
+            fresh: vec![FilePattern::Regex(TIMELINE_PATTERN.to_string())],
+            ..Default::default()
+        }
     }
 
-    async fn read_output(&self) -> Result<ProfilerOutput> {
-        self.core.read_output().await
+    fn parse(&self, raw: RawOutput) -> Result<ProfilerOutput> {
+        self.core.parse(raw)
     }
 
-    fn preflight(&self) -> Preflight {
-        let mut p = unitrace_preflight(self.name());
-        let icds = std::fs::read_dir("/etc/OpenCL/vendors")
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect::<Vec<_>>()
-            })
-            .unwrap_or_default();
+    fn check_availability(&self, probe: &dyn Probe) -> Preflight {
+        let mut p = unitrace_preflight(probe, self.name());
+        let icds = probe.list_dir(Path::new("/etc/OpenCL/vendors"));
         let verdict = opencl_icd_verdict(&icds);
         p.advise("opencl-icd", verdict.ok, verdict.detail);
         p.finish()

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
+use crate::model::probe::{Probe, ProbeError, ProbeRequest};
 
 /// How long a `--version` command may take before the preflight gives up on it.
 pub const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
@@ -156,18 +157,19 @@ impl Verdict {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Probes: read the machine. Each returns plain data for the decisions below.
+// Probes: questions asked through [`Probe`]; the pipeline answers them on the host.
 
-/// The binary's full path on `PATH`, if any.
-pub fn find_binary(name: &str) -> Option<PathBuf> {
-    which::which(name).ok()
-}
-
-/// Run `program args` and return the first non-empty line of its combined output, within
-/// `timeout`. An error says what went wrong (non-zero exit, timeout, nothing printed).
-pub fn read_version(program: &Path, args: &[&str], timeout: Duration) -> Result<String, String> {
-    let shown = format!("{} {}", program.display(), args.join(" "));
-    let output = capture(program, args, timeout)?;
+/// Run `program args` through the probe and return the first non-empty line of its output.
+/// An error says what went wrong (non-zero exit, timeout, nothing printed).
+pub fn read_version(
+    probe: &dyn Probe,
+    program: &Path,
+    args: &[&str],
+    timeout: Duration,
+) -> Result<String, VersionError> {
+    let command = ProbeRequest::new(program, args, timeout);
+    let shown = command.shown();
+    let output = probe.run(&command)?;
     // Some tools print their version on stderr.
     let text = if output.stdout.iter().all(u8::is_ascii_whitespace) {
         String::from_utf8_lossy(&output.stderr)
@@ -175,46 +177,32 @@ pub fn read_version(program: &Path, args: &[&str], timeout: Duration) -> Result<
         String::from_utf8_lossy(&output.stdout)
     };
     let first = first_line(&text);
-    if !output.status.success() {
-        return Err(format!(
-            "`{shown}` exited with {}{}",
-            output.status,
-            first.map(|l| format!(": {l}")).unwrap_or_default()
-        ));
+    if !output.success() {
+        return Err(VersionError::Failed {
+            command: shown,
+            status: output.status_text(),
+            said: first.map(|l| format!(": {l}")).unwrap_or_default(),
+        });
     }
     first
         .map(str::to_string)
-        .ok_or_else(|| format!("`{shown}` printed nothing"))
+        .ok_or(VersionError::Silent { command: shown })
 }
 
-/// Run a short probe command with `LC_ALL=C` and stdin from /dev/null, capturing stdout and
-/// stderr (drained while it runs, so a long listing cannot fill a pipe and block it). A probe
-/// still running after `timeout` is killed and reaped.
-pub fn capture(
-    program: &Path,
-    args: &[&str],
-    timeout: Duration,
-) -> Result<std::process::Output, String> {
-    let shown = format!("{} {}", program.display(), args.join(" "));
-    let handle = duct::cmd(program, args)
-        .env("LC_ALL", "C")
-        .stdin_null()
-        .stdout_capture()
-        .stderr_capture()
-        .unchecked()
-        .start()
-        .map_err(|e| format!("cannot start `{shown}`: {e}"))?;
-    match handle.wait_timeout(timeout) {
-        Ok(Some(output)) => Ok(output.clone()),
-        Ok(None) => {
-            let _ = handle.kill();
-            Err(format!(
-                "`{shown}` did not answer within {}s",
-                timeout.as_secs()
-            ))
-        }
-        Err(e) => Err(format!("`{shown}` failed: {e}")),
-    }
+/// Why no version line was read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VersionError {
+    #[error(transparent)]
+    Probe(#[from] ProbeError),
+    #[error("`{command}` exited with {status}{said}")]
+    Failed {
+        command: String,
+        status: String,
+        /// `: <first line>` when it printed one.
+        said: String,
+    },
+    #[error("`{command}` printed nothing")]
+    Silent { command: String },
 }
 
 /// The first non-blank line, trimmed.
@@ -224,39 +212,49 @@ pub fn first_line(text: &str) -> Option<&str> {
 
 /// The trimmed content of a sysctl-style file, or `None` when it does not exist or is
 /// unreadable.
-pub fn read_sysctl(path: &Path) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .map(|s| s.trim().to_string())
-}
-
-/// Whether this process runs as root (root may read GPU counters regardless of the sysctls).
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
+pub fn read_sysctl(probe: &dyn Probe, path: &Path) -> Option<String> {
+    probe.read_text(path).map(|s| s.trim().to_string())
 }
 
 /// Each DRM render node (`/dev/dri/renderD*`) with the PCI vendor id of its device, if
 /// readable. Sorted by node name.
-pub fn render_nodes() -> Vec<RenderNode> {
-    let mut nodes = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/dev/dri") else {
-        return nodes;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.starts_with("renderD") {
-            continue;
-        }
-        let vendor = read_sysctl(
-            &Path::new("/sys/class/drm")
-                .join(&name)
-                .join("device/vendor"),
-        );
-        nodes.push(RenderNode { name, vendor });
+pub fn render_nodes(probe: &dyn Probe) -> Vec<RenderNode> {
+    probe
+        .list_dir(Path::new("/dev/dri"))
+        .into_iter()
+        .filter(|name| name.starts_with("renderD"))
+        .map(|name| {
+            let vendor = read_sysctl(
+                probe,
+                &Path::new("/sys/class/drm")
+                    .join(&name)
+                    .join("device/vendor"),
+            );
+            RenderNode { name, vendor }
+        })
+        .collect()
+}
+
+/// The shared Intel preflight (unitrace, vtune): binary and version, an Intel GPU, and counter
+/// access through the `xe`/`i915` paranoid sysctls. Callers add their own checks and `finish`.
+pub fn intel_preflight(probe: &dyn Probe, profiler: &str, binary: &str, hint: &str) -> Preflight {
+    let mut p = Preflight::new(profiler);
+    let found_at = probe.find_binary(binary);
+    let found = p.record("binary", binary_verdict(binary, found_at.as_deref(), hint));
+    if let (true, Some(path)) = (found, &found_at) {
+        let version = read_version(probe, path, &["--version"], VERSION_TIMEOUT);
+        p.version = version.as_ref().ok().cloned();
+        p.record("version", version_verdict(binary, &version));
     }
-    nodes.sort_by(|a, b| a.name.cmp(&b.name));
-    nodes
+    p.binary = found_at;
+    p.record("gpu", intel_gpu_verdict(&render_nodes(probe)));
+    let xe = read_sysctl(probe, Path::new(XE_PARANOID));
+    let i915 = read_sysctl(probe, Path::new(I915_PARANOID));
+    p.record(
+        "counters",
+        intel_counters_verdict(xe.as_deref(), i915.as_deref(), probe.is_root()),
+    );
+    p
 }
 
 /// A DRM render node and its PCI vendor id (`0x8086` for Intel).
@@ -264,11 +262,6 @@ pub fn render_nodes() -> Vec<RenderNode> {
 pub struct RenderNode {
     pub name: String,
     pub vendor: Option<String>,
-}
-
-/// The operating system polyprof was built for (`linux`, `macos`, …).
-pub fn host_os() -> &'static str {
-    std::env::consts::OS
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -283,7 +276,7 @@ pub fn binary_verdict(name: &str, found: Option<&Path>, install_hint: &str) -> V
 }
 
 /// The version check: a version line was read, or why not.
-pub fn version_verdict(name: &str, version: &Result<String, String>) -> Verdict {
+pub fn version_verdict(name: &str, version: &Result<String, VersionError>) -> Verdict {
     match version {
         Ok(line) => Verdict::pass(line.clone()),
         Err(why) => Verdict::fail(format!(
@@ -526,35 +519,15 @@ mod tests {
         assert!(!v.ok && v.detail.contains("source setvars.sh"));
         assert!(binary_verdict("vtune", Some(Path::new("/opt/vtune")), "").ok);
         assert!(version_verdict("vtune", &Ok("2025.0".into())).ok);
-        let v = version_verdict("vtune", &Err("timed out".into()));
-        assert!(!v.ok && v.detail.contains("timed out"));
-    }
-
-    #[test]
-    fn read_version_takes_first_line_and_reports_failures() {
-        let sh = find_binary("sh").unwrap();
-        let got = read_version(&sh, &["-c", "echo; echo ' v1.2 '; echo x"], VERSION_TIMEOUT);
-        assert_eq!(got.as_deref(), Ok("v1.2"));
-        let err = read_version(&sh, &["-c", "echo boom >&2; exit 3"], VERSION_TIMEOUT).unwrap_err();
-        assert!(err.contains("boom") && err.contains('3'), "{err}");
-        let err = read_version(&sh, &["-c", "true"], VERSION_TIMEOUT).unwrap_err();
-        assert!(err.contains("printed nothing"), "{err}");
-    }
-
-    #[test]
-    fn read_version_times_out_instead_of_hanging() {
-        let sh = find_binary("sh").unwrap();
-        let err =
-            read_version(&sh, &["-c", "exec sleep 30"], Duration::from_millis(200)).unwrap_err();
-        assert!(err.contains("did not answer"), "{err}");
-    }
-
-    #[test]
-    fn read_sysctl_trims_and_tolerates_missing_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("paranoid");
-        std::fs::write(&file, "1\n").unwrap();
-        assert_eq!(read_sysctl(&file).as_deref(), Some("1"));
-        assert_eq!(read_sysctl(&dir.path().join("missing")), None);
+        let timed_out = VersionError::Probe(ProbeError::TimedOut {
+            command: "vtune --version".into(),
+            timeout: Duration::from_secs(10),
+        });
+        let v = version_verdict("vtune", &Err(timed_out));
+        assert!(
+            !v.ok && v.detail.contains("did not answer within 10s"),
+            "{}",
+            v.detail
+        );
     }
 }

@@ -10,12 +10,14 @@
 //! depend only on the vendor, so the list selects the same passes as each entry alone).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::{PROFILER_NAMES, Profiler, ProfilerSettings};
+use super::backend::Backend;
+use super::registry;
+pub use super::registry::Vendor;
+use super::{PROFILER_NAMES, ProfilerSettings};
 use crate::error::{Error, Result};
 
 /// The embedded default table.
@@ -23,49 +25,9 @@ pub const EMBEDDED_CONFIG: &str = include_str!("../../configs/selection.toml");
 /// Environment variable naming a user selection file that replaces the embedded table.
 pub const CONFIG_ENV: &str = "POLYPROF_CONFIG";
 
-/// A GPU vendor; it decides which profilers can work on an arch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Vendor {
-    Nvidia,
-    Intel,
-    Amd,
-    Apple,
-}
-
-impl Vendor {
-    pub const ALL: [Vendor; 4] = [Vendor::Nvidia, Vendor::Intel, Vendor::Amd, Vendor::Apple];
-
-    /// The lowercase key used in the table and in JSON.
-    pub fn key(self) -> &'static str {
-        match self {
-            Vendor::Nvidia => "nvidia",
-            Vendor::Intel => "intel",
-            Vendor::Amd => "amd",
-            Vendor::Apple => "apple",
-        }
-    }
-}
-
-impl fmt::Display for Vendor {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Vendor::Nvidia => "NVIDIA",
-            Vendor::Intel => "Intel",
-            Vendor::Amd => "AMD",
-            Vendor::Apple => "Apple",
-        })
-    }
-}
-
-/// The vendor whose GPUs a backend profiles.
+/// The vendor whose GPUs a backend profiles (read from the registry).
 pub fn profiler_vendor(profiler: &str) -> Option<Vendor> {
-    match profiler {
-        "ncu" => Some(Vendor::Nvidia),
-        "unitrace" | "ocl-unitrace" | "vtune" => Some(Vendor::Intel),
-        "metal" => Some(Vendor::Apple),
-        _ => None,
-    }
+    registry::find(profiler).and_then(|entry| entry.vendor)
 }
 
 /// One profiler pass: which backend, and how to build it.
@@ -78,7 +40,7 @@ pub struct ProfilerPass {
 
 impl ProfilerPass {
     /// Build the backend for this pass, writing into `output_dir`.
-    pub fn create(&self, output_dir: &Path) -> Result<Box<dyn Profiler>> {
+    pub fn create(&self, output_dir: &Path) -> Result<Box<dyn Backend>> {
         super::create(&self.profiler, output_dir, &self.settings)
     }
 

@@ -1,5 +1,5 @@
-//! Small helpers the vendor backends share: paths as argv words, refusing stale output that
-//! could be mistaken for the current run's, and unique session names.
+//! Small helpers the vendor backends share: paths as argv words, a non-empty target, and unique
+//! session names.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,41 +31,6 @@ pub fn require_target(profiler: &str, target: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// Create `dir` and refuse to proceed when it already holds an entry that `stale` matches: a
-/// previous run's output would otherwise be read (or reported on) as this run's.
-pub async fn ensure_fresh(profiler: &str, dir: &Path, stale: impl Fn(&str) -> bool) -> Result<()> {
-    tokio::fs::create_dir_all(dir)
-        .await
-        .map_err(|e| Error::io("create output directory", dir, e))?;
-    let mut entries = tokio::fs::read_dir(dir)
-        .await
-        .map_err(|e| Error::io("list output directory", dir, e))?;
-    let mut found = Vec::new();
-    while let Some(entry) = entries
-        .next_entry()
-        .await
-        .map_err(|e| Error::io("list output directory", dir, e))?
-    {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if stale(&name) {
-            found.push(name);
-        }
-    }
-    if found.is_empty() {
-        return Ok(());
-    }
-    found.sort();
-    Err(Error::invalid(
-        "output directory",
-        format!(
-            "{profiler}: `{}` already holds output of an earlier run ({}); use a fresh output \
-             directory or remove those files",
-            dir.display(),
-            found.join(", ")
-        ),
-    ))
-}
-
 /// A session name unique on this machine: time, process id and a counter, in hex.
 pub fn session_id() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -86,26 +51,6 @@ mod tests {
         let (a, b) = (session_id(), session_id());
         assert_ne!(a, b);
         assert!(a.chars().all(|c| c.is_ascii_alphanumeric()), "{a}");
-    }
-
-    #[tokio::test]
-    async fn ensure_fresh_creates_and_refuses_stale_files() {
-        let root = tempfile::tempdir().unwrap();
-        let dir = root.path().join("out");
-        ensure_fresh("unitrace", &dir, |n| n.starts_with("trace."))
-            .await
-            .unwrap();
-        assert!(dir.is_dir());
-        std::fs::write(dir.join("other.log"), "x").unwrap();
-        ensure_fresh("unitrace", &dir, |n| n.starts_with("trace."))
-            .await
-            .unwrap();
-        std::fs::write(dir.join("trace.metrics.12"), "x").unwrap();
-        let err = ensure_fresh("unitrace", &dir, |n| n.starts_with("trace."))
-            .await
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("trace.metrics.12"), "{err}");
     }
 
     #[test]

@@ -11,17 +11,17 @@ use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use regex::Regex;
 
-use super::artifacts::{DEFAULT_ARTIFACT_CAP, collect_files};
 use super::preflight::{self, Preflight};
-use super::staging::{ensure_fresh, path_arg, require_target, session_id};
+use super::staging::{path_arg, require_target, session_id};
 use super::{
-    CommandSpec, Diagnostic, EndMarker, Graces, Plan, Profiler, ProfilerOutput, ProfilerSettings,
-    Severity, Step,
+    Backend, CommandSpec, Diagnostic, EndMarker, Graces, Plan, ProfilerOutput, ProfilerSettings,
+    RawOutput, Severity, Step,
 };
 use crate::error::{Error, Result};
+use crate::model::plan::{DeclaredOutputs, FilePattern};
+use crate::model::probe::Probe;
 
 /// The metric group used when none is given (unitrace's own default).
 pub const DEFAULT_METRIC_GROUP: &str = "ComputeBasic";
@@ -32,8 +32,8 @@ pub const TRACE_PREFIX: &str = "trace.";
 pub const TEARDOWN_SIGNAL: &str = "15";
 
 /// Unitrace's timeline naming: `<appname>.<pid>.json` or `<appname>.<pid>.<rank>.json`.
-static TIMELINE_NAME: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"^.+\.[0-9]+(\.[0-9]+)?\.json$").ok());
+pub const TIMELINE_PATTERN: &str = r"^.+\.[0-9]+(\.[0-9]+)?\.json$";
+static TIMELINE_NAME: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(TIMELINE_PATTERN).ok());
 
 /// Whether `name` is a file unitrace writes into the output directory.
 pub fn is_unitrace_output(name: &str) -> bool {
@@ -144,8 +144,17 @@ impl UnitraceCore {
     }
 
     /// Collect `trace.*` and unitrace timeline files; a run that wrote none has no data.
-    pub async fn read_output(&self) -> Result<ProfilerOutput> {
-        let raw = collect_files(&self.output_dir, is_unitrace_output, DEFAULT_ARTIFACT_CAP).await?;
+    /// Every `trace.*` and timeline file, by name (one pattern, so one sorted order).
+    pub fn collect_pattern() -> FilePattern {
+        FilePattern::Regex(format!(
+            "^{}|{TIMELINE_PATTERN}",
+            regex::escape(TRACE_PREFIX)
+        ))
+    }
+
+    /// Check the collected files: none is no data; a missing timeline or metrics file is a
+    /// warning with its likely cause.
+    pub fn parse(&self, raw: RawOutput) -> Result<ProfilerOutput> {
         if raw.artifacts.is_empty() {
             return Err(Error::NoData {
                 profiler: self.name().into(),
@@ -171,6 +180,7 @@ impl UnitraceCore {
                      killed before it could"
                         .into(),
                 ),
+                metric: None,
             });
         }
         if !names().any(|n| n.starts_with("trace.metrics.")) {
@@ -186,6 +196,7 @@ impl UnitraceCore {
                      and that the code under test resumed collection",
                     self.metric_group
                 )),
+                metric: None,
             });
         }
         Ok(output)
@@ -193,35 +204,14 @@ impl UnitraceCore {
 }
 
 /// Shared preflight of both unitrace variants: binary, version, Intel GPU, counter access.
-pub(crate) fn unitrace_preflight(name: &str) -> Preflight {
-    let mut p = Preflight::new(name);
-    let binary = preflight::find_binary("unitrace");
-    let found = p.record(
-        "binary",
-        preflight::binary_verdict(
-            "unitrace",
-            binary.as_deref(),
-            "build it from intel/pti-gpu (tools/unitrace) or source oneAPI's `setvars.sh`, then \
-             put it on PATH",
-        ),
-    );
-    if let (true, Some(path)) = (found, &binary) {
-        let version = preflight::read_version(path, &["--version"], preflight::VERSION_TIMEOUT);
-        p.version = version.as_ref().ok().cloned();
-        p.record("version", preflight::version_verdict("unitrace", &version));
-    }
-    p.binary = binary;
-    p.record(
-        "gpu",
-        preflight::intel_gpu_verdict(&preflight::render_nodes()),
-    );
-    let xe = preflight::read_sysctl(Path::new(preflight::XE_PARANOID));
-    let i915 = preflight::read_sysctl(Path::new(preflight::I915_PARANOID));
-    p.record(
-        "counters",
-        preflight::intel_counters_verdict(xe.as_deref(), i915.as_deref(), preflight::is_root()),
-    );
-    p
+pub(crate) fn unitrace_preflight(probe: &dyn Probe, name: &str) -> Preflight {
+    preflight::intel_preflight(
+        probe,
+        name,
+        "unitrace",
+        "build it from intel/pti-gpu (tools/unitrace) or source oneAPI's `setvars.sh`, then put \
+         it on PATH",
+    )
 }
 
 /// Unitrace on Level Zero, one metric group per pass.
@@ -243,8 +233,7 @@ impl Unitrace {
     }
 }
 
-#[async_trait]
-impl Profiler for Unitrace {
+impl Backend for Unitrace {
     fn name(&self) -> &str {
         self.core.name()
     }
@@ -253,12 +242,13 @@ impl Profiler for Unitrace {
         &self.core.output_dir
     }
 
-    fn wrap(&self, target: &[String]) -> Result<Plan> {
+    fn build_plan(&self, target: &[String]) -> Result<Plan> {
         let mut command = CommandSpec::new(self.core.argv(target)?);
         command.env = self.env_vars();
         Ok(Plan {
             profiler: self.name().into(),
             target: target.to_vec(),
+            outputs: Default::default(),
             steps: vec![Step::new(
                 "profile",
                 command,
@@ -280,16 +270,21 @@ impl Profiler for Unitrace {
         self.core.graces()
     }
 
-    async fn prepare(&self, host_output_dir: &Path) -> Result<()> {
-        ensure_fresh(self.name(), host_output_dir, is_unitrace_output).await
+    /// Every unitrace file is collected, and none may be left from an earlier run.
+    fn outputs(&self) -> DeclaredOutputs {
+        DeclaredOutputs {
+            collect: vec![UnitraceCore::collect_pattern()],
+            fresh: vec![UnitraceCore::collect_pattern()],
+            ..Default::default()
+        }
     }
 
-    async fn read_output(&self) -> Result<ProfilerOutput> {
-        self.core.read_output().await
+    fn parse(&self, raw: RawOutput) -> Result<ProfilerOutput> {
+        self.core.parse(raw)
     }
 
-    fn preflight(&self) -> Preflight {
-        unitrace_preflight(self.name()).finish()
+    fn check_availability(&self, probe: &dyn Probe) -> Preflight {
+        unitrace_preflight(probe, self.name()).finish()
     }
 }
 
@@ -396,61 +391,5 @@ mod tests {
         assert!(!is_timeline("ninja.json.bak"));
         assert!(is_unitrace_output("trace.metrics.77"));
         assert!(!is_unitrace_output("stdout.log"));
-    }
-
-    #[tokio::test]
-    async fn read_output_collects_raw_files_and_flags_gaps() {
-        let dir = tempfile::tempdir().unwrap();
-        let u = Unitrace::new(dir.path().to_path_buf(), &ProfilerSettings::default());
-        let err = u.read_output().await.unwrap_err().to_string();
-        assert!(
-            err.contains("no data") || err.contains("produced no data"),
-            "{err}"
-        );
-
-        std::fs::write(dir.path().join("trace.12"), "summary").unwrap();
-        std::fs::write(dir.path().join("run.json"), "{}").unwrap();
-        let out = u.read_output().await.unwrap();
-        let names: Vec<&str> = out.raw.artifacts.iter().map(|a| a.name.as_str()).collect();
-        assert_eq!(names, vec!["trace.12"]);
-        let kinds: Vec<&str> = out
-            .parsed
-            .diagnostics
-            .iter()
-            .map(|d| d.kind.as_str())
-            .collect();
-        assert_eq!(kinds, vec!["no_timeline", "no_metrics"]);
-
-        std::fs::write(dir.path().join("trace.metrics.12"), "a\nb\n").unwrap();
-        std::fs::write(dir.path().join("python.12.json"), "{\"traceEvents\":[]}").unwrap();
-        let out = u.read_output().await.unwrap();
-        assert_eq!(out.raw.artifacts.len(), 3);
-        assert!(out.parsed.diagnostics.is_empty());
-        assert_eq!(
-            out.raw.get("python.12.json").unwrap().content,
-            b"{\"traceEvents\":[]}"
-        );
-    }
-
-    #[tokio::test]
-    async fn prepare_refuses_a_previous_runs_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let u = Unitrace::new(dir.path().to_path_buf(), &ProfilerSettings::default());
-        u.prepare(dir.path()).await.unwrap();
-        std::fs::write(dir.path().join("python.5.json"), "{}").unwrap();
-        assert!(u.prepare(dir.path()).await.is_err());
-    }
-
-    #[test]
-    fn preflight_reports_missing_binary_with_fix() {
-        // This machine has no unitrace; the reason must say how to get it.
-        if preflight::find_binary("unitrace").is_some() {
-            return;
-        }
-        let p = Unitrace::new(PathBuf::from("/o"), &ProfilerSettings::default()).preflight();
-        assert!(!p.available);
-        let reason = p.reason.unwrap();
-        assert!(reason.contains("`unitrace` is not on PATH"), "{reason}");
-        assert!(reason.contains("intel/pti-gpu"), "{reason}");
     }
 }

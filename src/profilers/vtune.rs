@@ -7,16 +7,15 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use async_trait::async_trait;
-
-use super::artifacts::{DEFAULT_ARTIFACT_CAP, read_artifact};
 use super::preflight::{self, Preflight};
-use super::staging::{ensure_fresh, path_arg, require_target};
+use super::staging::{path_arg, require_target};
 use super::{
-    CommandSpec, EndMarker, Graces, Plan, Profiler, ProfilerOutput, ProfilerSettings, RawOutput,
+    Backend, CommandSpec, EndMarker, Graces, Plan, ProfilerOutput, ProfilerSettings, RawOutput,
     Step,
 };
 use crate::error::{Error, Result};
+use crate::model::plan::{DeclaredOutputs, FilePattern};
+use crate::model::probe::Probe;
 
 /// The result directory inside the output directory.
 pub const RESULT_DIR: &str = "vtune_result";
@@ -105,8 +104,7 @@ impl Vtune {
     }
 }
 
-#[async_trait]
-impl Profiler for Vtune {
+impl Backend for Vtune {
     fn name(&self) -> &str {
         "vtune"
     }
@@ -115,7 +113,7 @@ impl Profiler for Vtune {
         &self.output_dir
     }
 
-    fn wrap(&self, target: &[String]) -> Result<Plan> {
+    fn build_plan(&self, target: &[String]) -> Result<Plan> {
         require_target("vtune", target)?;
         let mut collect_cmd = CommandSpec::new(self.collect_argv(target)?);
         collect_cmd.env = self.env_vars();
@@ -131,6 +129,7 @@ impl Profiler for Vtune {
         Ok(Plan {
             profiler: "vtune".into(),
             target: target.to_vec(),
+            outputs: Default::default(),
             steps: vec![collect, report],
         })
     }
@@ -159,66 +158,46 @@ impl Profiler for Vtune {
         })
     }
 
-    /// A leftover result directory would be reported on when this run's collect fails.
-    async fn prepare(&self, host_output_dir: &Path) -> Result<()> {
-        ensure_fresh("vtune", host_output_dir, |n| {
-            n == RESULT_DIR || n == REPORT_FILE
-        })
-        .await
+    /// The report is collected; a leftover result directory would be reported on when this
+    /// run's collect fails, so it must not exist before.
+    fn outputs(&self) -> DeclaredOutputs {
+        DeclaredOutputs {
+            collect: vec![FilePattern::Name(REPORT_FILE.into())],
+            fresh: vec![
+                FilePattern::Name(RESULT_DIR.into()),
+                FilePattern::Name(REPORT_FILE.into()),
+            ],
+            ..Default::default()
+        }
     }
 
-    async fn read_output(&self) -> Result<ProfilerOutput> {
-        let path = self.output_dir.join(REPORT_FILE);
-        if !path.is_file() {
+    fn parse(&self, raw: RawOutput) -> Result<ProfilerOutput> {
+        if raw.get(REPORT_FILE).is_none() {
             return Err(Error::NoData {
                 profiler: "vtune".into(),
                 reason: format!(
                     "the report step wrote no `{}`; see the collect and report steps' output",
-                    path.display()
+                    self.output_dir.join(REPORT_FILE).display()
                 ),
             });
         }
-        let artifact = read_artifact(&self.output_dir, REPORT_FILE, DEFAULT_ARTIFACT_CAP).await?;
         Ok(ProfilerOutput {
-            raw: RawOutput {
-                artifacts: vec![artifact],
-            },
+            raw,
             ..Default::default()
         })
     }
 
-    fn preflight(&self) -> Preflight {
-        let mut p = Preflight::new("vtune");
-        let binary = preflight::find_binary("vtune");
-        let found = p.record(
-            "binary",
-            preflight::binary_verdict(
-                "vtune",
-                binary.as_deref(),
-                "install Intel VTune Profiler (oneAPI) and `source /opt/intel/oneapi/setvars.sh`",
-            ),
-        );
-        if let (true, Some(path)) = (found, &binary) {
-            let version = preflight::read_version(path, &["--version"], preflight::VERSION_TIMEOUT);
-            p.version = version.as_ref().ok().cloned();
-            p.record("version", preflight::version_verdict("vtune", &version));
-        }
-        p.binary = binary;
-        p.record(
-            "gpu",
-            preflight::intel_gpu_verdict(&preflight::render_nodes()),
-        );
-        let root = preflight::is_root();
-        let xe = preflight::read_sysctl(Path::new(preflight::XE_PARANOID));
-        let i915 = preflight::read_sysctl(Path::new(preflight::I915_PARANOID));
-        p.record(
-            "counters",
-            preflight::intel_counters_verdict(xe.as_deref(), i915.as_deref(), root),
+    fn check_availability(&self, probe: &dyn Probe) -> Preflight {
+        let mut p = preflight::intel_preflight(
+            probe,
+            "vtune",
+            "vtune",
+            "install Intel VTune Profiler (oneAPI) and `source /opt/intel/oneapi/setvars.sh`",
         );
         // GPU hotspots still runs without kernel symbols, so this only warns.
         let kptr = preflight::kptr_restrict_verdict(
-            preflight::read_sysctl(Path::new(preflight::KPTR_RESTRICT)).as_deref(),
-            root,
+            preflight::read_sysctl(probe, Path::new(preflight::KPTR_RESTRICT)).as_deref(),
+            probe.is_root(),
         );
         p.advise("kptr_restrict", kptr.ok, kptr.detail);
         p.finish()
@@ -284,37 +263,5 @@ mod tests {
         );
         assert!(report.run_after_failure);
         assert_eq!(report.end_marker, EndMarker::None);
-    }
-
-    #[tokio::test]
-    async fn prepare_refuses_leftover_result_and_read_output_needs_report() {
-        let dir = tempfile::tempdir().unwrap();
-        let v = Vtune::new(dir.path().to_path_buf(), &ProfilerSettings::default());
-        v.prepare(dir.path()).await.unwrap();
-        let err = v.read_output().await.unwrap_err().to_string();
-        assert!(err.contains("vtune_hotspots.tsv"), "{err}");
-
-        std::fs::write(dir.path().join(REPORT_FILE), "Computing Task\tTotal\n").unwrap();
-        let out = v.read_output().await.unwrap();
-        assert_eq!(out.raw.artifacts[0].name, REPORT_FILE);
-
-        std::fs::create_dir(dir.path().join(RESULT_DIR)).unwrap();
-        let err = v.prepare(dir.path()).await.unwrap_err().to_string();
-        assert!(err.contains("vtune_result"), "{err}");
-    }
-
-    #[test]
-    fn preflight_without_vtune_names_the_fix() {
-        if preflight::find_binary("vtune").is_some() {
-            return;
-        }
-        let p = Vtune::new(PathBuf::from("/o"), &ProfilerSettings::default()).preflight();
-        assert!(!p.available);
-        assert!(p.reason.unwrap().contains("setvars.sh"));
-        assert!(
-            p.checks
-                .iter()
-                .any(|c| c.name == "kptr_restrict" && c.advisory)
-        );
     }
 }

@@ -10,8 +10,8 @@ use comfy_table::{CellAlignment, Table, presets};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
-use crate::results::callpath::{Event, Frame, FrameKind};
-use crate::results::record::FlopCounts;
+use crate::model::record::FlopCounts;
+use crate::results::event::{Event, Frame, FrameKind};
 use crate::results::roofline::{self, DevicePeaks, RooflinePoint};
 use crate::results::units;
 

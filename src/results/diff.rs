@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use comfy_table::{CellAlignment, Table, presets};
 use serde::{Deserialize, Serialize};
 
-use crate::results::record::KernelRecord;
-use crate::results::run::ProfileRun;
+use crate::model::record::KernelRecord;
+use crate::model::run::ProfileRun;
 use crate::results::units;
 
 /// Default regression threshold, percent of A's GPU time.

@@ -3,16 +3,19 @@
 pub mod aggregate;
 pub mod callpath;
 pub mod diff;
+pub mod event;
 pub mod export;
 pub mod profile;
-pub mod record;
 pub mod roofline;
-pub mod run;
 pub mod tree;
 pub mod units;
 
+pub use crate::model::record::{
+    FlopCounts, KernelRecord, Metric, MetricName, MetricValue, RuleResult,
+};
+pub use crate::model::run::ProfileRun;
+/// Moved to [`crate::model`]; these paths stay so branches in flight keep compiling.
+pub use crate::model::{record, run};
 pub use aggregate::{GroupBy, KeyAverage, KeyAverages, SortBy, key_averages};
 pub use callpath::{Session, record_function, scope};
 pub use profile::Profile;
-pub use record::{FlopCounts, KernelRecord, Metric, MetricName, MetricValue, RuleResult};
-pub use run::ProfileRun;

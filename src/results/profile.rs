@@ -4,10 +4,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::model::record::KernelRecord;
+use crate::model::run::ProfileRun;
 use crate::results::aggregate::{GroupBy, KeyAverages, key_averages};
-use crate::results::callpath::{Event, Frame, FrameKind, ThreadInfo};
-use crate::results::record::KernelRecord;
-use crate::results::run::ProfileRun;
+use crate::results::event::{Event, Frame, FrameKind, ThreadInfo};
 use crate::results::tree::CallTree;
 
 /// Events of one session or run.

@@ -11,7 +11,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::results::record::{FlopCounts, KernelRecord};
+use crate::model::record::{FlopCounts, KernelRecord};
 
 /// The device table shipped with polyprof.
 pub const BUILTIN_DEVICES: &str = include_str!("../../configs/devices.toml");

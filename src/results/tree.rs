@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::record::FlopCounts;
 use crate::results::aggregate::add_flops;
-use crate::results::callpath::{Event, Frame, FrameKind};
-use crate::results::record::FlopCounts;
+use crate::results::event::{Event, Frame, FrameKind};
 use crate::results::units;
 
 /// Additive metrics of a node.

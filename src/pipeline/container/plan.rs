@@ -7,11 +7,12 @@ use std::sync::Mutex;
 use super::engine::Engine;
 use super::job::ContainerJob;
 use super::supervise::run_in_container;
+use crate::model::outcome::RunResult;
+use crate::model::plan::{CommandSpec, Plan};
+use crate::model::run::{ContainerInfo, StepRun};
 use crate::pipeline::executor::{CommandRunner, execute_plan_with};
-use crate::pipeline::outcome::{Outcome, RunResult};
 use crate::pipeline::runner::RunOptions;
-use crate::profilers::{CommandSpec, Plan};
-use crate::results::run::{ContainerInfo, StepRun};
+use crate::pipeline::runner::supervise::{new_result, spawn_failed};
 
 /// Runs each command in a fresh container; remembers which container each attempt used.
 pub struct ContainerRunner {
@@ -66,19 +67,12 @@ impl CommandRunner for ContainerRunner {
         let run = match &self.engine {
             Some(engine) => run_in_container(engine, &self.job, spec, opts, &self.output_dir).await,
             None => super::supervise::ContainerRun {
-                result: RunResult {
-                    argv: spec.argv.clone(),
-                    outcome: Outcome::SpawnFailed {
-                        error: self.engine_error.clone().unwrap_or_default(),
-                    },
-                    pid: None,
-                    marker: None,
-                    timings: Default::default(),
-                    leaked: false,
-                    stdout: Default::default(),
-                    stderr: Default::default(),
-                    warnings: Vec::new(),
-                },
+                result: spawn_failed(
+                    new_result(spec),
+                    std::time::Instant::now(),
+                    self.engine_error.clone().unwrap_or_default(),
+                    None,
+                ),
                 container: ContainerInfo {
                     image: self.job.image.clone(),
                     id: None,

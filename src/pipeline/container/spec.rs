@@ -11,9 +11,9 @@ use bollard::models::{
 
 use super::error::ContainerError;
 use super::job::{ContainerJob, GpuRequest};
+use crate::model::plan::CommandSpec;
 use crate::pipeline::runner::EnvPolicy;
 use crate::pipeline::runner::env::{BuiltEnv, build_env, name_matches};
-use crate::profilers::CommandSpec;
 
 /// The label every polyprof container carries; its value is the job id.
 pub const JOB_LABEL: &str = "polyprof.job";

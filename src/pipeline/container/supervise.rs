@@ -21,15 +21,17 @@ use super::engine::{Engine, new_job_id, owner_labels};
 use super::error::classify;
 use super::job::ContainerJob;
 use super::spec::{container_env, create_body};
-use crate::pipeline::outcome::{Outcome, RunResult, StreamCapture, Timings};
+use crate::model::outcome::{Outcome, RunResult, StreamCapture};
+use crate::model::plan::CommandSpec;
+use crate::model::run::ContainerInfo;
 use crate::pipeline::runner::RunOptions;
 use crate::pipeline::runner::capture::{Shared, StreamSetup, StreamState};
 use crate::pipeline::runner::logfile::CopyWriter;
 use crate::pipeline::runner::marker::Detector;
 use crate::pipeline::runner::options::StreamKind;
-use crate::pipeline::runner::supervise::{Stop, open_logs, stop_warning, stopped_outcome};
-use crate::profilers::CommandSpec;
-use crate::results::run::ContainerInfo;
+use crate::pipeline::runner::supervise::{
+    Stop, new_result, open_logs, spawn_failed, stop_warning, stopped_outcome,
+};
 
 /// After the container exited: how much longer its output connection may take to close.
 const AFTER_EXIT_WAIT: Duration = Duration::from_millis(500);
@@ -143,22 +145,10 @@ pub async fn run_in_container(
         image: job.image.clone(),
         id: None,
     };
-    let mut result = RunResult {
-        argv: spec.argv.clone(),
-        outcome: Outcome::Cancelled,
-        pid: None,
-        marker: None,
-        timings: Timings::default(),
-        leaked: false,
-        stdout: StreamCapture::default(),
-        stderr: StreamCapture::default(),
-        warnings: Vec::new(),
-    };
-    let failed = |mut result: RunResult, container: ContainerInfo, error: String| {
-        result.outcome = Outcome::SpawnFailed { error };
-        result.timings.spawn_s = secs(start.elapsed());
-        result.timings.end_s = result.timings.spawn_s;
-        ContainerRun { result, container }
+    let mut result = new_result(spec);
+    let failed = |result: RunResult, container: ContainerInfo, error: String| ContainerRun {
+        result: spawn_failed(result, start, error, None),
+        container,
     };
 
     let detector = match Detector::new(&opts.end_marker) {
@@ -238,6 +228,7 @@ pub async fn run_in_container(
         log,
         copy,
         sink: opts.line_sink.clone(),
+        echo: opts.echo.clone(),
     };
     let stop_reading = CancellationToken::new();
     let reader: JoinHandle<Captures> = tokio::spawn(read_frames(

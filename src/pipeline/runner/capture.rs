@@ -8,17 +8,20 @@ use std::time::Instant;
 
 use tokio::sync::mpsc;
 
+use super::echo::{Echo, EchoStream};
 use super::logfile::{CopyWriter, LogWriter};
 use super::marker::Detector;
 use super::options::{Line, LineSink, StreamKind};
 use super::splitter::{LineSplitter, LineVisitor, Piece, block_lines};
-use crate::pipeline::outcome::{MarkerSeen, StreamCapture};
+use crate::model::outcome::{MarkerSeen, StreamCapture};
 
 /// Bytes of one line kept in memory in the head or tail.
 pub const KEEP_LINE_BYTES: usize = 8 * 1024;
 /// Raw bytes kept from the end of the stream to rebuild the tail lines.
 const TAIL_RING_BYTES: usize = 64 * 1024;
 const NONE: u64 = u64::MAX;
+/// An unfinished line longer than this is not checked for the end marker until it ends.
+const PARTIAL_MARKER_MAX: usize = 4096;
 
 /// State shared by both streams of one run and the supervisor.
 #[derive(Debug)]
@@ -232,6 +235,7 @@ pub struct StreamState {
     tail_max: usize,
     log: Option<LogWriter>,
     copy: Option<CopyWriter>,
+    echo: Option<EchoStream>,
     total_bytes: u64,
     warnings: Vec<String>,
 }
@@ -247,6 +251,7 @@ pub struct StreamSetup {
     pub log: Option<LogWriter>,
     pub copy: Option<CopyWriter>,
     pub sink: Option<LineSink>,
+    pub echo: Option<Echo>,
 }
 
 impl StreamState {
@@ -271,6 +276,7 @@ impl StreamState {
             tail_max: setup.tail_lines,
             log: setup.log,
             copy: setup.copy,
+            echo: setup.echo.map(EchoStream::new),
             total_bytes: 0,
             warnings: Vec::new(),
         }
@@ -292,7 +298,26 @@ impl StreamState {
         if self.tail_max > 0 {
             self.tail.push(chunk);
         }
+        if let Some(echo) = &mut self.echo {
+            echo.feed(chunk);
+        }
         self.splitter.feed(chunk, &mut self.consumer);
+    }
+
+    /// Whether an unfinished line is waiting that could hold the end marker.
+    pub fn partial_pending(&self) -> bool {
+        let partial = self.splitter.partial();
+        !partial.is_empty() && partial.len() <= PARTIAL_MARKER_MAX && self.consumer.marker_wanted()
+    }
+
+    /// The writer paused in the middle of a line: a summary printed without its newline before
+    /// a hang would never be completed, so check the unfinished line as it stands.
+    pub fn check_partial(&mut self) {
+        if self.partial_pending()
+            && let Some(hit) = self.consumer.detector.check_line(self.splitter.partial())
+        {
+            self.consumer.report_marker(hit);
+        }
     }
 
     pub fn warn(&mut self, message: String) {
@@ -302,6 +327,9 @@ impl StreamState {
     /// Close the logs and summarize. Returns the capture and any warnings.
     pub fn finish(mut self) -> (StreamCapture, Vec<String>) {
         self.splitter.finish(&mut self.consumer);
+        if let Some(echo) = self.echo.take() {
+            echo.finish();
+        }
         let kind = self.consumer.kind.name();
         let mut warnings = self.warnings;
         let mut capture = StreamCapture {
@@ -365,7 +393,7 @@ fn tail_lines(ring: &TailRing, total_lines: u64, in_head: usize, max: usize) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profilers::EndMarker;
+    use crate::model::plan::EndMarker;
 
     fn state(
         head: usize,
@@ -385,6 +413,7 @@ mod tests {
             log: None,
             copy: None,
             sink: None,
+            echo: None,
         });
         (state, rx)
     }
@@ -425,6 +454,20 @@ mod tests {
             assert!(seen.passed);
             assert!(rx.try_recv().is_err());
         }
+    }
+
+    #[test]
+    fn summary_after_a_carriage_return_or_without_newline_is_found() {
+        let (mut s, mut rx) = state(1, 1, 1 << 20, &EndMarker::Pytest);
+        s.feed(b"[ 50%]\r[100%]\r=== 2 passed in 0.01s ===\n");
+        assert_eq!(rx.try_recv().unwrap().line, "=== 2 passed in 0.01s ===");
+        let (mut s, mut rx) = state(1, 1, 1 << 20, &EndMarker::Pytest);
+        s.feed(b"collected 1 item\n=== 1 failed in 0.01s ===");
+        assert!(rx.try_recv().is_err(), "not before the writer pauses");
+        assert!(s.partial_pending());
+        s.check_partial();
+        let seen = rx.try_recv().unwrap();
+        assert!(!seen.passed);
     }
 
     #[test]

@@ -139,7 +139,8 @@ impl LogWriter {
 
     /// Splice the tail in (when the cap was hit) and close the log.
     pub fn finish(mut self) -> LogSummary {
-        let truncated = self.ring.is_some();
+        // A log that stopped at a write error is as incomplete as a capped one.
+        let truncated = self.ring.is_some() || self.error.is_some();
         if let Some(ring) = self.ring.take()
             && self.error.is_none()
             && let Err(e) = self.splice(&ring)

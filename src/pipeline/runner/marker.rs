@@ -5,7 +5,7 @@ use regex::bytes::{Regex, RegexBuilder};
 
 use super::pytest;
 use crate::error::{Error, Result};
-use crate::profilers::EndMarker;
+use crate::model::plan::EndMarker;
 
 /// What a detector found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +70,11 @@ impl Detector {
     /// Check one line (without its newline).
     pub fn check_line(&self, line: &[u8]) -> Option<MarkerHit> {
         let line = trim_cr(line);
+        // A terminal redraws a progress line with `\r`: what shows is what follows the last one.
+        let line = match line.iter().rposition(|&b| b == b'\r') {
+            Some(cr) if matches!(self, Detector::Pytest { .. }) => &line[cr + 1..],
+            _ => line,
+        };
         let passed = match self {
             Detector::Off => return None,
             Detector::Pytest { .. } => pytest::parse_summary(line)?.passed(),

@@ -3,6 +3,8 @@
 //! timeouts, stop the group (SIGTERM, grace, SIGKILL), detect leaked processes.
 
 pub mod capture;
+pub mod cgroup;
+pub mod echo;
 pub mod env;
 pub mod logfile;
 pub mod marker;
@@ -12,7 +14,9 @@ pub mod reader;
 pub mod spawn;
 pub mod splitter;
 pub mod supervise;
+pub mod supervisor;
+pub mod tree;
 
 pub use env::EnvPolicy;
-pub use options::{Line, LineSink, RunOptions, StreamKind};
+pub use options::{Line, LineSink, RunOptions, StreamKind, Tracking};
 pub use supervise::run_command;

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use super::env::EnvPolicy;
-use crate::profilers::{EndMarker, Graces};
+use crate::model::plan::{EndMarker, Graces};
 
 /// Default line limit: longer lines are cut into pieces of this size.
 pub const DEFAULT_LINE_LIMIT: usize = 1 << 20;
@@ -100,6 +100,25 @@ pub struct RunOptions {
     pub line_sink: Option<LineSink>,
     /// Linux: the child gets SIGKILL if polyprof dies.
     pub parent_death_signal: bool,
+    /// How the command's descendants are found and ended.
+    pub tracking: Tracking,
+    /// A second request to stop (a second Ctrl-C): SIGKILL at once, whatever the run is doing.
+    pub kill_now: CancellationToken,
+    /// Live echo of both streams (best effort, never blocks the run).
+    pub echo: Option<super::echo::Echo>,
+}
+
+/// How the command's descendants are tracked.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Tracking {
+    /// The process group only: a descendant that calls setsid() or setpgid() escapes it.
+    #[default]
+    Group,
+    /// A supervising process (`exe` run in its hidden mode, see [`super::supervisor`]) that is
+    /// a child subreaper: every descendant is found and killed when the run ends, and the tree
+    /// dies with polyprof. `exe` must call `supervisor::run_if_requested()` first in `main`
+    /// (the polyprof binary does).
+    Supervisor { exe: PathBuf },
 }
 
 impl Default for RunOptions {
@@ -122,6 +141,9 @@ impl Default for RunOptions {
             cancel: CancellationToken::new(),
             line_sink: None,
             parent_death_signal: true,
+            tracking: Tracking::default(),
+            kill_now: CancellationToken::new(),
+            echo: None,
         }
     }
 }

@@ -6,11 +6,14 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::sync::CancellationToken;
 
 use super::capture::StreamState;
-use crate::pipeline::outcome::StreamCapture;
+use crate::model::outcome::StreamCapture;
 
 /// Read size: large reads mean few wake-ups for chatty children.
 pub const READ_BUFFER: usize = 256 * 1024;
 const PAGE: usize = 4096;
+/// How long the writer must pause mid-line before the unfinished line is checked for the end
+/// marker (a pipe write can split a line; a real pause means nothing more is coming soon).
+const PARTIAL_PAUSE: Duration = Duration::from_millis(100);
 
 /// Drain `pipe`. On `stop`, take what is already buffered in the pipe and give up on the rest
 /// (something outside polyprof's reach still holds the write end).
@@ -24,7 +27,15 @@ pub async fn read_stream<R: AsyncRead + Unpin>(
     let mut storage = vec![0u8; READ_BUFFER + PAGE];
     let offset = storage.as_ptr().align_offset(PAGE).min(PAGE);
     let buf = &mut storage[offset..offset + READ_BUFFER];
+    let mut partial_checked = false;
     loop {
+        let pause = async {
+            if !partial_checked && state.partial_pending() {
+                tokio::time::sleep(PARTIAL_PAUSE).await
+            } else {
+                std::future::pending().await
+            }
+        };
         tokio::select! {
             biased;
             _ = stop.cancelled() => {
@@ -38,13 +49,20 @@ pub async fn read_stream<R: AsyncRead + Unpin>(
             }
             read = pipe.read(buf) => match read {
                 Ok(0) => break,
-                Ok(n) => state.feed(&buf[..n]),
+                Ok(n) => {
+                    partial_checked = false;
+                    state.feed(&buf[..n]);
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     state.warn(format!("reading {name} failed: {e}"));
                     break;
                 }
             },
+            _ = pause => {
+                partial_checked = true;
+                state.check_partial();
+            }
         }
     }
     drop(pipe);

@@ -13,22 +13,50 @@ use tokio::process::{Child, Command};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::profilers::CommandSpec;
+use crate::model::plan::CommandSpec;
 
-/// Build the command. `env` is the child's complete environment.
+/// Running the command under the supervising process (see [`super::supervisor`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Launch<'a> {
+    pub exe: &'a std::path::Path,
+    pub leak_timeout: std::time::Duration,
+    /// Write end of the report pipe; becomes the supervisor's fd 3.
+    pub report_fd: std::os::fd::RawFd,
+}
+
+/// Build the command. `env` and `raw_env` (variables that are not UTF-8) are the child's
+/// complete environment. With `launch`, the process
+/// started is the supervisor, which starts the command.
 pub fn build_command(
     spec: &CommandSpec,
     env: &BTreeMap<String, String>,
+    raw_env: &[(std::ffi::OsString, std::ffi::OsString)],
     parent_death_signal: bool,
+    launch: Option<Launch<'_>>,
 ) -> io::Result<Command> {
-    let (program, args) = spec
-        .argv
-        .split_first()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the command is empty"))?;
-    let mut cmd = std::process::Command::new(program);
-    cmd.args(args)
+    if spec.argv.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the command is empty",
+        ));
+    }
+    let argv: Vec<std::ffi::OsString> = match launch {
+        Some(launch) => {
+            let command: Vec<std::ffi::OsString> = spec.argv.iter().map(Into::into).collect();
+            super::supervisor::wrap_argv(
+                launch.exe,
+                std::process::id(),
+                launch.leak_timeout,
+                &command,
+            )
+        }
+        None => spec.argv.iter().map(Into::into).collect(),
+    };
+    let mut cmd = std::process::Command::new(&argv[0]);
+    cmd.args(&argv[1..])
         .env_clear()
         .envs(env)
+        .envs(raw_env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -36,28 +64,56 @@ pub fn build_command(
         cmd.current_dir(dir);
     }
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let report_fd = launch.map(|l| l.report_fd);
+    // The supervisor must outlive polyprof's death long enough to kill the tree, so it gets a
+    // signal it handles; a bare command gets SIGKILL.
     #[cfg(target_os = "linux")]
-    if parent_death_signal {
+    let death_signal = parent_death_signal.then_some(if launch.is_some() {
+        super::supervisor::KILL_NOW
+    } else {
+        libc::SIGKILL
+    });
+    #[cfg(not(target_os = "linux"))]
+    let death_signal: Option<libc::c_int> = {
+        let _ = parent_death_signal;
+        None
+    };
+    if death_signal.is_some() || report_fd.is_some() {
         let parent = std::process::id() as libc::pid_t;
         // SAFETY: the closure runs between fork and exec and only makes async-signal-safe calls
-        // (prctl, getppid); it allocates nothing.
+        // (prctl, getppid, dup2, fcntl); it allocates nothing.
         unsafe {
             std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(io::Error::last_os_error());
+                if let Some(fd) = report_fd {
+                    let target = super::supervisor::REPORT_FD;
+                    if fd == target {
+                        // dup2 onto itself keeps close-on-exec: clear it instead.
+                        if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                            return Err(io::Error::last_os_error());
+                        }
+                    } else if libc::dup2(fd, target) < 0 {
+                        return Err(io::Error::last_os_error());
+                    }
                 }
-                // polyprof died between fork and prctl: the signal will never come.
-                if libc::getppid() != parent {
-                    return Err(io::Error::other("polyprof exited while starting the child"));
+                #[cfg(target_os = "linux")]
+                if let Some(signal) = death_signal {
+                    if libc::prctl(libc::PR_SET_PDEATHSIG, signal) != 0 {
+                        return Err(io::Error::last_os_error());
+                    }
+                    // polyprof died between fork and prctl: the signal will never come.
+                    if libc::getppid() != parent {
+                        return Err(io::Error::other("polyprof exited while starting the child"));
+                    }
                 }
+                let _ = parent;
                 Ok(())
             });
         }
     }
-    #[cfg(not(target_os = "linux"))]
-    let _ = parent_death_signal;
     let mut cmd = Command::from(cmd);
-    cmd.kill_on_drop(true);
+    // A dropped run's guard asks the supervisor to kill the tree; SIGKILL to the supervisor
+    // itself would orphan what left the group.
+    cmd.kill_on_drop(launch.is_none());
     Ok(cmd)
 }
 
@@ -177,14 +233,18 @@ pub fn enlarge_pipe(fd: std::os::fd::RawFd) {
 pub struct GroupGuard {
     pub pgid: i32,
     pub readers: CancellationToken,
+    /// The leader is the supervisor: ask it to kill the tree (SIGKILL to it would orphan the
+    /// processes that left the group).
+    supervised: bool,
     armed: bool,
 }
 
 impl GroupGuard {
-    pub fn new(pgid: i32, readers: CancellationToken) -> Self {
+    pub fn new(pgid: i32, readers: CancellationToken, supervised: bool) -> Self {
         GroupGuard {
             pgid,
             readers,
+            supervised,
             armed: true,
         }
     }
@@ -197,6 +257,13 @@ impl GroupGuard {
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         if self.armed {
+            if self.supervised && self.pgid > 0 {
+                // SAFETY: kill on the supervisor's pid; it has not been reaped (armed guard).
+                unsafe {
+                    libc::kill(self.pgid, super::supervisor::KILL_NOW);
+                }
+                return self.readers.cancel();
+            }
             signal_group(self.pgid, Signal::SIGKILL);
             self.readers.cancel();
         }

@@ -108,6 +108,11 @@ impl LineSplitter {
         self.lines
     }
 
+    /// The bytes of the line not yet ended by a newline.
+    pub fn partial(&self) -> &[u8] {
+        &self.partial
+    }
+
     /// Some line was longer than the limit and was cut into pieces.
     pub fn split_any(&self) -> bool {
         self.split_any

@@ -1,6 +1,10 @@
-//! The supervision loop of one run: wait for exit while both streams drain, watch the end
-//! marker, the timeouts and cancellation, stop the group, detect leaks.
+//! The supervision of one run, in named phases: prepare (environment, logs, the command),
+//! spawn (the child and its readers), supervise (wait for exit while both streams drain, watch
+//! the end marker, the timeouts and cancellation), terminate (SIGTERM, grace, SIGKILL), drain
+//! and detect leaks (a typed [`LeakInfo`]), assemble the result.
 
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::process::ExitStatus;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,14 +17,21 @@ use super::capture::{Shared, StreamSetup, StreamState};
 use super::env::build_env;
 use super::logfile::{CopyWriter, LogWriter};
 use super::marker::Detector;
-use super::options::{RunOptions, StreamKind};
+use super::options::{RunOptions, StreamKind, Tracking};
 use super::reader::read_stream;
-use super::spawn::{GroupGuard, build_command, enlarge_pipe, live_members, signal_group, spawn};
-use crate::pipeline::outcome::{MarkerSeen, Outcome, RunResult, StreamCapture, Timings};
-use crate::profilers::CommandSpec;
+use super::spawn::{GroupGuard, Launch, build_command, enlarge_pipe, signal_group, spawn};
+use super::supervisor::{self, ChildStatus, Report};
+use super::tree;
+use crate::model::outcome::{
+    Escape, KilledProcess, MarkerSeen, Outcome, RunResult, StreamCapture, Timings,
+};
+use crate::model::plan::CommandSpec;
 
 /// After the group got SIGKILL because of a leak: how long the pipes may still take to close.
 const AFTER_KILL_WAIT: Duration = Duration::from_millis(500);
+/// After the supervisor was told to kill everything: how long it may take before the group
+/// gets SIGKILL directly.
+const SUPERVISOR_KILL_WAIT: Duration = Duration::from_secs(2);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Stop {
@@ -30,11 +41,33 @@ pub(crate) enum Stop {
     Cancel,
 }
 
+/// What the leak check found after the command's leader was gone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeakInfo {
+    /// Nothing outlived the command.
+    NoLeak,
+    /// Processes outlived it (they were killed) or something held the output pipes.
+    Leaked {
+        killed: Vec<KilledProcess>,
+        /// More were killed than listed.
+        unlisted: u64,
+        /// The pipes were still open when the leak timeout ran out.
+        held_pipes: bool,
+        /// Still open after the kill: a process out of polyprof's reach holds them.
+        pipes_outside_reach: bool,
+    },
+}
+
 async fn sleep_until_opt(deadline: Option<Instant>) {
     match deadline {
         Some(at) => tokio::time::sleep_until(at.into()).await,
         None => std::future::pending().await,
     }
+}
+
+/// `at + d`, or None (never) when that is past what the clock can hold.
+fn later(at: Instant, d: Duration) -> Option<Instant> {
+    at.checked_add(d)
 }
 
 fn secs(d: Duration) -> f64 {
@@ -43,78 +76,219 @@ fn secs(d: Duration) -> f64 {
 
 type Reader = JoinHandle<(StreamCapture, Vec<String>)>;
 
-/// Run one command under supervision. Never panics and never loses what was captured: every
-/// path ends with the group stopped, the leader reaped, and the result filled.
-pub async fn run_command(spec: &CommandSpec, opts: &RunOptions) -> RunResult {
-    let start = Instant::now();
-    let mut result = RunResult {
+/// Everything needed to start the child.
+struct Prepared {
+    cmd: tokio::process::Command,
+    detector: Arc<Detector>,
+    logs: (Option<LogWriter>, Option<LogWriter>),
+    copy: Option<CopyWriter>,
+    /// Read end of the supervisor's report pipe.
+    report: Option<OwnedFd>,
+    /// Write end, closed in polyprof once the child has it.
+    report_write: Option<OwnedFd>,
+}
+
+/// A started child and what watches it.
+struct Running {
+    child: tokio::process::Child,
+    pgid: i32,
+    supervised: bool,
+    report: Option<OwnedFd>,
+    stop_readers: CancellationToken,
+    guard: GroupGuard,
+    readers: (Option<Reader>, Option<Reader>),
+    shared: Arc<Shared>,
+    marker_rx: mpsc::UnboundedReceiver<MarkerSeen>,
+}
+
+pub(crate) fn new_result(spec: &CommandSpec) -> RunResult {
+    RunResult {
         argv: spec.argv.clone(),
         outcome: Outcome::Cancelled,
         pid: None,
         marker: None,
         timings: Timings::default(),
         leaked: false,
+        killed: Vec::new(),
         stdout: StreamCapture::default(),
         stderr: StreamCapture::default(),
         warnings: Vec::new(),
-    };
-    let spawn_failed = |mut result: RunResult, error: String| {
-        result.outcome = Outcome::SpawnFailed { error };
-        result.timings.spawn_s = secs(start.elapsed());
-        result.timings.end_s = result.timings.spawn_s;
-        result
-    };
+    }
+}
 
-    let detector = match Detector::new(&opts.end_marker) {
-        Ok(d) => Arc::new(d),
-        Err(e) => return spawn_failed(result, e.to_string()),
+pub(crate) fn spawn_failed(
+    mut result: RunResult,
+    start: Instant,
+    error: String,
+    errno: Option<i32>,
+) -> RunResult {
+    result.outcome = Outcome::SpawnFailed { error, errno };
+    result.timings.spawn_s = secs(start.elapsed());
+    result.timings.end_s = result.timings.spawn_s;
+    result
+}
+
+/// Run one command under supervision. Never panics and never loses what was captured: every
+/// path ends with the group stopped, the leader reaped, and the result filled.
+pub async fn run_command(spec: &CommandSpec, opts: &RunOptions) -> RunResult {
+    let start = Instant::now();
+    let mut result = new_result(spec);
+    let prepared = match prepare(spec, opts, &mut result.warnings) {
+        Ok(prepared) => prepared,
+        Err((error, errno)) => return spawn_failed(result, start, error, errno),
     };
+    let mut running = match spawn_child(prepared, opts, start).await {
+        Ok(running) => running,
+        Err(e) => {
+            let program = spec.argv.first().map(String::as_str).unwrap_or_default();
+            let errno = e.raw_os_error();
+            return spawn_failed(
+                result,
+                start,
+                format!("cannot start `{program}`: {e}"),
+                errno,
+            );
+        }
+    };
+    result.pid = running.child.id();
+    result.timings.spawn_s = secs(start.elapsed());
+
+    let waited = supervise(&mut running, opts, start, &mut result).await;
+    let (status, stopped) = match waited {
+        Ok(status) => (status, false),
+        Err(stop) => {
+            result.outcome = stopped_outcome(stop, opts, result.marker.as_ref());
+            result
+                .warnings
+                .extend(stop_warning(stop, opts, result.marker.as_ref()));
+            let status = terminate(&mut running, stop, opts, &mut result.warnings).await;
+            (status, true)
+        }
+    };
+    result.timings.exit_s = Some(secs(start.elapsed()));
+    let report = running.report.take().and_then(supervisor::read_report);
+    if running.supervised && report.is_none() && status.is_ok() {
+        result.warnings.push(
+            "the supervising process sent no report; its own exit status is used".to_string(),
+        );
+    }
+    settle_outcome(&mut result, spec, status, stopped, report.as_ref());
+    let (leak, captures) = drain_and_detect_leaks(&mut running, opts, report).await;
+    assemble(result, running, opts, leak, captures, start)
+}
+
+fn prepare(
+    spec: &CommandSpec,
+    opts: &RunOptions,
+    warnings: &mut Vec<String>,
+) -> Result<Prepared, (String, Option<i32>)> {
+    let detector = Detector::new(&opts.end_marker).map_err(|e| (e.to_string(), None))?;
     let mut extra = opts.extra_env.clone();
     extra.extend(spec.env.clone());
-    let parent = std::env::vars_os()
+    let (parent, not_utf8): (Vec<_>, Vec<_>) =
+        std::env::vars_os().partition(|(k, v)| k.to_str().is_some() && v.to_str().is_some());
+    let parent = parent
+        .into_iter()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
     let env = build_env(&opts.env_policy, parent, &extra);
+    // Bytes stay bytes: a variable that is not UTF-8 passes exactly when the policy would pass
+    // its name (and nothing set for the command replaces it).
+    let raw_env: Vec<_> = not_utf8
+        .into_iter()
+        .filter(|(name, _)| match name.to_str() {
+            Some(name) => {
+                !env.vars.contains_key(name)
+                    && build_env(
+                        &opts.env_policy,
+                        [(name.to_string(), String::new())],
+                        &Default::default(),
+                    )
+                    .vars
+                    .contains_key(name)
+            }
+            None => matches!(opts.env_policy, super::env::EnvPolicy::Inherit),
+        })
+        .collect();
     if !env.dropped_credentials.is_empty() {
-        result.warnings.push(format!(
+        warnings.push(format!(
             "environment policy `{}` withheld credential-like variables: {}",
             opts.env_policy,
             env.dropped_credentials.join(", ")
         ));
     }
-    let cmd = match build_command(spec, &env.vars, opts.parent_death_signal) {
-        Ok(cmd) => cmd,
-        Err(e) => return spawn_failed(result, e.to_string()),
+    let (report, report_write) = match &opts.tracking {
+        Tracking::Group => (None, None),
+        Tracking::Supervisor { .. } => {
+            let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| {
+                (
+                    format!("cannot create the supervisor's report pipe: {e}"),
+                    None,
+                )
+            })?;
+            let _ = nix::fcntl::fcntl(
+                &read,
+                nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+            );
+            enlarge_pipe(read.as_raw_fd());
+            (Some(read), Some(write))
+        }
     };
-    let (stdout_log, stderr_log) = open_logs(opts, &mut result.warnings);
+    let launch = match (&opts.tracking, &report_write) {
+        (Tracking::Supervisor { exe }, Some(write)) => Some(Launch {
+            exe,
+            leak_timeout: opts.leak_timeout,
+            report_fd: write.as_raw_fd(),
+        }),
+        _ => None,
+    };
+    let cmd = build_command(spec, &env.vars, &raw_env, opts.parent_death_signal, launch)
+        .map_err(|e| (e.to_string(), None))?;
+    let logs = open_logs(opts, warnings);
     let copy = opts
         .stdout_file
         .as_ref()
         .and_then(|path| match CopyWriter::create(path) {
             Ok(copy) => Some(copy),
             Err(e) => {
-                result.warnings.push(format!(
+                warnings.push(format!(
                     "cannot create {}: {e}; stdout is still in the log",
                     path.display()
                 ));
                 None
             }
         });
+    Ok(Prepared {
+        cmd,
+        detector: Arc::new(detector),
+        logs,
+        copy,
+        report,
+        report_write,
+    })
+}
 
-    let mut child = match spawn(cmd).await {
-        Ok(child) => child,
-        Err(e) => {
-            let program = spec.argv.first().map(String::as_str).unwrap_or_default();
-            return spawn_failed(result, format!("cannot start `{program}`: {e}"));
-        }
-    };
-    let pid = child.id().unwrap_or_default();
-    result.pid = child.id();
-    result.timings.spawn_s = secs(start.elapsed());
-    let pgid = pid as i32;
+async fn spawn_child(
+    prepared: Prepared,
+    opts: &RunOptions,
+    start: Instant,
+) -> std::io::Result<Running> {
+    let Prepared {
+        cmd,
+        detector,
+        logs: (stdout_log, stderr_log),
+        copy,
+        report,
+        report_write,
+    } = prepared;
+    let mut child = spawn(cmd).await?;
+    // Only the supervisor may hold the write end, so the report ends at its exit.
+    drop(report_write);
+    let supervised = report.is_some();
+    let pgid = child.id().unwrap_or_default() as i32;
     let stop_readers = CancellationToken::new();
-    let mut guard = GroupGuard::new(pgid, stop_readers.clone());
+    let guard = GroupGuard::new(pgid, stop_readers.clone(), supervised);
 
-    let (marker_tx, mut marker_rx) = mpsc::unbounded_channel();
+    let (marker_tx, marker_rx) = mpsc::unbounded_channel();
     let shared = Arc::new(Shared::new(start, marker_tx));
     let setup = |kind, log, copy| StreamSetup {
         kind,
@@ -126,79 +300,165 @@ pub async fn run_command(spec: &CommandSpec, opts: &RunOptions) -> RunResult {
         log,
         copy,
         sink: opts.line_sink.clone(),
+        echo: opts.echo.clone(),
     };
     let stdout_reader: Option<Reader> = child.stdout.take().map(|pipe| {
-        enlarge_pipe(std::os::fd::AsRawFd::as_raw_fd(&pipe));
+        enlarge_pipe(pipe.as_raw_fd());
         let state = StreamState::new(setup(StreamKind::Stdout, stdout_log, copy));
         tokio::spawn(read_stream(pipe, state, stop_readers.clone(), "stdout"))
     });
     let stderr_reader: Option<Reader> = child.stderr.take().map(|pipe| {
-        enlarge_pipe(std::os::fd::AsRawFd::as_raw_fd(&pipe));
+        enlarge_pipe(pipe.as_raw_fd());
         let state = StreamState::new(setup(StreamKind::Stderr, stderr_log, None));
         tokio::spawn(read_stream(pipe, state, stop_readers.clone(), "stderr"))
     });
+    Ok(Running {
+        child,
+        pgid,
+        supervised,
+        report,
+        stop_readers,
+        guard,
+        readers: (stdout_reader, stderr_reader),
+        shared,
+        marker_rx,
+    })
+}
 
-    // Wait for the leader while the readers drain both pipes.
-    let deadline = opts.timeout.map(|t| start + t);
+/// Wait for the leader while the readers drain both pipes; Err says why it must be stopped.
+async fn supervise(
+    running: &mut Running,
+    opts: &RunOptions,
+    start: Instant,
+    result: &mut RunResult,
+) -> Result<std::io::Result<ExitStatus>, Stop> {
+    let deadline = opts.timeout.and_then(|t| later(start, t));
     let mut marker_deadline: Option<Instant> = None;
-    let mut inactivity_deadline = opts.inactivity_timeout.map(|t| start + t);
-    let waited = loop {
+    let mut inactivity_deadline = opts.inactivity_timeout.and_then(|t| later(start, t));
+    loop {
         tokio::select! {
             biased;
-            status = child.wait() => break Ok(status),
-            Some(seen) = marker_rx.recv(), if result.marker.is_none() => {
-                marker_deadline = Some(start + Duration::from_secs_f64(seen.at_s) + opts.graces.marker_grace);
+            status = running.child.wait() => return Ok(status),
+            Some(seen) = running.marker_rx.recv(), if result.marker.is_none() => {
+                marker_deadline = Duration::try_from_secs_f64(seen.at_s)
+                    .ok()
+                    .and_then(|at| later(start, at))
+                    .and_then(|at| later(at, opts.graces.marker_grace));
                 result.timings.marker_s = Some(seen.at_s);
                 result.marker = Some(seen);
             }
-            _ = opts.cancel.cancelled() => break Err(Stop::Cancel),
-            _ = sleep_until_opt(deadline) => break Err(Stop::Timeout),
-            _ = sleep_until_opt(marker_deadline) => break Err(Stop::Marker),
+            _ = opts.cancel.cancelled() => return Err(Stop::Cancel),
+            _ = opts.kill_now.cancelled() => return Err(Stop::Cancel),
+            _ = sleep_until_opt(deadline) => return Err(Stop::Timeout),
+            _ = sleep_until_opt(marker_deadline) => return Err(Stop::Marker),
             _ = sleep_until_opt(inactivity_deadline), if result.marker.is_none() => {
                 let limit = opts.inactivity_timeout.unwrap_or_default();
-                let due = shared.last_output() + limit;
-                if Instant::now() >= due {
-                    break Err(Stop::Inactive);
+                match later(running.shared.last_output(), limit) {
+                    Some(due) if Instant::now() < due => inactivity_deadline = Some(due),
+                    Some(_) => return Err(Stop::Inactive),
+                    None => inactivity_deadline = None,
                 }
-                inactivity_deadline = Some(due);
-            }
-        }
-    };
-
-    let (status, stopped) = match waited {
-        Ok(status) => (status, false),
-        Err(stop) => {
-            result.outcome = stopped_outcome(stop, opts, result.marker.as_ref());
-            result
-                .warnings
-                .extend(stop_warning(stop, opts, result.marker.as_ref()));
-            let status = terminate(&mut child, pgid, stop, opts, &mut result.warnings).await;
-            (status, true)
-        }
-    };
-    result.timings.exit_s = Some(secs(start.elapsed()));
-    match (&status, stopped) {
-        (Ok(status), false) => {
-            use std::os::unix::process::ExitStatusExt;
-            result.outcome = match (status.code(), status.signal()) {
-                (Some(code), _) => Outcome::Exited { code },
-                (None, Some(signal)) => Outcome::Signalled { signal },
-                (None, None) => Outcome::Exited { code: -1 },
-            };
-        }
-        (Err(e), _) => result
-            .warnings
-            .push(format!("waiting for the process failed: {e}")),
-        (Ok(status), true) => {
-            if let Some(code) = status.code() {
-                result.warnings.push(format!(
-                    "after being stopped the process exited with code {code}"
-                ));
             }
         }
     }
+}
 
-    // The leader is gone; its group and the pipes may not be.
+/// SIGKILL for everything the run started: through the supervisor when there is one (it knows
+/// the processes that left the group), then the group itself.
+async fn kill_everything(running: &mut Running) -> std::io::Result<ExitStatus> {
+    if running.supervised {
+        // SAFETY: kill on the supervisor's pid, which is not reaped yet (we are its parent).
+        unsafe {
+            libc::kill(running.pgid, supervisor::KILL_NOW);
+        }
+        if let Ok(status) = tokio::time::timeout(SUPERVISOR_KILL_WAIT, running.child.wait()).await {
+            signal_group(running.pgid, Signal::SIGKILL);
+            return status;
+        }
+    }
+    signal_group(running.pgid, Signal::SIGKILL);
+    running.child.wait().await
+}
+
+/// SIGTERM to the group, the kill grace while the readers keep draining, then SIGKILL; always
+/// reaps the leader. A second stop request (or `kill_now`) does not wait for the grace.
+async fn terminate(
+    running: &mut Running,
+    stop: Stop,
+    opts: &RunOptions,
+    warnings: &mut Vec<String>,
+) -> std::io::Result<ExitStatus> {
+    if opts.kill_now.is_cancelled() {
+        warnings.push("stopped at once (second stop request): killed with SIGKILL".to_string());
+        return kill_everything(running).await;
+    }
+    signal_group(running.pgid, Signal::SIGTERM);
+    let grace = opts.graces.kill_grace;
+    tokio::select! {
+        biased;
+        status = running.child.wait() => return status,
+        _ = tokio::time::sleep(grace) => {
+            warnings.push(format!("the process group did not exit within {:.3} s of SIGTERM and was killed with SIGKILL", secs(grace)));
+        }
+        _ = opts.kill_now.cancelled() => {
+            warnings.push("a second stop request during the kill grace: killed with SIGKILL".to_string());
+        }
+        _ = opts.cancel.cancelled(), if stop != Stop::Cancel => {
+            warnings.push("cancelled during the kill grace: killed with SIGKILL".to_string());
+        }
+    }
+    kill_everything(running).await
+}
+
+/// The outcome from the leader's status (or the supervisor's report of the command's status).
+fn settle_outcome(
+    result: &mut RunResult,
+    spec: &CommandSpec,
+    status: std::io::Result<ExitStatus>,
+    stopped: bool,
+    report: Option<&Report>,
+) {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some((message, errno)) = report.and_then(|r| r.spawn_error.clone()) {
+        let program = spec.argv.first().map(String::as_str).unwrap_or_default();
+        result.outcome = Outcome::SpawnFailed {
+            error: format!("cannot start `{program}`: {message}"),
+            errno,
+        };
+        return;
+    }
+    let reported = report.and_then(|r| r.status);
+    let status = match status {
+        Ok(status) => status,
+        Err(e) => {
+            result
+                .warnings
+                .push(format!("waiting for the process failed: {e}"));
+            return;
+        }
+    };
+    let status = reported.unwrap_or(match (status.code(), status.signal()) {
+        (Some(code), _) => ChildStatus::Exited(code),
+        (None, Some(signal)) => ChildStatus::Signalled(signal),
+        (None, None) => ChildStatus::Exited(-1),
+    });
+    match (status, stopped) {
+        (ChildStatus::Exited(code), false) => result.outcome = Outcome::Exited { code },
+        (ChildStatus::Signalled(signal), false) => result.outcome = Outcome::Signalled { signal },
+        (ChildStatus::Exited(code), true) => result.warnings.push(format!(
+            "after being stopped the process exited with code {code}"
+        )),
+        (ChildStatus::Signalled(_), true) => {}
+    }
+}
+
+/// The leader is gone; its group, the processes that left it, and the pipes may not be.
+async fn drain_and_detect_leaks(
+    running: &mut Running,
+    opts: &RunOptions,
+    report: Option<Report>,
+) -> (LeakInfo, (Option<ReaderOutput>, Option<ReaderOutput>)) {
+    let (stdout_reader, stderr_reader) = (running.readers.0.take(), running.readers.1.take());
     let readers = async move {
         let out = match stdout_reader {
             Some(h) => h.await.ok(),
@@ -211,49 +471,125 @@ pub async fn run_command(spec: &CommandSpec, opts: &RunOptions) -> RunResult {
         (out, err)
     };
     let mut readers = Box::pin(readers);
-    let leak_deadline = Instant::now() + opts.leak_timeout;
-    let drained = tokio::time::timeout_at(leak_deadline.into(), &mut readers)
-        .await
-        .ok();
-    let mut leftovers = live_members(pgid);
-    while !leftovers.is_empty() && Instant::now() < leak_deadline {
+    let (mut killed, mut unlisted) = report
+        .map(|r| (r.killed, r.killed_unlisted))
+        .unwrap_or_default();
+    let leak_deadline = later(Instant::now(), opts.leak_timeout);
+    let kill_now = opts.kill_now.clone();
+    let drained = tokio::select! {
+        done = &mut readers => Some(done),
+        _ = sleep_until_opt(leak_deadline) => None,
+        _ = kill_now.cancelled() => None,
+    };
+    let members = |pgid| {
+        // Probe first: reading all of /proc is only worth it when the group still exists.
+        if signal_group_exists(pgid) {
+            tree::group_members(&tree::snapshot(), pgid)
+        } else {
+            Vec::new()
+        }
+    };
+    let mut leftovers = members(running.pgid);
+    while !leftovers.is_empty()
+        && !kill_now.is_cancelled()
+        && leak_deadline.is_none_or(|at| Instant::now() < at)
+    {
         tokio::time::sleep(Duration::from_millis(5)).await;
-        leftovers = live_members(pgid);
+        leftovers = members(running.pgid);
+    }
+    for proc in &leftovers {
+        killed.push(tree::describe(proc, Escape::InGroup));
     }
     if drained.is_none() || !leftovers.is_empty() {
-        result.leaked = true;
-        signal_group(pgid, Signal::SIGKILL);
-        result.warnings.push(format!(
-            "processes of the group outlived the leader by {:.3} s{}{}; the group was killed",
-            secs(opts.leak_timeout),
-            if leftovers.is_empty() {
-                String::new()
-            } else {
-                format!(" (pids {leftovers:?})")
-            },
-            if drained.is_none() {
-                " and held the output pipes open"
-            } else {
-                ""
-            },
-        ));
+        signal_group(running.pgid, Signal::SIGKILL);
     }
-    let (out, err) = match drained {
+    let mut pipes_outside_reach = false;
+    let held_pipes = drained.is_none();
+    let captures = match drained {
         Some(done) => done,
         None => match tokio::time::timeout(AFTER_KILL_WAIT, &mut readers).await {
             Ok(done) => done,
             Err(_) => {
-                // Something outside the group holds the pipes: keep what was read, let go.
-                result.warnings.push("the output pipes stayed open after the group was killed (a process left the group); reading stopped".to_string());
-                stop_readers.cancel();
+                // Something out of reach holds the pipes: keep what was read, let go.
+                pipes_outside_reach = true;
+                running.stop_readers.cancel();
                 readers.await
             }
         },
     };
-    guard.disarm();
+    running.guard.disarm();
+    let leak = if killed.is_empty() && unlisted == 0 && !held_pipes {
+        LeakInfo::NoLeak
+    } else {
+        killed.dedup_by_key(|k| k.pid);
+        LeakInfo::Leaked {
+            killed: std::mem::take(&mut killed),
+            unlisted: std::mem::take(&mut unlisted),
+            held_pipes,
+            pipes_outside_reach,
+        }
+    };
+    (leak, captures)
+}
+
+fn signal_group_exists(pgid: i32) -> bool {
+    pgid > 0 && nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), None).is_ok()
+}
+
+type ReaderOutput = (StreamCapture, Vec<String>);
+
+fn leak_warnings(leak: &LeakInfo, opts: &RunOptions) -> Vec<String> {
+    let LeakInfo::Leaked {
+        killed,
+        unlisted,
+        held_pipes,
+        pipes_outside_reach,
+    } = leak
+    else {
+        return Vec::new();
+    };
+    let mut warnings = Vec::new();
+    if !killed.is_empty() {
+        let more = if *unlisted > 0 {
+            format!(" and {unlisted} more")
+        } else {
+            String::new()
+        };
+        warnings.push(format!(
+            "{} process(es){more} outlived the leader by {:.3} s and were killed: {}",
+            killed.len() as u64 + unlisted,
+            secs(opts.leak_timeout),
+            supervisor::describe_killed(killed)
+        ));
+    }
+    if *held_pipes && killed.is_empty() {
+        warnings.push(format!(
+            "the output pipes stayed open {:.3} s after the command exited; the group was killed",
+            secs(opts.leak_timeout)
+        ));
+    }
+    if *pipes_outside_reach {
+        warnings.push("the output pipes stayed open after the group was killed (a process out of reach holds them); reading stopped".to_string());
+    }
+    warnings
+}
+
+fn assemble(
+    mut result: RunResult,
+    mut running: Running,
+    opts: &RunOptions,
+    leak: LeakInfo,
+    (out, err): (Option<ReaderOutput>, Option<ReaderOutput>),
+    start: Instant,
+) -> RunResult {
+    result.warnings.extend(leak_warnings(&leak, opts));
+    if let LeakInfo::Leaked { killed, .. } = leak {
+        result.leaked = true;
+        result.killed = killed;
+    }
     // A marker found while the leader was exiting (or in the last bytes) still counts.
     if result.marker.is_none()
-        && let Ok(seen) = marker_rx.try_recv()
+        && let Ok(seen) = running.marker_rx.try_recv()
     {
         result.timings.marker_s = Some(seen.at_s);
         result.marker = Some(seen);
@@ -270,7 +606,7 @@ pub async fn run_command(spec: &CommandSpec, opts: &RunOptions) -> RunResult {
             None => result.warnings.push(format!("{name} was not captured")),
         }
     }
-    result.timings.first_output_s = shared.first_output_s();
+    result.timings.first_output_s = running.shared.first_output_s();
     result.timings.end_s = secs(start.elapsed());
     result
 }
@@ -300,32 +636,6 @@ pub(crate) fn open_logs(
         }
     };
     (open("stdout"), open("stderr"))
-}
-
-/// SIGTERM to the group, the kill grace while the readers keep draining, then SIGKILL; always
-/// reaps the leader.
-async fn terminate(
-    child: &mut tokio::process::Child,
-    pgid: i32,
-    stop: Stop,
-    opts: &RunOptions,
-    warnings: &mut Vec<String>,
-) -> std::io::Result<std::process::ExitStatus> {
-    signal_group(pgid, Signal::SIGTERM);
-    let grace = opts.graces.kill_grace;
-    tokio::select! {
-        biased;
-        status = child.wait() => return status,
-        _ = tokio::time::sleep(grace) => {
-            warnings.push(format!("the process group did not exit within {:.3} s of SIGTERM and was killed with SIGKILL", secs(grace)));
-        }
-        // A second request (e.g. Ctrl-C during the grace) does not wait.
-        _ = opts.cancel.cancelled(), if stop != Stop::Cancel => {
-            warnings.push("cancelled during the kill grace: killed with SIGKILL".to_string());
-        }
-    }
-    signal_group(pgid, Signal::SIGKILL);
-    child.wait().await
 }
 
 pub(crate) fn stopped_outcome(

@@ -4,10 +4,10 @@
 //! Rows are ragged: metric rows stop after `Metric Value` (16 fields with a trailing comma), rule
 //! rows have all 20. `--print-details all` inserts a `Body Item Label` column.
 
+use super::context::Context;
 use super::fields::{self, IdentityIndex};
-use super::parse::Context;
 use super::units::{parse_number, to_base};
-use crate::results::record::{Metric, MetricValue, RuleResult};
+use crate::model::record::{Metric, MetricValue, RuleResult};
 
 /// The section under which `--metrics` requests appear; its metric names are ncu's own.
 pub const COMMAND_LINE_SECTION: &str = "Command line profiler metrics";

@@ -2,7 +2,7 @@
 //! Nothing is swallowed: an unknown `==ERROR==` is still an error of kind `ncu_error`.
 
 use super::scan::{Level, Message};
-use crate::profilers::{Diagnostic, Severity};
+use crate::model::parsed::{Diagnostic, Severity};
 
 /// Where NVIDIA documents the counter-permission fix.
 pub const ERR_NVGPUCTRPERM_URL: &str = "https://developer.nvidia.com/ERR_NVGPUCTRPERM";
@@ -172,6 +172,7 @@ pub fn classify(message: &Message) -> Option<Diagnostic> {
             kind: rule.kind.to_string(),
             message: message.text.clone(),
             hint: rule.hint.map(str::to_string),
+            metric: None,
         });
     }
     let (severity, kind) = match message.level {
@@ -184,6 +185,7 @@ pub fn classify(message: &Message) -> Option<Diagnostic> {
         kind: kind.to_string(),
         message: message.text.clone(),
         hint: None,
+        metric: None,
     })
 }
 

@@ -9,7 +9,7 @@ use super::options::{
     SM_SOL, THEORETICAL_OCCUPANCY,
 };
 use super::row::Cells;
-use crate::results::record::{KernelRecord, short_kernel_name};
+use crate::model::record::{KernelRecord, short_kernel_name};
 
 /// The first 11 columns of the raw and details pages.
 pub const IDENTITY_COLUMNS: [&str; 11] = [

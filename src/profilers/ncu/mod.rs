@@ -1,6 +1,7 @@
 //! NVIDIA Nsight Compute backend: plan (`wrap`), preflight, parsers of ncu's CSV pages, metric
 //! name checks, and the static lane (cuobjdump resource usage, theoretical occupancy).
 
+pub mod context;
 pub mod cuobjdump;
 pub mod details;
 pub mod diagnostics;
@@ -20,11 +21,14 @@ pub mod units;
 
 use std::path::{Path, PathBuf};
 
-use async_trait::async_trait;
-
-use super::artifacts::{DEFAULT_ARTIFACT_CAP, RawOutput, read_artifact};
-use super::{EndMarker, Graces, Plan, Preflight, Profiler, ProfilerOutput, ProfilerSettings};
+use super::{
+    Backend, EndMarker, Graces, Plan, PreRunCheck, Preflight, ProfilerOutput, ProfilerSettings,
+};
 use crate::error::{Error, Result};
+use crate::model::artifacts::RawOutput;
+use crate::model::plan::{DeclaredOutputs, FilePattern};
+use crate::model::probe::Probe;
+use crate::model::run::DeviceInfo;
 
 pub use options::{ClockControl, KernelNameBase, NcuOptions, Preset, TargetProcesses};
 pub use parse::{
@@ -63,7 +67,7 @@ impl Ncu {
         &self.options
     }
 
-    /// How [`Profiler::read_output`] parses: requested metrics are checked against the output.
+    /// How [`Backend::parse`] parses: requested metrics are checked against the output.
     pub fn parse_options(&self) -> ParseOptions {
         ParseOptions {
             keep: MetricFilter::All,
@@ -72,8 +76,7 @@ impl Ncu {
     }
 }
 
-#[async_trait]
-impl Profiler for Ncu {
+impl Backend for Ncu {
     fn name(&self) -> &str {
         "ncu"
     }
@@ -82,7 +85,7 @@ impl Profiler for Ncu {
         &self.output_dir
     }
 
-    fn wrap(&self, target: &[String]) -> Result<Plan> {
+    fn build_plan(&self, target: &[String]) -> Result<Plan> {
         plan::build(
             &self.options,
             &self.output_dir,
@@ -104,42 +107,52 @@ impl Profiler for Ncu {
         self.graces
     }
 
-    /// Create the output directory and, when ncu is installed here, check requested metric names
-    /// against `ncu --query-metrics` (ncu itself ignores unknown names silently).
-    async fn prepare(&self, host_output_dir: &Path) -> Result<()> {
-        tokio::fs::create_dir_all(host_output_dir)
-            .await
-            .map_err(|e| Error::io("create output directory", host_output_dir, e))?;
+    /// `ncu.log` (required) and the report exports, in the order they are merged.
+    fn outputs(&self) -> DeclaredOutputs {
+        DeclaredOutputs {
+            collect: [
+                plan::LOG_FILE,
+                plan::RAW_FILE,
+                plan::DETAILS_FILE,
+                plan::SESSION_FILE,
+            ]
+            .map(|name| FilePattern::Name(name.to_string()))
+            .to_vec(),
+            ..Default::default()
+        }
+    }
+
+    fn parse(&self, raw: RawOutput) -> Result<ProfilerOutput> {
+        parse_output(&self.output_dir, raw, &self.parse_options())
+    }
+
+    /// When ncu is installed here, check requested metric names against `ncu --query-metrics`
+    /// (ncu itself ignores unknown names silently).
+    fn pre_run_check(&self) -> Option<PreRunCheck> {
         let names = self.options.preset.requested_metrics();
         if names.is_empty() || self.options.skip_metric_check {
-            return Ok(());
+            return None;
         }
         let options = self.options.clone();
         let known_version = self.version.get().cloned().flatten();
-        tokio::task::spawn_blocking(move || {
-            query::check_metrics_here(&options, &names, known_version)
-        })
-        .await
-        .map_err(|e| Error::invalid("ncu metric check", e.to_string()))?
+        Some(Box::new(move |probe: &dyn Probe| {
+            query::check_metrics_here(probe, &options, &names, known_version)
+        }))
     }
 
-    async fn read_output(&self) -> Result<ProfilerOutput> {
-        read_output_dir(&self.output_dir, &self.parse_options()).await
-    }
-
-    fn preflight(&self) -> Preflight {
-        let preflight = preflight::run(&self.options.binary);
+    fn check_availability(&self, probe: &dyn Probe) -> Preflight {
+        let preflight = preflight::run(probe, &self.options.binary);
         let _ = self.version.set(preflight.version.clone());
         preflight
     }
 }
 
-/// Read and parse everything ncu left in `dir`: `ncu.log` (required) and the report exports
-/// (`raw.csv`, `details.csv`, `session.csv`) when present. Raw bytes are kept even when parsing
-/// finds nothing.
-pub async fn read_output_dir(dir: &Path, options: &ParseOptions) -> Result<ProfilerOutput> {
-    let log_path = dir.join(plan::LOG_FILE);
-    if !tokio::fs::try_exists(&log_path).await.unwrap_or(false) {
+/// Parse what was collected from ncu's output directory `dir`: `ncu.log` (required) and the
+/// report exports (`raw.csv`, `details.csv`, `session.csv`) when present. Raw bytes are kept
+/// even when parsing finds nothing.
+pub fn parse_output(dir: &Path, raw: RawOutput, options: &ParseOptions) -> Result<ProfilerOutput> {
+    if raw.get(plan::LOG_FILE).is_none() {
+        let log_path = dir.join(plan::LOG_FILE);
         return Err(Error::NoData {
             profiler: "ncu".to_string(),
             reason: format!(
@@ -150,18 +163,7 @@ pub async fn read_output_dir(dir: &Path, options: &ParseOptions) -> Result<Profi
             ),
         });
     }
-    let mut raw = RawOutput::default();
     let mut errors = Vec::new();
-    raw.artifacts
-        .push(read_artifact(dir, plan::LOG_FILE, DEFAULT_ARTIFACT_CAP).await?);
-    for name in [plan::RAW_FILE, plan::DETAILS_FILE, plan::SESSION_FILE] {
-        if tokio::fs::try_exists(dir.join(name)).await.unwrap_or(false) {
-            match read_artifact(dir, name, DEFAULT_ARTIFACT_CAP).await {
-                Ok(artifact) => raw.artifacts.push(artifact),
-                Err(error) => errors.push(format!("{name}: {error}")),
-            }
-        }
-    }
     let mut parsed = super::ParsedOutput::default();
     for artifact in &raw.artifacts {
         if artifact.truncated {
@@ -177,6 +179,7 @@ pub async fn read_output_dir(dir: &Path, options: &ParseOptions) -> Result<Profi
         parse::merge(&mut parsed, parse::parse(&artifact.content, options));
     }
     drop_cross_artifact_false_alarms(&mut parsed);
+    parsed.device = device_from_session(&parsed.session);
     let kernels = parsed.kernels.len();
     parse::flag_empty(&mut parsed, kernels);
     Ok(ProfilerOutput {
@@ -192,15 +195,20 @@ fn drop_cross_artifact_false_alarms(parsed: &mut super::ParsedOutput) {
     let keep: Vec<bool> = parsed
         .diagnostics
         .iter()
-        .map(|d| d.kind != "metric_missing" || !metric_in_message(&d.message).is_some_and(&present))
+        .map(|d| d.kind != "metric_missing" || !d.metric.as_deref().is_some_and(&present))
         .collect();
     let mut flags = keep.into_iter();
     parsed.diagnostics.retain(|_| flags.next().unwrap_or(true));
 }
 
-/// The name between the first pair of backticks.
-fn metric_in_message(message: &str) -> Option<&str> {
-    let start = message.find('`')? + 1;
-    let end = message[start..].find('`')? + start;
-    Some(&message[start..end])
+/// The device ncu reported (its `device_name` and `compute_capability` session facts).
+pub fn device_from_session(
+    session: &std::collections::BTreeMap<String, String>,
+) -> Option<DeviceInfo> {
+    let name = session.get("device_name")?;
+    Some(DeviceInfo {
+        name: name.clone(),
+        compute_capability: session.get("compute_capability").cloned(),
+        arch: None,
+    })
 }

@@ -1,142 +1,18 @@
 //! Bytes in, records out: ncu's mixed output (stdout, `--log-file`, `--import` exports) parsed
 //! into normalized kernel records, classified diagnostics and session facts. Pure functions.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Read;
 
+pub use super::context::{Context, ESSENTIAL_METRICS, MetricFilter, ParseOptions};
 use super::details::{self, DetailsTable};
 use super::diagnostics;
 use super::raw::{Built, RawTable};
 use super::row::{self, Row, Splitter};
 use super::scan::{self, Level, Segment};
 use super::session::SessionTable;
-use crate::profilers::{Diagnostic, ParsedOutput, Severity};
-use crate::results::record::KernelRecord;
-
-/// Which metrics to keep in each record's `metrics` map, besides the normalized fields (duration,
-/// DRAM bytes, occupancy, …), which are filled in every mode.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum MetricFilter {
-    /// The launch facts the normalized fields do not carry ([`ESSENTIAL_METRICS`]: the
-    /// occupancy limits, the shared memory carveout and per-block split, waves per SM), the
-    /// kernel duration with its unit, the requested metrics and ncu's other rollups of the same
-    /// counters (`dram__bytes_read.max` next to a requested `dram__bytes_read.sum`). The default:
-    /// a 566-column `--set full` page is mostly counters nobody reads, and each kept cell costs
-    /// ~150 bytes of map and strings against ~13 bytes of CSV.
-    #[default]
-    Essential,
-    /// Every metric ncu printed (`polyprof parse --all-metrics`).
-    All,
-    /// Only these names (and no other, requested or not).
-    Only(BTreeSet<String>),
-}
-
-/// What [`MetricFilter::Essential`] keeps (a trailing `_` is a prefix): eleven names on an H200
-/// `--set full` page, one B-tree leaf per record.
-pub const ESSENTIAL_METRICS: &[&str] = &[
-    "gpu__time_duration.sum",
-    "launch__occupancy_limit_",
-    "launch__shared_mem_config_size",
-    "launch__shared_mem_per_block_driver",
-    "launch__shared_mem_per_block_dynamic",
-    "launch__shared_mem_per_block_static",
-    "launch__waves_per_multiprocessor",
-];
-
-impl MetricFilter {
-    /// Whether the name is kept for its own sake (requested names are added by the parser).
-    pub fn keeps(&self, name: &str) -> bool {
-        match self {
-            MetricFilter::Essential => {
-                ESSENTIAL_METRICS
-                    .iter()
-                    .any(|essential| match essential.strip_suffix('_') {
-                        Some(_) => name.starts_with(essential),
-                        None => name == *essential,
-                    })
-            }
-            MetricFilter::All => true,
-            MetricFilter::Only(names) => names.contains(name),
-        }
-    }
-}
-
-/// How to parse.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ParseOptions {
-    /// Which metrics land in each record's `metrics` map (default: [`MetricFilter::Essential`]).
-    pub keep: MetricFilter,
-    /// Metric names the run asked for: absent from the output is an error naming them; present
-    /// but `n/a` on every launch is a warning.
-    pub requested: Vec<String>,
-}
-
-/// Everything gathered while the segments go by.
-#[derive(Debug, Default)]
-pub struct Context {
-    diagnostics: Vec<Diagnostic>,
-    session: BTreeMap<String, String>,
-    seen_devices: HashSet<String>,
-    details: Vec<KernelRecord>,
-    details_index: HashMap<(Option<u32>, u64), usize>,
-    /// Metric names that appeared as raw columns or command-line rows.
-    metrics_seen: HashSet<String>,
-    /// Requested metrics that had at least one numeric value.
-    numeric_seen: HashSet<String>,
-    tables_seen: usize,
-    kernels: usize,
-}
-
-impl Context {
-    pub fn session_insert(&mut self, key: String, value: String) {
-        self.session.entry(key).or_insert(value);
-    }
-
-    /// True the first time a device id is seen (its attributes are recorded once).
-    pub fn first_sight_of_device(&mut self, device: &str) -> bool {
-        if self.seen_devices.contains(device) {
-            return false;
-        }
-        self.seen_devices.insert(device.to_string());
-        true
-    }
-
-    /// The details-page record of one launch, created on first sight.
-    pub fn details_record(
-        &mut self,
-        key: (Option<u32>, u64),
-        make: impl FnOnce() -> KernelRecord,
-    ) -> &mut KernelRecord {
-        let index = match self.details_index.get(&key) {
-            Some(index) => *index,
-            None => {
-                self.details.push(make());
-                let index = self.details.len() - 1;
-                self.details_index.insert(key, index);
-                index
-            }
-        };
-        &mut self.details[index]
-    }
-
-    /// A requested metric had a numeric value somewhere.
-    pub fn note_numeric(&mut self, name: &str) {
-        if !self.numeric_seen.contains(name) {
-            self.numeric_seen.insert(name.to_string());
-        }
-    }
-
-    /// A metric name appeared in the output (raw column or command-line row).
-    pub fn note_metric_seen(&mut self, name: &str) {
-        if !self.metrics_seen.contains(name) {
-            self.metrics_seen.insert(name.to_string());
-        }
-    }
-
-    pub fn push_diagnostic(&mut self, diagnostic: Diagnostic) {
-        diagnostics::push(&mut self.diagnostics, diagnostic);
-    }
-}
+use crate::model::parsed::{Diagnostic, ParsedOutput, Severity};
+use crate::model::record::KernelRecord;
 
 enum Table {
     None,
@@ -488,6 +364,7 @@ fn read_with_csv_crate(
                     kind: "csv_error".to_string(),
                     message: format!("unreadable CSV in ncu output: {error}"),
                     hint: None,
+                    metric: None,
                 });
                 break;
             }
@@ -606,6 +483,7 @@ fn finish(
                     "ncu ignores unknown metric names silently; check `{name}` with \
                      `ncu --query-metrics` for this GPU"
                 )),
+                metric: Some(name.to_string()),
             });
         }
         let mut unavailable: Vec<&str> = requested
@@ -624,6 +502,7 @@ fn finish(
                     "requested metric `{name}` has no numeric value (n/a) on any launch"
                 ),
                 hint: Some("this GPU or ncu version cannot collect it".to_string()),
+                metric: Some(name.to_string()),
             });
         }
     }
@@ -631,6 +510,7 @@ fn finish(
         kernels: Vec::new(),
         diagnostics: context.diagnostics,
         session: context.session,
+        device: None,
     }
 }
 
@@ -657,6 +537,7 @@ pub fn flag_empty(parsed: &mut ParsedOutput, kernels: usize) {
                     "ncu may have been killed before writing, or this is not ncu CSV output"
                         .to_string(),
                 ),
+                metric: None,
             },
         );
     }

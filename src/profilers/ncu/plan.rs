@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::options::NcuOptions;
 use crate::error::{Error, Result};
-use crate::profilers::{CommandSpec, EndMarker, Graces, Plan, Step};
+use crate::model::plan::{CommandSpec, EndMarker, Graces, Plan, Step};
 
 /// ncu's own messages and, without a report, its CSV.
 pub const LOG_FILE: &str = "ncu.log";
@@ -165,6 +165,7 @@ pub fn build(
     Ok(Plan {
         profiler: "ncu".to_string(),
         target: target.to_vec(),
+        outputs: Default::default(),
         steps,
     })
 }

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::diagnostics::COUNTER_PERMISSION_FIX;
+use crate::model::probe::{Probe, ProbeRequest};
 use crate::profilers::Preflight;
 use crate::profilers::preflight as shared;
 
@@ -124,8 +125,17 @@ pub fn counter_access(params: Option<&str>, status: Option<&str>) -> CounterAcce
     }
 }
 
+/// No NVIDIA GPU is visible to this process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "no NVIDIA GPU found (/proc/driver/nvidia/gpus is empty or missing and `nvidia-smi -L` lists \
+     none); check that the NVIDIA driver is loaded, and in a container pass the GPU \
+     (`--gpus all` or the CDI device)"
+)]
+pub struct NoNvidiaGpu;
+
 /// Whether an NVIDIA GPU is present: entries under /proc/driver/nvidia/gpus, else `nvidia-smi -L`.
-pub fn gpu_present(proc_gpus: &[String], smi_list: Option<&str>) -> Result<String, String> {
+pub fn gpu_present(proc_gpus: &[String], smi_list: Option<&str>) -> Result<String, NoNvidiaGpu> {
     if !proc_gpus.is_empty() {
         return Ok(proc_gpus.join(", "));
     }
@@ -135,32 +145,31 @@ pub fn gpu_present(proc_gpus: &[String], smi_list: Option<&str>) -> Result<Strin
             return Ok(names.join(", "));
         }
     }
-    Err(
-        "no NVIDIA GPU found (/proc/driver/nvidia/gpus is empty or missing and `nvidia-smi -L` \
-         lists none); check that the NVIDIA driver is loaded, and in a container pass the GPU \
-         (`--gpus all` or the CDI device)"
-            .to_string(),
-    )
+    Err(NoNvidiaGpu)
 }
 
-/// Run a short command with a deadline; its stdout when it finished in time.
-pub fn run_short(program: &Path, args: &[&str], limit: Duration) -> Option<String> {
-    let output = shared::capture(program, args, limit).ok()?;
+/// Run a short command through the probe; its stdout when it finished in time.
+pub fn run_short(
+    probe: &dyn Probe,
+    program: &Path,
+    args: &[&str],
+    limit: Duration,
+) -> Option<String> {
+    let output = probe.run(&ProbeRequest::new(program, args, limit)).ok()?;
     Some(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
 /// GPU model names from /proc/driver/nvidia/gpus/*/information.
-pub fn proc_gpu_models() -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir("/proc/driver/nvidia/gpus") else {
-        return Vec::new();
-    };
-    let mut models: Vec<String> = entries
-        .flatten()
+pub fn proc_gpu_models(probe: &dyn Probe) -> Vec<String> {
+    let root = Path::new("/proc/driver/nvidia/gpus");
+    let mut models: Vec<String> = probe
+        .list_dir(root)
+        .into_iter()
         .map(|entry| {
-            std::fs::read_to_string(entry.path().join("information"))
-                .ok()
+            probe
+                .read_text(&root.join(&entry).join("information"))
                 .and_then(|text| parse_gpu_information(&text))
-                .unwrap_or_else(|| entry.file_name().to_string_lossy().into_owned())
+                .unwrap_or(entry)
         })
         .collect();
     models.sort();
@@ -168,9 +177,9 @@ pub fn proc_gpu_models() -> Vec<String> {
 }
 
 /// The full preflight for the ncu executable `binary`.
-pub fn run(binary: &str) -> Preflight {
+pub fn run(probe: &dyn Probe, binary: &str) -> Preflight {
     let mut preflight = Preflight::new("ncu");
-    let found = shared::find_binary(binary);
+    let found = probe.find_binary(binary);
     preflight.record(
         "binary",
         shared::binary_verdict(binary, found.as_deref(), INSTALL_HINT),
@@ -179,7 +188,7 @@ pub fn run(binary: &str) -> Preflight {
         return preflight.finish();
     };
     preflight.binary = Some(path.clone());
-    let version = run_short(&path, &["--version"], Duration::from_secs(20))
+    let version = run_short(probe, &path, &["--version"], Duration::from_secs(20))
         .as_deref()
         .and_then(parse_version);
     match &version {
@@ -194,15 +203,15 @@ pub fn run(binary: &str) -> Preflight {
         ),
     };
     preflight.version = version;
-    let smi = which::which("nvidia-smi")
-        .ok()
-        .and_then(|smi| run_short(&smi, &["-L"], Duration::from_secs(20)));
-    match gpu_present(&proc_gpu_models(), smi.as_deref()) {
+    let smi = probe
+        .find_binary("nvidia-smi")
+        .and_then(|smi| run_short(probe, &smi, &["-L"], Duration::from_secs(20)));
+    match gpu_present(&proc_gpu_models(probe), smi.as_deref()) {
         Ok(gpus) => preflight.check("gpu", true, gpus),
-        Err(reason) => preflight.check("gpu", false, reason),
+        Err(reason) => preflight.check("gpu", false, reason.to_string()),
     };
-    let params = std::fs::read_to_string("/proc/driver/nvidia/params").ok();
-    let status = std::fs::read_to_string("/proc/self/status").ok();
+    let params = probe.read_text(Path::new("/proc/driver/nvidia/params"));
+    let status = probe.read_text(Path::new("/proc/self/status"));
     match counter_access(params.as_deref(), status.as_deref()) {
         CounterAccess::Allowed(why) => preflight.check("counters", true, why),
         CounterAccess::Denied(fix) => preflight.check("counters", false, fix),
@@ -215,26 +224,6 @@ pub fn run(binary: &str) -> Preflight {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn short_commands_may_print_more_than_a_pipe_holds() {
-        // `ncu --query-metrics` prints ~1 MB; reading only after exit would deadlock.
-        let out = run_short(
-            Path::new("/bin/sh"),
-            &["-c", "yes abcdefg | head -c 2000000"],
-            Duration::from_secs(30),
-        )
-        .expect("the command finishes");
-        assert_eq!(out.len(), 2_000_000);
-        assert!(
-            run_short(
-                Path::new("/bin/sh"),
-                &["-c", "sleep 5"],
-                Duration::from_millis(200)
-            )
-            .is_none()
-        );
-    }
 
     const NON_ROOT: &str =
         "Name:\tpolyprof\nUid:\t1000\t1000\t1000\t1000\nCapEff:\t0000000000000000\n";
@@ -259,7 +248,7 @@ mod tests {
         );
         assert!(gpu_present(&[], Some(smi)).is_ok());
         let err = gpu_present(&[], Some("")).unwrap_err();
-        assert!(err.contains("--gpus all"), "{err}");
+        assert!(err.to_string().contains("--gpus all"), "{err}");
         assert!(gpu_present(&["NVIDIA H200".into()], None).is_ok());
     }
 
@@ -303,16 +292,5 @@ mod tests {
             counter_access(Some("x: 1"), Some(ROOT)),
             CounterAccess::Unknown(_)
         ));
-    }
-
-    #[test]
-    fn missing_binary_names_the_fix() {
-        let preflight = run("ncu-does-not-exist-here");
-        assert!(!preflight.available);
-        let reason = preflight.reason.unwrap();
-        assert!(
-            reason.contains("not on PATH") && reason.contains("CUDA"),
-            "{reason}"
-        );
     }
 }

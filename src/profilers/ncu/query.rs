@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::options::NcuOptions;
 use super::preflight;
 use crate::error::{Error, Result};
+use crate::model::probe::Probe;
 
 /// Metric families ncu computes from launch data or device attributes rather than hardware
 /// counters; `--query-metrics` does not list them, yet they are valid.
@@ -178,11 +179,16 @@ pub fn chip_for_model(model: &str) -> Option<&'static str> {
 }
 
 /// `$XDG_CACHE_HOME/polyprof/ncu-metrics`, else `~/.cache/polyprof/ncu-metrics`.
-pub fn cache_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CACHE_HOME")
+pub fn cache_dir(probe: &dyn Probe) -> Option<PathBuf> {
+    let base = probe
+        .env_var("XDG_CACHE_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+        .or_else(|| {
+            probe
+                .env_var("HOME")
+                .map(|h| PathBuf::from(h).join(".cache"))
+        })?;
     Some(base.join("polyprof").join("ncu-metrics"))
 }
 
@@ -204,13 +210,14 @@ pub fn cache_file_name(version: &str, chip: &str) -> String {
 
 /// The catalog for (version, chip): from the cache, else by running `query` and caching it.
 pub fn catalog_cached(
+    probe: &dyn Probe,
     cache: Option<&Path>,
     version: &str,
     chip: &str,
     query: impl FnOnce() -> Option<String>,
 ) -> Option<MetricCatalog> {
     let file = cache.map(|dir| dir.join(cache_file_name(version, chip)));
-    if let Some(text) = file.as_ref().and_then(|f| std::fs::read_to_string(f).ok()) {
+    if let Some(text) = file.as_ref().and_then(|f| probe.read_text(f)) {
         let catalog = parse_catalog(&text);
         if catalog.bases.contains("gpu__time_duration") {
             return Some(catalog);
@@ -225,14 +232,7 @@ pub fn catalog_cached(
     }
     if let Some(file) = file {
         // A cache that cannot be written only costs a query next time.
-        if let Some(dir) = file.parent()
-            && std::fs::create_dir_all(dir).is_ok()
-        {
-            let temporary = file.with_extension("tmp");
-            if std::fs::write(&temporary, &text).is_ok() {
-                let _ = std::fs::rename(&temporary, &file);
-            }
-        }
+        let _ = probe.write_text(&file, &text);
     }
     Some(catalog)
 }
@@ -241,16 +241,17 @@ pub fn catalog_cached(
 /// cannot be determined: the post-run missing-metric check still catches wrong names.
 /// `known_version` is the version a preflight already read (ncu is asked when it is `None`).
 pub fn check_metrics_here(
+    probe: &dyn Probe,
     options: &NcuOptions,
     names: &[String],
     known_version: Option<String>,
 ) -> Result<()> {
-    let Ok(binary) = which::which(&options.binary) else {
+    let Some(binary) = probe.find_binary(&options.binary) else {
         tracing::info!("ncu not found here; metric names are checked after the run");
         return Ok(());
     };
     let version = known_version.or_else(|| {
-        preflight::run_short(&binary, &["--version"], Duration::from_secs(20))
+        preflight::run_short(probe, &binary, &["--version"], Duration::from_secs(20))
             .as_deref()
             .and_then(preflight::parse_version)
     });
@@ -262,7 +263,7 @@ pub fn check_metrics_here(
     let chip_key = match &options.chip {
         Some(chip) => chip.clone(),
         None => {
-            let models = preflight::proc_gpu_models();
+            let models = preflight::proc_gpu_models(probe);
             match models.iter().find_map(|m| chip_for_model(m)) {
                 Some(chip) => chip.to_string(),
                 None => {
@@ -276,9 +277,13 @@ pub fn check_metrics_here(
         }
     };
     let args = ["--query-metrics", "--chip", chip_key.as_str()];
-    let catalog = catalog_cached(cache_dir().as_deref(), &version, &chip_key, || {
-        preflight::run_short(&binary, &args, Duration::from_secs(60))
-    });
+    let catalog = catalog_cached(
+        probe,
+        cache_dir(probe).as_deref(),
+        &version,
+        &chip_key,
+        || preflight::run_short(probe, &binary, &args, Duration::from_secs(60)),
+    );
     let Some(catalog) = catalog else {
         tracing::warn!("`ncu --query-metrics` gave no metric list; metric names not checked");
         return Ok(());
@@ -338,23 +343,5 @@ mod tests {
             Some("ad102")
         );
         assert_eq!(chip_for_model("Some Future GPU"), None);
-    }
-
-    #[test]
-    fn cache_is_written_once_and_reused() {
-        let dir = tempfile::tempdir().unwrap();
-        let first = catalog_cached(Some(dir.path()), "2025.3.1.0", "NVIDIA H200", || {
-            Some(SAMPLE.to_string())
-        })
-        .unwrap();
-        assert!(dir.path().join("2025.3.1.0-NVIDIA_H200.txt").exists());
-        // The second lookup must not query again.
-        let second = catalog_cached(Some(dir.path()), "2025.3.1.0", "NVIDIA H200", || {
-            panic!("queried despite the cache")
-        })
-        .unwrap();
-        assert_eq!(first, second);
-        // A failed query without cache gives no catalog rather than an empty one.
-        assert!(catalog_cached(None, "v", "c", || None).is_none());
     }
 }

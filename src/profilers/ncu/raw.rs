@@ -8,12 +8,12 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
 use std::ops::Range;
 
+use super::context::{Context, MetricFilter};
 use super::fields::{self, Field, IdentityIndex};
-use super::parse::{Context, MetricFilter};
 use super::row::Row;
 use super::units::{normalize_unit, parse_number_bytes};
-use crate::profilers::{Diagnostic, Severity};
-use crate::results::record::{KernelRecord, Metric, MetricName, MetricValue};
+use crate::model::parsed::{Diagnostic, Severity};
+use crate::model::record::{KernelRecord, Metric, MetricName, MetricValue};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -295,6 +295,7 @@ impl RawTable {
                     self.width()
                 ),
                 hint: Some("the profiler was probably killed while writing".to_string()),
+                metric: None,
             });
         }
         (record, new_device)

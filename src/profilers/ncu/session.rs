@@ -1,7 +1,7 @@
 //! The session page (`--page session`): small two-column tables under plain title lines
 //! ("Launch Settings", "Session Info", "Processes", "Device Attributes").
 
-use super::parse::Context;
+use super::context::Context;
 
 /// Which session table a header starts, if any.
 #[derive(Debug, Clone, PartialEq, Eq)]

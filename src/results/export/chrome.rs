@@ -19,7 +19,7 @@ use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Value, json};
 
 use crate::error::Result;
-use crate::results::callpath::{Event, FrameKind};
+use crate::results::event::{Event, FrameKind};
 use crate::results::export::table::describe_outcome;
 use crate::results::export::{Exporter, Format, Report, write_json};
 use crate::results::roofline;
@@ -439,7 +439,7 @@ impl Exporter for ChromeExporter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::callpath::Frame;
+    use crate::results::event::Frame;
     use crate::results::profile::Profile;
 
     fn kernel(id: u64, stream: &str, start: Option<f64>, dur: f64) -> Event {
@@ -524,7 +524,7 @@ mod tests {
         let scope = |id: u64, start: f64, dur: f64| Event {
             id,
             call_path: vec![Frame::new(format!("s{id}"), FrameKind::Scope)],
-            thread: Some(crate::results::callpath::ThreadInfo { id: 1, name: None }),
+            thread: Some(crate::results::event::ThreadInfo { id: 1, name: None }),
             cpu_start_ns: Some(start),
             cpu_time_ns: Some(dur),
             calls: 1,

@@ -113,7 +113,7 @@ impl Exporter for HatchetExporter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::callpath::{Event, Frame, FrameKind};
+    use crate::results::event::{Event, Frame, FrameKind};
 
     #[test]
     fn root_registers_every_metric_zero_filled() {

@@ -6,9 +6,9 @@ use std::io::Write;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::pipeline::outcome::Outcome;
+use crate::model::outcome::Outcome;
+use crate::model::record::KernelRecord;
 use crate::results::export::{Exporter, Format, Report, write_json};
-use crate::results::record::KernelRecord;
 use crate::results::roofline::{DevicePeaks, RooflinePoint, evaluate_record};
 
 /// Bumped when a field of the report changes meaning or is removed.

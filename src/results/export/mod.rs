@@ -12,12 +12,12 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::model::record::KernelRecord;
+use crate::model::run::ProfileRun;
 use crate::results::aggregate::{GroupBy, SortBy, from_str_via_value_enum};
-use crate::results::callpath::FrameKind;
+use crate::results::event::FrameKind;
 use crate::results::profile::Profile;
-use crate::results::record::KernelRecord;
 use crate::results::roofline::DevicePeaks;
-use crate::results::run::ProfileRun;
 
 /// Output formats of `polyprof report`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]

@@ -4,10 +4,10 @@
 use std::io::Write;
 
 use crate::error::{Error, Result};
-use crate::pipeline::outcome::Outcome;
+use crate::model::outcome::Outcome;
+use crate::model::run::ProfileRun;
 use crate::results::export::{Exporter, Format, Report};
 use crate::results::roofline::LATENCY_BOUND_PCT;
-use crate::results::run::ProfileRun;
 use crate::results::units;
 
 pub struct TableExporter;
@@ -36,7 +36,7 @@ pub fn describe_outcome(outcome: &Outcome) -> String {
             if *passed { "passed" } else { "failed" }
         ),
         Outcome::Cancelled => "cancelled".to_string(),
-        Outcome::SpawnFailed { error } => format!("could not start: {error}"),
+        Outcome::SpawnFailed { error, .. } => format!("could not start: {error}"),
     }
 }
 

@@ -1,0 +1,25 @@
+//! The vocabulary every layer shares, and nothing else: plans, raw artifacts, parsed output and
+//! diagnostics, outcomes, kernel records, the run document and the library's error type.
+//! It imports no other polyprof module; profilers/ and results/ stand on it side by side,
+//! pipeline/ above both, cli/ on top (`scripts/check-layers.sh` keeps it so).
+
+pub mod artifacts;
+pub mod error;
+pub mod outcome;
+pub mod parsed;
+pub mod plan;
+pub mod probe;
+pub mod record;
+pub mod run;
+
+pub use artifacts::{RawArtifact, RawOutput};
+pub use error::{Error, Result};
+pub use outcome::{MarkerSeen, Outcome, RunResult, StreamCapture, Timings};
+pub use parsed::{Diagnostic, ParsedOutput, ProfilerOutput, Severity};
+pub use plan::{
+    CommandSpec, DeclaredOutputs, EndMarker, FilePattern, Graces, Plan, RetryPolicy, StagedFile,
+    Step, Validator,
+};
+pub use probe::{Probe, ProbeError, ProbeOutput, ProbeRequest};
+pub use record::{FlopCounts, KernelRecord, Metric, MetricName, MetricValue, RuleResult};
+pub use run::{ContainerInfo, DeviceInfo, ProfileRun, ProfilerInfo, StepRun};

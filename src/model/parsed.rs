@@ -1,0 +1,69 @@
+//! What a backend's parser makes of raw artifacts: kernel records, diagnostics, session facts.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::artifacts::RawOutput;
+use crate::model::record::KernelRecord;
+
+/// The device the run used, as far as it is known.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_capability: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
+}
+
+/// How bad a diagnostic is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Info,
+    Warning,
+    Error,
+}
+
+/// A classified message from a profiler's output (`ERR_NVGPUCTRPERM`, "no kernels profiled", …).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    /// Stable machine-readable kind, e.g. `counter_permission`, `no_kernels_profiled`.
+    pub kind: String,
+    /// The profiler's own text.
+    pub message: String,
+    /// What to do about it, when polyprof knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    /// The metric it is about (`metric_missing`, `metric_not_available`), as a field rather than
+    /// text inside the message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric: Option<String>,
+}
+
+/// What a backend's parser made of the raw artifacts.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ParsedOutput {
+    pub kernels: Vec<KernelRecord>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diagnostics: Vec<Diagnostic>,
+    /// Facts about the session (tool version, device name, …) when the output carries them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub session: BTreeMap<String, String>,
+    /// The device the output says it ran on, typed (the session facts stay as the tool wrote
+    /// them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<DeviceInfo>,
+}
+
+/// Raw files plus what the parser made of them. Raw files are kept even when parsing fails.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProfilerOutput {
+    pub raw: RawOutput,
+    pub parsed: ParsedOutput,
+    /// Parse failures, each naming the artifact; the raw bytes are still in `raw`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+}

@@ -1,0 +1,202 @@
+//! `ProfileRun`: the versioned document that describes one profiler pass end to end. Written as
+//! `run.json` in the pass's output directory and readable back.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::artifacts::RawArtifact;
+use crate::model::error::{Error, Result};
+use crate::model::outcome::{Outcome, RunResult};
+// The device comes with a parser's output; the run document re-exports it.
+pub use crate::model::parsed::DeviceInfo;
+use crate::model::parsed::Diagnostic;
+use crate::model::plan::Plan;
+use crate::model::record::KernelRecord;
+
+/// Bumped whenever a field changes meaning or is removed.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// File name of the run document inside a run directory.
+pub const RUN_FILE: &str = "run.json";
+
+/// The profiler that produced a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProfilerInfo {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Metric preset, metric group or similar, as a short label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configuration: Option<String>,
+}
+
+/// The container a run went through, when it did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ContainerInfo {
+    pub image: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+}
+
+/// One step of the plan and each attempt made at it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRun {
+    pub name: String,
+    pub attempts: Vec<RunResult>,
+    /// The last attempt was accepted (exit status and validator).
+    pub accepted: bool,
+    /// Why the step was not accepted, when it was not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejection: Option<String>,
+}
+
+/// Everything about one profiler pass: what ran, how it ended, what it produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileRun {
+    pub schema_version: u32,
+    pub polyprof_version: String,
+    /// `<profiler>.<NNN>`, or a caller-chosen label.
+    pub label: String,
+    /// Seconds since the Unix epoch when the pass started.
+    pub started_unix_s: f64,
+    pub target: Vec<String>,
+    pub env_policy: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<ContainerInfo>,
+    pub profiler: ProfilerInfo,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<DeviceInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Plan>,
+    pub steps: Vec<StepRun>,
+    /// The outcome of the main (profiling) step; `None` when nothing could be started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
+    pub output_dir: PathBuf,
+    pub artifacts: Vec<RawArtifact>,
+    pub kernels: Vec<KernelRecord>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diagnostics: Vec<Diagnostic>,
+    /// Facts the profiler reported about its session (tool version, device attributes, …).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub session: std::collections::BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+}
+
+impl ProfileRun {
+    /// An empty run document for `label` in `output_dir`.
+    pub fn new(label: &str, profiler: &str, target: &[String], output_dir: &Path) -> Self {
+        let started_unix_s = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or_default();
+        ProfileRun {
+            schema_version: SCHEMA_VERSION,
+            polyprof_version: env!("CARGO_PKG_VERSION").to_string(),
+            label: label.to_string(),
+            started_unix_s,
+            target: target.to_vec(),
+            env_policy: "inherit".to_string(),
+            container: None,
+            profiler: ProfilerInfo {
+                name: profiler.to_string(),
+                ..Default::default()
+            },
+            device: None,
+            plan: None,
+            steps: Vec::new(),
+            outcome: None,
+            output_dir: output_dir.to_path_buf(),
+            artifacts: Vec::new(),
+            kernels: Vec::new(),
+            diagnostics: Vec::new(),
+            session: Default::default(),
+            warnings: Vec::new(),
+            errors: Vec::new(),
+        }
+    }
+
+    /// True when the main step succeeded and nothing was recorded as an error.
+    pub fn succeeded(&self) -> bool {
+        self.errors.is_empty() && self.outcome.as_ref().is_some_and(Outcome::is_success)
+    }
+
+    /// Write `run.json` into `dir` (atomically: a temporary file, then a rename).
+    pub fn write(&self, dir: &Path) -> Result<PathBuf> {
+        let path = dir.join(RUN_FILE);
+        let tmp = dir.join(format!(".{RUN_FILE}.tmp"));
+        let text = serde_json::to_vec_pretty(self).map_err(|source| Error::Json {
+            context: "run document".to_string(),
+            source,
+        })?;
+        // A full disk must not leave a stray temporary file behind.
+        let cleanup = |e| {
+            let _ = std::fs::remove_file(&tmp);
+            Error::io("write", &path, e)
+        };
+        std::fs::write(&tmp, text).map_err(cleanup)?;
+        std::fs::rename(&tmp, &path).map_err(cleanup)?;
+        Ok(path)
+    }
+
+    /// Read a run back from a run directory or a `run.json` path.
+    pub fn read(path: &Path) -> Result<Self> {
+        let file = if path.is_dir() {
+            path.join(RUN_FILE)
+        } else {
+            path.to_path_buf()
+        };
+        let text = std::fs::read(&file).map_err(|e| Error::io("read run document", &file, e))?;
+        let run: ProfileRun = serde_json::from_slice(&text).map_err(|source| Error::Json {
+            context: file.display().to_string(),
+            source,
+        })?;
+        if run.schema_version > SCHEMA_VERSION {
+            return Err(Error::invalid(
+                "run document",
+                format!(
+                    "{} has schema version {}, this polyprof reads up to {SCHEMA_VERSION}; upgrade polyprof",
+                    file.display(),
+                    run.schema_version
+                ),
+            ));
+        }
+        Ok(run)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_document_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut run = ProfileRun::new(
+            "none.000",
+            "none",
+            &["echo".into(), "(16, 32)".into()],
+            dir.path(),
+        );
+        run.kernels.push(KernelRecord {
+            name: "k".into(),
+            short_name: "k".into(),
+            duration_ns: Some(5.0),
+            ..Default::default()
+        });
+        run.write(dir.path()).unwrap();
+        assert_eq!(ProfileRun::read(dir.path()).unwrap(), run);
+    }
+
+    #[test]
+    fn truncated_run_document_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(RUN_FILE), b"{\"schema_version\": 1, \"lab").unwrap();
+        let err = ProfileRun::read(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("run.json"), "{err}");
+    }
+}

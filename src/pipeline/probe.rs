@@ -1,0 +1,317 @@
+//! The one runner for short commands (version probes, `ncu --query-metrics`, `nvcc` in the demo):
+//! its own process group, stdin from /dev/null, `LC_ALL=C`, stdout and stderr drained by threads
+//! while it runs (a 1 MB metric list cannot fill a pipe and block it), a timeout and a
+//! cancellation token that both stop the whole group and reap it.
+//!
+//! [`HostProbe`] answers a backend's [`Probe`] questions on this machine with it.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::model::probe::{Probe, ProbeError, ProbeOutput, ProbeRequest};
+
+/// How often the runner looks at the child, the clock and the token.
+const POLL: Duration = Duration::from_millis(5);
+
+/// Run `command` to completion, its timeout, or cancellation. Blocking; call it from
+/// `spawn_blocking` in async code.
+pub fn run_probe(
+    command: &ProbeRequest,
+    cancel: &CancellationToken,
+) -> Result<ProbeOutput, ProbeError> {
+    let shown = command.shown();
+    let mut cmd = Command::new(&command.program);
+    cmd.args(&command.args)
+        .env("LC_ALL", "C")
+        .envs(&command.env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let mut child = cmd.spawn().map_err(|e| ProbeError::Spawn {
+        command: shown.clone(),
+        message: e.to_string(),
+    })?;
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let started = Instant::now();
+    let ended = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Ok(status),
+            Ok(None) => {}
+            Err(e) => {
+                break Err(ProbeError::Wait {
+                    command: shown.clone(),
+                    message: e.to_string(),
+                });
+            }
+        }
+        if cancel.is_cancelled() {
+            break Err(ProbeError::Cancelled {
+                command: shown.clone(),
+            });
+        }
+        if started.elapsed() >= command.timeout {
+            break Err(ProbeError::TimedOut {
+                command: shown.clone(),
+                timeout: command.timeout,
+            });
+        }
+        std::thread::sleep(POLL);
+    };
+    let status = match ended {
+        Ok(status) => status,
+        Err(error) => {
+            stop_group(&mut child);
+            // The group is gone, so the pipes close and the drain threads end.
+            let _ = (join(stdout), join(stderr));
+            return Err(error);
+        }
+    };
+    Ok(ProbeOutput {
+        code: status.code(),
+        stdout: join(stdout),
+        stderr: join(stderr),
+    })
+}
+
+/// SIGKILL to the probe's process group (it has its own), then reap the child.
+fn stop_group(child: &mut Child) {
+    #[cfg(unix)]
+    if let Ok(pid) = i32::try_from(child.id()) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn drain(pipe: Option<impl Read + Send + 'static>) -> Option<JoinHandle<Vec<u8>>> {
+    let mut pipe = pipe?;
+    Some(std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        // A read error ends the capture; what was read so far is kept.
+        let _ = pipe.read_to_end(&mut bytes);
+        bytes
+    }))
+}
+
+fn join(handle: Option<JoinHandle<Vec<u8>>>) -> Vec<u8> {
+    handle.and_then(|h| h.join().ok()).unwrap_or_default()
+}
+
+/// Answers [`Probe`] questions on this machine: commands through [`run_probe`], files and
+/// directories read directly.
+#[derive(Debug, Clone, Default)]
+pub struct HostProbe {
+    cancel: CancellationToken,
+}
+
+impl HostProbe {
+    pub fn new() -> Self {
+        HostProbe::default()
+    }
+
+    /// Probes stop (and their process groups are killed) when `cancel` fires.
+    pub fn with_cancel(cancel: CancellationToken) -> Self {
+        HostProbe { cancel }
+    }
+}
+
+impl Probe for HostProbe {
+    fn find_binary(&self, name: &str) -> Option<PathBuf> {
+        which::which(name).ok()
+    }
+
+    fn run(&self, command: &ProbeRequest) -> Result<ProbeOutput, ProbeError> {
+        run_probe(command, &self.cancel)
+    }
+
+    fn read_text(&self, path: &Path) -> Option<String> {
+        std::fs::read_to_string(path).ok()
+    }
+
+    fn write_text(&self, path: &Path, text: &str) -> bool {
+        let Some(dir) = path.parent() else {
+            return false;
+        };
+        if std::fs::create_dir_all(dir).is_err() {
+            return false;
+        }
+        let temporary = path.with_extension("tmp");
+        std::fs::write(&temporary, text).is_ok() && std::fs::rename(&temporary, path).is_ok()
+    }
+
+    fn list_dir(&self, path: &Path) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(path) else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn env_var(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+
+    fn is_root(&self) -> bool {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        unsafe { libc::geteuid() == 0 }
+    }
+
+    fn host_os(&self) -> &str {
+        std::env::consts::OS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str, timeout: Duration) -> ProbeRequest {
+        ProbeRequest::new("/bin/sh", &["-c", script], timeout)
+    }
+
+    #[test]
+    fn output_larger_than_a_pipe_is_drained_while_waiting() {
+        // `ncu --query-metrics` prints ~1 MB; reading only after exit would deadlock.
+        let out = run_probe(
+            &sh("yes abcdefg | head -c 2000000", Duration::from_secs(30)),
+            &CancellationToken::new(),
+        )
+        .unwrap();
+        assert_eq!(out.stdout.len(), 2_000_000);
+        assert!(out.success());
+    }
+
+    #[test]
+    fn timeout_stops_the_whole_group_quickly() {
+        let started = Instant::now();
+        // The grandchild `sleep` holds stdout; only a group kill lets the drain end.
+        let err = run_probe(
+            &sh("sleep 30 & sleep 30", Duration::from_millis(200)),
+            &CancellationToken::new(),
+        )
+        .unwrap_err();
+        assert!(matches!(err, ProbeError::TimedOut { .. }), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn cancellation_is_honoured() {
+        let cancel = CancellationToken::new();
+        let trigger = cancel.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            trigger.cancel();
+        });
+        let started = Instant::now();
+        let err = run_probe(&sh("sleep 30", Duration::from_secs(60)), &cancel).unwrap_err();
+        assert!(matches!(err, ProbeError::Cancelled { .. }), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn exit_code_stderr_and_missing_programs() {
+        let out = run_probe(
+            &sh("echo oops >&2; exit 3", Duration::from_secs(10)),
+            &CancellationToken::new(),
+        )
+        .unwrap();
+        assert_eq!((out.code, out.stderr.as_slice()), (Some(3), &b"oops\n"[..]));
+        let err = run_probe(
+            &ProbeRequest::new("/nonexistent/polyprof-probe", &[], Duration::from_secs(1)),
+            &CancellationToken::new(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("cannot start"), "{err}");
+    }
+
+    #[test]
+    fn read_version_takes_first_line_and_reports_failures() {
+        use crate::profilers::preflight::{VERSION_TIMEOUT, read_version};
+        let probe = HostProbe::new();
+        let sh = probe.find_binary("sh").unwrap();
+        let got = read_version(
+            &probe,
+            &sh,
+            &["-c", "echo; echo ' v1.2 '; echo x"],
+            VERSION_TIMEOUT,
+        );
+        assert_eq!(got.as_deref(), Ok("v1.2"));
+        let err = read_version(
+            &probe,
+            &sh,
+            &["-c", "echo boom >&2; exit 3"],
+            VERSION_TIMEOUT,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("boom") && err.contains('3'), "{err}");
+        let err = read_version(&probe, &sh, &["-c", "true"], VERSION_TIMEOUT)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("printed nothing"), "{err}");
+        let err = read_version(
+            &probe,
+            &sh,
+            &["-c", "exec sleep 30"],
+            Duration::from_millis(200),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("did not answer"), "{err}");
+    }
+
+    #[test]
+    fn sysctl_reads_trim_and_tolerate_missing_files() {
+        use crate::profilers::preflight::read_sysctl;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("paranoid");
+        std::fs::write(&file, "1\n").unwrap();
+        let probe = HostProbe::new();
+        assert_eq!(read_sysctl(&probe, &file).as_deref(), Some("1"));
+        assert_eq!(read_sysctl(&probe, &dir.path().join("missing")), None);
+    }
+
+    #[test]
+    fn ncu_metric_cache_is_written_once_and_reused() {
+        use crate::profilers::ncu::query::catalog_cached;
+        let sample = "Chip gh100\n---- ----\nMetric Name  Metric Type  Metric Unit  Metric Description\n---- ----\ndram__bytes_read   Counter  byte  # of bytes read from DRAM\ngpu__time_duration Counter ns  duration\n";
+        let probe = HostProbe::new();
+        let dir = tempfile::tempdir().unwrap();
+        let first = catalog_cached(
+            &probe,
+            Some(dir.path()),
+            "2025.3.1.0",
+            "NVIDIA H200",
+            || Some(sample.to_string()),
+        )
+        .unwrap();
+        assert!(dir.path().join("2025.3.1.0-NVIDIA_H200.txt").exists());
+        // The second lookup must not query again.
+        let second = catalog_cached(
+            &probe,
+            Some(dir.path()),
+            "2025.3.1.0",
+            "NVIDIA H200",
+            || panic!("queried despite the cache"),
+        )
+        .unwrap();
+        assert_eq!(first, second);
+        // A failed query without cache gives no catalog rather than an empty one.
+        assert!(catalog_cached(&probe, None, "v", "c", || None).is_none());
+    }
+}

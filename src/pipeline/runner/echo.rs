@@ -1,0 +1,364 @@
+//! Best-effort live echo of the command's output. The readers hand over whole lines in large
+//! chunks to a writer thread through a bounded queue; when the destination is slow or stuck (a
+//! pipe nobody reads, a paused pager), chunks are dropped and counted instead of blocking the
+//! supervisor. The logs on disk always have every byte.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{SyncSender, TrySendError};
+use std::time::{Duration, Instant};
+
+/// Bytes that may wait for the writer before chunks are dropped.
+pub const DEFAULT_QUEUE_BYTES: usize = 8 << 20;
+/// How long one offer may wait for room in the queue before the echo starts dropping. Short:
+/// the reader runs on the supervisor's thread, and timers must not wait longer than this.
+const BACKPRESSURE_WAIT: Duration = Duration::from_millis(20);
+/// A partial line longer than this is echoed without waiting for its newline.
+const CARRY_MAX: usize = 64 * 1024;
+
+#[derive(Debug, Default)]
+struct Counters {
+    queued_bytes: AtomicUsize,
+    dropped_bytes: AtomicU64,
+    broken: AtomicBool,
+    /// The writer did not keep up within the wait: drop until the queue drains to half.
+    stalled: AtomicBool,
+}
+
+/// Handle to the echo writer; cheap to clone.
+#[derive(Clone)]
+pub struct Echo {
+    tx: SyncSender<Vec<u8>>,
+    counters: Arc<Counters>,
+    queue_bytes: usize,
+}
+
+impl std::fmt::Debug for Echo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Echo")
+    }
+}
+
+impl Echo {
+    /// An echo onto `out` (polyprof's stderr in the CLI), on a thread of its own.
+    pub fn spawn<W: Write + Send + 'static>(out: W, queue_bytes: usize) -> std::io::Result<Echo> {
+        Echo::spawn_with_status(out, queue_bytes, None)
+    }
+
+    /// The same, with a status line under the echo (for a terminal): elapsed time, `label`,
+    /// and the last line seen, redrawn a few times a second.
+    pub fn spawn_with_status<W: Write + Send + 'static>(
+        mut out: W,
+        queue_bytes: usize,
+        label: Option<String>,
+    ) -> std::io::Result<Echo> {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(1024);
+        let counters = Arc::new(Counters::default());
+        let shared = counters.clone();
+        std::thread::Builder::new()
+            .name("polyprof-echo".into())
+            .spawn(move || {
+                let mut status = label.map(StatusLine::new);
+                loop {
+                    let chunk = match rx.recv_timeout(STATUS_EVERY) {
+                        Ok(chunk) => chunk,
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                            if let Some(status) = &mut status
+                                && !shared.broken.load(Ordering::Relaxed)
+                            {
+                                let _ = status.draw(&mut out);
+                            }
+                            continue;
+                        }
+                        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                    };
+                    if chunk.is_empty() {
+                        // The run is over: take the status line away.
+                        if let Some(status) = &mut status {
+                            let _ = status.clear(&mut out);
+                        }
+                        status = None;
+                        continue;
+                    }
+                    if !shared.broken.load(Ordering::Relaxed) {
+                        let written = match &mut status {
+                            Some(status) => status.write_through(&mut out, &chunk),
+                            None => out.write_all(&chunk),
+                        };
+                        if written.is_err() {
+                            // A closed stderr: stop echoing, quietly; the logs have everything.
+                            shared.broken.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    shared
+                        .queued_bytes
+                        .fetch_sub(chunk.len(), Ordering::Relaxed);
+                }
+            })?;
+        Ok(Echo {
+            tx,
+            counters,
+            queue_bytes,
+        })
+    }
+
+    /// Hand `bytes` to the writer. When the queue is full, wait for the writer a little (a
+    /// file or a terminal that is merely slower than the child keeps every byte); once it did
+    /// not keep up within that wait, drop and count until the queue has drained to half, so a
+    /// stuck destination costs one short wait, not one per chunk.
+    pub fn offer(&self, bytes: &[u8]) {
+        if bytes.is_empty() || self.counters.broken.load(Ordering::Relaxed) {
+            return;
+        }
+        let queued = || self.counters.queued_bytes.load(Ordering::Relaxed);
+        if self.counters.stalled.load(Ordering::Relaxed) {
+            if queued() > self.queue_bytes / 2 {
+                return self.drop_bytes(bytes.len());
+            }
+            self.counters.stalled.store(false, Ordering::Relaxed);
+        }
+        let mut waited_since: Option<Instant> = None;
+        let mut chunk = bytes.to_vec();
+        loop {
+            if queued() + chunk.len() <= self.queue_bytes {
+                self.counters
+                    .queued_bytes
+                    .fetch_add(chunk.len(), Ordering::Relaxed);
+                match self.tx.try_send(chunk) {
+                    Ok(()) => return,
+                    Err(TrySendError::Full(back)) => {
+                        self.counters
+                            .queued_bytes
+                            .fetch_sub(back.len(), Ordering::Relaxed);
+                        chunk = back;
+                    }
+                    Err(TrySendError::Disconnected(back)) => {
+                        self.counters
+                            .queued_bytes
+                            .fetch_sub(back.len(), Ordering::Relaxed);
+                        return self.drop_bytes(back.len());
+                    }
+                }
+            }
+            let since = *waited_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= BACKPRESSURE_WAIT {
+                self.counters.stalled.store(true, Ordering::Relaxed);
+                return self.drop_bytes(chunk.len());
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
+    fn drop_bytes(&self, n: usize) {
+        self.counters
+            .dropped_bytes
+            .fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// Bytes that were not echoed because the destination did not keep up.
+    pub fn dropped_bytes(&self) -> u64 {
+        self.counters.dropped_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Remove the status line (if any) once what is queued has been written.
+    pub fn end_status(&self) {
+        let _ = self.tx.try_send(Vec::new());
+    }
+
+    /// Wait until the writer has caught up, at most `limit` (a stuck destination is not waited
+    /// for). True when everything queued was written.
+    pub fn flush(&self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        while self.counters.queued_bytes.load(Ordering::Relaxed) > 0 {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
+    }
+}
+
+/// How often the status line is redrawn when nothing else is written.
+const STATUS_EVERY: Duration = Duration::from_millis(250);
+/// Characters of the last line shown in the status line.
+const STATUS_LINE_CHARS: usize = 60;
+
+/// A one-line status under the echo on a terminal: `[12.3 s] label · last line`.
+struct StatusLine {
+    start: Instant,
+    label: String,
+    last: String,
+    shown: bool,
+}
+
+impl StatusLine {
+    fn new(label: String) -> Self {
+        StatusLine {
+            start: Instant::now(),
+            label,
+            last: String::new(),
+            shown: false,
+        }
+    }
+
+    fn clear(&mut self, out: &mut impl Write) -> std::io::Result<()> {
+        if self.shown {
+            // Carriage return, then erase the line (ANSI EL).
+            out.write_all(b"\r\x1b[2K")?;
+            out.flush()?;
+            self.shown = false;
+        }
+        Ok(())
+    }
+
+    fn draw(&mut self, out: &mut impl Write) -> std::io::Result<()> {
+        let text = format!(
+            "\r\x1b[2K[{:.1} s] {}{}{}",
+            self.start.elapsed().as_secs_f64(),
+            self.label,
+            if self.last.is_empty() { "" } else { " · " },
+            self.last
+        );
+        out.write_all(text.as_bytes())?;
+        out.flush()?;
+        self.shown = true;
+        Ok(())
+    }
+
+    /// Echo `chunk` above the status line and remember its last line.
+    fn write_through(&mut self, out: &mut impl Write, chunk: &[u8]) -> std::io::Result<()> {
+        self.clear(out)?;
+        out.write_all(chunk)?;
+        let body = chunk.strip_suffix(b"\n").unwrap_or(chunk);
+        let last = body.rsplit(|&b| b == b'\n').next().unwrap_or_default();
+        let last = last.rsplit(|&b| b == b'\r').next().unwrap_or_default();
+        self.last = String::from_utf8_lossy(last)
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(STATUS_LINE_CHARS)
+            .collect();
+        self.draw(out)
+    }
+}
+
+/// One stream's side of the echo: passes on whole lines so the two streams do not interleave
+/// in the middle of a line.
+#[derive(Debug)]
+pub struct EchoStream {
+    echo: Echo,
+    carry: Vec<u8>,
+}
+
+impl EchoStream {
+    pub fn new(echo: Echo) -> Self {
+        EchoStream {
+            echo,
+            carry: Vec::new(),
+        }
+    }
+
+    pub fn feed(&mut self, chunk: &[u8]) {
+        match chunk.iter().rposition(|&b| b == b'\n') {
+            Some(last) => {
+                let mut whole = &chunk[..=last];
+                if !self.carry.is_empty() {
+                    // Finish the carried line with a small copy; the rest goes as it is.
+                    let first = whole.iter().position(|&b| b == b'\n').unwrap_or(last);
+                    self.carry.extend_from_slice(&whole[..=first]);
+                    self.echo.offer(&self.carry);
+                    self.carry.clear();
+                    whole = &whole[first + 1..];
+                }
+                self.echo.offer(whole);
+                self.carry.extend_from_slice(&chunk[last + 1..]);
+            }
+            None => self.carry.extend_from_slice(chunk),
+        }
+        if self.carry.len() > CARRY_MAX {
+            self.echo.offer(&self.carry);
+            self.carry.clear();
+        }
+    }
+
+    /// The stream ended: echo a last line that had no newline, with one.
+    pub fn finish(mut self) {
+        if !self.carry.is_empty() {
+            self.carry.push(b'\n');
+            self.echo.offer(&self.carry);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    #[derive(Clone, Default)]
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+    impl Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A writer that never returns until released: a pipe nobody reads.
+    struct Stuck(std::sync::mpsc::Receiver<()>);
+    impl Write for Stuck {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let _ = self.0.recv();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn whole_lines_pass_and_the_last_partial_line_gets_a_newline() {
+        let sink = Sink::default();
+        let echo = Echo::spawn(sink.clone(), 1 << 20).unwrap();
+        let mut stream = EchoStream::new(echo.clone());
+        for chunk in [&b"ab"[..], b"c\nde", b"f\n", b"tail"] {
+            stream.feed(chunk);
+        }
+        stream.finish();
+        assert!(echo.flush(Duration::from_secs(5)));
+        assert_eq!(&*sink.0.lock().unwrap(), b"abc\ndef\ntail\n");
+        assert_eq!(echo.dropped_bytes(), 0);
+    }
+
+    #[test]
+    fn the_status_line_is_drawn_under_the_echo_and_removed_at_the_end() {
+        let sink = Sink::default();
+        let echo = Echo::spawn_with_status(sink.clone(), 1 << 20, Some("run".into())).unwrap();
+        echo.offer(b"one\ntwo\n");
+        echo.end_status();
+        assert!(echo.flush(Duration::from_secs(5)));
+        std::thread::sleep(Duration::from_millis(50));
+        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        assert!(text.starts_with("one\ntwo\n"), "{text:?}");
+        assert!(text.contains("run · two"), "{text:?}");
+        assert!(text.ends_with("\r\x1b[2K"), "{text:?}");
+    }
+
+    #[test]
+    fn a_stuck_destination_drops_and_counts_instead_of_blocking() {
+        let (release, wait) = std::sync::mpsc::channel();
+        let echo = Echo::spawn(Stuck(wait), 1000).unwrap();
+        let started = Instant::now();
+        for _ in 0..10_000 {
+            echo.offer(&[b'x'; 100]);
+        }
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(echo.dropped_bytes() >= 10_000 * 100 - 1100);
+        assert!(!echo.flush(Duration::from_millis(10)));
+        drop(release);
+    }
+}

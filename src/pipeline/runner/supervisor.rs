@@ -1,0 +1,382 @@
+//! The tiny supervising process: polyprof re-executes itself in a hidden mode as the direct child
+//! of the runner, and that process starts the command. It is a child subreaper, so whatever the
+//! command forks and orphans (double forks, daemons that call setsid and close their fds) comes
+//! back to it; when the command exits it gives the rest the leak timeout, kills what is left,
+//! and reports to the runner on fd 3 what it killed and how each process escaped. It gets a
+//! parent-death signal, so a polyprof killed with SIGKILL still takes the whole tree with it.
+//!
+//! Synchronous and small on purpose: no async runtime, started and gone in about a millisecond.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::fd::FromRawFd;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::tree;
+use crate::model::outcome::{Escape, KilledProcess};
+
+/// argv[1] that selects the hidden mode.
+pub const HIDDEN_MODE: &str = "__polyprof-supervise";
+/// The descriptor the report is written to.
+pub const REPORT_FD: i32 = 3;
+/// The signal that tells the supervisor to kill everything now; also its parent-death signal.
+pub const KILL_NOW: libc::c_int = libc::SIGUSR1;
+/// At most this many killed processes are listed.
+const KILLED_LISTED: usize = 200;
+/// Bound on the final kill-and-reap loop (a fork bomb must not keep the supervisor forever).
+const KILL_LOOP_LIMIT: Duration = Duration::from_secs(5);
+
+/// How the command ended, as the supervisor saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChildStatus {
+    Exited(i32),
+    Signalled(i32),
+}
+
+/// What the supervisor tells the runner when it is done.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Report {
+    /// None: the command was killed by the supervisor before it exited (a forced stop), or
+    /// could not be started.
+    pub status: Option<ChildStatus>,
+    /// The command could not be started: the message and the OS error number.
+    pub spawn_error: Option<(String, Option<i32>)>,
+    pub killed: Vec<KilledProcess>,
+    /// More processes were killed than are listed.
+    pub killed_unlisted: u64,
+}
+
+/// The argv that runs `command` under the supervisor.
+pub fn wrap_argv(
+    exe: &std::path::Path,
+    parent: u32,
+    leak_timeout: Duration,
+    command: &[OsString],
+) -> Vec<OsString> {
+    let mut argv = vec![
+        exe.as_os_str().to_owned(),
+        HIDDEN_MODE.into(),
+        parent.to_string().into(),
+        leak_timeout.as_millis().to_string().into(),
+        "--".into(),
+    ];
+    argv.extend(command.iter().cloned());
+    argv
+}
+
+/// If this process was started as a supervisor, act as one and exit; otherwise return. Call it
+/// first thing in `main` of any binary that runs commands with [`super::options::Tracking`]'s
+/// supervisor mode.
+pub fn run_if_requested() {
+    let mut args = std::env::args_os();
+    if args.nth(1).as_deref() != Some(std::ffi::OsStr::new(HIDDEN_MODE)) {
+        return;
+    }
+    let rest: Vec<OsString> = args.collect();
+    std::process::exit(main(&rest));
+}
+
+fn main(args: &[OsString]) -> i32 {
+    let parse = |i: usize| args.get(i).and_then(|a| a.to_str()?.parse::<u64>().ok());
+    let (Some(parent), Some(leak_ms)) = (parse(0), parse(1)) else {
+        let _ = writeln!(
+            std::io::stderr(),
+            "polyprof: {HIDDEN_MODE} is internal: PARENT_PID LEAK_MS -- CMD…"
+        );
+        return 2;
+    };
+    let command = match args.get(2) {
+        Some(sep) if sep == "--" => &args[3..],
+        _ => &args[2..],
+    };
+    supervise(parent as i32, Duration::from_millis(leak_ms), command)
+}
+
+fn signal_set() -> libc::sigset_t {
+    // SAFETY: sigemptyset/sigaddset initialise and fill a local set.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for sig in [
+            libc::SIGCHLD,
+            KILL_NOW,
+            libc::SIGTERM,
+            libc::SIGINT,
+            libc::SIGHUP,
+        ] {
+            libc::sigaddset(&mut set, sig);
+        }
+        set
+    }
+}
+
+/// The next blocked signal, or None after `timeout`.
+fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<libc::c_int> {
+    let spec = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: the set is initialised; info is written by the kernel.
+    let sig = unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        libc::sigtimedwait(set, &mut info, &spec)
+    };
+    (sig > 0).then_some(sig)
+}
+
+/// Reap every child that has exited; remember the command's status.
+fn reap(command: i32, status: &mut Option<ChildStatus>) {
+    loop {
+        let mut raw = 0;
+        // SAFETY: waitpid with a valid out-pointer.
+        let pid = unsafe { libc::waitpid(-1, &mut raw, libc::WNOHANG) };
+        if pid <= 0 {
+            return;
+        }
+        if pid == command {
+            *status = Some(if libc::WIFEXITED(raw) {
+                ChildStatus::Exited(libc::WEXITSTATUS(raw))
+            } else {
+                ChildStatus::Signalled(libc::WTERMSIG(raw))
+            });
+        }
+    }
+}
+
+struct Me {
+    pid: i32,
+    group: i32,
+    session: i32,
+}
+
+fn supervise(parent: i32, leak_timeout: Duration, command: &[OsString]) -> i32 {
+    let set = signal_set();
+    // SAFETY: plain syscalls on this single-threaded process.
+    let me = unsafe {
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        libc::prctl(libc::PR_SET_PDEATHSIG, KILL_NOW, 0, 0, 0);
+        Me {
+            pid: libc::getpid(),
+            group: libc::getpgrp(),
+            session: libc::getsid(0),
+        }
+    };
+    // SAFETY: fcntl on a descriptor number; failure only means there is no report channel.
+    let report_fd = unsafe {
+        (libc::fcntl(REPORT_FD, libc::F_SETFD, libc::FD_CLOEXEC) == 0)
+            .then(|| std::fs::File::from_raw_fd(REPORT_FD))
+    };
+    let parent_alive = || unsafe { libc::getppid() } == parent;
+    let mut report = Report::default();
+    let Some((program, rest)) = command.split_first() else {
+        report.spawn_error = Some(("the command is empty".into(), None));
+        return finish(report_fd, &report, 127);
+    };
+    if !parent_alive() {
+        return 1;
+    }
+    let mut command = std::process::Command::new(program);
+    command.args(rest);
+    // The signals this process blocks must not stay blocked in the command (std keeps the mask
+    // it inherits).
+    // SAFETY: only sigemptyset and pthread_sigmask (async-signal-safe) between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+            let mut empty: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut empty);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+            Ok(())
+        });
+    }
+    let child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            let errno = e.raw_os_error();
+            report.spawn_error = Some((e.to_string(), errno));
+            let code = if errno == Some(libc::ENOENT) {
+                127
+            } else {
+                126
+            };
+            return finish(report_fd, &report, code);
+        }
+    };
+    let command_pid = child.id() as i32;
+    drop(child);
+
+    let mut kill_now = false;
+    while report.status.is_none() && !kill_now {
+        match wait_signal(&set, Duration::from_secs(1)) {
+            Some(libc::SIGCHLD) => reap(command_pid, &mut report.status),
+            Some(KILL_NOW) => kill_now = true,
+            // The runner signals the whole group, which includes the command; only a command
+            // that moved out of the group needs the signal passed on.
+            Some(sig) => forward(command_pid, &me, sig),
+            None => {
+                reap(command_pid, &mut report.status);
+                kill_now = !parent_alive();
+            }
+        }
+    }
+    if !kill_now {
+        let deadline = Instant::now() + leak_timeout;
+        loop {
+            reap(command_pid, &mut report.status);
+            let live = tree::descendants_of(me.pid).iter().any(|p| !p.zombie);
+            let left = deadline.saturating_duration_since(Instant::now());
+            if !live || left.is_zero() {
+                break;
+            }
+            if wait_signal(&set, left.min(Duration::from_millis(5))) == Some(KILL_NOW) {
+                break;
+            }
+        }
+    }
+    kill_all(&me, command_pid, &mut report);
+    let code = match report.status {
+        Some(ChildStatus::Exited(code)) => code,
+        Some(ChildStatus::Signalled(sig)) => 128 + sig,
+        None => 128 + libc::SIGKILL,
+    };
+    finish(report_fd, &report, code)
+}
+
+fn forward(command: i32, me: &Me, sig: libc::c_int) {
+    // SAFETY: getpgid/kill on the command's pid, which this process has not reaped yet.
+    unsafe {
+        if libc::getpgid(command) != me.group {
+            libc::kill(command, sig);
+        }
+    }
+}
+
+/// SIGKILL every descendant, list the ones other than the command, and reap until none is left.
+fn kill_all(me: &Me, command: i32, report: &mut Report) {
+    let started = Instant::now();
+    let mut listed = std::collections::BTreeSet::new();
+    loop {
+        reap(command, &mut report.status);
+        let below = tree::descendants_of(me.pid);
+        let live: Vec<_> = below.iter().filter(|p| !p.zombie).collect();
+        if live.is_empty() {
+            if below.is_empty() || started.elapsed() > KILL_LOOP_LIMIT {
+                return;
+            }
+            // Zombies whose parents are still being killed: wait for them to come back here.
+            std::thread::sleep(Duration::from_millis(1));
+            continue;
+        }
+        for proc in &live {
+            if proc.pid != command && listed.insert(proc.pid) {
+                if report.killed.len() < KILLED_LISTED {
+                    let escaped = tree::classify(proc, me.group, me.session, me.pid);
+                    report.killed.push(tree::describe(proc, escaped));
+                } else {
+                    report.killed_unlisted += 1;
+                }
+            }
+            // SAFETY: kill on a pid just read below this process.
+            unsafe {
+                libc::kill(proc.pid, libc::SIGKILL);
+            }
+        }
+        if started.elapsed() > KILL_LOOP_LIMIT {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn finish(report_fd: Option<std::fs::File>, report: &Report, code: i32) -> i32 {
+    if let Some(mut fd) = report_fd
+        && let Ok(bytes) = serde_json::to_vec(report)
+    {
+        let _ = fd.write_all(&bytes);
+    }
+    code
+}
+
+/// Read the supervisor's report from the read end of its pipe after it exited.
+pub fn read_report(fd: std::os::fd::OwnedFd) -> Option<Report> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    let mut file = std::fs::File::from(fd);
+    // The writer has exited, so this ends at EOF unless a stray process kept the write end: the
+    // descriptor is non-blocking, so that case ends at "would block" instead of hanging.
+    let mut buf = [0u8; 64 * 1024];
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => bytes.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// The description of a killed process for a warning: `pid 123 (sleep 100): left the session`.
+pub fn describe_killed(killed: &[KilledProcess]) -> String {
+    killed
+        .iter()
+        .map(|k| {
+            let argv = k.argv.join(" ");
+            let argv = if argv.is_empty() { "?".into() } else { argv };
+            format!("pid {} ({argv}): {}", k.pid, k.escaped)
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// An escape counts as a leak of the group (for `leaked`) only if the process was not simply
+/// still in the group; all of them were killed either way.
+pub fn any_escaped(killed: &[KilledProcess]) -> bool {
+    killed.iter().any(|k| k.escaped != Escape::InGroup)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrap_argv_keeps_the_command_verbatim() {
+        use std::os::unix::ffi::OsStringExt;
+        let odd = OsString::from_vec(vec![b'a', 0xff, b'b']);
+        let argv = wrap_argv(
+            std::path::Path::new("/bin/polyprof"),
+            7,
+            Duration::from_millis(250),
+            &["prog".into(), odd.clone()],
+        );
+        assert_eq!(argv[1], HIDDEN_MODE);
+        assert_eq!(argv[2], "7");
+        assert_eq!(argv[3], "250");
+        assert_eq!(argv[4], "--");
+        assert_eq!(argv[6], odd);
+    }
+
+    #[test]
+    fn report_round_trips() {
+        let report = Report {
+            status: Some(ChildStatus::Signalled(9)),
+            spawn_error: None,
+            killed: vec![KilledProcess {
+                pid: 5,
+                argv: vec!["sleep".into(), "9".into()],
+                escaped: Escape::NewSession,
+            }],
+            killed_unlisted: 0,
+        };
+        let bytes = serde_json::to_vec(&report).unwrap();
+        assert_eq!(serde_json::from_slice::<Report>(&bytes).unwrap(), report);
+        assert!(any_escaped(&report.killed));
+        assert_eq!(
+            describe_killed(&report.killed),
+            "pid 5 (sleep 9): left the session (setsid)"
+        );
+    }
+}

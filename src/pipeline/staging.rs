@@ -1,0 +1,78 @@
+//! Getting an output directory ready before a run: created, free of a previous run's output
+//! (which could be mistaken for this run's), and holding the files the plan stages.
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::model::plan::StagedFile;
+
+/// Create `dir` and refuse to proceed when it already holds an entry that `stale` matches: a
+/// previous run's output would otherwise be read (or reported on) as this run's.
+pub async fn ensure_fresh(profiler: &str, dir: &Path, stale: impl Fn(&str) -> bool) -> Result<()> {
+    tokio::fs::create_dir_all(dir)
+        .await
+        .map_err(|e| Error::io("create output directory", dir, e))?;
+    let mut entries = tokio::fs::read_dir(dir)
+        .await
+        .map_err(|e| Error::io("list output directory", dir, e))?;
+    let mut found = Vec::new();
+    while let Some(entry) = entries
+        .next_entry()
+        .await
+        .map_err(|e| Error::io("list output directory", dir, e))?
+    {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if stale(&name) {
+            found.push(name);
+        }
+    }
+    if found.is_empty() {
+        return Ok(());
+    }
+    found.sort();
+    Err(Error::invalid(
+        "output directory",
+        format!(
+            "{profiler}: `{}` already holds output of an earlier run ({}); use a fresh output \
+             directory or remove those files",
+            dir.display(),
+            found.join(", ")
+        ),
+    ))
+}
+
+/// Write each staged file into `dir` (which exists).
+pub async fn stage_files(dir: &Path, files: &[StagedFile]) -> Result<()> {
+    for file in files {
+        let path = dir.join(&file.name);
+        tokio::fs::write(&path, &file.content)
+            .await
+            .map_err(|e| Error::io("stage file", &path, e))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn ensure_fresh_creates_and_refuses_stale_files() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("out");
+        ensure_fresh("unitrace", &dir, |n| n.starts_with("trace."))
+            .await
+            .unwrap();
+        assert!(dir.is_dir());
+        std::fs::write(dir.join("other.log"), "x").unwrap();
+        ensure_fresh("unitrace", &dir, |n| n.starts_with("trace."))
+            .await
+            .unwrap();
+        std::fs::write(dir.join("trace.metrics.12"), "x").unwrap();
+        let err = ensure_fresh("unitrace", &dir, |n| n.starts_with("trace."))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("trace.metrics.12"), "{err}");
+    }
+}

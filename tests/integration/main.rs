@@ -1,0 +1,39 @@
+//! Every integration test in one binary, so the build links once (ripgrep's and nextest's
+//! layout): one module per area's test file, their shared helpers in `support`.
+//! Run one file's tests with `cargo test --test integration <file>::`.
+
+mod support;
+
+mod container_engine;
+mod container_library;
+mod demo;
+mod foundation_cli;
+mod foundation_quote;
+mod foundation_selection;
+mod ncu_cli;
+mod ncu_details_page;
+mod ncu_diagnostics;
+mod ncu_fixture_inventory;
+mod ncu_plan;
+mod ncu_proptest;
+mod ncu_raw_page;
+mod ncu_session_and_discovery;
+mod ncu_static_lane;
+mod report_chrome;
+mod report_diff;
+mod report_exports;
+mod report_fixtures;
+mod report_hatchet;
+mod report_table;
+mod runner_concurrency;
+mod runner_env;
+mod runner_executor;
+mod runner_hardening_cli;
+mod runner_hardening_io;
+mod runner_hardening_tree;
+mod runner_markers;
+mod runner_output;
+mod runner_pytest;
+mod runner_timeouts;
+mod seam_quote_shell;
+mod seam_registry;

@@ -1,0 +1,114 @@
+//! `polyprof parse` and `polyprof occupancy` driven through the real binary.
+
+use crate::support::fixture;
+use assert_cmd::Command;
+
+fn polyprof() -> Command {
+    Command::cargo_bin("polyprof").unwrap()
+}
+
+#[test]
+fn parse_json_of_two_processes() {
+    let output = polyprof()
+        .args(["parse", "--profiler", "ncu", "--json"])
+        .arg(fixture("ncu-h200/pytest_xdist_two_processes.stdout"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let kernels = doc["kernels"].as_array().unwrap();
+    assert_eq!(kernels.len(), 21);
+    assert_eq!(kernels[18]["process_id"], 2752);
+    assert_eq!(kernels[20]["duration_ns"], 342_944.0);
+    assert_eq!(doc["diagnostics"][0]["kind"], "unlocked_clocks");
+}
+
+#[test]
+fn parse_table_with_selected_metrics_and_merged_files() {
+    let output = polyprof()
+        .args(["parse", "--metrics", "launch__occupancy_limit_registers"])
+        .arg(fixture("ncu-h200/raw_page.stdout"))
+        .arg(fixture("ncu-h200/import_session_page.stdout"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let table = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        table.contains("matmul_tiled<32>") && table.contains("59.74"),
+        "{table}"
+    );
+    assert!(table.contains("launch__occupancy_limit_registers") && table.contains("2 block"));
+}
+
+#[test]
+fn parse_exit_codes() {
+    // ncu reported an error: parsed, exit 1, the error on stderr.
+    let output = polyprof()
+        .arg("parse")
+        .arg(fixture("ncu-h200/missing_binary.stdout"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("missing_binary"));
+    // A requested metric absent from the output is an error naming it.
+    let output = polyprof()
+        .args(["parse", "--json", "--metrics", "dram__bytes_nope.sum"])
+        .arg(fixture("ncu-h200/raw_page.stdout"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("dram__bytes_nope.sum"));
+    // Unreadable file: usage error naming it.
+    let output = polyprof()
+        .args(["parse", "/no/such/ncu.log"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("/no/such/ncu.log"));
+}
+
+#[test]
+fn occupancy_json_matches_ncu_for_matmul_tiled() {
+    let output = polyprof()
+        .args([
+            "occupancy",
+            "--cc",
+            "9.0",
+            "--regs",
+            "32",
+            "--shared",
+            "8192",
+            "--block",
+            "1024",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    // ncu on the H200: registers 2, warps 2, shared 3, blocks 32; 100 % theoretical.
+    assert_eq!(doc["limit_registers"], 2);
+    assert_eq!(doc["limit_warps"], 2);
+    assert_eq!(doc["limit_shared_mem"], 3);
+    assert_eq!(doc["limit_blocks"], 32);
+    assert_eq!(doc["occupancy_pct"], 100.0);
+    let bad = polyprof()
+        .args([
+            "occupancy",
+            "--cc",
+            "12.0",
+            "--regs",
+            "32",
+            "--block",
+            "128",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("7.0"));
+}

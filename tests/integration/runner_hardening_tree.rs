@@ -1,0 +1,141 @@
+//! No process left behind: descendants that leave the group, daemons with closed fds, and a
+//! polyprof that is itself SIGKILLed. Through the real binary and real processes.
+
+use crate::support::runner as runner_support;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use polyprof::pipeline::outcome::{Escape, Outcome};
+use runner_support::{Fixture, assert_no_survivors, program, run};
+
+fn recorded_pids(fx: &Fixture, want: usize) -> Vec<i32> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = std::fs::read_to_string(&fx.pidfile).unwrap_or_default();
+        let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+        if pids.len() >= want {
+            return pids;
+        }
+        assert!(Instant::now() < deadline, "the fixture recorded {pids:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_descendant_that_calls_setsid_is_killed_and_named() {
+    let fx = Fixture::new();
+    let ran = run(&fx, &[], &["sh", &program("setsid_holds_pipe.sh")]);
+    let attempt = ran.attempt();
+    assert_eq!(attempt.outcome, Outcome::Exited { code: 0 });
+    assert!(attempt.leaked);
+    let pids = recorded_pids(&fx, 2);
+    let killed = &attempt.killed;
+    assert_eq!(killed.len(), 1, "{killed:?}");
+    assert_eq!(killed[0].pid, pids[1]);
+    assert_eq!(killed[0].escaped, Escape::NewSession);
+    assert_eq!(killed[0].argv, ["sleep", "1000"]);
+    let warning = ran
+        .run
+        .warnings
+        .iter()
+        .find(|w| w.contains("outlived the leader"))
+        .expect("a leak warning");
+    assert!(warning.contains(&format!("pid {}", pids[1])), "{warning}");
+    assert!(warning.contains("setsid"), "{warning}");
+    assert_no_survivors(&fx);
+}
+
+#[test]
+fn a_daemon_with_closed_fds_and_a_double_fork_is_found_and_killed() {
+    let fx = Fixture::new();
+    let ran = run(&fx, &[], &["sh", &program("daemonizes.sh")]);
+    let attempt = ran.attempt();
+    assert_eq!(attempt.outcome, Outcome::Exited { code: 0 });
+    assert!(attempt.leaked, "{:?}", ran.run.warnings);
+    let pids = recorded_pids(&fx, 2);
+    assert!(
+        attempt
+            .killed
+            .iter()
+            .any(|k| k.pid == pids[1] && k.escaped == Escape::NewSession),
+        "{:?}",
+        attempt.killed
+    );
+    assert_no_survivors(&fx);
+}
+
+#[test]
+fn group_tracking_is_still_available_and_keeps_the_group_floor() {
+    let fx = Fixture::new();
+    let ran = run(
+        &fx,
+        &["--tracking", "group"],
+        &["sh", &program("leaks_grandchild.sh")],
+    );
+    let attempt = ran.attempt();
+    assert!(attempt.leaked);
+    assert_eq!(attempt.killed.len(), 1, "{:?}", attempt.killed);
+    assert_eq!(attempt.killed[0].escaped, Escape::InGroup);
+    assert_no_survivors(&fx);
+}
+
+#[test]
+fn sigkill_of_polyprof_takes_the_whole_tree_with_it() {
+    let fx = Fixture::new();
+    let script = r#"echo $$ >> "$PIDFILE"
+sleep 1000 & echo $! >> "$PIDFILE"
+setsid sleep 1001 & echo $! >> "$PIDFILE"
+wait"#;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_polyprof"))
+        .args(["run", "-q", "--output-dir"])
+        .arg(fx.out())
+        .args(["--", "sh", "-c", script])
+        .env("PIDFILE", &fx.pidfile)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pids = recorded_pids(&fx, 3);
+    // Let the setsid'd sleep get past setsid (its pid is recorded before it execs).
+    std::thread::sleep(Duration::from_millis(200));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(pids.len(), 3);
+    assert_no_survivors(&fx);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_library_run_dropped_midway_still_kills_what_left_the_group() {
+    use polyprof::pipeline::runner::Tracking;
+    use polyprof::pipeline::{RunOptions, run_command};
+    use polyprof::profilers::CommandSpec;
+    let fx = Fixture::new();
+    let script = format!(
+        r#"echo $$ >> '{0}'; setsid sh -c 'echo $$ >> "{0}"; exec sleep 1000' & wait"#,
+        fx.pidfile.display()
+    );
+    let spec = CommandSpec::new(vec!["sh".into(), "-c".into(), script]);
+    let opts = RunOptions {
+        tracking: Tracking::Supervisor {
+            exe: env!("CARGO_BIN_EXE_polyprof-supervise").into(),
+        },
+        ..RunOptions::default()
+    };
+    let mut run = Box::pin(run_command(&spec, &opts));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        tokio::select! {
+            _ = &mut run => panic!("the run ended by itself"),
+            _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+        }
+        let text = std::fs::read_to_string(&fx.pidfile).unwrap_or_default();
+        if text.lines().count() >= 2 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the fixture never started");
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    drop(run);
+    assert_no_survivors(&fx);
+}

@@ -1,0 +1,37 @@
+//! Shared by every integration test: paths of fixtures and scripts, the polyprof binary, and
+//! what this machine's python3 can import. Helpers of one area live in its submodule.
+
+pub mod alone;
+pub mod container;
+pub mod ncu;
+pub mod runner;
+
+use std::path::{Path, PathBuf};
+
+/// `tests/fixtures/<path>`, e.g. `ncu-h200/raw_page.stdout` or `runs/h200-baseline`.
+pub fn fixture(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(path)
+}
+
+pub fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scripts")
+        .join(name)
+}
+
+pub fn polyprof() -> assert_cmd::Command {
+    assert_cmd::Command::new(env!("CARGO_BIN_EXE_polyprof"))
+}
+
+/// The sum of the baseline's four real kernel durations, ns (58,784 + 415,840 + 247,136 + 60,448).
+pub const BASELINE_GPU_NS: f64 = 782_208.0;
+
+/// True when `python3 -c 'import <module>'` works here.
+pub fn python_has(module: &str) -> bool {
+    std::process::Command::new("python3")
+        .args(["-c", &format!("import {module}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
