@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use polyprof::pipeline::ExecutionTarget;
 use polyprof::pipeline::container::{
-    BindMount, ContainerJob, ContainerLimits, Engine, GpuRequest, prune,
+    BindMount, ContainerJob, ContainerLimits, Engine, GpuRequest, OutputTransfer, prune,
 };
 
 #[derive(Debug, Clone, clap::Args)]
@@ -35,6 +35,10 @@ pub struct ContainerArgs {
     /// Working directory inside the container [default: the output directory].
     #[arg(long, value_name = "PATH", requires = "container")]
     pub workdir: Option<PathBuf>,
+    /// Do not bind the output directory: copy the output files out of the container when it
+    /// ends (an engine that cannot see this machine's paths). The user defaults to the image's.
+    #[arg(long, requires = "container")]
+    pub copy_output: bool,
     /// Most processes and threads in the container.
     #[arg(long, value_name = "N", default_value_t = 4096)]
     pub pids_limit: i64,
@@ -57,10 +61,16 @@ impl ContainerArgs {
         job.gpus = self.gpus.clone();
         job.mounts = self.mounts.clone();
         job.network = self.network.clone();
-        job.user = Some(match &self.user {
-            Some(user) => user.clone(),
-            None => polyprof::pipeline::container::job::caller_user(),
-        });
+        // Copied-out files become the caller's anyway; the unbound directory the engine
+        // creates belongs to the image's user, so only that user can write it.
+        job.user = match (&self.user, self.copy_output) {
+            (Some(user), _) => Some(user.clone()),
+            (None, true) => None,
+            (None, false) => Some(polyprof::pipeline::container::job::caller_user()),
+        };
+        if self.copy_output {
+            job.output = OutputTransfer::Copy;
+        }
         job.capabilities = self.capabilities.clone();
         job.devices = self.devices.clone();
         job.workdir = self.workdir.clone();

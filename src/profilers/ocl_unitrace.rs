@@ -73,6 +73,7 @@ impl Backend for OclUnitrace {
             profiler: self.name().into(),
             target: target.to_vec(),
             outputs: Default::default(),
+            capabilities: Vec::new(),
             steps: vec![step],
         })
     }

@@ -323,3 +323,26 @@ fn prune_removes_containers_of_a_dead_polyprof_only() {
     // Removed by this prune, or by a concurrent test's `run --container`, which reaps on start.
     assert_removed(&orphan);
 }
+
+#[test]
+fn copy_output_brings_the_files_back_without_a_bind_mount() {
+    let dir = tempdir();
+    let out = out_dir(&dir);
+    let ran = run(
+        &out,
+        &["--copy-output"],
+        &[
+            "sh",
+            "-c",
+            "echo copied > result.txt; grep -c \" $PWD \" /proc/mounts || true",
+        ],
+    );
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert_eq!(
+        std::fs::read_to_string(out.join("result.txt")).unwrap(),
+        "copied\n"
+    );
+    // Nothing is mounted at the output directory inside.
+    assert_eq!(ran.attempt().stdout.head, ["0"]);
+    assert_removed(&ran.container_id());
+}

@@ -8,6 +8,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use super::error::ContainerError;
+use crate::model::plan::FilePattern;
 
 /// GPUs handed to the container, as `docker --gpus` sends them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -152,6 +153,25 @@ pub struct ContainerJob {
     /// image's user.
     pub user: Option<String>,
     pub limits: ContainerLimits,
+    /// How output files reach this host.
+    #[serde(default)]
+    pub output: OutputTransfer,
+    /// With [`OutputTransfer::Copy`]: the files to copy out (the plan's declared outputs);
+    /// none: every file of the output directory.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub copy_patterns: Vec<FilePattern>,
+}
+
+/// How the output directory gets from the container to this host.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputTransfer {
+    /// Bound read-write at its own path: the engine sees this host's files.
+    #[default]
+    Bind,
+    /// Not bound (a remote engine, Docker in Docker): after the command, the output files are
+    /// copied out of the container before it is removed.
+    Copy,
 }
 
 impl ContainerJob {
@@ -166,7 +186,24 @@ impl ContainerJob {
             network: None,
             user: None,
             limits: ContainerLimits::default(),
+            output: OutputTransfer::Bind,
+            copy_patterns: Vec::new(),
         }
+    }
+}
+
+impl ContainerJob {
+    /// This job with the capabilities a plan asks for added (once each; `CAP_` prefix and case
+    /// as Docker takes them, so `cap_sys_admin` and `SYS_ADMIN` are one).
+    pub fn with_capabilities(mut self, wanted: &[String]) -> Self {
+        for cap in wanted {
+            let cap = cap.trim().to_ascii_uppercase();
+            let cap = cap.strip_prefix("CAP_").unwrap_or(&cap).to_string();
+            if !cap.is_empty() && !self.capabilities.contains(&cap) {
+                self.capabilities.push(cap);
+            }
+        }
+        self
     }
 }
 
@@ -197,6 +234,19 @@ mod tests {
             let err = bad.parse::<GpuRequest>().unwrap_err().to_string();
             assert!(err.contains("all, a count"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn plan_capabilities_are_added_once_in_dockers_spelling() {
+        let mut job = ContainerJob::new("img");
+        job.capabilities = vec!["SYS_PTRACE".into()];
+        let job = job.with_capabilities(&[
+            "cap_sys_admin".into(),
+            "SYS_ADMIN".into(),
+            "SYS_PTRACE".into(),
+            " ".into(),
+        ]);
+        assert_eq!(job.capabilities, ["SYS_PTRACE", "SYS_ADMIN"]);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! timeouts, cancellation), the same outcome, plus the container's id and image. Knows no
 //! vendor: a plan's capabilities and GPU request are data.
 
+pub mod copy_out;
 pub mod engine;
 pub mod error;
 pub mod job;
@@ -13,7 +14,7 @@ pub mod supervise;
 
 pub use engine::Engine;
 pub use error::ContainerError;
-pub use job::{BindMount, ContainerJob, ContainerLimits, GpuRequest};
+pub use job::{BindMount, ContainerJob, ContainerLimits, GpuRequest, OutputTransfer};
 pub use plan::{ContainerRunner, execute_plan_in_container};
 pub use prune::{PruneReport, prune};
 pub use spec::JOB_LABEL;

@@ -95,7 +95,11 @@ pub async fn execute_plan_in_container(
     output_dir: &Path,
     main: Option<usize>,
 ) -> (Vec<StepRun>, Option<ContainerInfo>) {
-    let runner = ContainerRunner::connect(job.clone(), output_dir).await;
+    // The plan says which capabilities its commands need; the job grants only those.
+    let mut job = job.clone().with_capabilities(&plan.capabilities);
+    job.copy_patterns
+        .extend(plan.outputs.collect.iter().cloned());
+    let runner = ContainerRunner::connect(job, output_dir).await;
     let steps = execute_plan_with(&runner, plan, base, output_dir).await;
     let containers = runner.containers();
     let chosen = main

@@ -10,7 +10,7 @@ use bollard::models::{
 };
 
 use super::error::ContainerError;
-use super::job::{ContainerJob, GpuRequest};
+use super::job::{ContainerJob, GpuRequest, OutputTransfer};
 use crate::model::plan::CommandSpec;
 use crate::pipeline::runner::EnvPolicy;
 use crate::pipeline::runner::env::{BuiltEnv, build_env, name_matches};
@@ -80,7 +80,10 @@ pub fn create_body(
     labels: HashMap<String, String>,
 ) -> Result<ContainerCreateBody, ContainerError> {
     let output_dir = absolute(output_dir)?;
-    let mut mounts = vec![bind(&output_dir, &output_dir, false)];
+    let mut mounts = Vec::new();
+    if job.output == OutputTransfer::Bind {
+        mounts.push(bind(&output_dir, &output_dir, false));
+    }
     for m in &job.mounts {
         mounts.push(bind(&absolute(&m.source)?, &m.target, m.read_only));
     }

@@ -17,9 +17,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::copy_out::copy_outputs;
 use super::engine::{Engine, new_job_id, owner_labels};
 use super::error::classify;
-use super::job::ContainerJob;
+use super::job::{ContainerJob, OutputTransfer};
 use super::spec::{container_env, create_body};
 use crate::model::outcome::{Outcome, RunResult, StreamCapture};
 use crate::model::plan::CommandSpec;
@@ -331,6 +332,16 @@ pub async fn run_in_container(
             "the container was killed for going over its memory limit (OOMKilled)".to_string(),
         );
     }
+    if job.output == OutputTransfer::Copy {
+        copy_outputs(
+            engine,
+            &id,
+            &absolute_dir(output_dir),
+            &job.copy_patterns,
+            &mut result.warnings,
+        )
+        .await;
+    }
     remove(engine, &id, &mut result.warnings).await;
     guard.disarm();
 
@@ -390,6 +401,11 @@ async fn oom_killed(engine: &Engine, id: &str) -> bool {
         .and_then(|c| c.state)
         .and_then(|s| s.oom_killed)
         .unwrap_or(false)
+}
+
+/// The output directory as the create request named it (its canonical path).
+fn absolute_dir(dir: &std::path::Path) -> std::path::PathBuf {
+    std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
 }
 
 async fn remove(engine: &Engine, id: &str, warnings: &mut Vec<String>) {
