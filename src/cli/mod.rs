@@ -6,6 +6,7 @@ pub mod demo;
 pub mod demo_workload;
 pub mod diff;
 pub mod doctor;
+pub mod metal;
 pub mod ncu_args;
 pub mod occupancy;
 pub mod output;
@@ -83,6 +84,8 @@ pub enum Command {
     Diff(diff::Args),
     /// Profile a small bundled workload with the best available profiler and report it.
     Demo(demo::Args),
+    /// Apple Metal: static AGX analysis of a listing, device limits, kernel timing.
+    Metal(metal::Args),
     /// The CPU workload `demo` profiles when no GPU profiler is usable.
     #[command(hide = true)]
     DemoWorkload(demo_workload::Args),
@@ -102,6 +105,7 @@ pub async fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Diff(args) => diff::execute(args).await,
         Command::Demo(args) => demo::execute(args).await,
         Command::DemoWorkload(args) => demo_workload::execute(args).await,
+        Command::Metal(args) => metal::execute(args).await,
         Command::Containers(args) => containers::execute(args).await,
     }
 }

@@ -1,7 +1,8 @@
 //! `polyprof parse`: turn saved profiler output into normalized records, without a GPU.
 //!
 //! Exit codes: 0 parsed, no error-level diagnostic; 1 parsed, but ncu reported an error (or a
-//! requested metric is missing); 2 unreadable file or bad flags.
+//! requested metric is missing); 2 unreadable file (or one the parser could not read: the others
+//! are still printed), or bad flags.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -186,6 +187,7 @@ fn parse_with_backend(entry: &BackendEntry, args: &Args) -> anyhow::Result<u8> {
             "kernels": output.parsed.kernels,
             "diagnostics": output.parsed.diagnostics,
             "session": output.parsed.session,
+            "errors": output.errors,
         });
         serde_json::to_writer_pretty(&mut out, &document)?;
         writeln!(out)?;
@@ -203,6 +205,10 @@ fn parse_with_backend(entry: &BackendEntry, args: &Args) -> anyhow::Result<u8> {
         eprintln!("error: {error}");
     }
     report_diagnostics(&output.parsed, args.json);
+    // A file the parser could not read is like an unreadable one; the others were printed.
+    if !output.errors.is_empty() {
+        return Ok(2);
+    }
     let failed = output
         .parsed
         .diagnostics

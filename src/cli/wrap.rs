@@ -20,7 +20,8 @@ pub struct Args {
     /// Print one POSIX shell string instead of the plan's JSON.
     #[arg(long)]
     pub shell: bool,
-    /// Metric group (unitrace and ocl-unitrace only; default ComputeBasic).
+    /// Metric group (unitrace and ocl-unitrace: default ComputeBasic; rocprofv3: its counter
+    /// set, `trace`, `roofline` or `pmc:A,B;C`).
     #[arg(long, value_name = "GROUP")]
     pub group: Option<String>,
     /// The command to profile, after `--`.

@@ -1,1 +1,28 @@
-//! Apple Metal lanes: static AGX analysis (everywhere) and the runtime lane (macOS only).
+//! Apple Metal lanes.
+//!
+//! - Static AGX analysis of applegpu disassembly (any OS): [`listing`], [`operands`], [`cost`],
+//!   [`loops`], [`occupancy`], [`analysis`], [`suggest`], [`annotate`].
+//! - The xctrace export parser (any OS; the recording itself needs macOS): [`xctrace`], whose
+//!   pure [`xctrace::parse_export`] the backend in `profilers/metal.rs` calls.
+//! - The runtime lane (device, compile, dispatch, GPU timestamps): [`runtime`]; its Metal calls
+//!   build only on macOS, its validation everywhere.
+
+pub mod analysis;
+pub mod annotate;
+pub mod cost;
+pub mod listing;
+pub mod loops;
+pub mod occupancy;
+pub mod operands;
+pub mod runtime;
+pub mod suggest;
+pub mod xctrace;
+
+pub use analysis::{Analysis, AnalyzeOptions, analyze};
+pub use cost::CostModel;
+pub use listing::{Listing, parse_listing};
+
+/// Parses and analyses applegpu listing text in one call.
+pub fn analyze_text(text: &str, options: AnalyzeOptions) -> Analysis {
+    analyze(&parse_listing(text), options)
+}

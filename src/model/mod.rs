@@ -4,6 +4,7 @@
 //! pipeline/ above both, cli/ on top (`scripts/check-layers.sh` keeps it so).
 
 pub mod artifacts;
+pub mod device;
 pub mod error;
 pub mod outcome;
 pub mod parsed;
@@ -13,6 +14,7 @@ pub mod record;
 pub mod run;
 
 pub use artifacts::{RawArtifact, RawOutput};
+pub use device::DeviceInfo;
 pub use error::{Error, Result};
 pub use outcome::{MarkerSeen, Outcome, RunResult, StreamCapture, Timings};
 pub use parsed::{Diagnostic, ParsedOutput, ProfilerOutput, Severity};
@@ -22,4 +24,4 @@ pub use plan::{
 };
 pub use probe::{Probe, ProbeError, ProbeOutput, ProbeRequest};
 pub use record::{FlopCounts, KernelRecord, Metric, MetricName, MetricValue, RuleResult};
-pub use run::{ContainerInfo, DeviceInfo, ProfileRun, ProfilerInfo, StepRun};
+pub use run::{ContainerInfo, ProfileRun, ProfilerInfo, StepRun};

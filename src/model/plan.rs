@@ -236,11 +236,18 @@ pub struct DeclaredOutputs {
     /// Files written before the run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stage: Vec<StagedFile>,
+    /// Folders directly in the output directory whose files are offered to `collect` too, as
+    /// `folder/file` (rocprofv3 writes each counter pass into `pass_1/`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub collect_in: Vec<FilePattern>,
 }
 
 impl DeclaredOutputs {
     pub fn is_empty(&self) -> bool {
-        self.collect.is_empty() && self.fresh.is_empty() && self.stage.is_empty()
+        self.collect.is_empty()
+            && self.fresh.is_empty()
+            && self.stage.is_empty()
+            && self.collect_in.is_empty()
     }
 
     /// The index of the first collect pattern `name` matches.

@@ -75,6 +75,17 @@ pub enum ProbeError {
     Wait { command: String, message: String },
 }
 
+/// Whether a device node can be opened for reading and writing (what the ROCm runtime needs
+/// of `/dev/kfd` and the render nodes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeAccess {
+    Missing,
+    Denied,
+    ReadWrite,
+    /// The probe cannot tell.
+    Unknown,
+}
+
 /// The questions a backend may ask. The pipeline answers them on the host; a backend never
 /// asks the operating system itself, so its judgement is a pure function of these answers.
 pub trait Probe: Send + Sync {
@@ -92,6 +103,10 @@ pub trait Probe: Send + Sync {
     fn env_var(&self, name: &str) -> Option<String>;
     /// Whether polyprof runs as root.
     fn is_root(&self) -> bool;
+    /// Whether polyprof may open `path` (a device node) for reading and writing.
+    fn node_access(&self, _path: &Path) -> NodeAccess {
+        NodeAccess::Unknown
+    }
     /// The operating system (`linux`, `macos`, …).
     fn host_os(&self) -> &str;
 }

@@ -6,10 +6,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::model::artifacts::RawArtifact;
+pub use crate::model::device::DeviceInfo;
 use crate::model::error::{Error, Result};
 use crate::model::outcome::{Outcome, RunResult};
-// The device comes with a parser's output; the run document re-exports it.
-pub use crate::model::parsed::DeviceInfo;
 use crate::model::parsed::Diagnostic;
 use crate::model::plan::Plan;
 use crate::model::record::KernelRecord;

@@ -87,6 +87,11 @@ pub async fn collect_declared(
         }
         Err(error) => return Err(error),
     };
+    let mut listing = listing;
+    for folder in folders_to_search(dir, outputs).await {
+        let inside = collect_names(&dir.join(&folder)).await.unwrap_or_default();
+        listing.extend(inside.into_iter().map(|name| format!("{folder}/{name}")));
+    }
     let mut names: Vec<(usize, String)> = listing
         .into_iter()
         .filter_map(|name| outputs.collect_rank(&name).map(|rank| (rank, name)))
@@ -99,6 +104,27 @@ pub async fn collect_declared(
         }
     }
     Ok((raw, errors))
+}
+
+/// The folders directly in `dir` that `outputs.collect_in` names.
+async fn folders_to_search(dir: &Path, outputs: &DeclaredOutputs) -> Vec<String> {
+    let mut folders = Vec::new();
+    if outputs.collect_in.is_empty() {
+        return folders;
+    }
+    let Ok(mut entries) = tokio::fs::read_dir(dir).await else {
+        return folders;
+    };
+    while let Ok(Some(entry)) = entries.next_entry().await {
+        let is_dir = entry.file_type().await.is_ok_and(|t| t.is_dir());
+        if let Some(name) = entry.file_name().to_str()
+            && is_dir
+            && outputs.collect_in.iter().any(|p| p.matches(name))
+        {
+            folders.push(name.to_string());
+        }
+    }
+    folders
 }
 
 /// The names of the regular files directly in `dir`.
@@ -144,6 +170,37 @@ mod tests {
             (artifact.size, artifact.content.len(), artifact.truncated),
             (1000, 100, true)
         );
+    }
+
+    #[tokio::test]
+    async fn collect_in_offers_files_one_folder_down() {
+        use crate::model::plan::FilePattern;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("pass_1")).unwrap();
+        std::fs::create_dir(dir.path().join("other")).unwrap();
+        std::fs::write(dir.path().join("pass_1/7_counter_collection.csv"), b"a").unwrap();
+        std::fs::write(dir.path().join("other/8_counter_collection.csv"), b"b").unwrap();
+        std::fs::write(dir.path().join("9_counter_collection.csv"), b"c").unwrap();
+        let mut outputs = DeclaredOutputs {
+            collect: vec![FilePattern::Regex("_counter_collection\\.csv$".into())],
+            ..Default::default()
+        };
+        let names = |raw: &RawOutput| -> Vec<String> {
+            raw.artifacts.iter().map(|a| a.name.clone()).collect()
+        };
+        let (raw, _) = collect_declared(dir.path(), &outputs).await.unwrap();
+        assert_eq!(names(&raw), ["9_counter_collection.csv"]);
+        outputs.collect_in = vec![FilePattern::Prefix("pass_".into())];
+        let (raw, errors) = collect_declared(dir.path(), &outputs).await.unwrap();
+        assert!(errors.is_empty());
+        assert_eq!(
+            names(&raw),
+            [
+                "9_counter_collection.csv",
+                "pass_1/7_counter_collection.csv"
+            ]
+        );
+        assert_eq!(raw.artifacts[1].content, b"a");
     }
 
     #[tokio::test]

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::model::probe::{Probe, ProbeError, ProbeOutput, ProbeRequest};
+use crate::model::probe::{NodeAccess, Probe, ProbeError, ProbeOutput, ProbeRequest};
 
 /// How often the runner looks at the child, the clock and the token.
 const POLL: Duration = Duration::from_millis(5);
@@ -173,6 +173,17 @@ impl Probe for HostProbe {
 
     fn host_os(&self) -> &str {
         std::env::consts::OS
+    }
+
+    fn node_access(&self, path: &Path) -> NodeAccess {
+        use nix::unistd::{AccessFlags, access};
+        if !path.exists() {
+            return NodeAccess::Missing;
+        }
+        match access(path, AccessFlags::R_OK | AccessFlags::W_OK) {
+            Ok(()) => NodeAccess::ReadWrite,
+            Err(_) => NodeAccess::Denied,
+        }
     }
 }
 

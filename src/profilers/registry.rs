@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::backend::Backend;
-use super::{ProfilerSettings, metal, ncu, none, ocl_unitrace, unitrace, vtune};
+use super::{ProfilerSettings, metal, ncu, none, rocprofv3, unitrace, vtune};
 use crate::error::{Error, Result};
 
 /// A GPU vendor; it decides which profilers can work on an arch.
@@ -116,7 +116,7 @@ pub const BACKENDS: &[BackendEntry] = &[
         summary: "Intel Unitrace (OpenCL)",
         settings: SettingsKind::MetricGroup,
         parses_kernels: false,
-        create: |dir, settings| Ok(Box::new(ocl_unitrace::OclUnitrace::new(dir, settings))),
+        create: |dir, settings| Ok(Box::new(unitrace::Unitrace::opencl(dir, settings))),
     },
     BackendEntry {
         name: "vtune",
@@ -133,6 +133,15 @@ pub const BACKENDS: &[BackendEntry] = &[
         settings: SettingsKind::Shared,
         parses_kernels: false,
         create: |dir, settings| Ok(Box::new(metal::Metal::new(dir, settings))),
+    },
+    BackendEntry {
+        name: "rocprofv3",
+        vendor: Some(Vendor::Amd),
+        summary: "AMD rocprofv3 (ROCprofiler-SDK)",
+        // `metric_group` is its counter set: `trace`, `roofline` or `pmc:A,B;C`.
+        settings: SettingsKind::MetricGroup,
+        parses_kernels: true,
+        create: |dir, settings| Ok(Box::new(rocprofv3::Rocprofv3::new(dir, settings)?)),
     },
 ];
 

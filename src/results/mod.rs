@@ -1,12 +1,14 @@
 //! The normalized profile: kernel records, the run document, aggregation and exports.
 
 pub mod aggregate;
+pub mod benchmark;
 pub mod callpath;
 pub mod diff;
 pub mod event;
 pub mod export;
 pub mod profile;
 pub mod roofline;
+pub mod stats;
 pub mod tree;
 pub mod units;
 

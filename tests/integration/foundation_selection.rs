@@ -31,20 +31,33 @@ const ROWS: &[(&str, Option<&str>, [&str; 4])] = &[
     ("cuda", Some("ncu"), ["ncu", "-", "-", "-"]),
     ("cuda", Some("unitrace"), ["?", "?", "?", "?"]),
     ("cuda", Some("vtune"), ["?", "?", "?", "?"]),
-    ("pytorch", None, ["ncu", "unitrace", "-", "metal"]),
+    ("pytorch", None, ["ncu", "unitrace", "rocprofv3", "metal"]),
+    ("pytorch", Some("rocprofv3"), ["-", "-", "rocprofv3", "-"]),
+    (
+        "pytorch",
+        Some("rocprofv3-roofline"),
+        ["-", "-", "rocprofv3-roofline", "-"],
+    ),
     ("pytorch", Some("ncu"), ["ncu", "-", "-", "-"]),
     ("pytorch", Some("unitrace"), ["-", "unitrace", "-", "-"]),
     ("pytorch", Some("metal"), ["-", "-", "-", "metal"]),
     ("pytorch", Some("vtune"), ["?", "?", "?", "?"]),
-    ("triton", None, ["ncu", "unitrace", "-", "-"]),
+    ("triton", None, ["ncu", "unitrace", "rocprofv3", "-"]),
+    ("triton", Some("rocprofv3"), ["-", "-", "rocprofv3", "-"]),
     ("triton", Some("ncu"), ["ncu", "-", "-", "-"]),
     ("triton", Some("unitrace"), ["-", "unitrace", "-", "-"]),
     ("triton", Some("metal"), ["?", "?", "?", "?"]),
     ("triton", Some("vtune"), ["?", "?", "?", "?"]),
-    // HIP has no profiler at all yet: whatever is asked, the answer says so.
-    ("hip", None, ["-", "-", "-", "-"]),
-    ("hip", Some("ncu"), ["-", "-", "-", "-"]),
-    ("hip", Some("rocprof"), ["-", "-", "-", "-"]),
+    // HIP runs on AMD GPUs only, under rocprofv3.
+    ("hip", None, ["-", "-", "rocprofv3", "-"]),
+    ("hip", Some("rocprofv3"), ["-", "-", "rocprofv3", "-"]),
+    (
+        "hip",
+        Some("rocprofv3-roofline"),
+        ["-", "-", "rocprofv3-roofline", "-"],
+    ),
+    ("hip", Some("ncu"), ["?", "?", "?", "?"]),
+    ("hip", Some("rocprof"), ["?", "?", "?", "?"]),
     ("metal", None, ["-", "-", "-", "metal"]),
     ("metal", Some("metal"), ["-", "-", "-", "metal"]),
     ("metal", Some("ncu"), ["?", "?", "?", "?"]),
@@ -56,6 +69,7 @@ fn expected_passes(choice: &str) -> Vec<(String, Option<String>)> {
             .iter()
             .map(|g| (choice.to_string(), Some(g.to_string())))
             .collect(),
+        "rocprofv3-roofline" => vec![("rocprofv3".to_string(), Some("roofline".to_string()))],
         other => vec![(other.to_string(), None)],
     }
 }
@@ -266,16 +280,13 @@ fn unknown_profiler_type_lists_the_languages_types() {
 #[test]
 fn no_profiler_messages_say_why_and_what_fits() {
     let t = table();
-    let msg = t.select("hip", "mi300x", None).unwrap_err().to_string();
-    assert!(msg.contains("not supported yet"), "{msg}");
-    assert!(
-        msg.contains("ncu (NVIDIA)") && msg.contains("metal (Apple)"),
-        "{msg}"
-    );
+    let msg = t.select("hip", "h100", None).unwrap_err().to_string();
+    assert!(msg.contains("hip has no profiler for NVIDIA GPUs"), "{msg}");
+    assert!(msg.contains("amd → rocprofv3"), "{msg}");
 
-    let msg = t.select("pytorch", "gfx942", None).unwrap_err().to_string();
-    assert!(msg.contains("no profiler for AMD GPUs"), "{msg}");
-    assert!(msg.contains("rocprofv3"), "{msg}");
+    let msg = t.select("cuda", "gfx942", None).unwrap_err().to_string();
+    assert!(msg.contains("cuda has no profiler for AMD GPUs"), "{msg}");
+    assert!(msg.contains("nvidia → ncu"), "{msg}");
 
     let msg = t.select("triton", "m2", None).unwrap_err().to_string();
     assert!(

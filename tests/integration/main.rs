@@ -4,12 +4,18 @@
 
 mod support;
 
+mod amd_rocprofv3;
+mod amd_rocprofv3_proptest;
 mod container_engine;
 mod container_library;
 mod demo;
 mod foundation_cli;
 mod foundation_quote;
 mod foundation_selection;
+mod metal_oracle;
+mod metal_profile_kernel;
+mod metal_static_lane;
+mod metal_xctrace;
 mod ncu_cli;
 mod ncu_details_page;
 mod ncu_diagnostics;

@@ -59,7 +59,7 @@ fn group_is_refused_for_backends_without_metric_groups() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("--group applies to unitrace and ocl-unitrace only"),
+        stderr.contains("--group applies to unitrace and ocl-unitrace and rocprofv3 only"),
         "{stderr}"
     );
 }

@@ -1,22 +1,23 @@
 //! NVIDIA Nsight Compute backend: plan (`wrap`), preflight, parsers of ncu's CSV pages, metric
 //! name checks, and the static lane (cuobjdump resource usage, theoretical occupancy).
 
-pub mod context;
+mod context;
 pub mod cuobjdump;
-pub mod details;
+mod details;
 pub mod diagnostics;
 pub mod discovery;
 pub mod fields;
+pub mod merge;
 pub mod occupancy;
 pub mod options;
 pub mod parse;
 pub mod plan;
 pub mod preflight;
 pub mod query;
-pub mod raw;
+mod raw;
 pub mod row;
 pub mod scan;
-pub mod session;
+mod session;
 pub mod units;
 
 use std::path::{Path, PathBuf};
@@ -26,9 +27,9 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::model::artifacts::RawOutput;
+use crate::model::device::DeviceInfo;
 use crate::model::plan::{DeclaredOutputs, FilePattern};
 use crate::model::probe::Probe;
-use crate::model::run::DeviceInfo;
 
 pub use options::{ClockControl, KernelNameBase, NcuOptions, Preset, TargetProcesses};
 pub use parse::{
@@ -178,7 +179,7 @@ pub fn parse_output(dir: &Path, raw: RawOutput, options: &ParseOptions) -> Resul
         // that hold the launch table.
         parse::merge(&mut parsed, parse::parse(&artifact.content, options));
     }
-    drop_cross_artifact_false_alarms(&mut parsed);
+    merge::drop_cross_artifact_false_alarms(&mut parsed);
     parsed.device = device_from_session(&parsed.session);
     let kernels = parsed.kernels.len();
     parse::flag_empty(&mut parsed, kernels);
@@ -187,18 +188,6 @@ pub fn parse_output(dir: &Path, raw: RawOutput, options: &ParseOptions) -> Resul
         parsed,
         errors,
     })
-}
-
-/// A metric absent from one page but present on another of the same run is not missing.
-fn drop_cross_artifact_false_alarms(parsed: &mut super::ParsedOutput) {
-    let present = |name: &str| parsed.kernels.iter().any(|k| k.metrics.contains_key(name));
-    let keep: Vec<bool> = parsed
-        .diagnostics
-        .iter()
-        .map(|d| d.kind != "metric_missing" || !d.metric.as_deref().is_some_and(&present))
-        .collect();
-    let mut flags = keep.into_iter();
-    parsed.diagnostics.retain(|_| flags.next().unwrap_or(true));
 }
 
 /// The device ncu reported (its `device_name` and `compute_capability` session facts).

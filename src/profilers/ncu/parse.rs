@@ -1,12 +1,13 @@
 //! Bytes in, records out: ncu's mixed output (stdout, `--log-file`, `--import` exports) parsed
 //! into normalized kernel records, classified diagnostics and session facts. Pure functions.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::io::Read;
 
 pub use super::context::{Context, ESSENTIAL_METRICS, MetricFilter, ParseOptions};
 use super::details::{self, DetailsTable};
 use super::diagnostics;
+pub use super::merge::merge;
 use super::raw::{Built, RawTable};
 use super::row::{self, Row, Splitter};
 use super::scan::{self, Level, Segment};
@@ -568,78 +569,6 @@ fn derive_session_facts(session: &mut BTreeMap<String, String>) {
     }
     for (key, value) in derived {
         session.entry(key).or_insert(value);
-    }
-}
-
-/// Fold `other` into `target`: launches are matched on (process id, launch id); fields already
-/// set in `target` win, metrics and rules it lacks are added.
-pub fn merge(target: &mut ParsedOutput, other: ParsedOutput) {
-    let mut index: HashMap<(Option<u32>, u64), usize> = target
-        .kernels
-        .iter()
-        .enumerate()
-        .map(|(i, k)| ((k.process_id, k.launch_id), i))
-        .collect();
-    for kernel in other.kernels {
-        let key = (kernel.process_id, kernel.launch_id);
-        match index.get(&key) {
-            Some(&i) => merge_record(&mut target.kernels[i], kernel),
-            None => {
-                index.insert(key, target.kernels.len());
-                target.kernels.push(kernel);
-            }
-        }
-    }
-    for diagnostic in other.diagnostics {
-        diagnostics::push(&mut target.diagnostics, diagnostic);
-    }
-    for (key, value) in other.session {
-        target.session.entry(key).or_insert(value);
-    }
-}
-
-fn merge_record(target: &mut KernelRecord, other: KernelRecord) {
-    macro_rules! fill {
-        ($($field:ident),*) => { $( if target.$field.is_none() { target.$field = other.$field; } )* };
-    }
-    fill!(
-        process_name,
-        device,
-        stream,
-        grid,
-        block,
-        start_ns,
-        duration_ns,
-        dram_bytes_read,
-        dram_bytes_write,
-        dram_bytes,
-        achieved_occupancy_pct,
-        theoretical_occupancy_pct,
-        sm_throughput_pct,
-        memory_throughput_pct,
-        registers_per_thread,
-        shared_mem_per_block
-    );
-    if target.flops.fp16.is_none() {
-        target.flops.fp16 = other.flops.fp16;
-    }
-    if target.flops.fp32.is_none() {
-        target.flops.fp32 = other.flops.fp32;
-    }
-    if target.flops.fp64.is_none() {
-        target.flops.fp64 = other.flops.fp64;
-    }
-    if target.name.is_empty() {
-        target.name = other.name;
-        target.short_name = other.short_name;
-    }
-    for (name, metric) in other.metrics {
-        target.metrics.entry(name).or_insert(metric);
-    }
-    for rule in other.rules {
-        if !target.rules.contains(&rule) {
-            target.rules.push(rule);
-        }
     }
 }
 

@@ -4,7 +4,10 @@
 //! argv instead of a concatenated string, `--teardown-on-signal 15` so a forced stop still
 //! writes data, a post-marker grace sized for unitrace's flush, stale output refused before the
 //! run, and timeline files found by unitrace's own naming rule instead of "first `*.json`".
-//! The OpenCL variant (`ocl_unitrace`) shares everything here.
+//! The OpenCL variant (`ocl-unitrace`) is the same backend with [`UnitraceApi::OpenCl`]; what
+//! differs (sampling, collection off at start, the retry policy, the ICD check) is in [`opencl`].
+
+pub mod opencl;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,7 +20,7 @@ use super::preflight::{self, Preflight};
 use super::staging::{path_arg, require_target, session_id};
 use super::{
     Backend, CommandSpec, Diagnostic, EndMarker, Graces, Plan, ProfilerOutput, ProfilerSettings,
-    RawOutput, Severity, Step,
+    RawOutput, RetryPolicy, Severity, Step,
 };
 use crate::error::{Error, Result};
 use crate::model::plan::{DeclaredOutputs, FilePattern};
@@ -214,22 +217,54 @@ pub(crate) fn unitrace_preflight(probe: &dyn Probe, name: &str) -> Preflight {
     )
 }
 
-/// Unitrace on Level Zero, one metric group per pass.
+/// Which runtime API unitrace traces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnitraceApi {
+    /// SYCL, and PyTorch/Triton on Intel GPUs (`unitrace`).
+    LevelZero,
+    /// OpenCL (`ocl-unitrace`).
+    OpenCl,
+}
+
+/// Unitrace, one metric group per pass, on Level Zero or OpenCL.
 #[derive(Debug, Clone)]
 pub struct Unitrace {
     core: UnitraceCore,
 }
 
 impl Unitrace {
+    /// Level Zero.
     pub fn new(output_dir: PathBuf, settings: &ProfilerSettings) -> Self {
+        Self::with_api(output_dir, settings, UnitraceApi::LevelZero)
+    }
+
+    /// OpenCL.
+    pub fn opencl(output_dir: PathBuf, settings: &ProfilerSettings) -> Self {
+        Self::with_api(output_dir, settings, UnitraceApi::OpenCl)
+    }
+
+    pub fn with_api(output_dir: PathBuf, settings: &ProfilerSettings, api: UnitraceApi) -> Self {
         Unitrace {
-            core: UnitraceCore::new(output_dir, settings, false),
+            core: UnitraceCore::new(output_dir, settings, api == UnitraceApi::OpenCl),
+        }
+    }
+
+    pub fn api(&self) -> UnitraceApi {
+        if self.core.opencl {
+            UnitraceApi::OpenCl
+        } else {
+            UnitraceApi::LevelZero
         }
     }
 
     /// The metric group of this pass.
     pub fn metric_group(&self) -> &str {
         &self.core.metric_group
+    }
+
+    /// The retry policy of the profiling step (OpenCL only).
+    pub fn retry_policy(&self) -> Option<RetryPolicy> {
+        (self.api() == UnitraceApi::OpenCl).then(|| opencl::retry_policy(&self.core.output_dir))
     }
 }
 
@@ -245,17 +280,14 @@ impl Backend for Unitrace {
     fn build_plan(&self, target: &[String]) -> Result<Plan> {
         let mut command = CommandSpec::new(self.core.argv(target)?);
         command.env = self.env_vars();
+        let mut step = Step::new("profile", command, self.end_marker(), self.graces());
+        step.retry = self.retry_policy();
         Ok(Plan {
             profiler: self.name().into(),
             target: target.to_vec(),
             outputs: Default::default(),
             capabilities: Vec::new(),
-            steps: vec![Step::new(
-                "profile",
-                command,
-                self.end_marker(),
-                self.graces(),
-            )],
+            steps: vec![step],
         })
     }
 
@@ -263,19 +295,29 @@ impl Backend for Unitrace {
         self.core.env_vars()
     }
 
+    /// OpenCL has no marker: each attempt runs to its exit so the validator sees complete files.
     fn end_marker(&self) -> EndMarker {
-        self.core.end_marker.clone().unwrap_or(EndMarker::Pytest)
+        self.core.end_marker.clone().unwrap_or(match self.api() {
+            UnitraceApi::LevelZero => EndMarker::Pytest,
+            UnitraceApi::OpenCl => EndMarker::None,
+        })
     }
 
     fn graces(&self) -> Graces {
         self.core.graces()
     }
 
-    /// Every unitrace file is collected, and none may be left from an earlier run.
+    /// Every unitrace file is collected, and none may be left from an earlier run. On OpenCL
+    /// the retry policy removes stale `trace.*` files before every attempt; a previous run's
+    /// timeline would still be mistaken for this one's.
     fn outputs(&self) -> DeclaredOutputs {
+        let fresh = match self.api() {
+            UnitraceApi::LevelZero => UnitraceCore::collect_pattern(),
+            UnitraceApi::OpenCl => FilePattern::Regex(TIMELINE_PATTERN.to_string()),
+        };
         DeclaredOutputs {
             collect: vec![UnitraceCore::collect_pattern()],
-            fresh: vec![UnitraceCore::collect_pattern()],
+            fresh: vec![fresh],
             ..Default::default()
         }
     }
@@ -285,7 +327,13 @@ impl Backend for Unitrace {
     }
 
     fn check_availability(&self, probe: &dyn Probe) -> Preflight {
-        unitrace_preflight(probe, self.name()).finish()
+        let mut p = unitrace_preflight(probe, self.name());
+        if self.api() == UnitraceApi::OpenCl {
+            let icds = probe.list_dir(Path::new("/etc/OpenCL/vendors"));
+            let verdict = opencl::opencl_icd_verdict(&icds);
+            p.advise("opencl-icd", verdict.ok, verdict.detail);
+        }
+        p.finish()
     }
 }
 
