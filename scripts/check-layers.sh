@@ -4,7 +4,7 @@
 #   model/                 imports no other polyprof module
 #   profilers/  results/   model only (side by side: never each other, never pipeline or cli)
 #   pipeline/              model, profilers, results (never cli); pipeline/runner/ model only
-#   metal/                 model only, until the Metal lanes say otherwise
+#   metal/                 model and results (the lanes return KernelBenchmark, record into the session)
 #   cli/, lib.rs, main.rs  anything
 #
 # Processes are started only under src/pipeline/ (`Command::new`, `process::Command`, `duct::`).
@@ -25,7 +25,7 @@ declare -A allowed=(
     [results]="model error results"
     [pipeline]="model error profilers results pipeline pipeline/runner"
     [pipeline/runner]="model error pipeline/runner"
-    [metal]="model error metal"
+    [metal]="model error results metal"
 )
 
 # The module path a file defines: src/a/b.rs and src/a/b/mod.rs are both `a::b`.

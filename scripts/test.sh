@@ -10,3 +10,5 @@ if command -v python3 >/dev/null; then
     echo "note: could not install llnl-hatchet/pytest; their tests will be skipped" >&2
 fi
 cargo test --all-targets
+# The Python binding: the abi3 wheel built once, its pytest suite on each CPython found.
+scripts/test-python.sh

@@ -205,8 +205,9 @@ struct Decoded {
     slot: Option<u32>,
 }
 
-/// Analyses a parsed listing.
-pub fn analyze(listing: &Listing, options: AnalyzeOptions) -> Analysis {
+/// Measures a parsed listing: everything but the suggestions, which `suggest` derives from this
+/// result (see [`crate::metal::analyze`], which does both).
+pub fn measure(listing: &Listing, options: AnalyzeOptions) -> Analysis {
     let model = options.model;
     let insts = &listing.instructions;
     let decoded: Vec<Decoded> = insts
@@ -309,7 +310,7 @@ pub fn analyze(listing: &Listing, options: AnalyzeOptions) -> Analysis {
         })
         .collect();
 
-    let mut analysis = Analysis {
+    Analysis {
         model: model.id(),
         load_latency: options.load_latency,
         instruction_count: insts.len(),
@@ -334,9 +335,7 @@ pub fn analyze(listing: &Listing, options: AnalyzeOptions) -> Analysis {
         suggestions: Vec::new(),
         instructions: reports,
         warnings: listing.warnings.clone(),
-    };
-    analysis.suggestions = super::suggest::suggestions(&analysis);
-    analysis
+    }
 }
 
 /// Loads whose data comes from device memory (or the stack, which lives there).
@@ -475,7 +474,7 @@ mod tests {
     use crate::metal::listing::parse_listing;
 
     fn run(text: &str) -> Analysis {
-        analyze(&parse_listing(text), AnalyzeOptions::default())
+        measure(&parse_listing(text), AnalyzeOptions::default())
     }
 
     #[test]
@@ -499,7 +498,7 @@ mod tests {
                     18: 00 iadd r6, r5, 1\n\
                     20: 00 wait 1\n\
                     22: 00 wait 0\n";
-        let a = analyze(
+        let a = measure(
             &parse_listing(text),
             AnalyzeOptions {
                 load_latency: 10.0,

@@ -18,9 +18,16 @@ pub mod runtime;
 pub mod suggest;
 pub mod xctrace;
 
-pub use analysis::{Analysis, AnalyzeOptions, analyze};
+pub use analysis::{Analysis, AnalyzeOptions};
 pub use cost::CostModel;
 pub use listing::{Listing, parse_listing};
+
+/// Analyses a parsed listing: the measurements, then the suggestions drawn from them.
+pub fn analyze(listing: &Listing, options: AnalyzeOptions) -> Analysis {
+    let mut analysis = analysis::measure(listing, options);
+    analysis.suggestions = suggest::suggestions(&analysis);
+    analysis
+}
 
 /// Parses and analyses applegpu listing text in one call.
 pub fn analyze_text(text: &str, options: AnalyzeOptions) -> Analysis {

@@ -161,7 +161,8 @@ pub fn suggestions(a: &Analysis) -> Vec<Suggestion> {
 
 #[cfg(test)]
 mod tests {
-    use crate::metal::analysis::{AnalyzeOptions, analyze};
+    use crate::metal::analysis::AnalyzeOptions;
+    use crate::metal::analyze;
     use crate::metal::listing::parse_listing;
 
     fn kinds(text: &str) -> Vec<&'static str> {

@@ -107,7 +107,7 @@ pub const BACKENDS: &[BackendEntry] = &[
         vendor: Some(Vendor::Intel),
         summary: "Intel Unitrace (Level Zero)",
         settings: SettingsKind::MetricGroup,
-        parses_kernels: false,
+        parses_kernels: true,
         create: |dir, settings| Ok(Box::new(unitrace::Unitrace::new(dir, settings))),
     },
     BackendEntry {
@@ -115,7 +115,7 @@ pub const BACKENDS: &[BackendEntry] = &[
         vendor: Some(Vendor::Intel),
         summary: "Intel Unitrace (OpenCL)",
         settings: SettingsKind::MetricGroup,
-        parses_kernels: false,
+        parses_kernels: true,
         create: |dir, settings| Ok(Box::new(unitrace::Unitrace::opencl(dir, settings))),
     },
     BackendEntry {
@@ -123,7 +123,7 @@ pub const BACKENDS: &[BackendEntry] = &[
         vendor: Some(Vendor::Intel),
         summary: "Intel VTune GPU hotspots",
         settings: SettingsKind::Shared,
-        parses_kernels: false,
+        parses_kernels: true,
         create: |dir, settings| Ok(Box::new(vtune::Vtune::new(dir, settings))),
     },
     BackendEntry {

@@ -3,6 +3,8 @@
 //! collected is salvaged. KernelFoundry chained `collect && report && echo VTUNE_DONE`, which
 //! turned a failing test into a timeout; here each step has its own exit status.
 
+pub mod report;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -172,8 +174,16 @@ impl Backend for Vtune {
         }
     }
 
+    /// The report step's file; files handed over by name (`polyprof parse --profiler vtune
+    /// FILE…`) are read too, their delimiter told by their header.
     fn parse(&self, raw: RawOutput) -> Result<ProfilerOutput> {
-        if raw.get(REPORT_FILE).is_none() {
+        let ours = raw.get(REPORT_FILE).is_some();
+        let reports: Vec<_> = raw
+            .artifacts
+            .iter()
+            .filter(|a| !ours || a.name == REPORT_FILE)
+            .collect();
+        if reports.is_empty() {
             return Err(Error::NoData {
                 profiler: "vtune".into(),
                 reason: format!(
@@ -182,10 +192,27 @@ impl Backend for Vtune {
                 ),
             });
         }
-        Ok(ProfilerOutput {
-            raw,
-            ..Default::default()
-        })
+        let mut output = ProfilerOutput::default();
+        for artifact in reports {
+            let asked = (artifact.name == REPORT_FILE).then_some(report::Delimiter::Tab);
+            match report::parse_output(&artifact.content, asked, &artifact.name) {
+                Ok(parsed) => {
+                    let first = output.parsed.kernels.len() as u64;
+                    output
+                        .parsed
+                        .kernels
+                        .extend(parsed.kernels.into_iter().map(|mut k| {
+                            k.launch_id += first;
+                            k
+                        }));
+                    output.parsed.diagnostics.extend(parsed.diagnostics);
+                    output.parsed.session.extend(parsed.session);
+                }
+                Err(e) => output.errors.push(e.to_string()),
+            }
+        }
+        output.raw = raw;
+        Ok(output)
     }
 
     fn check_availability(&self, probe: &dyn Probe) -> Preflight {

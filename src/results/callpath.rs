@@ -235,6 +235,16 @@ impl Session {
             .insert(kernel.to_string(), Arc::new(hook));
     }
 
+    /// Remove the hook registered for `kernel`; false when there was none.
+    pub fn unregister_hook(&self, kernel: &str) -> bool {
+        self.state
+            .hooks
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(kernel)
+            .is_some()
+    }
+
     /// Record a kernel launch under this thread's active call path.
     pub fn add_kernel(&self, launch: KernelLaunch) {
         add_kernel_to(&self.state, launch);

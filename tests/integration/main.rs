@@ -12,6 +12,8 @@ mod demo;
 mod foundation_cli;
 mod foundation_quote;
 mod foundation_selection;
+mod intel_ocl_retry;
+mod intel_parse_cli;
 mod metal_oracle;
 mod metal_profile_kernel;
 mod metal_static_lane;

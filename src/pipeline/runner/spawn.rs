@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::process::Stdio;
-use std::sync::OnceLock;
+use std::sync::Mutex;
 use std::sync::mpsc as std_mpsc;
 
 use nix::sys::signal::{Signal, killpg};
@@ -125,32 +125,39 @@ struct SpawnRequest {
 
 /// The parent-death signal fires when the *thread* that forked the child exits, not the
 /// process. Runtime threads come and go (blocking pools, per-test runtimes), so every child is
-/// forked from one thread that lives as long as polyprof.
-fn spawner() -> Option<&'static std_mpsc::Sender<SpawnRequest>> {
-    static SPAWNER: OnceLock<Option<std_mpsc::Sender<SpawnRequest>>> = OnceLock::new();
-    SPAWNER
-        .get_or_init(|| {
-            let (tx, rx) = std_mpsc::channel::<SpawnRequest>();
-            std::thread::Builder::new()
-                .name("polyprof-spawner".into())
-                .spawn(move || {
-                    for mut request in rx {
-                        let result = {
-                            let _context = request.handle.enter();
-                            request.cmd.spawn()
-                        };
-                        if let Err(Ok(child)) = request.reply.send(result) {
-                            // The caller gave up meanwhile: do not leave the process running.
-                            if let Some(pid) = child.id() {
-                                signal_group(pid as i32, Signal::SIGKILL);
-                            }
-                        }
+/// forked from one thread that lives as long as polyprof. After a `fork()` that thread does not
+/// exist in the child process (only the forking thread is copied), so the spawner is keyed by
+/// process id and started again in a child (Python's multiprocessing and Celery's prefork pool
+/// fork after polyprof was used).
+fn spawner() -> Option<std_mpsc::Sender<SpawnRequest>> {
+    static SPAWNER: Mutex<Option<(u32, std_mpsc::Sender<SpawnRequest>)>> = Mutex::new(None);
+    let pid = std::process::id();
+    let mut slot = SPAWNER.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((owner, tx)) = slot.as_ref()
+        && *owner == pid
+    {
+        return Some(tx.clone());
+    }
+    let (tx, rx) = std_mpsc::channel::<SpawnRequest>();
+    std::thread::Builder::new()
+        .name("polyprof-spawner".into())
+        .spawn(move || {
+            for mut request in rx {
+                let result = {
+                    let _context = request.handle.enter();
+                    request.cmd.spawn()
+                };
+                if let Err(Ok(child)) = request.reply.send(result) {
+                    // The caller gave up meanwhile: do not leave the process running.
+                    if let Some(pid) = child.id() {
+                        signal_group(pid as i32, Signal::SIGKILL);
                     }
-                })
-                .ok()
-                .map(|_| tx)
+                }
+            }
         })
-        .as_ref()
+        .ok()?;
+    *slot = Some((pid, tx.clone()));
+    Some(tx)
 }
 
 /// Start the command from the long-lived spawner thread (plain spawn if that thread is gone).

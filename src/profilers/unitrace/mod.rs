@@ -9,6 +9,15 @@
 
 pub mod opencl;
 
+pub mod chrome;
+pub mod lines;
+pub mod metrics;
+pub mod names;
+pub mod outputs;
+pub mod records;
+pub mod tables;
+pub mod timeline;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
@@ -33,6 +42,8 @@ pub const DEFAULT_METRIC_GROUP: &str = "ComputeBasic";
 pub const TRACE_PREFIX: &str = "trace.";
 /// SIGTERM: unitrace tears down and writes its files when the runner stops the target.
 pub const TEARDOWN_SIGNAL: &str = "15";
+/// The session id of a paused start, exported to the target.
+pub const SESSION_ENV: &str = "POLYPROF_UNITRACE_SESSION";
 
 /// Unitrace's timeline naming: `<appname>.<pid>.json` or `<appname>.<pid>.<rank>.json`.
 pub const TIMELINE_PATTERN: &str = r"^.+\.[0-9]+(\.[0-9]+)?\.json$";
@@ -57,6 +68,10 @@ pub(crate) struct UnitraceCore {
     pub end_marker: Option<EndMarker>,
     pub graces: Option<Graces>,
     pub opencl: bool,
+    /// `--chrome-kernel-logging --chrome-itt-logging` (the Chrome timeline with ITT tasks).
+    pub timeline: bool,
+    /// `--start-paused --session <id>`: the harness resumes collection for the timed loop.
+    pub start_paused: bool,
 }
 
 impl UnitraceCore {
@@ -71,6 +86,8 @@ impl UnitraceCore {
             end_marker: settings.end_marker.clone(),
             graces: settings.graces,
             opencl,
+            timeline: true,
+            start_paused: true,
         }
     }
 
@@ -82,8 +99,10 @@ impl UnitraceCore {
         }
     }
 
-    /// The unitrace argv for one attempt.
-    pub fn argv(&self, target: &[String]) -> Result<Vec<String>> {
+    /// The unitrace argv for one pass: the options, then the target directly (unitrace 2.3.0
+    /// has no `--`: its `ParseArgs` starts the application at the first argument it does not
+    /// know, so a `--` would be run as the program). `session` is given when started paused.
+    pub fn argv(&self, target: &[String], session: Option<&str>) -> Result<Vec<String>> {
         require_target(self.name(), target)?;
         let out = path_arg(&self.output_dir)?;
         let prefix = path_arg(&self.output_dir.join("trace"))?;
@@ -91,17 +110,9 @@ impl UnitraceCore {
         if self.opencl {
             argv.push("--opencl".into());
         }
-        argv.extend(
-            [
-                "--chrome-kernel-logging",
-                "--chrome-itt-logging",
-                "--start-paused",
-                "--session",
-            ]
-            .map(String::from),
-        );
-        argv.push(session_id());
-        argv.extend(["--teardown-on-signal".to_string(), TEARDOWN_SIGNAL.into()]);
+        if self.timeline {
+            argv.extend(["--chrome-kernel-logging", "--chrome-itt-logging"].map(String::from));
+        }
         argv.extend(["--group".to_string(), self.metric_group.clone()]);
         // Per-kernel queries are Level Zero only; OpenCL needs time-based sampling.
         argv.push(
@@ -113,9 +124,28 @@ impl UnitraceCore {
             .into(),
         );
         argv.extend(["--output-dir-path".to_string(), out, "-o".into(), prefix]);
+        if let Some(session) = session {
+            argv.extend(["--start-paused", "--session", session].map(String::from));
+        }
+        argv.extend(["--teardown-on-signal".to_string(), TEARDOWN_SIGNAL.into()]);
         argv.extend(self.extra_args.iter().cloned());
         argv.extend(target.iter().cloned());
         Ok(argv)
+    }
+
+    /// The command of one pass: a fresh session id when started paused, in the argv and in the
+    /// target's environment, so its harness can run `unitrace --resume|--pause|--stop <id>`
+    /// around the timed loop.
+    pub fn command(&self, target: &[String]) -> Result<CommandSpec> {
+        let session = self.start_paused.then(session_id);
+        let mut command = CommandSpec::new(self.argv(target, session.as_deref())?);
+        command.env = self.env_vars();
+        if let Some(session) = session {
+            command.env.insert(SESSION_ENV.into(), session.clone());
+            // What unitrace itself exports and KernelFoundry's harness reads.
+            command.env.insert("UNITRACE_Session".into(), session);
+        }
+        Ok(command)
     }
 
     /// Variables the pytest harness reads to find and drive the profiler.
@@ -155,8 +185,8 @@ impl UnitraceCore {
         ))
     }
 
-    /// Check the collected files: none is no data; a missing timeline or metrics file is a
-    /// warning with its likely cause.
+    /// Parse the collected files (`outputs::parse_outputs`): none is no data; a missing
+    /// timeline or metrics file is a warning with its likely cause.
     pub fn parse(&self, raw: RawOutput) -> Result<ProfilerOutput> {
         if raw.artifacts.is_empty() {
             return Err(Error::NoData {
@@ -168,11 +198,17 @@ impl UnitraceCore {
                 ),
             });
         }
+        let files: Vec<(&str, &[u8])> = raw
+            .artifacts
+            .iter()
+            .map(|a| (a.name.as_str(), a.content.as_slice()))
+            .collect();
+        let parsed = outputs::parse_outputs(&files, self.name());
         let mut output = ProfilerOutput {
-            raw,
+            parsed,
             ..Default::default()
         };
-        let names = || output.raw.artifacts.iter().map(|a| a.name.as_str());
+        let names = || raw.artifacts.iter().map(|a| a.name.as_str());
         if !names().any(is_timeline) {
             output.parsed.diagnostics.push(Diagnostic {
                 severity: Severity::Warning,
@@ -186,7 +222,13 @@ impl UnitraceCore {
                 metric: None,
             });
         }
-        if !names().any(|n| n.starts_with("trace.metrics.")) {
+        // The older layout carries metrics in the text file itself; only their absence counts.
+        let has_metrics = output
+            .parsed
+            .kernels
+            .iter()
+            .any(|k| k.metrics.contains_key("GpuTime"));
+        if !has_metrics && !names().any(|n| n.starts_with("trace.metrics.")) {
             output.parsed.diagnostics.push(Diagnostic {
                 severity: Severity::Warning,
                 kind: "no_metrics".into(),
@@ -202,6 +244,7 @@ impl UnitraceCore {
                 metric: None,
             });
         }
+        output.raw = raw;
         Ok(output)
     }
 }
@@ -262,6 +305,18 @@ impl Unitrace {
         &self.core.metric_group
     }
 
+    /// With or without the Chrome timeline (on by default).
+    pub fn with_timeline(mut self, on: bool) -> Self {
+        self.core.timeline = on;
+        self
+    }
+
+    /// Started paused with a session (the default), or collecting from the start.
+    pub fn with_start_paused(mut self, on: bool) -> Self {
+        self.core.start_paused = on;
+        self
+    }
+
     /// The retry policy of the profiling step (OpenCL only).
     pub fn retry_policy(&self) -> Option<RetryPolicy> {
         (self.api() == UnitraceApi::OpenCl).then(|| opencl::retry_policy(&self.core.output_dir))
@@ -278,8 +333,7 @@ impl Backend for Unitrace {
     }
 
     fn build_plan(&self, target: &[String]) -> Result<Plan> {
-        let mut command = CommandSpec::new(self.core.argv(target)?);
-        command.env = self.env_vars();
+        let command = self.core.command(target)?;
         let mut step = Step::new("profile", command, self.end_marker(), self.graces());
         step.retry = self.retry_policy();
         Ok(Plan {
@@ -362,16 +416,11 @@ mod tests {
         assert_eq!(plan.target, target());
         assert_eq!(plan.steps.len(), 1);
         let argv = &plan.steps[0].command.argv;
-        let session = argv[5].clone();
+        let session = argv[12].clone();
         let expected: Vec<String> = [
             "unitrace",
             "--chrome-kernel-logging",
             "--chrome-itt-logging",
-            "--start-paused",
-            "--session",
-            &session,
-            "--teardown-on-signal",
-            "15",
             "--group",
             "MemoryProfile",
             "--metric-query",
@@ -379,6 +428,11 @@ mod tests {
             "/out",
             "-o",
             "/out/trace",
+            "--start-paused",
+            "--session",
+            &session,
+            "--teardown-on-signal",
+            "15",
             "python",
             "-m",
             "pytest",
@@ -399,14 +453,45 @@ mod tests {
                 .env
                 .contains_key("PTI_ENABLE_COLLECTION")
         );
+        // The session reaches the target so its harness can resume and pause collection.
+        assert_eq!(plan.steps[0].command.env[SESSION_ENV], session);
+        assert_eq!(plan.steps[0].command.env["UNITRACE_Session"], session);
+    }
+
+    #[test]
+    fn timeline_and_paused_start_are_optional() {
+        let u = Unitrace::new(PathBuf::from("/out"), &ProfilerSettings::default())
+            .with_timeline(false)
+            .with_start_paused(false);
+        let command = &u.wrap(&target()).unwrap().steps[0].command;
+        let expected: Vec<String> = [
+            "unitrace",
+            "--group",
+            "ComputeBasic",
+            "--metric-query",
+            "--output-dir-path",
+            "/out",
+            "-o",
+            "/out/trace",
+            "--teardown-on-signal",
+            "15",
+            "python",
+            "-m",
+            "pytest",
+            "--template_params=(16, 32)",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(command.argv, expected);
+        assert!(!command.env.contains_key(SESSION_ENV));
     }
 
     #[test]
     fn each_wrap_gets_a_new_session_and_default_group() {
         let u = Unitrace::new(PathBuf::from("/out"), &ProfilerSettings::default());
         assert_eq!(u.metric_group(), "ComputeBasic");
-        let a = u.wrap(&target()).unwrap().steps[0].command.argv[5].clone();
-        let b = u.wrap(&target()).unwrap().steps[0].command.argv[5].clone();
+        let a = u.wrap(&target()).unwrap().steps[0].command.argv[12].clone();
+        let b = u.wrap(&target()).unwrap().steps[0].command.argv[12].clone();
         assert_ne!(a, b);
     }
 

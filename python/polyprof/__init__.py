@@ -1,0 +1,228 @@
+"""polyprof: run any command under the right GPU profiler, supervised, and read one normalized
+profile.
+
+    import polyprof
+    result = polyprof.run(["python3", "-m", "pytest", "-q"], end_marker="pytest", timeout=600)
+    run = polyprof.profile(["./app", "1"], profiler="ncu", output_dir="runs/ncu.000")
+    for k in run.kernels:
+        print(k.short_name, k.duration_ns)
+    verdict = polyprof.diff("baseline/ncu.000", "candidate/ncu.000", threshold=5)
+
+Errors: usage errors raise ``ValueError``; a profiler that cannot run here raises
+``ProfilerUnavailable`` where the call needs it (``get_profilers(...)[i](dir).read_output()``);
+a run that fails is *returned* (``run.errors``, ``run.outcome``), never raised.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, Optional, Sequence, Union
+
+from . import _native
+from ._native import PolyprofError, ProfilerUnavailable
+from ._options import EndMarkerArg, PathLike, argv_list, run_options, split
+from ._types import (
+    KernelRecord,
+    Outcome,
+    ProfileRun,
+    RunDiff,
+    RunResult,
+    StreamCapture,
+)
+from .benchmark import KernelBenchmark, benchmark_kernel
+from .profiler_command import Profiler, get_profilers
+from .session import (
+    ProfileSession,
+    profile_session,
+    record_function,
+    register_kernel_hook,
+    scope,
+    unregister_kernel_hook,
+)
+
+__version__: str = _native.__version__
+
+__all__ = [
+    "run",
+    "run_async",
+    "profile",
+    "profile_all",
+    "get_profilers",
+    "Profiler",
+    "load",
+    "diff",
+    "report",
+    "profile_session",
+    "ProfileSession",
+    "scope",
+    "record_function",
+    "register_kernel_hook",
+    "unregister_kernel_hook",
+    "benchmark_kernel",
+    "KernelBenchmark",
+    "RunResult",
+    "ProfileRun",
+    "KernelRecord",
+    "Outcome",
+    "StreamCapture",
+    "RunDiff",
+    "PolyprofError",
+    "ProfilerUnavailable",
+]
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    end_marker: EndMarkerArg = None,
+    timeout: Optional[float] = None,
+    inactivity_timeout: Optional[float] = None,
+    marker_grace: Optional[float] = None,
+    kill_grace: Optional[float] = None,
+    env_policy: str = "inherit",
+    allow_env: Sequence[str] = (),
+    env: Optional[Dict[str, str]] = None,
+    cwd: Optional[PathLike] = None,
+    log_dir: Optional[PathLike] = None,
+    log_name: Optional[str] = None,
+) -> RunResult:
+    """Run ``argv`` supervised: its own process group, both streams drained, the end marker
+    watched (``"pytest"`` for pytest's summary), SIGTERM → grace → SIGKILL to the group on a
+    timeout, every captured byte kept. The GIL is released while it runs; Ctrl-C stops the
+    process group and raises ``KeyboardInterrupt``."""
+    options = run_options(
+        timeout=timeout,
+        inactivity_timeout=inactivity_timeout,
+        end_marker=end_marker,
+        marker_grace=marker_grace,
+        kill_grace=kill_grace,
+        env_policy=env_policy,
+        allow_env=allow_env,
+        env=env,
+        cwd=cwd,
+        log_dir=log_dir,
+        log_name=log_name,
+    )
+    return RunResult(json.loads(_native.run_json(argv_list(argv), options)))
+
+
+async def run_async(
+    argv: Sequence[str],
+    *,
+    end_marker: EndMarkerArg = None,
+    timeout: Optional[float] = None,
+    inactivity_timeout: Optional[float] = None,
+    marker_grace: Optional[float] = None,
+    kill_grace: Optional[float] = None,
+    env_policy: str = "inherit",
+    allow_env: Sequence[str] = (),
+    env: Optional[Dict[str, str]] = None,
+    cwd: Optional[PathLike] = None,
+    log_dir: Optional[PathLike] = None,
+    log_name: Optional[str] = None,
+) -> RunResult:
+    """``run`` as a coroutine; the event loop keeps running. Cancelling the task stops the
+    process group."""
+    options = run_options(
+        timeout=timeout,
+        inactivity_timeout=inactivity_timeout,
+        end_marker=end_marker,
+        marker_grace=marker_grace,
+        kill_grace=kill_grace,
+        env_policy=env_policy,
+        allow_env=allow_env,
+        env=env,
+        cwd=cwd,
+        log_dir=log_dir,
+        log_name=log_name,
+    )
+    text = await _native.run_json_async(argv_list(argv), options)
+    return RunResult(json.loads(text))
+
+
+def _graces_of(profiler: str, output_dir: PathLike):
+    return lambda: _native.NativeProfiler(profiler, os.fspath(output_dir)).graces()
+
+
+def profile(
+    argv: Sequence[str],
+    *,
+    profiler: str = "none",
+    output_dir: PathLike = "polyprof-runs/run",
+    call_path: Sequence[str] = (),
+    **options: Any,
+) -> ProfileRun:
+    """One profiler pass over ``argv`` into ``output_dir`` (``run.json`` is written there).
+
+    ``options``: ``timeout``, ``inactivity_timeout``, ``env_policy``, ``allow_env``, ``env``,
+    ``cwd`` (the runner); ``end_marker``, ``marker_grace``, ``kill_grace`` (override the
+    profiler's); ``ncu`` (a dict of Nsight Compute options, as in run.json's plan),
+    ``metric_group``, ``extra_args``. A run that fails is returned with its ``errors``.
+    Inside ``profile_session()``, the run's kernels join the session's call paths."""
+    settings_json, options_json = split(options, _graces_of(profiler, output_dir))
+    text = _native.profile_json(
+        argv_list(argv), profiler, os.fspath(output_dir), settings_json, options_json, list(call_path)
+    )
+    from .session import _add_run_to_active
+
+    _add_run_to_active(text)
+    return ProfileRun(json.loads(text))
+
+
+def profile_all(
+    language: str,
+    arch: str,
+    argv: Sequence[str],
+    *,
+    profiler_type: Optional[str] = None,
+    output_root: PathLike = "polyprof-runs",
+    **options: Any,
+) -> Dict[str, ProfileRun]:
+    """Every pass selection gives for ``language`` × ``arch`` (× ``profiler_type``), one after
+    the other, each in ``<output_root>/<profiler>.<NNN>``; returns ``{label: run}``."""
+    settings_json, options_json = split(options, lambda: (10.0, 2.0))
+    overrides = settings_json if settings_json != "{}" else None
+    text = _native.profile_all_json(
+        language,
+        arch,
+        argv_list(argv),
+        os.fspath(output_root),
+        profiler_type,
+        overrides,
+        options_json,
+    )
+    from .session import _add_run_to_active
+
+    runs = json.loads(text)
+    for doc in runs.values():
+        _add_run_to_active(json.dumps(doc))
+    return {label: ProfileRun(doc) for label, doc in runs.items()}
+
+
+RunLike = Union[ProfileRun, PathLike]
+
+
+def _run_json(run: RunLike) -> str:
+    if isinstance(run, ProfileRun):
+        return json.dumps(run.to_dict())
+    return _native.load_json(os.fspath(run))
+
+
+def load(run_dir: PathLike) -> ProfileRun:
+    """Read a run directory (or its ``run.json``)."""
+    return ProfileRun(json.loads(_native.load_json(os.fspath(run_dir))))
+
+
+def diff(a: RunLike, b: RunLike, *, threshold: float = 5.0) -> RunDiff:
+    """Compare two runs kernel by kernel, with the verdict ``polyprof diff`` gives
+    (``result.regressed``; ``str(result)`` is its table)."""
+    names = [None if isinstance(x, ProfileRun) else os.fspath(x) for x in (a, b)]
+    data, text, regressed = _native.diff_json(_run_json(a), _run_json(b), float(threshold), *names)
+    return RunDiff(json.loads(data), regressed=regressed, text=text)
+
+
+def report(run: RunLike, *, format: str = "table", device: Optional[str] = None) -> str:
+    """A run rendered as ``polyprof report`` does: ``table``, ``json``, ``csv``, ``hatchet``
+    (llnl-hatchet literal) or ``chrome`` (Perfetto)."""
+    return _native.render(_run_json(run), format, device).decode("utf-8")

@@ -1,0 +1,77 @@
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import polyprof
+
+from conftest import FIXTURES, ROOT
+
+BASE = FIXTURES / "runs" / "h200-baseline"
+REGRESSED = FIXTURES / "runs" / "h200-regressed"
+
+
+def test_load_gives_typed_kernels():
+    run = polyprof.load(BASE)
+    assert run.schema_version >= 1
+    assert run.kernels and all(isinstance(k, polyprof.KernelRecord) for k in run.kernels)
+    k = run.kernels[0]
+    assert k.name and k.duration_ns > 0
+    assert run.to_dict()["label"] == run.label
+
+
+def test_diff_gives_the_cli_verdict():
+    d = polyprof.diff(BASE, REGRESSED, threshold=5)
+    assert d.regressed
+    assert "regress" in str(d).lower() or d.kernels
+    same = polyprof.diff(BASE, BASE, threshold=5)
+    assert not same.regressed
+
+
+def test_report_formats_render(tmp_path):
+    run = polyprof.load(BASE)
+    table = polyprof.report(run)
+    assert "kernels" in table
+    hatchet = json.loads(polyprof.report(run, format="hatchet"))
+    assert isinstance(hatchet, list) and hatchet[0]["children"]
+    chrome = json.loads(polyprof.report(run, format="chrome"))
+    assert "traceEvents" in chrome
+    assert "short_name" in polyprof.report(BASE, format="csv").splitlines()[0]
+
+
+def test_unknown_format_is_a_value_error():
+    with pytest.raises(ValueError, match="format"):
+        polyprof.report(BASE, format="pdf")
+
+
+def test_missing_run_dir_is_an_os_error(tmp_path):
+    with pytest.raises(OSError):
+        polyprof.load(tmp_path / "nope")
+
+
+def test_profile_writes_a_run_document_and_failures_are_returned(tmp_path):
+    run = polyprof.profile(["sh", "-c", "echo hi; exit 4"], output_dir=tmp_path / "none.000")
+    assert not run.succeeded
+    assert run.outcome.code == 4
+    assert (tmp_path / "none.000" / "run.json").exists()
+    assert polyprof.load(tmp_path / "none.000").outcome == run.outcome
+
+
+def test_profile_with_an_unavailable_profiler_says_why_in_the_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    run = polyprof.profile(["true"], profiler="ncu", output_dir=tmp_path / "ncu.000")
+    assert not run.succeeded
+    assert any("ncu" in str(e) for e in run.errors)
+
+
+def test_unknown_profile_option_is_a_value_error(tmp_path):
+    with pytest.raises(ValueError, match="unknown option"):
+        polyprof.profile(["true"], output_dir=tmp_path, colour="blue")
+
+
+def test_to_dataframe_when_pandas_is_there():
+    pd = pytest.importorskip("pandas")
+    df = polyprof.load(BASE).to_dataframe()
+    assert len(df) == len(polyprof.load(BASE).kernels)
+    assert "duration_ns" in df.columns

@@ -1,0 +1,228 @@
+//! All files of one unitrace pass to one [`ParsedOutput`], without I/O: the caller hands over
+//! `(file name, bytes)` pairs (`trace.<pid>`, `trace.metrics.<pid>`, `<app>.<pid>.json`).
+//!
+//! Records come from the most detailed source present, so no launch is counted twice: the
+//! Chrome timeline (per launch, joined with the metric rows of the same kernel instance), else
+//! the metric rows, else the text device timeline, else the device timing summary (aggregated).
+//! `session["record_source"]` and each record's `record_source` metric say which.
+
+use super::chrome::{benchmark_segments, choose_timeline, parse_chrome};
+use super::metrics::{Metrics, parse_metrics};
+use super::records::{chrome_records, metric_records, summary_records, timeline_records};
+use super::tables::{Tables, parse_tables};
+use super::timeline::{Timeline, parse_timeline};
+use crate::model::DeviceInfo;
+use crate::model::parsed::{Diagnostic, ParsedOutput, Severity};
+
+fn is_json(name: &str) -> bool {
+    name.ends_with(".json")
+}
+
+fn with_file(file: &str, diagnostics: Vec<Diagnostic>) -> impl Iterator<Item = Diagnostic> + '_ {
+    diagnostics.into_iter().map(move |mut d| {
+        if !d.message.starts_with(file) {
+            d.message = format!("{file}: {}", d.message);
+        }
+        d
+    })
+}
+
+fn info(kind: &str, message: String) -> Diagnostic {
+    Diagnostic {
+        severity: Severity::Info,
+        metric: None,
+        kind: kind.into(),
+        message,
+        hint: None,
+    }
+}
+
+/// Parse every file of a unitrace pass. `profiler` (`unitrace` or `ocl-unitrace`) goes into
+/// each record.
+pub fn parse_outputs(files: &[(&str, &[u8])], profiler: &str) -> ParsedOutput {
+    let mut out = ParsedOutput::default();
+    let mut tables = Tables::default();
+    let mut timeline = Timeline::default();
+    let mut metrics = Metrics::default();
+    for (name, bytes) in files.iter().filter(|(n, _)| !is_json(n)) {
+        let text = String::from_utf8_lossy(bytes);
+        let parsed = parse_tables(&text);
+        out.diagnostics.extend(with_file(name, parsed.diagnostics));
+        tables.timing.extend(parsed.timing);
+        tables.properties.extend(parsed.properties);
+        tables.totals.extend(parsed.totals);
+        let parsed = parse_timeline(&text);
+        out.diagnostics.extend(with_file(name, parsed.diagnostics));
+        timeline.entries.extend(parsed.entries);
+        let parsed = parse_metrics(&text);
+        out.diagnostics.extend(with_file(name, parsed.diagnostics));
+        metrics.blocks.extend(parsed.blocks);
+    }
+    for (label, value) in &tables.totals {
+        out.session.insert(label.clone(), value.to_string());
+    }
+
+    let candidates: Vec<(&str, &[u8])> = files
+        .iter()
+        .filter(|(n, _)| is_json(n))
+        .map(|(n, b)| (*n, *b))
+        .collect();
+    let mut source = None;
+    if let Some(choice) = choose_timeline(&candidates) {
+        let (name, bytes) = candidates[choice.index];
+        out.session.insert("timeline_file".into(), name.to_string());
+        out.diagnostics
+            .push(info("unitrace_timeline_choice", choice.reason));
+        match parse_chrome(bytes, name) {
+            Ok(trace) => {
+                let segments = benchmark_segments(&trace);
+                out.diagnostics.extend(trace.diagnostics.iter().cloned());
+                let records = chrome_records(&trace, &segments, Some(&metrics), profiler);
+                if !segments.is_empty() {
+                    out.session
+                        .insert("benchmark_segments".into(), segments.len().to_string());
+                }
+                // The device the roofline table is matched against (`Max 1100`, `B580`, …).
+                out.device = records
+                    .iter()
+                    .find_map(|r| r.device.clone())
+                    .map(|name| DeviceInfo {
+                        name,
+                        ..Default::default()
+                    });
+                if !records.is_empty() {
+                    out.kernels = records;
+                    source = Some("chrome_timeline");
+                }
+            }
+            Err(e) => out.diagnostics.push(Diagnostic {
+                severity: Severity::Warning,
+                metric: None,
+                kind: "unitrace_bad_timeline".into(),
+                message: e.to_string(),
+                hint: Some("the text summaries and metric files are used instead".into()),
+            }),
+        }
+    }
+    if source.is_none() {
+        // The first source that gives kernels; later ones are not built.
+        let from_metrics = metric_records(&metrics, profiler);
+        (out.kernels, source) = if !from_metrics.is_empty() {
+            (from_metrics, Some("metrics"))
+        } else {
+            let from_timeline = timeline_records(timeline, profiler);
+            if !from_timeline.is_empty() {
+                (from_timeline, Some("timeline"))
+            } else {
+                let from_summary = summary_records(&tables, profiler);
+                let found = (!from_summary.is_empty()).then_some("summary");
+                (from_summary, found)
+            }
+        };
+    }
+    match source {
+        Some(source) => {
+            out.session.insert("record_source".into(), source.into());
+        }
+        None => out.diagnostics.push(Diagnostic {
+            severity: Severity::Warning,
+            metric: None,
+            kind: "no_kernels".into(),
+            message: "no kernel in the unitrace output (no device timing summary, timeline or \
+                      metric rows)"
+                .into(),
+            hint: Some(
+                "check that the target launched GPU work and that collection was resumed \
+                 (`unitrace --resume <session>` or `PTI_ENABLE_COLLECTION=1`) during it"
+                    .into(),
+            ),
+        }),
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::record::MetricValue;
+
+    const DPC_D: &[u8] =
+        include_bytes!("../../../tests/fixtures/unitrace/dpc_gemm_device_timing.txt");
+    const DPC_T: &[u8] =
+        include_bytes!("../../../tests/fixtures/unitrace/dpc_gemm_device_timeline.txt");
+    const FP16: &[u8] = include_bytes!("../../../tests/fixtures/unitrace/gemm_fp16_bytes.1799860");
+    const TRACE: &[u8] =
+        include_bytes!("../../../tests/fixtures/unitrace/synthetic_python.4242.json");
+
+    #[test]
+    fn the_most_detailed_source_wins_and_is_named() {
+        let summary = parse_outputs(&[("trace.1", DPC_D)], "unitrace");
+        assert_eq!(summary.session["record_source"], "summary");
+        assert_eq!(summary.kernels.len(), 1);
+        assert_eq!(summary.kernels[0].calls, 4);
+        assert_eq!(
+            summary.session["Total Device Time for L0 backend (ns)"],
+            "97642160"
+        );
+
+        let timeline = parse_outputs(&[("trace.1", DPC_D), ("trace.t", DPC_T)], "unitrace");
+        assert_eq!(timeline.session["record_source"], "timeline");
+        assert_eq!(timeline.kernels.len(), 4);
+
+        let metrics = parse_outputs(&[("trace.1799860", FP16)], "unitrace");
+        assert_eq!(metrics.session["record_source"], "metrics");
+        assert_eq!(metrics.kernels.len(), 3);
+
+        let files = [
+            ("trace.1", DPC_D),
+            ("ninja.7.json", &b"{\"traceEvents\":[]}"[..]),
+            ("python3.4242.json", TRACE),
+        ];
+        let chrome = parse_outputs(&files, "unitrace");
+        assert_eq!(chrome.session["record_source"], "chrome_timeline");
+        assert_eq!(chrome.session["timeline_file"], "python3.4242.json");
+        assert_eq!(chrome.session["benchmark_segments"], "2");
+        assert_eq!(chrome.kernels.len(), 4);
+        assert_eq!(
+            chrome.device.as_ref().unwrap().name,
+            "Intel(R) Data Center GPU Max 1100"
+        );
+        assert!(
+            chrome
+                .diagnostics
+                .iter()
+                .any(|d| d.kind == "unitrace_timeline_choice"
+                    && d.message.contains("`ninja.7.json`"))
+        );
+        assert_eq!(
+            chrome.kernels[0].metrics["record_source"].value,
+            MetricValue::Text("chrome_timeline".into())
+        );
+    }
+
+    #[test]
+    fn damaged_or_empty_outputs_warn_and_keep_what_is_readable() {
+        let cut = &TRACE[..TRACE.len() / 2];
+        let out = parse_outputs(&[("python3.1.json", cut), ("trace.1", DPC_D)], "unitrace");
+        assert!(
+            out.diagnostics
+                .iter()
+                .any(|d| d.kind == "unitrace_truncated_timeline")
+        );
+        assert!(!out.kernels.is_empty());
+        let broken = parse_outputs(
+            &[("python3.1.json", &b"garbage"[..]), ("trace.1", DPC_D)],
+            "unitrace",
+        );
+        assert_eq!(broken.session["record_source"], "summary");
+        assert!(
+            broken
+                .diagnostics
+                .iter()
+                .any(|d| d.kind == "unitrace_bad_timeline")
+        );
+        let none = parse_outputs(&[("trace.1", &b"hello\0world"[..])], "ocl-unitrace");
+        assert!(none.kernels.is_empty());
+        assert!(none.diagnostics.iter().any(|d| d.kind == "no_kernels"));
+    }
+}
