@@ -71,7 +71,7 @@ cuobjdump --dump-resource-usage "$out/bin/app" >"$out/cuobjdump.txt" 2>&1 || fai
 profile() {
   local name="$1"; shift
   rm -rf "$out/$name"
-  step "$name-run" "$polyprof" run --profiler ncu --clock-control none --output-dir "$out/$name" --json "$@"
+  step "$name-run" "$polyprof" run --force --profiler ncu --clock-control none --output-dir "$out/$name" --json "$@"
   local rc=$?
   step "$name-parse" "$polyprof" parse --profiler ncu "$out/$name"/ncu.log
   "$polyprof" parse --profiler ncu --json "$out/$name"/*.log "$out/$name"/*.csv >"$out/$name.json" 2>/dev/null
@@ -139,7 +139,7 @@ start=$(date +%s)
 say "   hang_after.py stopped after $(( $(date +%s) - start )) s"
 python3 -c "import json; print('   kernels salvaged:', len(json.load(open('$out/hang.json'))['kernels']))" | tee -a "$summary"
 rm -rf "$out/detailed"
-step detailed-run "$polyprof" run --profiler ncu --preset detailed --clock-control none --output-dir "$out/detailed" --json -- "$out/bin/app" 1
+step detailed-run "$polyprof" run --force --profiler ncu --preset detailed --clock-control none --output-dir "$out/detailed" --json -- "$out/bin/app" 1
 "$polyprof" parse --json "$out/detailed"/*.log "$out/detailed"/*.csv >"$out/detailed.json" 2>/dev/null
 python3 -c "
 import json; k=json.load(open('$out/detailed.json'))['kernels']
@@ -172,7 +172,7 @@ for target in app pytest; do
   ours=(); theirs=()
   for i in 1 2 3; do
     rm -rf "$out/bench-$target"
-    ours+=("$(cd "$out" && walltime "$polyprof" run --profiler ncu --clock-control none --output-dir "$out/bench-$target" -- "${cmd[@]}")")
+    ours+=("$(cd "$out" && walltime "$polyprof" run --force --profiler ncu --clock-control none --output-dir "$out/bench-$target" -- "${cmd[@]}")")
     theirs+=("$(cd "$out" && walltime ncu --set detailed --csv --clock-control none --log-file "$out/bench-detailed-$target.log" "${cmd[@]}")")
   done
   m_ours=$(median "${ours[@]}"); m_theirs=$(median "${theirs[@]}")
