@@ -1,5 +1,7 @@
 //! Subcommands, one file each.
 
+pub mod container_args;
+pub mod containers;
 pub mod demo;
 pub mod demo_replay;
 pub mod demo_workload;
@@ -90,6 +92,8 @@ pub enum Command {
     /// The CPU workload `demo` profiles when no GPU profiler is usable.
     #[command(hide = true)]
     DemoWorkload(demo_workload::Args),
+    /// Containers polyprof started: `prune` removes those a dead polyprof left.
+    Containers(containers::Args),
 }
 
 pub async fn dispatch(command: Command) -> anyhow::Result<u8> {
@@ -105,6 +109,7 @@ pub async fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Demo(args) => demo::execute(args).await,
         Command::DemoWorkload(args) => demo_workload::execute(args).await,
         Command::Metal(args) => metal::execute(args).await,
+        Command::Containers(args) => containers::execute(args).await,
     }
 }
 

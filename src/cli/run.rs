@@ -9,7 +9,7 @@ use polyprof::pipeline::job::pass_label;
 use polyprof::pipeline::outcome::{Outcome, StreamCapture};
 use polyprof::pipeline::runner::Tracking;
 use polyprof::pipeline::runner::echo::{self, Echo};
-use polyprof::pipeline::{EnvPolicy, Job, RunOptions, profile, rundir};
+use polyprof::pipeline::{EnvPolicy, Job, RunOptions, profile_on, rundir};
 use polyprof::profilers::{self, EndMarker, Graces, ProfilerSettings};
 use polyprof::results::ProfileRun;
 use tokio_util::sync::CancellationToken;
@@ -79,6 +79,8 @@ pub struct Args {
     /// Nsight Compute options (used with `--profiler ncu`).
     #[command(flatten, next_help_heading = "Nsight Compute (--profiler ncu)")]
     pub ncu: Box<super::ncu_args::NcuArgs>,
+    #[command(flatten, next_help_heading = "Containers (--container IMAGE)")]
+    pub container: Box<super::container_args::ContainerArgs>,
     /// Print the full run document (run.json's schema) on stdout instead of a summary.
     #[arg(long, help_heading = "Output")]
     pub json: bool,
@@ -378,7 +380,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         run: run_options,
         call_path: Vec::new(),
     };
-    let run = profile(&job).await;
+    let run = profile_on(&job, &args.container.target().await?).await;
     if let Some(echo) = echo {
         echo.end_status();
         echo.flush(Duration::from_secs(1));

@@ -187,6 +187,11 @@ pub struct Plan {
     /// The files the profiler writes and the ones staged before it runs.
     #[serde(default, skip_serializing_if = "DeclaredOutputs::is_empty")]
     pub outputs: DeclaredOutputs,
+    /// Linux capabilities the commands need beyond an unprivileged process's (`SYS_ADMIN` for
+    /// admin-only GPU counters). Local runs cannot grant them; a container target adds them
+    /// and drops every other one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capabilities: Vec<String>,
 }
 
 /// A file name in the output directory, matched by exact name, prefix or regular expression.

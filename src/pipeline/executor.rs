@@ -4,14 +4,43 @@
 use std::path::{Path, PathBuf};
 
 use crate::model::outcome::RunResult;
-use crate::model::plan::{Plan, RetryPolicy, Step, Validator};
+use crate::model::plan::{CommandSpec, Plan, RetryPolicy, Step, Validator};
 use crate::model::run::StepRun;
 use crate::pipeline::runner::{RunOptions, run_command};
+
+/// Where a step's command runs: a local process group ([`LocalRunner`]) or a container
+/// (`pipeline::container`). Everything else about a plan (markers, graces, retries,
+/// validators, skipping) is the same for both.
+#[async_trait::async_trait]
+pub trait CommandRunner: Send + Sync {
+    async fn run(&self, spec: &CommandSpec, opts: &RunOptions) -> RunResult;
+}
+
+/// Runs commands as local supervised processes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LocalRunner;
+
+#[async_trait::async_trait]
+impl CommandRunner for LocalRunner {
+    async fn run(&self, spec: &CommandSpec, opts: &RunOptions) -> RunResult {
+        run_command(spec, opts).await
+    }
+}
 
 /// Run every step of `plan`. `base` carries the job's options (timeouts, environment,
 /// cancellation, line sink, limits); each step sets its marker and graces, and each attempt logs
 /// to `<output_dir>/<step>.<attempt>.{stdout,stderr}.log`.
 pub async fn execute_plan(plan: &Plan, base: &RunOptions, output_dir: &Path) -> Vec<StepRun> {
+    execute_plan_with(&LocalRunner, plan, base, output_dir).await
+}
+
+/// [`execute_plan`] with each command run by `runner`.
+pub async fn execute_plan_with(
+    runner: &dyn CommandRunner,
+    plan: &Plan,
+    base: &RunOptions,
+    output_dir: &Path,
+) -> Vec<StepRun> {
     let mut runs: Vec<StepRun> = Vec::with_capacity(plan.steps.len());
     let mut failed: Option<String> = None;
     for step in &plan.steps {
@@ -25,7 +54,7 @@ pub async fn execute_plan(plan: &Plan, base: &RunOptions, output_dir: &Path) -> 
             runs.push(skipped(step, format!("skipped: step `{previous}` failed")));
             continue;
         }
-        let run = execute_step(step, base, output_dir).await;
+        let run = execute_step_with(runner, step, base, output_dir).await;
         if !run.accepted && failed.is_none() {
             failed = Some(step.name.clone());
         }
@@ -45,6 +74,16 @@ fn skipped(step: &Step, why: String) -> StepRun {
 
 /// Run one step, with its retries.
 pub async fn execute_step(step: &Step, base: &RunOptions, output_dir: &Path) -> StepRun {
+    execute_step_with(&LocalRunner, step, base, output_dir).await
+}
+
+/// [`execute_step`] with each attempt run by `runner`.
+pub async fn execute_step_with(
+    runner: &dyn CommandRunner,
+    step: &Step,
+    base: &RunOptions,
+    output_dir: &Path,
+) -> StepRun {
     let max_attempts = step.retry.as_ref().map_or(1, |r| r.max_attempts.max(1));
     let mut run = StepRun {
         name: step.name.clone(),
@@ -63,7 +102,7 @@ pub async fn execute_step(step: &Step, base: &RunOptions, output_dir: &Path) -> 
         opts.log_dir = Some(output_dir.to_path_buf());
         opts.log_name = format!("{}.{attempt}", step.name);
         opts.stdout_file = step.stdout_file.clone();
-        let mut result = run_command(&step.command, &opts).await;
+        let mut result = runner.run(&step.command, &opts).await;
         result.warnings.splice(0..0, cleanup_warnings);
         let verdict = validate(step.retry.as_ref().map(|r| &r.validator), &result).await;
         let cancelled = matches!(result.outcome, crate::model::Outcome::Cancelled);

@@ -11,6 +11,7 @@ use crate::pipeline::executor::execute_plan;
 use crate::pipeline::probe::HostProbe;
 use crate::pipeline::profiler::Profiler;
 use crate::pipeline::runner::RunOptions;
+use crate::pipeline::target::ExecutionTarget;
 use crate::profilers::{self, Backend, Plan, ProfilerSettings};
 
 /// What to profile and how.
@@ -65,6 +66,11 @@ pub fn main_step_index(plan: &Plan) -> Option<usize> {
 /// Profile `job` once. Always returns a run document (also written as `run.json` when the
 /// output directory is writable).
 pub async fn profile(job: &Job) -> ProfileRun {
+    profile_on(job, &ExecutionTarget::Local).await
+}
+
+/// [`profile`] with the plan's commands run on `target` (local processes or containers).
+pub async fn profile_on(job: &Job, target: &ExecutionTarget) -> ProfileRun {
     let job = &Job {
         output_dir: super::rundir::next_free(&job.output_dir),
         ..job.clone()
@@ -85,9 +91,9 @@ pub async fn profile(job: &Job) -> ProfileRun {
     // The profiler's code runs on its own task so that a bug there (a panic) still ends in a
     // run document; the captured output stays in the logs on disk.
     let pass = {
-        let (job, mut run) = (job.clone(), run.clone());
+        let (job, mut run, target) = (job.clone(), run.clone(), target.clone());
         tokio::spawn(async move {
-            run_pass(&job, &mut run).await;
+            run_pass(&job, &mut run, &target).await;
             run
         })
     };
@@ -104,7 +110,7 @@ pub async fn profile(job: &Job) -> ProfileRun {
     run
 }
 
-async fn run_pass(job: &Job, run: &mut ProfileRun) {
+async fn run_pass(job: &Job, run: &mut ProfileRun, target: &ExecutionTarget) {
     let dir = job.output_dir.as_path();
     let profiler: std::sync::Arc<dyn Backend> =
         match profilers::create(&job.profiler, dir, &job.settings) {
@@ -122,7 +128,13 @@ async fn run_pass(job: &Job, run: &mut ProfileRun) {
     match preflight {
         Ok(preflight) => {
             run.profiler.version = preflight.version.clone();
-            if let Some(reason) = preflight.reason {
+            if let (Some(reason), ExecutionTarget::Container(c)) = (&preflight.reason, target) {
+                // The preflight probes this host; the profiler runs in the image.
+                run.warnings.push(format!(
+                    "preflight (on the host, not in image `{}`): {reason}; running in the container anyway",
+                    c.image
+                ));
+            } else if let Some(reason) = preflight.reason {
                 let error = Error::ProfilerUnavailable {
                     profiler: profiler.name().to_string(),
                     reason,
@@ -149,8 +161,17 @@ async fn run_pass(job: &Job, run: &mut ProfileRun) {
     env.extend(std::mem::take(&mut opts.extra_env));
     opts.extra_env = env;
 
-    run.steps = execute_plan(&plan, &opts, dir).await;
     let main = main_step_index(&plan);
+    run.steps = match target {
+        ExecutionTarget::Local => execute_plan(&plan, &opts, dir).await,
+        ExecutionTarget::Container(c) => {
+            let (steps, container) =
+                crate::pipeline::container::execute_plan_in_container(c, &plan, &opts, dir, main)
+                    .await;
+            run.container = container;
+            steps
+        }
+    };
     summarize_steps(run, main);
 
     match profiler.read_output().await {

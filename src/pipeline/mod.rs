@@ -20,3 +20,8 @@ pub use job::{Job, profile};
 pub use probe::{HostProbe, run_probe};
 pub use profiler::Profiler;
 pub use runner::{EnvPolicy, Line, LineSink, RunOptions, StreamKind, run_command};
+
+pub mod container;
+pub mod target;
+pub use job::profile_on;
+pub use target::ExecutionTarget;

@@ -118,6 +118,7 @@ impl Backend for Metal {
             profiler: "metal".into(),
             target: target.to_vec(),
             outputs: Default::default(),
+            capabilities: Vec::new(),
             steps: vec![
                 record,
                 self.export_step("export-toc", &["--toc"], TOC_FILE)?,

@@ -46,6 +46,7 @@ impl Backend for NoProfiler {
             profiler: "none".to_string(),
             target: target.to_vec(),
             outputs: Default::default(),
+            capabilities: Vec::new(),
             steps: vec![Step::new(
                 "run",
                 CommandSpec::new(target.to_vec()),

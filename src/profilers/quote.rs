@@ -227,6 +227,7 @@ mod tests {
             target: vec![],
             steps: vec![],
             outputs: Default::default(),
+            capabilities: Vec::new(),
         };
         assert!(plan_to_shell(&empty).is_err());
     }

@@ -132,6 +132,7 @@ impl Backend for Vtune {
             profiler: "vtune".into(),
             target: target.to_vec(),
             outputs: Default::default(),
+            capabilities: Vec::new(),
             steps: vec![collect, report],
         })
     }

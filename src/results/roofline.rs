@@ -921,6 +921,7 @@ mod tests {
                     Graces::default(),
                 )],
                 outputs: Default::default(),
+                capabilities: Vec::new(),
             });
             run
         };

@@ -72,6 +72,7 @@ fn one_step(argv: Vec<String>) -> Plan {
             Graces::default(),
         )],
         outputs: Default::default(),
+        capabilities: Vec::new(),
     }
 }
 

@@ -6,6 +6,8 @@ mod support;
 
 mod amd_rocprofv3;
 mod amd_rocprofv3_proptest;
+mod container_engine;
+mod container_library;
 mod demo;
 mod foundation_cli;
 mod foundation_quote;

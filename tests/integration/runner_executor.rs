@@ -25,6 +25,7 @@ fn plan(steps: Vec<Step>) -> Plan {
         target: vec!["true".into()],
         steps,
         outputs: Default::default(),
+        capabilities: Vec::new(),
     }
 }
 

@@ -26,6 +26,7 @@ fn plan(steps: Vec<Step>) -> Plan {
         target: vec![],
         steps,
         outputs: Default::default(),
+        capabilities: Vec::new(),
     }
 }
 

@@ -77,7 +77,7 @@ impl fmt::Display for EnvPolicy {
     }
 }
 
-fn name_matches(name: &str, pattern: &str) -> bool {
+pub fn name_matches(name: &str, pattern: &str) -> bool {
     match pattern.strip_suffix('*') {
         Some(prefix) => name.starts_with(prefix),
         None => name == pattern,

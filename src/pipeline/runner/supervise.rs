@@ -34,7 +34,7 @@ const AFTER_KILL_WAIT: Duration = Duration::from_millis(500);
 const SUPERVISOR_KILL_WAIT: Duration = Duration::from_secs(2);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stop {
+pub(crate) enum Stop {
     Timeout,
     Inactive,
     Marker,
@@ -101,7 +101,7 @@ struct Running {
     marker_rx: mpsc::UnboundedReceiver<MarkerSeen>,
 }
 
-fn new_result(spec: &CommandSpec) -> RunResult {
+pub(crate) fn new_result(spec: &CommandSpec) -> RunResult {
     RunResult {
         argv: spec.argv.clone(),
         outcome: Outcome::Cancelled,
@@ -116,7 +116,7 @@ fn new_result(spec: &CommandSpec) -> RunResult {
     }
 }
 
-fn spawn_failed(
+pub(crate) fn spawn_failed(
     mut result: RunResult,
     start: Instant,
     error: String,
@@ -611,7 +611,7 @@ fn assemble(
     result
 }
 
-fn open_logs(
+pub(crate) fn open_logs(
     opts: &RunOptions,
     warnings: &mut Vec<String>,
 ) -> (Option<LogWriter>, Option<LogWriter>) {
@@ -638,7 +638,11 @@ fn open_logs(
     (open("stdout"), open("stderr"))
 }
 
-fn stopped_outcome(stop: Stop, opts: &RunOptions, marker: Option<&MarkerSeen>) -> Outcome {
+pub(crate) fn stopped_outcome(
+    stop: Stop,
+    opts: &RunOptions,
+    marker: Option<&MarkerSeen>,
+) -> Outcome {
     match (stop, marker) {
         (Stop::Timeout, _) => Outcome::TimedOut {
             after_s: opts.timeout.map(secs).unwrap_or_default(),
@@ -654,7 +658,11 @@ fn stopped_outcome(stop: Stop, opts: &RunOptions, marker: Option<&MarkerSeen>) -
     }
 }
 
-fn stop_warning(stop: Stop, opts: &RunOptions, marker: Option<&MarkerSeen>) -> Option<String> {
+pub(crate) fn stop_warning(
+    stop: Stop,
+    opts: &RunOptions,
+    marker: Option<&MarkerSeen>,
+) -> Option<String> {
     Some(match (stop, marker) {
         (Stop::Marker, Some(seen)) if seen.passed => format!(
             "passed, then hung: the end marker said the work passed but the process did not exit within the {:.3} s marker grace and was stopped",

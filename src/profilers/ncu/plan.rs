@@ -174,6 +174,7 @@ pub fn build(
         profiler: "ncu".to_string(),
         target: target.to_vec(),
         outputs: Default::default(),
+        capabilities: Vec::new(),
         steps,
     })
 }

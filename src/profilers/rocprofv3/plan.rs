@@ -187,6 +187,7 @@ pub fn build(input: &PlanInput<'_>, target: &[String]) -> Result<Plan> {
         profiler: NAME.to_string(),
         target: target.to_vec(),
         outputs: Default::default(),
+        capabilities: Vec::new(),
         steps,
     })
 }

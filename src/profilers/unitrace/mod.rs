@@ -340,6 +340,7 @@ impl Backend for Unitrace {
             profiler: self.name().into(),
             target: target.to_vec(),
             outputs: Default::default(),
+            capabilities: Vec::new(),
             steps: vec![step],
         })
     }
