@@ -219,7 +219,7 @@ fn prepare(
     let (report, report_write) = match &opts.tracking {
         Tracking::Group => (None, None),
         Tracking::Supervisor { .. } => {
-            let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| {
+            let (read, write) = report_pipe().map_err(|e| {
                 (
                     format!("cannot create the supervisor's report pipe: {e}"),
                     None,
@@ -682,4 +682,23 @@ pub(crate) fn stop_warning(
         ),
         (Stop::Cancel, _) => return None,
     })
+}
+
+/// A close-on-exec pipe (`pipe2` on Linux; `pipe` + `fcntl` where there is no `pipe2`).
+fn report_pipe() -> nix::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    #[cfg(target_os = "linux")]
+    {
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let (read, write) = nix::unistd::pipe()?;
+        for fd in [&read, &write] {
+            nix::fcntl::fcntl(
+                fd,
+                nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+            )?;
+        }
+        Ok((read, write))
+    }
 }

@@ -100,20 +100,24 @@ fn signal_set() -> libc::sigset_t {
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        for sig in [
-            libc::SIGCHLD,
-            KILL_NOW,
-            libc::SIGTERM,
-            libc::SIGINT,
-            libc::SIGHUP,
-        ] {
+        for sig in HANDLED {
             libc::sigaddset(&mut set, sig);
         }
         set
     }
 }
 
+/// The signals the supervisor handles (blocked, then waited for).
+const HANDLED: [libc::c_int; 5] = [
+    libc::SIGCHLD,
+    KILL_NOW,
+    libc::SIGTERM,
+    libc::SIGINT,
+    libc::SIGHUP,
+];
+
 /// The next blocked signal, or None after `timeout`.
+#[cfg(target_os = "linux")]
 fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<libc::c_int> {
     let spec = libc::timespec {
         tv_sec: timeout.as_secs() as libc::time_t,
@@ -125,6 +129,45 @@ fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<libc::c_int> {
         libc::sigtimedwait(set, &mut info, &spec)
     };
     (sig > 0).then_some(sig)
+}
+
+/// The next blocked signal, or None after `timeout`. Systems without `sigtimedwait` (macOS)
+/// poll the pending set and take a pending signal with `sigwait`, which then returns at once.
+#[cfg(not(target_os = "linux"))]
+fn wait_signal(set: &libc::sigset_t, timeout: Duration) -> Option<libc::c_int> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        // SAFETY: sigpending fills a local set; sigwait takes a signal that is pending.
+        unsafe {
+            let mut pending: libc::sigset_t = std::mem::zeroed();
+            libc::sigpending(&mut pending);
+            if HANDLED
+                .iter()
+                .any(|&sig| libc::sigismember(&pending, sig) == 1)
+            {
+                let mut sig = 0;
+                if libc::sigwait(set, &mut sig) == 0 {
+                    return Some(sig);
+                }
+            }
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return None;
+        }
+        std::thread::sleep((deadline - now).min(Duration::from_millis(5)));
+    }
+}
+
+/// Become the reaper of orphaned descendants and die with the parent (Linux); elsewhere the
+/// process group and the pipe to polyprof are all there is.
+fn adopt_orphans_and_follow_parent() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: plain prctl calls on this process.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        libc::prctl(libc::PR_SET_PDEATHSIG, KILL_NOW, 0, 0, 0);
+    }
 }
 
 /// Reap every child that has exited; remember the command's status.
@@ -157,8 +200,7 @@ fn supervise(parent: i32, leak_timeout: Duration, command: &[OsString]) -> i32 {
     // SAFETY: plain syscalls on this single-threaded process.
     let me = unsafe {
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-        libc::prctl(libc::PR_SET_PDEATHSIG, KILL_NOW, 0, 0, 0);
+        adopt_orphans_and_follow_parent();
         Me {
             pid: libc::getpid(),
             group: libc::getpgrp(),
