@@ -214,11 +214,22 @@ def load(run_dir: PathLike) -> ProfileRun:
     return ProfileRun(json.loads(_native.load_json(os.fspath(run_dir))))
 
 
-def diff(a: RunLike, b: RunLike, *, threshold: float = 5.0) -> RunDiff:
-    """Compare two runs kernel by kernel, with the verdict ``polyprof diff`` gives
-    (``result.regressed``; ``str(result)`` is its table)."""
+def diff(
+    a: RunLike,
+    b: RunLike,
+    *,
+    threshold: float = 5.0,
+    min_change_ns: Optional[float] = None,
+    min_duration_ns: Optional[float] = None,
+) -> RunDiff:
+    """Compare two runs kernel by kernel (medians over launches, ``threshold`` percent, changes
+    below ``min_change_ns`` never count, kernels shorter than ``min_duration_ns`` left out),
+    with the verdict ``polyprof diff`` gives (``result.regressed``; ``str(result)`` is its
+    table)."""
     names = [None if isinstance(x, ProfileRun) else os.fspath(x) for x in (a, b)]
-    data, text, regressed = _native.diff_json(_run_json(a), _run_json(b), float(threshold), *names)
+    data, text, regressed = _native.diff_json(
+        _run_json(a), _run_json(b), float(threshold), *names, min_change_ns, min_duration_ns
+    )
     return RunDiff(json.loads(data), regressed=regressed, text=text)
 
 

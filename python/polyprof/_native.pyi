@@ -30,7 +30,13 @@ def select_json(language: str, arch: str, profiler_type: Optional[str] = None) -
 def profiler_names() -> List[str]: ...
 def load_json(path: str) -> str: ...
 def diff_json(
-    a_json: str, b_json: str, threshold_pct: float, a_name: Optional[str] = None, b_name: Optional[str] = None
+    a_json: str,
+    b_json: str,
+    threshold_pct: float,
+    a_name: Optional[str] = None,
+    b_name: Optional[str] = None,
+    min_change_ns: Optional[float] = None,
+    min_duration_ns: Optional[float] = None,
 ) -> Tuple[str, str, bool]: ...
 def render(run_json: str, format: str = "table", device: Optional[str] = None) -> bytes: ...
 def kernel_benchmark_json(

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use polyprof::results::ProfileRun;
-use polyprof::results::diff::diff_runs;
+use polyprof::results::diff::{DiffOptions, diff_runs};
 use polyprof::results::export::{self, Format, Report};
 use polyprof::results::roofline::DeviceTable;
 
@@ -25,25 +25,43 @@ fn parse_run(json: &str, what: &str) -> PyResult<ProfileRun> {
         .map_err(|e| errors::usage(format!("{what}: not a run document: {e}")))
 }
 
-/// Compare two runs (JSON documents) as `polyprof diff` does; returns `(diff_json, table_text,
-/// regressed)`.
+/// Compare two runs (JSON documents) as `polyprof diff` does (per-kernel medians, a relative
+/// threshold, an absolute floor, an optional minimum duration); returns `(diff_json,
+/// table_text, regressed)`.
 #[pyfunction]
-#[pyo3(signature = (a_json, b_json, threshold_pct, a_name = None, b_name = None))]
+#[pyo3(signature = (a_json, b_json, threshold_pct, a_name = None, b_name = None, min_change_ns = None, min_duration_ns = None))]
+#[allow(clippy::too_many_arguments)]
 fn diff_json(
     a_json: &str,
     b_json: &str,
     threshold_pct: f64,
     a_name: Option<String>,
     b_name: Option<String>,
+    min_change_ns: Option<f64>,
+    min_duration_ns: Option<f64>,
 ) -> PyResult<(String, String, bool)> {
-    if !(threshold_pct.is_finite() && threshold_pct >= 0.0) {
-        return Err(errors::usage(format!(
-            "threshold must be a percentage >= 0; got {threshold_pct}"
-        )));
+    let check = |what: &str, value: f64| {
+        if value.is_finite() && value >= 0.0 {
+            Ok(value)
+        } else {
+            Err(errors::usage(format!(
+                "{what} must be a number >= 0; got {value}"
+            )))
+        }
+    };
+    let mut options = DiffOptions {
+        threshold_pct: check("threshold", threshold_pct)?,
+        ..DiffOptions::default()
+    };
+    if let Some(ns) = min_change_ns {
+        options.floor_ns = check("min_change_ns", ns)?;
+    }
+    if let Some(ns) = min_duration_ns {
+        options.min_duration_ns = check("min_duration_ns", ns)?;
     }
     let a = parse_run(a_json, "run a")?;
     let b = parse_run(b_json, "run b")?;
-    let mut diff = diff_runs(&a, &b, threshold_pct);
+    let mut diff = diff_runs(&a, &b, &options);
     if let Some(name) = a_name {
         diff.a = format!("{name} ({})", diff.a);
     }
@@ -51,7 +69,7 @@ fn diff_json(
         diff.b = format!("{name} ({})", diff.b);
     }
     let json = serde_json::to_string(&diff).map_err(errors::json)?;
-    Ok((json, diff.render(), diff.regressed()))
+    Ok((json, diff.render(None), diff.regressed()))
 }
 
 /// Render a run (JSON document) in `format` (`table`, `json`, `csv`, `hatchet`, `chrome`),
