@@ -72,6 +72,11 @@ __all__ = [
 ]
 
 
+def _run_options_of(arguments: Dict[str, Any]) -> str:
+    """The runner's options JSON from the keyword arguments of ``run`` / ``run_async``."""
+    return run_options(**{k: v for k, v in arguments.items() if k != "argv"})
+
+
 def run(
     argv: Sequence[str],
     *,
@@ -91,19 +96,7 @@ def run(
     watched (``"pytest"`` for pytest's summary), SIGTERM → grace → SIGKILL to the group on a
     timeout, every captured byte kept. The GIL is released while it runs; Ctrl-C stops the
     process group and raises ``KeyboardInterrupt``."""
-    options = run_options(
-        timeout=timeout,
-        inactivity_timeout=inactivity_timeout,
-        end_marker=end_marker,
-        marker_grace=marker_grace,
-        kill_grace=kill_grace,
-        env_policy=env_policy,
-        allow_env=allow_env,
-        env=env,
-        cwd=cwd,
-        log_dir=log_dir,
-        log_name=log_name,
-    )
+    options = _run_options_of(locals())
     return RunResult(json.loads(_native.run_json(argv_list(argv), options)))
 
 
@@ -124,19 +117,7 @@ async def run_async(
 ) -> RunResult:
     """``run`` as a coroutine; the event loop keeps running. Cancelling the task stops the
     process group."""
-    options = run_options(
-        timeout=timeout,
-        inactivity_timeout=inactivity_timeout,
-        end_marker=end_marker,
-        marker_grace=marker_grace,
-        kill_grace=kill_grace,
-        env_policy=env_policy,
-        allow_env=allow_env,
-        env=env,
-        cwd=cwd,
-        log_dir=log_dir,
-        log_name=log_name,
-    )
+    options = _run_options_of(locals())
     text = await _native.run_json_async(argv_list(argv), options)
     return RunResult(json.loads(text))
 

@@ -8,7 +8,7 @@ fields newer than this module.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional
 
 __all__ = [
     "Document",
@@ -321,6 +321,3 @@ class RunDiff(Document):
     def __str__(self) -> str:
         return self.text
 
-
-def pair(values: Optional[List[Any]]) -> Optional[Tuple[Any, ...]]:
-    return None if values is None else tuple(values)

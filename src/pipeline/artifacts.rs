@@ -38,27 +38,8 @@ pub async fn read_artifact(dir: &Path, name: &str, cap: u64) -> Result<RawArtifa
 
 /// Every regular file directly in `dir` whose name satisfies `keep`, sorted by name.
 pub async fn collect_files(dir: &Path, keep: impl Fn(&str) -> bool, cap: u64) -> Result<RawOutput> {
-    let mut entries = tokio::fs::read_dir(dir)
-        .await
-        .map_err(|e| Error::io("list output directory", dir, e))?;
-    let mut names = Vec::new();
-    while let Some(entry) = entries
-        .next_entry()
-        .await
-        .map_err(|e| Error::io("list output directory", dir, e))?
-    {
-        let is_file = entry
-            .file_type()
-            .await
-            .map(|t| t.is_file())
-            .unwrap_or(false);
-        if let Some(name) = entry.file_name().to_str()
-            && is_file
-            && keep(name)
-        {
-            names.push(name.to_string());
-        }
-    }
+    let mut names = collect_names(dir).await?;
+    names.retain(|name| keep(name));
     names.sort();
     let mut artifacts = Vec::with_capacity(names.len());
     for name in names {

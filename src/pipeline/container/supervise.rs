@@ -219,18 +219,7 @@ pub async fn run_in_container(
         });
     let (marker_tx, mut marker_rx) = mpsc::unbounded_channel();
     let shared = Arc::new(Shared::new(start, marker_tx));
-    let setup = |kind, log, copy| StreamSetup {
-        kind,
-        shared: shared.clone(),
-        detector: detector.clone(),
-        line_limit: opts.line_limit,
-        head_lines: opts.head_lines,
-        tail_lines: opts.tail_lines,
-        log,
-        copy,
-        sink: opts.line_sink.clone(),
-        echo: opts.echo.clone(),
-    };
+    let setup = |kind, log, copy| StreamSetup::for_run(opts, kind, &shared, &detector, log, copy);
     let stop_reading = CancellationToken::new();
     let reader: JoinHandle<Captures> = tokio::spawn(read_frames(
         frames,

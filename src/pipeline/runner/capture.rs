@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use super::echo::{Echo, EchoStream};
 use super::logfile::{CopyWriter, LogWriter};
 use super::marker::Detector;
-use super::options::{Line, LineSink, StreamKind};
+use super::options::{Line, LineSink, RunOptions, StreamKind};
 use super::splitter::{LineSplitter, LineVisitor, Piece, block_lines};
 use crate::model::outcome::{MarkerSeen, StreamCapture};
 
@@ -252,6 +252,32 @@ pub struct StreamSetup {
     pub copy: Option<CopyWriter>,
     pub sink: Option<LineSink>,
     pub echo: Option<Echo>,
+}
+
+impl StreamSetup {
+    /// The setup of one stream of a run: limits, sink and echo from `opts`, the run's shared
+    /// state and marker detector (local pipes and container log frames both use it).
+    pub fn for_run(
+        opts: &RunOptions,
+        kind: StreamKind,
+        shared: &Arc<Shared>,
+        detector: &Arc<Detector>,
+        log: Option<LogWriter>,
+        copy: Option<CopyWriter>,
+    ) -> Self {
+        StreamSetup {
+            kind,
+            shared: shared.clone(),
+            detector: detector.clone(),
+            line_limit: opts.line_limit,
+            head_lines: opts.head_lines,
+            tail_lines: opts.tail_lines,
+            log,
+            copy,
+            sink: opts.line_sink.clone(),
+            echo: opts.echo.clone(),
+        }
+    }
 }
 
 impl StreamState {

@@ -290,18 +290,7 @@ async fn spawn_child(
 
     let (marker_tx, marker_rx) = mpsc::unbounded_channel();
     let shared = Arc::new(Shared::new(start, marker_tx));
-    let setup = |kind, log, copy| StreamSetup {
-        kind,
-        shared: shared.clone(),
-        detector: detector.clone(),
-        line_limit: opts.line_limit,
-        head_lines: opts.head_lines,
-        tail_lines: opts.tail_lines,
-        log,
-        copy,
-        sink: opts.line_sink.clone(),
-        echo: opts.echo.clone(),
-    };
+    let setup = |kind, log, copy| StreamSetup::for_run(opts, kind, &shared, &detector, log, copy);
     let stdout_reader: Option<Reader> = child.stdout.take().map(|pipe| {
         enlarge_pipe(pipe.as_raw_fd());
         let state = StreamState::new(setup(StreamKind::Stdout, stdout_log, copy));
