@@ -399,6 +399,11 @@ fn one() -> u64 {
     1
 }
 
+/// Metric naming the benchmark segment a launch ran in (the harness's timed region, e.g.
+/// unitrace's ITT task `model run loop::<label>`). Reports put such a launch under a scope frame
+/// of that name, between its process and the kernel.
+pub const SEGMENT_METRIC: &str = "benchmark";
+
 fn is_default_flops(flops: &FlopCounts) -> bool {
     *flops == FlopCounts::default()
 }
@@ -437,6 +442,14 @@ impl KernelRecord {
     /// A metric's numeric value by the profiler's own name.
     pub fn metric(&self, name: &str) -> Option<f64> {
         self.metrics.get(name).and_then(|m| m.value.as_f64())
+    }
+
+    /// The benchmark segment the launch ran in ([`SEGMENT_METRIC`]), when a parser found one.
+    pub fn segment(&self) -> Option<&str> {
+        match self.metrics.get(SEGMENT_METRIC).map(|m| &m.value) {
+            Some(MetricValue::Text(label)) if !label.is_empty() => Some(label),
+            _ => None,
+        }
     }
 }
 

@@ -9,6 +9,7 @@
 use super::chrome::{benchmark_segments, choose_timeline, parse_chrome};
 use super::metrics::{Metrics, parse_metrics};
 use super::records::{chrome_records, metric_records, summary_records, timeline_records};
+use super::samples::fold_samples;
 use super::tables::{Tables, parse_tables};
 use super::timeline::{Timeline, parse_timeline};
 use crate::model::DeviceInfo;
@@ -58,6 +59,8 @@ pub fn parse_outputs(files: &[(&str, &[u8])], profiler: &str) -> ParsedOutput {
         out.diagnostics.extend(with_file(name, parsed.diagnostics));
         metrics.blocks.extend(parsed.blocks);
     }
+    // Time-based samples (OpenCL) become one row per instance, as metric queries give.
+    let metrics = fold_samples(metrics);
     for (label, value) in &tables.totals {
         out.session.insert(label.clone(), value.to_string());
     }
@@ -198,6 +201,26 @@ mod tests {
             chrome.kernels[0].metrics["record_source"].value,
             MetricValue::Text("chrome_timeline".into())
         );
+    }
+
+    #[test]
+    fn opencl_samples_give_one_record_per_launch() {
+        // `--metric-sampling` rows as `ComputeMetricsSampled` writes them (pti-gpu fcd0ca8):
+        // several samples per instance, an idle sample before the first kernel.
+        let sampled = b"\nKernel, GlobalInstanceId, GpuTime[ns], XVE_ACTIVE[%], XVE_STALL[%]\n\
+            \"NoKernel(Before GEMM)\", 9, 50000, 0, 0\n\n\
+            GEMM, 1, 50000, 80, 10\nGEMM, 1, 50000, 60, 10\n\n\
+            GEMM, 2, 50000, 90, 5\n";
+        let out = parse_outputs(&[("trace.metrics.77", &sampled[..])], "ocl-unitrace");
+        assert_eq!(out.session["record_source"], "metrics");
+        assert_eq!(out.kernels.len(), 2);
+        let first = &out.kernels[0];
+        assert_eq!((first.name.as_str(), first.launch_id), ("GEMM", 1));
+        assert_eq!(first.duration_ns, Some(100000.0));
+        assert_eq!(first.metric("xve_active_pct"), Some(70.0));
+        assert_eq!(first.metric("xve_idle_pct"), Some(20.0));
+        assert_eq!(first.metric("metric_samples"), Some(2.0));
+        assert_eq!(out.kernels[1].metric("metric_samples"), Some(1.0));
     }
 
     #[test]
