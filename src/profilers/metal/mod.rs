@@ -1,6 +1,11 @@
-//! Apple Metal through `xctrace` (macOS only): record a Metal System Trace of the launched
-//! target, then export the table of contents and the Metal tables to XML. The export steps run
-//! even when recording failed, so a partial trace is still salvaged.
+//! Apple Metal through `xctrace` (recording needs macOS): record a Metal System Trace of the
+//! launched target, then export the table of contents and the Metal tables to XML. The export
+//! steps run even when recording failed, so a partial trace is still salvaged. Parsing is pure
+//! and runs anywhere: [`xctrace`] reads the export, [`records`] makes one kernel record per
+//! encoder run on the GPU (`polyprof parse --profiler metal trace.tables.xml [trace.toc.xml]`).
+
+pub mod records;
+pub mod xctrace;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -13,6 +18,8 @@ use super::{
     Step,
 };
 use crate::error::{Error, Result};
+use crate::model::artifacts::RawArtifact;
+use crate::model::parsed::{Diagnostic, Severity};
 use crate::model::plan::{DeclaredOutputs, FilePattern};
 use crate::model::probe::Probe;
 
@@ -159,21 +166,84 @@ impl Backend for Metal {
         }
     }
 
+    /// The tables export becomes records of the launched process (its pid from the table of
+    /// contents; every process when there is none). Files are told apart by name as the plan
+    /// writes them, else by their root element (`polyprof parse` passes any file names).
     fn parse(&self, raw: RawOutput) -> Result<ProfilerOutput> {
-        if raw.get(TABLES_FILE).is_none() {
+        let toc = raw
+            .get(TOC_FILE)
+            .or_else(|| raw.artifacts.iter().find(|a| is_toc(a)));
+        let tables: Vec<&RawArtifact> = raw
+            .artifacts
+            .iter()
+            .filter(|a| a.name == TABLES_FILE || (a.name != TOC_FILE && is_tables(a)))
+            .collect();
+        if tables.is_empty() {
             return Err(Error::NoData {
                 profiler: "metal".into(),
                 reason: format!(
-                    "xctrace exported no `{TABLES_FILE}` into `{}`; see the record and export \
-                     steps' output",
-                    self.output_dir.display()
+                    "xctrace exported no `{TABLES_FILE}` into `{}` (no `<trace-query-result>` \
+                     file among {}); see the record and export steps' output",
+                    self.output_dir.display(),
+                    shown_names(&raw)
                 ),
             });
         }
-        Ok(ProfilerOutput {
-            raw,
-            ..Default::default()
-        })
+        let mut output = ProfilerOutput::default();
+        let pid = match toc.map(|t| (t, xctrace::launched_pid(&t.content))) {
+            Some((_, Ok(pid))) => pid,
+            Some((t, Err(e))) => {
+                output.errors.push(format!("{}: {e}", t.name));
+                None
+            }
+            None => None,
+        };
+        if pid.is_none() {
+            output.parsed.diagnostics.push(diagnostic(
+                Severity::Warning,
+                "metal_no_target_pid",
+                "no launched process in the table of contents: GPU intervals of every process \
+                 are kept"
+                    .into(),
+                Some(format!(
+                    "pass `{TOC_FILE}` (`xctrace export --input run.trace --toc`) too"
+                )),
+            ));
+        }
+        for table in tables {
+            match xctrace::parse_export(&table.content, pid) {
+                Ok(trace) => {
+                    let mut parsed = records::parsed_output(&trace);
+                    let offset = output.parsed.kernels.len() as u64;
+                    for record in &mut parsed.kernels {
+                        record.launch_id += offset;
+                    }
+                    for warning in &trace.warnings {
+                        parsed.diagnostics.push(diagnostic(
+                            Severity::Warning,
+                            "metal_export_damaged",
+                            format!("{}: {warning}", table.name),
+                            None,
+                        ));
+                    }
+                    let out = &mut output.parsed;
+                    out.kernels.append(&mut parsed.kernels);
+                    out.diagnostics.append(&mut parsed.diagnostics);
+                    out.session.append(&mut parsed.session);
+                    out.device = out.device.take().or(parsed.device);
+                }
+                // A capture without the target's GPU work failed; it is not 0 ms.
+                Err(Error::NoData { reason, .. }) => output.parsed.diagnostics.push(diagnostic(
+                    Severity::Error,
+                    "metal_no_gpu_work",
+                    format!("{}: {reason}", table.name),
+                    None,
+                )),
+                Err(e) => output.errors.push(format!("{}: {e}", table.name)),
+            }
+        }
+        output.raw = raw;
+        Ok(output)
     }
 
     fn check_availability(&self, probe: &dyn Probe) -> Preflight {
@@ -209,6 +279,41 @@ impl Backend for Metal {
         }
         p.binary = xcrun;
         p.finish()
+    }
+}
+
+/// Whether an artifact's first bytes hold `root` (`<trace-toc`, `<trace-query-result`).
+fn starts_with_root(artifact: &RawArtifact, root: &[u8]) -> bool {
+    let head = &artifact.content[..artifact.content.len().min(4096)];
+    head.windows(root.len()).any(|w| w == root)
+}
+
+fn is_toc(artifact: &RawArtifact) -> bool {
+    starts_with_root(artifact, b"<trace-toc")
+}
+
+fn is_tables(artifact: &RawArtifact) -> bool {
+    starts_with_root(artifact, b"<trace-query-result")
+}
+
+fn shown_names(raw: &RawOutput) -> String {
+    if raw.artifacts.is_empty() {
+        return "no files".into();
+    }
+    raw.artifacts
+        .iter()
+        .map(|a| format!("`{}`", a.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn diagnostic(severity: Severity, kind: &str, message: String, hint: Option<String>) -> Diagnostic {
+    Diagnostic {
+        severity,
+        kind: kind.into(),
+        message,
+        hint,
+        metric: None,
     }
 }
 
