@@ -389,8 +389,8 @@ pub struct KernelRecord {
     pub metrics: BTreeMap<MetricName, Metric>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<RuleResult>,
-    /// Where the kernel sits in the job's call path (job / pass / process / kernel), outermost
-    /// first; filled by the pipeline, empty when a parser produced the record.
+    /// Where the kernel sits in the job's call path (job / pass / process / [segment /]
+    /// kernel), outermost first; filled by the pipeline, empty when a parser produced the record.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub call_path: Vec<String>,
 }

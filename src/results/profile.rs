@@ -23,7 +23,7 @@ pub struct Profile {
 }
 
 impl Profile {
-    /// A run's kernels as events under `job / pass / process / kernel`.
+    /// A run's kernels as events under `job / pass / process / [segment /] kernel`.
     pub fn from_run(run: &ProfileRun) -> Self {
         Profile {
             name: run.label.clone(),
@@ -151,7 +151,7 @@ fn stamped_kinds(run: &ProfileRun, record: &KernelRecord) -> Vec<FrameKind> {
         .collect()
 }
 
-/// Fill every record's `call_path` with `job / pass / process / kernel` (for the pipeline, so
+/// Fill every record's `call_path` with `job / pass / process / [segment /] kernel` (for the pipeline, so
 /// that `run.json` carries the paths).
 pub fn stamp_call_paths(run: &mut ProfileRun, job: &[String]) {
     let job: Vec<Frame> = if job.is_empty() {

@@ -321,6 +321,73 @@ fn diagnostic(severity: Severity, kind: &str, message: String, hint: Option<Stri
 mod tests {
     use super::*;
 
+    const EXPORT: &[u8] =
+        include_bytes!("../../../tests/fixtures/metal/xctrace_synthetic_gpu_intervals.xml");
+    const TOC: &[u8] = include_bytes!("../../../tests/fixtures/metal/xctrace_synthetic_toc.xml");
+
+    fn raw(files: &[(&str, &[u8])]) -> RawOutput {
+        RawOutput {
+            artifacts: files
+                .iter()
+                .map(|(name, content)| RawArtifact {
+                    name: name.to_string(),
+                    path: PathBuf::from(name),
+                    size: content.len() as u64,
+                    content: content.to_vec(),
+                    truncated: false,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn parse_gives_the_launched_process_encoders_by_name_or_by_content() {
+        let m = Metal::new(PathBuf::from("/out"), &ProfilerSettings::default());
+        for files in [
+            [(TABLES_FILE, EXPORT), (TOC_FILE, TOC)],
+            [("a.xml", EXPORT), ("b.xml", TOC)],
+        ] {
+            let out = m.parse(raw(&files)).unwrap();
+            assert!(out.errors.is_empty(), "{:?}", out.errors);
+            let names: Vec<&str> = out.parsed.kernels.iter().map(|k| k.name.as_str()).collect();
+            assert_eq!(
+                names,
+                [
+                    "Command Buffer 0:Compute Command 0",
+                    "matmul & bias",
+                    "matmul & bias"
+                ]
+            );
+            assert_eq!(out.parsed.session["target_pid"], "42");
+            assert_eq!(out.parsed.device.as_ref().unwrap().name, "Apple M1");
+            assert_eq!(out.raw.artifacts.len(), 2, "the raw files stay");
+        }
+    }
+
+    #[test]
+    fn parse_without_tables_or_with_an_empty_capture() {
+        let m = Metal::new(PathBuf::from("/out"), &ProfilerSettings::default());
+        let err = m.parse(raw(&[(TOC_FILE, TOC)])).unwrap_err();
+        assert!(matches!(err, Error::NoData { .. }), "{err}");
+        assert!(err.to_string().contains("`trace.toc.xml`"), "{err}");
+        // The target (pid 42) did no GPU work in this capture, another process did.
+        let other = String::from_utf8_lossy(TOC).replace("pid=\"42\"", "pid=\"5\"");
+        let out = m
+            .parse(raw(&[(TABLES_FILE, EXPORT), (TOC_FILE, other.as_bytes())]))
+            .unwrap();
+        assert!(out.parsed.kernels.is_empty());
+        let d = &out.parsed.diagnostics[0];
+        assert_eq!(
+            (d.kind.as_str(), d.severity),
+            ("metal_no_gpu_work", Severity::Error)
+        );
+        assert!(d.message.contains("[42, 77]"), "{}", d.message);
+        let bad = m
+            .parse(raw(&[(TABLES_FILE, b"<trace-query-result><a></b>")]))
+            .unwrap();
+        assert_eq!(bad.errors.len(), 1, "{:?}", bad.parsed.diagnostics);
+    }
+
     #[test]
     fn record_then_exports() {
         let m = Metal::new(PathBuf::from("/out"), &ProfilerSettings::default());
