@@ -91,6 +91,8 @@ fn report_records_put_kernels_under_their_segment() {
         .iter()
         .zip([SEGMENT_512, SEGMENT_512, SEGMENT_1024, SEGMENT_1024])
     {
+        // The timeline file `synthetic_python.4242.json` is that process's.
+        assert_eq!(path[path.len() - 3], "synthetic_python [4242]", "{path:?}");
         assert_eq!(path[path.len() - 2], segment, "{path:?}");
         assert_eq!(path[path.len() - 1], "matmul_kernel", "{path:?}");
     }
@@ -111,11 +113,16 @@ fn hatchet_and_proton_trees_nest_kernels_in_segments() {
             (SEGMENT_512, 2.0, 1200500.0 + 1190125.0),
             (SEGMENT_1024, 2.0, 9400750.0 + 9390250.0),
         ] {
-            let (_, node) = all
+            let (path, node) = all
                 .iter()
                 .find(|(p, _)| p.last().map(String::as_str) == Some(segment))
                 .unwrap_or_else(|| panic!("{format}: no `{segment}` node in {document}"));
             assert_eq!(node["frame"]["type"], "scope", "{format}: {node}");
+            assert_eq!(
+                path[path.len() - 2],
+                "synthetic_python",
+                "{format}: the process (stable name, no pid) holds the segments"
+            );
             let kernels = node["children"].as_array().unwrap();
             assert_eq!(kernels.len(), 1, "{format}: {node}");
             let kernel = &kernels[0];

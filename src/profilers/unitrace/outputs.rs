@@ -6,7 +6,7 @@
 //! the metric rows, else the text device timeline, else the device timing summary (aggregated).
 //! `session["record_source"]` and each record's `record_source` metric say which.
 
-use super::chrome::{benchmark_segments, choose_timeline, parse_chrome};
+use super::chrome::{benchmark_segments, choose_timeline, parse_chrome, timeline_process};
 use super::metrics::{Metrics, parse_metrics};
 use super::records::{chrome_records, metric_records, summary_records, timeline_records};
 use super::samples::fold_samples;
@@ -80,7 +80,15 @@ pub fn parse_outputs(files: &[(&str, &[u8])], profiler: &str) -> ParsedOutput {
             Ok(trace) => {
                 let segments = benchmark_segments(&trace);
                 out.diagnostics.extend(trace.diagnostics.iter().cloned());
-                let records = chrome_records(&trace, &segments, Some(&metrics), profiler);
+                let mut records = chrome_records(&trace, &segments, Some(&metrics), profiler);
+                // The timeline is one process's (`<app>.<pid>.json`): its launches get that
+                // process, so reports show it between the pass and the kernels.
+                if let Some((app, pid)) = timeline_process(name) {
+                    for record in records.iter_mut().filter(|r| r.process_id.is_none()) {
+                        record.process_id = Some(pid);
+                        record.process_name = Some(app.clone());
+                    }
+                }
                 if !segments.is_empty() {
                     out.session
                         .insert("benchmark_segments".into(), segments.len().to_string());
@@ -186,6 +194,8 @@ mod tests {
         assert_eq!(chrome.session["timeline_file"], "python3.4242.json");
         assert_eq!(chrome.session["benchmark_segments"], "2");
         assert_eq!(chrome.kernels.len(), 4);
+        assert_eq!(chrome.kernels[0].process_id, Some(4242));
+        assert_eq!(chrome.kernels[0].process_name.as_deref(), Some("python3"));
         assert_eq!(
             chrome.device.as_ref().unwrap().name,
             "Intel(R) Data Center GPU Max 1100"
