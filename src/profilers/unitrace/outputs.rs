@@ -19,6 +19,15 @@ fn is_json(name: &str) -> bool {
     name.ends_with(".json")
 }
 
+/// The pid in unitrace's text file names: `trace.<pid>`, `trace.metrics.<pid>`, each with an
+/// optional `.<rank>` (MPI) after the pid.
+pub fn trace_file_pid(file_name: &str) -> Option<u32> {
+    let name = file_name.rsplit('/').next()?;
+    let rest = name.strip_prefix(super::TRACE_PREFIX)?;
+    let rest = rest.strip_prefix("metrics.").unwrap_or(rest);
+    rest.split('.').next()?.parse().ok()
+}
+
 fn with_file(file: &str, diagnostics: Vec<Diagnostic>) -> impl Iterator<Item = Diagnostic> + '_ {
     diagnostics.into_iter().map(move |mut d| {
         if !d.message.starts_with(file) {
@@ -130,6 +139,19 @@ pub fn parse_outputs(files: &[(&str, &[u8])], profiler: &str) -> ParsedOutput {
                 (from_summary, found)
             }
         };
+        // Text files are merged before records are made, so a pid is only certain when every
+        // `trace.<pid>` file of the pass names the same one (one profiled process).
+        let mut pids = files
+            .iter()
+            .filter(|(n, _)| !is_json(n))
+            .filter_map(|(n, _)| trace_file_pid(n));
+        if let Some(pid) = pids.next()
+            && pids.all(|other| other == pid)
+        {
+            for record in out.kernels.iter_mut().filter(|r| r.process_id.is_none()) {
+                record.process_id = Some(pid);
+            }
+        }
     }
     match source {
         Some(source) => {
@@ -179,6 +201,16 @@ mod tests {
         let timeline = parse_outputs(&[("trace.1", DPC_D), ("trace.t", DPC_T)], "unitrace");
         assert_eq!(timeline.session["record_source"], "timeline");
         assert_eq!(timeline.kernels.len(), 4);
+        assert_eq!(
+            timeline.kernels[0].process_id,
+            Some(1),
+            "only trace.1 names a pid"
+        );
+        let two = parse_outputs(&[("trace.1", DPC_D), ("trace.2", DPC_T)], "unitrace");
+        assert_eq!(
+            two.kernels[0].process_id, None,
+            "two processes: not guessed"
+        );
 
         let metrics = parse_outputs(&[("trace.1799860", FP16)], "unitrace");
         assert_eq!(metrics.session["record_source"], "metrics");
@@ -211,6 +243,15 @@ mod tests {
             chrome.kernels[0].metrics["record_source"].value,
             MetricValue::Text("chrome_timeline".into())
         );
+    }
+
+    #[test]
+    fn text_file_names_give_the_pid() {
+        assert_eq!(trace_file_pid("trace.4242"), Some(4242));
+        assert_eq!(trace_file_pid("out/trace.metrics.4242"), Some(4242));
+        assert_eq!(trace_file_pid("trace.4242.3"), Some(4242));
+        assert_eq!(trace_file_pid("trace.t"), None);
+        assert_eq!(trace_file_pid("dpc_gemm_device_timing.txt"), None);
     }
 
     #[test]
