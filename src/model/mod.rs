@@ -12,6 +12,7 @@ pub mod plan;
 pub mod probe;
 pub mod record;
 pub mod run;
+pub mod run_error;
 pub mod schema;
 pub mod verdict_metrics;
 
@@ -27,3 +28,4 @@ pub use plan::{
 pub use probe::{Probe, ProbeError, ProbeOutput, ProbeRequest};
 pub use record::{FlopCounts, KernelRecord, Metric, MetricName, MetricValue, RuleResult};
 pub use run::{ContainerInfo, ProfileRun, ProfilerInfo, StepRun};
+pub use run_error::{ErrorKind, RunError};

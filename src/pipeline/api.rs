@@ -91,7 +91,7 @@ mod tests {
         let run = &runs["ncu.000"];
         assert!(run.outcome.is_none());
         assert!(
-            run.errors.iter().any(|e| e.contains("unavailable")),
+            run.has_error(crate::model::ErrorKind::ProfilerUnavailable),
             "{:?}",
             run.errors
         );

@@ -33,6 +33,7 @@ mod report_exports;
 mod report_fixtures;
 mod report_hatchet;
 mod report_table;
+mod report_v1_documents;
 mod runner_concurrency;
 mod runner_env;
 mod runner_executor;
