@@ -6,6 +6,7 @@
 pub mod artifacts;
 pub mod device;
 pub mod error;
+pub mod fields;
 pub mod outcome;
 pub mod parsed;
 pub mod plan;
@@ -19,6 +20,7 @@ pub mod verdict_metrics;
 pub use artifacts::{RawArtifact, RawOutput};
 pub use device::DeviceInfo;
 pub use error::{Error, Result};
+pub use fields::{NORMALIZED_FIELDS, NormalizedField, normalized_field};
 pub use outcome::{MarkerSeen, Outcome, RunResult, StreamCapture, Timings};
 pub use parsed::{Diagnostic, ParsedOutput, ProfilerOutput, Severity};
 pub use plan::{

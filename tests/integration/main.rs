@@ -30,6 +30,7 @@ mod ncu_static_lane;
 mod report_chrome;
 mod report_diff;
 mod report_exports;
+mod report_fields;
 mod report_fixtures;
 mod report_hatchet;
 mod report_table;
