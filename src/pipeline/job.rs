@@ -290,3 +290,77 @@ fn is_polyprof_file(name: &str) -> bool {
         || name.ends_with(".stderr.log")
         || name.starts_with('.')
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::outcome::RunResult;
+
+    fn step(name: &str, outcome: Option<Outcome>, accepted: bool) -> StepRun {
+        let attempts = outcome
+            .into_iter()
+            .map(|outcome| RunResult {
+                argv: vec![name.to_string()],
+                outcome,
+                pid: None,
+                marker: None,
+                timings: Default::default(),
+                leaked: false,
+                killed: Vec::new(),
+                stdout: Default::default(),
+                stderr: Default::default(),
+                warnings: Vec::new(),
+            })
+            .collect();
+        StepRun {
+            name: name.to_string(),
+            attempts,
+            accepted,
+            rejection: (!accepted).then(|| "it failed".to_string()),
+        }
+    }
+
+    #[test]
+    fn rejected_steps_say_who_failed() {
+        let mut run = ProfileRun::new("x.000", "x", &[], std::path::Path::new("out"));
+        run.steps = vec![
+            step("profile", Some(Outcome::Exited { code: 0 }), true),
+            step("report", Some(Outcome::TimedOut { after_s: 1.0 }), false),
+            step(
+                "export",
+                Some(Outcome::SpawnFailed {
+                    error: "no such file".into(),
+                    errno: Some(2),
+                }),
+                false,
+            ),
+            step("check", Some(Outcome::Exited { code: 0 }), false),
+            step("skipped", None, false),
+        ];
+        summarize_steps(&mut run, Some(0), false);
+        let kinds: Vec<ErrorKind> = run.errors.iter().map(|e| e.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                ErrorKind::Timeout,
+                ErrorKind::Spawn,
+                ErrorKind::StepRejected,
+                ErrorKind::StepRejected
+            ]
+        );
+        assert_eq!(
+            run.errors[0].to_string(),
+            "step `report` was not accepted: it failed"
+        );
+        // In a container, a step that could not start is the engine's failure.
+        run.errors.clear();
+        summarize_steps(&mut run, Some(0), true);
+        assert_eq!(run.errors[1].kind, ErrorKind::Container);
+        // The main step's own failure is its outcome, not an error.
+        let mut run = ProfileRun::new("x.000", "x", &[], std::path::Path::new("out"));
+        run.steps = vec![step("profile", Some(Outcome::Exited { code: 1 }), false)];
+        summarize_steps(&mut run, Some(0), false);
+        assert!(run.errors.is_empty());
+        assert!(!run.succeeded());
+    }
+}
