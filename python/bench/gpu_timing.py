@@ -60,7 +60,9 @@ def ncu_times(ncu):
         if k.get("duration_ns") is not None:
             key = f"{k.get('short_name') or k['name']} grid={k.get('grid')}"
             times.setdefault(key, []).append(k["duration_ns"])
-    return times, proc.returncode, proc.stderr[-2000:] + " ".join(map(str, doc.get("errors", [])))
+    # run.json errors are {kind, message} (schema_version 2) or strings (version 1).
+    errors = [e.get("message", "") if isinstance(e, dict) else str(e) for e in doc.get("errors", [])]
+    return times, proc.returncode, proc.stderr[-2000:] + " ".join(errors)
 
 
 def main():

@@ -27,6 +27,7 @@ from ._types import (
     Outcome,
     ProfileRun,
     RunDiff,
+    RunError,
     RunResult,
     StreamCapture,
 )
@@ -63,6 +64,7 @@ __all__ = [
     "KernelBenchmark",
     "RunResult",
     "ProfileRun",
+    "RunError",
     "KernelRecord",
     "Outcome",
     "StreamCapture",

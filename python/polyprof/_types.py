@@ -19,6 +19,7 @@ __all__ = [
     "RunResult",
     "KernelRecord",
     "StepRun",
+    "RunError",
     "ProfileRun",
     "KernelChange",
     "RunDiff",
@@ -240,10 +241,29 @@ class StepRun(Document):
         return [RunResult(a) for a in self._data.get("attempts") or []]
 
 
+class RunError(Document):
+    """One error of a run: ``kind`` says who failed (``profiler_unavailable``, ``spawn``,
+    ``timeout``, ``step_rejected``, ``profiler_output``, ``diagnostic``, ``io``, ``internal``,
+    ``container``, ``usage``, …; ``unknown`` for a schema_version 1 document), ``message`` what
+    to do. ``str(error)`` is the message."""
+
+    kind: str
+    message: str
+
+    def __init__(self, data: Any):
+        # schema_version 1 documents held plain strings.
+        if isinstance(data, str):
+            data = {"kind": "unknown", "message": data}
+        super().__init__(data)
+
+    def __str__(self) -> str:
+        return str(self._data.get("message", ""))
+
+
 class ProfileRun(Document):
     """A profiler pass end to end: plan, steps, outcome, raw artifacts, kernels (``run.json``)."""
 
-    _nested = {"outcome": Outcome, "kernels": [KernelRecord], "steps": [StepRun]}
+    _nested = {"outcome": Outcome, "kernels": [KernelRecord], "steps": [StepRun], "errors": [RunError]}
 
     schema_version: int
     polyprof_version: str
@@ -261,7 +281,7 @@ class ProfileRun(Document):
     kernels: List[KernelRecord]
     diagnostics: List[Dict[str, Any]]
     warnings: List[str]
-    errors: List[Any]
+    errors: List[RunError]
 
     @property
     def succeeded(self) -> bool:

@@ -63,6 +63,12 @@ def test_profile_with_an_unavailable_profiler_says_why_in_the_run(tmp_path, monk
     run = polyprof.profile(["true"], profiler="ncu", output_dir=tmp_path / "ncu.000")
     assert not run.succeeded
     assert any("ncu" in str(e) for e in run.errors)
+    assert [e.kind for e in run.errors] == ["profiler_unavailable"]
+
+
+def test_errors_of_a_schema_version_1_document_read_as_kind_unknown():
+    run = polyprof.ProfileRun({"schema_version": 1, "errors": ["step `x` was not accepted"]})
+    assert [(e.kind, str(e)) for e in run.errors] == [("unknown", "step `x` was not accepted")]
 
 
 def test_unknown_profile_option_is_a_value_error(tmp_path):

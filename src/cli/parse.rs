@@ -10,7 +10,10 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_BORDERS_ONLY};
-use polyprof::model::{ParsedOutput, ProfilerOutput, RawArtifact, RawOutput, Severity};
+use polyprof::model::{
+    NormalizedField, ParsedOutput, ProfilerOutput, RawArtifact, RawOutput, Severity,
+    normalized_field,
+};
 use polyprof::profilers::ncu::parse::flag_empty;
 use polyprof::profilers::ncu::{
     MetricFilter, ParseOptions, device_from_session, merge, parse, parse_reader,
@@ -326,10 +329,24 @@ fn truncate(name: &str, max: usize) -> String {
     }
 }
 
-const HEADER: [&str; 16] = [
+const HEADER: [&str; 10] = [
     "pid", "id", "kernel", "grid", "block", "time us", "DRAM MB", "GB/s", "GFLOP/s", "FLOP/B",
-    "occ %", "theo %", "SM %", "mem %", "regs", "smem B",
 ];
+
+/// The normalized numbers shown as they are, after [`HEADER`]'s columns (titles and units from
+/// `model::fields`).
+const AS_REPORTED: [&str; 6] = [
+    "achieved_occupancy_pct",
+    "theoretical_occupancy_pct",
+    "sm_throughput_pct",
+    "memory_throughput_pct",
+    "registers_per_thread",
+    "shared_mem_per_block",
+];
+
+fn as_reported() -> impl Iterator<Item = &'static NormalizedField> {
+    AS_REPORTED.iter().filter_map(|name| normalized_field(name))
+}
 
 fn table_row(k: &KernelRecord, metrics: &[String]) -> Vec<String> {
     let mut row = vec![
@@ -344,15 +361,8 @@ fn table_row(k: &KernelRecord, metrics: &[String]) -> Vec<String> {
         fmt(k.dram_gb_per_s(), 1),
         fmt(k.gflops_per_s(), 1),
         fmt(k.arithmetic_intensity(), 2),
-        fmt(k.achieved_occupancy_pct, 1),
-        fmt(k.theoretical_occupancy_pct, 1),
-        fmt(k.sm_throughput_pct, 1),
-        fmt(k.memory_throughput_pct, 1),
-        k.registers_per_thread
-            .map_or_else(|| "-".to_string(), |r| r.to_string()),
-        k.shared_mem_per_block
-            .map_or_else(|| "-".to_string(), |s| s.to_string()),
     ];
+    row.extend(as_reported().map(|field| fmt((field.get)(k), if field.integer { 0 } else { 1 })));
     for name in metrics {
         row.push(match k.metrics.get(name.as_str()) {
             Some(metric) => match metric.value.as_f64() {
@@ -373,6 +383,7 @@ fn print_table(
     let mut table = Table::new();
     table.load_style(UTF8_BORDERS_ONLY);
     let mut header: Vec<String> = HEADER.iter().map(|h| h.to_string()).collect();
+    header.extend(as_reported().map(|field| field.label.to_string()));
     header.extend(metrics.iter().cloned());
     table.set_header(header);
     for row in rows {

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use polyprof::model::{ParsedOutput, ProfileRun, Severity};
+use polyprof::model::{ErrorKind, ParsedOutput, ProfileRun, RunError, Severity};
 use polyprof::results::export::table::PARSED_CONFIGURATION;
 
 /// Write the run document of `parsed` to `run_file`, or to `run_dir`/run.json. Exit status:
@@ -77,13 +77,16 @@ pub fn run_document(
         names.join(", ")
     ));
     run.device = parsed.device;
-    run.errors = parse_errors;
+    run.errors = parse_errors
+        .into_iter()
+        .map(|e| RunError::new(ErrorKind::ProfilerOutput, e))
+        .collect();
     run.errors.extend(
         parsed
             .diagnostics
             .iter()
             .filter(|d| d.severity == Severity::Error)
-            .map(|d| format!("{}: {}", d.kind, d.message)),
+            .map(|d| RunError::new(ErrorKind::Diagnostic, format!("{}: {}", d.kind, d.message))),
     );
     run.kernels = parsed.kernels;
     run.diagnostics = parsed.diagnostics;

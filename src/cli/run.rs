@@ -468,7 +468,10 @@ mod verdict_tests {
                 hint: None,
                 metric: None,
             });
-            run.errors.push(format!("application_error: {message}"));
+            run.fail(
+                polyprof::model::ErrorKind::Diagnostic,
+                format!("application_error: {message}"),
+            );
         }
         run
     }

@@ -66,7 +66,7 @@ fn to_json<'a>(selected: &'a Selected, config: &'a str) -> SelectJson<'a> {
             .iter()
             .map(|p| PassJson {
                 profiler: &p.profiler,
-                metric_group: p.settings.metric_group.as_deref(),
+                metric_group: p.variant(),
                 extra_args: &p.settings.extra_args,
             })
             .collect(),
@@ -84,7 +84,7 @@ fn render_text(selected: &Selected) -> String {
     );
     for (i, pass) in selected.passes.iter().enumerate() {
         out.push_str(&format!("  pass {}: {}", i + 1, pass.profiler));
-        if let Some(group) = &pass.settings.metric_group {
+        if let Some(group) = pass.variant() {
             out.push_str(&format!(", metric group {group}"));
         }
         if !pass.settings.extra_args.is_empty() {

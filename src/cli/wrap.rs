@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use polyprof::profilers::registry::{self, SettingsKind};
+use polyprof::profilers::registry;
 use polyprof::profilers::{self, ProfilerSettings, quote};
 
 /// Arguments of `polyprof wrap`.
@@ -32,10 +32,10 @@ pub struct Args {
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let name = args.profiler.trim().to_ascii_lowercase();
     let entry = registry::lookup(&name)?;
-    if args.group.is_some() && entry.settings != SettingsKind::MetricGroup {
+    if args.group.is_some() && !entry.settings.has_variant() {
         let takes: Vec<&str> = registry::BACKENDS
             .iter()
-            .filter(|b| b.settings == SettingsKind::MetricGroup)
+            .filter(|b| b.settings.has_variant())
             .map(|b| b.name)
             .collect();
         anyhow::bail!(
@@ -50,10 +50,8 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             args.output_dir.display()
         )
     })?;
-    let settings = ProfilerSettings {
-        metric_group: args.group,
-        ..Default::default()
-    };
+    let mut settings = ProfilerSettings::default();
+    entry.settings.set_variant(&mut settings, args.group);
     let profiler = profilers::create(&name, &output_dir, &settings)?;
     let plan = profiler.wrap(&args.command)?;
     if args.shell {

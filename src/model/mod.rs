@@ -6,18 +6,21 @@
 pub mod artifacts;
 pub mod device;
 pub mod error;
+pub mod fields;
 pub mod outcome;
 pub mod parsed;
 pub mod plan;
 pub mod probe;
 pub mod record;
 pub mod run;
+pub mod run_error;
 pub mod schema;
 pub mod verdict_metrics;
 
 pub use artifacts::{RawArtifact, RawOutput};
 pub use device::DeviceInfo;
 pub use error::{Error, Result};
+pub use fields::{NORMALIZED_FIELDS, NormalizedField, normalized_field};
 pub use outcome::{MarkerSeen, Outcome, RunResult, StreamCapture, Timings};
 pub use parsed::{Diagnostic, ParsedOutput, ProfilerOutput, Severity};
 pub use plan::{
@@ -27,3 +30,4 @@ pub use plan::{
 pub use probe::{Probe, ProbeError, ProbeOutput, ProbeRequest};
 pub use record::{FlopCounts, KernelRecord, Metric, MetricName, MetricValue, RuleResult};
 pub use run::{ContainerInfo, ProfileRun, ProfilerInfo, StepRun};
+pub use run_error::{ErrorKind, RunError};

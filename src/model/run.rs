@@ -12,9 +12,11 @@ use crate::model::outcome::{Outcome, RunResult};
 use crate::model::parsed::Diagnostic;
 use crate::model::plan::Plan;
 use crate::model::record::KernelRecord;
+pub use crate::model::run_error::{ErrorKind, RunError};
 
-/// Bumped whenever a field changes meaning or is removed.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Bumped whenever a field changes meaning or is removed. 2: `errors` are `{kind, message}`
+/// objects ([`RunError`]); version 1 documents (plain strings) still load, as kind `unknown`.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// File name of the run document inside a run directory.
 pub const RUN_FILE: &str = "run.json";
@@ -82,8 +84,9 @@ pub struct ProfileRun {
     pub session: std::collections::BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// What failed, each with its kind; a run with errors did not succeed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub errors: Vec<String>,
+    pub errors: Vec<RunError>,
 }
 
 impl ProfileRun {
@@ -119,6 +122,16 @@ impl ProfileRun {
         }
     }
 
+    /// Record an error of `kind`.
+    pub fn fail(&mut self, kind: ErrorKind, message: impl Into<String>) {
+        self.errors.push(RunError::new(kind, message));
+    }
+
+    /// Whether any error is of `kind`.
+    pub fn has_error(&self, kind: ErrorKind) -> bool {
+        self.errors.iter().any(|e| e.kind == kind)
+    }
+
     /// True when the main step succeeded and nothing was recorded as an error.
     pub fn succeeded(&self) -> bool {
         self.errors.is_empty() && self.outcome.as_ref().is_some_and(Outcome::is_success)
@@ -142,7 +155,9 @@ impl ProfileRun {
         Ok(path)
     }
 
-    /// Read a run back from a run directory or a `run.json` path.
+    /// Read a run back from a run directory or a `run.json` path. An older document is
+    /// upgraded in memory (version 1's string errors become kind `unknown`), so writing it
+    /// back writes the current version.
     pub fn read(path: &Path) -> Result<Self> {
         let file = if path.is_dir() {
             path.join(RUN_FILE)
@@ -150,7 +165,7 @@ impl ProfileRun {
             path.to_path_buf()
         };
         let text = std::fs::read(&file).map_err(|e| Error::io("read run document", &file, e))?;
-        let run: ProfileRun = serde_json::from_slice(&text).map_err(|source| Error::Json {
+        let mut run: ProfileRun = serde_json::from_slice(&text).map_err(|source| Error::Json {
             context: file.display().to_string(),
             source,
         })?;
@@ -164,6 +179,7 @@ impl ProfileRun {
                 ),
             ));
         }
+        run.schema_version = SCHEMA_VERSION;
         Ok(run)
     }
 }

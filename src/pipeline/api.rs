@@ -19,7 +19,7 @@ pub struct ProfileAllOptions {
     /// Timeouts, environment policy, cancellation, … shared by every pass.
     pub run: RunOptions,
     /// Settings laid over each selected pass's own (Nsight Compute options, extra arguments,
-    /// end marker and grace overrides); the pass keeps its metric group.
+    /// end marker and grace overrides); the pass keeps its variant (metric group, counter set).
     pub overrides: Option<ProfilerSettings>,
     /// Call-path frames the kernels are placed under (see [`Job::call_path`]).
     pub call_path: Vec<String>,
@@ -44,7 +44,14 @@ pub async fn profile_all(
         let key = pass_label(&pass.profiler, *index);
         *index += 1;
         let mut settings = options.overrides.clone().unwrap_or_default();
-        settings.metric_group = pass.settings.metric_group.clone().or(settings.metric_group);
+        if let Some(entry) = crate::profilers::registry::find(&pass.profiler) {
+            let kind = entry.settings;
+            let variant = kind
+                .variant(&pass.settings)
+                .or(kind.variant(&settings))
+                .map(str::to_string);
+            kind.set_variant(&mut settings, variant);
+        }
         let job = Job {
             target: target.to_vec(),
             profiler: pass.profiler.clone(),
@@ -91,7 +98,7 @@ mod tests {
         let run = &runs["ncu.000"];
         assert!(run.outcome.is_none());
         assert!(
-            run.errors.iter().any(|e| e.contains("unavailable")),
+            run.has_error(crate::model::ErrorKind::ProfilerUnavailable),
             "{:?}",
             run.errors
         );

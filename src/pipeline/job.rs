@@ -5,7 +5,8 @@
 use std::path::PathBuf;
 
 use crate::error::Error;
-use crate::model::run::{ProfileRun, StepRun};
+use crate::model::outcome::Outcome;
+use crate::model::run::{ErrorKind, ProfileRun, RunError, StepRun};
 use crate::pipeline::artifacts;
 use crate::pipeline::executor::execute_plan;
 use crate::pipeline::probe::HostProbe;
@@ -85,7 +86,7 @@ pub async fn profile_on(job: &Job, target: &ExecutionTarget) -> ProfileRun {
     run.env_policy = job.run.env_policy.to_string();
     if let Err(e) = std::fs::create_dir_all(&job.output_dir) {
         run.errors
-            .push(Error::io("create output directory", &job.output_dir, e).to_string());
+            .push(Error::io("create output directory", &job.output_dir, e).into());
         return run;
     }
     // The profiler's code runs on its own task so that a bug there (a panic) still ends in a
@@ -99,13 +100,16 @@ pub async fn profile_on(job: &Job, target: &ExecutionTarget) -> ProfileRun {
     };
     match pass.await {
         Ok(done) => run = done,
-        Err(e) => run.errors.push(format!(
-            "internal error while running the pass (the logs in {} are kept): {e}",
-            job.output_dir.display()
-        )),
+        Err(e) => run.fail(
+            ErrorKind::Internal,
+            format!(
+                "internal error while running the pass (the logs in {} are kept): {e}",
+                job.output_dir.display()
+            ),
+        ),
     }
     if let Err(e) = run.write(&job.output_dir) {
-        run.errors.push(e.to_string());
+        run.errors.push(e.into());
     }
     run
 }
@@ -115,7 +119,7 @@ async fn run_pass(job: &Job, run: &mut ProfileRun, target: &ExecutionTarget) {
     let profiler: std::sync::Arc<dyn Backend> =
         match profilers::create(&job.profiler, dir, &job.settings) {
             Ok(p) => p.into(),
-            Err(e) => return run.errors.push(e.to_string()),
+            Err(e) => return run.errors.push(e.into()),
         };
     run.profiler.name = profiler.name().to_string();
     // Preflight probes the machine (version commands, /proc files): keep it off the async
@@ -139,21 +143,28 @@ async fn run_pass(job: &Job, run: &mut ProfileRun, target: &ExecutionTarget) {
                     profiler: profiler.name().to_string(),
                     reason,
                 };
-                return run.errors.push(error.to_string());
+                return run.errors.push(error.into());
             }
         }
         Err(e) => {
-            return run
-                .errors
-                .push(format!("preflight of {} failed: {e}", job.profiler));
+            return run.fail(
+                ErrorKind::Internal,
+                format!("preflight of {} failed: {e}", job.profiler),
+            );
         }
     }
     if let Err(e) = profiler.prepare_with(dir, job.run.cancel.clone()).await {
-        return run.errors.push(e.to_string());
+        // A file polyprof could not stage, a previous run in the way or a profiler found
+        // unusable keep their kind; anything else failed the profiler's pre-run step.
+        let kind = match ErrorKind::of(&e) {
+            k @ (ErrorKind::Io | ErrorKind::Usage | ErrorKind::ProfilerUnavailable) => k,
+            _ => ErrorKind::Prepare,
+        };
+        return run.fail(kind, e.to_string());
     }
     let plan = match profiler.wrap(&job.target) {
         Ok(plan) => plan,
-        Err(e) => return run.errors.push(e.to_string()),
+        Err(e) => return run.errors.push(e.into()),
     };
     run.plan = Some(plan.clone());
     let mut opts = job.run.clone();
@@ -172,7 +183,7 @@ async fn run_pass(job: &Job, run: &mut ProfileRun, target: &ExecutionTarget) {
             steps
         }
     };
-    summarize_steps(run, main);
+    summarize_steps(run, main, matches!(target, ExecutionTarget::Container(_)));
 
     match profiler.read_output().await {
         Ok(output) => {
@@ -185,16 +196,25 @@ async fn run_pass(job: &Job, run: &mut ProfileRun, target: &ExecutionTarget) {
                 .diagnostics
                 .iter()
                 .filter(|d| d.severity == crate::model::parsed::Severity::Error)
-                .map(|d| format!("{}: {}", d.kind, d.message));
+                .map(|d| {
+                    RunError::new(ErrorKind::Diagnostic, format!("{}: {}", d.kind, d.message))
+                });
             run.errors.extend(diagnosed);
             run.device = output.parsed.device;
             run.session = output.parsed.session;
             crate::results::profile::stamp_call_paths(run, &job.call_path);
-            run.errors.extend(output.errors);
+            run.errors.extend(
+                output
+                    .errors
+                    .into_iter()
+                    .map(|e| RunError::new(ErrorKind::ProfilerOutput, e)),
+            );
         }
         Err(e) => {
-            run.errors
-                .push(format!("reading the profiler's output: {e}"));
+            run.fail(
+                ErrorKind::ProfilerOutput,
+                format!("reading the profiler's output: {e}"),
+            );
             // Keep pointers to whatever the profiler wrote; the files stay on disk.
             // Nothing is read into memory (cap 0): the paths and sizes are what the run keeps.
             run.artifacts = artifacts::collect_files(dir, |n| !is_polyprof_file(n), 0)
@@ -205,8 +225,9 @@ async fn run_pass(job: &Job, run: &mut ProfileRun, target: &ExecutionTarget) {
     }
 }
 
-/// Outcome, warnings and errors from the step results.
-fn summarize_steps(run: &mut ProfileRun, main: Option<usize>) {
+/// Outcome, warnings and errors from the step results. `in_container`: the steps ran in a
+/// container, so a step that could not start is the engine's failure.
+fn summarize_steps(run: &mut ProfileRun, main: Option<usize>, in_container: bool) {
     let steps: &[StepRun] = &run.steps;
     let ran: Vec<usize> = (0..steps.len())
         .filter(|&i| !steps[i].attempts.is_empty())
@@ -239,11 +260,27 @@ fn summarize_steps(run: &mut ProfileRun, main: Option<usize>) {
                 .last()
                 .is_some_and(|a| !a.outcome.is_success());
         if !outcome_says_it && let Some(why) = &step.rejection {
-            errors.push(format!("step `{}` was not accepted: {why}", step.name));
+            let kind = rejection_kind(step, in_container);
+            errors.push(RunError::new(
+                kind,
+                format!("step `{}` was not accepted: {why}", step.name),
+            ));
         }
     }
     run.warnings.extend(warnings);
     run.errors.extend(errors);
+}
+
+/// Who failed a step that was not accepted: its last attempt's outcome says, else the step's
+/// exit status or validator did.
+fn rejection_kind(step: &StepRun, in_container: bool) -> ErrorKind {
+    match step.attempts.last().map(|a| &a.outcome) {
+        Some(Outcome::SpawnFailed { .. }) if in_container => ErrorKind::Container,
+        Some(Outcome::SpawnFailed { .. }) => ErrorKind::Spawn,
+        Some(Outcome::TimedOut { .. } | Outcome::Inactive { .. }) => ErrorKind::Timeout,
+        Some(Outcome::Cancelled) => ErrorKind::Cancelled,
+        _ => ErrorKind::StepRejected,
+    }
 }
 
 /// Whether `name` is one of polyprof's own files in a run directory (not profiler output).
@@ -252,4 +289,78 @@ fn is_polyprof_file(name: &str) -> bool {
         || name.ends_with(".stdout.log")
         || name.ends_with(".stderr.log")
         || name.starts_with('.')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::outcome::RunResult;
+
+    fn step(name: &str, outcome: Option<Outcome>, accepted: bool) -> StepRun {
+        let attempts = outcome
+            .into_iter()
+            .map(|outcome| RunResult {
+                argv: vec![name.to_string()],
+                outcome,
+                pid: None,
+                marker: None,
+                timings: Default::default(),
+                leaked: false,
+                killed: Vec::new(),
+                stdout: Default::default(),
+                stderr: Default::default(),
+                warnings: Vec::new(),
+            })
+            .collect();
+        StepRun {
+            name: name.to_string(),
+            attempts,
+            accepted,
+            rejection: (!accepted).then(|| "it failed".to_string()),
+        }
+    }
+
+    #[test]
+    fn rejected_steps_say_who_failed() {
+        let mut run = ProfileRun::new("x.000", "x", &[], std::path::Path::new("out"));
+        run.steps = vec![
+            step("profile", Some(Outcome::Exited { code: 0 }), true),
+            step("report", Some(Outcome::TimedOut { after_s: 1.0 }), false),
+            step(
+                "export",
+                Some(Outcome::SpawnFailed {
+                    error: "no such file".into(),
+                    errno: Some(2),
+                }),
+                false,
+            ),
+            step("check", Some(Outcome::Exited { code: 0 }), false),
+            step("skipped", None, false),
+        ];
+        summarize_steps(&mut run, Some(0), false);
+        let kinds: Vec<ErrorKind> = run.errors.iter().map(|e| e.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                ErrorKind::Timeout,
+                ErrorKind::Spawn,
+                ErrorKind::StepRejected,
+                ErrorKind::StepRejected
+            ]
+        );
+        assert_eq!(
+            run.errors[0].to_string(),
+            "step `report` was not accepted: it failed"
+        );
+        // In a container, a step that could not start is the engine's failure.
+        run.errors.clear();
+        summarize_steps(&mut run, Some(0), true);
+        assert_eq!(run.errors[1].kind, ErrorKind::Container);
+        // The main step's own failure is its outcome, not an error.
+        let mut run = ProfileRun::new("x.000", "x", &[], std::path::Path::new("out"));
+        run.steps = vec![step("profile", Some(Outcome::Exited { code: 1 }), false)];
+        summarize_steps(&mut run, Some(0), false);
+        assert!(run.errors.is_empty());
+        assert!(!run.succeeded());
+    }
 }

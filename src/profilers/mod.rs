@@ -12,11 +12,10 @@ pub mod quote;
 pub mod registry;
 pub mod rocprofv3;
 pub mod selection;
+pub mod settings;
 pub mod staging;
 pub mod unitrace;
 pub mod vtune;
-
-use serde::{Deserialize, Serialize};
 
 pub use crate::model::artifacts::{RawArtifact, RawOutput};
 pub use crate::model::parsed::{Diagnostic, ParsedOutput, ProfilerOutput, Severity};
@@ -26,23 +25,4 @@ pub use crate::model::plan::{CommandSpec, EndMarker, Graces, Plan, RetryPolicy, 
 pub use backend::{Backend, PreRunCheck};
 pub use preflight::Preflight;
 pub use registry::{BACKENDS, BackendEntry, PROFILER_NAMES, create};
-
-/// Options that shape how a profiler is built (from selection, CLI flags or the API).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ProfilerSettings {
-    /// Unitrace metric group for this pass (`ComputeBasic`, …).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metric_group: Option<String>,
-    /// Nsight Compute options.
-    #[serde(default)]
-    pub ncu: ncu::NcuOptions,
-    /// Extra arguments passed to the profiler verbatim, before the target (escape hatch).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub extra_args: Vec<String>,
-    /// Override of the profiler's end marker.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub end_marker: Option<EndMarker>,
-    /// Override of the profiler's graces.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub graces: Option<Graces>,
-}
+pub use settings::{ProfilerSettings, SettingsKind};

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::backend::Backend;
+pub use super::settings::SettingsKind;
 use super::{ProfilerSettings, metal, ncu, none, rocprofv3, unitrace, vtune};
 use crate::error::{Error, Result};
 
@@ -46,17 +47,6 @@ impl fmt::Display for Vendor {
     }
 }
 
-/// Which vendor-specific settings a backend reads from [`ProfilerSettings`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SettingsKind {
-    /// Only the shared ones (extra arguments, end marker, graces).
-    Shared,
-    /// Nsight Compute options (`ProfilerSettings::ncu`).
-    Ncu,
-    /// A unitrace metric group (`ProfilerSettings::metric_group`).
-    MetricGroup,
-}
-
 /// One registered backend.
 #[derive(Clone, Copy)]
 pub struct BackendEntry {
@@ -66,7 +56,7 @@ pub struct BackendEntry {
     pub vendor: Option<Vendor>,
     /// One line for tables and help.
     pub summary: &'static str,
-    /// The vendor settings it reads.
+    /// Its own settings in [`ProfilerSettings`] (and whether a pass has a variant).
     pub settings: SettingsKind,
     /// Whether [`Backend::parse`] turns its output into kernel records yet (else it keeps the
     /// raw files only).
@@ -106,7 +96,7 @@ pub const BACKENDS: &[BackendEntry] = &[
         name: "unitrace",
         vendor: Some(Vendor::Intel),
         summary: "Intel Unitrace (Level Zero)",
-        settings: SettingsKind::MetricGroup,
+        settings: SettingsKind::Unitrace,
         parses_kernels: true,
         create: |dir, settings| Ok(Box::new(unitrace::Unitrace::new(dir, settings))),
     },
@@ -114,7 +104,7 @@ pub const BACKENDS: &[BackendEntry] = &[
         name: "ocl-unitrace",
         vendor: Some(Vendor::Intel),
         summary: "Intel Unitrace (OpenCL)",
-        settings: SettingsKind::MetricGroup,
+        settings: SettingsKind::Unitrace,
         parses_kernels: true,
         create: |dir, settings| Ok(Box::new(unitrace::Unitrace::opencl(dir, settings))),
     },
@@ -138,8 +128,9 @@ pub const BACKENDS: &[BackendEntry] = &[
         name: "rocprofv3",
         vendor: Some(Vendor::Amd),
         summary: "AMD rocprofv3 (ROCprofiler-SDK)",
-        // `metric_group` is its counter set: `trace`, `roofline` or `pmc:A,B;C`.
-        settings: SettingsKind::MetricGroup,
+        // Its variant (selection's `metric_group`) is the counter set: `trace`, `roofline`
+        // or `pmc:A,B;C`.
+        settings: SettingsKind::Rocprofv3,
         parses_kernels: true,
         create: |dir, settings| Ok(Box::new(rocprofv3::Rocprofv3::new(dir, settings)?)),
     },

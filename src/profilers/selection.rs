@@ -44,9 +44,15 @@ impl ProfilerPass {
         super::create(&self.profiler, output_dir, &self.settings)
     }
 
+    /// The pass's variant: Unitrace's metric group, rocprofv3's counter set (`metric_group` in
+    /// `configs/selection.toml`); `None` for backends without one.
+    pub fn variant(&self) -> Option<&str> {
+        registry::find(&self.profiler).and_then(|entry| entry.settings.variant(&self.settings))
+    }
+
     /// A short label: `unitrace:MemoryProfile`, `ncu`.
     pub fn label(&self) -> String {
-        match &self.settings.metric_group {
+        match self.variant() {
             Some(group) => format!("{}:{group}", self.profiler),
             None => self.profiler.clone(),
         }
@@ -201,22 +207,27 @@ impl Selection {
             let mut passes = Vec::new();
             for pass in raw_passes {
                 let profiler = norm(&pass.profiler);
-                let vendor = profiler_vendor(&profiler).ok_or_else(|| {
-                    err(format!(
-                        "choice `{name}` names profiler `{}`; valid profilers: {}",
-                        pass.profiler,
-                        PROFILER_NAMES.join(", ")
-                    ))
-                })?;
-                vendors.insert(vendor);
-                passes.push(ProfilerPass {
-                    profiler,
-                    settings: ProfilerSettings {
-                        metric_group: pass.metric_group,
-                        extra_args: pass.extra_args,
-                        ..Default::default()
-                    },
-                });
+                let entry = registry::find(&profiler)
+                    .filter(|entry| entry.vendor.is_some())
+                    .ok_or_else(|| {
+                        err(format!(
+                            "choice `{name}` names profiler `{}`; valid profilers: {}",
+                            pass.profiler,
+                            PROFILER_NAMES.join(", ")
+                        ))
+                    })?;
+                vendors.extend(entry.vendor);
+                if pass.metric_group.is_some() && !entry.settings.has_variant() {
+                    return Err(err(format!(
+                        "choice `{name}`: profiler `{profiler}` takes no metric_group"
+                    )));
+                }
+                let mut settings = ProfilerSettings {
+                    extra_args: pass.extra_args,
+                    ..Default::default()
+                };
+                entry.settings.set_variant(&mut settings, pass.metric_group);
+                passes.push(ProfilerPass { profiler, settings });
             }
             let vendor = match vendors.into_iter().collect::<Vec<_>>().as_slice() {
                 [one] => *one,
@@ -628,5 +639,27 @@ mod tests {
                 "unitrace:VectorEngineProfile"
             ]
         );
+    }
+
+    #[test]
+    fn a_row_routes_its_metric_group_to_the_backends_own_settings() {
+        let s = Selection::embedded().unwrap();
+        let pass = &s
+            .get_profilers("hip", "mi300x", Some("rocprofv3-roofline"))
+            .unwrap()[0];
+        assert_eq!(
+            pass.settings.rocprofv3.counters.as_deref(),
+            Some("roofline")
+        );
+        assert_eq!(pass.settings.unitrace.metric_group, None);
+        assert_eq!(pass.label(), "rocprofv3:roofline");
+        let table = EMBEDDED_CONFIG.replace(
+            r#"ncu = [{ profiler = "ncu" }]"#,
+            r#"ncu = [{ profiler = "ncu", metric_group = "ComputeBasic" }]"#,
+        );
+        let err = Selection::from_toml(&table, "test")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`ncu` takes no metric_group"), "{err}");
     }
 }

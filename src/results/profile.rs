@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::model::fields::NORMALIZED_FIELDS;
 use crate::model::record::KernelRecord;
 use crate::model::run::ProfileRun;
 use crate::results::aggregate::{GroupBy, KeyAverages, key_averages};
@@ -271,28 +272,10 @@ fn record_attributes(record: &KernelRecord) -> std::collections::BTreeMap<String
     if let Some(block) = record.block {
         put("block", Value::from(block.to_vec()));
     }
-    let numbers = [
-        (
-            "registers_per_thread",
-            record.registers_per_thread.map(f64::from),
-        ),
-        (
-            "shared_mem_per_block",
-            record.shared_mem_per_block.map(|v| v as f64),
-        ),
-        ("achieved_occupancy_pct", record.achieved_occupancy_pct),
-        (
-            "theoretical_occupancy_pct",
-            record.theoretical_occupancy_pct,
-        ),
-        ("sm_throughput_pct", record.sm_throughput_pct),
-        ("memory_throughput_pct", record.memory_throughput_pct),
-        ("dram_bytes_read", record.dram_bytes_read),
-        ("dram_bytes_write", record.dram_bytes_write),
-    ];
-    for (key, value) in numbers {
-        if let Some(value) = value {
-            put(key, Value::from(value));
+    // The normalized numbers the event does not hold itself (start, GPU time and bytes it does).
+    for field in NORMALIZED_FIELDS.iter().filter(|f| f.attribute) {
+        if let Some(value) = (field.get)(record) {
+            put(field.name, Value::from(value));
         }
     }
     attributes

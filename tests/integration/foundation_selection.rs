@@ -77,7 +77,7 @@ fn expected_passes(choice: &str) -> Vec<(String, Option<String>)> {
 fn shape(passes: &[ProfilerPass]) -> Vec<(String, Option<String>)> {
     passes
         .iter()
-        .map(|p| (p.profiler.clone(), p.settings.metric_group.clone()))
+        .map(|p| (p.profiler.clone(), p.variant().map(str::to_string)))
         .collect()
 }
 

@@ -55,7 +55,9 @@ async fn opencl_metrics_are_retried_until_a_long_enough_file_then_parsed() {
     install_fake(bin.path());
     let out = tempfile::tempdir().unwrap();
     let settings = ProfilerSettings {
-        metric_group: Some("ComputeBasic".into()),
+        unitrace: polyprof::profilers::unitrace::UnitraceSettings {
+            metric_group: Some("ComputeBasic".into()),
+        },
         ..Default::default()
     };
     let backend = create("ocl-unitrace", out.path(), &settings).unwrap();

@@ -179,8 +179,10 @@ fn a_failed_run_without_kernels_still_reports_in_every_format() {
         dir.path(),
     );
     run.outcome = Some(Outcome::TimedOut { after_s: 600.0 });
-    run.errors
-        .push("the run timed out; the CSV was never written".into());
+    run.fail(
+        polyprof::ErrorKind::ProfilerOutput,
+        "the run timed out; the CSV was never written",
+    );
     run.write(dir.path()).unwrap();
     let text = stdout_of(&["report", dir.path().to_str().unwrap()]);
     assert!(

@@ -153,10 +153,11 @@ async fn profile_refuses_an_unknown_profiler_without_panicking() {
     let run = profile(&job).await;
     assert_eq!(run.outcome, None);
     assert!(
-        run.errors[0].contains("unknown profiler `bogus`"),
+        run.errors[0].message.contains("unknown profiler `bogus`"),
         "{:?}",
         run.errors
     );
+    assert_eq!(run.errors[0].kind, polyprof::ErrorKind::Usage);
     assert_eq!(ProfileRun::read(dir.path()).unwrap(), run);
 }
 

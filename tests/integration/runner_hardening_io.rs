@@ -252,7 +252,9 @@ fn a_full_disk_leaves_no_temporary_file_and_marks_the_log_incomplete() {
         run.warnings
     );
     assert!(
-        run.errors.iter().any(|e| e.contains("run.json")),
+        run.errors
+            .iter()
+            .any(|e| e.kind == polyprof::ErrorKind::Io && e.message.contains("run.json")),
         "{:?}",
         run.errors
     );

@@ -1,6 +1,6 @@
 //! What the ncu parser is asked to keep ([`MetricFilter`], [`ParseOptions`]) and what it
 //! gathers while segments go by ([`Context`]). The page readers (`raw`, `details`, `session`)
-//! and the dispatcher in `parse` share it from here, so none of them imports another.
+//! and the dispatcher (`dispatch`) share it from here, so none of them imports another.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 

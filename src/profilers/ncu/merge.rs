@@ -35,29 +35,8 @@ pub fn merge(target: &mut ParsedOutput, other: ParsedOutput) {
 }
 
 fn merge_record(target: &mut KernelRecord, other: KernelRecord) {
-    macro_rules! fill {
-        ($($field:ident),*) => { $( if target.$field.is_none() { target.$field = other.$field; } )* };
-    }
-    fill!(
-        process_name,
-        device,
-        stream,
-        grid,
-        block,
-        start_ns,
-        duration_ns,
-        dram_bytes_read,
-        dram_bytes_write,
-        dram_bytes,
-        achieved_occupancy_pct,
-        theoretical_occupancy_pct,
-        sm_throughput_pct,
-        memory_throughput_pct,
-        registers_per_thread,
-        shared_mem_per_block
-    );
-    // Every precision, tensor counts and the HFMA2.MMA label included.
-    target.flops.fill_missing(&other.flops);
+    // Identity, the normalized numbers (model::fields) and every precision's FLOPs.
+    target.fill_missing(&other);
     if target.name.is_empty() {
         target.name = other.name;
         target.short_name = other.short_name;

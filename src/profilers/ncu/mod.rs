@@ -1,16 +1,19 @@
 //! NVIDIA Nsight Compute backend: plan (`wrap`), preflight, parsers of ncu's CSV pages, metric
 //! name checks, and the static lane (cuobjdump resource usage, theoretical occupancy).
 
+mod checks;
 mod context;
 pub mod cuobjdump;
 mod details;
 pub mod diagnostics;
 pub mod discovery;
+mod dispatch;
 pub mod fields;
 pub mod kernel_filter;
 pub mod merge;
 pub mod occupancy;
 pub mod options;
+mod parallel;
 pub mod parse;
 pub mod plan;
 pub mod preflight;
@@ -19,6 +22,7 @@ mod raw;
 pub mod row;
 pub mod scan;
 mod session;
+mod stream;
 pub mod units;
 
 use std::path::{Path, PathBuf};

@@ -36,6 +36,15 @@ pub const NAME: &str = "rocprofv3";
 const CSV_OUTPUTS: &str =
     r"_(kernel_trace|memory_copy_trace|counter_collection|agent_info|[a-z_]*_stats)\.csv$";
 
+/// rocprofv3's own settings; selection's `metric_group` fills them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Rocprofv3Settings {
+    /// The counter set: `trace` (default: kernel trace, copies, stats), `roofline`, or
+    /// `pmc:A,B;C` (see [`Rocprofv3Options::from_metric_group`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<String>,
+}
+
 /// The rocprofv3 backend.
 #[derive(Debug, Clone)]
 pub struct Rocprofv3 {
@@ -47,11 +56,11 @@ pub struct Rocprofv3 {
 }
 
 impl Rocprofv3 {
-    /// `settings.metric_group` picks the counters: `trace` (default), `roofline`, `pmc:A,B;C`.
+    /// `settings.rocprofv3.counters` picks the counters: `trace` (default), `roofline`, `pmc:A,B;C`.
     pub fn new(output_dir: PathBuf, settings: &ProfilerSettings) -> Result<Self> {
         Ok(Rocprofv3 {
             output_dir,
-            options: Rocprofv3Options::from_metric_group(settings.metric_group.as_deref())?,
+            options: Rocprofv3Options::from_metric_group(settings.rocprofv3.counters.as_deref())?,
             extra_args: settings.extra_args.clone(),
             end_marker: settings.end_marker.clone(),
             graces: settings.graces,
@@ -156,10 +165,10 @@ mod tests {
         let mut settings = ProfilerSettings::default();
         let r = Rocprofv3::new(PathBuf::from("/o"), &settings).unwrap();
         assert!(r.options().counter_groups.is_empty());
-        settings.metric_group = Some("roofline".into());
+        settings.rocprofv3.counters = Some("roofline".into());
         let r = Rocprofv3::new(PathBuf::from("/o"), &settings).unwrap();
         assert_eq!(r.wrap(&["./app".into()]).unwrap().steps.len(), 6);
-        settings.metric_group = Some("bogus".into());
+        settings.rocprofv3.counters = Some("bogus".into());
         assert!(Rocprofv3::new(PathBuf::from("/o"), &settings).is_err());
     }
 

@@ -60,6 +60,15 @@ pub fn is_timeline(name: &str) -> bool {
     TIMELINE_NAME.as_ref().is_some_and(|re| re.is_match(name))
 }
 
+/// Unitrace's own settings (both APIs); selection's `metric_group` fills them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct UnitraceSettings {
+    /// The metric group of this pass (`ComputeBasic`, `MemoryProfile`, …); default
+    /// [`DEFAULT_METRIC_GROUP`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric_group: Option<String>,
+}
+
 /// What the Level Zero and OpenCL variants share.
 #[derive(Debug, Clone)]
 pub(crate) struct UnitraceCore {
@@ -80,6 +89,7 @@ impl UnitraceCore {
         UnitraceCore {
             output_dir,
             metric_group: settings
+                .unitrace
                 .metric_group
                 .clone()
                 .unwrap_or_else(|| DEFAULT_METRIC_GROUP.to_string()),
@@ -404,7 +414,9 @@ mod tests {
 
     fn settings(group: &str) -> ProfilerSettings {
         ProfilerSettings {
-            metric_group: Some(group.into()),
+            unitrace: UnitraceSettings {
+                metric_group: Some(group.into()),
+            },
             ..Default::default()
         }
     }

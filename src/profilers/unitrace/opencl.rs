@@ -59,7 +59,9 @@ mod tests {
     #[test]
     fn wraps_opencl_with_sampling_and_retry() {
         let s = ProfilerSettings {
-            metric_group: Some("VectorEngineProfile".into()),
+            unitrace: crate::profilers::unitrace::UnitraceSettings {
+                metric_group: Some("VectorEngineProfile".into()),
+            },
             ..Default::default()
         };
         let p = Unitrace::opencl(PathBuf::from("/out"), &s);

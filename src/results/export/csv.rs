@@ -1,9 +1,11 @@
 //! CSV report: one row per normalized record, the fixed columns of [`COLUMNS`] (documented in
-//! docs/reports.md). Missing values are empty cells; numbers are in base units (ns, bytes, FLOPs).
+//! docs/reports.md); the record's normalized numbers come through `model::fields`. Missing
+//! values are empty cells; numbers are in base units (ns, bytes, FLOPs).
 
 use std::io::Write;
 
 use crate::error::{Error, Result};
+use crate::model::fields::normalized_field;
 use crate::results::export::{Exporter, Format, Report};
 use crate::results::roofline::evaluate_run_record;
 
@@ -102,70 +104,81 @@ impl Exporter for CsvExporter {
             let point = evaluate_run_record(report.peaks.as_ref(), report.run.as_ref(), &record);
             let [grid_x, grid_y, grid_z] = dims(record.grid);
             let [block_x, block_y, block_z] = dims(record.block);
-            let row = vec![
-                label.clone(),
-                record.profiler.clone(),
-                run_device
-                    .clone()
-                    .or(record.device.clone())
-                    .unwrap_or_default(),
-                opt(record.process_id),
-                record.process_name.clone().unwrap_or_default(),
-                record.launch_id.to_string(),
-                record.name.clone(),
-                record.short_name.clone(),
-                record.stream.clone().unwrap_or_default(),
-                grid_x,
-                grid_y,
-                grid_z,
-                block_x,
-                block_y,
-                block_z,
-                record.calls.to_string(),
-                opt(record.start_ns),
-                opt(record.duration_ns),
-                opt(record.dram_bytes_read),
-                opt(record.dram_bytes_write),
-                opt(record.total_dram_bytes()),
-                opt(record.flops.fp16),
-                opt(record.flops.fp32),
-                opt(record.flops.fp64),
-                opt(record.total_flops()),
-                opt(point.gflops_per_s),
-                opt(point.gb_per_s),
-                opt(point.arithmetic_intensity),
-                opt(point.pct_peak_bandwidth),
-                opt(point.pct_peak_compute),
-                point.bound.to_string(),
-                opt(record.achieved_occupancy_pct),
-                opt(record.theoretical_occupancy_pct),
-                opt(record.sm_throughput_pct),
-                opt(record.memory_throughput_pct),
-                opt(record.registers_per_thread),
-                opt(record.shared_mem_per_block),
-                record.call_path.join(" / "),
-                opt(record.flops.tensor_fp16),
-                opt(record.flops.tensor_bf16),
-                opt(record.flops.tensor_tf32),
-                opt(record.flops.tensor_fp8),
-                opt(record.flops.tensor_int8),
-                opt(record.flops.tensor_fp64),
-                opt(record.flops.fp16_hfma2_mma),
-                serde_label(&point.limiter),
-                point.precision.map(|p| serde_label(&p)).unwrap_or_default(),
-                opt(point.sm_clock_ghz),
-                opt(point.dram_clock_ghz),
-                point
-                    .clock_state
-                    .map(|c| serde_label(&c))
-                    .unwrap_or_default(),
-                point.inputs.names().join(" "),
-            ];
+            let cell = |column: &str| -> String {
+                // The record's normalized numbers come from the one table of them.
+                if let Some(field) = normalized_field(column) {
+                    return opt((field.get)(&record));
+                }
+                match column {
+                    "run" => label.clone(),
+                    "profiler" => record.profiler.clone(),
+                    "device" => run_device
+                        .clone()
+                        .or(record.device.clone())
+                        .unwrap_or_default(),
+                    "process_id" => opt(record.process_id),
+                    "process_name" => record.process_name.clone().unwrap_or_default(),
+                    "launch_id" => record.launch_id.to_string(),
+                    "kernel" => record.name.clone(),
+                    "short_name" => record.short_name.clone(),
+                    "stream" => record.stream.clone().unwrap_or_default(),
+                    "grid_x" => grid_x.clone(),
+                    "grid_y" => grid_y.clone(),
+                    "grid_z" => grid_z.clone(),
+                    "block_x" => block_x.clone(),
+                    "block_y" => block_y.clone(),
+                    "block_z" => block_z.clone(),
+                    "calls" => record.calls.to_string(),
+                    "flops_fp16" => opt(record.flops.fp16),
+                    "flops_fp32" => opt(record.flops.fp32),
+                    "flops_fp64" => opt(record.flops.fp64),
+                    "flops_total" => opt(record.total_flops()),
+                    "gflops_per_s" => opt(point.gflops_per_s),
+                    "dram_gb_per_s" => opt(point.gb_per_s),
+                    "arithmetic_intensity" => opt(point.arithmetic_intensity),
+                    "pct_peak_bandwidth" => opt(point.pct_peak_bandwidth),
+                    "pct_peak_compute" => opt(point.pct_peak_compute),
+                    "bound" => point.bound.to_string(),
+                    "call_path" => record.call_path.join(" / "),
+                    "flops_tensor_fp16" => opt(record.flops.tensor_fp16),
+                    "flops_tensor_bf16" => opt(record.flops.tensor_bf16),
+                    "flops_tensor_tf32" => opt(record.flops.tensor_tf32),
+                    "flops_tensor_fp8" => opt(record.flops.tensor_fp8),
+                    "ops_tensor_int8" => opt(record.flops.tensor_int8),
+                    "flops_tensor_fp64" => opt(record.flops.tensor_fp64),
+                    "flops_fp16_hfma2_mma" => opt(record.flops.fp16_hfma2_mma),
+                    "limiter" => serde_label(&point.limiter),
+                    "precision" => point.precision.map(|p| serde_label(&p)).unwrap_or_default(),
+                    "sm_clock_ghz" => opt(point.sm_clock_ghz),
+                    "dram_clock_ghz" => opt(point.dram_clock_ghz),
+                    "clock_state" => point
+                        .clock_state
+                        .map(|c| serde_label(&c))
+                        .unwrap_or_default(),
+                    "verdict_inputs" => point.inputs.names().join(" "),
+                    // Every column is named above or in the table (a test checks).
+                    _ => String::new(),
+                }
+            };
+            let row: Vec<String> = COLUMNS.iter().map(|column| cell(column)).collect();
             debug_assert_eq!(row.len(), COLUMNS.len());
             writer.write_record(&row).map_err(csv_error)?;
         }
         writer
             .flush()
             .map_err(|e| Error::io("write", "CSV report", e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::fields::NORMALIZED_FIELDS;
+
+    #[test]
+    fn every_normalized_field_is_a_column() {
+        for field in NORMALIZED_FIELDS {
+            assert!(COLUMNS.contains(&field.name), "{}", field.name);
+        }
     }
 }

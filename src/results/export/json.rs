@@ -63,7 +63,8 @@ impl JsonReport {
             outcome: run.outcome.clone(),
             succeeded: run.succeeded(),
             warnings: run.warnings.clone(),
-            errors: run.errors.clone(),
+            // The messages: the report's schema (v1) keeps strings; kinds are in run.json.
+            errors: run.errors.iter().map(ToString::to_string).collect(),
         });
         let kernels = report
             .records()
