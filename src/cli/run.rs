@@ -130,7 +130,7 @@ pub struct SupervisionArgs {
     pub tracking: TrackingMode,
 }
 
-fn parse_secs(text: &str) -> Result<Duration, String> {
+pub fn parse_secs(text: &str) -> Result<Duration, String> {
     let secs: f64 = text
         .parse()
         .map_err(|_| format!("`{text}` is not a number of seconds"))?;
@@ -199,7 +199,7 @@ impl SupervisionArgs {
 
 /// The supervising executable: the small `polyprof-supervise` next to this binary (it starts
 /// fast), else this binary itself in its hidden mode.
-fn supervisor_exe() -> anyhow::Result<PathBuf> {
+pub fn supervisor_exe() -> anyhow::Result<PathBuf> {
     let me = std::env::current_exe().context(
         "cannot find polyprof's own executable to supervise the command (try --tracking group)",
     )?;

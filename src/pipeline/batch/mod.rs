@@ -1,0 +1,17 @@
+//! `polyprof batch`: many jobs over a device pool. A job file (JSON Lines or TOML) lists the
+//! jobs; each runs through [`task::run_task`] into `<root>/runs/<id>/`, and the driver keeps
+//! `<root>/batch.json` (the index) up to date atomically so a killed batch resumes.
+//!
+//! - `spec`: one job as the file describes it; `jobfile`: reading and checking the file.
+//! - `task`: one job, its passes and retries, its `entry.json`.
+//! - `devices`: the pool's devices (discovery, `--devices`, CPU slots).
+//! - `index`: building, resuming and updating the index.
+//! - `pool`: the local scheduler (one job per device, quarantine, cancellation).
+
+pub mod jobfile;
+pub mod spec;
+pub mod task;
+
+pub use jobfile::{JobFileError, load};
+pub use spec::JobSpec;
+pub use task::{TaskOptions, run_task};
