@@ -7,15 +7,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use polyprof::model::batch::{BatchEntry, BatchIndex, EntryState};
-use polyprof::pipeline::batch::{self, JobSpec, TaskOptions, run_task};
+use polyprof::model::batch::{Backend, BatchEntry, EntryState};
+use polyprof::pipeline::batch::devices::{DeviceChoice, pool_devices};
+use polyprof::pipeline::batch::pool::{PoolOptions, run_pool};
+use polyprof::pipeline::batch::{self, JobSpec, TaskOptions, index, run_task};
 use polyprof::profilers::devices::device_from_env;
 use polyprof::profilers::selection::Selection;
 
 use polyprof::pipeline::RunOptions;
 use polyprof::pipeline::runner::Tracking;
 
-use super::run::{EXIT_CANCELLED, TrackingMode, supervisor_exe};
+use super::batch_progress::Progress;
+use super::run::{EXIT_CANCELLED, TrackingMode, cancel_on_signals, supervisor_exe};
 
 /// Arguments of `polyprof batch`.
 #[derive(Debug, clap::Args)]
@@ -77,8 +80,74 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     if args.task_index.is_some() || args.task_id.is_some() {
         return run_one(&args, &specs, &opts).await;
     }
-    let _ = (EXIT_CANCELLED, Arc::<()>::new(()));
-    anyhow::bail!("the local pool is not built yet")
+    run_local(&args, &specs, opts).await
+}
+
+/// The local pool over this host's devices.
+async fn run_local(args: &Args, specs: &[JobSpec], opts: TaskOptions) -> anyhow::Result<u8> {
+    let choice: DeviceChoice = match &args.devices {
+        Some(text) => text.parse()?,
+        None => DeviceChoice::Auto,
+    };
+    let devices = pool_devices(&choice, args.jobs_at_once).await;
+    let gpu_pool = devices.iter().any(|d| d.vendor().is_some());
+    let job_file = args.jobs.display().to_string();
+    let prepared = index::prepare(
+        &args.output_dir,
+        &job_file,
+        specs,
+        Backend::Local,
+        args.resume,
+    )?;
+    let names: Vec<String> = devices.iter().map(|d| d.name()).collect();
+    if !args.quiet {
+        let kept = if prepared.kept > 0 {
+            format!(" ({} kept from the earlier run)", prepared.kept)
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "polyprof batch: {} of {} jobs to run{kept} on {}",
+            prepared.to_run.len(),
+            specs.len(),
+            names.join(", ")
+        );
+    }
+    cancel_on_signals(opts.run.cancel.clone(), opts.run.kill_now.clone());
+    let cancel = opts.run.cancel.clone();
+    let show = !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let progress = Progress::new(specs.len(), prepared.kept, &devices, show, args.quiet);
+    let pool_opts = PoolOptions {
+        task: opts,
+        quarantine_after: args.quarantine_after,
+        // One job per GPU; --jobs caps a GPU pool further (a CPU pool has --jobs slots).
+        max_parallel: if gpu_pool { args.jobs_at_once } else { None },
+    };
+    let index = run_pool(
+        specs,
+        &args.output_dir,
+        prepared,
+        devices,
+        &pool_opts,
+        Some(progress.observer()),
+    )
+    .await;
+    progress.finish();
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &index).context("cannot print the index")?;
+        writeln!(out)?;
+    } else {
+        super::batch_summary::print(&mut out, &index, &args.output_dir.display().to_string())?;
+    }
+    if cancel.is_cancelled() {
+        return Ok(EXIT_CANCELLED);
+    }
+    let all_ok = index
+        .jobs
+        .values()
+        .all(|e| e.state == EntryState::Succeeded);
+    Ok(if all_ok { 0 } else { EXIT_SOME_FAILED })
 }
 
 fn task_options(args: &Args) -> anyhow::Result<TaskOptions> {
@@ -154,12 +223,4 @@ fn describe(entry: &BatchEntry) -> String {
         text.push_str(&format!(" in {d:.2} s"));
     }
     text
-}
-
-#[allow(dead_code)]
-fn print_index(index: &BatchIndex) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, index).context("cannot print the index")?;
-    writeln!(out)?;
-    Ok(())
 }

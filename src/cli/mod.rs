@@ -1,6 +1,8 @@
 //! Subcommands, one file each.
 
 pub mod batch;
+pub mod batch_progress;
+pub mod batch_summary;
 pub mod container_args;
 pub mod containers;
 pub mod demo;

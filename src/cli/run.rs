@@ -287,7 +287,7 @@ pub fn exit_code_as(run: &ProfileRun, mode: ExitCodeMode) -> u8 {
 
 /// The first Ctrl-C, SIGTERM or SIGHUP stops the run the way a timeout does (SIGTERM to the
 /// group, grace, SIGKILL); the second kills at once, whatever the run is doing.
-fn cancel_on_signals(cancel: CancellationToken, kill_now: CancellationToken) {
+pub fn cancel_on_signals(cancel: CancellationToken, kill_now: CancellationToken) {
     use tokio::signal::unix::{SignalKind, signal};
     let mut streams: Vec<_> = [
         SignalKind::interrupt(),

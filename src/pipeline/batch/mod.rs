@@ -8,7 +8,10 @@
 //! - `index`: building, resuming and updating the index.
 //! - `pool`: the local scheduler (one job per device, quarantine, cancellation).
 
+pub mod devices;
+pub mod index;
 pub mod jobfile;
+pub mod pool;
 pub mod spec;
 pub mod task;
 

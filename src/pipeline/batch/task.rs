@@ -302,6 +302,10 @@ fn summarize(
             .max_by(|a, b| a.1.total_cmp(b.1))
             .map(|(name, _)| name.clone());
     }
+    // A device-level failure is the infrastructure's, not the job's: `--resume` reruns it.
+    if entry.device_error.is_some() && matches!(state, EntryState::Failed | EntryState::TimedOut) {
+        state = EntryState::Crashed;
+    }
     entry.state = state;
 }
 
@@ -414,6 +418,7 @@ mod tests {
         let entry = run_task(&spec, root.path(), Some(&device), &opts).await;
         assert_eq!(entry.device.as_deref(), Some("nvidia:1"));
         assert_eq!(entry.attempts, 1, "no retry on the same bad device");
+        assert_eq!(entry.state, EntryState::Crashed);
         assert_eq!(entry.device_error.as_deref(), Some("CUDA_ERROR_NO_DEVICE"));
         let run = ProfileRun::read(&root.path().join("runs/d")).unwrap();
         let out = &run.steps[0].attempts[0].stdout.head;
