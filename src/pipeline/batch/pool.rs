@@ -123,7 +123,7 @@ impl Pool<'_> {
     /// Record a job that cannot run anywhere (no device of its vendor is left).
     fn unrunnable(&mut self, job: usize) {
         let spec = &self.specs[job];
-        let needs = self.vendors[job].map_or("a device".to_string(), |v| format!("a {v} GPU"));
+        let needs = self.vendors[job].map_or("a device".to_string(), |v| format!("an {v} GPU"));
         let pool: Vec<String> = self
             .slots
             .iter()
