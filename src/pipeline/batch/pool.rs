@@ -109,14 +109,14 @@ impl Pool<'_> {
                 quarantined: s.quarantined.clone(),
             })
             .collect();
-        if let Err(e) = self.index.write_atomic(&self.root) {
-            if !self.warned {
-                self.warned = true;
-                let text = format!(
-                    "cannot write the batch index (jobs go on; each run directory keeps its entry.json): {e}"
-                );
-                self.emit(PoolEvent::Warning(&text));
-            }
+        if let Err(e) = self.index.write_atomic(&self.root)
+            && !self.warned
+        {
+            self.warned = true;
+            let text = format!(
+                "cannot write the batch index (jobs go on; each run directory keeps its entry.json): {e}"
+            );
+            self.emit(PoolEvent::Warning(&text));
         }
     }
 
