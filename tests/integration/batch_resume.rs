@@ -204,7 +204,14 @@ fn ctrl_c_leaves_an_index_with_the_running_jobs_cancelled() {
     assert_eq!(counts.get(&EntryState::Cancelled), Some(&2), "{counts:?}");
     assert_eq!(counts.get(&EntryState::Pending), Some(&4), "{counts:?}");
     assert!(!counts.contains_key(&EntryState::Running));
-    for e in index.jobs.values().filter(|e| e.state == EntryState::Cancelled) {
-        assert_eq!(support::batch::entry(&root, &e.id).state, EntryState::Cancelled);
+    for e in index
+        .jobs
+        .values()
+        .filter(|e| e.state == EntryState::Cancelled)
+    {
+        assert_eq!(
+            support::batch::entry(&root, &e.id).state,
+            EntryState::Cancelled
+        );
     }
 }
