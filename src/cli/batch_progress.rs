@@ -154,6 +154,9 @@ impl Progress {
                 if let Ok(mut r) = self.running.lock() {
                     r.remove(*id);
                 }
+                if let Some(line) = self.lines.get(&from.name()) {
+                    line.failed.fetch_add(1, Ordering::Relaxed);
+                }
                 self.device_line(&from.name(), None);
                 self.say(&format!(
                     "polyprof batch: job `{id}` failed at the device level on {} ({reason}); moving it to another device",
