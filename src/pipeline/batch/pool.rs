@@ -220,6 +220,9 @@ pub async fn run_pool(
     let mut running: JoinSet<BatchEntry> = JoinSet::new();
     let mut owner: HashMap<tokio::task::Id, (usize, usize)> = HashMap::new();
     let mut cancelled = cancel.is_cancelled();
+    // Which jobs some device can take changes only at the start and after a device-level
+    // failure; the (queue × devices) check runs then, not after every job.
+    let mut recheck = true;
     pool.write_index();
     loop {
         if !cancelled {
@@ -259,13 +262,18 @@ pub async fn run_pool(
                 changed = true;
             }
             // Jobs no remaining device can take end here rather than wait forever.
-            let stuck: Vec<usize> = queue
-                .iter()
-                .copied()
-                .filter(|&j| !pool.any_usable(j))
-                .collect();
+            let stuck: Vec<usize> = if std::mem::take(&mut recheck) {
+                queue
+                    .iter()
+                    .copied()
+                    .filter(|&j| !pool.any_usable(j))
+                    .collect()
+            } else {
+                Vec::new()
+            };
             if !stuck.is_empty() {
-                queue.retain(|j| !stuck.contains(j));
+                let stuck_set: BTreeSet<usize> = stuck.iter().copied().collect();
+                queue.retain(|j| !stuck_set.contains(j));
                 for job in stuck {
                     pool.unrunnable(job);
                 }
@@ -313,6 +321,7 @@ pub async fn run_pool(
             s.streak += 1;
             s.failed += 1;
             pool.tried.entry(job).or_default().insert(slot);
+            recheck = true;
             if s.streak >= opts.quarantine_after.max(1) && s.quarantined.is_none() {
                 let text = format!(
                     "{} device-level failures in a row, the last: {reason}",
