@@ -29,7 +29,8 @@ pub struct Args {
     /// The batch root: `batch.json` and `runs/<id>/` per job.
     #[arg(long, value_name = "ROOT")]
     pub output_dir: PathBuf,
-    /// Jobs at once on a CPU pool (no GPU found, or `--devices cpu`) [default: the CPU count].
+    /// CPU slots of a CPU pool (no GPU found, or `--devices cpu`) [default: the CPU count];
+    /// on a GPU pool, at most this many jobs at once [default: one per GPU].
     #[arg(long = "jobs", value_name = "N")]
     pub jobs_at_once: Option<usize>,
     /// The pool: GPU indices (`0,1`; `amd:0,1`, `intel:0`, `nvidia:2`), or `cpu`
@@ -43,7 +44,7 @@ pub struct Args {
     /// Print the index (batch.json) on stdout at the end instead of the summary table.
     #[arg(long)]
     pub json: bool,
-    /// No progress and no summary on stderr.
+    /// No progress and no messages on stderr (a device taken out of the pool is still said).
     #[arg(short, long)]
     pub quiet: bool,
     /// Extra attempts of a failed, timed-out or crashed job that gives no `retries`.
@@ -64,7 +65,7 @@ pub struct Args {
     pub tracking: TrackingMode,
     /// What the jobs see of polyprof's environment: inherit, clean, untrusted (for generated
     /// code: no credential-like variables).
-    #[arg(long, default_value = "inherit")]
+    #[arg(long, default_value = "inherit", value_name = "POLICY")]
     pub env_policy: EnvPolicy,
     /// Also pass this variable from polyprof's environment (clean/untrusted; `NAME*` is a prefix).
     #[arg(long, value_name = "NAME")]
