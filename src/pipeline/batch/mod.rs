@@ -7,7 +7,9 @@
 //! - `devices`: the pool's devices (discovery, `--devices`, CPU slots).
 //! - `index`: building, resuming and updating the index.
 //! - `pool`: the local scheduler (one job per device, quarantine, cancellation).
+//! - `api`: all of it in one call (`run_batch`), or in two (`OpenBatch::open`, `run`).
 
+pub mod api;
 pub mod devices;
 pub mod index;
 pub mod jobfile;
@@ -15,6 +17,7 @@ pub mod pool;
 pub mod spec;
 pub mod task;
 
+pub use api::{BatchOptions, OpenBatch, run_batch};
 pub use jobfile::{JobFileError, load};
 pub use spec::JobSpec;
 pub use task::{TaskOptions, run_task};
