@@ -346,7 +346,10 @@ mod tests {
     fn run_ending(outcome: Option<Outcome>, errors: &[&str]) -> ProfileRun {
         let mut run = ProfileRun::new("x", "none", &[], Path::new("x"));
         run.outcome = outcome;
-        run.errors = errors.iter().map(|e| e.to_string()).collect();
+        run.errors = errors
+            .iter()
+            .map(|e| crate::model::RunError::new(crate::model::ErrorKind::Unknown, *e))
+            .collect();
         run
     }
 
