@@ -55,7 +55,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         ..Default::default()
     };
     let profiler = profilers::create(&name, &output_dir, &settings)?;
-    let plan = profiler.wrap(&args.command)?;
+    let plan = profiler.wrap(&polyprof::model::arg::args(&args.command))?;
     if args.shell {
         super::output::println(&quote::plan_to_shell(&plan)?)?;
     } else {

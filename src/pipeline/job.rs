@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use crate::error::Error;
+use crate::model::arg::Arg;
 use crate::model::run::{ProfileRun, StepRun};
 use crate::pipeline::artifacts;
 use crate::pipeline::executor::execute_plan;
@@ -17,8 +18,8 @@ use crate::profilers::{self, Backend, Plan, ProfilerSettings};
 /// What to profile and how.
 #[derive(Debug, Clone)]
 pub struct Job {
-    /// The target argv, exactly as given.
-    pub target: Vec<String>,
+    /// The target argv, exactly as given (bytes: see [`Arg`]).
+    pub target: Vec<Arg>,
     /// Profiler name; `none` runs the target as is.
     pub profiler: String,
     pub settings: ProfilerSettings,
@@ -35,7 +36,7 @@ pub struct Job {
 }
 
 impl Job {
-    pub fn new(target: Vec<String>, output_dir: impl Into<PathBuf>) -> Self {
+    pub fn new(target: Vec<Arg>, output_dir: impl Into<PathBuf>) -> Self {
         Job {
             target,
             profiler: "none".to_string(),

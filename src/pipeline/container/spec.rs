@@ -123,9 +123,20 @@ pub fn create_body(
         auto_remove: Some(false),
         ..Default::default()
     };
+    let cmd = spec
+        .argv
+        .iter()
+        .map(|a| {
+            a.to_str()
+                .map(str::to_string)
+                .ok_or_else(|| ContainerError::ArgNotText {
+                    lossy: a.to_string(),
+                })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(ContainerCreateBody {
         image: Some(job.image.clone()),
-        cmd: Some(spec.argv.clone()),
+        cmd: Some(cmd),
         env: Some(env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
         working_dir: Some(workdir.display().to_string()),
         user: job.user.clone(),

@@ -21,6 +21,7 @@ pub mod scan;
 mod session;
 pub mod units;
 
+use crate::model::arg::Arg;
 use std::path::{Path, PathBuf};
 
 use super::{
@@ -87,7 +88,7 @@ impl Backend for Ncu {
         &self.output_dir
     }
 
-    fn build_plan(&self, target: &[String]) -> Result<Plan> {
+    fn build_plan(&self, target: &[Arg]) -> Result<Plan> {
         plan::build(
             &self.options,
             &self.output_dir,
