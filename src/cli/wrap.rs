@@ -26,7 +26,7 @@ pub struct Args {
     pub group: Option<String>,
     /// The command to profile, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
-    pub command: Vec<String>,
+    pub command: Vec<std::ffi::OsString>,
 }
 
 pub async fn execute(args: Args) -> anyhow::Result<u8> {

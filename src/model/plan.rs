@@ -77,7 +77,7 @@ impl fmt::Display for EndMarker {
 /// One process to start: an argv vector (never a shell string), extra environment, working dir.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CommandSpec {
-    /// Bytes, not necessarily UTF-8 (see [`Arg`]).
+    /// Argv words as bytes, not necessarily UTF-8 (a string, or `{"bytes_hex": …}`).
     pub argv: Vec<Arg>,
     /// Variables added on top of the job's environment policy.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

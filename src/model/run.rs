@@ -60,7 +60,7 @@ pub struct ProfileRun {
     pub label: String,
     /// Seconds since the Unix epoch when the pass started.
     pub started_unix_s: f64,
-    /// The command, exactly as given (see [`Arg`] for arguments that are not UTF-8).
+    /// The command, exactly as given (a string per word, or `{"bytes_hex": …}` when not UTF-8).
     pub target: Vec<Arg>,
     pub env_policy: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -33,6 +33,8 @@ mod report_exports;
 mod report_fixtures;
 mod report_hatchet;
 mod report_table;
+mod runner_bytes;
+mod runner_cgroup;
 mod runner_concurrency;
 mod runner_env;
 mod runner_executor;

@@ -148,7 +148,7 @@ pub fn probe() -> CgroupSupport {
             let _ = std::fs::remove_dir(&child);
             if kill {
                 Ok(format!(
-                    "each run's command is placed in its own cgroup under {}",
+                    "`--tracking cgroup` puts each run in its own cgroup under {}",
                     dir.display()
                 ))
             } else {

@@ -463,8 +463,9 @@ mod tests {
         assert_eq!(argv[2], "7");
         assert_eq!(argv[3], "250");
         assert_eq!(argv[4], "9");
-        assert_eq!(argv[5], "--");
-        assert_eq!(argv[7], odd);
+        assert_eq!(argv[5], "-");
+        assert_eq!(argv[6], "--");
+        assert_eq!(argv[8], odd);
     }
 
     #[test]
