@@ -122,8 +122,9 @@ pub enum Tracking {
     /// The supervisor, with the command in a cgroup v2 of its own where one can be created
     /// (`cgroup.kill` ends the whole tree at once, no fork outruns it, and the runner still
     /// ends it if the supervisor itself is killed); elsewhere the same as `Supervisor`. Not the
-    /// default: creating, joining and removing a cgroup cost 10–50 ms per run on the machine it
-    /// was measured on (see docs/runner.md).
+    /// default: joining a cgroup waits for an RCU grace period, 0.1 ms on a quiet machine but
+    /// about 10 ms per run on a busy one (see docs/runner.md); it also writes below the
+    /// caller's own cgroup, which a service manager may consider its own.
     Cgroup { exe: PathBuf },
 }
 
