@@ -93,3 +93,44 @@ fn a_killed_supervisor_still_leaves_nothing_behind_its_cgroup() {
     );
     assert_no_survivors(&fx);
 }
+
+#[test]
+fn a_command_started_in_its_cgroup_gets_default_signals_and_exec_errors() {
+    if !available() {
+        return;
+    }
+    let fx = Fixture::new();
+    // SIGPIPE at its default: `yes` dies quietly when `head` is done (ignored, it would print
+    // "Broken pipe").
+    let ran = run(
+        &fx,
+        &["--tracking", "cgroup"],
+        &["sh", "-c", "yes | head -n 1; echo done"],
+    );
+    let attempt = ran.attempt();
+    assert_eq!(attempt.outcome, Outcome::Exited { code: 0 });
+    assert_eq!(attempt.stdout.head, ["y", "done"]);
+    assert!(attempt.stderr.head.is_empty(), "{:?}", attempt.stderr.head);
+    // A missing program is 127 and an unexecutable file 126, as without a cgroup.
+    let fx = Fixture::new();
+    let plain = fx.dir.path().join("plain.sh");
+    std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+    for (program, code) in [
+        ("/nonexistent/program", 127),
+        (plain.to_str().unwrap(), 126),
+    ] {
+        crate::support::polyprof()
+            .args([
+                "run",
+                "-q",
+                "--force",
+                "--tracking",
+                "cgroup",
+                "--output-dir",
+            ])
+            .arg(fx.out())
+            .args(["--", program])
+            .assert()
+            .code(code);
+    }
+}

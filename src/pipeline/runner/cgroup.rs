@@ -40,6 +40,11 @@ impl RunCgroup {
         &self.dir
     }
 
+    /// The cgroup's directory, open (for `clone3(CLONE_INTO_CGROUP)`).
+    pub fn open_dir(&self) -> std::io::Result<std::os::fd::OwnedFd> {
+        std::fs::File::open(&self.dir).map(Into::into)
+    }
+
     /// `cgroup.procs` of the cgroup.
     pub fn procs_path(&self) -> PathBuf {
         self.dir.join("cgroup.procs")

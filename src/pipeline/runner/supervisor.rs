@@ -255,28 +255,8 @@ fn supervise(settings: &Settings, command: &[OsString]) -> i32 {
         .then(|| RunCgroup::create(me.pid as u32))
         .flatten();
     report.cgroup = cgroup.as_ref().map(|c| c.dir().to_path_buf());
-    let joiner = cgroup.as_ref().and_then(RunCgroup::joiner);
-    let mut command = std::process::Command::new(program);
-    command.args(rest);
-    // The signals this process blocks must not stay blocked in the command (std keeps the mask
-    // it inherits). The command joins the run's cgroup before it execs, so everything it
-    // starts is in it.
-    // SAFETY: only sigemptyset, pthread_sigmask and join_now's raw open/write/close
-    // (async-signal-safe) between fork and exec.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
-            let mut empty: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut empty);
-            libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
-            if let Some(procs) = &joiner {
-                // Not joined: the subreaper still finds every descendant.
-                let _ = cgroup::join_now(procs);
-            }
-            Ok(())
-        });
-    }
-    let child = match command.spawn() {
-        Ok(child) => child,
+    let command_pid = match start_command(program, rest, cgroup.as_ref()) {
+        Ok(pid) => pid,
         Err(e) => {
             let errno = e.raw_os_error();
             report.spawn_error = Some((e.to_string(), errno));
@@ -288,8 +268,6 @@ fn supervise(settings: &Settings, command: &[OsString]) -> i32 {
             return finish(report_fd, &report, code);
         }
     };
-    let command_pid = child.id() as i32;
-    drop(child);
 
     let mut kill_now = false;
     while report.status.is_none() && !kill_now {
@@ -331,6 +309,45 @@ fn supervise(settings: &Settings, command: &[OsString]) -> i32 {
         None => 128 + libc::SIGKILL,
     };
     finish(report_fd, &report, code)
+}
+
+/// Start the command: inside the run's cgroup with `clone3` where it can be (no move into the
+/// cgroup, which waits for an RCU grace period), else forked and moved in before exec.
+fn start_command(
+    program: &OsString,
+    rest: &[OsString],
+    cgroup: Option<&RunCgroup>,
+) -> std::io::Result<i32> {
+    #[cfg(target_os = "linux")]
+    if let Some(dir) = cgroup.and_then(|c| c.open_dir().ok()) {
+        use super::clone_into::{Started, spawn_in_cgroup};
+        match spawn_in_cgroup(program, rest, &dir)? {
+            Started::Running(pid) => return Ok(pid),
+            Started::ExecFailed(e) => return Err(e),
+            Started::Unsupported => {}
+        }
+    }
+    let joiner = cgroup.and_then(RunCgroup::joiner);
+    let mut command = std::process::Command::new(program);
+    command.args(rest);
+    // The signals this process blocks must not stay blocked in the command (std keeps the mask
+    // it inherits). The command joins the run's cgroup before it execs, so everything it
+    // starts is in it.
+    // SAFETY: only sigemptyset, pthread_sigmask and join_now's raw open/write/close
+    // (async-signal-safe) between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
+            let mut empty: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut empty);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+            if let Some(procs) = &joiner {
+                // Not joined: the subreaper still finds every descendant.
+                let _ = cgroup::join_now(procs);
+            }
+            Ok(())
+        });
+    }
+    Ok(command.spawn()?.id() as i32)
 }
 
 fn forward(command: i32, me: &Me, sig: libc::c_int) {
