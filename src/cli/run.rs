@@ -48,8 +48,7 @@ pub enum TrackingMode {
     /// The process group only (a descendant that calls setsid escapes).
     Group,
     /// The supervisor, with the command in a cgroup v2 of its own where one can be created
-    /// (`polyprof doctor` says); `cgroup.kill` ends the tree at once. Costs 0.1 ms per run on a
-    /// quiet machine, about 10 ms on a busy one.
+    /// (`polyprof doctor` says); `cgroup.kill` ends the tree at once. About 0.3 ms per run.
     Cgroup,
 }
 pub const EXIT_CANCELLED: u8 = 130;

@@ -122,9 +122,8 @@ pub enum Tracking {
     /// The supervisor, with the command in a cgroup v2 of its own where one can be created
     /// (`cgroup.kill` ends the whole tree at once, no fork outruns it, and the runner still
     /// ends it if the supervisor itself is killed); elsewhere the same as `Supervisor`. Not the
-    /// default: joining a cgroup waits for an RCU grace period, 0.1 ms on a quiet machine but
-    /// about 10 ms per run on a busy one (see docs/runner.md); it also writes below the
-    /// caller's own cgroup, which a service manager may consider its own.
+    /// default: it writes below the caller's own cgroup, which a service manager may consider
+    /// its own. About 0.3 ms per run (see docs/runner.md).
     Cgroup { exe: PathBuf },
 }
 
