@@ -237,3 +237,23 @@ mod tests {
         assert!(err.contains("/no/such/dir"), "{err}");
     }
 }
+
+#[cfg(all(test, unix))]
+mod arg_tests {
+    use super::*;
+
+    #[test]
+    fn an_argument_that_is_not_utf8_is_refused_not_mangled() {
+        let out = tempfile::tempdir().unwrap();
+        let job = ContainerJob::new("img:1");
+        let odd = crate::model::arg::Arg::from_bytes(b"a\xffb".to_vec());
+        let spec = CommandSpec::new(vec!["echo".into(), odd]);
+        let err = create_body(&job, &spec, &BTreeMap::new(), out.path(), HashMap::new())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("not UTF-8") && err.contains("a\u{fffd}b"),
+            "{err}"
+        );
+    }
+}
