@@ -176,6 +176,17 @@ pub async fn run_command(spec: &CommandSpec, opts: &RunOptions) -> RunResult {
             "the supervising process sent no report; its own exit status is used".to_string(),
         );
     }
+    if let Some(Report {
+        cgroup: Some(dir),
+        cgroup_left: true,
+        ..
+    }) = &report
+    {
+        result.warnings.push(format!(
+            "the run's cgroup {} could not be removed: something in it did not die",
+            dir.display()
+        ));
+    }
     settle_outcome(&mut result, spec, status, stopped, report.as_ref());
     let (leak, captures) = drain_and_detect_leaks(&mut running, opts, report).await;
     assemble(result, running, opts, leak, captures, start)
