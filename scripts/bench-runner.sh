@@ -7,7 +7,8 @@
 #   4. the live echo: the same short lines without -q, echo to /dev/null and to a file, vs -q
 #      (goal: within 10 %)
 #   5. `polyprof run -- true`, median of 300, with the supervising subreaper vs group-only
-#      tracking vs bare `true` (goal: under 5 ms of overhead on a quiet machine)
+#      tracking vs bare `true` (goal: under 5 ms of overhead on a quiet machine), and with
+#      `--tracking cgroup` where a cgroup v2 per run can be created (what it costs per run)
 # Environment: RUNS (repetitions, default 5), SIZE_MIB (default 1024), LINE_MIB (default 100).
 # Figures from a noisy shared machine: each side is run interleaved and the best run is kept.
 set -euo pipefail
@@ -155,13 +156,18 @@ rm -f "$WORK/echo.out" "$WORK/lines.dat" "$WORK/line.dat"
 echo
 echo "== 5. run -- true: cost of descendant tracking =="
 N=${TRUE_RUNS:-300}
-: > "$WORK/t.bare"; : > "$WORK/t.sup"; : > "$WORK/t.grp"
+CGROUP=$("$BIN" doctor 2>/dev/null | grep -q 'cgroup v2 per run: available' && echo yes || echo no)
+: > "$WORK/t.bare"; : > "$WORK/t.sup"; : > "$WORK/t.grp"; : > "$WORK/t.cg"
 for _ in $(seq "$N"); do
   t0=$(now_ns); true; /bin/true; t1=$(now_ns); echo $(( (t1 - t0) / 1000 )) >> "$WORK/t.bare"
   t0=$(now_ns); "$BIN" run -q --force --output-dir "$WORK/s.d" -- true > /dev/null; t1=$(now_ns)
   echo $(( (t1 - t0) / 1000 )) >> "$WORK/t.sup"
   t0=$(now_ns); "$BIN" run -q --force --tracking group --output-dir "$WORK/g.d" -- true > /dev/null; t1=$(now_ns)
   echo $(( (t1 - t0) / 1000 )) >> "$WORK/t.grp"
+  if [ "$CGROUP" = yes ]; then
+    t0=$(now_ns); "$BIN" run -q --force --tracking cgroup --output-dir "$WORK/c.d" -- true > /dev/null; t1=$(now_ns)
+    echo $(( (t1 - t0) / 1000 )) >> "$WORK/t.cg"
+  fi
 done
 med() { sort -n "$1" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)] / 1000}'; }
 b=$(med "$WORK/t.bare"); s=$(med "$WORK/t.sup"); g=$(med "$WORK/t.grp")
@@ -170,3 +176,10 @@ printf "  bare /bin/true                 %6.2f\n" "$b"
 printf "  run, group tracking            %6.2f   overhead %.2f\n" "$g" "$(awk -v a="$g" -v b="$b" 'BEGIN {print a - b}')"
 printf "  run, supervisor (default)      %6.2f   overhead %.2f (goal < 5); tracking costs %.2f\n" \
   "$s" "$(awk -v a="$s" -v b="$b" 'BEGIN {print a - b}')" "$(awk -v a="$s" -v b="$g" 'BEGIN {print a - b}')"
+if [ "$CGROUP" = yes ]; then
+  c=$(med "$WORK/t.cg")
+  printf "  run, --tracking cgroup         %6.2f   overhead %.2f; the cgroup costs %.2f\n" \
+    "$c" "$(awk -v a="$c" -v b="$b" 'BEGIN {print a - b}')" "$(awk -v a="$c" -v b="$s" 'BEGIN {print a - b}')"
+else
+  echo "  (no cgroup v2 per run here: --tracking cgroup not measured; see polyprof doctor)"
+fi

@@ -23,7 +23,7 @@ fn settings(json: &str) -> PyResult<ProfilerSettings> {
 #[pyo3(signature = (argv, profiler, output_dir, settings_json = "{}", options_json = "{}", call_path = Vec::new()))]
 fn profile_json(
     py: Python<'_>,
-    argv: Vec<String>,
+    argv: Vec<std::ffi::OsString>,
     profiler: String,
     output_dir: PathBuf,
     settings_json: &str,
@@ -39,7 +39,7 @@ fn profile_json(
     polyprof::profilers::create(&profiler, &output_dir, &ProfilerSettings::default())
         .map_err(errors::to_py)?;
     let args = RunArgs::parse(options_json)?;
-    let mut job = Job::new(argv, output_dir);
+    let mut job = Job::new(polyprof::model::arg::args(argv), output_dir);
     job.profiler = profiler;
     job.settings = settings(settings_json)?;
     job.run = args.options()?;
@@ -57,7 +57,7 @@ fn profile_all_json(
     py: Python<'_>,
     language: String,
     arch: String,
-    argv: Vec<String>,
+    argv: Vec<std::ffi::OsString>,
     output_root: PathBuf,
     profiler_type: Option<String>,
     settings_json: Option<&str>,

@@ -43,8 +43,11 @@ impl NativeProfiler {
     }
 
     /// The plan for `argv` as JSON (argv vectors, env, marker, graces, steps).
-    fn plan_json(&self, argv: Vec<String>) -> PyResult<String> {
-        let plan = self.inner.wrap(&argv).map_err(errors::to_py)?;
+    fn plan_json(&self, argv: Vec<std::ffi::OsString>) -> PyResult<String> {
+        let plan = self
+            .inner
+            .wrap(&polyprof::model::arg::args(argv))
+            .map_err(errors::to_py)?;
         serde_json::to_string(&plan).map_err(errors::json)
     }
 

@@ -92,13 +92,13 @@ impl RunArgs {
     }
 }
 
-fn command(argv: Vec<String>, args: &RunArgs) -> PyResult<CommandSpec> {
+fn command(argv: Vec<std::ffi::OsString>, args: &RunArgs) -> PyResult<CommandSpec> {
     if argv.is_empty() {
         return Err(errors::usage(
             "argv is empty: give the program and its arguments",
         ));
     }
-    let mut spec = CommandSpec::new(argv);
+    let mut spec = CommandSpec::new(polyprof::model::arg::args(argv));
     spec.env = args.env.clone();
     spec.cwd = args.cwd.clone();
     Ok(spec)
@@ -107,7 +107,7 @@ fn command(argv: Vec<String>, args: &RunArgs) -> PyResult<CommandSpec> {
 /// Run `argv` supervised; returns the `RunResult` document as JSON.
 #[pyfunction]
 #[pyo3(signature = (argv, options_json = "{}"))]
-fn run_json(py: Python<'_>, argv: Vec<String>, options_json: &str) -> PyResult<String> {
+fn run_json(py: Python<'_>, argv: Vec<std::ffi::OsString>, options_json: &str) -> PyResult<String> {
     let args = RunArgs::parse(options_json)?;
     let spec = command(argv, &args)?;
     let opts = args.options()?;
@@ -122,7 +122,7 @@ fn run_json(py: Python<'_>, argv: Vec<String>, options_json: &str) -> PyResult<S
 #[pyo3(signature = (argv, options_json = "{}"))]
 fn run_json_async<'py>(
     py: Python<'py>,
-    argv: Vec<String>,
+    argv: Vec<std::ffi::OsString>,
     options_json: &str,
 ) -> PyResult<Bound<'py, PyAny>> {
     let args = RunArgs::parse(options_json)?;

@@ -157,6 +157,9 @@ fn task_options(args: &Args) -> anyhow::Result<TaskOptions> {
         TrackingMode::Supervisor => Tracking::Supervisor {
             exe: supervisor_exe()?,
         },
+        TrackingMode::Cgroup => Tracking::Cgroup {
+            exe: supervisor_exe()?,
+        },
     };
     Ok(TaskOptions {
         selection: Arc::new(Selection::load(None)?),

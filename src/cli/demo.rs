@@ -53,7 +53,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let mut job = if ncu_usable {
         let app = build_cuda_workload(&args.output_dir).await?;
         let mut job = Job::new(
-            vec![app.display().to_string(), "1".into()],
+            vec![app.as_os_str().into(), "1".into()],
             args.output_dir.join(pass_label("ncu", 0)),
         );
         job.profiler = "ncu".into();
@@ -76,10 +76,10 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             .context("cannot resolve the demo directory")?;
         let mut job = Job::new(
             vec![
-                exe.display().to_string(),
+                exe.as_os_str().into(),
                 "demo-workload".into(),
                 "--scopes".into(),
-                scopes.display().to_string(),
+                scopes.as_os_str().into(),
             ],
             args.output_dir.join(pass_label("none", 0)),
         );

@@ -47,6 +47,9 @@ pub enum TrackingMode {
     Supervisor,
     /// The process group only (a descendant that calls setsid escapes).
     Group,
+    /// The supervisor, with the command in a cgroup v2 of its own where one can be created
+    /// (`polyprof doctor` says); `cgroup.kill` ends the tree at once. About 0.3 ms per run.
+    Cgroup,
 }
 pub const EXIT_CANCELLED: u8 = 130;
 
@@ -87,9 +90,9 @@ pub struct Args {
     /// Do not echo the command's output to stderr while it runs.
     #[arg(short, long, help_heading = "Output")]
     pub quiet: bool,
-    /// The command and its arguments, after `--`.
+    /// The command and its arguments, after `--` (bytes, passed on unchanged).
     #[arg(required = true, last = true, value_name = "CMD")]
-    pub command: Vec<String>,
+    pub command: Vec<std::ffi::OsString>,
 }
 
 /// How the command is supervised (shared by every profiler).
@@ -125,7 +128,7 @@ pub struct SupervisionArgs {
     /// Lines longer than this many bytes are cut into pieces.
     #[arg(long, value_name = "BYTES", default_value_t = polyprof::pipeline::runner::options::DEFAULT_LINE_LIMIT)]
     pub line_limit: usize,
-    /// How descendants are found and ended: supervisor (every one) or group.
+    /// How descendants are found and ended: supervisor (every one), group, or cgroup.
     #[arg(long, value_enum, default_value_t, value_name = "MODE")]
     pub tracking: TrackingMode,
 }
@@ -181,6 +184,9 @@ impl SupervisionArgs {
         let tracking = match self.tracking {
             TrackingMode::Group => Tracking::Group,
             TrackingMode::Supervisor => Tracking::Supervisor {
+                exe: supervisor_exe()?,
+            },
+            TrackingMode::Cgroup => Tracking::Cgroup {
                 exe: supervisor_exe()?,
             },
         };
@@ -372,7 +378,11 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     cancel_on_signals(run_options.cancel.clone(), run_options.kill_now.clone());
     let echo = run_options.echo.clone();
     let job = Job {
-        target: args.command.clone(),
+        target: args
+            .command
+            .iter()
+            .map(polyprof::model::Arg::from)
+            .collect(),
         profiler,
         settings,
         output_dir,

@@ -26,7 +26,7 @@ pub struct Args {
     pub group: Option<String>,
     /// The command to profile, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
-    pub command: Vec<String>,
+    pub command: Vec<std::ffi::OsString>,
 }
 
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
@@ -53,7 +53,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let mut settings = ProfilerSettings::default();
     entry.settings.set_variant(&mut settings, args.group);
     let profiler = profilers::create(&name, &output_dir, &settings)?;
-    let plan = profiler.wrap(&args.command)?;
+    let plan = profiler.wrap(&polyprof::model::arg::args(&args.command))?;
     if args.shell {
         super::output::println(&quote::plan_to_shell(&plan)?)?;
     } else {

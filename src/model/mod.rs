@@ -3,6 +3,7 @@
 //! It imports no other polyprof module; profilers/ and results/ stand on it side by side,
 //! pipeline/ above both, cli/ on top (`scripts/check-layers.sh` keeps it so).
 
+pub mod arg;
 pub mod artifacts;
 pub mod batch;
 pub mod device;
@@ -18,6 +19,7 @@ pub mod run_error;
 pub mod schema;
 pub mod verdict_metrics;
 
+pub use arg::Arg;
 pub use artifacts::{RawArtifact, RawOutput};
 pub use device::DeviceInfo;
 pub use error::{Error, Result};

@@ -91,7 +91,7 @@ pub struct StreamCapture {
 /// The full result of one supervised run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunResult {
-    pub argv: Vec<String>,
+    pub argv: Vec<crate::model::arg::Arg>,
     pub outcome: Outcome,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::arg::Arg;
 use crate::model::error::{Error, Result};
 
 /// What tells the runner that the profiled work is done even if the process then hangs.
@@ -76,7 +77,8 @@ impl fmt::Display for EndMarker {
 /// One process to start: an argv vector (never a shell string), extra environment, working dir.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CommandSpec {
-    pub argv: Vec<String>,
+    /// Argv words as bytes, not necessarily UTF-8 (a string, or `{"bytes_hex": …}`).
+    pub argv: Vec<Arg>,
     /// Variables added on top of the job's environment policy.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
@@ -85,7 +87,9 @@ pub struct CommandSpec {
 }
 
 impl CommandSpec {
-    pub fn new(argv: Vec<String>) -> Self {
+    /// From text: `CommandSpec::new(vec!["sh".into(), "-c".into()])`; any words with
+    /// [`crate::model::arg::args`].
+    pub fn new(argv: Vec<Arg>) -> Self {
         CommandSpec {
             argv,
             env: BTreeMap::new(),
@@ -182,7 +186,7 @@ pub struct Plan {
     /// The profiler's stable name (`ncu`, `unitrace`, …, or `none`).
     pub profiler: String,
     /// The target argv, exactly as given.
-    pub target: Vec<String>,
+    pub target: Vec<Arg>,
     pub steps: Vec<Step>,
     /// The files the profiler writes and the ones staged before it runs.
     #[serde(default, skip_serializing_if = "DeclaredOutputs::is_empty")]

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::arg::Arg;
 use crate::model::artifacts::RawArtifact;
 pub use crate::model::device::DeviceInfo;
 use crate::model::error::{Error, Result};
@@ -61,7 +62,8 @@ pub struct ProfileRun {
     pub label: String,
     /// Seconds since the Unix epoch when the pass started.
     pub started_unix_s: f64,
-    pub target: Vec<String>,
+    /// The command, exactly as given (a string per word, or `{"bytes_hex": …}` when not UTF-8).
+    pub target: Vec<Arg>,
     pub env_policy: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container: Option<ContainerInfo>,
@@ -91,7 +93,7 @@ pub struct ProfileRun {
 
 impl ProfileRun {
     /// An empty run document for `label` in `output_dir`.
-    pub fn new(label: &str, profiler: &str, target: &[String], output_dir: &Path) -> Self {
+    pub fn new(label: &str, profiler: &str, target: &[Arg], output_dir: &Path) -> Self {
         let started_unix_s = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs_f64())

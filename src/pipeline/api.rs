@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::error::Result;
+use crate::model::arg::Arg;
 use crate::model::run::ProfileRun;
 use crate::pipeline::job::{Job, pass_label, profile};
 use crate::pipeline::runner::RunOptions;
@@ -33,7 +34,7 @@ pub async fn profile_all(
     language: &str,
     arch: &str,
     profiler_type: Option<&str>,
-    target: &[String],
+    target: &[impl Clone + Into<Arg>],
     options: &ProfileAllOptions,
 ) -> Result<BTreeMap<String, ProfileRun>> {
     let passes = get_profilers(language, arch, profiler_type)?;
@@ -53,7 +54,7 @@ pub async fn profile_all(
             kind.set_variant(&mut settings, variant);
         }
         let job = Job {
-            target: target.to_vec(),
+            target: target.iter().cloned().map(Into::into).collect(),
             profiler: pass.profiler.clone(),
             settings,
             output_dir: options.output_root.join(&key),
@@ -73,7 +74,7 @@ mod tests {
     #[tokio::test]
     async fn unknown_language_is_an_error_listing_valid_values() {
         let options = ProfileAllOptions::default();
-        let err = profile_all("fortran", "h100", None, &["true".into()], &options)
+        let err = profile_all("fortran", "h100", None, &["true"], &options)
             .await
             .unwrap_err()
             .to_string();
@@ -91,7 +92,7 @@ mod tests {
         let mut overrides = ProfilerSettings::default();
         overrides.ncu.binary = "polyprof-test-no-such-ncu".to_string();
         options.overrides = Some(overrides);
-        let runs = profile_all("cuda", "H200", None, &["true".into()], &options)
+        let runs = profile_all("cuda", "H200", None, &["true"], &options)
             .await
             .unwrap();
         assert_eq!(runs.keys().collect::<Vec<_>>(), ["ncu.000"]);
@@ -112,7 +113,7 @@ mod tests {
             output_root: root.path().to_path_buf(),
             ..Default::default()
         };
-        let runs = profile_all("sycl", "bmg", None, &["true".into()], &options)
+        let runs = profile_all("sycl", "bmg", None, &["true"], &options)
             .await
             .unwrap();
         assert_eq!(

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use crate::error::Error;
+use crate::model::arg::Arg;
 use crate::model::outcome::Outcome;
 use crate::model::run::{ErrorKind, ProfileRun, RunError, StepRun};
 use crate::pipeline::artifacts;
@@ -18,8 +19,8 @@ use crate::profilers::{self, Backend, Plan, ProfilerSettings};
 /// What to profile and how.
 #[derive(Debug, Clone)]
 pub struct Job {
-    /// The target argv, exactly as given.
-    pub target: Vec<String>,
+    /// The target argv, exactly as given (bytes: see [`Arg`]).
+    pub target: Vec<Arg>,
     /// Profiler name; `none` runs the target as is.
     pub profiler: String,
     pub settings: ProfilerSettings,
@@ -36,7 +37,7 @@ pub struct Job {
 }
 
 impl Job {
-    pub fn new(target: Vec<String>, output_dir: impl Into<PathBuf>) -> Self {
+    pub fn new(target: Vec<Arg>, output_dir: impl Into<PathBuf>) -> Self {
         Job {
             target,
             profiler: "none".to_string(),
@@ -300,7 +301,7 @@ mod tests {
         let attempts = outcome
             .into_iter()
             .map(|outcome| RunResult {
-                argv: vec![name.to_string()],
+                argv: vec![name.into()],
                 outcome,
                 pid: None,
                 marker: None,

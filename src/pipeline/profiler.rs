@@ -24,7 +24,7 @@ pub trait Profiler: Backend {
     /// with POSIX shell rules; every argument reaches the program verbatim.
     fn wrap_cmd(&self, target: &str) -> Result<String> {
         let argv = quote::split(target)?;
-        quote::plan_to_shell(&self.wrap(&argv)?)
+        quote::plan_to_shell(&self.wrap(&crate::model::arg::args(argv))?)
     }
 
     /// The preflight on this machine: the backend's probes answered by [`HostProbe`].

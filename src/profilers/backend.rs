@@ -9,6 +9,7 @@ use std::fmt::Debug;
 use std::path::Path;
 
 use crate::error::Result;
+use crate::model::arg::Arg;
 use crate::model::artifacts::RawOutput;
 use crate::model::parsed::ProfilerOutput;
 use crate::model::plan::{DeclaredOutputs, EndMarker, Graces, Plan};
@@ -29,7 +30,7 @@ pub trait Backend: Send + Sync + Debug {
 
     /// The backend's own plan for one pass over `target` (argv vectors, never a shell string).
     /// Callers use [`Backend::wrap`], which adds the declared outputs.
-    fn build_plan(&self, target: &[String]) -> Result<Plan>;
+    fn build_plan(&self, target: &[Arg]) -> Result<Plan>;
 
     /// The files the profiler writes (collected after the run), the entries that must not exist
     /// before it, and the files to stage.
@@ -66,7 +67,7 @@ pub trait Backend: Send + Sync + Debug {
     }
 
     /// The plan for one pass over `target`, with the declared outputs in it.
-    fn wrap(&self, target: &[String]) -> Result<Plan> {
+    fn wrap(&self, target: &[Arg]) -> Result<Plan> {
         let mut plan = self.build_plan(target)?;
         plan.outputs = self.outputs();
         Ok(plan)

@@ -1,6 +1,7 @@
 //! The built-in `none` profiler: runs the target as is. The runner still records the outcome,
 //! timings and output, which is polyprof's default when no vendor profiler is wanted.
 
+use crate::model::arg::Arg;
 use std::path::{Path, PathBuf};
 
 use super::{
@@ -38,7 +39,7 @@ impl Backend for NoProfiler {
         &self.output_dir
     }
 
-    fn build_plan(&self, target: &[String]) -> Result<Plan> {
+    fn build_plan(&self, target: &[Arg]) -> Result<Plan> {
         if target.is_empty() {
             return Err(Error::invalid("target", "the command to run is empty"));
         }

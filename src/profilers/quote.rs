@@ -10,6 +10,7 @@
 use std::path::Path;
 
 use crate::error::{Error, Result};
+use crate::model::arg::Arg;
 
 use super::{CommandSpec, Plan, RetryPolicy, Step, Validator};
 
@@ -53,10 +54,12 @@ pub fn quote_command(word: &str) -> Result<String> {
     Ok(quoted)
 }
 
-/// Quote an argv into one command line.
-pub fn join(argv: &[String]) -> Result<String> {
+/// Quote an argv into one command line. The string form is text: an argument that is not
+/// UTF-8 is an error (the argv JSON keeps its bytes).
+pub fn join<A: AsArgText>(argv: &[A]) -> Result<String> {
     let mut words = Vec::with_capacity(argv.len());
     for (i, word) in argv.iter().enumerate() {
+        let word = word.arg_text()?;
         words.push(if i == 0 {
             quote_command(word)?
         } else {
@@ -64,6 +67,36 @@ pub fn join(argv: &[String]) -> Result<String> {
         });
     }
     Ok(words.join(" "))
+}
+
+/// An argv word as text, for quoting.
+pub trait AsArgText {
+    fn arg_text(&self) -> Result<&str>;
+}
+
+impl AsArgText for String {
+    fn arg_text(&self) -> Result<&str> {
+        Ok(self)
+    }
+}
+
+impl AsArgText for &str {
+    fn arg_text(&self) -> Result<&str> {
+        Ok(self)
+    }
+}
+
+impl AsArgText for Arg {
+    fn arg_text(&self) -> Result<&str> {
+        self.to_str().ok_or_else(|| {
+            Error::invalid(
+                "argument",
+                format!(
+                    "`{self}` is not UTF-8 and has no shell-string form; use the argv (JSON) form"
+                ),
+            )
+        })
+    }
 }
 
 fn quote_path(path: &Path) -> Result<String> {

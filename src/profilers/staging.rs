@@ -1,6 +1,7 @@
 //! Small helpers the vendor backends share: paths as argv words, a non-empty target, and unique
 //! session names.
 
+use crate::model::arg::Arg;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -21,7 +22,7 @@ pub fn path_arg(path: &Path) -> Result<String> {
 }
 
 /// The target argv must name a program.
-pub fn require_target(profiler: &str, target: &[String]) -> Result<()> {
+pub fn require_target(profiler: &str, target: &[Arg]) -> Result<()> {
     if target.is_empty() {
         return Err(Error::invalid(
             "target",

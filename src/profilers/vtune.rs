@@ -5,6 +5,7 @@
 
 pub mod report;
 
+use crate::model::arg::Arg;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -76,13 +77,14 @@ impl Vtune {
         self.output_dir.join(RESULT_DIR)
     }
 
-    fn collect_argv(&self, target: &[String]) -> Result<Vec<String>> {
+    fn collect_argv(&self, target: &[Arg]) -> Result<Vec<Arg>> {
         let mut argv: Vec<String> = ["vtune", "-collect", "gpu-hotspots", "-start-paused"]
             .map(String::from)
             .to_vec();
         argv.extend(["-result-dir".to_string(), path_arg(&self.result_dir())?]);
         argv.extend(self.extra_args.iter().cloned());
         argv.push("--".into());
+        let mut argv = crate::model::arg::args(argv);
         argv.extend(target.iter().cloned());
         Ok(argv)
     }
@@ -115,14 +117,14 @@ impl Backend for Vtune {
         &self.output_dir
     }
 
-    fn build_plan(&self, target: &[String]) -> Result<Plan> {
+    fn build_plan(&self, target: &[Arg]) -> Result<Plan> {
         require_target("vtune", target)?;
         let mut collect_cmd = CommandSpec::new(self.collect_argv(target)?);
         collect_cmd.env = self.env_vars();
         let collect = Step::new("collect", collect_cmd, self.end_marker(), self.graces());
         let mut report = Step::new(
             "report",
-            CommandSpec::new(self.report_argv()?),
+            CommandSpec::new(crate::model::arg::args(self.report_argv()?)),
             EndMarker::None,
             Graces::default(),
         );
@@ -239,7 +241,7 @@ mod tests {
     #[test]
     fn two_steps_collect_then_report_after_failure() {
         let v = Vtune::new(PathBuf::from("/out"), &ProfilerSettings::default());
-        let target: Vec<String> = vec!["pytest".into(), "-k".into(), "x y".into()];
+        let target: Vec<Arg> = vec!["pytest".into(), "-k".into(), "x y".into()];
         let plan = v.wrap(&target).unwrap();
         assert_eq!(plan.steps.len(), 2);
         let (collect, report) = (&plan.steps[0], &plan.steps[1]);
@@ -278,8 +280,8 @@ mod tests {
             ]
         );
         let cols = &report.command.argv[8];
-        assert_eq!(cols.split(',').count(), 25);
-        assert!(report.command.argv.ends_with(&[
+        assert_eq!(cols.to_string_lossy().split(',').count(), 25);
+        assert!(crate::model::arg::lossy(&report.command.argv).ends_with(&[
             "-format".to_string(),
             "csv".into(),
             "-csv-delimiter".into(),

@@ -48,7 +48,8 @@ impl Profile {
 /// The job frame of a run: the target command, program name without its directory, at most 80
 /// characters; the run label when the target is empty.
 pub fn job_frame(run: &ProfileRun) -> Frame {
-    let mut parts = run.target.iter();
+    let target = crate::model::arg::lossy(&run.target);
+    let mut parts = target.iter();
     let name = match parts.next() {
         None => run.label.clone(),
         Some(program) => {
@@ -205,7 +206,7 @@ fn step_events(run: &ProfileRun, job: &[Frame], first_id: u64) -> Vec<Event> {
             call_path.push(Frame::new(run.label.clone(), FrameKind::Pass));
             call_path.push(Frame::new(name.clone(), FrameKind::Scope));
             let mut attributes = std::collections::BTreeMap::new();
-            attributes.insert("argv".to_string(), Value::from(attempt.argv.clone()));
+            attributes.insert("argv".to_string(), serde_json::json!(attempt.argv));
             attributes.insert(
                 "outcome".to_string(),
                 Value::from(attempt.outcome.to_string()),
@@ -418,7 +419,7 @@ mod tests {
     #[test]
     fn long_targets_are_cut() {
         let mut run = run();
-        run.target = vec!["python3".into(), "x".repeat(200)];
+        run.target = vec!["python3".into(), "x".repeat(200).into()];
         let frame = job_frame(&run);
         assert_eq!(frame.name.chars().count(), 80);
         assert!(frame.name.ends_with('…'));

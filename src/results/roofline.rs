@@ -599,9 +599,9 @@ pub fn clocks_locked(run: &ProfileRun) -> Option<bool> {
     let argv = &plan.steps.first()?.command.argv;
     let value = argv.iter().enumerate().find_map(|(index, arg)| {
         if arg == "--clock-control" {
-            argv.get(index + 1).map(String::as_str)
+            argv.get(index + 1).and_then(|a| a.to_str())
         } else {
-            arg.strip_prefix("--clock-control=")
+            arg.to_str()?.strip_prefix("--clock-control=")
         }
     });
     Some(value.is_none_or(|v| v != "none"))
@@ -910,7 +910,7 @@ mod tests {
         use crate::model::plan::{CommandSpec, EndMarker, Graces, Plan, Step};
         let run_with = |profiler: &str, args: &[&str]| {
             let mut run = ProfileRun::new("x", profiler, &[], Path::new("x"));
-            let argv = args.iter().map(|a| a.to_string()).collect();
+            let argv = crate::model::arg::args(args.iter().copied());
             run.plan = Some(Plan {
                 profiler: profiler.to_string(),
                 target: Vec::new(),

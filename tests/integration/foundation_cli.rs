@@ -304,7 +304,7 @@ fn wrap_prints_the_backends_plan_as_json() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let plan: Plan = serde_json::from_slice(&out.stdout).unwrap();
-    let target: Vec<String> = target.iter().map(|s| s.to_string()).collect();
+    let target: Vec<polyprof::model::Arg> = target.iter().map(|s| s.to_string().into()).collect();
     let expected = profilers::create("vtune", dir.path(), &ProfilerSettings::default())
         .unwrap()
         .wrap(&target)
@@ -331,7 +331,12 @@ fn wrap_makes_the_output_dir_absolute() {
     let plan: Plan = serde_json::from_slice(&out.stdout).unwrap();
     let output_arg = &plan.steps[0].command.argv[6];
     assert!(Path::new(output_arg).is_absolute(), "{output_arg}");
-    assert!(output_arg.ends_with("rel/out/trace.trace"), "{output_arg}");
+    assert!(
+        output_arg
+            .to_string_lossy()
+            .ends_with("rel/out/trace.trace"),
+        "{output_arg}"
+    );
 }
 
 #[test]

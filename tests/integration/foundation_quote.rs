@@ -3,6 +3,7 @@
 //! retry plans behave as their plans say. Fake `unitrace`/`vtune`/`xcrun` scripts on PATH log
 //! the argv they receive, NUL-separated, so it can be compared with the plan.
 
+use polyprof::model::arg::{args, lossy};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -64,10 +65,10 @@ fn printf_argv(words: &[String]) -> Vec<String> {
 fn one_step(argv: Vec<String>) -> Plan {
     Plan {
         profiler: "test".into(),
-        target: argv.clone(),
+        target: args(argv.clone()),
         steps: vec![Step::new(
             "run",
-            CommandSpec::new(argv),
+            CommandSpec::new(args(argv)),
             EndMarker::None,
             Graces::default(),
         )],
@@ -203,7 +204,7 @@ fn nasty_target() -> Vec<String> {
 fn unitrace_plan_string_runs_the_planned_argv() {
     let f = Fakes::new();
     let u = profilers::create("unitrace", &f.out(), &ProfilerSettings::default()).unwrap();
-    let plan = u.wrap(&nasty_target()).unwrap();
+    let plan = u.wrap(&args(nasty_target())).unwrap();
     let script = quote::plan_to_shell(&plan).unwrap();
     let out = f.run(&script, "");
     assert!(out.status.success(), "{out:?}");
@@ -217,7 +218,7 @@ fn unitrace_plan_string_runs_the_planned_argv() {
 fn vtune_report_runs_after_a_failed_collect_and_the_failure_is_kept() {
     let f = Fakes::new();
     let v = profilers::create("vtune", &f.out(), &ProfilerSettings::default()).unwrap();
-    let plan = v.wrap(&nasty_target()).unwrap();
+    let plan = v.wrap(&args(nasty_target())).unwrap();
     let script = quote::plan_to_shell(&plan).unwrap();
     // collect fails with 5; report prints a table on stdout.
     let behaviour = "case \"$1\" in -collect) exit 5;; -report) printf 'Computing Task\\tTime\\n'; exit 0;; esac\n";
@@ -240,7 +241,7 @@ fn vtune_report_runs_after_a_failed_collect_and_the_failure_is_kept() {
 fn ocl_unitrace_retries_until_the_metrics_file_is_long_enough() {
     let f = Fakes::new();
     let p = profilers::create("ocl-unitrace", &f.out(), &ProfilerSettings::default()).unwrap();
-    let plan = p.wrap(&["./gemm".to_string(), "a b".to_string()]).unwrap();
+    let plan = p.wrap(&args(["./gemm", "a b"])).unwrap();
     let script = quote::plan_to_shell(&plan).unwrap();
     // Attempts 1 and 2 write a 3-line metrics file, attempt 3 a 12-line one.
     let behaviour = format!(
@@ -271,7 +272,7 @@ fn ocl_unitrace_retries_until_the_metrics_file_is_long_enough() {
 fn ocl_unitrace_gives_up_after_twenty_attempts_with_failure() {
     let f = Fakes::new();
     let p = profilers::create("ocl-unitrace", &f.out(), &ProfilerSettings::default()).unwrap();
-    let script = quote::plan_to_shell(&p.wrap(&["./gemm".to_string()]).unwrap()).unwrap();
+    let script = quote::plan_to_shell(&p.wrap(&args(["./gemm"])).unwrap()).unwrap();
     let out = f.run(&script, "");
     assert!(!out.status.success());
     assert_eq!(f.calls().len(), 20);
@@ -281,12 +282,12 @@ fn ocl_unitrace_gives_up_after_twenty_attempts_with_failure() {
 fn metal_plan_string_records_then_exports_even_after_failure() {
     let f = Fakes::new();
     let m = profilers::create("metal", &f.out(), &ProfilerSettings::default()).unwrap();
-    let plan = m.wrap(&nasty_target()).unwrap();
+    let plan = m.wrap(&args(nasty_target())).unwrap();
     let script = quote::plan_to_shell(&plan).unwrap();
     let out = f.run(&script, "[ \"$2\" = record ] && exit 7; exit 0\n");
     assert_eq!(out.status.code(), Some(7));
     let argvs: Vec<Vec<String>> = f.calls().into_iter().map(|c| c.0).collect();
-    let planned: Vec<Vec<String>> = plan.steps.iter().map(|s| s.command.argv.clone()).collect();
+    let planned: Vec<Vec<String>> = plan.steps.iter().map(|s| lossy(&s.command.argv)).collect();
     assert_eq!(argvs, planned);
 }
 
@@ -311,7 +312,7 @@ proptest! {
             "printf '%s\\0' \"$POLYPROF_T\" \"$@\"".into(),
             "argv0".into(),
         ]);
-        plan.steps[0].command.argv.extend(words.iter().cloned());
+        plan.steps[0].command.argv.extend(words.iter().map(polyprof::model::Arg::from));
         plan.steps[0].command.env = BTreeMap::from([("POLYPROF_T".to_string(), value.clone())]);
         let script = quote::plan_to_shell(&plan).unwrap();
         let out = sh_in(dir.path(), &script, None);

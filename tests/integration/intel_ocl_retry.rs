@@ -61,9 +61,7 @@ async fn opencl_metrics_are_retried_until_a_long_enough_file_then_parsed() {
         ..Default::default()
     };
     let backend = create("ocl-unitrace", out.path(), &settings).unwrap();
-    let target: Vec<String> = ["printf", "%s\\n", "--template_params=(16, 32)"]
-        .map(String::from)
-        .to_vec();
+    let target = polyprof::model::arg::args(["printf", "%s\\n", "--template_params=(16, 32)"]);
     let mut plan = backend.wrap(&target).unwrap();
     let step = &mut plan.steps[0];
     assert_eq!(step.retry.as_ref().unwrap().max_attempts, 20);
@@ -102,7 +100,7 @@ async fn all_attempts_failing_is_a_clear_failure() {
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
     let out = tempfile::tempdir().unwrap();
     let backend = create("ocl-unitrace", out.path(), &ProfilerSettings::default()).unwrap();
-    let mut plan = backend.wrap(&["true".to_string()]).unwrap();
+    let mut plan = backend.wrap(&["true".into()]).unwrap();
     let step = &mut plan.steps[0];
     step.retry.as_mut().unwrap().max_attempts = 3;
     step.command.env.insert(

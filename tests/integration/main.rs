@@ -41,6 +41,8 @@ mod report_fixtures;
 mod report_hatchet;
 mod report_table;
 mod report_v1_documents;
+mod runner_bytes;
+mod runner_cgroup;
 mod runner_concurrency;
 mod runner_env;
 mod runner_executor;

@@ -17,10 +17,8 @@ fn settings(options: NcuOptions) -> ProfilerSettings {
     }
 }
 
-fn target() -> Vec<String> {
-    ["python3", "-m", "pytest", "-q", "test ops.py"]
-        .map(String::from)
-        .to_vec()
+fn target() -> Vec<polyprof::model::Arg> {
+    polyprof::model::arg::args(["python3", "-m", "pytest", "-q", "test ops.py"])
 }
 
 #[test]
@@ -45,7 +43,7 @@ fn minimal_plan_is_one_step_with_base_units_and_c_locale() {
             "base"
         ]
     );
-    let metrics = &argv[argv.iter().position(|a| a == "--metrics").unwrap() + 1];
+    let metrics = &argv[argv.iter().position(|a| a == "--metrics").unwrap() + 1].to_string();
     assert!(metrics.contains("gpu__time_duration.sum") && metrics.contains("dram__bytes_read.sum"));
     assert!(metrics.contains("smsp__sass_thread_inst_executed_op_hfma_pred_on.sum"));
     // The target follows `--` verbatim, spaces and all; no sudo anywhere.
@@ -81,7 +79,7 @@ fn every_option_reaches_the_command_line() {
         .command
         .argv
         .clone();
-    let joined = argv.join(" ");
+    let joined = polyprof::model::arg::lossy(&argv).join(" ");
     for part in [
         "--metrics gpu__time_duration.sum",
         "--target-processes all",
@@ -109,7 +107,7 @@ fn sets_write_a_report_and_export_details_raw_and_session() {
         names,
         ["profile", "export-raw", "export-details", "export-session"]
     );
-    let profile = plan.steps[0].command.argv.join(" ");
+    let profile = polyprof::model::arg::lossy(&plan.steps[0].command.argv).join(" ");
     assert!(profile.contains("--set detailed") && profile.contains("-o /o/report -f -- ./app"));
     let details = &plan.steps[2];
     assert_eq!(

@@ -109,7 +109,7 @@ fn real_records() -> Vec<KernelRecord> {
 }
 
 fn run(label: &str, kernels: Vec<KernelRecord>, wall_s: f64) -> ProfileRun {
-    let argv: Vec<String> = ["./app", "1"].map(String::from).to_vec();
+    let argv = polyprof::model::arg::args(["./app", "1"]);
     let mut run = ProfileRun::new(
         label,
         "ncu",
@@ -135,7 +135,7 @@ fn run(label: &str, kernels: Vec<KernelRecord>, wall_s: f64) -> ProfileRun {
     run.steps.push(StepRun {
         name: "profile".into(),
         attempts: vec![RunResult {
-            argv: ncu_argv,
+            argv: polyprof::model::arg::args(ncu_argv),
             outcome: outcome.clone(),
             pid: None,
             marker: None,

@@ -124,7 +124,7 @@ async fn dropping_a_run_midway_kills_its_group() {
     let spec = CommandSpec::new(vec![
         "sh".into(),
         "-c".into(),
-        format!("echo $$ > {}; exec sleep 1000", pidfile.display()),
+        format!("echo $$ > {}; exec sleep 1000", pidfile.display()).into(),
     ]);
     let opts = RunOptions::default();
     let run = run_command(&spec, &opts);

@@ -115,7 +115,7 @@ async fn a_library_run_dropped_midway_still_kills_what_left_the_group() {
         r#"echo $$ >> '{0}'; setsid sh -c 'echo $$ >> "{0}"; exec sleep 1000' & wait"#,
         fx.pidfile.display()
     );
-    let spec = CommandSpec::new(vec!["sh".into(), "-c".into(), script]);
+    let spec = CommandSpec::new(vec!["sh".into(), "-c".into(), script.into()]);
     let opts = RunOptions {
         tracking: Tracking::Supervisor {
             exe: env!("CARGO_BIN_EXE_polyprof-supervise").into(),

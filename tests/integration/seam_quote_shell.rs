@@ -14,7 +14,7 @@ fn sh(script: &str) -> std::process::Output {
 fn step(argv: &[&str]) -> Step {
     Step::new(
         "s",
-        CommandSpec::new(argv.iter().map(|s| s.to_string()).collect()),
+        CommandSpec::new(polyprof::model::arg::args(argv.iter().copied())),
         EndMarker::None,
         Graces::default(),
     )
@@ -34,9 +34,9 @@ fn plan(steps: Vec<Step>) -> Plan {
 fn reserved_words_in_command_position_are_quoted() {
     assert_eq!(quote_command("if").unwrap(), "'if'");
     assert_eq!(quote_command("unitrace").unwrap(), "unitrace");
-    assert_eq!(join(&["done".into(), "if".into()]).unwrap(), "'done' if");
+    assert_eq!(join(&["done", "if"]).unwrap(), "'done' if");
     // `A=1` as argv[0] must stay a command name, not become an assignment.
-    let out = sh(&join(&["A=1".into()]).unwrap());
+    let out = sh(&join(&["A=1"]).unwrap());
     assert!(!out.status.success());
 }
 

@@ -231,7 +231,7 @@ async fn run_passes(
             dir.to_path_buf()
         };
         let job = Job {
-            target: spec.target.clone(),
+            target: crate::model::arg::args(spec.target.iter().cloned()),
             profiler: pass.profiler.clone(),
             settings: pass.settings.clone(),
             output_dir: output_dir.clone(),

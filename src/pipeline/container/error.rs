@@ -22,6 +22,10 @@ pub enum ContainerError {
     BadGpuRequest { value: String },
     #[error("`{value}` is not a bind mount: {why}")]
     BadMount { value: String, why: String },
+    #[error(
+        "argument `{lossy}` is not UTF-8, and the Docker Engine API takes text; run it locally or pass it through a file"
+    )]
+    ArgNotText { lossy: String },
     #[error("mount source {path} cannot be used: {source}")]
     MountSource {
         path: String,

@@ -123,9 +123,20 @@ pub fn create_body(
         auto_remove: Some(false),
         ..Default::default()
     };
+    let cmd = spec
+        .argv
+        .iter()
+        .map(|a| {
+            a.to_str()
+                .map(str::to_string)
+                .ok_or_else(|| ContainerError::ArgNotText {
+                    lossy: a.to_string(),
+                })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(ContainerCreateBody {
         image: Some(job.image.clone()),
-        cmd: Some(spec.argv.clone()),
+        cmd: Some(cmd),
         env: Some(env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
         working_dir: Some(workdir.display().to_string()),
         user: job.user.clone(),
@@ -224,5 +235,25 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("/no/such/dir"), "{err}");
+    }
+}
+
+#[cfg(all(test, unix))]
+mod arg_tests {
+    use super::*;
+
+    #[test]
+    fn an_argument_that_is_not_utf8_is_refused_not_mangled() {
+        let out = tempfile::tempdir().unwrap();
+        let job = ContainerJob::new("img:1");
+        let odd = crate::model::arg::Arg::from_bytes(b"a\xffb".to_vec());
+        let spec = CommandSpec::new(vec!["echo".into(), odd]);
+        let err = create_body(&job, &spec, &BTreeMap::new(), out.path(), HashMap::new())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("not UTF-8") && err.contains("a\u{fffd}b"),
+            "{err}"
+        );
     }
 }

@@ -4,6 +4,8 @@
 
 pub mod capture;
 pub mod cgroup;
+#[cfg(target_os = "linux")]
+pub mod clone_into;
 pub mod echo;
 pub mod env;
 pub mod logfile;

@@ -119,6 +119,22 @@ pub enum Tracking {
     /// dies with polyprof. `exe` must call `supervisor::run_if_requested()` first in `main`
     /// (the polyprof binary does).
     Supervisor { exe: PathBuf },
+    /// The supervisor, with the command in a cgroup v2 of its own where one can be created
+    /// (`cgroup.kill` ends the whole tree at once, no fork outruns it, and the runner still
+    /// ends it if the supervisor itself is killed); elsewhere the same as `Supervisor`. Not the
+    /// default: it writes below the caller's own cgroup, which a service manager may consider
+    /// its own. About 0.3 ms per run (see docs/runner.md).
+    Cgroup { exe: PathBuf },
+}
+
+impl Tracking {
+    /// The supervising executable, when there is one.
+    pub fn supervisor_exe(&self) -> Option<&std::path::Path> {
+        match self {
+            Tracking::Group => None,
+            Tracking::Supervisor { exe } | Tracking::Cgroup { exe } => Some(exe),
+        }
+    }
 }
 
 impl Default for RunOptions {

@@ -20,8 +20,10 @@ use crate::model::plan::CommandSpec;
 pub struct Launch<'a> {
     pub exe: &'a std::path::Path,
     pub leak_timeout: std::time::Duration,
-    /// Write end of the report pipe; becomes the supervisor's fd 3.
+    /// Write end of the report pipe; its number is on the supervisor's command line.
     pub report_fd: std::os::fd::RawFd,
+    /// Put the command in a cgroup of its own where one can be created.
+    pub cgroup: bool,
 }
 
 /// Build the command. `env` and `raw_env` (variables that are not UTF-8) are the child's
@@ -47,6 +49,8 @@ pub fn build_command(
                 launch.exe,
                 std::process::id(),
                 launch.leak_timeout,
+                launch.report_fd,
+                launch.cgroup,
                 &command,
             )
         }
@@ -64,51 +68,14 @@ pub fn build_command(
         cmd.current_dir(dir);
     }
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    let report_fd = launch.map(|l| l.report_fd);
-    // The supervisor must outlive polyprof's death long enough to kill the tree, so it gets a
-    // signal it handles; a bare command gets SIGKILL.
-    #[cfg(target_os = "linux")]
-    let death_signal = parent_death_signal.then_some(if launch.is_some() {
-        super::supervisor::KILL_NOW
-    } else {
-        libc::SIGKILL
-    });
-    #[cfg(not(target_os = "linux"))]
-    let death_signal: Option<libc::c_int> = {
-        let _ = parent_death_signal;
-        None
-    };
-    if death_signal.is_some() || report_fd.is_some() {
-        let parent = std::process::id() as libc::pid_t;
-        // SAFETY: the closure runs between fork and exec and only makes async-signal-safe calls
-        // (prctl, getppid, dup2, fcntl); it allocates nothing.
-        unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-                if let Some(fd) = report_fd {
-                    let target = super::supervisor::REPORT_FD;
-                    if fd == target {
-                        // dup2 onto itself keeps close-on-exec: clear it instead.
-                        if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
-                            return Err(io::Error::last_os_error());
-                        }
-                    } else if libc::dup2(fd, target) < 0 {
-                        return Err(io::Error::last_os_error());
-                    }
-                }
-                #[cfg(target_os = "linux")]
-                if let Some(signal) = death_signal {
-                    if libc::prctl(libc::PR_SET_PDEATHSIG, signal) != 0 {
-                        return Err(io::Error::last_os_error());
-                    }
-                    // polyprof died between fork and prctl: the signal will never come.
-                    if libc::getppid() != parent {
-                        return Err(io::Error::other("polyprof exited while starting the child"));
-                    }
-                }
-                let _ = parent;
-                Ok(())
-            });
-        }
+    match launch {
+        // The supervisor sets its own parent-death signal (and checks its parent) first thing,
+        // and is told its report descriptor on the command line. With no code to run between
+        // fork and exec, std starts it with posix_spawn (a vfork): no copy of polyprof's page
+        // tables and no copy-on-write faults afterwards. The report descriptor is made
+        // inheritable by `spawn` on the spawner thread, just for this one spawn.
+        Some(_) => {}
+        None => bare_command_dies_with_parent(&mut cmd, parent_death_signal),
     }
     let mut cmd = Command::from(cmd);
     // A dropped run's guard asks the supervisor to kill the tree; SIGKILL to the supervisor
@@ -119,6 +86,7 @@ pub fn build_command(
 
 struct SpawnRequest {
     cmd: Command,
+    inherit: Option<std::os::fd::RawFd>,
     handle: tokio::runtime::Handle,
     reply: oneshot::Sender<io::Result<Child>>,
 }
@@ -145,7 +113,7 @@ fn spawner() -> Option<std_mpsc::Sender<SpawnRequest>> {
             for mut request in rx {
                 let result = {
                     let _context = request.handle.enter();
-                    request.cmd.spawn()
+                    spawn_inheriting(&mut request.cmd, request.inherit)
                 };
                 if let Err(Ok(child)) = request.reply.send(result) {
                     // The caller gave up meanwhile: do not leave the process running.
@@ -160,12 +128,36 @@ fn spawner() -> Option<std_mpsc::Sender<SpawnRequest>> {
     Some(tx)
 }
 
+/// Spawn `cmd`; `inherit` (the report pipe's write end, close-on-exec) is inheritable during
+/// this spawn only. Spawns are serialised on the spawner thread, so two runs started at once
+/// do not pass each other's report pipes on.
+fn spawn_inheriting(cmd: &mut Command, inherit: Option<std::os::fd::RawFd>) -> io::Result<Child> {
+    let Some(fd) = inherit else {
+        return cmd.spawn();
+    };
+    set_cloexec(fd, false)?;
+    let child = cmd.spawn();
+    let _ = set_cloexec(fd, true);
+    child
+}
+
+fn set_cloexec(fd: std::os::fd::RawFd, on: bool) -> io::Result<()> {
+    let flags = if on { libc::FD_CLOEXEC } else { 0 };
+    // SAFETY: fcntl on a descriptor the caller owns.
+    if unsafe { libc::fcntl(fd, libc::F_SETFD, flags) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Start the command from the long-lived spawner thread (plain spawn if that thread is gone).
-pub async fn spawn(mut cmd: Command) -> io::Result<Child> {
+/// `inherit`: a close-on-exec descriptor the child must inherit (see [`spawn_inheriting`]).
+pub async fn spawn(mut cmd: Command, inherit: Option<std::os::fd::RawFd>) -> io::Result<Child> {
     if let Some(tx) = spawner() {
         let (reply, rx) = oneshot::channel();
         let request = SpawnRequest {
             cmd,
+            inherit,
             handle: tokio::runtime::Handle::current(),
             reply,
         };
@@ -178,7 +170,7 @@ pub async fn spawn(mut cmd: Command) -> io::Result<Child> {
             Err(returned) => cmd = returned.0.cmd,
         }
     }
-    cmd.spawn()
+    spawn_inheriting(&mut cmd, inherit)
 }
 
 /// Send `signal` to the process group; false when there is no such group (any more).
@@ -275,4 +267,28 @@ impl Drop for GroupGuard {
             self.readers.cancel();
         }
     }
+}
+
+/// A command started without the supervisor gets SIGKILL when polyprof dies (Linux).
+fn bare_command_dies_with_parent(cmd: &mut std::process::Command, parent_death_signal: bool) {
+    #[cfg(target_os = "linux")]
+    if parent_death_signal {
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: the closure runs between fork and exec and only makes async-signal-safe calls
+        // (prctl, getppid); it allocates nothing.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(cmd, move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                // polyprof died between fork and prctl: the signal will never come.
+                if libc::getppid() != parent {
+                    return Err(io::Error::other("polyprof exited while starting the child"));
+                }
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (cmd, parent_death_signal);
 }

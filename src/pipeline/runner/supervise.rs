@@ -140,7 +140,11 @@ pub async fn run_command(spec: &CommandSpec, opts: &RunOptions) -> RunResult {
     let mut running = match spawn_child(prepared, opts, start).await {
         Ok(running) => running,
         Err(e) => {
-            let program = spec.argv.first().map(String::as_str).unwrap_or_default();
+            let program = spec
+                .argv
+                .first()
+                .map(|a| a.to_string_lossy())
+                .unwrap_or_default();
             let errno = e.raw_os_error();
             return spawn_failed(
                 result,
@@ -171,6 +175,17 @@ pub async fn run_command(spec: &CommandSpec, opts: &RunOptions) -> RunResult {
         result.warnings.push(
             "the supervising process sent no report; its own exit status is used".to_string(),
         );
+    }
+    if let Some(Report {
+        cgroup: Some(dir),
+        cgroup_left: true,
+        ..
+    }) = &report
+    {
+        result.warnings.push(format!(
+            "the run's cgroup {} could not be removed: something in it did not die",
+            dir.display()
+        ));
     }
     settle_outcome(&mut result, spec, status, stopped, report.as_ref());
     let (leak, captures) = drain_and_detect_leaks(&mut running, opts, report).await;
@@ -218,7 +233,7 @@ fn prepare(
     }
     let (report, report_write) = match &opts.tracking {
         Tracking::Group => (None, None),
-        Tracking::Supervisor { .. } => {
+        Tracking::Supervisor { .. } | Tracking::Cgroup { .. } => {
             let (read, write) = report_pipe().map_err(|e| {
                 (
                     format!("cannot create the supervisor's report pipe: {e}"),
@@ -233,11 +248,12 @@ fn prepare(
             (Some(read), Some(write))
         }
     };
-    let launch = match (&opts.tracking, &report_write) {
-        (Tracking::Supervisor { exe }, Some(write)) => Some(Launch {
+    let launch = match (opts.tracking.supervisor_exe(), &report_write) {
+        (Some(exe), Some(write)) => Some(Launch {
             exe,
             leak_timeout: opts.leak_timeout,
             report_fd: write.as_raw_fd(),
+            cgroup: matches!(opts.tracking, Tracking::Cgroup { .. }),
         }),
         _ => None,
     };
@@ -280,7 +296,7 @@ async fn spawn_child(
         report,
         report_write,
     } = prepared;
-    let mut child = spawn(cmd).await?;
+    let mut child = spawn(cmd, report_write.as_ref().map(|fd| fd.as_raw_fd())).await?;
     // Only the supervisor may hold the write end, so the report ends at its exit.
     drop(report_write);
     let supervised = report.is_some();
@@ -409,7 +425,11 @@ fn settle_outcome(
 ) {
     use std::os::unix::process::ExitStatusExt;
     if let Some((message, errno)) = report.and_then(|r| r.spawn_error.clone()) {
-        let program = spec.argv.first().map(String::as_str).unwrap_or_default();
+        let program = spec
+            .argv
+            .first()
+            .map(|a| a.to_string_lossy())
+            .unwrap_or_default();
         result.outcome = Outcome::SpawnFailed {
             error: format!("cannot start `{program}`: {message}"),
             errno,
@@ -460,9 +480,15 @@ async fn drain_and_detect_leaks(
         (out, err)
     };
     let mut readers = Box::pin(readers);
+    let supervisor_died = running.supervised && report.is_none();
     let (mut killed, mut unlisted) = report
         .map(|r| (r.killed, r.killed_unlisted))
         .unwrap_or_default();
+    if supervisor_died {
+        // The supervisor was killed before it could end the tree; what it put in a cgroup can
+        // still be found and ended here (the rest is re-parented to init, out of reach).
+        killed.extend(kill_orphaned_cgroup(running.pgid));
+    }
     let leak_deadline = later(Instant::now(), opts.leak_timeout);
     let kill_now = opts.kill_now.clone();
     let drained = tokio::select! {
@@ -519,6 +545,26 @@ async fn drain_and_detect_leaks(
         }
     };
     (leak, captures)
+}
+
+/// Kill and remove the cgroup of a supervisor (pid `supervisor`) that died without doing so.
+fn kill_orphaned_cgroup(supervisor: i32) -> Vec<KilledProcess> {
+    let Some(cgroup) = super::cgroup::RunCgroup::of_supervisor(supervisor as u32) else {
+        return Vec::new();
+    };
+    // SAFETY: getsid on this process.
+    let session = unsafe { libc::getsid(0) };
+    let killed = cgroup
+        .pids()
+        .into_iter()
+        .filter_map(tree::read_proc)
+        .map(|proc| {
+            let escaped = tree::classify(&proc, supervisor, session, supervisor);
+            tree::describe(&proc, escaped)
+        })
+        .collect();
+    cgroup.kill_and_remove(Duration::from_secs(1));
+    killed
 }
 
 fn signal_group_exists(pgid: i32) -> bool {

@@ -14,13 +14,12 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use super::cgroup::{self, RunCgroup};
 use super::tree;
 use crate::model::outcome::{Escape, KilledProcess};
 
 /// argv[1] that selects the hidden mode.
 pub const HIDDEN_MODE: &str = "__polyprof-supervise";
-/// The descriptor the report is written to.
-pub const REPORT_FD: i32 = 3;
 /// The signal that tells the supervisor to kill everything now; also its parent-death signal.
 pub const KILL_NOW: libc::c_int = libc::SIGUSR1;
 /// At most this many killed processes are listed.
@@ -47,6 +46,12 @@ pub struct Report {
     pub killed: Vec<KilledProcess>,
     /// More processes were killed than are listed.
     pub killed_unlisted: u64,
+    /// The run's cgroup, when the command was placed in one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<std::path::PathBuf>,
+    /// The cgroup could not be removed (something in it would not die).
+    #[serde(default)]
+    pub cgroup_left: bool,
 }
 
 /// The argv that runs `command` under the supervisor.
@@ -54,6 +59,8 @@ pub fn wrap_argv(
     exe: &std::path::Path,
     parent: u32,
     leak_timeout: Duration,
+    report_fd: i32,
+    cgroup: bool,
     command: &[OsString],
 ) -> Vec<OsString> {
     let mut argv = vec![
@@ -61,6 +68,8 @@ pub fn wrap_argv(
         HIDDEN_MODE.into(),
         parent.to_string().into(),
         leak_timeout.as_millis().to_string().into(),
+        report_fd.to_string().into(),
+        if cgroup { "cgroup" } else { "-" }.into(),
         "--".into(),
     ];
     argv.extend(command.iter().cloned());
@@ -81,18 +90,23 @@ pub fn run_if_requested() {
 
 fn main(args: &[OsString]) -> i32 {
     let parse = |i: usize| args.get(i).and_then(|a| a.to_str()?.parse::<u64>().ok());
-    let (Some(parent), Some(leak_ms)) = (parse(0), parse(1)) else {
+    let text = |i: usize| args.get(i).and_then(|a| a.to_str());
+    let (Some(parent), Some(leak_ms), Some(report_fd), Some(cgroup @ ("cgroup" | "-")), Some("--")) =
+        (parse(0), parse(1), parse(2), text(3), text(4))
+    else {
         let _ = writeln!(
             std::io::stderr(),
-            "polyprof: {HIDDEN_MODE} is internal: PARENT_PID LEAK_MS -- CMD…"
+            "polyprof: {HIDDEN_MODE} is internal: PARENT_PID LEAK_MS REPORT_FD cgroup|- -- CMD…"
         );
         return 2;
     };
-    let command = match args.get(2) {
-        Some(sep) if sep == "--" => &args[3..],
-        _ => &args[2..],
+    let settings = Settings {
+        parent: parent as i32,
+        leak_timeout: Duration::from_millis(leak_ms),
+        report_fd: report_fd as i32,
+        cgroup: cgroup == "cgroup",
     };
-    supervise(parent as i32, Duration::from_millis(leak_ms), command)
+    supervise(&settings, &args[5..])
 }
 
 fn signal_set() -> libc::sigset_t {
@@ -195,7 +209,21 @@ struct Me {
     session: i32,
 }
 
-fn supervise(parent: i32, leak_timeout: Duration, command: &[OsString]) -> i32 {
+/// The supervisor's command line.
+struct Settings {
+    parent: i32,
+    leak_timeout: Duration,
+    report_fd: i32,
+    cgroup: bool,
+}
+
+fn supervise(settings: &Settings, command: &[OsString]) -> i32 {
+    let Settings {
+        parent,
+        leak_timeout,
+        report_fd,
+        ..
+    } = *settings;
     let set = signal_set();
     // SAFETY: plain syscalls on this single-threaded process.
     let me = unsafe {
@@ -207,10 +235,11 @@ fn supervise(parent: i32, leak_timeout: Duration, command: &[OsString]) -> i32 {
             session: libc::getsid(0),
         }
     };
+    // The command must not inherit the report pipe.
     // SAFETY: fcntl on a descriptor number; failure only means there is no report channel.
     let report_fd = unsafe {
-        (libc::fcntl(REPORT_FD, libc::F_SETFD, libc::FD_CLOEXEC) == 0)
-            .then(|| std::fs::File::from_raw_fd(REPORT_FD))
+        (report_fd > 2 && libc::fcntl(report_fd, libc::F_SETFD, libc::FD_CLOEXEC) == 0)
+            .then(|| std::fs::File::from_raw_fd(report_fd))
     };
     let parent_alive = || unsafe { libc::getppid() } == parent;
     let mut report = Report::default();
@@ -221,21 +250,13 @@ fn supervise(parent: i32, leak_timeout: Duration, command: &[OsString]) -> i32 {
     if !parent_alive() {
         return 1;
     }
-    let mut command = std::process::Command::new(program);
-    command.args(rest);
-    // The signals this process blocks must not stay blocked in the command (std keeps the mask
-    // it inherits).
-    // SAFETY: only sigemptyset and pthread_sigmask (async-signal-safe) between fork and exec.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut command, || {
-            let mut empty: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut empty);
-            libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
-            Ok(())
-        });
-    }
-    let child = match command.spawn() {
-        Ok(child) => child,
+    let cgroup = settings
+        .cgroup
+        .then(|| RunCgroup::create(me.pid as u32))
+        .flatten();
+    report.cgroup = cgroup.as_ref().map(|c| c.dir().to_path_buf());
+    let command_pid = match start_command(program, rest, cgroup.as_ref()) {
+        Ok(pid) => pid,
         Err(e) => {
             let errno = e.raw_os_error();
             report.spawn_error = Some((e.to_string(), errno));
@@ -247,8 +268,6 @@ fn supervise(parent: i32, leak_timeout: Duration, command: &[OsString]) -> i32 {
             return finish(report_fd, &report, code);
         }
     };
-    let command_pid = child.id() as i32;
-    drop(child);
 
     let mut kill_now = false;
     while report.status.is_none() && !kill_now {
@@ -278,13 +297,57 @@ fn supervise(parent: i32, leak_timeout: Duration, command: &[OsString]) -> i32 {
             }
         }
     }
-    kill_all(&me, command_pid, &mut report);
+    kill_all(&me, command_pid, &mut report, cgroup.as_ref());
+    if let Some(cgroup) = cgroup
+        && !cgroup.kill_and_remove(KILL_LOOP_LIMIT)
+    {
+        report.cgroup_left = true;
+    }
     let code = match report.status {
         Some(ChildStatus::Exited(code)) => code,
         Some(ChildStatus::Signalled(sig)) => 128 + sig,
         None => 128 + libc::SIGKILL,
     };
     finish(report_fd, &report, code)
+}
+
+/// Start the command: inside the run's cgroup with `clone3` where it can be (no move into the
+/// cgroup, which waits for an RCU grace period), else forked and moved in before exec.
+fn start_command(
+    program: &OsString,
+    rest: &[OsString],
+    cgroup: Option<&RunCgroup>,
+) -> std::io::Result<i32> {
+    #[cfg(target_os = "linux")]
+    if let Some(dir) = cgroup.and_then(|c| c.open_dir().ok()) {
+        use super::clone_into::{Started, spawn_in_cgroup};
+        match spawn_in_cgroup(program, rest, &dir)? {
+            Started::Running(pid) => return Ok(pid),
+            Started::ExecFailed(e) => return Err(e),
+            Started::Unsupported => {}
+        }
+    }
+    let joiner = cgroup.and_then(RunCgroup::joiner);
+    let mut command = std::process::Command::new(program);
+    command.args(rest);
+    // The signals this process blocks must not stay blocked in the command (std keeps the mask
+    // it inherits). The command joins the run's cgroup before it execs, so everything it
+    // starts is in it.
+    // SAFETY: only sigemptyset, pthread_sigmask and join_now's raw open/write/close
+    // (async-signal-safe) between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
+            let mut empty: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut empty);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+            if let Some(procs) = &joiner {
+                // Not joined: the subreaper still finds every descendant.
+                let _ = cgroup::join_now(procs);
+            }
+            Ok(())
+        });
+    }
+    Ok(command.spawn()?.id() as i32)
 }
 
 fn forward(command: i32, me: &Me, sig: libc::c_int) {
@@ -297,9 +360,22 @@ fn forward(command: i32, me: &Me, sig: libc::c_int) {
 }
 
 /// SIGKILL every descendant, list the ones other than the command, and reap until none is left.
-fn kill_all(me: &Me, command: i32, report: &mut Report) {
+/// With a cgroup, whatever is in it is listed and killed at once first.
+fn kill_all(me: &Me, command: i32, report: &mut Report, cgroup: Option<&RunCgroup>) {
     let started = Instant::now();
     let mut listed = std::collections::BTreeSet::new();
+    if let Some(cgroup) = cgroup {
+        let pids = cgroup.pids();
+        for pid in pids {
+            if pid != command
+                && listed.insert(pid)
+                && let Some(proc) = tree::read_proc(pid)
+            {
+                list_killed(me, report, &proc);
+            }
+        }
+        cgroup.kill();
+    }
     loop {
         reap(command, &mut report.status);
         let below = tree::descendants_of(me.pid);
@@ -314,12 +390,7 @@ fn kill_all(me: &Me, command: i32, report: &mut Report) {
         }
         for proc in &live {
             if proc.pid != command && listed.insert(proc.pid) {
-                if report.killed.len() < KILLED_LISTED {
-                    let escaped = tree::classify(proc, me.group, me.session, me.pid);
-                    report.killed.push(tree::describe(proc, escaped));
-                } else {
-                    report.killed_unlisted += 1;
-                }
+                list_killed(me, report, proc);
             }
             // SAFETY: kill on a pid just read below this process.
             unsafe {
@@ -330,6 +401,15 @@ fn kill_all(me: &Me, command: i32, report: &mut Report) {
             return;
         }
         std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn list_killed(me: &Me, report: &mut Report, proc: &tree::ProcInfo) {
+    if report.killed.len() < KILLED_LISTED {
+        let escaped = tree::classify(proc, me.group, me.session, me.pid);
+        report.killed.push(tree::describe(proc, escaped));
+    } else {
+        report.killed_unlisted += 1;
     }
 }
 
@@ -392,13 +472,17 @@ mod tests {
             std::path::Path::new("/bin/polyprof"),
             7,
             Duration::from_millis(250),
+            9,
+            false,
             &["prog".into(), odd.clone()],
         );
         assert_eq!(argv[1], HIDDEN_MODE);
         assert_eq!(argv[2], "7");
         assert_eq!(argv[3], "250");
-        assert_eq!(argv[4], "--");
-        assert_eq!(argv[6], odd);
+        assert_eq!(argv[4], "9");
+        assert_eq!(argv[5], "-");
+        assert_eq!(argv[6], "--");
+        assert_eq!(argv[8], odd);
     }
 
     #[test]
@@ -412,6 +496,7 @@ mod tests {
                 escaped: Escape::NewSession,
             }],
             killed_unlisted: 0,
+            ..Report::default()
         };
         let bytes = serde_json::to_vec(&report).unwrap();
         assert_eq!(serde_json::from_slice::<Report>(&bytes).unwrap(), report);

@@ -37,6 +37,12 @@ pub fn parse_stat(pid: i32, stat: &str) -> Option<ProcInfo> {
     })
 }
 
+/// One process from `/proc/<pid>/stat`; None when it is gone.
+pub fn read_proc(pid: i32) -> Option<ProcInfo> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(pid, &stat)
+}
+
 /// Every process visible in /proc (empty where there is no /proc).
 pub fn snapshot() -> Vec<ProcInfo> {
     let Ok(entries) = std::fs::read_dir("/proc") else {

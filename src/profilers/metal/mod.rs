@@ -7,6 +7,7 @@
 pub mod records;
 pub mod xctrace;
 
+use crate::model::arg::Arg;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -80,7 +81,7 @@ impl Metal {
         ]);
         let mut step = Step::new(
             name,
-            CommandSpec::new(argv),
+            CommandSpec::new(crate::model::arg::args(argv)),
             EndMarker::None,
             Graces::default(),
         );
@@ -98,7 +99,7 @@ impl Backend for Metal {
         &self.output_dir
     }
 
-    fn build_plan(&self, target: &[String]) -> Result<Plan> {
+    fn build_plan(&self, target: &[Arg]) -> Result<Plan> {
         require_target("metal", target)?;
         let mut argv: Vec<String> = ["xcrun", "xctrace", "record", "--template", TEMPLATE]
             .map(String::from)
@@ -116,6 +117,7 @@ impl Backend for Metal {
         }
         argv.extend(self.extra_args.iter().cloned());
         argv.extend(["--launch".to_string(), "--".into()]);
+        let mut argv = crate::model::arg::args(argv);
         argv.extend(target.iter().cloned());
         let mut record_cmd = CommandSpec::new(argv);
         record_cmd.env = env;
@@ -391,7 +393,7 @@ mod tests {
     #[test]
     fn record_then_exports() {
         let m = Metal::new(PathBuf::from("/out"), &ProfilerSettings::default());
-        let target: Vec<String> = vec!["./bench".into(), "--n".into(), "1 2".into()];
+        let target: Vec<Arg> = vec!["./bench".into(), "--n".into(), "1 2".into()];
         let plan = m.wrap(&target).unwrap();
         let names: Vec<&str> = plan.steps.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, vec!["record", "export-toc", "export-tables"]);
@@ -434,7 +436,9 @@ mod tests {
         }
         let tables = &plan.steps[2].command.argv;
         assert!(
-            tables[6].contains("@schema=\"metal-gpu-intervals\" or"),
+            tables[6]
+                .to_string_lossy()
+                .contains("@schema=\"metal-gpu-intervals\" or"),
             "{tables:?}"
         );
         assert_eq!(tables.last().unwrap(), "/out/trace.tables.xml");

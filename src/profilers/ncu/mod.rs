@@ -25,6 +25,7 @@ mod session;
 mod stream;
 pub mod units;
 
+use crate::model::arg::Arg;
 use std::path::{Path, PathBuf};
 
 use super::{
@@ -91,7 +92,7 @@ impl Backend for Ncu {
         &self.output_dir
     }
 
-    fn build_plan(&self, target: &[String]) -> Result<Plan> {
+    fn build_plan(&self, target: &[Arg]) -> Result<Plan> {
         plan::build(
             &self.options,
             &self.output_dir,

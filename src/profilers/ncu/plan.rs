@@ -1,6 +1,7 @@
 //! The ncu plan: one profiling step, then (when a report is written) export steps that read the
 //! report back without a GPU.
 
+use crate::model::arg::Arg;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -53,11 +54,7 @@ fn path_arg(dir: &Path, name: &str) -> Result<String> {
 }
 
 /// The profiling argv: `ncu --log-file … --csv --page raw --print-units base … -- target…`.
-pub fn profile_argv(
-    options: &NcuOptions,
-    output_dir: &Path,
-    target: &[String],
-) -> Result<Vec<String>> {
+pub fn profile_argv(options: &NcuOptions, output_dir: &Path, target: &[Arg]) -> Result<Vec<Arg>> {
     let mut argv = vec![
         options.binary.clone(),
         "--log-file".to_string(),
@@ -117,6 +114,7 @@ pub fn profile_argv(
         ]);
     }
     argv.push("--".to_string());
+    let mut argv = crate::model::arg::args(argv);
     argv.extend(target.iter().cloned());
     Ok(argv)
 }
@@ -134,7 +132,7 @@ fn export_step(options: &NcuOptions, output_dir: &Path, page: &str, file: &str) 
     if page != "session" {
         argv.extend(["--print-units".to_string(), "base".to_string()]);
     }
-    let mut command = CommandSpec::new(argv);
+    let mut command = CommandSpec::new(crate::model::arg::args(argv));
     command.env = ncu_env();
     let mut step = Step::new(
         &format!("export-{page}"),
@@ -152,7 +150,7 @@ fn export_step(options: &NcuOptions, output_dir: &Path, page: &str, file: &str) 
 pub fn build(
     options: &NcuOptions,
     output_dir: &Path,
-    target: &[String],
+    target: &[Arg],
     end_marker: EndMarker,
     graces: Graces,
 ) -> Result<Plan> {

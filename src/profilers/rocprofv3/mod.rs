@@ -16,6 +16,7 @@ pub mod preflight;
 pub mod stats;
 pub mod table;
 
+use crate::model::arg::Arg;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -81,7 +82,7 @@ impl Backend for Rocprofv3 {
         &self.output_dir
     }
 
-    fn build_plan(&self, target: &[String]) -> Result<Plan> {
+    fn build_plan(&self, target: &[Arg]) -> Result<Plan> {
         plan::build(
             &plan::PlanInput {
                 options: &self.options,

@@ -5,6 +5,7 @@
 //! A `--pmc` step's files land in `<dir>/pass_1/`: rocprofv3's launcher gives any run with
 //! `--pmc` a pass index and appends `pass_<index>` to the output directory.
 
+use crate::model::arg::Arg;
 use std::path::Path;
 use std::time::Duration;
 
@@ -148,7 +149,7 @@ pub struct PlanInput<'a> {
 }
 
 /// The plan for one pass over `target`.
-pub fn build(input: &PlanInput<'_>, target: &[String]) -> Result<Plan> {
+pub fn build(input: &PlanInput<'_>, target: &[Arg]) -> Result<Plan> {
     require_target(NAME, target)?;
     let out = path_arg(input.output_dir)?;
     let formats: &[&str] = if input.options.json {
@@ -165,6 +166,7 @@ pub fn build(input: &PlanInput<'_>, target: &[String]) -> Result<Plan> {
         argv.extend(["-o".to_string(), format!("{name}_%pid%")]);
         argv.extend(input.extra_args.iter().cloned());
         argv.push("--".into());
+        let mut argv = crate::model::arg::args(argv);
         argv.extend(target.iter().cloned());
         let mut command = CommandSpec::new(argv);
         command.env = input.env.clone();
@@ -207,8 +209,8 @@ mod tests {
         }
     }
 
-    fn words(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| s.to_string()).collect()
+    fn words(list: &[&str]) -> Vec<Arg> {
+        crate::model::arg::args(list.iter().copied())
     }
 
     #[test]
@@ -254,7 +256,7 @@ mod tests {
         let plan = build(&input(&options), &words(&["./app"])).unwrap();
         let names: Vec<&str> = plan.steps.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["trace", "pmc1", "pmc2", "pmc3", "pmc4", "pmc5"]);
-        assert!(!plan.steps[0].command.argv.contains(&"--stats".to_string()));
+        assert!(!plan.steps[0].command.argv.iter().any(|a| a == "--stats"));
         let last = &plan.steps[5].command.argv;
         assert_eq!(
             last,

@@ -19,6 +19,7 @@ pub mod samples;
 pub mod tables;
 pub mod timeline;
 
+use crate::model::arg::Arg;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
@@ -113,7 +114,7 @@ impl UnitraceCore {
     /// The unitrace argv for one pass: the options, then the target directly (unitrace 2.3.0
     /// has no `--`: its `ParseArgs` starts the application at the first argument it does not
     /// know, so a `--` would be run as the program). `session` is given when started paused.
-    pub fn argv(&self, target: &[String], session: Option<&str>) -> Result<Vec<String>> {
+    pub fn argv(&self, target: &[Arg], session: Option<&str>) -> Result<Vec<Arg>> {
         require_target(self.name(), target)?;
         let out = path_arg(&self.output_dir)?;
         let prefix = path_arg(&self.output_dir.join("trace"))?;
@@ -140,6 +141,7 @@ impl UnitraceCore {
         }
         argv.extend(["--teardown-on-signal".to_string(), TEARDOWN_SIGNAL.into()]);
         argv.extend(self.extra_args.iter().cloned());
+        let mut argv = crate::model::arg::args(argv);
         argv.extend(target.iter().cloned());
         Ok(argv)
     }
@@ -147,7 +149,7 @@ impl UnitraceCore {
     /// The command of one pass: a fresh session id when started paused, in the argv and in the
     /// target's environment, so its harness can run `unitrace --resume|--pause|--stop <id>`
     /// around the timed loop.
-    pub fn command(&self, target: &[String]) -> Result<CommandSpec> {
+    pub fn command(&self, target: &[Arg]) -> Result<CommandSpec> {
         let session = self.start_paused.then(session_id);
         let mut command = CommandSpec::new(self.argv(target, session.as_deref())?);
         command.env = self.env_vars();
@@ -343,7 +345,7 @@ impl Backend for Unitrace {
         &self.core.output_dir
     }
 
-    fn build_plan(&self, target: &[String]) -> Result<Plan> {
+    fn build_plan(&self, target: &[Arg]) -> Result<Plan> {
         let command = self.core.command(target)?;
         let mut step = Step::new("profile", command, self.end_marker(), self.graces());
         step.retry = self.retry_policy();
@@ -406,10 +408,8 @@ impl Backend for Unitrace {
 mod tests {
     use super::*;
 
-    fn target() -> Vec<String> {
-        ["python", "-m", "pytest", "--template_params=(16, 32)"]
-            .map(String::from)
-            .to_vec()
+    fn target() -> Vec<Arg> {
+        crate::model::arg::args(["python", "-m", "pytest", "--template_params=(16, 32)"])
     }
 
     fn settings(group: &str) -> ProfilerSettings {
@@ -429,7 +429,7 @@ mod tests {
         assert_eq!(plan.target, target());
         assert_eq!(plan.steps.len(), 1);
         let argv = &plan.steps[0].command.argv;
-        let session = argv[12].clone();
+        let session = argv[12].to_string();
         let expected: Vec<String> = [
             "unitrace",
             "--chrome-kernel-logging",

@@ -23,7 +23,7 @@ pub struct RunSummary {
     pub profiler_version: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
-    pub target: Vec<String>,
+    pub target: Vec<crate::model::arg::Arg>,
     pub started_unix_s: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outcome: Option<Outcome>,

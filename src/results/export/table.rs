@@ -68,11 +68,11 @@ fn header(report: &Report) -> String {
                 "run      {} ({}{version})",
                 run.label, run.profiler.name
             ));
-            lines.push(format!(
-                "target   {}",
-                shlex::try_join(run.target.iter().map(String::as_str))
-                    .unwrap_or_else(|_| run.target.join(" "))
-            ));
+            lines.push(format!("target   {}", {
+                let target = crate::model::arg::lossy(&run.target);
+                shlex::try_join(target.iter().map(String::as_str))
+                    .unwrap_or_else(|_| target.join(" "))
+            }));
             let outcome = match &run.outcome {
                 Some(outcome) => {
                     let verdict = if run.succeeded() {
