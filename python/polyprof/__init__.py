@@ -31,6 +31,7 @@ from ._types import (
     RunResult,
     StreamCapture,
 )
+from .batch import BatchEntry, BatchIndex, batch
 from .benchmark import KernelBenchmark, benchmark_kernel
 from .profiler_command import Profiler, get_profilers
 from .session import (
@@ -49,6 +50,9 @@ __all__ = [
     "run_async",
     "profile",
     "profile_all",
+    "batch",
+    "BatchIndex",
+    "BatchEntry",
     "get_profilers",
     "Profiler",
     "load",

@@ -3,6 +3,7 @@
 //! pure-Python part of the package (`polyprof/_types.py`), so the two sides share one schema:
 //! the one `run.json` has. Every long call releases the GIL.
 
+mod batch;
 mod bench;
 mod errors;
 mod jobs;
@@ -18,6 +19,7 @@ use pyo3::prelude::*;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     errors::register(m)?;
+    batch::register(m)?;
     bench::register(m)?;
     runner::register(m)?;
     jobs::register(m)?;
