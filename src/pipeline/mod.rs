@@ -3,6 +3,7 @@
 
 pub mod api;
 pub mod artifacts;
+pub mod batch;
 pub mod executor;
 pub mod job;
 pub mod probe;

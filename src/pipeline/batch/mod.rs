@@ -1,0 +1,3 @@
+//! Batches of jobs.
+
+pub mod slurm;
