@@ -4,4 +4,5 @@
 
 pub mod report;
 pub mod squeue;
+pub mod submit;
 pub mod text;

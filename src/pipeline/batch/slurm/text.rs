@@ -26,6 +26,41 @@ pub fn parse_jobcomp(text: &str, array_job_id: &str) -> Vec<TaskReport> {
     out
 }
 
+/// What the driver needs from `scontrol show config`: where finished tasks can be read back.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClusterConfig {
+    /// `sacct` works (accounting goes to slurmdbd).
+    pub accounting: bool,
+    /// The jobcomp/filetxt file, when that plugin is configured.
+    pub jobcomp_file: Option<String>,
+    /// Largest array index + 1.
+    pub max_array_size: Option<u32>,
+}
+
+/// Read `scontrol show config` (`Key = Value` lines).
+pub fn parse_config(text: &str) -> ClusterConfig {
+    let mut config = ClusterConfig::default();
+    let mut jobcomp_type = None;
+    let mut jobcomp_loc = None;
+    for line in text.lines() {
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        let value = value.trim();
+        match key.trim() {
+            "AccountingStorageType" => config.accounting = value.ends_with("/slurmdbd"),
+            "JobCompType" => jobcomp_type = Some(value.to_string()),
+            "JobCompLoc" => jobcomp_loc = Some(value.to_string()),
+            "MaxArraySize" => config.max_array_size = value.parse().ok(),
+            _ => {}
+        }
+    }
+    if jobcomp_type.as_deref() == Some("jobcomp/filetxt") {
+        config.jobcomp_file = jobcomp_loc.filter(|l| l.starts_with('/'));
+    }
+    config
+}
+
 fn reports(pairs: &[(&str, &str)], array_job_id: &str) -> Vec<TaskReport> {
     let get = |key: &str| {
         pairs
@@ -165,6 +200,17 @@ mod tests {
         let cancelled = parse_jobcomp(&text, "9");
         assert_eq!(cancelled.len(), 2);
         assert!(cancelled.iter().all(|r| r.state == SlurmState::Cancelled));
+    }
+
+    #[test]
+    fn config_of_the_local_cluster() {
+        let config = parse_config(&fixture("scontrol-show-config.txt"));
+        assert!(!config.accounting);
+        assert_eq!(
+            config.jobcomp_file.as_deref(),
+            Some("/tmp/pplocal/log/jobcomp.txt")
+        );
+        assert_eq!(config.max_array_size, Some(1001));
     }
 
     #[test]
