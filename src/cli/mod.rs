@@ -1,5 +1,8 @@
 //! Subcommands, one file each.
 
+pub mod batch;
+pub mod batch_progress;
+pub mod batch_summary;
 pub mod container_args;
 pub mod containers;
 pub mod demo;
@@ -92,6 +95,8 @@ pub enum Command {
     /// The CPU workload `demo` profiles when no GPU profiler is usable.
     #[command(hide = true)]
     DemoWorkload(demo_workload::Args),
+    /// Run a job file over this host's GPUs (or CPU slots), with a resumable batch.json index.
+    Batch(batch::Args),
     /// Containers polyprof started: `prune` removes those a dead polyprof left.
     Containers(containers::Args),
 }
@@ -110,6 +115,7 @@ pub async fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::DemoWorkload(args) => demo_workload::execute(args).await,
         Command::Metal(args) => metal::execute(args).await,
         Command::Containers(args) => containers::execute(args).await,
+        Command::Batch(args) => batch::execute(args).await,
     }
 }
 

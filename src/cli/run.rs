@@ -130,7 +130,7 @@ pub struct SupervisionArgs {
     pub tracking: TrackingMode,
 }
 
-fn parse_secs(text: &str) -> Result<Duration, String> {
+pub fn parse_secs(text: &str) -> Result<Duration, String> {
     let secs: f64 = text
         .parse()
         .map_err(|_| format!("`{text}` is not a number of seconds"))?;
@@ -199,7 +199,7 @@ impl SupervisionArgs {
 
 /// The supervising executable: the small `polyprof-supervise` next to this binary (it starts
 /// fast), else this binary itself in its hidden mode.
-fn supervisor_exe() -> anyhow::Result<PathBuf> {
+pub fn supervisor_exe() -> anyhow::Result<PathBuf> {
     let me = std::env::current_exe().context(
         "cannot find polyprof's own executable to supervise the command (try --tracking group)",
     )?;
@@ -287,7 +287,7 @@ pub fn exit_code_as(run: &ProfileRun, mode: ExitCodeMode) -> u8 {
 
 /// The first Ctrl-C, SIGTERM or SIGHUP stops the run the way a timeout does (SIGTERM to the
 /// group, grace, SIGKILL); the second kills at once, whatever the run is doing.
-fn cancel_on_signals(cancel: CancellationToken, kill_now: CancellationToken) {
+pub fn cancel_on_signals(cancel: CancellationToken, kill_now: CancellationToken) {
     use tokio::signal::unix::{SignalKind, signal};
     let mut streams: Vec<_> = [
         SignalKind::interrupt(),

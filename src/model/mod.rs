@@ -4,6 +4,7 @@
 //! pipeline/ above both, cli/ on top (`scripts/check-layers.sh` keeps it so).
 
 pub mod artifacts;
+pub mod batch;
 pub mod device;
 pub mod error;
 pub mod outcome;

@@ -6,6 +6,9 @@ mod support;
 
 mod amd_rocprofv3;
 mod amd_rocprofv3_proptest;
+mod batch_jobfile;
+mod batch_pool;
+mod batch_resume;
 mod container_engine;
 mod container_library;
 mod demo;

@@ -1,3 +1,22 @@
-//! Batches of jobs.
+//! `polyprof batch`: many jobs over a device pool. A job file (JSON Lines or TOML) lists the
+//! jobs; each runs through [`task::run_task`] into `<root>/runs/<id>/`, and the driver keeps
+//! `<root>/batch.json` (the index) up to date atomically so a killed batch resumes.
+//!
+//! - `spec`: one job as the file describes it; `jobfile`: reading and checking the file.
+//! - `task`: one job, its passes and retries, its `entry.json`.
+//! - `devices`: the pool's devices (discovery, `--devices`, CPU slots).
+//! - `index`: building, resuming and updating the index.
+//! - `pool`: the local scheduler (one job per device, quarantine, cancellation).
+//! - `slurm`: the Slurm backend (a job array; submit, poll, cancel, collect).
 
+pub mod devices;
+pub mod index;
+pub mod jobfile;
+pub mod pool;
 pub mod slurm;
+pub mod spec;
+pub mod task;
+
+pub use jobfile::{JobFileError, load};
+pub use spec::JobSpec;
+pub use task::{TaskOptions, run_task};

@@ -2,6 +2,7 @@
 //! what this machine's python3 can import. Helpers of one area live in its submodule.
 
 pub mod alone;
+pub mod batch;
 pub mod container;
 pub mod ncu;
 pub mod runner;

@@ -1,0 +1,226 @@
+//! `polyprof batch`: run a job file over this host's device pool (or one job of it, for a
+//! scheduler's array task), with a `batch.json` index that a killed batch resumes from.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use polyprof::model::batch::{Backend, BatchEntry, EntryState};
+use polyprof::pipeline::batch::devices::{DeviceChoice, pool_devices};
+use polyprof::pipeline::batch::pool::{PoolOptions, run_pool};
+use polyprof::pipeline::batch::{self, JobSpec, TaskOptions, index, run_task};
+use polyprof::profilers::devices::device_from_env;
+use polyprof::profilers::selection::Selection;
+
+use polyprof::pipeline::RunOptions;
+use polyprof::pipeline::runner::Tracking;
+
+use super::batch_progress::Progress;
+use super::run::{EXIT_CANCELLED, TrackingMode, cancel_on_signals, supervisor_exe};
+
+/// Arguments of `polyprof batch`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The job file: JSON Lines (one job object per line) or TOML (`[[job]]`, a .toml file).
+    #[arg(value_name = "JOBS")]
+    pub jobs: PathBuf,
+    /// The batch root: `batch.json` and `runs/<id>/` per job.
+    #[arg(long, value_name = "ROOT")]
+    pub output_dir: PathBuf,
+    /// Jobs at once on a CPU pool (no GPU found, or `--devices cpu`) [default: the CPU count].
+    #[arg(long = "jobs", value_name = "N")]
+    pub jobs_at_once: Option<usize>,
+    /// The pool: GPU indices (`0,1`; `amd:0,1`, `intel:0`, `nvidia:2`), or `cpu`
+    /// [default: the GPUs found, else cpu].
+    #[arg(long, value_name = "LIST")]
+    pub devices: Option<String>,
+    /// Keep the jobs that already ran to their end (entry.json and run.json read back); run
+    /// the rest (crashed, lost, cancelled, unfinished, missing) again.
+    #[arg(long)]
+    pub resume: bool,
+    /// Print the index (batch.json) on stdout at the end instead of the summary table.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress and no summary on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Extra attempts of a failed, timed-out or crashed job that gives no `retries`.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub retries: u32,
+    /// Wall-clock limit of a job that gives no `timeout_s`, seconds.
+    #[arg(long, value_parser = super::run::parse_secs, value_name = "S")]
+    pub timeout: Option<Duration>,
+    /// A device whose jobs fail with a device-level error this many times in a row is taken
+    /// out of the pool.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub quarantine_after: u32,
+    /// Also count output containing TEXT as a device-level error (repeatable).
+    #[arg(long = "device-error", value_name = "TEXT")]
+    pub device_errors: Vec<String>,
+    /// How commands are supervised (descendant tracking, environment policy).
+    #[arg(long, value_enum, default_value_t, value_name = "MODE")]
+    pub tracking: TrackingMode,
+    /// Run only the job at this 0-based position of the job file (a scheduler's array task),
+    /// on the device the environment pins; writes its entry.json, not batch.json.
+    #[arg(long, hide = true, value_name = "N", conflicts_with = "task_id")]
+    pub task_index: Option<usize>,
+    /// As `--task-index`, by job id.
+    #[arg(long, hide = true, value_name = "ID")]
+    pub task_id: Option<String>,
+}
+
+/// Exit code when at least one job did not succeed.
+pub const EXIT_SOME_FAILED: u8 = 1;
+
+pub async fn execute(args: Args) -> anyhow::Result<u8> {
+    let specs = batch::load(&args.jobs)?;
+    let opts = task_options(&args)?;
+    if args.task_index.is_some() || args.task_id.is_some() {
+        return run_one(&args, &specs, &opts).await;
+    }
+    run_local(&args, &specs, opts).await
+}
+
+/// The local pool over this host's devices.
+async fn run_local(args: &Args, specs: &[JobSpec], opts: TaskOptions) -> anyhow::Result<u8> {
+    let choice: DeviceChoice = match &args.devices {
+        Some(text) => text.parse()?,
+        None => DeviceChoice::Auto,
+    };
+    let devices = pool_devices(&choice, args.jobs_at_once).await;
+    let gpu_pool = devices.iter().any(|d| d.vendor().is_some());
+    let job_file = args.jobs.display().to_string();
+    let prepared = index::prepare(
+        &args.output_dir,
+        &job_file,
+        specs,
+        Backend::Local,
+        args.resume,
+    )?;
+    let names: Vec<String> = devices.iter().map(|d| d.name()).collect();
+    if !args.quiet {
+        let kept = if prepared.kept > 0 {
+            format!(" ({} kept from the earlier run)", prepared.kept)
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "polyprof batch: {} of {} jobs to run{kept} on {}",
+            prepared.to_run.len(),
+            specs.len(),
+            names.join(", ")
+        );
+    }
+    cancel_on_signals(opts.run.cancel.clone(), opts.run.kill_now.clone());
+    let cancel = opts.run.cancel.clone();
+    let show = !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let progress = Progress::new(specs.len(), prepared.kept, &devices, show, args.quiet);
+    let pool_opts = PoolOptions {
+        task: opts,
+        quarantine_after: args.quarantine_after,
+        // One job per GPU; --jobs caps a GPU pool further (a CPU pool has --jobs slots).
+        max_parallel: if gpu_pool { args.jobs_at_once } else { None },
+    };
+    let index = run_pool(
+        specs,
+        &args.output_dir,
+        prepared,
+        devices,
+        &pool_opts,
+        Some(progress.observer()),
+    )
+    .await;
+    progress.finish();
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &index).context("cannot print the index")?;
+        writeln!(out)?;
+    } else {
+        super::batch_summary::print(&mut out, &index, &args.output_dir.display().to_string())?;
+    }
+    if cancel.is_cancelled() {
+        return Ok(EXIT_CANCELLED);
+    }
+    let all_ok = index
+        .jobs
+        .values()
+        .all(|e| e.state == EntryState::Succeeded);
+    Ok(if all_ok { 0 } else { EXIT_SOME_FAILED })
+}
+
+fn task_options(args: &Args) -> anyhow::Result<TaskOptions> {
+    let tracking = match args.tracking {
+        TrackingMode::Group => Tracking::Group,
+        TrackingMode::Supervisor => Tracking::Supervisor {
+            exe: supervisor_exe()?,
+        },
+    };
+    Ok(TaskOptions {
+        selection: Arc::new(Selection::load(None)?),
+        run: RunOptions {
+            tracking,
+            ..RunOptions::default()
+        },
+        timeout: args.timeout,
+        retries: args.retries,
+        device_errors: args.device_errors.clone(),
+        stop_on_device_error: false,
+        node: host_name(),
+    })
+}
+
+/// This host's name, for the entries.
+fn host_name() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty())
+}
+
+/// `--task-index N` / `--task-id ID`: one job on the device the environment pins.
+async fn run_one(args: &Args, specs: &[JobSpec], opts: &TaskOptions) -> anyhow::Result<u8> {
+    let spec = match (&args.task_index, &args.task_id) {
+        (Some(i), _) => specs.get(*i).with_context(|| {
+            format!(
+                "--task-index {i} is past the end of {} ({} jobs, counted from 0)",
+                args.jobs.display(),
+                specs.len()
+            )
+        })?,
+        (None, Some(id)) => specs
+            .iter()
+            .find(|s| &s.id == id)
+            .with_context(|| format!("no job `{id}` in {}", args.jobs.display()))?,
+        (None, None) => unreachable!("run_one is called with a task selector"),
+    };
+    std::fs::create_dir_all(&args.output_dir)
+        .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
+    let device = device_from_env(|name| std::env::var(name).ok());
+    let entry = run_task(spec, &args.output_dir, device.as_ref(), opts).await;
+    if args.json {
+        let mut out = std::io::stdout().lock();
+        serde_json::to_writer_pretty(&mut out, &entry).context("cannot print the entry")?;
+        writeln!(out)?;
+    } else if !args.quiet {
+        eprintln!("polyprof batch: job `{}`: {}", entry.id, describe(&entry));
+    }
+    // The job's own failure is in entry.json; the status says whether polyprof did its part.
+    Ok(0)
+}
+
+/// `succeeded in 1.2 s`, `failed (exited with code 3)`.
+fn describe(entry: &BatchEntry) -> String {
+    let mut text = entry.state.to_string();
+    if entry.state != EntryState::Succeeded
+        && let Some(outcome) = &entry.outcome
+    {
+        text.push_str(&format!(" ({outcome})"));
+    }
+    if let Some(d) = entry.duration_s {
+        text.push_str(&format!(" in {d:.2} s"));
+    }
+    text
+}

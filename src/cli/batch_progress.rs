@@ -1,0 +1,192 @@
+//! The live view of `polyprof batch` on a terminal: one bar for the batch (done / failed /
+//! running, ETA) and one line per device with its counts and current job. Device
+//! quarantines and moves are printed above the bars (or plainly when there are none).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use polyprof::model::batch::EntryState;
+use polyprof::pipeline::batch::pool::{Observer, PoolEvent};
+use polyprof::profilers::devices::Device;
+
+struct DeviceLine {
+    bar: ProgressBar,
+    done: AtomicUsize,
+    failed: AtomicUsize,
+}
+
+/// The bars, when shown.
+pub struct Progress {
+    multi: Option<MultiProgress>,
+    main: Option<ProgressBar>,
+    lines: HashMap<String, DeviceLine>,
+    failed: AtomicUsize,
+    running: AtomicUsize,
+    quiet: bool,
+}
+
+impl Progress {
+    /// Bars for `total` jobs on `devices` when `show` (stderr is a terminal and not `-q`);
+    /// `quiet` also drops the plain messages.
+    pub fn new(
+        total: usize,
+        done_before: usize,
+        devices: &[Device],
+        show: bool,
+        quiet: bool,
+    ) -> Arc<Self> {
+        let mut progress = Progress {
+            multi: None,
+            main: None,
+            lines: HashMap::new(),
+            failed: AtomicUsize::new(0),
+            running: AtomicUsize::new(0),
+            quiet,
+        };
+        if show {
+            let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(10));
+            let style = ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:32} {pos}/{len} {msg} (ETA {eta})",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+            let main = multi.add(ProgressBar::new(total as u64).with_style(style));
+            main.set_position(done_before as u64);
+            main.reset_eta();
+            main.enable_steady_tick(Duration::from_millis(200));
+            let line_style = ProgressStyle::with_template("  {prefix:<12} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner());
+            for device in devices {
+                let bar = multi.add(ProgressBar::new_spinner().with_style(line_style.clone()));
+                bar.set_prefix(device.name());
+                bar.set_message("idle");
+                progress.lines.insert(
+                    device.name(),
+                    DeviceLine {
+                        bar,
+                        done: AtomicUsize::new(0),
+                        failed: AtomicUsize::new(0),
+                    },
+                );
+            }
+            progress.main = Some(main);
+            progress.multi = Some(multi);
+        }
+        let progress = Arc::new(progress);
+        progress.refresh();
+        progress
+    }
+
+    /// The pool observer that drives these bars.
+    pub fn observer(self: &Arc<Self>) -> Observer {
+        let me = self.clone();
+        Arc::new(move |event: &PoolEvent| me.on(event))
+    }
+
+    fn refresh(&self) {
+        if let Some(main) = &self.main {
+            main.set_message(format!(
+                "done, {} failed, {} running",
+                self.failed.load(Ordering::Relaxed),
+                self.running.load(Ordering::Relaxed)
+            ));
+        }
+    }
+
+    fn say(&self, text: &str) {
+        if self.quiet {
+            return;
+        }
+        match &self.multi {
+            Some(multi) => {
+                let _ = multi.println(text);
+            }
+            None => eprintln!("{text}"),
+        }
+    }
+
+    fn device_line(&self, name: &str, current: Option<&str>) {
+        if let Some(line) = self.lines.get(name) {
+            let mut text = format!(
+                "{} done, {} failed",
+                line.done.load(Ordering::Relaxed),
+                line.failed.load(Ordering::Relaxed)
+            );
+            match current {
+                Some(id) => text.push_str(&format!("  ▸ {id}")),
+                None => text.push_str("  idle"),
+            }
+            line.bar.set_message(text);
+        }
+    }
+
+    fn on(&self, event: &PoolEvent) {
+        match event {
+            PoolEvent::Started { id, device } => {
+                self.running.fetch_add(1, Ordering::Relaxed);
+                self.device_line(&device.name(), Some(id));
+            }
+            PoolEvent::Finished { entry } => {
+                let device = entry.device.clone().unwrap_or_default();
+                let ok = entry.state == EntryState::Succeeded;
+                if entry.started_unix_s.is_some() && self.running.load(Ordering::Relaxed) > 0 {
+                    self.running.fetch_sub(1, Ordering::Relaxed);
+                }
+                if !ok {
+                    self.failed.fetch_add(1, Ordering::Relaxed);
+                }
+                if let Some(line) = self.lines.get(&device) {
+                    let counter = if ok { &line.done } else { &line.failed };
+                    counter.fetch_add(1, Ordering::Relaxed);
+                }
+                self.device_line(&device, None);
+                if let Some(main) = &self.main {
+                    main.inc(1);
+                }
+            }
+            PoolEvent::Moved { id, from, reason } => {
+                if self.running.load(Ordering::Relaxed) > 0 {
+                    self.running.fetch_sub(1, Ordering::Relaxed);
+                }
+                self.device_line(&from.name(), None);
+                self.say(&format!(
+                    "polyprof batch: job `{id}` failed at the device level on {} ({reason}); moving it to another device",
+                    from.name()
+                ));
+            }
+            PoolEvent::Quarantined { device, reason } => {
+                if let Some(line) = self.lines.get(&device.name()) {
+                    line.bar.set_message(format!("quarantined: {reason}"));
+                }
+                // Always said, also under -q: the pool is smaller from here on.
+                let text = format!(
+                    "polyprof batch: device {} taken out of the pool: {reason}; its queued jobs go to the other devices",
+                    device.name()
+                );
+                match &self.multi {
+                    Some(multi) => {
+                        let _ = multi.println(&text);
+                    }
+                    None => eprintln!("{text}"),
+                }
+            }
+            PoolEvent::Warning(text) => self.say(&format!("polyprof batch: warning: {text}")),
+        }
+        self.refresh();
+    }
+
+    /// Remove the bars before the summary is printed.
+    pub fn finish(&self) {
+        if let Some(main) = &self.main {
+            main.finish_and_clear();
+        }
+        for line in self.lines.values() {
+            line.bar.finish_and_clear();
+        }
+        if let Some(multi) = &self.multi {
+            let _ = multi.clear();
+        }
+    }
+}

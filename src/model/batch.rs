@@ -1,0 +1,371 @@
+//! The batch index (`batch.json`) and its entries: what a batch of jobs ran, where each job's
+//! run directory is, and how each ended. Written by the batch driver (the local pool or the
+//! Slurm driver); per-job truth lives in `runs/<id>/entry.json` beside each run's `run.json`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::error::{Error, Result};
+use crate::model::outcome::Outcome;
+
+/// File name of the batch index in the batch root.
+pub const BATCH_FILE: &str = "batch.json";
+/// File name of one job's entry inside its run directory.
+pub const ENTRY_FILE: &str = "entry.json";
+/// Folder of the run directories inside the batch root.
+pub const RUNS_DIR: &str = "runs";
+/// Bumped whenever a field of the index changes meaning or is removed.
+pub const BATCH_SCHEMA_VERSION: u32 = 1;
+
+/// Which driver ran the batch.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Backend {
+    /// The device pool on this host.
+    #[default]
+    Local,
+    /// A Slurm job array.
+    Slurm,
+}
+
+/// Where one job stands.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryState {
+    /// Not started yet.
+    #[default]
+    Pending,
+    /// Started and not finished (or the driver died while it ran).
+    Running,
+    /// The command succeeded and polyprof did its pass.
+    Succeeded,
+    /// The command itself failed (non-zero exit, killed by a signal it was not sent).
+    Failed,
+    /// The overall or inactivity timeout stopped it.
+    TimedOut,
+    /// polyprof, the profiler or the infrastructure failed (profiler unavailable, unreadable
+    /// output, a device error); rerun by `--resume`.
+    Crashed,
+    /// Stopped by the user (Ctrl-C) or the scheduler.
+    Cancelled,
+    /// Its result never arrived (a Slurm node failure); rerun by `--resume`.
+    Lost,
+}
+
+impl EntryState {
+    /// Whether the job has ended (well or badly).
+    pub fn is_final(self) -> bool {
+        !matches!(self, EntryState::Pending | EntryState::Running)
+    }
+
+    /// Whether `--resume` keeps this state (when the run document reads back): the job ran to
+    /// its own end. Crashed, lost and cancelled jobs (cut off by Ctrl-C or the scheduler) and
+    /// unfinished ones are run again.
+    pub fn kept_on_resume(self) -> bool {
+        matches!(
+            self,
+            EntryState::Succeeded | EntryState::Failed | EntryState::TimedOut
+        )
+    }
+
+    /// The lowercase name, as in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            EntryState::Pending => "pending",
+            EntryState::Running => "running",
+            EntryState::Succeeded => "succeeded",
+            EntryState::Failed => "failed",
+            EntryState::TimedOut => "timed_out",
+            EntryState::Crashed => "crashed",
+            EntryState::Cancelled => "cancelled",
+            EntryState::Lost => "lost",
+        }
+    }
+}
+
+impl std::fmt::Display for EntryState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What Slurm said about the array task that ran a job.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SlurmTaskInfo {
+    pub array_job_id: String,
+    pub task_id: u32,
+    /// Slurm's state name (`COMPLETED`, `NODE_FAIL`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+}
+
+/// One job of a batch.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BatchEntry {
+    pub id: String,
+    pub state: EntryState,
+    /// The job's run directory, relative to the batch root (`runs/<id>`).
+    pub run_dir: String,
+    /// The run directories of each profiler pass, relative to the batch root; one pass: just
+    /// `run_dir`, several (a selection with three unitrace passes): `runs/<id>/<profiler>.<NNN>`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub passes: Vec<String>,
+    /// Attempts made (1 + retries used); 0 before it ran.
+    pub attempts: u32,
+    /// The device it ran on (`nvidia:0`, `cpu:1`), as the pool names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// Host name of the node it ran on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_unix_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_unix_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_s: Option<f64>,
+    /// The command's exit code, when it exited by itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// How the main step of the last pass ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
+    /// Kernel records over every pass.
+    pub kernels: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_kernel_ns: Option<f64>,
+    /// Short name of the kernel with the largest total duration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_kernel: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+    /// The line of output that marks the failure as the device's, not the job's (the pool
+    /// counts these towards quarantining the device).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_error: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm: Option<SlurmTaskInfo>,
+}
+
+impl BatchEntry {
+    /// A pending entry for job `id` at `runs/<id>`.
+    pub fn pending(id: &str, labels: BTreeMap<String, String>) -> Self {
+        BatchEntry {
+            id: id.to_string(),
+            run_dir: format!("{RUNS_DIR}/{id}"),
+            labels,
+            ..Default::default()
+        }
+    }
+
+    /// Write `entry.json` into `dir` atomically.
+    pub fn write_atomic(&self, dir: &Path) -> Result<()> {
+        write_json_atomic(&dir.join(ENTRY_FILE), self, "batch entry")
+    }
+
+    /// Read `entry.json` from a run directory.
+    pub fn read(dir: &Path) -> Result<Self> {
+        read_json(&dir.join(ENTRY_FILE), "batch entry")
+    }
+}
+
+/// The state of one device of the pool, as the index reports it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DeviceStatus {
+    /// `nvidia:0`, `amd:1`, `intel:0`, `cpu:0`.
+    pub name: String,
+    /// `nvidia`, `amd`, `intel` or `cpu`.
+    pub kind: String,
+    /// Model name, when discovery said one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    pub jobs_done: u32,
+    pub jobs_failed: u32,
+    /// Taken out of the pool after repeated device-level failures; the reason says which.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quarantined: Option<String>,
+}
+
+/// `batch.json`: the index of a batch root.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BatchIndex {
+    pub schema_version: u32,
+    pub polyprof_version: String,
+    /// The job file, as given.
+    pub job_file: String,
+    pub started_unix_s: f64,
+    pub updated_unix_s: f64,
+    pub backend: Backend,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm_job_id: Option<String>,
+    /// Job id → entry (iteration is by id; the job file's order is `order`).
+    pub jobs: BTreeMap<String, BatchEntry>,
+    /// Job ids in the order of the job file (`--task-index N` counts in it).
+    #[serde(default)]
+    pub order: Vec<String>,
+    #[serde(default)]
+    pub devices: Vec<DeviceStatus>,
+}
+
+impl BatchIndex {
+    /// A fresh index for `job_file`, with every job pending.
+    pub fn new(
+        job_file: &str,
+        backend: Backend,
+        jobs: impl IntoIterator<Item = BatchEntry>,
+    ) -> Self {
+        let now = now_unix_s();
+        let mut index = BatchIndex {
+            schema_version: BATCH_SCHEMA_VERSION,
+            polyprof_version: env!("CARGO_PKG_VERSION").to_string(),
+            job_file: job_file.to_string(),
+            started_unix_s: now,
+            updated_unix_s: now,
+            backend,
+            ..Default::default()
+        };
+        for entry in jobs {
+            index.order.push(entry.id.clone());
+            index.jobs.insert(entry.id.clone(), entry);
+        }
+        index
+    }
+
+    /// Count of entries in each state.
+    pub fn counts(&self) -> BTreeMap<EntryState, usize> {
+        let mut counts = BTreeMap::new();
+        for entry in self.jobs.values() {
+            *counts.entry(entry.state).or_default() += 1;
+        }
+        counts
+    }
+
+    /// Read `batch.json` from the batch root.
+    pub fn read(root: &Path) -> Result<Self> {
+        let index: BatchIndex = read_json(&root.join(BATCH_FILE), "batch index")?;
+        if index.schema_version > BATCH_SCHEMA_VERSION {
+            return Err(Error::invalid(
+                "batch index",
+                format!(
+                    "{} has schema version {}, this polyprof reads up to {BATCH_SCHEMA_VERSION}; upgrade polyprof",
+                    root.join(BATCH_FILE).display(),
+                    index.schema_version
+                ),
+            ));
+        }
+        Ok(index)
+    }
+
+    /// Write `batch.json` into the batch root atomically (a temporary file in the same
+    /// directory, then a rename), stamping `updated_unix_s`.
+    pub fn write_atomic(&mut self, root: &Path) -> Result<()> {
+        self.updated_unix_s = now_unix_s();
+        write_json_atomic(&root.join(BATCH_FILE), self, "batch index")
+    }
+}
+
+/// Seconds since the Unix epoch.
+pub fn now_unix_s() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or_default()
+}
+
+fn write_json_atomic<T: Serialize>(path: &Path, value: &T, what: &str) -> Result<()> {
+    let text = serde_json::to_vec_pretty(value).map_err(|source| Error::Json {
+        context: what.to_string(),
+        source,
+    })?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // Unique per process and call: two writers never share a temporary file.
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = path.with_file_name(format!(".{name}.{}.{seq}.tmp", std::process::id()));
+    let cleanup = |e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::io("write", path, e)
+    };
+    std::fs::write(&tmp, text).map_err(cleanup)?;
+    std::fs::rename(&tmp, path).map_err(cleanup)
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T> {
+    let text = std::fs::read(path).map_err(|e| Error::io("read", path, e))?;
+    serde_json::from_slice(&text).map_err(|source| Error::Json {
+        context: format!("{what} {}", path.display()),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_round_trips_and_keeps_file_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut entry = BatchEntry::pending("b", BTreeMap::new());
+        entry.state = EntryState::TimedOut;
+        entry.outcome = Some(Outcome::TimedOut { after_s: 1.0 });
+        let mut index = BatchIndex::new(
+            "jobs.jsonl",
+            Backend::Local,
+            [entry, BatchEntry::pending("a", BTreeMap::new())],
+        );
+        index.write_atomic(dir.path()).unwrap();
+        let back = BatchIndex::read(dir.path()).unwrap();
+        assert_eq!(back, index);
+        assert_eq!(back.order, ["b", "a"]);
+        assert_eq!(back.jobs["b"].run_dir, "runs/b");
+        let text = std::fs::read_to_string(dir.path().join(BATCH_FILE)).unwrap();
+        assert!(text.contains("\"timed_out\""), "{text}");
+        // No temporary file is left beside it.
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+        assert_eq!(names.len(), 1);
+    }
+
+    #[test]
+    fn resume_keeps_final_states_except_crashed_and_lost() {
+        use EntryState::*;
+        let kept: Vec<_> = [
+            Pending, Running, Succeeded, Failed, TimedOut, Crashed, Cancelled, Lost,
+        ]
+        .into_iter()
+        .filter(|s| s.kept_on_resume())
+        .collect();
+        assert_eq!(kept, [Succeeded, Failed, TimedOut]);
+    }
+
+    #[test]
+    fn a_truncated_entry_names_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(ENTRY_FILE), "{\"id\": \"x").unwrap();
+        let err = BatchEntry::read(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("entry.json"), "{err}");
+    }
+}

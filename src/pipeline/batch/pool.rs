@@ -1,0 +1,329 @@
+//! The local scheduler: one job per device at a time (each pinned to its device), the index
+//! written after every change, devices that keep failing at the device level quarantined and
+//! their work moved to the others, and a cancellation that leaves the index consistent.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio::task::JoinSet;
+
+use crate::model::batch::{BatchEntry, BatchIndex, DeviceStatus, EntryState, now_unix_s};
+use crate::profilers::devices::Device;
+use crate::profilers::registry::Vendor;
+
+use super::index::{Prepared, cancel_running};
+use super::spec::JobSpec;
+use super::task::{TaskOptions, run_task};
+
+/// How the pool runs.
+#[derive(Debug, Clone)]
+pub struct PoolOptions {
+    /// Shared by every job; `task.run.cancel` stops the batch (running jobs are cancelled,
+    /// queued ones stay pending), `task.run.kill_now` kills them at once.
+    pub task: TaskOptions,
+    /// Device-level failures in a row that take a device out of the pool.
+    pub quarantine_after: u32,
+    /// At most this many jobs at once; `None`: one per device.
+    pub max_parallel: Option<usize>,
+}
+
+/// What the pool reports while it runs (for progress displays).
+#[derive(Debug)]
+pub enum PoolEvent<'a> {
+    Started {
+        id: &'a str,
+        device: &'a Device,
+    },
+    /// A job ended for good (its entry is final).
+    Finished {
+        entry: &'a BatchEntry,
+    },
+    /// A job failed at the device level and goes to another device.
+    Moved {
+        id: &'a str,
+        from: &'a Device,
+        reason: &'a str,
+    },
+    /// A device was taken out of the pool.
+    Quarantined {
+        device: &'a Device,
+        reason: &'a str,
+    },
+    /// Something the user should know that does not stop the batch (an index write failed).
+    Warning(&'a str),
+}
+
+/// Receives the pool's events; called on the scheduler's task, so it must be quick.
+pub type Observer = Arc<dyn Fn(&PoolEvent) + Send + Sync>;
+
+struct Slot {
+    device: Device,
+    busy: bool,
+    streak: u32,
+    quarantined: Option<String>,
+    done: u32,
+    failed: u32,
+}
+
+struct Pool<'a> {
+    specs: &'a [JobSpec],
+    root: PathBuf,
+    index: BatchIndex,
+    slots: Vec<Slot>,
+    vendors: Vec<Option<Vendor>>,
+    /// Slots each job failed on at the device level.
+    tried: HashMap<usize, BTreeSet<usize>>,
+    observer: Option<Observer>,
+    warned: bool,
+}
+
+impl Pool<'_> {
+    fn emit(&self, event: PoolEvent) {
+        if let Some(o) = &self.observer {
+            o(&event);
+        }
+    }
+
+    fn usable(&self, job: usize, slot: usize) -> bool {
+        let s = &self.slots[slot];
+        s.quarantined.is_none()
+            && s.device.fits(self.vendors[job])
+            && !self.tried.get(&job).is_some_and(|t| t.contains(&slot))
+    }
+
+    fn any_usable(&self, job: usize) -> bool {
+        (0..self.slots.len()).any(|s| self.usable(job, s))
+    }
+
+    fn write_index(&mut self) {
+        self.index.devices = self
+            .slots
+            .iter()
+            .map(|s| DeviceStatus {
+                name: s.device.name(),
+                kind: s.device.kind.key().to_string(),
+                model: s.device.model.clone(),
+                jobs_done: s.done,
+                jobs_failed: s.failed,
+                quarantined: s.quarantined.clone(),
+            })
+            .collect();
+        if let Err(e) = self.index.write_atomic(&self.root) {
+            if !self.warned {
+                self.warned = true;
+                let text = format!(
+                    "cannot write the batch index (jobs go on; each run directory keeps its entry.json): {e}"
+                );
+                self.emit(PoolEvent::Warning(&text));
+            }
+        }
+    }
+
+    /// Record a job that cannot run anywhere (no device of its vendor is left).
+    fn unrunnable(&mut self, job: usize) {
+        let spec = &self.specs[job];
+        let needs = self.vendors[job].map_or("a device".to_string(), |v| format!("an {v} GPU"));
+        let pool: Vec<String> = self
+            .slots
+            .iter()
+            .map(|s| match &s.quarantined {
+                Some(_) => format!("{} (quarantined)", s.device.name()),
+                None => s.device.name(),
+            })
+            .collect();
+        let mut entry = self
+            .index
+            .jobs
+            .get(&spec.id)
+            .cloned()
+            .unwrap_or_else(|| BatchEntry::pending(&spec.id, spec.labels.clone()));
+        entry.state = EntryState::Crashed;
+        entry.errors.push(format!(
+            "no device left in the pool can run it: it needs {needs}, the pool has {}; give --devices or fix the devices, then --resume",
+            pool.join(", ")
+        ));
+        entry.finished_unix_s = Some(now_unix_s());
+        let _ = entry.write_atomic(&super::task::run_dir(&self.root, &spec.id));
+        self.emit(PoolEvent::Finished { entry: &entry });
+        self.index.jobs.insert(spec.id.clone(), entry);
+    }
+}
+
+/// Run the jobs `prepared.to_run` of `specs` over `devices` into `root`, keeping
+/// `root/batch.json` current. Returns the final index (also on cancellation: running jobs
+/// come back cancelled, queued ones stay pending).
+pub async fn run_pool(
+    specs: &[JobSpec],
+    root: &Path,
+    prepared: Prepared,
+    devices: Vec<Device>,
+    opts: &PoolOptions,
+    observer: Option<Observer>,
+) -> BatchIndex {
+    let cancel = opts.task.run.cancel.clone();
+    let mut task_opts = opts.task.clone();
+    // A device failure goes back to the pool, which moves the job to another device.
+    task_opts.stop_on_device_error = true;
+    let task_opts = Arc::new(task_opts);
+    let vendors = specs
+        .iter()
+        .map(|s| s.vendor(&task_opts.selection).ok().flatten())
+        .collect();
+    let mut pool = Pool {
+        specs,
+        root: root.to_path_buf(),
+        index: prepared.index,
+        slots: devices
+            .into_iter()
+            .map(|device| Slot {
+                device,
+                busy: false,
+                streak: 0,
+                quarantined: None,
+                done: 0,
+                failed: 0,
+            })
+            .collect(),
+        vendors,
+        tried: HashMap::new(),
+        observer,
+        warned: false,
+    };
+    let max_parallel = opts.max_parallel.unwrap_or(usize::MAX).max(1);
+    let mut queue: VecDeque<usize> = prepared.to_run.into_iter().collect();
+    let mut running: JoinSet<BatchEntry> = JoinSet::new();
+    let mut owner: HashMap<tokio::task::Id, (usize, usize)> = HashMap::new();
+    let mut cancelled = cancel.is_cancelled();
+    pool.write_index();
+    loop {
+        if !cancelled {
+            let mut changed = false;
+            for slot in 0..pool.slots.len() {
+                if running.len() >= max_parallel {
+                    break;
+                }
+                if pool.slots[slot].busy || pool.slots[slot].quarantined.is_some() {
+                    continue;
+                }
+                let Some(pos) = queue.iter().position(|&j| pool.usable(j, slot)) else {
+                    continue;
+                };
+                let Some(job) = queue.remove(pos) else {
+                    continue;
+                };
+                let spec = specs[job].clone();
+                let device = pool.slots[slot].device.clone();
+                pool.slots[slot].busy = true;
+                let entry = pool
+                    .index
+                    .jobs
+                    .entry(spec.id.clone())
+                    .or_insert_with(|| BatchEntry::pending(&spec.id, spec.labels.clone()));
+                entry.state = EntryState::Running;
+                entry.device = Some(device.name());
+                entry.started_unix_s = Some(now_unix_s());
+                pool.emit(PoolEvent::Started {
+                    id: &spec.id,
+                    device: &device,
+                });
+                let (root, o) = (pool.root.clone(), task_opts.clone());
+                let handle =
+                    running.spawn(async move { run_task(&spec, &root, Some(&device), &o).await });
+                owner.insert(handle.id(), (job, slot));
+                changed = true;
+            }
+            // Jobs no remaining device can take end here rather than wait forever.
+            let stuck: Vec<usize> = queue
+                .iter()
+                .copied()
+                .filter(|&j| !pool.any_usable(j))
+                .collect();
+            if !stuck.is_empty() {
+                queue.retain(|j| !stuck.contains(j));
+                for job in stuck {
+                    pool.unrunnable(job);
+                }
+                changed = true;
+            }
+            if changed {
+                pool.write_index();
+            }
+        }
+        if running.is_empty() {
+            break;
+        }
+        let joined = tokio::select! {
+            joined = running.join_next_with_id() => joined,
+            () = cancel.cancelled(), if !cancelled => {
+                cancelled = true;
+                continue;
+            }
+        };
+        let Some(joined) = joined else { break };
+        let (id, entry) = match joined {
+            Ok((id, entry)) => (id, Some(entry)),
+            Err(e) => (e.id(), None),
+        };
+        let Some((job, slot)) = owner.remove(&id) else {
+            continue;
+        };
+        let spec = &specs[job];
+        pool.slots[slot].busy = false;
+        let entry = entry.unwrap_or_else(|| {
+            let mut e = BatchEntry::pending(&spec.id, spec.labels.clone());
+            e.state = EntryState::Crashed;
+            e.device = Some(pool.slots[slot].device.name());
+            e.errors
+                .push("internal error: the job's task ended without a result".to_string());
+            e
+        });
+        if let Some(reason) = entry.device_error.clone() {
+            let s = &mut pool.slots[slot];
+            s.streak += 1;
+            s.failed += 1;
+            pool.tried.entry(job).or_default().insert(slot);
+            if s.streak >= opts.quarantine_after.max(1) && s.quarantined.is_none() {
+                let text = format!(
+                    "{} device-level failures in a row, the last: {reason}",
+                    s.streak
+                );
+                s.quarantined = Some(text.clone());
+                let device = s.device.clone();
+                pool.emit(PoolEvent::Quarantined {
+                    device: &device,
+                    reason: &text,
+                });
+            }
+            if !cancelled && pool.any_usable(job) {
+                let device = pool.slots[slot].device.clone();
+                pool.emit(PoolEvent::Moved {
+                    id: &spec.id,
+                    from: &device,
+                    reason: &reason,
+                });
+                if let Some(e) = pool.index.jobs.get_mut(&spec.id) {
+                    e.state = EntryState::Pending;
+                }
+                queue.push_front(job);
+                pool.write_index();
+                continue;
+            }
+        } else {
+            let s = &mut pool.slots[slot];
+            s.streak = 0;
+            if entry.state == EntryState::Succeeded {
+                s.done += 1;
+            } else {
+                s.failed += 1;
+            }
+        }
+        pool.emit(PoolEvent::Finished { entry: &entry });
+        pool.index.jobs.insert(spec.id.clone(), entry);
+        pool.write_index();
+    }
+    // Nothing runs any more; an entry still marked running was cut off.
+    cancel_running(&mut pool.index);
+    pool.write_index();
+    pool.index
+}

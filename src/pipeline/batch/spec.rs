@@ -1,0 +1,304 @@
+//! One job of a batch as the job file describes it, and what it resolves to: the profiler
+//! passes (an explicit `profiler`, or `language` + `arch` through selection) and the vendor
+//! whose device it needs.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::error::{Error, Result};
+use crate::model::plan::EndMarker;
+use crate::profilers::ncu::NcuOptions;
+use crate::profilers::registry::Vendor;
+use crate::profilers::selection::{ProfilerPass, Selection, profiler_vendor};
+use crate::profilers::{PROFILER_NAMES, ProfilerSettings};
+
+/// Longest job id (it names a directory).
+pub const MAX_ID_LEN: usize = 128;
+
+/// One job: what to run, under which profiler, with which limits. Unknown keys are refused
+/// (a typo must not silently drop an option).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobSpec {
+    /// Unique in the batch; names the run directory `runs/<id>` (letters, digits, `.`, `_`,
+    /// `-`; not starting with `.`).
+    pub id: String,
+    /// The command's argv, exactly as given.
+    pub target: Vec<String>,
+    /// Profiler name (`none`, `ncu`, …); or give `language` and `arch` instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profiler: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
+    /// Forces a profiler type of the language (selection's `--profiler`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profiler_type: Option<String>,
+    /// Overall wall-clock limit of each pass, seconds (default: the batch's `--timeout`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inactivity_timeout_s: Option<f64>,
+    /// Variables set for the command.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// `pytest`, `none`, `literal:TEXT` or `regex:RE` (as `polyprof run --end-marker`).
+    #[serde(
+        default,
+        deserialize_with = "end_marker_from_text",
+        serialize_with = "end_marker_to_text",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub end_marker: Option<EndMarker>,
+    /// Nsight Compute options (the keys of `ProfilerSettings::ncu`: `preset`, `kernel_name`,
+    /// `launch_count`, `clock_control`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ncu: Option<NcuOptions>,
+    /// Run the passes in a container of this image (already on the engine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Extra attempts after a crash or timeout (default: the batch's `--retries`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retries: Option<u32>,
+}
+
+fn end_marker_from_text<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Option<EndMarker>, D::Error> {
+    let text: Option<String> = Option::deserialize(deserializer)?;
+    text.map(|t| t.parse().map_err(serde::de::Error::custom))
+        .transpose()
+}
+
+fn end_marker_to_text<S: serde::Serializer>(
+    marker: &Option<EndMarker>,
+    serializer: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    match marker {
+        Some(m) => serializer.serialize_str(&m.to_string()),
+        None => serializer.serialize_none(),
+    }
+}
+
+/// Whether `id` can name a run directory on every filesystem polyprof runs on.
+pub fn check_id(id: &str) -> std::result::Result<(), String> {
+    if id.is_empty() {
+        return Err("the job id is empty".into());
+    }
+    if id.len() > MAX_ID_LEN {
+        return Err(format!(
+            "the job id `{id}` is longer than {MAX_ID_LEN} characters"
+        ));
+    }
+    if id.starts_with('.') {
+        return Err(format!(
+            "the job id `{id}` starts with `.`; start it with a letter or digit"
+        ));
+    }
+    if let Some(bad) = id
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return Err(format!(
+            "the job id `{id}` contains `{bad}`; use letters, digits, `.`, `_` and `-` (it names a directory)"
+        ));
+    }
+    Ok(())
+}
+
+impl JobSpec {
+    /// A `none` job running `target`.
+    pub fn new(id: impl Into<String>, target: Vec<String>) -> Self {
+        JobSpec {
+            id: id.into(),
+            target,
+            ..Default::default()
+        }
+    }
+
+    /// Checks that need no selection table: the id, a non-empty target, profiler XOR
+    /// language + arch, sane timeouts. The message says what to change.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        check_id(&self.id)?;
+        if self.target.is_empty() || self.target[0].is_empty() {
+            return Err(format!(
+                "job `{}`: `target` is empty; give the command as an array of strings",
+                self.id
+            ));
+        }
+        match (&self.profiler, &self.language, &self.arch) {
+            (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
+                return Err(format!(
+                    "job `{}`: give either `profiler` or `language` + `arch`, not both",
+                    self.id
+                ));
+            }
+            (None, Some(_), None) | (None, None, Some(_)) => {
+                return Err(format!(
+                    "job `{}`: `language` and `arch` go together; give both (or `profiler`)",
+                    self.id
+                ));
+            }
+            (Some(p), None, None) => {
+                let p = p.trim().to_ascii_lowercase();
+                if p != "none" && !PROFILER_NAMES.contains(&p.as_str()) {
+                    return Err(format!(
+                        "job `{}`: unknown profiler `{p}`; valid: none, {}",
+                        self.id,
+                        PROFILER_NAMES.join(", ")
+                    ));
+                }
+            }
+            _ => {}
+        }
+        if self.profiler_type.is_some() && self.language.is_none() {
+            return Err(format!(
+                "job `{}`: `profiler_type` needs `language` and `arch`",
+                self.id
+            ));
+        }
+        for (name, value) in [
+            ("timeout_s", self.timeout_s),
+            ("inactivity_timeout_s", self.inactivity_timeout_s),
+        ] {
+            if let Some(v) = value
+                && !(v.is_finite() && v > 0.0 && v <= 7.0 * 24.0 * 3600.0)
+            {
+                return Err(format!(
+                    "job `{}`: `{name}` = {v} is out of range; give seconds above 0, at most a week",
+                    self.id
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The profiler passes this job runs, each with its settings (the job's ncu options and
+    /// end marker laid over the pass's own).
+    pub fn passes(&self, selection: &Selection) -> Result<Vec<ProfilerPass>> {
+        let mut passes = match (&self.language, &self.arch) {
+            (Some(language), Some(arch)) => {
+                selection.get_profilers(language, arch, self.profiler_type.as_deref())?
+            }
+            _ => vec![ProfilerPass {
+                profiler: self
+                    .profiler
+                    .as_deref()
+                    .unwrap_or("none")
+                    .trim()
+                    .to_ascii_lowercase(),
+                settings: ProfilerSettings::default(),
+            }],
+        };
+        for pass in &mut passes {
+            if let Some(ncu) = &self.ncu {
+                pass.settings.ncu = ncu.clone();
+            }
+            if let Some(marker) = &self.end_marker {
+                pass.settings.end_marker = Some(marker.clone());
+            }
+        }
+        if passes.is_empty() {
+            return Err(Error::invalid(
+                "job",
+                format!("job `{}`: selection returned no profiler pass", self.id),
+            ));
+        }
+        Ok(passes)
+    }
+
+    /// The vendor whose GPU the job needs; `None`: CPU work (the `none` profiler, or a CPU
+    /// profiler such as `vtune` with no arch).
+    pub fn vendor(&self, selection: &Selection) -> Result<Option<Vendor>> {
+        if let (Some(language), Some(arch)) = (&self.language, &self.arch) {
+            return Ok(Some(
+                selection
+                    .select(language, arch, self.profiler_type.as_deref())?
+                    .vendor,
+            ));
+        }
+        Ok(self.profiler.as_deref().and_then(|p| {
+            let p = p.trim().to_ascii_lowercase();
+            profiler_vendor(&p)
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(json: &str) -> std::result::Result<JobSpec, String> {
+        serde_json::from_str::<JobSpec>(json)
+            .map_err(|e| e.to_string())
+            .and_then(|s| s.validate().map(|()| s))
+    }
+
+    #[test]
+    fn a_minimal_job_is_a_none_job() {
+        let s = spec(r#"{"id": "a", "target": ["true"]}"#).unwrap();
+        let table = Selection::embedded().unwrap();
+        let passes = s.passes(&table).unwrap();
+        assert_eq!(passes.len(), 1);
+        assert_eq!(passes[0].profiler, "none");
+        assert_eq!(s.vendor(&table).unwrap(), None);
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_markers_are_refused() {
+        let err = spec(r#"{"id": "a", "target": ["true"], "timeout": 3}"#).unwrap_err();
+        assert!(err.contains("unknown field `timeout`"), "{err}");
+        let err =
+            spec(r#"{"id": "a", "target": ["true"], "end_marker": "sometimes"}"#).unwrap_err();
+        assert!(err.contains("end marker"), "{err}");
+        let s = spec(r#"{"id": "a", "target": ["true"], "end_marker": "literal:DONE"}"#).unwrap();
+        assert_eq!(s.end_marker, Some(EndMarker::Literal("DONE".into())));
+    }
+
+    #[test]
+    fn ids_must_name_a_directory() {
+        assert!(check_id("kernel_7.v2-a").is_ok());
+        for bad in ["", ".hidden", "a/b", "..", "a b", &"x".repeat(200)] {
+            assert!(check_id(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn profiler_and_language_are_exclusive() {
+        let err = spec(r#"{"id": "a", "target": ["x"], "profiler": "ncu", "language": "cuda"}"#)
+            .unwrap_err();
+        assert!(err.contains("either"), "{err}");
+        let err = spec(r#"{"id": "a", "target": ["x"], "language": "cuda"}"#).unwrap_err();
+        assert!(err.contains("together"), "{err}");
+        let err = spec(r#"{"id": "a", "target": ["x"], "profiler": "nvprof"}"#).unwrap_err();
+        assert!(err.contains("unknown profiler"), "{err}");
+        let err = spec(r#"{"id": "a", "target": []}"#).unwrap_err();
+        assert!(err.contains("empty"), "{err}");
+        let err = spec(r#"{"id": "a", "target": ["x"], "timeout_s": -1}"#).unwrap_err();
+        assert!(err.contains("out of range"), "{err}");
+    }
+
+    #[test]
+    fn language_and_arch_go_through_selection() {
+        let table = Selection::embedded().unwrap();
+        let s = spec(
+            r#"{"id": "k", "target": ["./app"], "language": "cuda", "arch": "h200",
+                "ncu": {"preset": {"kind": "minimal"}, "launch_count": 3}}"#,
+        )
+        .unwrap();
+        let passes = s.passes(&table).unwrap();
+        assert_eq!(passes[0].profiler, "ncu");
+        assert_eq!(passes[0].settings.ncu.launch_count, Some(3));
+        assert_eq!(s.vendor(&table).unwrap(), Some(Vendor::Nvidia));
+        let sycl =
+            spec(r#"{"id": "s", "target": ["./app"], "language": "sycl", "arch": "bmg"}"#).unwrap();
+        assert_eq!(sycl.passes(&table).unwrap().len(), 3);
+        assert_eq!(sycl.vendor(&table).unwrap(), Some(Vendor::Intel));
+        let ncu = spec(r#"{"id": "n", "target": ["./app"], "profiler": "NCU"}"#).unwrap();
+        assert_eq!(ncu.vendor(&table).unwrap(), Some(Vendor::Nvidia));
+    }
+}

@@ -1,0 +1,167 @@
+//! A batch SIGKILLed half way resumes: jobs that ran to their end are kept, the ones cut off
+//! and the ones never started run (once more), counted by the runs the jobs record.
+
+use crate::support;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use polyprof::model::batch::{BatchEntry, EntryState};
+use predicates::str::contains;
+use serde_json::json;
+use support::batch::{counting, index, runs_of, sh_job, write_jobs};
+use support::polyprof;
+
+#[test]
+fn a_killed_batch_resumes_with_only_the_missing_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ids: Vec<String> = (0..10).map(|i| format!("r{i}")).collect();
+    let jobs: Vec<_> = ids
+        .iter()
+        .map(|id| sh_job(id, &counting(d, id, "sleep 0.3")))
+        .collect();
+    let file = write_jobs(d, &jobs);
+    let root = d.join("out");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_polyprof"))
+        .arg("batch")
+        .arg(&file)
+        .args(["--jobs", "2", "--devices", "cpu", "-q", "--output-dir"])
+        .arg(&root)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait (generously: a loaded machine is slow) until some jobs are done, then kill it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let finished = |id: &String| {
+        BatchEntry::read(&root.join("runs").join(id)).is_ok_and(|e| e.state.is_final())
+    };
+    while ids.iter().filter(|id| finished(id)).count() < 3 {
+        assert!(Instant::now() < deadline, "the batch made no progress");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    child.wait().unwrap();
+    let done_before: Vec<&String> = ids.iter().filter(|id| finished(id)).collect();
+    assert!(done_before.len() < ids.len(), "killed half way");
+    let before = index(&root);
+    assert!(
+        before.jobs.values().any(|e| e.state == EntryState::Pending),
+        "jobs not started yet are pending in batch.json"
+    );
+    polyprof()
+        .arg("batch")
+        .arg(&file)
+        .args([
+            "--jobs",
+            "2",
+            "--devices",
+            "cpu",
+            "--resume",
+            "--output-dir",
+        ])
+        .arg(&root)
+        .assert()
+        .success()
+        .stderr(contains(format!("({} kept", done_before.len())));
+    let after = index(&root);
+    for id in &ids {
+        assert_eq!(after.jobs[id].state, EntryState::Succeeded, "{id}");
+        let runs = runs_of(d, id);
+        if done_before.contains(&id) {
+            assert_eq!(runs, 1, "{id} ran to its end before the kill: not rerun");
+        } else {
+            // Never started (0 runs before) or cut off by the kill (1 run before).
+            assert!((1..=2).contains(&runs), "{id}: {runs} runs");
+        }
+    }
+    let reruns: usize = ids.iter().map(|id| runs_of(d, id)).sum::<usize>() - ids.len();
+    assert!(
+        reruns <= 2,
+        "at most the two running jobs ran twice: {reruns}"
+    );
+}
+
+#[test]
+fn resume_reruns_crashed_jobs_and_keeps_failed_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let file = write_jobs(
+        d,
+        &[
+            sh_job("failed", &counting(d, "failed", "exit 2")),
+            // An ncu job whose ncu cannot exist: polyprof could not do the pass (crashed).
+            json!({"id": "crashed", "target": ["true"], "profiler": "ncu",
+                   "ncu": {"binary": "polyprof-test-no-such-ncu"}}),
+            sh_job("ok", &counting(d, "ok", "true")),
+        ],
+    );
+    let root = d.join("out");
+    let run = |resume: bool| {
+        let mut cmd = polyprof();
+        cmd.arg("batch")
+            .arg(&file)
+            .args(["--devices", "0", "-q", "--output-dir"])
+            .arg(&root);
+        if resume {
+            cmd.arg("--resume");
+        }
+        cmd.assert().code(1);
+    };
+    run(false);
+    assert_eq!(index(&root).jobs["crashed"].state, EntryState::Crashed);
+    let first = index(&root).jobs["crashed"].finished_unix_s.unwrap();
+    run(true);
+    let after = index(&root);
+    assert_eq!(runs_of(d, "failed"), 1, "a job's own failure is its result");
+    assert_eq!(runs_of(d, "ok"), 1);
+    assert!(
+        after.jobs["crashed"].finished_unix_s.unwrap() > first,
+        "rerun"
+    );
+}
+
+#[test]
+fn a_task_index_runs_one_job_on_the_device_its_environment_pins() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_jobs(
+        dir.path(),
+        &[
+            sh_job("first", "true"),
+            sh_job("second", "echo \"cuda=$CUDA_VISIBLE_DEVICES\"; exit 5"),
+        ],
+    );
+    let root = dir.path().join("out");
+    polyprof()
+        .env("CUDA_VISIBLE_DEVICES", "3")
+        .arg("batch")
+        .arg(&file)
+        .args(["--task-index", "1", "-q", "--output-dir"])
+        .arg(&root)
+        .assert()
+        .success();
+    let e = support::batch::entry(&root, "second");
+    assert_eq!(e.state, EntryState::Failed);
+    assert_eq!(e.exit_code, Some(5));
+    assert_eq!(e.device.as_deref(), Some("nvidia:3"));
+    assert!(!root.join("runs/first").exists());
+    assert!(
+        !root.join("batch.json").exists(),
+        "only the driver writes the index"
+    );
+    let log = std::fs::read_to_string(root.join("runs/second/run.1.stdout.log")).unwrap();
+    assert_eq!(log, "cuda=3\n");
+    polyprof()
+        .arg("batch")
+        .arg(&file)
+        .args(["--task-index", "2", "--output-dir"])
+        .arg(&root)
+        .assert()
+        .code(2)
+        .stderr(contains("past the end"));
+}

@@ -1,0 +1,39 @@
+//! Helpers of the `batch_` tests: job files and reading back what a batch wrote.
+
+use std::path::{Path, PathBuf};
+
+use polyprof::model::batch::{BatchEntry, BatchIndex};
+
+/// A JSON Lines job file at `dir/jobs.jsonl` with one line per value.
+pub fn write_jobs(dir: &Path, jobs: &[serde_json::Value]) -> PathBuf {
+    let path = dir.join("jobs.jsonl");
+    let text: String = jobs.iter().map(|j| format!("{j}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A `sh -c SCRIPT` job.
+pub fn sh_job(id: &str, script: &str) -> serde_json::Value {
+    serde_json::json!({"id": id, "target": ["sh", "-c", script]})
+}
+
+pub fn index(root: &Path) -> BatchIndex {
+    BatchIndex::read(root).unwrap()
+}
+
+pub fn entry(root: &Path, id: &str) -> BatchEntry {
+    BatchEntry::read(&root.join("runs").join(id)).unwrap()
+}
+
+/// Lines a job appended to `dir/<id>.count` (one per run of it).
+pub fn runs_of(dir: &Path, id: &str) -> usize {
+    std::fs::read_to_string(dir.join(format!("{id}.count"))).map_or(0, |t| t.lines().count())
+}
+
+/// A script that appends one line to `dir/<id>.count`, then runs `rest`.
+pub fn counting(dir: &Path, id: &str, rest: &str) -> String {
+    format!(
+        "echo run >> '{}'; {rest}",
+        dir.join(format!("{id}.count")).display()
+    )
+}
