@@ -69,6 +69,8 @@ pub struct Args {
     /// As `--task-index`, by job id.
     #[arg(long, hide = true, value_name = "ID")]
     pub task_id: Option<String>,
+    #[command(flatten)]
+    pub slurm: super::batch_slurm::SlurmArgs,
 }
 
 /// Exit code when at least one job did not succeed.
@@ -76,6 +78,9 @@ pub const EXIT_SOME_FAILED: u8 = 1;
 
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let specs = batch::load(&args.jobs)?;
+    if args.slurm.slurm && args.task_index.is_none() && args.task_id.is_none() {
+        return super::batch_slurm::execute(&args, &specs).await;
+    }
     let opts = task_options(&args)?;
     if args.task_index.is_some() || args.task_id.is_some() {
         return run_one(&args, &specs, &opts).await;
