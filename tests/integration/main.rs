@@ -9,6 +9,8 @@ mod amd_rocprofv3_proptest;
 mod batch_jobfile;
 mod batch_pool;
 mod batch_resume;
+mod batch_slurm;
+mod batch_slurm_docker;
 mod container_engine;
 mod container_library;
 mod demo;

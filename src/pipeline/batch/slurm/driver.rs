@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::model::batch::{Backend, BatchEntry, BatchIndex, EntryState, SlurmTaskInfo};
+use crate::model::outcome::Outcome;
 use crate::model::probe::{ProbeOutput, ProbeRequest};
 use crate::pipeline::batch::index::Prepared;
 use crate::pipeline::batch::spec::JobSpec;
@@ -110,6 +111,19 @@ pub async fn run_slurm(
     let mut index = prepared.index;
     index.backend = Backend::Slurm;
     let to_run: BTreeSet<u32> = prepared.to_run.iter().map(|&i| i as u32).collect();
+    // Kept jobs come back from their entry.json, which has no Slurm view; the old index has.
+    if let Ok(old) = BatchIndex::read(root) {
+        for (i, spec) in specs.iter().enumerate() {
+            if to_run.contains(&(i as u32)) {
+                continue;
+            }
+            if let (Some(entry), Some(was)) = (index.jobs.get_mut(&spec.id), old.jobs.get(&spec.id))
+                && entry.slurm.is_none()
+            {
+                entry.slurm = was.slurm.clone();
+            }
+        }
+    }
     // An old run's entry.json would be read as this run's result.
     for &i in &to_run {
         let dir = run_dir(root, &specs[i as usize].id);
@@ -343,6 +357,16 @@ impl Poller {
             node: r.and_then(|r| r.node.clone()),
         };
         if let Some(mut entry) = final_entry(root, &spec.id) {
+            // Cut off by our scancel: the command died of Slurm's SIGTERM, not by itself.
+            if cancelled
+                && entry.state != EntryState::Succeeded
+                && matches!(
+                    entry.outcome,
+                    None | Some(Outcome::Signalled { .. } | Outcome::Cancelled)
+                )
+            {
+                entry.state = EntryState::Cancelled;
+            }
             entry.slurm = Some(info(report));
             if entry.node.is_none() {
                 entry.node = report.and_then(|r| r.node.clone());
