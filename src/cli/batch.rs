@@ -79,7 +79,19 @@ pub const EXIT_SOME_FAILED: u8 = 1;
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let specs = batch::load(&args.jobs)?;
     if args.slurm.slurm && args.task_index.is_none() && args.task_id.is_none() {
-        return super::batch_slurm::execute(&args, &specs).await;
+        let common = super::batch_slurm::Common {
+            jobs: &args.jobs,
+            output_dir: &args.output_dir,
+            resume: args.resume,
+            json: args.json,
+            quiet: args.quiet,
+            retries: args.retries,
+            timeout: args.timeout,
+            tracking: args.tracking,
+            device_errors: &args.device_errors,
+            slurm: &args.slurm,
+        };
+        return super::batch_slurm::execute(common, &specs).await;
     }
     let opts = task_options(&args)?;
     if args.task_index.is_some() || args.task_id.is_some() {

@@ -16,8 +16,27 @@ use polyprof::pipeline::batch::slurm::{
 use polyprof::pipeline::batch::{JobSpec, index};
 use tokio_util::sync::CancellationToken;
 
-use super::batch::{Args, EXIT_SOME_FAILED};
-use super::run::{EXIT_CANCELLED, cancel_on_signals};
+use super::run::{EXIT_CANCELLED, TrackingMode, cancel_on_signals};
+
+/// Exit code when at least one job did not succeed (as the local batch's).
+const EXIT_SOME_FAILED: u8 = 1;
+
+/// The options of `polyprof batch` that the Slurm driver uses (given by src/cli/batch.rs, so
+/// this file does not import it back).
+#[derive(Debug, Clone)]
+pub struct Common<'a> {
+    pub jobs: &'a Path,
+    pub output_dir: &'a Path,
+    pub resume: bool,
+    pub json: bool,
+    pub quiet: bool,
+    /// Passed on to every task.
+    pub retries: u32,
+    pub timeout: Option<Duration>,
+    pub tracking: TrackingMode,
+    pub device_errors: &'a [String],
+    pub slurm: &'a SlurmArgs,
+}
 
 /// The Slurm options of `polyprof batch`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -61,7 +80,7 @@ pub struct SlurmArgs {
 }
 
 /// Run the batch through Slurm.
-pub async fn execute(args: &Args, specs: &[JobSpec]) -> anyhow::Result<u8> {
+pub async fn execute(args: Common<'_>, specs: &[JobSpec]) -> anyhow::Result<u8> {
     let slurm = &args.slurm;
     std::fs::create_dir_all(&args.output_dir)
         .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
@@ -81,7 +100,7 @@ pub async fn execute(args: &Args, specs: &[JobSpec]) -> anyhow::Result<u8> {
         None => std::env::current_exe()
             .context("cannot find polyprof's own executable; give --polyprof-bin")?,
     };
-    let mut run = SlurmRun::new(root.clone(), task_argv(args, &polyprof, &jobs, &root)?);
+    let mut run = SlurmRun::new(root.clone(), task_argv(&args, &polyprof, &jobs, &root)?);
     run.poll = slurm.poll;
     run.submit = SubmitOptions {
         partition: slurm.partition.clone(),
@@ -135,7 +154,7 @@ pub async fn execute(args: &Args, specs: &[JobSpec]) -> anyhow::Result<u8> {
 
 /// `polyprof batch JOBS --output-dir ROOT --quiet` plus the options every task shares.
 fn task_argv(
-    args: &Args,
+    args: &Common,
     polyprof: &Path,
     jobs: &Path,
     root: &Path,
