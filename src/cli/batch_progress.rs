@@ -2,8 +2,9 @@
 //! running, ETA) and one line per device with its counts and current job. Device
 //! quarantines and moves are printed above the bars (or plainly when there are none).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -24,7 +25,8 @@ pub struct Progress {
     main: Option<ProgressBar>,
     lines: HashMap<String, DeviceLine>,
     failed: AtomicUsize,
-    running: AtomicUsize,
+    /// Ids of the jobs running now.
+    running: Mutex<HashSet<String>>,
     quiet: bool,
 }
 
@@ -43,7 +45,7 @@ impl Progress {
             main: None,
             lines: HashMap::new(),
             failed: AtomicUsize::new(0),
-            running: AtomicUsize::new(0),
+            running: Mutex::new(HashSet::new()),
             quiet,
         };
         if show {
@@ -90,7 +92,7 @@ impl Progress {
             main.set_message(format!(
                 "done, {} failed, {} running",
                 self.failed.load(Ordering::Relaxed),
-                self.running.load(Ordering::Relaxed)
+                self.running.lock().map_or(0, |r| r.len())
             ));
         }
     }
@@ -125,14 +127,16 @@ impl Progress {
     fn on(&self, event: &PoolEvent) {
         match event {
             PoolEvent::Started { id, device } => {
-                self.running.fetch_add(1, Ordering::Relaxed);
+                if let Ok(mut r) = self.running.lock() {
+                    r.insert(id.to_string());
+                }
                 self.device_line(&device.name(), Some(id));
             }
             PoolEvent::Finished { entry } => {
                 let device = entry.device.clone().unwrap_or_default();
                 let ok = entry.state == EntryState::Succeeded;
-                if entry.started_unix_s.is_some() && self.running.load(Ordering::Relaxed) > 0 {
-                    self.running.fetch_sub(1, Ordering::Relaxed);
+                if let Ok(mut r) = self.running.lock() {
+                    r.remove(&entry.id);
                 }
                 if !ok {
                     self.failed.fetch_add(1, Ordering::Relaxed);
@@ -147,8 +151,11 @@ impl Progress {
                 }
             }
             PoolEvent::Moved { id, from, reason } => {
-                if self.running.load(Ordering::Relaxed) > 0 {
-                    self.running.fetch_sub(1, Ordering::Relaxed);
+                if let Ok(mut r) = self.running.lock() {
+                    r.remove(*id);
+                }
+                if let Some(line) = self.lines.get(&from.name()) {
+                    line.failed.fetch_add(1, Ordering::Relaxed);
                 }
                 self.device_line(&from.name(), None);
                 self.say(&format!(

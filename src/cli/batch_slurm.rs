@@ -179,7 +179,7 @@ fn task_argv(
     if let Some(mode) = args.tracking.to_possible_value() {
         argv.push(format!("--tracking={}", mode.get_name()));
     }
-    for text in &args.device_errors {
+    for text in args.device_errors {
         argv.push(format!("--device-error={text}"));
     }
     Ok(argv)

@@ -15,3 +15,16 @@ pub fn run_schema() -> serde_json::Value {
     );
     schema.to_value()
 }
+
+/// The JSON Schema (draft 2020-12) of a batch index (`batch.json`; its `jobs` values are the
+/// `entry.json` documents).
+pub fn batch_schema() -> serde_json::Value {
+    let mut schema = schemars::schema_for!(crate::model::batch::BatchIndex);
+    schema.insert(
+        "description".to_string(),
+        serde_json::Value::from(
+            "polyprof batch index (batch.json): every job of a batch, its state, run directory and key figures",
+        ),
+    );
+    schema.to_value()
+}

@@ -300,3 +300,37 @@ fn a_root_that_holds_a_batch_is_refused_without_resume() {
         .stderr(contains("already holds a batch"))
         .stderr(contains("--resume"));
 }
+
+#[test]
+fn when_the_only_device_is_quarantined_the_rest_end_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let jobs: Vec<_> = (0..3)
+        .map(|i| sh_job(&format!("x{i}"), "echo 'FAKE-GPU-DEAD' >&2; exit 1"))
+        .collect();
+    let file = write_jobs(dir.path(), &jobs);
+    let root = dir.path().join("out");
+    polyprof()
+        .arg("batch")
+        .arg(&file)
+        .args(["--devices", "0", "--quarantine-after", "1"])
+        .args(["--device-error", "fake-gpu-dead", "-q", "--output-dir"])
+        .arg(&root)
+        .assert()
+        .code(1)
+        .stderr(contains("device nvidia:0 taken out of the pool"));
+    let index = index(&root);
+    let first = &index.jobs["x0"];
+    assert_eq!(first.state, EntryState::Crashed);
+    assert_eq!(first.device_error.as_deref(), Some("FAKE-GPU-DEAD"));
+    assert_eq!(first.attempts, 1);
+    for id in ["x1", "x2"] {
+        let e = &index.jobs[id];
+        assert_eq!(e.state, EntryState::Crashed, "{id}");
+        assert!(
+            e.errors.iter().any(|m| m.contains("no device left")),
+            "{id}: {:?}",
+            e.errors
+        );
+        assert_eq!(e.attempts, 0, "{id} never ran");
+    }
+}

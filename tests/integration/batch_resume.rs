@@ -165,3 +165,53 @@ fn a_task_index_runs_one_job_on_the_device_its_environment_pins() {
         .code(2)
         .stderr(contains("past the end"));
 }
+
+#[test]
+fn ctrl_c_leaves_an_index_with_the_running_jobs_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ids: Vec<String> = (0..6).map(|i| format!("c{i}")).collect();
+    let jobs: Vec<_> = ids
+        .iter()
+        .map(|id| sh_job(id, &counting(d, id, "sleep 30")))
+        .collect();
+    let file = write_jobs(d, &jobs);
+    let root = d.join("out");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_polyprof"))
+        .arg("batch")
+        .arg(&file)
+        .args(["--jobs", "2", "--devices", "cpu", "-q", "--output-dir"])
+        .arg(&root)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Both slots busy: two jobs have started their command.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while ids.iter().map(|id| runs_of(d, id)).sum::<usize>() < 2 {
+        assert!(Instant::now() < deadline, "the batch started nothing");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let index = index(&root);
+    let counts = index.counts();
+    assert_eq!(counts.get(&EntryState::Cancelled), Some(&2), "{counts:?}");
+    assert_eq!(counts.get(&EntryState::Pending), Some(&4), "{counts:?}");
+    assert!(!counts.contains_key(&EntryState::Running));
+    for e in index
+        .jobs
+        .values()
+        .filter(|e| e.state == EntryState::Cancelled)
+    {
+        assert_eq!(
+            support::batch::entry(&root, &e.id).state,
+            EntryState::Cancelled
+        );
+    }
+}

@@ -9,6 +9,7 @@ mod amd_rocprofv3_proptest;
 mod batch_jobfile;
 mod batch_pool;
 mod batch_resume;
+mod batch_schema;
 mod batch_slurm;
 mod batch_slurm_docker;
 mod container_engine;

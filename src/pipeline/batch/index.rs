@@ -86,6 +86,22 @@ pub fn prepare(
     })
 }
 
+/// Read each job's `entry.json` into `index` (a driver whose jobs ran elsewhere, such as a
+/// Slurm array, collects them so). Jobs without a readable entry keep what the index says.
+/// Returns how many entries were read.
+pub fn collect_entries(index: &mut BatchIndex, root: &Path) -> usize {
+    let mut read = 0;
+    for id in &index.order {
+        if let Ok(entry) = BatchEntry::read(&run_dir(root, id))
+            && entry.id == *id
+        {
+            index.jobs.insert(id.clone(), entry);
+            read += 1;
+        }
+    }
+    read
+}
+
 /// Mark every running entry of `index` cancelled (the driver is stopping with them cut off).
 pub fn cancel_running(index: &mut BatchIndex) {
     for entry in index.jobs.values_mut() {
@@ -125,5 +141,15 @@ mod tests {
         assert_eq!(again.index.jobs["bad"].state, EntryState::Failed);
         assert_eq!(again.index.jobs["never"].state, EntryState::Pending);
         assert_eq!(again.index.order, ["ok", "bad", "gone", "never"]);
+        let mut fresh = BatchIndex::new(
+            "jobs",
+            Backend::Slurm,
+            specs
+                .iter()
+                .map(|s| BatchEntry::pending(&s.id, Default::default())),
+        );
+        assert_eq!(collect_entries(&mut fresh, root.path()), 3);
+        assert_eq!(fresh.jobs["ok"].state, EntryState::Succeeded);
+        assert_eq!(fresh.jobs["never"].state, EntryState::Pending);
     }
 }

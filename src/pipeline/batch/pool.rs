@@ -109,14 +109,14 @@ impl Pool<'_> {
                 quarantined: s.quarantined.clone(),
             })
             .collect();
-        if let Err(e) = self.index.write_atomic(&self.root) {
-            if !self.warned {
-                self.warned = true;
-                let text = format!(
-                    "cannot write the batch index (jobs go on; each run directory keeps its entry.json): {e}"
-                );
-                self.emit(PoolEvent::Warning(&text));
-            }
+        if let Err(e) = self.index.write_atomic(&self.root)
+            && !self.warned
+        {
+            self.warned = true;
+            let text = format!(
+                "cannot write the batch index (jobs go on; each run directory keeps its entry.json): {e}"
+            );
+            self.emit(PoolEvent::Warning(&text));
         }
     }
 
@@ -326,4 +326,84 @@ pub async fn run_pool(
     cancel_running(&mut pool.index);
     pool.write_index();
     pool.index
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::batch::Backend;
+    use crate::pipeline::batch::index::prepare;
+    use std::sync::Mutex;
+
+    #[tokio::test]
+    async fn a_bad_device_is_quarantined_and_every_job_ends_on_the_good_one() {
+        let root = tempfile::tempdir().unwrap();
+        let script =
+            "[ \"$CUDA_VISIBLE_DEVICES\" = 1 ] && { echo 'GPU is lost' >&2; exit 1; }; exit 0";
+        let specs: Vec<JobSpec> = (0..6)
+            .map(|i| {
+                JobSpec::new(
+                    format!("j{i}"),
+                    vec!["sh".into(), "-c".into(), script.into()],
+                )
+            })
+            .collect();
+        let prepared = prepare(root.path(), "jobs", &specs, Backend::Local, false).unwrap();
+        let devices = vec![
+            Device::gpu(Vendor::Nvidia, "0", None),
+            Device::gpu(Vendor::Nvidia, "1", None),
+        ];
+        let opts = PoolOptions {
+            task: TaskOptions::default(),
+            quarantine_after: 1,
+            max_parallel: None,
+        };
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        let observer: Observer = Arc::new(move |e: &PoolEvent| {
+            let text = match e {
+                PoolEvent::Started { .. } => "started",
+                PoolEvent::Finished { .. } => "finished",
+                PoolEvent::Moved { .. } => "moved",
+                PoolEvent::Quarantined { .. } => "quarantined",
+                PoolEvent::Warning(_) => "warning",
+            };
+            log.lock().unwrap().push(text);
+        });
+        let index = run_pool(
+            &specs,
+            root.path(),
+            prepared,
+            devices,
+            &opts,
+            Some(observer),
+        )
+        .await;
+        assert!(
+            index
+                .jobs
+                .values()
+                .all(|e| e.state == EntryState::Succeeded)
+        );
+        assert!(
+            index
+                .jobs
+                .values()
+                .all(|e| e.device.as_deref() == Some("nvidia:0"))
+        );
+        assert!(
+            index.devices[1]
+                .quarantined
+                .as_deref()
+                .unwrap()
+                .contains("GPU is lost")
+        );
+        let seen = seen.lock().unwrap();
+        let count = |what: &str| seen.iter().filter(|s| **s == what).count();
+        assert_eq!(count("finished"), 6);
+        assert_eq!(count("quarantined"), 1);
+        assert_eq!(count("moved"), 1);
+        assert_eq!(count("started"), 7);
+        assert_eq!(BatchIndex::read(root.path()).unwrap(), index);
+    }
 }
