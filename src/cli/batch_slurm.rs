@@ -82,7 +82,7 @@ pub struct SlurmArgs {
 /// Run the batch through Slurm.
 pub async fn execute(args: Common<'_>, specs: &[JobSpec]) -> anyhow::Result<u8> {
     let slurm = &args.slurm;
-    std::fs::create_dir_all(&args.output_dir)
+    std::fs::create_dir_all(args.output_dir)
         .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
     // The nodes need absolute paths.
     let root = args
