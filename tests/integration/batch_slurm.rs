@@ -221,3 +221,65 @@ fn resume_submits_only_what_is_missing() {
     tasks.sort();
     assert_eq!(tasks, ["1", "3"], "{text}");
 }
+
+/// Slurm's own failures are reported, never lost: a task whose polyprof cannot start on the
+/// node ends `crashed` with the task's output in the error; an array sbatch refuses stops the
+/// driver with sbatch's message before any job runs.
+#[test]
+fn node_side_failures_are_reported() {
+    if !slurm_installed("batch_slurm::node_side_failures_are_reported") {
+        return;
+    }
+    let cluster = LocalCluster::up();
+    let work = tempfile::tempdir().unwrap();
+    let file = write_jobs(work.path(), &[sh_job("a", "true"), sh_job("b", "true")]);
+    let root = work.path().join("root");
+    let out = cluster
+        .polyprof()
+        .args([
+            "batch",
+            file.to_str().unwrap(),
+            "--output-dir",
+            root.to_str().unwrap(),
+        ])
+        .args([
+            "--slurm",
+            "--quiet",
+            "--polyprof-bin",
+            "/nonexistent/polyprof",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let index = index(&root);
+    for e in index.jobs.values() {
+        assert_eq!(e.state, EntryState::Crashed, "{}", e.id);
+        let message = e.errors.join("\n");
+        assert!(message.contains("wrote no runs/"), "{message}");
+        assert!(message.contains("/nonexistent/polyprof"), "{message}");
+    }
+    let refused = work.path().join("refused");
+    let out = cluster
+        .polyprof()
+        .args([
+            "batch",
+            file.to_str().unwrap(),
+            "--output-dir",
+            refused.to_str().unwrap(),
+        ])
+        .args(["--slurm", "--quiet", "--gres", "gpu:3"])
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("Requested node configuration is not available"),
+        "{stderr}"
+    );
+    assert!(!refused.join("runs/a/entry.json").exists());
+}
