@@ -165,7 +165,10 @@ pub async fn run_slurm(
         (Some(0), Ok(id)) => id,
         (code, _) => {
             return Err(SlurmError::Refused {
-                code,
+                status: match code {
+                    Some(c) => format!("exit {c}"),
+                    None => "killed by a signal".into(),
+                },
                 stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
             });
         }

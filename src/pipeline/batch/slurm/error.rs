@@ -13,9 +13,9 @@ pub enum SlurmError {
     Command(#[from] ProbeError),
     /// sbatch refused the array.
     #[error(
-        "sbatch refused the job array (exit {code:?}): {stderr}; check --partition, --gres/--gpus-per-task and --time against `sinfo`"
+        "sbatch refused the job array ({status}): {stderr}; check --partition, --gres/--gpus-per-task and --time against `sinfo`"
     )]
-    Refused { code: Option<i32>, stderr: String },
+    Refused { status: String, stderr: String },
     /// The array needs indices past the cluster's MaxArraySize.
     #[error(
         "the job file has {jobs} jobs but this cluster's MaxArraySize is {max} (array indices 0..{max}); split the job file or raise MaxArraySize"
