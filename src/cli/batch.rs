@@ -14,8 +14,8 @@ use polyprof::pipeline::batch::{self, JobSpec, TaskOptions, index, run_task};
 use polyprof::profilers::devices::device_from_env;
 use polyprof::profilers::selection::Selection;
 
-use polyprof::pipeline::RunOptions;
 use polyprof::pipeline::runner::Tracking;
+use polyprof::pipeline::{EnvPolicy, RunOptions};
 
 use super::batch_progress::Progress;
 use super::run::{EXIT_CANCELLED, TrackingMode, cancel_on_signals, supervisor_exe};
@@ -59,9 +59,16 @@ pub struct Args {
     /// Also count output containing TEXT as a device-level error (repeatable).
     #[arg(long = "device-error", value_name = "TEXT")]
     pub device_errors: Vec<String>,
-    /// How commands are supervised (descendant tracking, environment policy).
+    /// How descendants are found and ended: supervisor (every one) or group.
     #[arg(long, value_enum, default_value_t, value_name = "MODE")]
     pub tracking: TrackingMode,
+    /// What the jobs see of polyprof's environment: inherit, clean, untrusted (for generated
+    /// code: no credential-like variables).
+    #[arg(long, default_value = "inherit")]
+    pub env_policy: EnvPolicy,
+    /// Also pass this variable from polyprof's environment (clean/untrusted; `NAME*` is a prefix).
+    #[arg(long, value_name = "NAME")]
+    pub env_allow: Vec<String>,
     /// Run only the job at this 0-based position of the job file (a scheduler's array task),
     /// on the device the environment pins; writes its entry.json, not batch.json.
     #[arg(long, hide = true, value_name = "N", conflicts_with = "task_id")]
@@ -178,6 +185,15 @@ fn task_options(args: &Args) -> anyhow::Result<TaskOptions> {
         selection: Arc::new(Selection::load(None)?),
         run: RunOptions {
             tracking,
+            env_policy: match &args.env_policy {
+                EnvPolicy::Inherit => EnvPolicy::Inherit,
+                EnvPolicy::Clean { .. } => EnvPolicy::Clean {
+                    allow: args.env_allow.clone(),
+                },
+                EnvPolicy::Untrusted { .. } => EnvPolicy::Untrusted {
+                    allow: args.env_allow.clone(),
+                },
+            },
             ..RunOptions::default()
         },
         timeout: args.timeout,

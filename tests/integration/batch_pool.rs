@@ -334,3 +334,72 @@ fn when_the_only_device_is_quarantined_the_rest_end_with_the_reason() {
         assert_eq!(e.attempts, 0, "{id} never ran");
     }
 }
+
+#[test]
+fn a_language_and_arch_job_runs_every_selected_pass_pinned_to_its_vendor() {
+    let dir = tempfile::tempdir().unwrap();
+    // SYCL on Battlemage selects three unitrace passes; unitrace is not installed here (it
+    // is not on this PATH), so each pass says why and the job is crashed, not failed.
+    let file = write_jobs(
+        dir.path(),
+        &[json!({"id": "sycl", "target": ["true"], "language": "sycl", "arch": "bmg"})],
+    );
+    let root = dir.path().join("out");
+    polyprof()
+        .env("PATH", "/usr/bin:/bin")
+        .arg("batch")
+        .arg(&file)
+        .args(["--devices", "intel:3", "-q", "--output-dir"])
+        .arg(&root)
+        .assert()
+        .code(1);
+    let e = &index(&root).jobs["sycl"];
+    assert_eq!(e.state, EntryState::Crashed, "{:?}", e.errors);
+    assert_eq!(e.device.as_deref(), Some("intel:3"));
+    assert_eq!(
+        e.passes,
+        [
+            "runs/sycl/unitrace.000",
+            "runs/sycl/unitrace.001",
+            "runs/sycl/unitrace.002"
+        ]
+    );
+    for pass in &e.passes {
+        let run = ProfileRun::read(&root.join(pass)).unwrap();
+        assert_eq!(run.profiler.name, "unitrace");
+        assert!(!run.errors.is_empty());
+    }
+}
+
+#[test]
+fn a_clean_environment_policy_keeps_host_variables_from_the_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut job = sh_job(
+        "env",
+        "echo \"secret=$POLYPROF_TEST_SECRET own=$OWN cuda=$CUDA_VISIBLE_DEVICES\"",
+    );
+    job["env"] = json!({"OWN": "mine"});
+    let file = write_jobs(dir.path(), &[job]);
+    let root = dir.path().join("out");
+    polyprof()
+        .env("POLYPROF_TEST_SECRET", "leaked")
+        .arg("batch")
+        .arg(&file)
+        .args([
+            "--devices",
+            "2",
+            "--env-policy",
+            "clean",
+            "-q",
+            "--output-dir",
+        ])
+        .arg(&root)
+        .assert()
+        .success();
+    let run = ProfileRun::read(&root.join("runs/env")).unwrap();
+    assert_eq!(
+        run.steps[0].attempts[0].stdout.head,
+        ["secret= own=mine cuda=2"]
+    );
+    assert_eq!(run.env_policy, "clean");
+}

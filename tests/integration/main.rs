@@ -6,6 +6,7 @@ mod support;
 
 mod amd_rocprofv3;
 mod amd_rocprofv3_proptest;
+mod batch_container;
 mod batch_jobfile;
 mod batch_pool;
 mod batch_resume;

@@ -1,6 +1,7 @@
 //! The local scheduler: one job per device at a time (each pinned to its device), the index
-//! written after every change, devices that keep failing at the device level quarantined and
-//! their work moved to the others, and a cancellation that leaves the index consistent.
+//! kept current (throttled, see [`index_interval`]), devices that keep failing at the device
+//! level quarantined and their work moved to the others, and a cancellation that leaves the
+//! index consistent.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -76,6 +77,17 @@ struct Pool<'a> {
     tried: HashMap<usize, BTreeSet<usize>>,
     observer: Option<Observer>,
     warned: bool,
+    /// Changes not yet in batch.json, and when it was last written.
+    dirty: bool,
+    written: tokio::time::Instant,
+}
+
+/// The least time between two writes of batch.json: 200 ms, and 1 ms more per job. Each
+/// write is the whole index, so writing after every change would cost O(jobs²) bytes over a
+/// batch (tens of GB for ten thousand jobs); each job's entry.json is written at once anyway,
+/// and resume reads those.
+pub fn index_interval(jobs: usize) -> std::time::Duration {
+    std::time::Duration::from_millis(200 + jobs as u64)
 }
 
 impl Pool<'_> {
@@ -96,7 +108,18 @@ impl Pool<'_> {
         (0..self.slots.len()).any(|s| self.usable(job, s))
     }
 
+    /// Note a change; batch.json is written now if the last write is old enough, else when
+    /// the scheduler's timer says so (or at the end).
+    fn changed(&mut self) {
+        self.dirty = true;
+        if self.written.elapsed() >= index_interval(self.index.jobs.len()) {
+            self.write_index();
+        }
+    }
+
     fn write_index(&mut self) {
+        self.dirty = false;
+        self.written = tokio::time::Instant::now();
         self.index.devices = self
             .slots
             .iter()
@@ -189,12 +212,17 @@ pub async fn run_pool(
         tried: HashMap::new(),
         observer,
         warned: false,
+        dirty: false,
+        written: tokio::time::Instant::now(),
     };
     let max_parallel = opts.max_parallel.unwrap_or(usize::MAX).max(1);
     let mut queue: VecDeque<usize> = prepared.to_run.into_iter().collect();
     let mut running: JoinSet<BatchEntry> = JoinSet::new();
     let mut owner: HashMap<tokio::task::Id, (usize, usize)> = HashMap::new();
     let mut cancelled = cancel.is_cancelled();
+    // Which jobs some device can take changes only at the start and after a device-level
+    // failure; the (queue × devices) check runs then, not after every job.
+    let mut recheck = true;
     pool.write_index();
     loop {
         if !cancelled {
@@ -234,29 +262,39 @@ pub async fn run_pool(
                 changed = true;
             }
             // Jobs no remaining device can take end here rather than wait forever.
-            let stuck: Vec<usize> = queue
-                .iter()
-                .copied()
-                .filter(|&j| !pool.any_usable(j))
-                .collect();
+            let stuck: Vec<usize> = if std::mem::take(&mut recheck) {
+                queue
+                    .iter()
+                    .copied()
+                    .filter(|&j| !pool.any_usable(j))
+                    .collect()
+            } else {
+                Vec::new()
+            };
             if !stuck.is_empty() {
-                queue.retain(|j| !stuck.contains(j));
+                let stuck_set: BTreeSet<usize> = stuck.iter().copied().collect();
+                queue.retain(|j| !stuck_set.contains(j));
                 for job in stuck {
                     pool.unrunnable(job);
                 }
                 changed = true;
             }
             if changed {
-                pool.write_index();
+                pool.changed();
             }
         }
         if running.is_empty() {
             break;
         }
+        let flush_at = pool.written + index_interval(pool.index.jobs.len());
         let joined = tokio::select! {
             joined = running.join_next_with_id() => joined,
             () = cancel.cancelled(), if !cancelled => {
                 cancelled = true;
+                continue;
+            }
+            () = tokio::time::sleep_until(flush_at), if pool.dirty => {
+                pool.write_index();
                 continue;
             }
         };
@@ -283,6 +321,7 @@ pub async fn run_pool(
             s.streak += 1;
             s.failed += 1;
             pool.tried.entry(job).or_default().insert(slot);
+            recheck = true;
             if s.streak >= opts.quarantine_after.max(1) && s.quarantined.is_none() {
                 let text = format!(
                     "{} device-level failures in a row, the last: {reason}",
@@ -306,7 +345,7 @@ pub async fn run_pool(
                     e.state = EntryState::Pending;
                 }
                 queue.push_front(job);
-                pool.write_index();
+                pool.changed();
                 continue;
             }
         } else {
@@ -320,7 +359,7 @@ pub async fn run_pool(
         }
         pool.emit(PoolEvent::Finished { entry: &entry });
         pool.index.jobs.insert(spec.id.clone(), entry);
-        pool.write_index();
+        pool.changed();
     }
     // Nothing runs any more; an entry still marked running was cut off.
     cancel_running(&mut pool.index);
