@@ -283,3 +283,82 @@ fn node_side_failures_are_reported() {
     );
     assert!(!refused.join("runs/a/entry.json").exists());
 }
+
+/// A driver killed outright leaves its array running: `--resume` refuses to clear run
+/// directories its tasks still write (and says to scancel), then, once they are gone, reruns
+/// the jobs that never finished.
+#[test]
+fn resume_after_a_killed_driver() {
+    if !slurm_installed("batch_slurm::resume_after_a_killed_driver") {
+        return;
+    }
+    let cluster = LocalCluster::up();
+    let work = tempfile::tempdir().unwrap();
+    let fast = work.path().join("fast");
+    let script = format!("[ -e '{}' ] || sleep 60", fast.display());
+    let file = write_jobs(work.path(), &[sh_job("k0", &script), sh_job("k1", &script)]);
+    let root = work.path().join("root");
+    let driver = || {
+        let mut cmd = cluster.polyprof();
+        cmd.args([
+            "batch",
+            file.to_str().unwrap(),
+            "--output-dir",
+            root.to_str().unwrap(),
+        ])
+        .args(["--slurm", "--gres", "gpu:1", "--quiet"]);
+        cmd
+    };
+    let mut child = driver()
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let running = wait_for(&root, Duration::from_secs(60), |i| {
+        i.jobs.values().all(|e| e.state == EntryState::Running)
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let old = running.slurm_job_id.unwrap();
+    let refused = driver().arg("--resume").output().unwrap();
+    assert_ne!(refused.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains(&format!("array {old} of this batch still has 2 tasks")),
+        "{stderr}"
+    );
+    assert!(stderr.contains(&format!("scancel {old}")), "{stderr}");
+    let out = cluster.command("scancel").arg(&old).output().unwrap();
+    assert!(out.status.success());
+    let start = std::time::Instant::now();
+    loop {
+        let out = cluster
+            .command("squeue")
+            .args(["-h", "-j", &old, "-t", "PD,R,CG", "-o", "%i"])
+            .output()
+            .unwrap();
+        if String::from_utf8_lossy(&out.stdout).trim().is_empty() {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "scancel did not end the tasks"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::fs::write(&fast, "").unwrap();
+    let out = driver().arg("--resume").output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let index = index(&root);
+    assert_ne!(index.slurm_job_id.as_deref(), Some(old.as_str()));
+    assert!(
+        index
+            .jobs
+            .values()
+            .all(|e| e.state == EntryState::Succeeded)
+    );
+}

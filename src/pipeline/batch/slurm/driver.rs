@@ -20,6 +20,7 @@ use crate::model::batch::{Backend, BatchEntry, BatchIndex, EntryState, SlurmTask
 use crate::model::outcome::Outcome;
 use crate::model::probe::{ProbeOutput, ProbeRequest};
 use crate::pipeline::batch::index::Prepared;
+use crate::pipeline::batch::pool::index_interval;
 use crate::pipeline::batch::spec::JobSpec;
 use crate::pipeline::batch::task::run_dir;
 use crate::pipeline::probe::run_probe;
@@ -124,6 +125,22 @@ pub async fn run_slurm(
             }
         }
     }
+    // A driver killed earlier may have left its array running; rerunning its jobs now would
+    // clear run directories that its tasks are still writing.
+    if let Some(old_job) = index.slurm_job_id.clone()
+        && !to_run.is_empty()
+        && let Ok(out) = slurm_command("squeue", &["--json"]).await
+        && out.code == Some(0)
+        && let Ok(reports) = parse_squeue(&String::from_utf8_lossy(&out.stdout), &old_job)
+    {
+        let live = reports.iter().filter(|r| !r.state.is_final()).count();
+        if live > 0 {
+            return Err(SlurmError::StillRunning {
+                job_id: old_job,
+                tasks: live,
+            });
+        }
+    }
     // An old run's entry.json would be read as this run's result.
     for &i in &to_run {
         let dir = run_dir(root, &specs[i as usize].id);
@@ -197,6 +214,7 @@ pub async fn run_slurm(
         unknown_since: HashMap::new(),
     };
     let mut cancel_sent: Option<Instant> = None;
+    let (mut dirty, mut written) = (false, Instant::now());
     loop {
         if run.cancel.is_cancelled() && cancel_sent.is_none() {
             say(&SlurmEvent::Cancelling { job_id: &job_id });
@@ -257,8 +275,15 @@ pub async fn run_slurm(
             write_index(&mut index, root, &say);
             break;
         }
+        // Each write is the whole index: at most one per `index_interval` (the entries
+        // themselves are on disk at once), and always at the end.
         if changed {
+            dirty = true;
+        }
+        if dirty && written.elapsed() >= index_interval(specs.len()) {
             write_index(&mut index, root, &say);
+            written = Instant::now();
+            dirty = false;
         }
         tokio::select! {
             _ = tokio::time::sleep(run.poll) => {}

@@ -16,6 +16,11 @@ pub enum SlurmError {
         "sbatch refused the job array ({status}): {stderr}; check --partition, --gres/--gpus-per-task and --time against `sinfo`"
     )]
     Refused { status: String, stderr: String },
+    /// The batch's earlier array still has tasks in Slurm (its driver was killed).
+    #[error(
+        "array {job_id} of this batch still has {tasks} tasks pending or running in Slurm; wait for them or `scancel {job_id}`, then --resume"
+    )]
+    StillRunning { job_id: String, tasks: usize },
     /// The array needs indices past the cluster's MaxArraySize.
     #[error(
         "the job file has {jobs} jobs but this cluster's MaxArraySize is {max} (array indices 0..{max}); split the job file or raise MaxArraySize"
