@@ -77,7 +77,7 @@ pub struct Args {
     #[arg(long, hide = true, value_name = "ID")]
     pub task_id: Option<String>,
     #[command(flatten)]
-    pub slurm: super::batch_slurm::SlurmArgs,
+    pub slurm: Box<super::batch_slurm::SlurmArgs>,
 }
 
 /// Exit code when at least one job did not succeed.
