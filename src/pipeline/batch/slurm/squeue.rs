@@ -85,6 +85,14 @@ pub fn parse_sacct(text: &str, array_job_id: &str) -> Result<Vec<TaskReport>> {
             exit_code: exit_code(job.get("exit_code")),
             restarts: number(job.get("restart_cnt")).unwrap_or(0) as u32,
         };
+        // 22.05 prints `return_code: 0` for a task that exited 3 (its text form says 3:0): a
+        // zero beside FAILED is no exit code.
+        let report = TaskReport {
+            exit_code: report
+                .exit_code
+                .filter(|&c| c != 0 || report.state != SlurmState::Failed),
+            ..report
+        };
         let id = number(job.get("job_id")).unwrap_or(0);
         match out.iter_mut().find(|(_, r)| r.task_id == report.task_id) {
             Some(slot) if slot.0 <= id => *slot = (id, report),
@@ -252,6 +260,22 @@ mod tests {
         assert_eq!(reports.len(), 1);
         assert_eq!(reports[0].state, SlurmState::Completed);
         assert_eq!(reports[0].node.as_deref(), Some("n1"));
+    }
+
+    /// Real `sacct --json` of 22.05 with slurmdbd: a requeued task has two records under one
+    /// job id (REQUEUED, then the run that counts); the later one wins.
+    #[test]
+    fn sacct_of_a_real_array() {
+        let reports = parse_sacct(&fixture("sacct-array.json"), "1").unwrap();
+        assert_eq!(reports.len(), 4);
+        assert_eq!(by_task(&reports, 0).state, SlurmState::Completed);
+        assert_eq!(by_task(&reports, 0).exit_code, Some(0));
+        assert_eq!(by_task(&reports, 1).state, SlurmState::Failed);
+        assert_eq!(by_task(&reports, 1).exit_code, None);
+        assert_eq!(by_task(&reports, 2).state, SlurmState::Cancelled);
+        assert_eq!(by_task(&reports, 2).node, None);
+        assert_eq!(by_task(&reports, 3).state, SlurmState::Cancelled);
+        assert_eq!(by_task(&reports, 3).node.as_deref(), Some("localhost"));
     }
 
     #[test]
