@@ -5,6 +5,8 @@
 #   scripts/slurm-docker.sh up DIR      build the image once (debootstrap + docker import; reused
 #                                       when present), write DIR/etc, start the cluster, wait idle
 #   scripts/slurm-docker.sh down DIR    remove the containers and the network (the image stays)
+#   scripts/slurm-docker.sh image DIR   only build the image when missing (CI does it before
+#                                       the tests, so no test waits for debootstrap)
 #
 # DIR/shared is bind-mounted at the SAME path in every container: it stands in for the cluster's
 # shared filesystem (put the batch root and the polyprof binaries there). Slurm commands run
@@ -14,8 +16,8 @@
 set -euo pipefail
 cmd="${1:-}"
 dir="${2:-}"
-[[ "$cmd" == up || "$cmd" == down ]] && [[ -n "$dir" ]] || {
-    echo "usage: $0 up|down DIR" >&2
+[[ "$cmd" == up || "$cmd" == down || "$cmd" == image ]] && [[ -n "$dir" ]] || {
+    echo "usage: $0 up|down|image DIR" >&2
     exit 2
 }
 mkdir -p "$dir"
@@ -115,6 +117,10 @@ EOF
 }
 
 build_image
+if [[ "$cmd" == image ]]; then
+    echo "slurm-docker: $image present"
+    exit 0
+fi
 write_config
 down
 docker network create --internal "$net" >/dev/null

@@ -177,6 +177,9 @@ fn resume_submits_only_what_is_missing() {
         .args(["--slurm", "--quiet"]);
         if resume {
             cmd.arg("--resume");
+        } else {
+            // One task at a time (`--array=0-3%1`), though the node has room for two.
+            cmd.args(["--max-parallel", "1"]);
         }
         let out = cmd.output().unwrap();
         assert_eq!(
@@ -187,7 +190,20 @@ fn resume_submits_only_what_is_missing() {
         );
     };
     run(false);
-    let first = index(&root).slurm_job_id.unwrap();
+    let first_index = index(&root);
+    let mut windows: Vec<(f64, f64)> = first_index
+        .jobs
+        .values()
+        .map(|e| (e.started_unix_s.unwrap(), e.finished_unix_s.unwrap()))
+        .collect();
+    windows.sort_by(|a, b| a.0.total_cmp(&b.0));
+    for pair in windows.windows(2) {
+        assert!(
+            pair[0].1 <= pair[1].0,
+            "tasks overlapped under --max-parallel 1: {windows:?}"
+        );
+    }
+    let first = first_index.slurm_job_id.unwrap();
     std::fs::remove_dir_all(root.join("runs/r1")).unwrap();
     let mut lost = entry(&root, "r3");
     lost.state = EntryState::Lost;
