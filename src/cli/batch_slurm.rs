@@ -113,7 +113,7 @@ pub async fn execute(args: Common<'_>, specs: &[JobSpec]) -> anyhow::Result<u8> 
         job_name: None,
     };
     let cancel = CancellationToken::new();
-    cancel_on_signals(cancel.clone(), CancellationToken::new());
+    cancel_on_signals(cancel.clone(), run.give_up.clone());
     run.cancel = cancel.clone();
     if !args.quiet {
         let kept = if prepared.kept > 0 {

@@ -51,6 +51,8 @@ pub struct SlurmRun {
     pub cancel_wait: Duration,
     /// Fired by Ctrl-C/SIGTERM: scancel the array, mark what did not finish cancelled.
     pub cancel: CancellationToken,
+    /// Fired by a second Ctrl-C: stop waiting for Slurm to confirm the cancellation.
+    pub give_up: CancellationToken,
 }
 
 impl SlurmRun {
@@ -63,6 +65,7 @@ impl SlurmRun {
             grace: Duration::from_secs(3),
             cancel_wait: Duration::from_secs(30),
             cancel: CancellationToken::new(),
+            give_up: CancellationToken::new(),
         }
     }
 }
@@ -259,7 +262,7 @@ pub async fn run_slurm(
             }
         }
         if let Some(sent) = cancel_sent
-            && sent.elapsed() >= run.cancel_wait
+            && (sent.elapsed() >= run.cancel_wait || run.give_up.is_cancelled())
         {
             for &i in &open {
                 if let Some(entry) = index.jobs.get_mut(&specs[i as usize].id)
@@ -267,8 +270,8 @@ pub async fn run_slurm(
                 {
                     entry.state = EntryState::Cancelled;
                     entry.errors.push(format!(
-                        "Slurm did not report the task ended within {} s of scancel",
-                        run.cancel_wait.as_secs()
+                        "Slurm had not reported the task ended {:.0} s after scancel",
+                        sent.elapsed().as_secs_f64()
                     ));
                 }
             }
@@ -288,6 +291,7 @@ pub async fn run_slurm(
         tokio::select! {
             _ = tokio::time::sleep(run.poll) => {}
             _ = run.cancel.cancelled(), if cancel_sent.is_none() => {}
+            _ = run.give_up.cancelled(), if cancel_sent.is_some() && !run.give_up.is_cancelled() => {}
         }
     }
     write_index(&mut index, root, &say);
