@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use polyprof::model::batch::{Backend, BatchEntry, EntryState};
-use polyprof::pipeline::batch::devices::{DeviceChoice, pool_devices};
-use polyprof::pipeline::batch::pool::{PoolOptions, run_pool};
-use polyprof::pipeline::batch::{self, JobSpec, TaskOptions, index, run_task};
+use polyprof::model::batch::{BatchEntry, EntryState};
+use polyprof::pipeline::batch::devices::DeviceChoice;
+use polyprof::pipeline::batch::pool::PoolOptions;
+use polyprof::pipeline::batch::{self, BatchOptions, JobSpec, OpenBatch, TaskOptions, run_task};
 use polyprof::profilers::devices::device_from_env;
 use polyprof::profilers::selection::Selection;
 
@@ -29,7 +29,8 @@ pub struct Args {
     /// The batch root: `batch.json` and `runs/<id>/` per job.
     #[arg(long, value_name = "ROOT")]
     pub output_dir: PathBuf,
-    /// Jobs at once on a CPU pool (no GPU found, or `--devices cpu`) [default: the CPU count].
+    /// CPU slots of a CPU pool (no GPU found, or `--devices cpu`) [default: the CPU count];
+    /// on a GPU pool, at most this many jobs at once [default: one per GPU].
     #[arg(long = "jobs", value_name = "N")]
     pub jobs_at_once: Option<usize>,
     /// The pool: GPU indices (`0,1`; `amd:0,1`, `intel:0`, `nvidia:2`), or `cpu`
@@ -43,7 +44,7 @@ pub struct Args {
     /// Print the index (batch.json) on stdout at the end instead of the summary table.
     #[arg(long)]
     pub json: bool,
-    /// No progress and no summary on stderr.
+    /// No progress and no messages on stderr (a device taken out of the pool is still said).
     #[arg(short, long)]
     pub quiet: bool,
     /// Extra attempts of a failed, timed-out or crashed job that gives no `retries`.
@@ -64,7 +65,7 @@ pub struct Args {
     pub tracking: TrackingMode,
     /// What the jobs see of polyprof's environment: inherit, clean, untrusted (for generated
     /// code: no credential-like variables).
-    #[arg(long, default_value = "inherit")]
+    #[arg(long, default_value = "inherit", value_name = "POLICY")]
     pub env_policy: EnvPolicy,
     /// Also pass this variable from polyprof's environment (clean/untrusted; `NAME*` is a prefix).
     #[arg(long, value_name = "NAME")]
@@ -109,30 +110,26 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
 
 /// The local pool over this host's devices.
 async fn run_local(args: &Args, specs: &[JobSpec], opts: TaskOptions) -> anyhow::Result<u8> {
-    let choice: DeviceChoice = match &args.devices {
-        Some(text) => text.parse()?,
-        None => DeviceChoice::Auto,
+    let batch_opts = BatchOptions {
+        devices: match &args.devices {
+            Some(text) => text.parse()?,
+            None => DeviceChoice::Auto,
+        },
+        jobs: args.jobs_at_once,
+        resume: args.resume,
+        job_file: args.jobs.display().to_string(),
     };
-    let devices = pool_devices(&choice, args.jobs_at_once).await;
-    let gpu_pool = devices.iter().any(|d| d.vendor().is_some());
-    let job_file = args.jobs.display().to_string();
-    let prepared = index::prepare(
-        &args.output_dir,
-        &job_file,
-        specs,
-        Backend::Local,
-        args.resume,
-    )?;
-    let names: Vec<String> = devices.iter().map(|d| d.name()).collect();
+    let open = OpenBatch::open(specs, &args.output_dir, &batch_opts).await?;
     if !args.quiet {
-        let kept = if prepared.kept > 0 {
-            format!(" ({} kept from the earlier run)", prepared.kept)
+        let kept = if open.prepared.kept > 0 {
+            format!(" ({} kept from the earlier run)", open.prepared.kept)
         } else {
             String::new()
         };
+        let names: Vec<String> = open.devices.iter().map(|d| d.name()).collect();
         eprintln!(
             "polyprof batch: {} of {} jobs to run{kept} on {}",
-            prepared.to_run.len(),
+            open.prepared.to_run.len(),
             specs.len(),
             names.join(", ")
         );
@@ -140,22 +137,19 @@ async fn run_local(args: &Args, specs: &[JobSpec], opts: TaskOptions) -> anyhow:
     cancel_on_signals(opts.run.cancel.clone(), opts.run.kill_now.clone());
     let cancel = opts.run.cancel.clone();
     let show = !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let progress = Progress::new(specs.len(), prepared.kept, &devices, show, args.quiet);
+    let progress = Progress::new(
+        specs.len(),
+        open.prepared.kept,
+        &open.devices,
+        show,
+        args.quiet,
+    );
     let pool_opts = PoolOptions {
         task: opts,
         quarantine_after: args.quarantine_after,
-        // One job per GPU; --jobs caps a GPU pool further (a CPU pool has --jobs slots).
-        max_parallel: if gpu_pool { args.jobs_at_once } else { None },
+        max_parallel: None,
     };
-    let index = run_pool(
-        specs,
-        &args.output_dir,
-        prepared,
-        devices,
-        &pool_opts,
-        Some(progress.observer()),
-    )
-    .await;
+    let index = open.run(specs, &pool_opts, Some(progress.observer())).await;
     progress.finish();
     let mut out = std::io::stdout().lock();
     if args.json {

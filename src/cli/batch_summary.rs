@@ -22,8 +22,13 @@ fn note(entry: &BatchEntry) -> String {
     parts.join("; ")
 }
 
+/// Up to this many jobs every job gets a row; in a larger batch only the jobs that did not
+/// succeed do (the index has them all).
+pub const ALL_ROWS_UP_TO: usize = 50;
+
 /// Print the summary of `index` to `out`; `root` is where the batch lives.
 pub fn print(out: &mut impl Write, index: &BatchIndex, root: &str) -> std::io::Result<()> {
+    let all = index.jobs.len() <= ALL_ROWS_UP_TO;
     let mut table = Table::new();
     table
         .load_style(UTF8_BORDERS_ONLY)
@@ -31,10 +36,15 @@ pub fn print(out: &mut impl Write, index: &BatchIndex, root: &str) -> std::io::R
         .set_header([
             "job", "state", "device", "tries", "time s", "kernels", "note",
         ]);
+    let mut hidden = 0;
     for id in &index.order {
         let Some(e) = index.jobs.get(id) else {
             continue;
         };
+        if !all && e.state == EntryState::Succeeded {
+            hidden += 1;
+            continue;
+        }
         table.add_row(vec![
             Cell::new(&e.id),
             Cell::new(e.state),
@@ -46,7 +56,15 @@ pub fn print(out: &mut impl Write, index: &BatchIndex, root: &str) -> std::io::R
             Cell::new(note(e)),
         ]);
     }
-    writeln!(out, "{table}")?;
+    if table.row_count() > 0 {
+        writeln!(out, "{table}")?;
+    }
+    if hidden > 0 {
+        writeln!(
+            out,
+            "  ({hidden} succeeded jobs not listed; `--json` or {root}/batch.json has every job)"
+        )?;
+    }
     for d in &index.devices {
         if d.jobs_done + d.jobs_failed == 0 && d.quarantined.is_none() {
             continue;
@@ -72,4 +90,43 @@ pub fn print(out: &mut impl Write, index: &BatchIndex, root: &str) -> std::io::R
         counts.join(", "),
         (index.updated_unix_s - index.started_unix_s).max(0.0)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use polyprof::model::batch::{Backend, BatchEntry};
+
+    fn index_of(ok: usize, failed: &[&str]) -> BatchIndex {
+        let mut entries: Vec<BatchEntry> = (0..ok)
+            .map(|i| {
+                let mut e = BatchEntry::pending(&format!("ok{i}"), Default::default());
+                e.state = EntryState::Succeeded;
+                e
+            })
+            .collect();
+        for id in failed {
+            let mut e = BatchEntry::pending(id, Default::default());
+            e.state = EntryState::Failed;
+            e.errors.push("it broke".into());
+            entries.push(e);
+        }
+        BatchIndex::new("jobs", Backend::Local, entries)
+    }
+
+    fn printed(index: &BatchIndex) -> String {
+        let mut out = Vec::new();
+        print(&mut out, index, "root").unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_small_batch_lists_every_job_and_a_large_one_only_the_failures() {
+        let small = printed(&index_of(3, &["bad"]));
+        assert!(small.contains("ok2") && small.contains("bad") && small.contains("it broke"));
+        assert!(small.contains("4 jobs: 3 succeeded, 1 failed"), "{small}");
+        let large = printed(&index_of(60, &["bad"]));
+        assert!(!large.contains("ok59") && large.contains("bad"), "{large}");
+        assert!(large.contains("60 succeeded jobs not listed"), "{large}");
+    }
 }

@@ -2,8 +2,8 @@
 //!
 //! - Static AGX analysis of applegpu disassembly (any OS): [`listing`], [`operands`], [`cost`],
 //!   [`loops`], [`occupancy`], [`analysis`], [`suggest`], [`annotate`].
-//! - The xctrace export parser (any OS; the recording itself needs macOS): [`xctrace`], whose
-//!   pure [`xctrace::parse_export`] the backend in `profilers/metal.rs` calls.
+//! - The trace lane's xctrace export parser is pure, so it lives with the backend that records
+//!   the trace (`profilers::metal::xctrace`); its records go through reports like any other.
 //! - The runtime lane (device, compile, dispatch, GPU timestamps): [`runtime`]; its Metal calls
 //!   build only on macOS, its validation everywhere.
 
@@ -16,7 +16,6 @@ pub mod occupancy;
 pub mod operands;
 pub mod runtime;
 pub mod suggest;
-pub mod xctrace;
 
 pub use analysis::{Analysis, AnalyzeOptions};
 pub use cost::CostModel;

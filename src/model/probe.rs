@@ -99,6 +99,11 @@ pub trait Probe: Send + Sync {
     fn write_text(&self, path: &Path, text: &str) -> bool;
     /// The names of the entries of a directory, sorted; empty when it cannot be listed.
     fn list_dir(&self, path: &Path) -> Vec<String>;
+    /// Where a symbolic link points (sysfs `device/driver` → `…/drivers/xe`); `None` when
+    /// `path` is no link or cannot be read.
+    fn read_link(&self, _path: &Path) -> Option<PathBuf> {
+        None
+    }
     /// A variable of polyprof's own environment.
     fn env_var(&self, name: &str) -> Option<String>;
     /// Whether polyprof runs as root.

@@ -389,8 +389,8 @@ pub struct KernelRecord {
     pub metrics: BTreeMap<MetricName, Metric>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<RuleResult>,
-    /// Where the kernel sits in the job's call path (job / pass / process / kernel), outermost
-    /// first; filled by the pipeline, empty when a parser produced the record.
+    /// Where the kernel sits in the job's call path (job / pass / process / [segment /]
+    /// kernel), outermost first; filled by the pipeline, empty when a parser produced the record.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub call_path: Vec<String>,
 }
@@ -398,6 +398,11 @@ pub struct KernelRecord {
 fn one() -> u64 {
     1
 }
+
+/// Metric naming the benchmark segment a launch ran in (the harness's timed region, e.g.
+/// unitrace's ITT task `model run loop::<label>`). Reports put such a launch under a scope frame
+/// of that name, between its process and the kernel.
+pub const SEGMENT_METRIC: &str = "benchmark";
 
 fn is_default_flops(flops: &FlopCounts) -> bool {
     *flops == FlopCounts::default()
@@ -437,6 +442,14 @@ impl KernelRecord {
     /// A metric's numeric value by the profiler's own name.
     pub fn metric(&self, name: &str) -> Option<f64> {
         self.metrics.get(name).and_then(|m| m.value.as_f64())
+    }
+
+    /// The benchmark segment the launch ran in ([`SEGMENT_METRIC`]), when a parser found one.
+    pub fn segment(&self) -> Option<&str> {
+        match self.metrics.get(SEGMENT_METRIC).map(|m| &m.value) {
+            Some(MetricValue::Text(label)) if !label.is_empty() => Some(label),
+            _ => None,
+        }
     }
 }
 

@@ -162,6 +162,10 @@ impl Probe for HostProbe {
         names
     }
 
+    fn read_link(&self, path: &Path) -> Option<PathBuf> {
+        std::fs::read_link(path).ok()
+    }
+
     fn env_var(&self, name: &str) -> Option<String> {
         std::env::var(name).ok()
     }

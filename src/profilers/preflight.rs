@@ -23,6 +23,13 @@ pub const I915_PARANOID: &str = "/proc/sys/dev/i915/perf_stream_paranoid";
 pub const KPTR_RESTRICT: &str = "/proc/sys/kernel/kptr_restrict";
 /// PCI vendor id of Intel GPUs, as `/sys/class/drm/renderD*/device/vendor` spells it.
 pub const INTEL_PCI_VENDOR: &str = "0x8086";
+/// DRM devices in sysfs: `<node>/device` is the PCI function, `<node>/device/driver` the link
+/// to the kernel driver bound to it.
+pub const DRM_SYSFS: &str = "/sys/class/drm";
+/// PCI functions in sysfs (`vendor`, `class`, `device`, `driver`).
+pub const PCI_SYSFS: &str = "/sys/bus/pci/devices";
+/// The kernel drivers Intel's GPU tools (Level Zero, OpenCL, metrics) work through.
+pub const INTEL_GPU_DRIVERS: &[&str] = &["xe", "i915"];
 
 /// One check of a preflight (binary found, counters readable, …).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -216,21 +223,51 @@ pub fn read_sysctl(probe: &dyn Probe, path: &Path) -> Option<String> {
     probe.read_text(path).map(|s| s.trim().to_string())
 }
 
-/// Each DRM render node (`/dev/dri/renderD*`) with the PCI vendor id of its device, if
-/// readable. Sorted by node name.
+/// Each DRM render node (`/dev/dri/renderD*`) with the PCI vendor id and the kernel driver of
+/// its device, if readable. Sorted by node name.
 pub fn render_nodes(probe: &dyn Probe) -> Vec<RenderNode> {
     probe
         .list_dir(Path::new("/dev/dri"))
         .into_iter()
         .filter(|name| name.starts_with("renderD"))
         .map(|name| {
-            let vendor = read_sysctl(
-                probe,
-                &Path::new("/sys/class/drm")
-                    .join(&name)
-                    .join("device/vendor"),
-            );
-            RenderNode { name, vendor }
+            let device = Path::new(DRM_SYSFS).join(&name).join("device");
+            let vendor = read_sysctl(probe, &device.join("vendor"));
+            let driver = driver_of(probe, &device);
+            RenderNode {
+                name,
+                vendor,
+                driver,
+            }
+        })
+        .collect()
+}
+
+/// The name of the driver bound to a sysfs device (`driver` links to `…/drivers/<name>`).
+fn driver_of(probe: &dyn Probe, device: &Path) -> Option<String> {
+    let target = probe.read_link(&device.join("driver"))?;
+    target.file_name().map(|n| n.to_string_lossy().into_owned())
+}
+
+/// Intel display-class PCI functions (vendor 0x8086, class 0x03….) with the driver bound to
+/// each: what is there when no render node is, because no GPU driver took the device.
+pub fn intel_pci_gpus(probe: &dyn Probe) -> Vec<PciGpu> {
+    let root = Path::new(PCI_SYSFS);
+    probe
+        .list_dir(root)
+        .into_iter()
+        .filter_map(|address| {
+            let dir = root.join(&address);
+            let vendor = read_sysctl(probe, &dir.join("vendor"))?;
+            let class = read_sysctl(probe, &dir.join("class"))?;
+            if !vendor.eq_ignore_ascii_case(INTEL_PCI_VENDOR) || !class.starts_with("0x03") {
+                return None;
+            }
+            Some(PciGpu {
+                device_id: read_sysctl(probe, &dir.join("device")),
+                driver: driver_of(probe, &dir),
+                address,
+            })
         })
         .collect()
 }
@@ -247,7 +284,14 @@ pub fn intel_preflight(probe: &dyn Probe, profiler: &str, binary: &str, hint: &s
         p.record("version", version_verdict(binary, &version));
     }
     p.binary = found_at;
-    p.record("gpu", intel_gpu_verdict(&render_nodes(probe)));
+    let nodes = render_nodes(probe);
+    // The PCI bus is read only when no Intel render node explains the GPU already.
+    let pci = if nodes.iter().any(RenderNode::is_intel) {
+        Vec::new()
+    } else {
+        intel_pci_gpus(probe)
+    };
+    p.record("gpu", intel_gpu_verdict(&nodes, &pci));
     let xe = read_sysctl(probe, Path::new(XE_PARANOID));
     let i915 = read_sysctl(probe, Path::new(I915_PARANOID));
     p.record(
@@ -257,11 +301,34 @@ pub fn intel_preflight(probe: &dyn Probe, profiler: &str, binary: &str, hint: &s
     p
 }
 
-/// A DRM render node and its PCI vendor id (`0x8086` for Intel).
+/// A DRM render node, the PCI vendor id of its device (`0x8086` for Intel) and the kernel
+/// driver bound to the device (`xe`, `i915`, …), each `None` when sysfs does not say.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RenderNode {
     pub name: String,
     pub vendor: Option<String>,
+    pub driver: Option<String>,
+}
+
+impl RenderNode {
+    pub fn is_intel(&self) -> bool {
+        self.vendor
+            .as_deref()
+            .is_some_and(|v| v.eq_ignore_ascii_case(INTEL_PCI_VENDOR))
+    }
+}
+
+/// An Intel GPU on the PCI bus: its address (`0000:03:00.0`), device id (`0xe20b`) and bound
+/// driver (`None`: no driver bound, or unreadable).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PciGpu {
+    pub address: String,
+    pub device_id: Option<String>,
+    pub driver: Option<String>,
+}
+
+fn is_intel_driver(driver: &str) -> bool {
+    INTEL_GPU_DRIVERS.contains(&driver)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -285,25 +352,22 @@ pub fn version_verdict(name: &str, version: &Result<String, VersionError>) -> Ve
     }
 }
 
-/// Intel GPU present: some render node belongs to PCI vendor 0x8086.
-pub fn intel_gpu_verdict(nodes: &[RenderNode]) -> Verdict {
+/// Intel GPU present and driven: a render node of PCI vendor 0x8086 whose device is bound to
+/// `xe` or `i915`. Without one, `pci` (the Intel GPUs on the PCI bus) tells a device with no
+/// driver bound, or bound to another driver, from a container that was not given `/dev/dri`.
+pub fn intel_gpu_verdict(nodes: &[RenderNode], pci: &[PciGpu]) -> Verdict {
+    let intel: Vec<&RenderNode> = nodes.iter().filter(|n| n.is_intel()).collect();
+    if !intel.is_empty() {
+        return intel_node_verdict(&intel);
+    }
+    if !pci.is_empty() {
+        return intel_pci_verdict(pci);
+    }
     if nodes.is_empty() {
         return Verdict::fail(
             "no GPU render node in /dev/dri (renderD*); install the Intel GPU driver, or in a \
              container pass the device with `--device /dev/dri`",
         );
-    }
-    let intel: Vec<&str> = nodes
-        .iter()
-        .filter(|n| {
-            n.vendor
-                .as_deref()
-                .is_some_and(|v| v.eq_ignore_ascii_case(INTEL_PCI_VENDOR))
-        })
-        .map(|n| n.name.as_str())
-        .collect();
-    if !intel.is_empty() {
-        return Verdict::pass(format!("Intel GPU render node: {}", intel.join(", ")));
     }
     // Vendor files are unreadable in some containers; a render node then counts as present.
     if nodes.iter().all(|n| n.vendor.is_none()) {
@@ -321,6 +385,94 @@ pub fn intel_gpu_verdict(nodes: &[RenderNode]) -> Verdict {
         "no Intel GPU: the render nodes belong to other vendors ({}); run on a machine with an \
          Intel GPU",
         seen.join(", ")
+    ))
+}
+
+/// Intel render nodes: pass when one is driven by xe or i915 (or the driver link is
+/// unreadable, as in some containers); fail when every one is bound to another driver.
+fn intel_node_verdict(intel: &[&RenderNode]) -> Verdict {
+    let driven: Vec<String> = intel
+        .iter()
+        .filter_map(|n| {
+            let driver = n.driver.as_deref()?;
+            is_intel_driver(driver).then(|| format!("{} (driver {driver})", n.name))
+        })
+        .collect();
+    if !driven.is_empty() {
+        return Verdict::pass(format!("Intel GPU render node: {}", driven.join(", ")));
+    }
+    let unknown: Vec<&str> = intel
+        .iter()
+        .filter(|n| n.driver.is_none())
+        .map(|n| n.name.as_str())
+        .collect();
+    if !unknown.is_empty() {
+        return Verdict::pass(format!(
+            "Intel GPU render node: {} (driver unknown: {DRM_SYSFS}/<node>/device/driver is not \
+             readable)",
+            unknown.join(", ")
+        ));
+    }
+    let other: Vec<String> = intel
+        .iter()
+        .map(|n| format!("{} → {}", n.name, n.driver.as_deref().unwrap_or("?")))
+        .collect();
+    Verdict::fail(format!(
+        "the Intel GPU's render node is driven by another kernel driver ({}), not xe or i915, \
+         which Level Zero, OpenCL and Intel's metrics need; bind the device to xe (or i915 on \
+         older GPUs)",
+        other.join(", ")
+    ))
+}
+
+/// Intel GPUs on the PCI bus but no Intel render node.
+fn intel_pci_verdict(pci: &[PciGpu]) -> Verdict {
+    let shown = |g: &PciGpu| match &g.device_id {
+        Some(id) => format!("{} (device {id})", g.address),
+        None => g.address.clone(),
+    };
+    let unbound: Vec<&PciGpu> = pci.iter().filter(|g| g.driver.is_none()).collect();
+    if let Some(first) = unbound.first() {
+        let id = first
+            .device_id
+            .as_deref()
+            .map(|d| d.trim_start_matches("0x").to_string())
+            .unwrap_or_else(|| "<device id>".into());
+        let names: Vec<String> = unbound.iter().map(|g| shown(g)).collect();
+        return Verdict::fail(format!(
+            "an Intel GPU is on the PCI bus ({}) but no kernel driver is bound to it, so it has \
+             no render node: load the GPU driver with `sudo modprobe xe` (i915 on older GPUs); a \
+             device the driver does not enable by default needs `xe.force_probe={id}` on the \
+             kernel command line",
+            names.join(", ")
+        ));
+    }
+    let driven: Vec<String> = pci
+        .iter()
+        .filter(|g| g.driver.as_deref().is_some_and(is_intel_driver))
+        .map(|g| {
+            format!(
+                "{} (driver {})",
+                shown(g),
+                g.driver.as_deref().unwrap_or("")
+            )
+        })
+        .collect();
+    if !driven.is_empty() {
+        return Verdict::fail(format!(
+            "an Intel GPU is bound to its driver ({}) but /dev/dri has no render node for it; in \
+             a container pass the device with `--device /dev/dri`",
+            driven.join(", ")
+        ));
+    }
+    let other: Vec<String> = pci
+        .iter()
+        .map(|g| format!("{} → {}", shown(g), g.driver.as_deref().unwrap_or("?")))
+        .collect();
+    Verdict::fail(format!(
+        "the Intel GPU is bound to another kernel driver ({}), not xe or i915 (passed through \
+         to a virtual machine?); unbind it and load xe (or i915 on older GPUs)",
+        other.join(", ")
     ))
 }
 
@@ -398,9 +550,22 @@ mod tests {
     use super::*;
 
     fn node(name: &str, vendor: Option<&str>) -> RenderNode {
+        driven(name, vendor, Some("xe"))
+    }
+
+    fn driven(name: &str, vendor: Option<&str>, driver: Option<&str>) -> RenderNode {
         RenderNode {
-            name: name.to_string(),
-            vendor: vendor.map(str::to_string),
+            name: name.into(),
+            vendor: vendor.map(String::from),
+            driver: driver.map(String::from),
+        }
+    }
+
+    fn gpu(address: &str, driver: Option<&str>) -> PciGpu {
+        PciGpu {
+            address: address.into(),
+            device_id: Some("0xe20b".into()),
+            driver: driver.map(String::from),
         }
     }
 
@@ -475,20 +640,161 @@ mod tests {
 
     #[test]
     fn intel_gpu_by_pci_vendor() {
-        assert!(!intel_gpu_verdict(&[]).ok);
-        assert!(intel_gpu_verdict(&[node("renderD128", Some("0x8086"))]).ok);
+        assert!(!intel_gpu_verdict(&[], &[]).ok);
+        assert!(intel_gpu_verdict(&[node("renderD128", Some("0x8086"))], &[]).ok);
         assert!(
-            intel_gpu_verdict(&[
-                node("renderD128", Some("0x10de")),
-                node("renderD129", Some("0x8086"))
-            ])
+            intel_gpu_verdict(
+                &[
+                    node("renderD128", Some("0x10de")),
+                    node("renderD129", Some("0x8086"))
+                ],
+                &[]
+            )
             .ok
         );
-        let v = intel_gpu_verdict(&[node("renderD128", Some("0x10de"))]);
+        let v = intel_gpu_verdict(&[node("renderD128", Some("0x10de"))], &[]);
         assert!(!v.ok);
         assert!(v.detail.contains("0x10de"), "{}", v.detail);
         // Unreadable vendor files: trust the node rather than refuse.
-        assert!(intel_gpu_verdict(&[node("renderD128", None)]).ok);
+        assert!(intel_gpu_verdict(&[node("renderD128", None)], &[]).ok);
+    }
+
+    #[test]
+    fn intel_gpu_needs_xe_or_i915_bound() {
+        let v = intel_gpu_verdict(&[node("renderD128", Some("0x8086"))], &[]);
+        assert!(v.detail.contains("driver xe"), "{}", v.detail);
+        let i915 = driven("renderD128", Some("0x8086"), Some("i915"));
+        assert!(intel_gpu_verdict(&[i915], &[]).ok);
+        // The driver link is unreadable in some containers: the node still counts.
+        let unknown = driven("renderD128", Some("0x8086"), None);
+        let v = intel_gpu_verdict(&[unknown], &[]);
+        assert!(v.ok && v.detail.contains("driver unknown"), "{}", v.detail);
+        let other = driven("renderD128", Some("0x8086"), Some("simpledrm"));
+        let v = intel_gpu_verdict(&[other], &[]);
+        assert!(!v.ok);
+        assert!(v.detail.contains("renderD128 → simpledrm"), "{}", v.detail);
+    }
+
+    #[test]
+    fn an_intel_gpu_without_a_driver_is_named_with_the_fix() {
+        // No render node at all, or only another vendor's: the PCI bus tells why.
+        for nodes in [vec![], vec![node("renderD128", Some("0x10de"))]] {
+            let v = intel_gpu_verdict(&nodes, &[gpu("0000:03:00.0", None)]);
+            assert!(!v.ok);
+            assert!(
+                v.detail.contains("0000:03:00.0 (device 0xe20b)")
+                    && v.detail.contains("no kernel driver is bound")
+                    && v.detail.contains("sudo modprobe xe")
+                    && v.detail.contains("xe.force_probe=e20b"),
+                "{}",
+                v.detail
+            );
+        }
+        let v = intel_gpu_verdict(&[], &[gpu("0000:03:00.0", Some("xe"))]);
+        assert!(
+            !v.ok && v.detail.contains("--device /dev/dri"),
+            "{}",
+            v.detail
+        );
+        let v = intel_gpu_verdict(&[], &[gpu("0000:03:00.0", Some("vfio-pci"))]);
+        assert!(!v.ok && v.detail.contains("→ vfio-pci"), "{}", v.detail);
+    }
+
+    /// A host described by its sysfs files, links and directories.
+    #[derive(Default)]
+    struct Sysfs {
+        files: std::collections::BTreeMap<PathBuf, String>,
+        links: std::collections::BTreeMap<PathBuf, PathBuf>,
+        dirs: std::collections::BTreeMap<PathBuf, Vec<String>>,
+    }
+
+    impl Probe for Sysfs {
+        fn find_binary(&self, _: &str) -> Option<PathBuf> {
+            None
+        }
+        fn run(
+            &self,
+            command: &ProbeRequest,
+        ) -> Result<crate::model::probe::ProbeOutput, ProbeError> {
+            Err(ProbeError::Spawn {
+                command: command.shown(),
+                message: "no commands here".into(),
+            })
+        }
+        fn read_text(&self, path: &Path) -> Option<String> {
+            self.files.get(path).cloned()
+        }
+        fn write_text(&self, _: &Path, _: &str) -> bool {
+            false
+        }
+        fn list_dir(&self, path: &Path) -> Vec<String> {
+            self.dirs.get(path).cloned().unwrap_or_default()
+        }
+        fn read_link(&self, path: &Path) -> Option<PathBuf> {
+            self.links.get(path).cloned()
+        }
+        fn env_var(&self, _: &str) -> Option<String> {
+            None
+        }
+        fn is_root(&self) -> bool {
+            false
+        }
+        fn host_os(&self) -> &str {
+            "linux"
+        }
+    }
+
+    #[test]
+    fn the_probes_read_the_driver_links_and_the_pci_bus() {
+        let mut host = Sysfs::default();
+        host.dirs
+            .insert("/dev/dri".into(), vec!["card0".into(), "renderD128".into()]);
+        host.files.insert(
+            "/sys/class/drm/renderD128/device/vendor".into(),
+            "0x8086\n".into(),
+        );
+        host.links.insert(
+            "/sys/class/drm/renderD128/device/driver".into(),
+            "../../../../bus/pci/drivers/xe".into(),
+        );
+        let nodes = render_nodes(&host);
+        assert_eq!(nodes[0].driver.as_deref(), Some("xe"));
+        assert!(intel_gpu_verdict(&nodes, &intel_pci_gpus(&host)).ok);
+
+        // A Battlemage card no driver took: no render node, one Intel display function.
+        let mut bare = Sysfs::default();
+        bare.dirs.insert(
+            PCI_SYSFS.into(),
+            vec!["0000:00:00.0".into(), "0000:03:00.0".into()],
+        );
+        let pci = |a: &str, f: &str| PathBuf::from(PCI_SYSFS).join(a).join(f);
+        for (address, class) in [("0000:00:00.0", "0x060000"), ("0000:03:00.0", "0x030000")] {
+            bare.files.insert(pci(address, "vendor"), "0x8086\n".into());
+            bare.files
+                .insert(pci(address, "class"), format!("{class}\n"));
+            bare.files.insert(pci(address, "device"), "0xe20b\n".into());
+        }
+        bare.links.insert(
+            pci("0000:00:00.0", "driver"),
+            "../drivers/skl_uncore".into(),
+        );
+        let gpus = intel_pci_gpus(&bare);
+        assert_eq!(
+            gpus,
+            [PciGpu {
+                address: "0000:03:00.0".into(),
+                device_id: Some("0xe20b".into()),
+                driver: None
+            }]
+        );
+        let p = intel_preflight(&bare, "unitrace", "unitrace", "install it").finish();
+        assert!(!p.available);
+        let gpu = p.checks.iter().find(|c| c.name == "gpu").unwrap();
+        assert!(
+            gpu.detail.contains("no kernel driver is bound"),
+            "{}",
+            gpu.detail
+        );
     }
 
     #[test]

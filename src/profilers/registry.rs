@@ -131,7 +131,7 @@ pub const BACKENDS: &[BackendEntry] = &[
         vendor: Some(Vendor::Apple),
         summary: "Apple Metal through xctrace",
         settings: SettingsKind::Shared,
-        parses_kernels: false,
+        parses_kernels: true,
         create: |dir, settings| Ok(Box::new(metal::Metal::new(dir, settings))),
     },
     BackendEntry {

@@ -23,7 +23,7 @@ pub struct Profile {
 }
 
 impl Profile {
-    /// A run's kernels as events under `job / pass / process / kernel`.
+    /// A run's kernels as events under `job / pass / process / [segment /] kernel`.
     pub fn from_run(run: &ProfileRun) -> Self {
         Profile {
             name: run.label.clone(),
@@ -91,25 +91,17 @@ fn kernel_label(record: &KernelRecord) -> String {
     }
 }
 
-/// The call path of a record: its own `call_path` when the pipeline filled it (4 elements are
-/// job / pass / process / kernel), else `job / pass / process / kernel` built here.
+/// The call path of a record: its own `call_path` when the pipeline filled it, else
+/// `job / pass / process / [segment /] kernel` built here. A benchmark segment
+/// ([`KernelRecord::segment`]) is a scope frame, so trees and exports show each segment's
+/// kernels under it.
 pub fn record_path(run: &ProfileRun, record: &KernelRecord, job: &[Frame]) -> Vec<Frame> {
     if !record.call_path.is_empty() {
-        let n = record.call_path.len();
         return record
             .call_path
             .iter()
-            .enumerate()
-            .map(|(i, name)| {
-                let kind = match (i, n) {
-                    (i, n) if i + 1 == n => FrameKind::Kernel,
-                    (0, _) => FrameKind::Job,
-                    (1, 4) => FrameKind::Pass,
-                    (2, 4) => FrameKind::Process,
-                    _ => FrameKind::Scope,
-                };
-                Frame::new(name.clone(), kind)
-            })
+            .zip(stamped_kinds(run, record))
+            .map(|(name, kind)| Frame::new(name.clone(), kind))
             .collect();
     }
     let mut path = job.to_vec();
@@ -117,11 +109,49 @@ pub fn record_path(run: &ProfileRun, record: &KernelRecord, job: &[Frame]) -> Ve
     if let Some(process) = process_label(record) {
         path.push(Frame::new(process, FrameKind::Process));
     }
+    if let Some(segment) = record.segment() {
+        path.push(Frame::new(segment, FrameKind::Scope));
+    }
     path.push(Frame::new(kernel_label(record), FrameKind::Kernel));
     path
 }
 
-/// Fill every record's `call_path` with `job / pass / process / kernel` (for the pipeline, so
+/// The kinds of a stamped path's frames, read from its end the way [`record_path`] built it:
+/// kernel, then the segment and the process when the record has them, then the pass (the run
+/// label); everything before the pass is the job. A path that does not end that way (written
+/// by something else) falls back to positions: job first, kernel last, pass and process second and
+/// third of four, scopes otherwise.
+fn stamped_kinds(run: &ProfileRun, record: &KernelRecord) -> Vec<FrameKind> {
+    let names = &record.call_path;
+    let n = names.len();
+    let mut kinds = vec![FrameKind::Job; n];
+    kinds[n - 1] = FrameKind::Kernel;
+    let mut at = n - 1;
+    let mut take = |expected: Option<&str>, kind: FrameKind| {
+        let hit = at > 0 && expected.is_some_and(|e| names[at - 1] == e);
+        if hit {
+            at -= 1;
+            kinds[at] = kind;
+        }
+        hit
+    };
+    take(record.segment(), FrameKind::Scope);
+    take(process_label(record).as_deref(), FrameKind::Process);
+    if take(Some(&run.label), FrameKind::Pass) {
+        return kinds;
+    }
+    (0..n)
+        .map(|i| match (i, n) {
+            (i, n) if i + 1 == n => FrameKind::Kernel,
+            (0, _) => FrameKind::Job,
+            (1, 4) => FrameKind::Pass,
+            (2, 4) => FrameKind::Process,
+            _ => FrameKind::Scope,
+        })
+        .collect()
+}
+
+/// Fill every record's `call_path` with `job / pass / process / [segment /] kernel` (for the pipeline, so
 /// that `run.json` carries the paths).
 pub fn stamp_call_paths(run: &mut ProfileRun, job: &[String]) {
     let job: Vec<Frame> = if job.is_empty() {
@@ -327,6 +357,79 @@ mod tests {
         );
         let profile = Profile::from_run(&run);
         assert_eq!(profile.events[0].call_path[2].kind, FrameKind::Process);
+    }
+
+    fn with_segment(mut run: ProfileRun, label: &str) -> ProfileRun {
+        use crate::model::record::{Metric, MetricValue, SEGMENT_METRIC};
+        run.kernels[0].metrics.insert(
+            SEGMENT_METRIC.into(),
+            Metric {
+                value: MetricValue::Text(label.into()),
+                unit: "".into(),
+            },
+        );
+        run
+    }
+
+    #[test]
+    fn a_benchmark_segment_is_a_scope_between_process_and_kernel() {
+        let run = with_segment(run(), "test_mm[512]");
+        let event = &Profile::from_run(&run).events[0];
+        assert_eq!(
+            event.path_names(),
+            [
+                "app 1",
+                "ncu.000",
+                "app [1579]",
+                "test_mm[512]",
+                "matmul_tiled<32>"
+            ]
+        );
+        assert_eq!(event.call_path[3].kind, FrameKind::Scope);
+
+        // Stamped by the pipeline (two job frames here), the kinds are read back the same way.
+        let mut stamped = run.clone();
+        stamp_call_paths(
+            &mut stamped,
+            &["sweep".to_string(), "candidate-3".to_string()],
+        );
+        assert_eq!(stamped.kernels[0].call_path.len(), 6);
+        let kinds: Vec<FrameKind> = Profile::from_run(&stamped).events[0]
+            .call_path
+            .iter()
+            .map(|f| f.kind)
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                FrameKind::Job,
+                FrameKind::Job,
+                FrameKind::Pass,
+                FrameKind::Process,
+                FrameKind::Scope,
+                FrameKind::Kernel
+            ]
+        );
+
+        // Without a process, the segment is still the scope and the pass is still found.
+        let mut bare = run.clone();
+        bare.kernels[0].process_id = None;
+        bare.kernels[0].process_name = None;
+        stamp_call_paths(&mut bare, &[]);
+        let kinds: Vec<FrameKind> = Profile::from_run(&bare).events[0]
+            .call_path
+            .iter()
+            .map(|f| f.kind)
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                FrameKind::Job,
+                FrameKind::Pass,
+                FrameKind::Scope,
+                FrameKind::Kernel
+            ]
+        );
     }
 
     #[test]

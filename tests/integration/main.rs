@@ -21,6 +21,7 @@ mod foundation_quote;
 mod foundation_selection;
 mod intel_ocl_retry;
 mod intel_parse_cli;
+mod intel_segments;
 mod metal_oracle;
 mod metal_profile_kernel;
 mod metal_static_lane;

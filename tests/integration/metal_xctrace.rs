@@ -2,7 +2,7 @@
 //! (tests/fixtures/metal/README.md says what is synthetic), and its failure modes.
 
 use polyprof::Error;
-use polyprof::metal::xctrace::{launched_pid, parse_export, read_tables};
+use polyprof::profilers::metal::xctrace::{launched_pid, parse_export, read_tables};
 
 const EXPORT: &[u8] = include_bytes!("../fixtures/metal/xctrace_synthetic_gpu_intervals.xml");
 const TOC: &[u8] = include_bytes!("../fixtures/metal/xctrace_synthetic_toc.xml");
@@ -111,4 +111,112 @@ fn truncated_and_garbage_exports() {
     let missing_cols = br#"<trace-query-result><node><schema name="metal-gpu-intervals"><col><mnemonic>x</mnemonic></col></schema><row><a>1</a></row></node></trace-query-result>"#;
     let err = parse_export(missing_cols, None).unwrap_err();
     assert!(err.to_string().contains("start/duration"), "{err}");
+}
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/metal")
+        .join(name)
+}
+
+/// `polyprof parse --json --profiler metal FILES…` through the real binary.
+fn parse_cli(files: &[&str]) -> (Option<i32>, serde_json::Value, String) {
+    let output = assert_cmd::Command::cargo_bin("polyprof")
+        .unwrap()
+        .args(["parse", "--json", "--profiler", "metal"])
+        .args(files.iter().map(|f| fixture(f)))
+        .output()
+        .unwrap();
+    (
+        output.status.code(),
+        serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn parse_cli_gives_one_record_per_encoder_of_the_launched_process() {
+    let (code, doc, stderr) = parse_cli(&[
+        "xctrace_synthetic_gpu_intervals.xml",
+        "xctrace_synthetic_toc.xml",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let kernels = doc["kernels"].as_array().unwrap();
+    // pid 42 only: three encoders (command buffer 1 encoders 1 and 2, command buffer 2 encoder 3).
+    let rows: Vec<(&str, f64, f64, &str)> = kernels
+        .iter()
+        .map(|k| {
+            (
+                k["name"].as_str().unwrap(),
+                k["start_ns"].as_f64().unwrap(),
+                k["duration_ns"].as_f64().unwrap(),
+                k["metrics"]["encoder_id"]["value"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (
+                "Command Buffer 0:Compute Command 0",
+                1_000_000.0,
+                50_000.0,
+                "1"
+            ),
+            ("matmul & bias", 1_030_000.0, 40_000.0, "2"),
+            ("matmul & bias", 2_000_000.0, 10_000.0, "3"),
+        ]
+    );
+    for k in kernels {
+        assert_eq!(k["profiler"], "metal");
+        assert_eq!(k["process_id"], 42);
+        assert_eq!(k["process_name"], "bench");
+        assert_eq!(k["stream"], "Compute");
+        assert_eq!(k["device"], "Apple M1");
+    }
+    assert_eq!(doc["session"]["gpu_busy_ns"], "80000");
+    assert_eq!(doc["session"]["target_pid"], "42");
+}
+
+#[test]
+fn parse_cli_without_toc_keeps_every_process_and_says_so() {
+    let (code, doc, stderr) = parse_cli(&["xctrace_synthetic_gpu_intervals.xml"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(doc["kernels"].as_array().unwrap().len(), 4);
+    assert!(
+        doc["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["kind"] == "metal_no_target_pid"),
+        "{doc}"
+    );
+}
+
+#[test]
+fn parse_cli_reports_an_empty_capture_as_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("trace.tables.xml");
+    std::fs::write(
+        &empty,
+        r#"<trace-query-result><node><schema name="metal-gpu-intervals"><col><mnemonic>start</mnemonic></col><col><mnemonic>duration</mnemonic></col></schema></node></trace-query-result>"#,
+    )
+    .unwrap();
+    let output = assert_cmd::Command::cargo_bin("polyprof")
+        .unwrap()
+        .args(["parse", "--json", "--profiler", "metal"])
+        .arg(&empty)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(doc["kernels"].as_array().unwrap().is_empty());
+    let d = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["kind"] == "metal_no_gpu_work")
+        .unwrap_or_else(|| panic!("{doc}"));
+    assert_eq!(d["severity"], "error");
+    assert!(d["message"].as_str().unwrap().contains("no rows"), "{d}");
 }

@@ -7,8 +7,10 @@
 //! - `devices`: the pool's devices (discovery, `--devices`, CPU slots).
 //! - `index`: building, resuming and updating the index.
 //! - `pool`: the local scheduler (one job per device, quarantine, cancellation).
+//! - `api`: all of it in one call (`run_batch`), or in two (`OpenBatch::open`, `run`).
 //! - `slurm`: the Slurm backend (a job array; submit, poll, cancel, collect).
 
+pub mod api;
 pub mod devices;
 pub mod index;
 pub mod jobfile;
@@ -17,6 +19,7 @@ pub mod slurm;
 pub mod spec;
 pub mod task;
 
+pub use api::{BatchOptions, OpenBatch, run_batch};
 pub use jobfile::{JobFileError, load};
 pub use spec::JobSpec;
 pub use task::{TaskOptions, run_task};

@@ -75,6 +75,8 @@ struct Pool<'a> {
     vendors: Vec<Option<Vendor>>,
     /// Slots each job failed on at the device level.
     tried: HashMap<usize, BTreeSet<usize>>,
+    /// What each moved job's earlier devices did to it, and how many attempts they took.
+    moves: HashMap<usize, (u32, Vec<String>)>,
     observer: Option<Observer>,
     warned: bool,
     /// Changes not yet in batch.json, and when it was last written.
@@ -210,6 +212,7 @@ pub async fn run_pool(
             .collect(),
         vendors,
         tried: HashMap::new(),
+        moves: HashMap::new(),
         observer,
         warned: false,
         dirty: false,
@@ -336,6 +339,12 @@ pub async fn run_pool(
             }
             if !cancelled && pool.any_usable(job) {
                 let device = pool.slots[slot].device.clone();
+                let moved = pool.moves.entry(job).or_default();
+                moved.0 += entry.attempts;
+                moved.1.push(format!(
+                    "on {}: device-level failure ({reason}); moved to another device",
+                    device.name()
+                ));
                 pool.emit(PoolEvent::Moved {
                     id: &spec.id,
                     from: &device,
@@ -356,6 +365,15 @@ pub async fn run_pool(
             } else {
                 s.failed += 1;
             }
+        }
+        let mut entry = entry;
+        if let Some((attempts, mut notes)) = pool.moves.remove(&job) {
+            // The entry tells the whole story: attempts on earlier devices count, and say why
+            // the job left them.
+            entry.attempts += attempts;
+            notes.append(&mut entry.errors);
+            entry.errors = notes;
+            let _ = entry.write_atomic(&super::task::run_dir(&pool.root, &spec.id));
         }
         pool.emit(PoolEvent::Finished { entry: &entry });
         pool.index.jobs.insert(spec.id.clone(), entry);
@@ -444,5 +462,17 @@ mod tests {
         assert_eq!(count("moved"), 1);
         assert_eq!(count("started"), 7);
         assert_eq!(BatchIndex::read(root.path()).unwrap(), index);
+        // The moved job says where it went first and counts that attempt.
+        let moved = &index.jobs["j1"];
+        assert_eq!(moved.attempts, 2);
+        assert!(
+            moved.errors[0].starts_with("on nvidia:1: device-level failure (GPU is lost)"),
+            "{:?}",
+            moved.errors
+        );
+        assert_eq!(
+            &BatchEntry::read(&root.path().join("runs/j1")).unwrap(),
+            moved
+        );
     }
 }

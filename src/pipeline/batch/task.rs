@@ -292,7 +292,8 @@ fn summarize(
             }
         }
         if entry.device_error.is_none() && s != EntryState::Succeeded {
-            entry.device_error = device_failure(failure_lines(run), device_errors);
+            let lines = failure_lines(run);
+            entry.device_error = device_failure(lines.iter().map(String::as_str), device_errors);
         }
     }
     if !totals.is_empty() {
@@ -323,13 +324,19 @@ fn severity(state: EntryState) -> u8 {
 
 /// The lines a device failure would show in: the run's errors and each step's captured
 /// stderr and stdout (head and tail, as kept in memory).
-fn failure_lines(run: &ProfileRun) -> impl Iterator<Item = &str> {
+fn failure_lines(run: &ProfileRun) -> Vec<String> {
     let streams = run.steps.iter().flat_map(|s| &s.attempts).flat_map(|a| {
         [&a.stderr, &a.stdout]
             .into_iter()
             .flat_map(|c| c.head.iter().chain(&c.tail))
+            .cloned()
     });
-    run.errors.iter().chain(streams).map(String::as_str)
+    // Errors through their text: the run's error type may carry more than a string.
+    run.errors
+        .iter()
+        .map(|e| e.to_string())
+        .chain(streams)
+        .collect()
 }
 
 #[cfg(test)]

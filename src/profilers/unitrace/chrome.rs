@@ -334,6 +334,23 @@ pub struct TimelineChoice {
     pub reason: String,
 }
 
+/// The process a timeline file belongs to, from unitrace's naming `<app>.<pid>[.<rank>].json`:
+/// `python3.11.4242.json` → (`python3.11`, 4242). With two trailing numbers the larger is the
+/// pid: an MPI rank is small, and an app name may end in a version (`python3.11`).
+pub fn timeline_process(file_name: &str) -> Option<(String, u32)> {
+    let stem = file_name.rsplit('/').next()?.strip_suffix(".json")?;
+    let (rest, last) = stem.rsplit_once('.')?;
+    let last: u32 = last.parse().ok()?;
+    let (app, pid) = match rest.rsplit_once('.') {
+        Some((app, before)) => match before.parse::<u32>() {
+            Ok(before) if before > last => (app, before),
+            _ => (rest, last),
+        },
+        None => (rest, last),
+    };
+    (!app.is_empty()).then(|| (app.to_string(), pid))
+}
+
 /// Choose the profiled process's timeline among unitrace's `<app>.<pid>.json` files: a python
 /// process before helpers such as `ninja`; among those, one with benchmark tasks; then the one
 /// with the most device commands; then the largest.
@@ -414,6 +431,17 @@ fn count(haystack: &[u8], needle: &[u8]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timeline_file_names_give_the_process() {
+        let p = |n: &str| timeline_process(n);
+        assert_eq!(p("python3.4242.json"), Some(("python3".into(), 4242)));
+        assert_eq!(p("python3.11.4242.json"), Some(("python3.11".into(), 4242)));
+        assert_eq!(p("app.4242.3.json"), Some(("app".into(), 4242)));
+        assert_eq!(p("out/ninja.7.json"), Some(("ninja".into(), 7)));
+        assert_eq!(p("trace.json"), None);
+        assert_eq!(p("4242.json"), None);
+    }
 
     const TRACE: &[u8] =
         include_bytes!("../../../tests/fixtures/unitrace/synthetic_python.4242.json");

@@ -50,6 +50,8 @@ pub struct MetricRow {
     pub device: Option<u32>,
     /// One value per [`MetricBlock::columns`] entry; `None` where the cell is empty or text.
     pub values: Vec<Option<f64>>,
+    /// How many sampling rows were folded into this one ([`super::samples`]); 1 as printed.
+    pub samples: usize,
 }
 
 /// Rows under one header.
@@ -164,6 +166,7 @@ pub fn parse_metrics(text: &str) -> Metrics {
                 .iter()
                 .map(|&i| cells[i].parse().ok())
                 .collect(),
+            samples: 1,
         });
     }
     metrics.diagnostics = warnings.finish("unitrace metrics");

@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod names;
 pub mod outputs;
 pub mod records;
+pub mod samples;
 pub mod tables;
 pub mod timeline;
 

@@ -6,9 +6,10 @@
 //! the metric rows, else the text device timeline, else the device timing summary (aggregated).
 //! `session["record_source"]` and each record's `record_source` metric say which.
 
-use super::chrome::{benchmark_segments, choose_timeline, parse_chrome};
+use super::chrome::{benchmark_segments, choose_timeline, parse_chrome, timeline_process};
 use super::metrics::{Metrics, parse_metrics};
 use super::records::{chrome_records, metric_records, summary_records, timeline_records};
+use super::samples::fold_samples;
 use super::tables::{Tables, parse_tables};
 use super::timeline::{Timeline, parse_timeline};
 use crate::model::DeviceInfo;
@@ -16,6 +17,15 @@ use crate::model::parsed::{Diagnostic, ParsedOutput, Severity};
 
 fn is_json(name: &str) -> bool {
     name.ends_with(".json")
+}
+
+/// The pid in unitrace's text file names: `trace.<pid>`, `trace.metrics.<pid>`, each with an
+/// optional `.<rank>` (MPI) after the pid.
+pub fn trace_file_pid(file_name: &str) -> Option<u32> {
+    let name = file_name.rsplit('/').next()?;
+    let rest = name.strip_prefix(super::TRACE_PREFIX)?;
+    let rest = rest.strip_prefix("metrics.").unwrap_or(rest);
+    rest.split('.').next()?.parse().ok()
 }
 
 fn with_file(file: &str, diagnostics: Vec<Diagnostic>) -> impl Iterator<Item = Diagnostic> + '_ {
@@ -58,6 +68,8 @@ pub fn parse_outputs(files: &[(&str, &[u8])], profiler: &str) -> ParsedOutput {
         out.diagnostics.extend(with_file(name, parsed.diagnostics));
         metrics.blocks.extend(parsed.blocks);
     }
+    // Time-based samples (OpenCL) become one row per instance, as metric queries give.
+    let metrics = fold_samples(metrics);
     for (label, value) in &tables.totals {
         out.session.insert(label.clone(), value.to_string());
     }
@@ -77,7 +89,15 @@ pub fn parse_outputs(files: &[(&str, &[u8])], profiler: &str) -> ParsedOutput {
             Ok(trace) => {
                 let segments = benchmark_segments(&trace);
                 out.diagnostics.extend(trace.diagnostics.iter().cloned());
-                let records = chrome_records(&trace, &segments, Some(&metrics), profiler);
+                let mut records = chrome_records(&trace, &segments, Some(&metrics), profiler);
+                // The timeline is one process's (`<app>.<pid>.json`): its launches get that
+                // process, so reports show it between the pass and the kernels.
+                if let Some((app, pid)) = timeline_process(name) {
+                    for record in records.iter_mut().filter(|r| r.process_id.is_none()) {
+                        record.process_id = Some(pid);
+                        record.process_name = Some(app.clone());
+                    }
+                }
                 if !segments.is_empty() {
                     out.session
                         .insert("benchmark_segments".into(), segments.len().to_string());
@@ -119,6 +139,19 @@ pub fn parse_outputs(files: &[(&str, &[u8])], profiler: &str) -> ParsedOutput {
                 (from_summary, found)
             }
         };
+        // Text files are merged before records are made, so a pid is only certain when every
+        // `trace.<pid>` file of the pass names the same one (one profiled process).
+        let mut pids = files
+            .iter()
+            .filter(|(n, _)| !is_json(n))
+            .filter_map(|(n, _)| trace_file_pid(n));
+        if let Some(pid) = pids.next()
+            && pids.all(|other| other == pid)
+        {
+            for record in out.kernels.iter_mut().filter(|r| r.process_id.is_none()) {
+                record.process_id = Some(pid);
+            }
+        }
     }
     match source {
         Some(source) => {
@@ -168,6 +201,16 @@ mod tests {
         let timeline = parse_outputs(&[("trace.1", DPC_D), ("trace.t", DPC_T)], "unitrace");
         assert_eq!(timeline.session["record_source"], "timeline");
         assert_eq!(timeline.kernels.len(), 4);
+        assert_eq!(
+            timeline.kernels[0].process_id,
+            Some(1),
+            "only trace.1 names a pid"
+        );
+        let two = parse_outputs(&[("trace.1", DPC_D), ("trace.2", DPC_T)], "unitrace");
+        assert_eq!(
+            two.kernels[0].process_id, None,
+            "two processes: not guessed"
+        );
 
         let metrics = parse_outputs(&[("trace.1799860", FP16)], "unitrace");
         assert_eq!(metrics.session["record_source"], "metrics");
@@ -183,6 +226,8 @@ mod tests {
         assert_eq!(chrome.session["timeline_file"], "python3.4242.json");
         assert_eq!(chrome.session["benchmark_segments"], "2");
         assert_eq!(chrome.kernels.len(), 4);
+        assert_eq!(chrome.kernels[0].process_id, Some(4242));
+        assert_eq!(chrome.kernels[0].process_name.as_deref(), Some("python3"));
         assert_eq!(
             chrome.device.as_ref().unwrap().name,
             "Intel(R) Data Center GPU Max 1100"
@@ -198,6 +243,35 @@ mod tests {
             chrome.kernels[0].metrics["record_source"].value,
             MetricValue::Text("chrome_timeline".into())
         );
+    }
+
+    #[test]
+    fn text_file_names_give_the_pid() {
+        assert_eq!(trace_file_pid("trace.4242"), Some(4242));
+        assert_eq!(trace_file_pid("out/trace.metrics.4242"), Some(4242));
+        assert_eq!(trace_file_pid("trace.4242.3"), Some(4242));
+        assert_eq!(trace_file_pid("trace.t"), None);
+        assert_eq!(trace_file_pid("dpc_gemm_device_timing.txt"), None);
+    }
+
+    #[test]
+    fn opencl_samples_give_one_record_per_launch() {
+        // `--metric-sampling` rows as `ComputeMetricsSampled` writes them (pti-gpu fcd0ca8):
+        // several samples per instance, an idle sample before the first kernel.
+        let sampled = b"\nKernel, GlobalInstanceId, GpuTime[ns], XVE_ACTIVE[%], XVE_STALL[%]\n\
+            \"NoKernel(Before GEMM)\", 9, 50000, 0, 0\n\n\
+            GEMM, 1, 50000, 80, 10\nGEMM, 1, 50000, 60, 10\n\n\
+            GEMM, 2, 50000, 90, 5\n";
+        let out = parse_outputs(&[("trace.metrics.77", &sampled[..])], "ocl-unitrace");
+        assert_eq!(out.session["record_source"], "metrics");
+        assert_eq!(out.kernels.len(), 2);
+        let first = &out.kernels[0];
+        assert_eq!((first.name.as_str(), first.launch_id), ("GEMM", 1));
+        assert_eq!(first.duration_ns, Some(100000.0));
+        assert_eq!(first.metric("xve_active_pct"), Some(70.0));
+        assert_eq!(first.metric("xve_idle_pct"), Some(20.0));
+        assert_eq!(first.metric("metric_samples"), Some(2.0));
+        assert_eq!(out.kernels[1].metric("metric_samples"), Some(1.0));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use super::chrome::{ChromeTrace, Segment};
-use super::metrics::{MetricBlock, Metrics};
+use super::metrics::{MetricBlock, MetricMode, MetricRow, Metrics};
 use super::names::{is_memory_command, parse_command_name};
 use super::tables::{KernelProperties, Tables};
 use super::timeline::Timeline;
@@ -26,8 +26,12 @@ pub const XVE_IDLE: &str = "xve_idle_pct";
 pub const GPU_TIME_AVG: &str = "gpu_time_avg";
 pub const GPU_TIME_MIN: &str = "gpu_time_min";
 pub const GPU_TIME_MAX: &str = "gpu_time_max";
-/// The ITT benchmark segment (`model run loop::<label>`) a launch ran in.
-pub const BENCHMARK: &str = "benchmark";
+/// The ITT benchmark segment (`model run loop::<label>`) a launch ran in; reports make it a
+/// scope frame of the launch's call path.
+pub const BENCHMARK: &str = crate::model::record::SEGMENT_METRIC;
+
+/// How many time-based metric samples a record's metric figures were folded from.
+pub const METRIC_SAMPLES: &str = "metric_samples";
 
 /// Metric names made once; every record holds a clone of the same `Arc`, not its own copy.
 struct Names {
@@ -41,6 +45,7 @@ struct Names {
     host_thread: MetricName,
     benchmark: MetricName,
     benchmark_index: MetricName,
+    samples: MetricName,
 }
 
 static NAMES: LazyLock<Names> = LazyLock::new(|| Names {
@@ -54,6 +59,7 @@ static NAMES: LazyLock<Names> = LazyLock::new(|| Names {
     host_thread: "host_thread".into(),
     benchmark: BENCHMARK.into(),
     benchmark_index: "benchmark_index".into(),
+    samples: METRIC_SAMPLES.into(),
 });
 
 fn number(value: f64, unit: &'static str) -> Metric {
@@ -227,6 +233,7 @@ pub fn chrome_records(
             if let Some(rows) = event.instance_id.and_then(|id| by_instance.get(&id)) {
                 for (block, row) in rows {
                     apply_metric_row(&mut record, block, &row.values);
+                    note_samples(&mut record, block, row);
                 }
             }
             record
@@ -234,7 +241,7 @@ pub fn chrome_records(
         .collect()
 }
 
-type InstanceRows<'a> = HashMap<u64, Vec<(&'a MetricBlock, &'a super::metrics::MetricRow)>>;
+type InstanceRows<'a> = HashMap<u64, Vec<(&'a MetricBlock, &'a MetricRow)>>;
 
 fn instance_rows(metrics: &Metrics) -> InstanceRows<'_> {
     let mut map: InstanceRows<'_> = HashMap::new();
@@ -258,10 +265,20 @@ pub fn metric_records(metrics: &Metrics, profiler: &str) -> Vec<KernelRecord> {
             record.launch_id = row.instance_id.unwrap_or(records.len() as u64);
             record.device = row.device.or(block.device).map(|d| d.to_string());
             apply_values(&mut record, block, &names, &row.values);
+            note_samples(&mut record, block, row);
             records.push(record);
         }
     }
     records
+}
+
+/// Sampling-mode figures are folded from several samples ([`super::samples`]); say how many.
+fn note_samples(record: &mut KernelRecord, block: &MetricBlock, row: &MetricRow) {
+    if block.mode == MetricMode::Sampling {
+        record
+            .metrics
+            .insert(NAMES.samples.clone(), number(row.samples as f64, ""));
+    }
 }
 
 fn interned(block: &MetricBlock) -> Vec<MetricName> {

@@ -5,7 +5,8 @@
 //! `<tag ref="N"/>`, across rows, tables and nesting; `<sentinel/>` is an empty cell. Columns are
 //! found by their schema mnemonic, not by position. The reader streams (quick-xml) and keeps only
 //! the rows of the tables asked for, because real exports reach many gigabytes.
-//! [`parse_export`] is pure: bytes in, records out; the backend reads the files.
+//! [`parse_export`] is pure: bytes in, intervals out; the pipeline reads the files, and
+//! [`super::records`] turns the intervals into kernel records.
 
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -366,6 +367,8 @@ pub struct GpuInterval {
     pub process: Option<String>,
     pub cmdbuffer_id: Option<String>,
     pub encoder_id: Option<String>,
+    /// The GPU's name (`gpu` column: `Apple M1`).
+    pub gpu: Option<String>,
 }
 
 impl GpuInterval {
@@ -469,7 +472,7 @@ pub fn parse_export(tables_xml: &[u8], pid: Option<u32>) -> Result<GpuTrace> {
     let mut warnings = tables.warnings;
     let Some(table) = tables.tables.into_iter().next() else {
         return Err(empty_capture(format!(
-            "the export has no `{GPU_INTERVALS}` table; export it with --xpath (see profilers/metal.rs)"
+            "the export has no `{GPU_INTERVALS}` table; export it with --xpath (see profilers/metal/mod.rs)"
         )));
     };
     let col = |m: &str| table.column(m);
@@ -484,12 +487,13 @@ pub fn parse_export(tables_xml: &[u8], pid: Option<u32>) -> Result<GpuTrace> {
                 .join(", ")
         )));
     };
-    let (channel, label, process, cmdbuffer, encoder) = (
+    let (channel, label, process, cmdbuffer, encoder, gpu) = (
         col("channel-name"),
         col("event-label"),
         col("process"),
         col("cmdbuffer-id"),
         col("encoder-id"),
+        col("gpu"),
     );
     let cell = |row: &[Cell], i: Option<usize>| -> Option<Value> {
         i.and_then(|i| row.get(i)).and_then(Cell::value).cloned()
@@ -513,6 +517,7 @@ pub fn parse_export(tables_xml: &[u8], pid: Option<u32>) -> Result<GpuTrace> {
             process: proc_value.and_then(|v| v.fmt.clone()),
             cmdbuffer_id: text(cell(row, cmdbuffer)),
             encoder_id: text(cell(row, encoder)),
+            gpu: text(cell(row, gpu)),
         });
     }
     if skipped > 0 {

@@ -1,6 +1,11 @@
-//! Apple Metal through `xctrace` (macOS only): record a Metal System Trace of the launched
-//! target, then export the table of contents and the Metal tables to XML. The export steps run
-//! even when recording failed, so a partial trace is still salvaged.
+//! Apple Metal through `xctrace` (recording needs macOS): record a Metal System Trace of the
+//! launched target, then export the table of contents and the Metal tables to XML. The export
+//! steps run even when recording failed, so a partial trace is still salvaged. Parsing is pure
+//! and runs anywhere: [`xctrace`] reads the export, [`records`] makes one kernel record per
+//! encoder run on the GPU (`polyprof parse --profiler metal trace.tables.xml [trace.toc.xml]`).
+
+pub mod records;
+pub mod xctrace;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -13,6 +18,8 @@ use super::{
     Step,
 };
 use crate::error::{Error, Result};
+use crate::model::artifacts::RawArtifact;
+use crate::model::parsed::{Diagnostic, Severity};
 use crate::model::plan::{DeclaredOutputs, FilePattern};
 use crate::model::probe::Probe;
 
@@ -159,21 +166,84 @@ impl Backend for Metal {
         }
     }
 
+    /// The tables export becomes records of the launched process (its pid from the table of
+    /// contents; every process when there is none). Files are told apart by name as the plan
+    /// writes them, else by their root element (`polyprof parse` passes any file names).
     fn parse(&self, raw: RawOutput) -> Result<ProfilerOutput> {
-        if raw.get(TABLES_FILE).is_none() {
+        let toc = raw
+            .get(TOC_FILE)
+            .or_else(|| raw.artifacts.iter().find(|a| is_toc(a)));
+        let tables: Vec<&RawArtifact> = raw
+            .artifacts
+            .iter()
+            .filter(|a| a.name == TABLES_FILE || (a.name != TOC_FILE && is_tables(a)))
+            .collect();
+        if tables.is_empty() {
             return Err(Error::NoData {
                 profiler: "metal".into(),
                 reason: format!(
-                    "xctrace exported no `{TABLES_FILE}` into `{}`; see the record and export \
-                     steps' output",
-                    self.output_dir.display()
+                    "xctrace exported no `{TABLES_FILE}` into `{}` (no `<trace-query-result>` \
+                     file among {}); see the record and export steps' output",
+                    self.output_dir.display(),
+                    shown_names(&raw)
                 ),
             });
         }
-        Ok(ProfilerOutput {
-            raw,
-            ..Default::default()
-        })
+        let mut output = ProfilerOutput::default();
+        let pid = match toc.map(|t| (t, xctrace::launched_pid(&t.content))) {
+            Some((_, Ok(pid))) => pid,
+            Some((t, Err(e))) => {
+                output.errors.push(format!("{}: {e}", t.name));
+                None
+            }
+            None => None,
+        };
+        if pid.is_none() {
+            output.parsed.diagnostics.push(diagnostic(
+                Severity::Warning,
+                "metal_no_target_pid",
+                "no launched process in the table of contents: GPU intervals of every process \
+                 are kept"
+                    .into(),
+                Some(format!(
+                    "pass `{TOC_FILE}` (`xctrace export --input run.trace --toc`) too"
+                )),
+            ));
+        }
+        for table in tables {
+            match xctrace::parse_export(&table.content, pid) {
+                Ok(trace) => {
+                    let mut parsed = records::parsed_output(&trace);
+                    let offset = output.parsed.kernels.len() as u64;
+                    for record in &mut parsed.kernels {
+                        record.launch_id += offset;
+                    }
+                    for warning in &trace.warnings {
+                        parsed.diagnostics.push(diagnostic(
+                            Severity::Warning,
+                            "metal_export_damaged",
+                            format!("{}: {warning}", table.name),
+                            None,
+                        ));
+                    }
+                    let out = &mut output.parsed;
+                    out.kernels.append(&mut parsed.kernels);
+                    out.diagnostics.append(&mut parsed.diagnostics);
+                    out.session.append(&mut parsed.session);
+                    out.device = out.device.take().or(parsed.device);
+                }
+                // A capture without the target's GPU work failed; it is not 0 ms.
+                Err(Error::NoData { reason, .. }) => output.parsed.diagnostics.push(diagnostic(
+                    Severity::Error,
+                    "metal_no_gpu_work",
+                    format!("{}: {reason}", table.name),
+                    None,
+                )),
+                Err(e) => output.errors.push(format!("{}: {e}", table.name)),
+            }
+        }
+        output.raw = raw;
+        Ok(output)
     }
 
     fn check_availability(&self, probe: &dyn Probe) -> Preflight {
@@ -212,9 +282,111 @@ impl Backend for Metal {
     }
 }
 
+/// Whether an artifact's first bytes hold `root` (`<trace-toc`, `<trace-query-result`).
+fn starts_with_root(artifact: &RawArtifact, root: &[u8]) -> bool {
+    let head = &artifact.content[..artifact.content.len().min(4096)];
+    head.windows(root.len()).any(|w| w == root)
+}
+
+fn is_toc(artifact: &RawArtifact) -> bool {
+    starts_with_root(artifact, b"<trace-toc")
+}
+
+fn is_tables(artifact: &RawArtifact) -> bool {
+    starts_with_root(artifact, b"<trace-query-result")
+}
+
+fn shown_names(raw: &RawOutput) -> String {
+    if raw.artifacts.is_empty() {
+        return "no files".into();
+    }
+    raw.artifacts
+        .iter()
+        .map(|a| format!("`{}`", a.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn diagnostic(severity: Severity, kind: &str, message: String, hint: Option<String>) -> Diagnostic {
+    Diagnostic {
+        severity,
+        kind: kind.into(),
+        message,
+        hint,
+        metric: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const EXPORT: &[u8] =
+        include_bytes!("../../../tests/fixtures/metal/xctrace_synthetic_gpu_intervals.xml");
+    const TOC: &[u8] = include_bytes!("../../../tests/fixtures/metal/xctrace_synthetic_toc.xml");
+
+    fn raw(files: &[(&str, &[u8])]) -> RawOutput {
+        RawOutput {
+            artifacts: files
+                .iter()
+                .map(|(name, content)| RawArtifact {
+                    name: name.to_string(),
+                    path: PathBuf::from(name),
+                    size: content.len() as u64,
+                    content: content.to_vec(),
+                    truncated: false,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn parse_gives_the_launched_process_encoders_by_name_or_by_content() {
+        let m = Metal::new(PathBuf::from("/out"), &ProfilerSettings::default());
+        for files in [
+            [(TABLES_FILE, EXPORT), (TOC_FILE, TOC)],
+            [("a.xml", EXPORT), ("b.xml", TOC)],
+        ] {
+            let out = m.parse(raw(&files)).unwrap();
+            assert!(out.errors.is_empty(), "{:?}", out.errors);
+            let names: Vec<&str> = out.parsed.kernels.iter().map(|k| k.name.as_str()).collect();
+            assert_eq!(
+                names,
+                [
+                    "Command Buffer 0:Compute Command 0",
+                    "matmul & bias",
+                    "matmul & bias"
+                ]
+            );
+            assert_eq!(out.parsed.session["target_pid"], "42");
+            assert_eq!(out.parsed.device.as_ref().unwrap().name, "Apple M1");
+            assert_eq!(out.raw.artifacts.len(), 2, "the raw files stay");
+        }
+    }
+
+    #[test]
+    fn parse_without_tables_or_with_an_empty_capture() {
+        let m = Metal::new(PathBuf::from("/out"), &ProfilerSettings::default());
+        let err = m.parse(raw(&[(TOC_FILE, TOC)])).unwrap_err();
+        assert!(matches!(err, Error::NoData { .. }), "{err}");
+        assert!(err.to_string().contains("`trace.toc.xml`"), "{err}");
+        // The target (pid 42) did no GPU work in this capture, another process did.
+        let other = String::from_utf8_lossy(TOC).replace("pid=\"42\"", "pid=\"5\"");
+        let out = m
+            .parse(raw(&[(TABLES_FILE, EXPORT), (TOC_FILE, other.as_bytes())]))
+            .unwrap();
+        assert!(out.parsed.kernels.is_empty());
+        let d = &out.parsed.diagnostics[0];
+        assert_eq!(
+            (d.kind.as_str(), d.severity),
+            ("metal_no_gpu_work", Severity::Error)
+        );
+        assert!(d.message.contains("[42, 77]"), "{}", d.message);
+        let bad = m
+            .parse(raw(&[(TABLES_FILE, b"<trace-query-result><a></b>")]))
+            .unwrap();
+        assert_eq!(bad.errors.len(), 1, "{:?}", bad.parsed.diagnostics);
+    }
 
     #[test]
     fn record_then_exports() {
