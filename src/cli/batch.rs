@@ -97,6 +97,8 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             timeout: args.timeout,
             tracking: args.tracking,
             device_errors: &args.device_errors,
+            env_policy: &args.env_policy,
+            env_allow: &args.env_allow,
             slurm: &args.slurm,
         };
         return super::batch_slurm::execute(common, &specs).await;

@@ -14,6 +14,7 @@ use polyprof::pipeline::batch::slurm::{
     SLURM_DIR, SlurmEvent, SlurmObserver, SlurmRun, SubmitOptions, run_slurm,
 };
 use polyprof::pipeline::batch::{JobSpec, index};
+use polyprof::pipeline::runner::EnvPolicy;
 use tokio_util::sync::CancellationToken;
 
 use super::run::{EXIT_CANCELLED, TrackingMode, cancel_on_signals};
@@ -35,6 +36,8 @@ pub struct Common<'a> {
     pub timeout: Option<Duration>,
     pub tracking: TrackingMode,
     pub device_errors: &'a [String],
+    pub env_policy: &'a EnvPolicy,
+    pub env_allow: &'a [String],
     pub slurm: &'a SlurmArgs,
 }
 
@@ -181,6 +184,15 @@ fn task_argv(
     }
     for text in args.device_errors {
         argv.push(format!("--device-error={text}"));
+    }
+    let policy = match args.env_policy {
+        EnvPolicy::Inherit => "inherit",
+        EnvPolicy::Clean { .. } => "clean",
+        EnvPolicy::Untrusted { .. } => "untrusted",
+    };
+    argv.push(format!("--env-policy={policy}"));
+    for name in args.env_allow {
+        argv.push(format!("--env-allow={name}"));
     }
     Ok(argv)
 }
