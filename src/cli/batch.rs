@@ -223,7 +223,7 @@ async fn run_one(args: &Args, specs: &[JobSpec], opts: &TaskOptions) -> anyhow::
             .iter()
             .find(|s| &s.id == id)
             .with_context(|| format!("no job `{id}` in {}", args.jobs.display()))?,
-        (None, None) => unreachable!("run_one is called with a task selector"),
+        (None, None) => anyhow::bail!("give --task-index N or --task-id ID"),
     };
     std::fs::create_dir_all(&args.output_dir)
         .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
