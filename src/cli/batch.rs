@@ -77,6 +77,8 @@ pub struct Args {
     /// As `--task-index`, by job id.
     #[arg(long, hide = true, value_name = "ID")]
     pub task_id: Option<String>,
+    #[command(flatten)]
+    pub slurm: Box<super::batch_slurm::SlurmArgs>,
 }
 
 /// Exit code when at least one job did not succeed.
@@ -84,6 +86,23 @@ pub const EXIT_SOME_FAILED: u8 = 1;
 
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let specs = batch::load(&args.jobs)?;
+    if args.slurm.slurm && args.task_index.is_none() && args.task_id.is_none() {
+        let common = super::batch_slurm::Common {
+            jobs: &args.jobs,
+            output_dir: &args.output_dir,
+            resume: args.resume,
+            json: args.json,
+            quiet: args.quiet,
+            retries: args.retries,
+            timeout: args.timeout,
+            tracking: args.tracking,
+            device_errors: &args.device_errors,
+            env_policy: &args.env_policy,
+            env_allow: &args.env_allow,
+            slurm: &args.slurm,
+        };
+        return super::batch_slurm::execute(common, &specs).await;
+    }
     let opts = task_options(&args)?;
     if args.task_index.is_some() || args.task_id.is_some() {
         return run_one(&args, &specs, &opts).await;

@@ -2,6 +2,7 @@
 
 pub mod batch;
 pub mod batch_progress;
+pub mod batch_slurm;
 pub mod batch_summary;
 pub mod container_args;
 pub mod containers;

@@ -11,6 +11,8 @@ mod batch_jobfile;
 mod batch_pool;
 mod batch_resume;
 mod batch_schema;
+mod batch_slurm;
+mod batch_slurm_docker;
 mod container_engine;
 mod container_library;
 mod demo;

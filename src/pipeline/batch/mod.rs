@@ -8,12 +8,14 @@
 //! - `index`: building, resuming and updating the index.
 //! - `pool`: the local scheduler (one job per device, quarantine, cancellation).
 //! - `api`: all of it in one call (`run_batch`), or in two (`OpenBatch::open`, `run`).
+//! - `slurm`: the Slurm backend (a job array; submit, poll, cancel, collect).
 
 pub mod api;
 pub mod devices;
 pub mod index;
 pub mod jobfile;
 pub mod pool;
+pub mod slurm;
 pub mod spec;
 pub mod task;
 

@@ -1,0 +1,233 @@
+//! `polyprof batch --slurm`: the job file as one Slurm job array. Each array task runs
+//! `polyprof batch JOBS --output-dir ROOT --task-index $SLURM_ARRAY_TASK_ID` on its node (so
+//! ROOT and JOBS must be on a filesystem the nodes share, at the same path); this process
+//! submits, follows the tasks and keeps ROOT/batch.json.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::ValueEnum;
+use polyprof::model::batch::{Backend, EntryState};
+use polyprof::pipeline::batch::slurm::{
+    SLURM_DIR, SlurmEvent, SlurmObserver, SlurmRun, SubmitOptions, run_slurm,
+};
+use polyprof::pipeline::batch::{JobSpec, index};
+use polyprof::pipeline::runner::EnvPolicy;
+use tokio_util::sync::CancellationToken;
+
+use super::run::{EXIT_CANCELLED, TrackingMode, cancel_on_signals};
+
+/// Exit code when at least one job did not succeed (as the local batch's).
+const EXIT_SOME_FAILED: u8 = 1;
+
+/// The options of `polyprof batch` that the Slurm driver uses (given by src/cli/batch.rs, so
+/// this file does not import it back).
+#[derive(Debug, Clone)]
+pub struct Common<'a> {
+    pub jobs: &'a Path,
+    pub output_dir: &'a Path,
+    pub resume: bool,
+    pub json: bool,
+    pub quiet: bool,
+    /// Passed on to every task.
+    pub retries: u32,
+    pub timeout: Option<Duration>,
+    pub tracking: TrackingMode,
+    pub device_errors: &'a [String],
+    pub env_policy: &'a EnvPolicy,
+    pub env_allow: &'a [String],
+    pub slurm: &'a SlurmArgs,
+}
+
+/// The Slurm options of `polyprof batch`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SlurmArgs {
+    /// Submit the jobs as a Slurm job array (sbatch) instead of running them on this host.
+    #[arg(long)]
+    pub slurm: bool,
+    /// Slurm partition (`sbatch --partition`).
+    #[arg(long, requires = "slurm", value_name = "NAME")]
+    pub partition: Option<String>,
+    /// Slurm account (`sbatch --account`).
+    #[arg(long, requires = "slurm", value_name = "NAME")]
+    pub account: Option<String>,
+    /// Time limit per task, as sbatch reads it (`30`, `1:00:00`); a task past it is timed_out.
+    #[arg(long, requires = "slurm", value_name = "LIMIT")]
+    pub time: Option<String>,
+    /// GPUs per task (`sbatch --gpus-per-task`); each task sees its own in CUDA_VISIBLE_DEVICES.
+    #[arg(long, requires = "slurm", conflicts_with = "gres", value_name = "N")]
+    pub gpus_per_task: Option<u32>,
+    /// Generic resources per task (`sbatch --gres`, e.g. `gpu:1`, `gpu:h100:1`).
+    #[arg(long, requires = "slurm", value_name = "SPEC")]
+    pub gres: Option<String>,
+    /// Any other sbatch option, passed as one word after polyprof's own (repeatable):
+    /// `--sbatch-arg=--requeue`, `--sbatch-arg=--constraint=h100`.
+    #[arg(
+        long = "sbatch-arg",
+        requires = "slurm",
+        allow_hyphen_values = true,
+        value_name = "ARG"
+    )]
+    pub sbatch_args: Vec<String>,
+    /// At most N tasks at once (`--array=…%N`).
+    #[arg(long, requires = "slurm", value_name = "N")]
+    pub max_parallel: Option<u32>,
+    /// polyprof's path as the nodes see it [default: this executable].
+    #[arg(long, requires = "slurm", value_name = "PATH")]
+    pub polyprof_bin: Option<PathBuf>,
+    /// Seconds between polls of squeue.
+    #[arg(long, requires = "slurm", value_parser = super::run::parse_secs, default_value = "0.5", value_name = "S")]
+    pub poll: Duration,
+}
+
+/// Run the batch through Slurm.
+pub async fn execute(args: Common<'_>, specs: &[JobSpec]) -> anyhow::Result<u8> {
+    let slurm = &args.slurm;
+    std::fs::create_dir_all(args.output_dir)
+        .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
+    // The nodes need absolute paths.
+    let root = args
+        .output_dir
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", args.output_dir.display()))?;
+    let jobs = args
+        .jobs
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", args.jobs.display()))?;
+    let job_file = args.jobs.display().to_string();
+    let prepared = index::prepare(&root, &job_file, specs, Backend::Slurm, args.resume)?;
+    let polyprof = match &slurm.polyprof_bin {
+        Some(p) => p.clone(),
+        None => std::env::current_exe()
+            .context("cannot find polyprof's own executable; give --polyprof-bin")?,
+    };
+    let mut run = SlurmRun::new(root.clone(), task_argv(&args, &polyprof, &jobs, &root)?);
+    run.poll = slurm.poll;
+    run.submit = SubmitOptions {
+        partition: slurm.partition.clone(),
+        account: slurm.account.clone(),
+        time: slurm.time.clone(),
+        gpus_per_task: slurm.gpus_per_task,
+        gres: slurm.gres.clone(),
+        max_parallel: slurm.max_parallel,
+        sbatch_args: slurm.sbatch_args.clone(),
+        job_name: None,
+    };
+    let cancel = CancellationToken::new();
+    cancel_on_signals(cancel.clone(), run.give_up.clone());
+    run.cancel = cancel.clone();
+    if !args.quiet {
+        let kept = if prepared.kept > 0 {
+            format!(" ({} kept from the earlier run)", prepared.kept)
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "polyprof batch: {} of {} jobs to submit to Slurm{kept}",
+            prepared.to_run.len(),
+            specs.len()
+        );
+    }
+    let total = prepared.to_run.len();
+    let index = run_slurm(
+        specs,
+        prepared,
+        &run,
+        Some(observer(args.quiet, total, &root)),
+    )
+    .await?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &index).context("cannot print the index")?;
+        writeln!(out)?;
+    } else {
+        super::batch_summary::print(&mut out, &index, &args.output_dir.display().to_string())?;
+    }
+    if cancel.is_cancelled() {
+        return Ok(EXIT_CANCELLED);
+    }
+    let all_ok = index
+        .jobs
+        .values()
+        .all(|e| e.state == EntryState::Succeeded);
+    Ok(if all_ok { 0 } else { EXIT_SOME_FAILED })
+}
+
+/// `polyprof batch JOBS --output-dir ROOT --quiet` plus the options every task shares.
+fn task_argv(
+    args: &Common,
+    polyprof: &Path,
+    jobs: &Path,
+    root: &Path,
+) -> anyhow::Result<Vec<String>> {
+    let text = |p: &Path| {
+        p.to_str()
+            .map(str::to_string)
+            .with_context(|| format!("`{}` is not valid UTF-8", p.display()))
+    };
+    let mut argv = vec![
+        text(polyprof)?,
+        "batch".to_string(),
+        text(jobs)?,
+        "--output-dir".to_string(),
+        text(root)?,
+        "--quiet".to_string(),
+        format!("--retries={}", args.retries),
+    ];
+    if let Some(t) = args.timeout {
+        argv.push(format!("--timeout={}", t.as_secs_f64()));
+    }
+    if let Some(mode) = args.tracking.to_possible_value() {
+        argv.push(format!("--tracking={}", mode.get_name()));
+    }
+    for text in args.device_errors {
+        argv.push(format!("--device-error={text}"));
+    }
+    let policy = match args.env_policy {
+        EnvPolicy::Inherit => "inherit",
+        EnvPolicy::Clean { .. } => "clean",
+        EnvPolicy::Untrusted { .. } => "untrusted",
+    };
+    argv.push(format!("--env-policy={policy}"));
+    for name in args.env_allow {
+        argv.push(format!("--env-allow={name}"));
+    }
+    Ok(argv)
+}
+
+/// One stderr line per submission and per finished job (a log, not a bar: Slurm batches run
+/// for hours and are often followed through a file).
+fn observer(quiet: bool, total: usize, root: &Path) -> SlurmObserver {
+    let logs = root.join(SLURM_DIR);
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    std::sync::Arc::new(move |event: &SlurmEvent| {
+        if quiet {
+            return;
+        }
+        match event {
+            SlurmEvent::Submitted { job_id, tasks } => eprintln!(
+                "polyprof batch: submitted array {job_id} ({tasks} tasks); task output in {}",
+                logs.display()
+            ),
+            SlurmEvent::Changed { entry } if entry.state.is_final() => {
+                let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                let node = entry
+                    .node
+                    .as_deref()
+                    .map(|n| format!(" on {n}"))
+                    .unwrap_or_default();
+                eprintln!(
+                    "polyprof batch: [{n}/{total}] {}: {}{node}",
+                    entry.id, entry.state
+                );
+            }
+            SlurmEvent::Changed { .. } => {}
+            SlurmEvent::Cancelling { job_id } => {
+                eprintln!("polyprof batch: cancelling: scancel {job_id}")
+            }
+            SlurmEvent::Warning(text) => eprintln!("polyprof batch: warning: {text}"),
+        }
+    })
+}

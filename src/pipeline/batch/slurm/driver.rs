@@ -1,0 +1,674 @@
+//! The Slurm driver: the jobs still to run become one job array (`sbatch --parsable
+//! --array=…`), each task runs `polyprof batch … --task-index N` on its node and writes
+//! `runs/<id>/entry.json` into the shared batch root; the driver polls Slurm and those files,
+//! keeps `batch.json` up to date, and on cancellation `scancel`s the array.
+//!
+//! Per task, the truth is its entry.json once it says a final state. Without one, Slurm's
+//! word decides: pending/running as such; a final Slurm state (after `grace`, for slow shared
+//! filesystems) maps to cancelled / timed_out / lost (NODE_FAIL, …) / crashed (the task ended
+//! but polyprof wrote nothing); a task Slurm no longer knows at all is lost. So every task ends
+//! in a state: none is silently missing.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::model::batch::{Backend, BatchEntry, BatchIndex, EntryState, SlurmTaskInfo};
+use crate::model::outcome::Outcome;
+use crate::model::probe::{ProbeOutput, ProbeRequest};
+use crate::pipeline::batch::index::Prepared;
+use crate::pipeline::batch::pool::index_interval;
+use crate::pipeline::batch::spec::JobSpec;
+use crate::pipeline::batch::task::run_dir;
+use crate::pipeline::probe::run_probe;
+
+use super::error::SlurmError;
+use super::report::{SlurmState, TaskReport};
+use super::squeue::{parse_sacct, parse_squeue};
+use super::submit::{SubmitOptions, parse_parsable, sbatch_argv, task_script};
+use super::text::{ClusterConfig, parse_config, parse_jobcomp, parse_scontrol};
+
+/// The folder of the task script and the tasks' Slurm output files, in the batch root.
+pub const SLURM_DIR: &str = "slurm";
+
+/// How the driver runs.
+#[derive(Debug, Clone)]
+pub struct SlurmRun {
+    /// The batch root, absolute (the nodes see it at the same path).
+    pub root: PathBuf,
+    pub submit: SubmitOptions,
+    /// `[polyprof, batch, JOBS, --output-dir, ROOT, …]` as the nodes run it; the script adds
+    /// `--task-index $SLURM_ARRAY_TASK_ID`.
+    pub task_argv: Vec<String>,
+    /// Time between polls.
+    pub poll: Duration,
+    /// How long a task may be over in Slurm's eyes before its missing entry.json is judged.
+    pub grace: Duration,
+    /// After `scancel`, how long to wait for Slurm to report the tasks ended.
+    pub cancel_wait: Duration,
+    /// Fired by Ctrl-C/SIGTERM: scancel the array, mark what did not finish cancelled.
+    pub cancel: CancellationToken,
+    /// Fired by a second Ctrl-C: stop waiting for Slurm to confirm the cancellation.
+    pub give_up: CancellationToken,
+}
+
+impl SlurmRun {
+    pub fn new(root: PathBuf, task_argv: Vec<String>) -> Self {
+        SlurmRun {
+            root,
+            submit: SubmitOptions::default(),
+            task_argv,
+            poll: Duration::from_millis(500),
+            grace: Duration::from_secs(3),
+            cancel_wait: Duration::from_secs(30),
+            cancel: CancellationToken::new(),
+            give_up: CancellationToken::new(),
+        }
+    }
+}
+
+/// What the driver reports while it runs.
+#[derive(Debug)]
+pub enum SlurmEvent<'a> {
+    Submitted {
+        job_id: &'a str,
+        tasks: usize,
+    },
+    /// An entry changed state.
+    Changed {
+        entry: &'a BatchEntry,
+    },
+    Cancelling {
+        job_id: &'a str,
+    },
+    /// Something that does not stop the batch (a failed poll, an index write).
+    Warning(&'a str),
+}
+
+pub type SlurmObserver = Arc<dyn Fn(&SlurmEvent) + Send + Sync>;
+
+/// Slurm commands wait at most this long (a busy controller answers in seconds).
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Run the jobs `prepared.to_run` of `specs` as one job array; returns the final index.
+pub async fn run_slurm(
+    specs: &[JobSpec],
+    prepared: Prepared,
+    run: &SlurmRun,
+    observer: Option<SlurmObserver>,
+) -> Result<BatchIndex, SlurmError> {
+    let say = |event: &SlurmEvent| {
+        if let Some(o) = &observer {
+            o(event)
+        }
+    };
+    let root = &run.root;
+    let slurm_dir = root.join(SLURM_DIR);
+    std::fs::create_dir_all(&slurm_dir).map_err(|e| SlurmError::Io {
+        action: "create",
+        path: slurm_dir.clone(),
+        source: e,
+    })?;
+    let mut index = prepared.index;
+    index.backend = Backend::Slurm;
+    let to_run: BTreeSet<u32> = prepared.to_run.iter().map(|&i| i as u32).collect();
+    // Kept jobs come back from their entry.json, which has no Slurm view; the old index has.
+    if let Ok(old) = BatchIndex::read(root) {
+        for (i, spec) in specs.iter().enumerate() {
+            if to_run.contains(&(i as u32)) {
+                continue;
+            }
+            if let (Some(entry), Some(was)) = (index.jobs.get_mut(&spec.id), old.jobs.get(&spec.id))
+                && entry.slurm.is_none()
+            {
+                entry.slurm = was.slurm.clone();
+            }
+        }
+    }
+    // A driver killed earlier may have left its array running; rerunning its jobs now would
+    // clear run directories that its tasks are still writing.
+    if let Some(old_job) = index.slurm_job_id.clone()
+        && !to_run.is_empty()
+        && let Ok(out) = slurm_command("squeue", &["--json"]).await
+        && out.code == Some(0)
+        && let Ok(reports) = parse_squeue(&String::from_utf8_lossy(&out.stdout), &old_job)
+    {
+        let live = reports.iter().filter(|r| !r.state.is_final()).count();
+        if live > 0 {
+            return Err(SlurmError::StillRunning {
+                job_id: old_job,
+                tasks: live,
+            });
+        }
+    }
+    // An old run's entry.json would be read as this run's result.
+    for &i in &to_run {
+        let dir = run_dir(root, &specs[i as usize].id);
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(SlurmError::Io {
+                    action: "clear the old run directory",
+                    path: dir,
+                    source: e,
+                });
+            }
+        }
+    }
+    if to_run.is_empty() {
+        index.write_atomic(root)?;
+        return Ok(index);
+    }
+    let config = match slurm_command("scontrol", &["show", "config"]).await {
+        Ok(out) if out.code == Some(0) => parse_config(&String::from_utf8_lossy(&out.stdout)),
+        _ => ClusterConfig::default(),
+    };
+    if let (Some(max), Some(&last)) = (config.max_array_size, to_run.last())
+        && last >= max
+    {
+        return Err(SlurmError::TooManyJobs {
+            jobs: specs.len(),
+            max,
+        });
+    }
+    let script = slurm_dir.join("task.sh");
+    write_script(&script, &task_script(&run.task_argv)?)?;
+    let argv = sbatch_argv(&run.submit, &to_run, &script, &slurm_dir)?;
+    let argv_ref: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let out = slurm_command("sbatch", &argv_ref).await?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let job_id = match (out.code, parse_parsable(&stdout)) {
+        (Some(0), Ok(id)) => id,
+        (code, _) => {
+            return Err(SlurmError::Refused {
+                status: match code {
+                    Some(c) => format!("exit {c}"),
+                    None => "killed by a signal".into(),
+                },
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+    };
+    index.slurm_job_id = Some(job_id.clone());
+    for &i in &to_run {
+        if let Some(entry) = index.jobs.get_mut(&specs[i as usize].id) {
+            entry.slurm = Some(SlurmTaskInfo {
+                array_job_id: job_id.clone(),
+                task_id: i,
+                state: Some("PENDING".into()),
+                node: None,
+            });
+        }
+    }
+    write_index(&mut index, root, &say);
+    say(&SlurmEvent::Submitted {
+        job_id: &job_id,
+        tasks: to_run.len(),
+    });
+
+    let mut poller = Poller {
+        job_id: job_id.clone(),
+        config,
+        over_since: HashMap::new(),
+        unknown_since: HashMap::new(),
+    };
+    let mut cancel_sent: Option<Instant> = None;
+    let (mut dirty, mut written) = (false, Instant::now());
+    loop {
+        if run.cancel.is_cancelled() && cancel_sent.is_none() {
+            say(&SlurmEvent::Cancelling { job_id: &job_id });
+            if let Err(e) = slurm_command("scancel", &[&job_id]).await {
+                say(&SlurmEvent::Warning(&format!("scancel {job_id}: {e}")));
+            }
+            cancel_sent = Some(Instant::now());
+        }
+        let open: Vec<u32> = to_run
+            .iter()
+            .copied()
+            .filter(|&i| {
+                index
+                    .jobs
+                    .get(&specs[i as usize].id)
+                    .is_some_and(|e| !e.state.is_final())
+            })
+            .collect();
+        if open.is_empty() {
+            break;
+        }
+        let reports = poller.reports(&open, root, specs, &say).await;
+        let mut changed = false;
+        for &i in &open {
+            let spec = &specs[i as usize];
+            let Some(old) = index.jobs.get(&spec.id) else {
+                continue;
+            };
+            let new = poller.judge(
+                i,
+                spec,
+                old,
+                reports.get(&i),
+                root,
+                cancel_sent.is_some(),
+                run.grace,
+            );
+            if let Some(new) = new {
+                say(&SlurmEvent::Changed { entry: &new });
+                index.jobs.insert(spec.id.clone(), new);
+                changed = true;
+            }
+        }
+        if let Some(sent) = cancel_sent
+            && (sent.elapsed() >= run.cancel_wait || run.give_up.is_cancelled())
+        {
+            for &i in &open {
+                if let Some(entry) = index.jobs.get_mut(&specs[i as usize].id)
+                    && !entry.state.is_final()
+                {
+                    entry.state = EntryState::Cancelled;
+                    entry.errors.push(format!(
+                        "Slurm had not reported the task ended {:.0} s after scancel",
+                        sent.elapsed().as_secs_f64()
+                    ));
+                }
+            }
+            write_index(&mut index, root, &say);
+            break;
+        }
+        // Each write is the whole index: at most one per `index_interval` (the entries
+        // themselves are on disk at once), and always at the end.
+        if changed {
+            dirty = true;
+        }
+        if dirty && written.elapsed() >= index_interval(specs.len()) {
+            write_index(&mut index, root, &say);
+            written = Instant::now();
+            dirty = false;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(run.poll) => {}
+            _ = run.cancel.cancelled(), if cancel_sent.is_none() => {}
+            _ = run.give_up.cancelled(), if cancel_sent.is_some() && !run.give_up.is_cancelled() => {}
+        }
+    }
+    write_index(&mut index, root, &say);
+    Ok(index)
+}
+
+struct Poller {
+    job_id: String,
+    config: ClusterConfig,
+    /// When each task was first seen over in Slurm without a final entry.json.
+    over_since: HashMap<u32, Instant>,
+    /// When each task was first missing from every Slurm source.
+    unknown_since: HashMap<u32, Instant>,
+}
+
+impl Poller {
+    /// What Slurm says about the open tasks: squeue first; for tasks it no longer lists,
+    /// sacct (with accounting), else the jobcomp file, else `scontrol show job`.
+    async fn reports(
+        &self,
+        open: &[u32],
+        root: &Path,
+        specs: &[JobSpec],
+        say: &impl Fn(&SlurmEvent),
+    ) -> HashMap<u32, TaskReport> {
+        let mut found: HashMap<u32, TaskReport> = HashMap::new();
+        match slurm_command("squeue", &["--json"]).await {
+            Ok(out) if out.code == Some(0) => {
+                match parse_squeue(&String::from_utf8_lossy(&out.stdout), &self.job_id) {
+                    Ok(list) => found.extend(list.into_iter().map(|r| (r.task_id, r))),
+                    Err(e) => say(&SlurmEvent::Warning(&e.to_string())),
+                }
+            }
+            Ok(out) => say(&SlurmEvent::Warning(&format!(
+                "squeue --json failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))),
+            Err(e) => say(&SlurmEvent::Warning(&e.to_string())),
+        }
+        // Tasks with a final entry.json need no Slurm answer.
+        let missing: Vec<u32> = open
+            .iter()
+            .copied()
+            .filter(|i| !found.contains_key(i))
+            .filter(|&i| final_entry(root, &specs[i as usize].id).is_none())
+            .collect();
+        if missing.is_empty() {
+            return found;
+        }
+        let fallback = if self.config.accounting {
+            slurm_command("sacct", &["--json", "-j", &self.job_id])
+                .await
+                .ok()
+                .filter(|o| o.code == Some(0))
+                .and_then(|o| parse_sacct(&String::from_utf8_lossy(&o.stdout), &self.job_id).ok())
+                .unwrap_or_default()
+        } else if let Some(text) = self
+            .config
+            .jobcomp_file
+            .as_deref()
+            .and_then(|f| std::fs::read_to_string(f).ok())
+        {
+            parse_jobcomp(&text, &self.job_id)
+        } else {
+            slurm_command("scontrol", &["show", "job", &self.job_id])
+                .await
+                .ok()
+                .map(|o| parse_scontrol(&String::from_utf8_lossy(&o.stdout), &self.job_id))
+                .unwrap_or_default()
+        };
+        for report in fallback {
+            if missing.contains(&report.task_id) {
+                found.insert(report.task_id, report);
+            }
+        }
+        found
+    }
+
+    /// The entry's new value, when it changed.
+    #[allow(clippy::too_many_arguments)]
+    fn judge(
+        &mut self,
+        task: u32,
+        spec: &JobSpec,
+        old: &BatchEntry,
+        report: Option<&TaskReport>,
+        root: &Path,
+        cancelled: bool,
+        grace: Duration,
+    ) -> Option<BatchEntry> {
+        let info = |r: Option<&TaskReport>| SlurmTaskInfo {
+            array_job_id: self.job_id.clone(),
+            task_id: task,
+            state: r.map(|r| r.state.name().to_string()),
+            node: r.and_then(|r| r.node.clone()),
+        };
+        if let Some(mut entry) = final_entry(root, &spec.id) {
+            // Cut off by our scancel: the command died of Slurm's SIGTERM, not by itself.
+            if cancelled
+                && entry.state != EntryState::Succeeded
+                && matches!(
+                    entry.outcome,
+                    None | Some(Outcome::Signalled { .. } | Outcome::Cancelled)
+                )
+            {
+                entry.state = EntryState::Cancelled;
+            }
+            entry.slurm = Some(info(report));
+            if entry.node.is_none() {
+                entry.node = report.and_then(|r| r.node.clone());
+            }
+            return Some(entry);
+        }
+        let mut entry = old.clone();
+        match report {
+            Some(r) if r.state.is_final() => {
+                let since = *self.over_since.entry(task).or_insert_with(Instant::now);
+                if since.elapsed() < grace {
+                    return None;
+                }
+                entry.state = state_without_entry(&r.state);
+                entry
+                    .errors
+                    .push(missing_entry_message(root, &self.job_id, spec, r));
+            }
+            Some(r) => {
+                self.unknown_since.remove(&task);
+                entry.state = if r.state.is_active() {
+                    EntryState::Running
+                } else {
+                    EntryState::Pending
+                };
+                if r.restarts > 0 {
+                    entry.attempts = entry.attempts.max(r.restarts);
+                }
+            }
+            None => {
+                let since = *self.unknown_since.entry(task).or_insert_with(Instant::now);
+                if since.elapsed() < grace {
+                    return None;
+                }
+                entry.state = if cancelled {
+                    EntryState::Cancelled
+                } else {
+                    EntryState::Lost
+                };
+                entry.errors.push(format!(
+                    "Slurm no longer reports task {task} of array {} and it wrote no {}/entry.json",
+                    self.job_id, entry.run_dir
+                ));
+            }
+        }
+        if entry.node.is_none() {
+            entry.node = report.and_then(|r| r.node.clone());
+        }
+        entry.slurm = Some(info(report));
+        (entry != *old).then_some(entry)
+    }
+}
+
+/// The entry state of a task that Slurm says is over but that wrote no final entry.json.
+pub fn state_without_entry(state: &SlurmState) -> EntryState {
+    match state {
+        SlurmState::Cancelled => EntryState::Cancelled,
+        SlurmState::Timeout | SlurmState::Deadline => EntryState::TimedOut,
+        // polyprof on the node died or never started (not installed there, killed for memory).
+        SlurmState::Completed | SlurmState::Failed | SlurmState::OutOfMemory => EntryState::Crashed,
+        // The node (or the scheduler) took it away.
+        _ => EntryState::Lost,
+    }
+}
+
+fn missing_entry_message(root: &Path, job_id: &str, spec: &JobSpec, r: &TaskReport) -> String {
+    let log = root
+        .join(SLURM_DIR)
+        .join(format!("{job_id}_{}.out", r.task_id));
+    let mut text = format!(
+        "Slurm reports task {} of array {job_id} {}{}{} but it wrote no runs/{}/entry.json",
+        r.task_id,
+        r.state.name(),
+        r.node
+            .as_deref()
+            .map(|n| format!(" on {n}"))
+            .unwrap_or_default(),
+        r.exit_code
+            .map(|c| format!(" (exit {c})"))
+            .unwrap_or_default(),
+        spec.id,
+    );
+    // The task's own output usually says why (polyprof not found on the node, …).
+    if let Ok(out) = std::fs::read_to_string(&log) {
+        let tail: Vec<&str> = out.lines().rev().take(3).collect();
+        if !tail.is_empty() {
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            text.push_str(&format!("; {} ends: {}", log.display(), tail.join(" | ")));
+        }
+    } else {
+        text.push_str(&format!("; no output file {}", log.display()));
+    }
+    text
+}
+
+/// The job's entry.json, when it says a final state.
+fn final_entry(root: &Path, id: &str) -> Option<BatchEntry> {
+    BatchEntry::read(&run_dir(root, id))
+        .ok()
+        .filter(|e| e.id == id && e.state.is_final())
+}
+
+fn write_script(path: &Path, text: &str) -> Result<(), SlurmError> {
+    let io = |e| SlurmError::Io {
+        action: "write the task script",
+        path: path.to_path_buf(),
+        source: e,
+    };
+    std::fs::write(path, text).map_err(io)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).map_err(io)?;
+    }
+    Ok(())
+}
+
+fn write_index(index: &mut BatchIndex, root: &Path, say: &impl Fn(&SlurmEvent)) {
+    if let Err(e) = index.write_atomic(root) {
+        say(&SlurmEvent::Warning(&format!(
+            "cannot write batch.json: {e}"
+        )));
+    }
+}
+
+/// One Slurm CLI command through the probe runner (own process group, timeout), off the
+/// async threads. Not tied to the batch's cancellation: scancel must still run after Ctrl-C.
+async fn slurm_command(program: &str, args: &[&str]) -> Result<ProbeOutput, SlurmError> {
+    let request = ProbeRequest {
+        program: program.into(),
+        args: args.iter().map(|a| a.to_string()).collect(),
+        timeout: COMMAND_TIMEOUT,
+        env: BTreeMap::new(),
+    };
+    let never = CancellationToken::new();
+    tokio::task::spawn_blocking(move || run_probe(&request, &never))
+        .await
+        .map_err(|e| {
+            SlurmError::Other(crate::error::Error::invalid(
+                "Slurm command",
+                format!("the thread running `{program}` failed: {e}"),
+            ))
+        })?
+        .map_err(SlurmError::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slurm_states_without_an_entry() {
+        assert_eq!(state_without_entry(&SlurmState::NodeFail), EntryState::Lost);
+        assert_eq!(
+            state_without_entry(&SlurmState::Cancelled),
+            EntryState::Cancelled
+        );
+        assert_eq!(
+            state_without_entry(&SlurmState::Timeout),
+            EntryState::TimedOut
+        );
+        assert_eq!(
+            state_without_entry(&SlurmState::Completed),
+            EntryState::Crashed
+        );
+        assert_eq!(
+            state_without_entry(&SlurmState::Preempted),
+            EntryState::Lost
+        );
+    }
+
+    fn report(state: SlurmState) -> TaskReport {
+        TaskReport {
+            array_job_id: "5".into(),
+            task_id: 0,
+            state,
+            reason: None,
+            node: Some("n2".into()),
+            exit_code: None,
+            restarts: 0,
+        }
+    }
+
+    #[test]
+    fn a_node_failure_becomes_lost_after_the_grace_and_an_entry_wins() {
+        let root = tempfile::tempdir().unwrap();
+        let spec = JobSpec::new("j", vec!["true".into()]);
+        let old = BatchEntry::pending("j", BTreeMap::new());
+        let mut poller = Poller {
+            job_id: "5".into(),
+            config: ClusterConfig::default(),
+            over_since: HashMap::new(),
+            unknown_since: HashMap::new(),
+        };
+        let running = poller
+            .judge(
+                0,
+                &spec,
+                &old,
+                Some(&report(SlurmState::Running)),
+                root.path(),
+                false,
+                Duration::ZERO,
+            )
+            .unwrap();
+        assert_eq!(running.state, EntryState::Running);
+        assert_eq!(running.node.as_deref(), Some("n2"));
+        let failed = report(SlurmState::NodeFail);
+        let long = Duration::from_secs(3600);
+        assert!(
+            poller
+                .judge(0, &spec, &running, Some(&failed), root.path(), false, long)
+                .is_none()
+        );
+        let lost = poller
+            .judge(
+                0,
+                &spec,
+                &running,
+                Some(&failed),
+                root.path(),
+                false,
+                Duration::ZERO,
+            )
+            .unwrap();
+        assert_eq!(lost.state, EntryState::Lost);
+        assert!(
+            lost.errors[0].contains("NODE_FAIL on n2"),
+            "{:?}",
+            lost.errors
+        );
+        // The entry the task wrote is the truth, whatever Slurm said.
+        let mut done = BatchEntry::pending("j", BTreeMap::new());
+        done.state = EntryState::Succeeded;
+        let dir = run_dir(root.path(), "j");
+        std::fs::create_dir_all(&dir).unwrap();
+        done.write_atomic(&dir).unwrap();
+        let taken = poller
+            .judge(
+                0,
+                &spec,
+                &running,
+                Some(&failed),
+                root.path(),
+                false,
+                Duration::ZERO,
+            )
+            .unwrap();
+        assert_eq!(taken.state, EntryState::Succeeded);
+        assert_eq!(taken.slurm.unwrap().state.as_deref(), Some("NODE_FAIL"));
+    }
+
+    #[test]
+    fn a_task_slurm_forgot_is_lost_or_cancelled() {
+        let root = tempfile::tempdir().unwrap();
+        let spec = JobSpec::new("j", vec!["true".into()]);
+        let old = BatchEntry::pending("j", BTreeMap::new());
+        let mut poller = Poller {
+            job_id: "5".into(),
+            config: ClusterConfig::default(),
+            over_since: HashMap::new(),
+            unknown_since: HashMap::new(),
+        };
+        let lost = poller
+            .judge(0, &spec, &old, None, root.path(), false, Duration::ZERO)
+            .unwrap();
+        assert_eq!(lost.state, EntryState::Lost);
+        let cancelled = poller
+            .judge(0, &spec, &old, None, root.path(), true, Duration::ZERO)
+            .unwrap();
+        assert_eq!(cancelled.state, EntryState::Cancelled);
+    }
+}
