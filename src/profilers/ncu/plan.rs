@@ -71,10 +71,10 @@ pub fn profile_argv(
     if let Some(set) = options.preset.ncu_set() {
         argv.extend(["--set".to_string(), set.to_string()]);
     } else {
-        argv.extend([
-            "--metrics".to_string(),
-            options.preset.metric_names().join(","),
-        ]);
+        argv.extend(["--metrics".to_string(), options.metric_names().join(",")]);
+    }
+    if options.graph_profiling == super::options::GraphProfiling::Graph {
+        argv.extend(["--graph-profiling".to_string(), "graph".to_string()]);
     }
     argv.extend([
         "--target-processes".to_string(),
