@@ -104,7 +104,9 @@ def _l2_flusher(torch: Any) -> Callable[[], Any]:
     l2 = int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
     # Twice the L2, so whatever the replacement policy, nothing of the kernel's data survives;
     # read, so that what survives is clean (evicting it costs the timed kernel nothing).
-    buffer = torch.ones(2 * l2 // 4, dtype=torch.int32, device="cuda")
+    # float32: an int32 sum accumulates in int64 and ran at a fraction of the bandwidth, and a
+    # slow flush makes the graph difference noisier.
+    buffer = torch.ones(2 * l2 // 4, dtype=torch.float32, device="cuda")
     return buffer.sum
 
 

@@ -1,17 +1,21 @@
 //! `--kernel` takes the names polyprof prints. ncu's `-k NAME` matches the *function* name by
 //! default (`--kernel-name-base function`: no namespace qualifiers, template arguments or
-//! parameters), so `-k matmul_tiled<32>` — polyprof's short name — matches nothing. A short name
-//! with template arguments or a namespace is therefore matched against the demangled name with
-//! an anchored regex.
+//! parameters), so `-k matmul_tiled<32>` — polyprof's short name — matches nothing.
 //!
 //! The demangled name ncu *matches* is not the one it *prints*: on the H200 (ncu 2025.3.1) it
 //! printed `matmul_tiled<32>(const float *, …)` but matched against
 //! `matmul_tiled<(int)32>(const float *, …)` — no return type, and integer template arguments
-//! carry their type as a cast. So each integer template argument of the short name matches with
-//! or without a `(type)` prefix (`32` finds `(int)32`, `(int)16` finds `16`), `<unnamed>`
-//! matches `(anonymous namespace)` too, and the name must be preceded by the start or a space
-//! (a return type) and followed by its parameter list. Plain names, `regex:` filters and an
-//! explicit `--kernel-name-base` pass unchanged.
+//! carry their type as a cast. So a templated name without namespace becomes an anchored regex
+//! on the demangled name in which each integer template argument matches with or without a
+//! `(type)` prefix (`32` finds `(int)32`, `(int)16` finds `16`): exactly that instance.
+//!
+//! Namespaced names (`at::vectorized_elementwise_kernel<4, …>`, PyTorch's lambda-laden RNG
+//! kernels) are printed with namespaces and lambdas spelled differently from the matched name
+//! (`[lambda() (instance 1)]`, `<unnamed>`, namespaces left out), so no regex built from the
+//! printed name is reliable (seen on the H200: 0 launches). Those match their *function* name
+//! exactly (`--kernel-name-base function -k distribution_elementwise_grid_stride_kernel`): every
+//! instance of that function, whose full names the records show. Plain names, `regex:` filters
+//! and an explicit `--kernel-name-base` pass unchanged.
 
 use std::sync::LazyLock;
 
@@ -37,12 +41,34 @@ pub fn ncu_kernel_filter(
     if base.is_some() || name.starts_with("regex:") || !short_name_like {
         return (base, name.to_string());
     }
+    if name.contains("::") {
+        if let Some(function) = function_name(name) {
+            return (Some(KernelNameBase::Function), function);
+        }
+    }
     let pattern = format!("regex:(^| ){}(\\(|$)", demangled_pattern(name));
     (Some(KernelNameBase::Demangled), pattern)
 }
 
+/// The function's own name: the last `::` segment before the template arguments or parameters
+/// (`at::<unnamed>::fill<4, …>` → `fill`). `None` when there is no identifier to take.
+fn function_name(name: &str) -> Option<String> {
+    let name = name
+        .replace("<unnamed>", "")
+        .replace("(anonymous namespace)", "");
+    let head = name
+        .find(['<', '('])
+        .map_or(name.as_str(), |end| &name[..end]);
+    let function = head.rsplit("::").next()?.trim();
+    let identifier = !function.is_empty()
+        && function
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_');
+    identifier.then(|| function.to_string())
+}
+
 /// The regex body for a short name: literal text escaped, integer template arguments with an
-/// optional cast, `<unnamed>` also as `(anonymous namespace)`.
+/// optional cast.
 fn demangled_pattern(name: &str) -> String {
     let mut out = String::with_capacity(name.len() * 2);
     let mut rest = 0;
@@ -56,24 +82,15 @@ fn demangled_pattern(name: &str) -> String {
         let (pre, num, post) = (&caps["pre"], &caps["num"], caps.name("post"));
         let start = caps.get(0).map_or(at, |m| m.start());
         let post_start = post.map_or(name.len(), |m| m.start());
-        out.push_str(&literal(&name[rest..start]));
-        out.push_str(&literal(pre));
+        out.push_str(&escape(&name[rest..start]));
+        out.push_str(&escape(pre));
         out.push_str(r"(\([A-Za-z_][A-Za-z_0-9 ]*\))?");
         out.push_str(&escape(num));
         rest = post_start;
         at = post_start;
     }
-    out.push_str(&literal(&name[rest..]));
+    out.push_str(&escape(&name[rest..]));
     out
-}
-
-/// Escaped text, with `<unnamed>` (how ncu prints an anonymous namespace) matching either
-/// spelling.
-fn literal(text: &str) -> String {
-    text.split("<unnamed>")
-        .map(escape)
-        .collect::<Vec<_>>()
-        .join(r"(<unnamed>|\(anonymous namespace\))")
 }
 
 /// Backslash before every ECMAScript regex metacharacter (ncu's regex dialect).
@@ -125,30 +142,42 @@ mod tests {
     }
 
     #[test]
-    fn several_arguments_namespaces_and_anonymous_namespaces() {
-        let short = "at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char *, 1>>";
-        let (_, filter) = ncu_kernel_filter(short, None);
-        assert!(matches(
-            &filter,
-            "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char *, 1>>(int, T2, T3)"
-        ));
-        assert!(matches(
-            &filter,
-            "at::native::vectorized_elementwise_kernel<(int)4, at::native::FillFunctor<float>, std::array<char *, (unsigned long)1>>(int, T2, T3)"
-        ));
+    fn several_integer_arguments_and_numbers_that_are_not_arguments() {
         let (_, filter) = ncu_kernel_filter("gemm<1, 2, 3>", None);
         assert!(matches(&filter, "gemm<(int)1, (int)2, (int)3>(float *)"));
         assert!(!matches(&filter, "gemm<(int)1, (int)3, (int)2>(float *)"));
-        let (_, filter) = ncu_kernel_filter("native::<unnamed>::fill<2>", None);
-        assert!(matches(
-            &filter,
-            "native::(anonymous namespace)::fill<(int)2>(float)"
-        ));
-        assert!(matches(&filter, "void native::<unnamed>::fill<2>(float)"));
-        // Numbers that are not whole template arguments stay literal.
-        let (_, filter) = ncu_kernel_filter("ns::k2<float>", None);
-        assert!(matches(&filter, "ns::k2<float>(float *)"));
-        assert!(!matches(&filter, "ns::k(int)2<float>(float *)"));
+        let (_, filter) = ncu_kernel_filter("k2<float, 8>", None);
+        assert!(matches(&filter, "k2<float, (unsigned int)8>(float *)"));
+        assert!(!matches(&filter, "k(int)2<float, 8>(float *)"));
+    }
+
+    #[test]
+    fn namespaced_names_match_their_function_name() {
+        // Short names polyprof printed on the H200 (PyTorch 2.11).
+        let rng = "at::<unnamed>::distribution_elementwise_grid_stride_kernel<float, 4, void at::normal_and_transform<c10::BFloat16, float, at::CUDAGeneratorImpl *, void at::normal_kernel<at::CUDAGeneratorImpl *>(const at::TensorBase &, double, double, T1)::[lambda() (instance 1)]::operator ()() const::[lambda() (instance 4)]::operator ()() const::[lambda(float) (instance 1)]>(at::TensorIteratorBase &, T3, T4)";
+        assert_eq!(
+            ncu_kernel_filter(rng, None),
+            (
+                Some(KernelNameBase::Function),
+                "distribution_elementwise_grid_stride_kernel".to_string()
+            )
+        );
+        let fill =
+            "at::vectorized_elementwise_kernel<4, at::FillFunctor<float>, std::array<char *, 1>>";
+        assert_eq!(
+            ncu_kernel_filter(fill, None),
+            (
+                Some(KernelNameBase::Function),
+                "vectorized_elementwise_kernel".to_string()
+            )
+        );
+        assert_eq!(
+            ncu_kernel_filter("cutlass::Kernel2<cutlass_80_tensorop_s1688gemm>", None).1,
+            "Kernel2"
+        );
+        // Nothing usable before the template arguments: the demangled regex as a last resort.
+        let (base, _) = ncu_kernel_filter("ns::<lambda>", None);
+        assert_eq!(base, Some(KernelNameBase::Demangled));
     }
 
     #[test]

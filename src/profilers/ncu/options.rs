@@ -407,13 +407,14 @@ impl NcuOptions {
     }
 
     /// The metrics that must be in the output (see [`Preset::requested_metrics`]), for this
-    /// replay mode.
+    /// replay mode. A whole-graph result has no one launch configuration (on the H200 ncu gave
+    /// it one node's grid and block but no shared memory), so `launch__*` is not required there.
     pub fn requested_metrics(&self) -> Vec<String> {
         let names = self.preset.requested_metrics();
         if self.preset == Preset::Minimal && self.range_replay() {
             names
                 .into_iter()
-                .filter(|m| !is_instrumented_metric(m))
+                .filter(|m| !is_instrumented_metric(m) && !m.starts_with("launch__"))
                 .collect()
         } else {
             names
