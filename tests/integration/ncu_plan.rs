@@ -97,6 +97,32 @@ fn every_option_reaches_the_command_line() {
 }
 
 #[test]
+fn kernel_short_names_choose_the_base() {
+    let argv_of = |options: NcuOptions| {
+        let profiler = create("ncu", Path::new("/o"), &settings(options)).unwrap();
+        profiler.wrap(&["./app".into()]).unwrap().steps[0]
+            .command
+            .argv
+            .join(" ")
+    };
+    let templated = argv_of(NcuOptions {
+        kernel_name: Some("matmul_tiled<32>".into()),
+        ..Default::default()
+    });
+    assert!(templated.contains("--kernel-name-base demangled -k regex:(^| )matmul_tiled<"));
+    let namespaced = argv_of(NcuOptions {
+        kernel_name: Some("at::vectorized_elementwise_kernel<4, at::FillFunctor<float>>".into()),
+        ..Default::default()
+    });
+    assert!(namespaced.contains("--kernel-name-base function -k vectorized_elementwise_kernel"));
+    let plain = argv_of(NcuOptions {
+        kernel_name: Some("vector_add".into()),
+        ..Default::default()
+    });
+    assert!(plain.contains("-k vector_add") && !plain.contains("--kernel-name-base"));
+}
+
+#[test]
 fn graph_profiling_leaves_out_the_counters_range_replay_refuses() {
     let argv_of = |options: NcuOptions| {
         let profiler = create("ncu", Path::new("/o"), &settings(options)).unwrap();
