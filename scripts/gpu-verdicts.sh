@@ -6,7 +6,10 @@
 #
 # Needs on the GPU machine: ncu, nvcc, cuobjdump, python3 with PyTorch, Triton and pytest;
 # llnl-hatchet for the `gf2 - gf1` check (skipped, and said so, when missing); proton-viewer
-# (from the triton wheel) for the Proton check. No Rust toolchain: POLYPROF_BINARY is a
+# (from the triton wheel, which also needs llnl-hatchet) for the Proton check. Where hatchet is
+# not installed, carry wheels of llnl-hatchet, pydot, textX, Arpeggio, multiprocess, dill and
+# caliper-reader (`pip download --no-deps`), then `pip install --no-index --no-deps --target DIR`
+# and PYTHONPATH=DIR there. No Rust toolchain: POLYPROF_BINARY is a
 # polyprof built for x86-64 Linux elsewhere. Everything lands under OUTPUT_DIR (default $OUT,
 # else ./gpu-verdicts-out); summary.txt there is the short report, checks.txt one PASS/FAIL/SKIP
 # line per check. Fits in one 10-minute command (each step has its own timeout).
