@@ -41,10 +41,10 @@ pub fn ncu_kernel_filter(
     if base.is_some() || name.starts_with("regex:") || !short_name_like {
         return (base, name.to_string());
     }
-    if name.contains("::") {
-        if let Some(function) = function_name(name) {
-            return (Some(KernelNameBase::Function), function);
-        }
+    if name.contains("::")
+        && let Some(function) = function_name(name)
+    {
+        return (Some(KernelNameBase::Function), function);
     }
     let pattern = format!("regex:(^| ){}(\\(|$)", demangled_pattern(name));
     (Some(KernelNameBase::Demangled), pattern)
