@@ -90,7 +90,7 @@ fn scope_overhead() {
 
 fn big_run(records: usize) -> ProfileRun {
     let mut run = ProfileRun::new("ncu.000", "ncu", &["./app".into()], "out".as_ref());
-    run.device = Some(polyprof::results::run::DeviceInfo {
+    run.device = Some(polyprof::model::run::DeviceInfo {
         name: "NVIDIA H200".into(),
         ..Default::default()
     });

@@ -6,7 +6,10 @@
 #
 # Needs on the GPU machine: ncu, nvcc, cuobjdump, python3 with PyTorch, Triton and pytest;
 # llnl-hatchet for the `gf2 - gf1` check (skipped, and said so, when missing); proton-viewer
-# (from the triton wheel) for the Proton check. No Rust toolchain: POLYPROF_BINARY is a
+# (from the triton wheel, which also needs llnl-hatchet) for the Proton check. Where hatchet is
+# not installed, carry wheels of llnl-hatchet, pydot, textX, Arpeggio, multiprocess, dill and
+# caliper-reader (`pip download --no-deps`), then `pip install --no-index --no-deps --target DIR`
+# and PYTHONPATH=DIR there. No Rust toolchain: POLYPROF_BINARY is a
 # polyprof built for x86-64 Linux elsewhere. Everything lands under OUTPUT_DIR (default $OUT,
 # else ./gpu-verdicts-out); summary.txt there is the short report, checks.txt one PASS/FAIL/SKIP
 # line per check. Fits in one 10-minute command (each step has its own timeout).
@@ -26,7 +29,11 @@
 #     `proton-viewer -diff` on the Proton exports (`report -f proton`: device_id/device_type
 #     and the device table `util` reads), `proton-viewer -l` listing each metric once, and
 #     `polyprof parse -o` of the first run's ncu log giving a document `report` and `diff` read;
-#  6. which `--kernel` spelling finds a templated kernel by polyprof's short name.
+#  6. `--kernel NAME` with every short name polyprof printed (CUDA templates, PyTorch kernels)
+#     finds exactly the launches of that name;
+#  7. `--graph-profiling graph` (range replay): the preset ncu accepts there, on a CUDA graph of
+#     a C++ program and on a PyTorch CUDA graph.
+# GPU_VERDICTS_SECTIONS="1 4 5 6 7" runs only those sections (5 needs 4).
 set -uo pipefail
 shopt -s nullglob
 
@@ -44,6 +51,8 @@ checks="$out/checks.txt"
 : >"$checks"
 failures=0
 started=$(date +%s)
+sections=" ${GPU_VERDICTS_SECTIONS:-1 2 3 4 5 6 7} "
+want() { [[ "$sections" == *" $1 "* ]]; }
 
 say() { echo "$*" | tee -a "$summary"; }
 check() { # check NAME PASS|FAIL|SKIP DETAIL
@@ -217,8 +226,9 @@ print(f"   launches {len(rows) - 2}, replay passes per launch: min {min(passes, 
 PY
 }
 
-say "== 1. replay passes and wall time: minimal preset vs --set detailed (t=$(elapsed)s)"
 cd "$work"
+if want 1; then
+say "== 1. replay passes and wall time: minimal preset vs --set detailed (t=$(elapsed)s)"
 step passes-minimal 120 ncu --clock-control none --csv --page raw --metrics "$preset,profiler__replayer_passes" python3 mm_cublas.py 4096
 say "-- minimal preset (rc=$(cat "$out/passes-minimal.rc"))"; passes_of "$out/passes-minimal.out" | tee -a "$summary"
 step passes-detailed 180 ncu --set detailed --metrics profiler__replayer_passes,sm__cycles_elapsed.avg.per_second --csv --page raw python3 mm_cublas.py 4096
@@ -234,6 +244,10 @@ for i in 1 2 3; do
   step "bench-detailed-$i" 180 ncu --set detailed --csv --clock-control none --log-file "$work/bench-detailed.log" python3 mm_cublas.py 4096
   theirs+=("$(wall "bench-detailed-$i")")
 done
+# The floor: the program alone and plain ncu with the same metrics (what polyprof adds).
+step bench-python 60 python3 mm_cublas.py 4096
+step bench-plain-ncu 120 ncu --csv --page raw --clock-control none --metrics "$preset" --log-file "$work/bench-plain.log" python3 mm_cublas.py 4096
+say "   the program alone $(wall bench-python) s; plain ncu with the preset's metrics $(wall bench-plain-ncu) s"
 ratio=$(python3 -c "
 import statistics as s, sys
 half = (len(sys.argv) - 1) // 2
@@ -245,7 +259,9 @@ if python3 -c "import sys; sys.exit(0 if float('$ratio') <= 0.5 else 1)" 2>/dev/
 else
   check wall-ratio-matmul FAIL "${ratio}x > 0.5x (or not measured)"
 fi
+fi
 
+if want 2; then
 say "== 2. tensor FLOPs and verdicts: cuBLAS bf16 and Triton fp16 matmuls (t=$(elapsed)s)"
 python3 mm_cublas.py 4096 2>&1 | tee -a "$summary"
 python3 mm_triton.py 4096 2>&1 | tee -a "$summary"
@@ -307,7 +323,9 @@ if not mm: print("FAIL clocks-locked: no bf16 tensor launch")
 PY
 grep -E "^(PASS|FAIL)" "$out/mm-base.check" >>"$checks"
 failures=$((failures + $(grep -c "^FAIL" "$out/mm-base.check")))
+fi
 
+if want 3; then
 say "== 3. phantom FP16 (HFMA2.MMA) (t=$(elapsed)s)"
 say "   fma_loop SASS instruction counts (cuobjdump -sass):"
 sed 's/^/     /' "$out/fma.sass.counts" | tee -a "$summary"
@@ -339,7 +357,9 @@ if not seen_fma:
 PY
 grep -E "^(PASS|FAIL)" "$out/fma.check" >>"$checks"
 failures=$((failures + $(grep -c "^FAIL" "$out/fma.check")))
+fi
 
+if want 4; then
 say "== 4. the same Triton pytest twice, then polyprof diff (t=$(elapsed)s)"
 for r in 1 2; do
   rm -rf "$work/pytest-$r"
@@ -364,13 +384,15 @@ elif [ "$diff_rc" = 0 ]; then
 else
   check pytest-diff-clean FAIL "exit $diff_rc"
 fi
-if [ "$(elapsed)" -gt 420 ]; then
+if [ "$(elapsed)" -gt 420 ] || [ -n "${GPU_VERDICTS_SECTIONS:-}" ]; then
   say "   (ncu --set detailed on the pytest skipped at t=$(elapsed)s to stay inside 10 minutes)"
 else
 step pytest-detailed 150 ncu --set detailed --csv --clock-control none --target-processes all --log-file "$work/pytest-detailed.log" python3 -m pytest -q -p no:cacheprovider test_triton_mm.py
 say "   pytest wall: polyprof minimal $(wall pytest-1) / $(wall pytest-2) s, ncu --set detailed $(wall pytest-detailed) s (rc $(cat "$out/pytest-detailed.rc"))"
 fi
+fi
 
+if want 5; then
 say "== 5. exports: hatchet gf2 - gf1, proton-viewer, parse -o (t=$(elapsed)s)"
 for r in 1 2; do
   "$polyprof" report "$work/pytest-$r" -f hatchet -o "$out/pytest-$r.hatchet.json" 2>"$out/pytest-$r.hatchet.err"
@@ -391,7 +413,9 @@ if command -v proton-viewer >/dev/null; then
   rc=$(cat "$out/proton-viewer.rc")
   head -40 "$out/proton-viewer.out" | tee -a "$summary"
   tail -5 "$out/proton-viewer.err" | tee -a "$summary"
-  if [ "$rc" = 0 ] && grep -q "util" "$out/proton-viewer.out"; then check proton-viewer PASS "rc 0, util shown";
+  # No header: each line is `TIME UTIL NAME`; kernels have a number as UTIL, inner frames nan.
+  util_rows=$(grep -cE '^[^0-9-]*-?[0-9.]+ [0-9.]+ ' "$out/proton-viewer.out")
+  if [ "$rc" = 0 ] && [ "$util_rows" -gt 0 ]; then check proton-viewer PASS "rc 0, util shown for $util_rows frames";
   else check proton-viewer FAIL "rc $rc"; fi
   step proton-diff 60 proton-viewer -m time/ns -diff "$out/pytest-1.proton.json" "$out/pytest-2.proton.json"
   rc=$(cat "$out/proton-diff.rc")
@@ -413,32 +437,87 @@ if [ ${#logs[@]} -gt 0 ]; then
   "$polyprof" diff "$work/pytest-1" "$out/pytest-1.parsed.json" >"$out/parse-o.diff" 2>>"$out/parse-o.err"
   d_rc=$?
   if [ "$r_rc" = 0 ] && [ "$d_rc" = 0 ]; then check parse-o PASS "parse rc $p_rc, report rc 0, diff vs the run rc 0";
-  else check parse-o FAIL "parse rc $p_rc, report rc $r_rc, diff rc $d_rc"; fi
+  else check parse-o FAIL "parse rc $p_rc, report rc $r_rc, diff rc $d_rc"; head -30 "$out/parse-o.diff" "$out/parse-o.err" | tee -a "$summary"; fi
 else
   check parse-o SKIP "no ncu log in $work/pytest-1"
 fi
 
-say "== 6. which --kernel spelling finds matmul_tiled<32> (polyprof's short name) (t=$(elapsed)s)"
-if [ "$(elapsed)" -gt 540 ]; then
-  say "   (skipped at t=$(elapsed)s to stay inside 10 minutes)"
-else
-nvcc -O3 -arch=sm_90 -o "$work/bin/app" "$root/tests/fixtures/ncu-h200/kernels.cu" >>"$out/nvcc.log" 2>&1
-n=0
-for spelling in "matmul_tiled<32>" "matmul_tiled" "regex:matmul_tiled<32>" "demangled:regex:^void matmul_tiled<32>\\("; do
-  n=$((n + 1))
-  base=(); filter="$spelling"
-  case "$spelling" in demangled:*) base=(--kernel-name-base demangled); filter="${spelling#demangled:}";; esac
-  rm -rf "$work/kernel-$n"
-  step "kernel-$n" 60 "$polyprof" run --profiler ncu --clock-control none "${base[@]}" --kernel "$filter" --output-dir "$work/kernel-$n" --json -- "$work/bin/app" 1
-  found=$(python3 -c "import json,sys; k=json.load(open('$out/kernel-$n.out'))['kernels']; print(len(k), sorted({x['short_name'] for x in k}))" 2>/dev/null || echo "no run document")
-  say "   --kernel '$filter' ${base[*]}: rc $(cat "$out/kernel-$n.rc"), launches $found"
-done
 fi
 
-say "== 7. graph-level profiling (--graph-profiling graph, range replay): which preset metrics ncu refuses (t=$(elapsed)s)"
-if [ "$(elapsed)" -gt 500 ]; then
-  say "   (skipped at t=$(elapsed)s to stay inside 10 minutes)"
-else
+if want 6; then
+say "== 6. --kernel with the short names polyprof prints (t=$(elapsed)s)"
+nvcc -O3 -arch=sm_90 -o "$work/bin/app" "$root/tests/fixtures/ncu-h200/kernels.cu" >>"$out/nvcc.log" 2>&1
+# Every short name of an unfiltered run, then one filtered run per name: exactly its launches.
+names_of() { python3 -c "
+import json, sys
+from collections import Counter
+k = json.load(open(sys.argv[1]))['kernels']
+for name, n in sorted(Counter(x['short_name'] for x in k).items()): print(f'{n}\t{name}')" "$1" 2>/dev/null; }
+kernel_check() { # kernel_check LABEL ARGV...
+  local label="$1"; shift
+  rm -rf "$work/kernel-$label"
+  step "kernel-$label" 120 "$polyprof" run --profiler ncu --clock-control none --output-dir "$work/kernel-$label" --json -- "$@"
+  names_of "$out/kernel-$label.out" >"$out/kernel-$label.names"
+  local i=0 ok=0 total=0 found
+  while IFS=$'\t' read -r count name; do
+    i=$((i + 1)); total=$((total + 1))
+    rm -rf "$work/kernel-$label-$i"
+    step "kernel-$label-$i" 120 "$polyprof" run --profiler ncu --clock-control none --kernel "$name" --output-dir "$work/kernel-$label-$i" --json -- "$@"
+    found=$(names_of "$out/kernel-$label-$i.out" | tr '\t\n' '  ')
+    if [ "$found" = "$count $name " ]; then ok=$((ok + 1)); fi
+    say "   --kernel '${name:0:90}': expected $count, found: ${found:0:120}"
+    [ "$(elapsed)" -gt 470 ] && { say "   (rest skipped at t=$(elapsed)s)"; break; }
+  done <"$out/kernel-$label.names"
+  if [ "$total" -gt 0 ] && [ "$ok" = "$total" ]; then check "kernel-filter-$label" PASS "$ok of $total short names find exactly their launches";
+  else check "kernel-filter-$label" FAIL "$ok of $total short names find exactly their launches"; fi
+}
+kernel_check cuda "$work/bin/app" 1
+if [ "$(elapsed)" -lt 420 ]; then kernel_check torch python3 mm_cublas.py 1024; fi
+fi
+
+if want 7; then
+say "== 7. graph-level profiling (--graph-profiling graph, range replay) (t=$(elapsed)s)"
+cat >"$work/graph.cu" <<'CU'
+// vector_add and matmul_tiled<32> captured in one CUDA graph and launched once.
+#include <cstdio>
+#include <cuda_runtime.h>
+__global__ void vector_add(const float* a, const float* b, float* c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+template <int TILE>
+__global__ void matmul_tiled(const float* A, const float* B, float* C, int N) {
+  __shared__ float As[TILE][TILE];
+  __shared__ float Bs[TILE][TILE];
+  int r = blockIdx.y * TILE + threadIdx.y, c = blockIdx.x * TILE + threadIdx.x;
+  float acc = 0.f;
+  for (int t = 0; t < N; t += TILE) {
+    As[threadIdx.y][threadIdx.x] = A[r * N + t + threadIdx.x];
+    Bs[threadIdx.y][threadIdx.x] = B[(t + threadIdx.y) * N + c];
+    __syncthreads();
+    for (int k = 0; k < TILE; ++k) acc += As[threadIdx.y][k] * Bs[k][threadIdx.x];
+    __syncthreads();
+  }
+  C[r * N + c] = acc;
+}
+int main() {
+  const int n = 1 << 22, N = 1024;
+  float *a, *b, *c;
+  cudaMalloc(&a, n * 4); cudaMalloc(&b, n * 4); cudaMalloc(&c, n * 4);
+  cudaMemset(a, 0, n * 4); cudaMemset(b, 0, n * 4);
+  cudaStream_t s; cudaStreamCreate(&s);
+  cudaGraph_t g; cudaGraphExec_t e;
+  cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+  vector_add<<<n / 256, 256, 0, s>>>(a, b, c, n);
+  matmul_tiled<32><<<dim3(N / 32, N / 32), dim3(32, 32), 0, s>>>(a, b, c, N);
+  cudaStreamEndCapture(s, &g);
+  cudaGraphInstantiate(&e, g, 0);
+  cudaGraphLaunch(e, s);
+  cudaError_t err = cudaStreamSynchronize(s);
+  printf("graph: %s\n", cudaGetErrorString(err));
+  return err != cudaSuccess;
+}
+CU
 cat >"$work/graph_mm.py" <<'PY'
 # A bf16 matmul captured in a CUDA graph and replayed once.
 import torch
@@ -455,12 +534,21 @@ g.replay()
 torch.cuda.synchronize()
 print("graph replayed")
 PY
-no_launch=$(echo "$preset" | tr ',' '\n' | grep -v '^launch__' | paste -sd, -)
-for variant in full:"$preset" no-launch:"$no_launch"; do
-  name="${variant%%:*}"; metrics="${variant#*:}"
-  step "graph-$name" 90 ncu --graph-profiling graph --clock-control none --csv --page raw --metrics "$metrics" python3 graph_mm.py
-  say "   preset ($name): rc $(cat "$out/graph-$name.rc"), $(grep -c '^"' "$out/graph-$name.out") CSV lines"
-  grep -h "==ERROR==\|==WARNING==" "$out/graph-$name.out" "$out/graph-$name.err" | sort | uniq -c | head -8 | sed 's/^/     /' | tee -a "$summary"
+nvcc -O3 -arch=sm_90 -o "$work/bin/graph" "$work/graph.cu" >>"$out/nvcc.log" 2>&1
+for prog in cuda torch; do
+  if [ "$prog" = cuda ]; then target=("$work/bin/graph"); else target=(python3 graph_mm.py); fi
+  rm -rf "$work/graph-$prog"
+  step "graph-$prog" 120 "$polyprof" run --profiler ncu --clock-control none --graph-profiling graph --output-dir "$work/graph-$prog" --json -- "${target[@]}"
+  rc=$(cat "$out/graph-$prog.rc")
+  summary_line=$(python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+k = d.get('kernels', [])
+print(len(k), 'results;', '; '.join(f\"{x['short_name'][:50]} {x.get('duration_ns', 0):.0f} ns flops {x.get('flops', {})}\" for x in k[:4]), '| errors:', d.get('errors'))" "$out/graph-$prog.out" 2>&1 | head -c 600)
+  say "   $prog: rc $rc, $summary_line"
+  grep -h "==ERROR==" "$work/graph-$prog"/*.log 2>/dev/null | sort | uniq -c | head -4 | sed 's/^/     /' | tee -a "$summary"
+  if [ "$rc" = 0 ] && [[ "$summary_line" != "0 results"* ]]; then check "graph-profiling-$prog" PASS "rc 0, ${summary_line%%;*}";
+  else check "graph-profiling-$prog" FAIL "rc $rc, ${summary_line:0:200}"; fi
 done
 fi
 

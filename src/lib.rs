@@ -12,8 +12,6 @@ pub mod profilers;
 pub mod results;
 
 pub use model::ProfileRun;
-/// The library error lives in the model layer; `polyprof::error` stays its public path.
-pub use model::error;
 pub use model::error::{Error, Result};
 pub use model::run_error::{ErrorKind, RunError};
 pub use pipeline::{Job, ProfileAllOptions, profile, profile_all};

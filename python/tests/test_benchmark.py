@@ -32,3 +32,17 @@ def test_cuda_benchmark_on_a_gpu():
     a = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
     b = polyprof.benchmark_kernel(torch.matmul, a, a, repeat=20, warmup=3, flops=2 * 4096**3)
     assert b.calls == 20 and b.cv < 0.1
+
+
+def test_cuda_microsecond_kernels_are_timed_in_graph_pairs():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    x = torch.randn(1 << 16, device="cuda")
+    b = polyprof.benchmark_kernel(torch.add, x, x, repeat=10, warmup=2)
+    assert b.method.startswith("cuda_graph") and "flush+call" in b.method, b.method
+    assert b.calls == 10 and b.median_ms > 0
+    warm = polyprof.benchmark_kernel(torch.add, x, x, repeat=10, warmup=2, flush_l2=False)
+    assert "separator+call" in warm.method, warm.method
+    forced = polyprof.benchmark_kernel(torch.add, x, x, repeat=5, warmup=1, graph=False)
+    assert forced.method == "events"

@@ -1,6 +1,8 @@
 //! Nsight Compute flags of `polyprof run --profiler ncu`, flattened into `run`'s arguments.
 
-use polyprof::profilers::ncu::{ClockControl, KernelNameBase, NcuOptions, Preset, TargetProcesses};
+use polyprof::profilers::ncu::{
+    ClockControl, GraphProfiling, KernelNameBase, NcuOptions, Preset, TargetProcesses,
+};
 
 fn parse_preset(text: &str) -> Result<Preset, String> {
     text.parse::<Preset>().map_err(|e| e.to_string())
@@ -49,6 +51,10 @@ pub struct NcuArgs {
     /// Only kernels inside matching NVTX ranges (`regex:DOMAIN@.+/`); repeatable.
     #[arg(long, value_name = "FILTER")]
     pub nvtx_include: Vec<String>,
+    /// CUDA graphs: profile each kernel node (node) or each whole graph launch as one result
+    /// (graph; range replay, where the minimal preset leaves out the SASS FLOP counters).
+    #[arg(long, value_name = "MODE", value_parser = ["node", "graph"], default_value = "node")]
+    pub graph_profiling: String,
     /// Also write `report.ncu-rep` into the output directory (always on for basic/detailed/full).
     #[arg(long)]
     pub keep_report: bool,
@@ -92,6 +98,10 @@ impl NcuArgs {
             launch_skip: self.launch_skip,
             launch_count: self.launch_count,
             nvtx_include: self.nvtx_include.clone(),
+            graph_profiling: match self.graph_profiling.as_str() {
+                "graph" => GraphProfiling::Graph,
+                _ => GraphProfiling::Node,
+            },
             keep_report: self.keep_report,
             chip: self.chip.clone(),
             skip_metric_check: self.skip_metric_check,

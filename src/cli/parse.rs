@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_BORDERS_ONLY};
+use polyprof::model::record::KernelRecord;
 use polyprof::model::{
     NormalizedField, ParsedOutput, ProfilerOutput, RawArtifact, RawOutput, Severity,
     normalized_field,
@@ -19,7 +20,6 @@ use polyprof::profilers::ncu::{
     MetricFilter, ParseOptions, device_from_session, merge, parse, parse_reader,
 };
 use polyprof::profilers::registry::{self, BACKENDS, BackendEntry};
-use polyprof::results::record::KernelRecord;
 
 /// Arguments of `polyprof parse`.
 #[derive(Debug, clap::Args)]

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
+use polyprof::model::outcome::{Outcome, StreamCapture};
 use polyprof::pipeline::job::pass_label;
-use polyprof::pipeline::outcome::{Outcome, StreamCapture};
 use polyprof::pipeline::runner::Tracking;
 use polyprof::pipeline::runner::echo::{self, Echo};
 use polyprof::pipeline::{EnvPolicy, Job, RunOptions, profile_on, rundir};

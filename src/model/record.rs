@@ -265,8 +265,18 @@ impl FlopCounts {
         }
     }
 
-    /// Add `more` into `self`, precision by precision.
+    /// Add `more` into `self`, precision by precision. The HFMA2.MMA bound is added only up to
+    /// `more`'s own FP16 count, so [`vector_fp16`](Self::vector_fp16) of a sum is the sum of
+    /// the parts' (an export's inclusive FLOPs equal the sum of its children's).
     pub fn accumulate(&mut self, more: &FlopCounts) {
+        let excluded = match (more.fp16_hfma2_mma, more.fp16) {
+            (Some(moves), Some(fp16)) => Some(moves.min(fp16)),
+            (moves, _) => moves,
+        };
+        let more = &FlopCounts {
+            fp16_hfma2_mma: excluded,
+            ..*more
+        };
         let pairs = [
             (&mut self.fp16, more.fp16),
             (&mut self.fp32, more.fp32),
@@ -498,6 +508,29 @@ pub fn short_kernel_name(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vector_fp16_of_a_sum_is_the_sum_of_the_parts() {
+        // One launch with more HFMA2.MMA moves than FP16 FMAs (clamped to 0), one with real
+        // FP16 math: the total must not go below the second launch's count (seen on the H200 as
+        // an export whose root had 39,680 FP16 FLOPs fewer than its children together).
+        let moves_only = FlopCounts {
+            fp16: Some(64.0),
+            fp16_hfma2_mma: Some(39_744.0),
+            ..FlopCounts::default()
+        };
+        let real = FlopCounts {
+            fp16: Some(1_000_000.0),
+            fp16_hfma2_mma: Some(0.0),
+            ..FlopCounts::default()
+        };
+        let mut total = FlopCounts::default();
+        total.accumulate(&moves_only);
+        total.accumulate(&real);
+        let parts = moves_only.vector_fp16().unwrap() + real.vector_fp16().unwrap();
+        assert_eq!(total.vector_fp16(), Some(parts));
+        assert_eq!(parts, 1_000_000.0);
+    }
 
     #[test]
     fn metric_units_serialize_as_plain_strings_borrowed_or_owned() {

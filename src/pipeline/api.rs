@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::error::Result;
 use crate::model::arg::Arg;
+use crate::model::error::Result;
 use crate::model::run::ProfileRun;
 use crate::pipeline::job::{Job, pass_label, profile};
 use crate::pipeline::runner::RunOptions;

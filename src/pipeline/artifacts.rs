@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use crate::error::{Error, Result};
 use crate::model::artifacts::{RawArtifact, RawOutput};
+use crate::model::error::{Error, Result};
 use crate::model::plan::DeclaredOutputs;
 
 /// Default cap on the bytes of one artifact read into memory (the file on disk is untouched).

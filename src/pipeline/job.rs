@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use crate::error::Error;
 use crate::model::arg::Arg;
+use crate::model::error::Error;
 use crate::model::outcome::Outcome;
 use crate::model::run::{ErrorKind, ProfileRun, RunError, StepRun};
 use crate::pipeline::artifacts;

@@ -12,8 +12,6 @@ pub mod rundir;
 pub mod runner;
 pub mod staging;
 
-/// Moved to [`crate::model::outcome`]; this path stays so branches in flight keep compiling.
-pub use crate::model::outcome;
 pub use crate::model::outcome::{MarkerSeen, Outcome, RunResult, StreamCapture, Timings};
 pub use api::{ProfileAllOptions, profile_all};
 pub use executor::execute_plan;

@@ -8,7 +8,7 @@ use std::path::Path;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 use crate::model::parsed::ProfilerOutput;
 use crate::pipeline::artifacts::collect_declared;
 use crate::pipeline::probe::HostProbe;

@@ -6,8 +6,8 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::model::run::RUN_FILE;
 use crate::results::ProfileRun;
-use crate::results::run::RUN_FILE;
 
 /// Whether `dir` holds (part of) a run: its run.json or polyprof's stream logs.
 pub fn holds_run(dir: &Path) -> bool {

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 use crate::model::plan::StagedFile;
 
 /// Create `dir` and refuse to proceed when it already holds an entry that `stale` matches: a

@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::path::Path;
 
-use crate::error::Result;
 use crate::model::arg::Arg;
 use crate::model::artifacts::RawOutput;
+use crate::model::error::Result;
 use crate::model::parsed::ProfilerOutput;
 use crate::model::plan::{DeclaredOutputs, EndMarker, Graces, Plan};
 use crate::model::probe::Probe;

@@ -20,8 +20,6 @@ pub mod vtune;
 
 pub use crate::model::artifacts::{RawArtifact, RawOutput};
 pub use crate::model::parsed::{Diagnostic, ParsedOutput, ProfilerOutput, Severity};
-/// Moved to [`crate::model::plan`]; this path stays so branches in flight keep compiling.
-pub use crate::model::plan;
 pub use crate::model::plan::{CommandSpec, EndMarker, Graces, Plan, RetryPolicy, Step, Validator};
 pub use backend::{Backend, PreRunCheck};
 pub use preflight::Preflight;

@@ -8,7 +8,7 @@ use super::{
     Backend, CommandSpec, EndMarker, Graces, Plan, Preflight, ProfilerOutput, ProfilerSettings,
     RawOutput, Step,
 };
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 use crate::model::probe::Probe;
 
 #[derive(Debug, Clone)]

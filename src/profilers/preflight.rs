@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Error;
+use crate::model::error::Error;
 use crate::model::probe::{Probe, ProbeError, ProbeRequest};
 
 /// How long a `--version` command may take before the preflight gives up on it.

@@ -9,8 +9,8 @@
 
 use std::path::Path;
 
-use crate::error::{Error, Result};
 use crate::model::arg::Arg;
+use crate::model::error::{Error, Result};
 
 use super::{CommandSpec, Plan, RetryPolicy, Step, Validator};
 

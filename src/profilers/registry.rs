@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::backend::Backend;
 pub use super::settings::SettingsKind;
 use super::{ProfilerSettings, metal, ncu, none, rocprofv3, unitrace, vtune};
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 
 /// A GPU vendor; it decides which profilers can work on an arch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

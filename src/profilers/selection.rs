@@ -18,7 +18,7 @@ use super::backend::Backend;
 use super::registry;
 pub use super::registry::Vendor;
 use super::{PROFILER_NAMES, ProfilerSettings};
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 
 /// The embedded default table.
 pub const EMBEDDED_CONFIG: &str = include_str!("../../configs/selection.toml");

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 
 /// A path as one argv word. Argv is UTF-8 text in a plan, so a non-UTF-8 path is an error.
 pub fn path_arg(path: &Path) -> Result<String> {

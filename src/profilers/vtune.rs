@@ -16,7 +16,7 @@ use super::{
     Backend, CommandSpec, EndMarker, Graces, Plan, ProfilerOutput, ProfilerSettings, RawOutput,
     Step,
 };
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 use crate::model::plan::{DeclaredOutputs, FilePattern};
 use crate::model::probe::Probe;
 

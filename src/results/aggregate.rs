@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use comfy_table::{CellAlignment, Table, presets};
 use serde::{Deserialize, Serialize};
 
-use crate::error::Error;
+use crate::model::error::Error;
 use crate::model::record::FlopCounts;
 use crate::results::event::{Event, Frame, FrameKind};
 use crate::results::roofline::{self, DevicePeaks, RooflinePoint};

@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 use crate::model::record::{FlopCounts, short_kernel_name};
 use crate::model::run::ProfileRun;
 pub use crate::results::event::{Event, Frame, FrameKind, ThreadInfo};

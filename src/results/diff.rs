@@ -291,6 +291,9 @@ fn step_changes(a: &ProfileRun, b: &ProfileRun) -> Vec<StepChange> {
             .find(|s| s.name == name)
             .map(|s| s.accepted)
     };
+    // A document without any steps (`polyprof parse -o`: records read from saved output, no
+    // process run) has nothing to compare a step with; only runs that both ran steps gate.
+    let both_ran = !a.steps.is_empty() && !b.steps.is_empty();
     names
         .into_iter()
         .map(|name| {
@@ -299,7 +302,7 @@ fn step_changes(a: &ProfileRun, b: &ProfileRun) -> Vec<StepChange> {
                 name: name.to_string(),
                 a_accepted,
                 b_accepted,
-                regressed: a_accepted == Some(true) && b_accepted != Some(true),
+                regressed: both_ran && a_accepted == Some(true) && b_accepted != Some(true),
             }
         })
         .collect()
@@ -675,7 +678,7 @@ mod tests {
     fn runs_without_kernels_compare_steps() {
         let mut a = run("a", &[]);
         let mut b = run("b", &[]);
-        let step = |accepted| crate::results::run::StepRun {
+        let step = |accepted| crate::model::run::StepRun {
             name: "run".to_string(),
             attempts: Vec::new(),
             accepted,
@@ -693,5 +696,23 @@ mod tests {
             diff.render(None)
                 .contains("step run: accepted → not accepted (regressed)")
         );
+    }
+
+    #[test]
+    fn a_document_without_steps_does_not_gate_on_steps() {
+        // `polyprof parse -o` writes the records of saved output with no steps: diffing the run
+        // the output came from against it must not read "step profile: accepted → absent".
+        let mut a = run("a", &[]);
+        let b = run("b", &[]);
+        a.steps.push(crate::model::run::StepRun {
+            name: "profile".to_string(),
+            attempts: Vec::new(),
+            accepted: true,
+            rejection: None,
+        });
+        for (x, y) in [(&a, &b), (&b, &a)] {
+            let diff = diff_runs(x, y, &DiffOptions::default());
+            assert!(!diff.regressed(), "{}", diff.render(None));
+        }
     }
 }

@@ -17,8 +17,6 @@ pub use crate::model::record::{
     FlopCounts, KernelRecord, Metric, MetricName, MetricValue, RuleResult,
 };
 pub use crate::model::run::ProfileRun;
-/// Moved to [`crate::model`]; these paths stay so branches in flight keep compiling.
-pub use crate::model::{record, run};
 pub use aggregate::{GroupBy, KeyAverage, KeyAverages, SortBy, key_averages};
 pub use callpath::{Session, record_function, scope};
 pub use profile::Profile;

@@ -8,9 +8,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use polyprof::model::run::{DeviceInfo, ProfileRun};
 use polyprof::profilers::rocprofv3::parse_files;
 use polyprof::results::roofline::DeviceTable;
-use polyprof::results::run::{DeviceInfo, ProfileRun};
 use serde_json::Value;
 
 fn polyprof() -> assert_cmd::Command {

@@ -99,7 +99,7 @@ async fn profile_on_a_container_target_writes_the_run_document() {
 }
 
 /// CapEff of the container's shell, as the kernel reports it.
-fn effective_caps(steps: &[polyprof::results::run::StepRun]) -> u64 {
+fn effective_caps(steps: &[polyprof::model::run::StepRun]) -> u64 {
     let line = steps[0].attempts[0].stdout.head[0].clone();
     let hex = line.trim_start_matches("CapEff:").trim();
     u64::from_str_radix(hex, 16).unwrap_or_else(|e| panic!("{line:?}: {e}"))

@@ -1,8 +1,8 @@
 //! Details-page parsing (long, ragged rows, rule rows) against the H200 and CC 12.0 fixtures.
 
 use crate::support::ncu::*;
+use polyprof::model::record::MetricValue;
 use polyprof::profilers::Severity;
-use polyprof::results::record::MetricValue;
 
 #[test]
 fn h200_details_page_fields_and_rules() {

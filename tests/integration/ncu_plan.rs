@@ -7,7 +7,7 @@ use crate::support::fixture;
 use crate::support::ncu::*;
 use polyprof::Error;
 use polyprof::pipeline::Profiler;
-use polyprof::profilers::ncu::{ClockControl, NcuOptions, Preset};
+use polyprof::profilers::ncu::{ClockControl, GraphProfiling, NcuOptions, Preset};
 use polyprof::profilers::{EndMarker, ProfilerSettings, create};
 
 fn settings(options: NcuOptions) -> ProfilerSettings {
@@ -92,6 +92,97 @@ fn every_option_reaches_the_command_line() {
     ] {
         assert!(joined.contains(part), "`{part}` missing from {joined}");
     }
+}
+
+#[test]
+fn kernel_short_names_choose_the_base() {
+    let argv_of = |options: NcuOptions| {
+        let profiler = create("ncu", Path::new("/o"), &settings(options)).unwrap();
+        polyprof::model::arg::lossy(
+            &profiler.wrap(&["./app".into()]).unwrap().steps[0]
+                .command
+                .argv,
+        )
+        .join(" ")
+    };
+    let templated = argv_of(NcuOptions {
+        kernel_name: Some("matmul_tiled<32>".into()),
+        ..Default::default()
+    });
+    assert!(templated.contains("--kernel-name-base demangled -k regex:(^| )matmul_tiled<"));
+    let namespaced = argv_of(NcuOptions {
+        kernel_name: Some("at::vectorized_elementwise_kernel<4, at::FillFunctor<float>>".into()),
+        ..Default::default()
+    });
+    assert!(namespaced.contains("--kernel-name-base function -k vectorized_elementwise_kernel"));
+    let plain = argv_of(NcuOptions {
+        kernel_name: Some("vector_add".into()),
+        ..Default::default()
+    });
+    assert!(plain.contains("-k vector_add") && !plain.contains("--kernel-name-base"));
+}
+
+#[test]
+fn graph_profiling_leaves_out_the_counters_range_replay_refuses() {
+    let argv_of = |options: NcuOptions| {
+        let profiler = create("ncu", Path::new("/o"), &settings(options)).unwrap();
+        polyprof::model::arg::lossy(
+            &profiler.wrap(&["./app".into()]).unwrap().steps[0]
+                .command
+                .argv,
+        )
+    };
+    let metrics_of =
+        |argv: &[String]| argv[argv.iter().position(|a| a == "--metrics").unwrap() + 1].clone();
+    let typed = argv_of(NcuOptions {
+        graph_profiling: GraphProfiling::Graph,
+        ..Default::default()
+    });
+    assert!(typed.join(" ").contains("--graph-profiling graph"));
+    let passed_through = argv_of(NcuOptions {
+        extra_args: vec!["--graph-profiling".into(), "graph".into()],
+        ..Default::default()
+    });
+    for argv in [&typed, &passed_through] {
+        let metrics = metrics_of(argv);
+        // ncu 2025.3.1 on the H200: "Metric smsp__sass_… is not supported in range replay".
+        assert!(!metrics.contains("smsp__sass_"), "{metrics}");
+        assert!(metrics.contains("gpu__time_duration.sum"));
+        assert!(metrics.contains("sm__ops_path_tensor_src_bf16_dst_fp32.sum"));
+    }
+    // Node profiling (the default) keeps them.
+    assert!(metrics_of(&argv_of(NcuOptions::default())).contains("smsp__sass_"));
+    // A user's list with such a counter is refused before anything runs, saying why.
+    let options = NcuOptions {
+        preset: Preset::Metrics(vec![
+            "gpu__time_duration.sum".into(),
+            "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum".into(),
+        ]),
+        graph_profiling: GraphProfiling::Graph,
+        ..Default::default()
+    };
+    let error = options.validate().unwrap_err().to_string();
+    assert!(
+        error.contains("range replay") && error.contains("ffma"),
+        "{error}"
+    );
+    // The launch configuration is not required from a whole-graph result.
+    let graph = NcuOptions {
+        graph_profiling: GraphProfiling::Graph,
+        ..Default::default()
+    };
+    assert!(
+        !graph
+            .requested_metrics()
+            .iter()
+            .any(|m| m.starts_with("launch__"))
+    );
+    assert!(
+        NcuOptions::default()
+            .requested_metrics()
+            .iter()
+            .any(|m| m.starts_with("launch__"))
+    );
 }
 
 #[test]

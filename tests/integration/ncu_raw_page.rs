@@ -2,9 +2,9 @@
 //! from the fixture file named in the test.
 
 use crate::support::ncu::*;
+use polyprof::model::record::MetricValue;
 use polyprof::profilers::Severity;
 use polyprof::profilers::ncu::options::MINIMAL_METRICS;
-use polyprof::results::record::MetricValue;
 
 #[test]
 fn default_set_raw_page() {

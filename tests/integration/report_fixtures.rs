@@ -5,10 +5,10 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use polyprof::model::record::short_kernel_name;
+use polyprof::model::run::{DeviceInfo, StepRun};
 use polyprof::pipeline::{Outcome, RunResult, StreamCapture, Timings};
 use polyprof::profilers::RawArtifact;
-use polyprof::results::record::short_kernel_name;
-use polyprof::results::run::{DeviceInfo, StepRun};
 use polyprof::results::{FlopCounts, KernelRecord, Metric, MetricValue, ProfileRun};
 
 use crate::support::fixture;

@@ -6,7 +6,7 @@ use crate::support::runner as runner_support;
 
 use std::time::{Duration, Instant};
 
-use polyprof::pipeline::outcome::Outcome;
+use polyprof::model::outcome::Outcome;
 use polyprof::pipeline::runner::cgroup;
 use runner_support::{Fixture, assert_no_survivors, run};
 

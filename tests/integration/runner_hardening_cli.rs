@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::Stdio;
 use std::time::Duration;
 
-use polyprof::pipeline::outcome::Outcome;
+use polyprof::model::outcome::Outcome;
 use polyprof::results::ProfileRun;
 use predicates::prelude::PredicateBooleanExt;
 use predicates::str::contains;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use polyprof::pipeline::outcome::Outcome;
+use polyprof::model::outcome::Outcome;
 use polyprof::results::ProfileRun;
 use runner_support::{Fixture, assert_no_survivors, program, run};
 

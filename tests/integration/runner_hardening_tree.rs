@@ -6,7 +6,7 @@ use crate::support::runner as runner_support;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use polyprof::pipeline::outcome::{Escape, Outcome};
+use polyprof::model::outcome::{Escape, Outcome};
 use runner_support::{Fixture, assert_no_survivors, program, run};
 
 fn recorded_pids(fx: &Fixture, want: usize) -> Vec<i32> {

@@ -1,8 +1,8 @@
 //! Tensor-core verdicts on real H200 output (tests/fixtures/ncu-h200-tensor: three PyTorch
 //! matmuls and five RNG fills, captured with every tensor-pipe counter and the SM clock).
 
+use polyprof::model::record::{FlopCounts, KernelRecord, Precision};
 use polyprof::profilers::ncu::{ParseOptions, parse};
-use polyprof::results::record::{FlopCounts, KernelRecord, Precision};
 use polyprof::results::roofline::{
     Bound, ClockState, DeviceTable, Inputs, Limiter, RooflineInputs, evaluate_inputs,
     evaluate_record,

@@ -17,7 +17,7 @@ use super::{
     benchmark_from_gpu_times, fill_bytes, kernel_launches, record_launches, sweep_sizes,
     validate_counts,
 };
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 use crate::results::benchmark::KernelBenchmark;
 
 type Device = Retained<ProtocolObject<dyn MTLDevice>>;

@@ -16,7 +16,7 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 use crate::results::benchmark::KernelBenchmark;
 use crate::results::callpath::{KernelLaunch, record_kernel};
 

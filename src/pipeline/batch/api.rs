@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::Result;
 use crate::model::batch::{Backend, BatchIndex};
+use crate::model::error::Result;
 use crate::profilers::devices::Device;
 
 use super::devices::{DeviceChoice, pool_devices};

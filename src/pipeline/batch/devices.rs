@@ -1,7 +1,7 @@
 //! The pool's devices: what `--devices` asks for, or what discovery finds on this host
 //! (through the probe runner), else CPU slots.
 
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 use crate::pipeline::probe::HostProbe;
 use crate::profilers::devices::{Device, discover};
 use crate::profilers::registry::Vendor;

@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use crate::error::{Error, Result};
 use crate::model::batch::{BATCH_FILE, Backend, BatchEntry, BatchIndex, EntryState};
+use crate::model::error::{Error, Result};
 use crate::model::run::ProfileRun;
 
 use super::spec::JobSpec;

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 use crate::model::plan::EndMarker;
 use crate::profilers::ncu::NcuOptions;
 use crate::profilers::registry::Vendor;

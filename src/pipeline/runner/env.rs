@@ -6,7 +6,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 
 /// Variables kept by `clean` (on top of the caller's allowlist). `*` at the end is a prefix.
 pub const CLEAN_BASE: &[&str] = &[

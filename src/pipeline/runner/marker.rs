@@ -4,7 +4,7 @@
 use regex::bytes::{Regex, RegexBuilder};
 
 use super::pytest;
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 use crate::model::plan::EndMarker;
 
 /// What a detector found.

@@ -18,8 +18,8 @@ use super::{
     Backend, CommandSpec, EndMarker, Graces, Plan, ProfilerOutput, ProfilerSettings, RawOutput,
     Step,
 };
-use crate::error::{Error, Result};
 use crate::model::artifacts::RawArtifact;
+use crate::model::error::{Error, Result};
 use crate::model::parsed::{Diagnostic, Severity};
 use crate::model::plan::{DeclaredOutputs, FilePattern};
 use crate::model::probe::Probe;

@@ -15,7 +15,7 @@ use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 use serde::Serialize;
 
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 
 /// The table of GPU intervals (one row per encoder run on the GPU).
 pub const GPU_INTERVALS: &str = "metal-gpu-intervals";

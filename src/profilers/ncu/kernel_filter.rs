@@ -1,13 +1,36 @@
 //! `--kernel` takes the names polyprof prints. ncu's `-k NAME` matches the *function* name by
 //! default (`--kernel-name-base function`: no namespace qualifiers, template arguments or
-//! parameters), so `-k matmul_tiled<32>` — polyprof's short name — matches nothing. A short name
-//! with template arguments or a namespace is therefore matched against the demangled name
-//! (`void matmul_tiled<32>(const float *, …)`) with an anchored regex: exactly that name,
-//! preceded by the start or a space (the return type) and followed by its parameter list.
-//! Template arguments are spelled as ncu demangles them (`(int)16`), which is what polyprof
-//! prints. Plain names, `regex:` filters and an explicit `--kernel-name-base` pass unchanged.
+//! parameters), so `-k matmul_tiled<32>` — polyprof's short name — matches nothing.
+//!
+//! The demangled name ncu *matches* is not the one it *prints*: on the H200 (ncu 2025.3.1) it
+//! printed `matmul_tiled<32>(const float *, …)` but matched against
+//! `matmul_tiled<(int)32>(const float *, …)` — no return type, and integer template arguments
+//! carry their type as a cast. So a templated name without namespace becomes an anchored regex
+//! on the demangled name in which each integer template argument matches with or without a
+//! `(type)` prefix (`32` finds `(int)32`, `(int)16` finds `16`): exactly that instance.
+//!
+//! Namespaced names (`at::vectorized_elementwise_kernel<4, …>`, PyTorch's lambda-laden RNG
+//! kernels) are printed with namespaces and lambdas spelled differently from the matched name
+//! (`[lambda() (instance 1)]`, `<unnamed>`, namespaces left out), so no regex built from the
+//! printed name is reliable (seen on the H200: 0 launches). Those match their *function* name
+//! exactly (`--kernel-name-base function -k distribution_elementwise_grid_stride_kernel`): every
+//! instance of that function, whose full names the records show. Plain names, `regex:` filters
+//! and an explicit `--kernel-name-base` pass unchanged.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
 
 use super::options::KernelNameBase;
+
+/// An integer template argument: after `<` or `,`, an optional `(type)` cast, the number with
+/// optional integer suffixes, then `,` or `>`.
+static INTEGER_ARGUMENT: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"(?P<pre>[<,]\s*)(?:\([A-Za-z_][A-Za-z_0-9 ]*\))?(?P<num>-?[0-9]+)[uUlL]*(?P<post>\s*[,>])",
+    )
+    .ok()
+});
 
 /// The `--kernel-name-base` and `-k` values for a user's `--kernel` filter.
 pub fn ncu_kernel_filter(
@@ -18,8 +41,56 @@ pub fn ncu_kernel_filter(
     if base.is_some() || name.starts_with("regex:") || !short_name_like {
         return (base, name.to_string());
     }
-    let pattern = format!("regex:(^| ){}(\\(|$)", escape(name));
+    if name.contains("::")
+        && let Some(function) = function_name(name)
+    {
+        return (Some(KernelNameBase::Function), function);
+    }
+    let pattern = format!("regex:(^| ){}(\\(|$)", demangled_pattern(name));
     (Some(KernelNameBase::Demangled), pattern)
+}
+
+/// The function's own name: the last `::` segment before the template arguments or parameters
+/// (`at::<unnamed>::fill<4, …>` → `fill`). `None` when there is no identifier to take.
+fn function_name(name: &str) -> Option<String> {
+    let name = name
+        .replace("<unnamed>", "")
+        .replace("(anonymous namespace)", "");
+    let head = name
+        .find(['<', '('])
+        .map_or(name.as_str(), |end| &name[..end]);
+    let function = head.rsplit("::").next()?.trim();
+    let identifier = !function.is_empty()
+        && function
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_');
+    identifier.then(|| function.to_string())
+}
+
+/// The regex body for a short name: literal text escaped, integer template arguments with an
+/// optional cast.
+fn demangled_pattern(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() * 2);
+    let mut rest = 0;
+    // The `post` separator is shared by neighbouring arguments (`<1, 2>`), so match one at a
+    // time and resume at that separator.
+    let mut at = 0;
+    while let Some(caps) = INTEGER_ARGUMENT
+        .as_ref()
+        .and_then(|re| re.captures_at(name, at))
+    {
+        let (pre, num, post) = (&caps["pre"], &caps["num"], caps.name("post"));
+        let start = caps.get(0).map_or(at, |m| m.start());
+        let post_start = post.map_or(name.len(), |m| m.start());
+        out.push_str(&escape(&name[rest..start]));
+        out.push_str(&escape(pre));
+        out.push_str(r"(\([A-Za-z_][A-Za-z_0-9 ]*\))?");
+        out.push_str(&escape(num));
+        rest = post_start;
+        at = post_start;
+    }
+    out.push_str(&escape(&name[rest..]));
+    out
 }
 
 /// Backslash before every ECMAScript regex metacharacter (ncu's regex dialect).
@@ -44,31 +115,69 @@ mod tests {
     }
 
     #[test]
-    fn templated_short_names_match_the_demangled_name_exactly() {
+    fn templated_short_names_match_the_name_ncu_matches() {
         let (base, filter) = ncu_kernel_filter("matmul_tiled<32>", None);
         assert_eq!(base, Some(KernelNameBase::Demangled));
-        // Names as ncu printed them on the H200 (tests/fixtures/ncu-h200/raw_page.stdout).
+        // What ncu 2025.3.1 matched against on the H200 (it listed it after "0 launches"), and
+        // what it printed.
+        assert!(matches(
+            &filter,
+            "matmul_tiled<(int)32>(const float *, const float *, float *, int)"
+        ));
         assert!(matches(
             &filter,
             "void matmul_tiled<32>(const float *, const float *, float *, int)"
         ));
         assert!(!matches(
             &filter,
-            "void matmul_tiled<64>(const float *, const float *, float *, int)"
+            "matmul_tiled<(int)64>(const float *, const float *, float *, int)"
         ));
-        assert!(!matches(&filter, "void my_matmul_tiled<32>(const float *)"));
-        let (_, filter) = ncu_kernel_filter(
-            "at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char *, 1>>",
-            None,
-        );
-        assert!(matches(
-            &filter,
-            "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char *, 1>>(int, T2, T3)"
-        ));
-        // ncu's `(int)16` spelling of a non-type template argument is kept as printed.
+        assert!(!matches(&filter, "matmul_tiled<(int)320>(const float *)"));
+        assert!(!matches(&filter, "my_matmul_tiled<(int)32>(const float *)"));
+        // The `(int)16` spelling given by hand finds both spellings too.
         let (_, filter) = ncu_kernel_filter("k<(int)16>", None);
-        assert!(matches(&filter, "void k<(int)16>(float *)"));
-        assert!(!matches(&filter, "void k<16>(float *)"));
+        assert!(matches(&filter, "k<(int)16>(float *)"));
+        assert!(matches(&filter, "void k<16>(float *)"));
+        assert!(!matches(&filter, "k<(int)160>(float *)"));
+    }
+
+    #[test]
+    fn several_integer_arguments_and_numbers_that_are_not_arguments() {
+        let (_, filter) = ncu_kernel_filter("gemm<1, 2, 3>", None);
+        assert!(matches(&filter, "gemm<(int)1, (int)2, (int)3>(float *)"));
+        assert!(!matches(&filter, "gemm<(int)1, (int)3, (int)2>(float *)"));
+        let (_, filter) = ncu_kernel_filter("k2<float, 8>", None);
+        assert!(matches(&filter, "k2<float, (unsigned int)8>(float *)"));
+        assert!(!matches(&filter, "k(int)2<float, 8>(float *)"));
+    }
+
+    #[test]
+    fn namespaced_names_match_their_function_name() {
+        // Short names polyprof printed on the H200 (PyTorch 2.11).
+        let rng = "at::<unnamed>::distribution_elementwise_grid_stride_kernel<float, 4, void at::normal_and_transform<c10::BFloat16, float, at::CUDAGeneratorImpl *, void at::normal_kernel<at::CUDAGeneratorImpl *>(const at::TensorBase &, double, double, T1)::[lambda() (instance 1)]::operator ()() const::[lambda() (instance 4)]::operator ()() const::[lambda(float) (instance 1)]>(at::TensorIteratorBase &, T3, T4)";
+        assert_eq!(
+            ncu_kernel_filter(rng, None),
+            (
+                Some(KernelNameBase::Function),
+                "distribution_elementwise_grid_stride_kernel".to_string()
+            )
+        );
+        let fill =
+            "at::vectorized_elementwise_kernel<4, at::FillFunctor<float>, std::array<char *, 1>>";
+        assert_eq!(
+            ncu_kernel_filter(fill, None),
+            (
+                Some(KernelNameBase::Function),
+                "vectorized_elementwise_kernel".to_string()
+            )
+        );
+        assert_eq!(
+            ncu_kernel_filter("cutlass::Kernel2<cutlass_80_tensorop_s1688gemm>", None).1,
+            "Kernel2"
+        );
+        // Nothing usable before the template arguments: the demangled regex as a last resort.
+        let (base, _) = ncu_kernel_filter("ns::<lambda>", None);
+        assert_eq!(base, Some(KernelNameBase::Demangled));
     }
 
     #[test]

@@ -31,13 +31,15 @@ use std::path::{Path, PathBuf};
 use super::{
     Backend, EndMarker, Graces, Plan, PreRunCheck, Preflight, ProfilerOutput, ProfilerSettings,
 };
-use crate::error::{Error, Result};
 use crate::model::artifacts::RawOutput;
 use crate::model::device::DeviceInfo;
+use crate::model::error::{Error, Result};
 use crate::model::plan::{DeclaredOutputs, FilePattern};
 use crate::model::probe::Probe;
 
-pub use options::{ClockControl, KernelNameBase, NcuOptions, Preset, TargetProcesses};
+pub use options::{
+    ClockControl, GraphProfiling, KernelNameBase, NcuOptions, Preset, TargetProcesses,
+};
 pub use parse::{
     MetricFilter, PARALLEL_MIN_ROWS, ParseOptions, merge, parse, parse_reader,
     parse_reader_threads, parse_with,
@@ -78,7 +80,7 @@ impl Ncu {
     pub fn parse_options(&self) -> ParseOptions {
         ParseOptions {
             keep: MetricFilter::All,
-            requested: self.options.preset.requested_metrics(),
+            requested: self.options.requested_metrics(),
         }
     }
 }
@@ -136,8 +138,14 @@ impl Backend for Ncu {
     /// When ncu is installed here, check requested metric names against `ncu --query-metrics`
     /// (ncu itself ignores unknown names silently).
     fn pre_run_check(&self) -> Option<PreRunCheck> {
-        let names = self.options.preset.requested_metrics();
-        if names.is_empty() || self.options.skip_metric_check {
+        // The minimal preset's names are polyprof's own (its optional tensor counters are left
+        // out of the post-run check); asking `ncu --query-metrics` for them only costs a fresh
+        // machine seconds before its first run.
+        let names = self.options.requested_metrics();
+        if names.is_empty()
+            || self.options.skip_metric_check
+            || self.options.preset == options::Preset::Minimal
+        {
             return None;
         }
         let options = self.options.clone();

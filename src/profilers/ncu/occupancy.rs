@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 
 /// Per-SM limits of one compute capability.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 pub use crate::model::verdict_metrics::{DRAM_CLOCK, DRAM_SOL, MEMORY_SOL, SM_CLOCK};
 
 /// Kernel duration (GPU time).
@@ -66,6 +66,13 @@ pub const HFMA2_MMA_INST: &str = "sm__inst_executed_pipe_tensor_op_hmma_type_hfm
 /// Tensor counters of the minimal preset that only some architectures have.
 pub fn is_optional_metric(name: &str) -> bool {
     TENSOR_OPS.contains(&name) || name == HFMA2_MMA_INST
+}
+
+/// SASS-instrumented counters (`smsp__sass_*`): ncu patches the kernel's code to count them,
+/// which it cannot do in range replay, so `--graph-profiling graph` refuses them ("Metric … is
+/// not supported in range replay", seen on the H200 with ncu 2025.3.1 for exactly these).
+pub fn is_instrumented_metric(name: &str) -> bool {
+    name.starts_with("smsp__sass_")
 }
 
 /// The `minimal` preset: exactly the metrics behind the normalized record's fields, chosen so
@@ -262,6 +269,28 @@ impl ClockControl {
     }
 }
 
+/// `--graph-profiling`: what one result is when the program launches CUDA graphs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GraphProfiling {
+    /// Every kernel node is profiled as its own launch (ncu's default).
+    #[default]
+    Node,
+    /// A whole graph launch is one result, profiled in range replay: the minimal preset then
+    /// leaves out the SASS instruction counters ncu refuses there (vector FLOPs are not counted;
+    /// tensor FLOPs, time, bytes and speed of light are).
+    Graph,
+}
+
+impl GraphProfiling {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GraphProfiling::Node => "node",
+            GraphProfiling::Graph => "graph",
+        }
+    }
+}
+
 /// `--kernel-name-base`: what `-k` matches against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -302,6 +331,9 @@ pub struct NcuOptions {
     /// `--nvtx --nvtx-include X` for each entry (`regex:DOMAIN@.+/`, `range/`, …).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nvtx_include: Vec<String>,
+    /// `--graph-profiling`: CUDA graph nodes one by one (default) or whole graphs.
+    #[serde(default)]
+    pub graph_profiling: GraphProfiling,
     /// Write `<out>/report.ncu-rep` (always on for `basic`/`detailed`/`full`, whose details page
     /// is exported from it).
     #[serde(default)]
@@ -335,6 +367,7 @@ impl Default for NcuOptions {
             launch_skip: None,
             launch_count: None,
             nvtx_include: Vec::new(),
+            graph_profiling: GraphProfiling::default(),
             keep_report: false,
             chip: None,
             skip_metric_check: false,
@@ -345,6 +378,49 @@ impl Default for NcuOptions {
 }
 
 impl NcuOptions {
+    /// Whole graphs are profiled in range replay: `--graph-profiling graph`, as the typed
+    /// option or passed through `--ncu-arg`.
+    pub fn range_replay(&self) -> bool {
+        if self.graph_profiling == GraphProfiling::Graph {
+            return true;
+        }
+        let args = &self.extra_args;
+        args.iter().enumerate().any(|(i, arg)| {
+            arg == "--graph-profiling=graph"
+                || (arg == "--graph-profiling" && args.get(i + 1).is_some_and(|v| v == "graph"))
+        })
+    }
+
+    /// The metrics passed with `--metrics`: the preset's, without the counters range replay
+    /// refuses when whole graphs are profiled (minimal preset only; a user's list is checked by
+    /// [`NcuOptions::validate`]).
+    pub fn metric_names(&self) -> Vec<String> {
+        let names = self.preset.metric_names();
+        if self.preset == Preset::Minimal && self.range_replay() {
+            names
+                .into_iter()
+                .filter(|m| !is_instrumented_metric(m))
+                .collect()
+        } else {
+            names
+        }
+    }
+
+    /// The metrics that must be in the output (see [`Preset::requested_metrics`]), for this
+    /// replay mode. A whole-graph result has no one launch configuration (on the H200 ncu gave
+    /// it one node's grid and block but no shared memory), so `launch__*` is not required there.
+    pub fn requested_metrics(&self) -> Vec<String> {
+        let names = self.preset.requested_metrics();
+        if self.preset == Preset::Minimal && self.range_replay() {
+            names
+                .into_iter()
+                .filter(|m| !is_instrumented_metric(m) && !m.starts_with("launch__"))
+                .collect()
+        } else {
+            names
+        }
+    }
+
     /// Reject option combinations ncu would fail on, before anything runs.
     pub fn validate(&self) -> Result<()> {
         if self.binary.trim().is_empty() {
@@ -358,6 +434,22 @@ impl NcuOptions {
                 return Err(Error::invalid("ncu metrics", "the metric list is empty"));
             }
             parse_metric_list(&list.join(","))?;
+            let refused: Vec<&str> = list
+                .iter()
+                .map(String::as_str)
+                .filter(|m| is_instrumented_metric(m))
+                .collect();
+            if self.range_replay() && !refused.is_empty() {
+                return Err(Error::invalid(
+                    "ncu metrics",
+                    format!(
+                        "ncu cannot collect SASS-instrumented metrics ({}) when it profiles whole \
+                         graphs (--graph-profiling graph, range replay); leave them out, or \
+                         profile graph nodes one by one (--graph-profiling node)",
+                        refused.join(", ")
+                    ),
+                ));
+            }
         }
         if let Some(name) = &self.kernel_name {
             if name.trim().is_empty() {

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::options::NcuOptions;
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 use crate::model::plan::{CommandSpec, EndMarker, Graces, Plan, Step};
 
 /// ncu's own messages and, without a report, its CSV.
@@ -68,10 +68,10 @@ pub fn profile_argv(options: &NcuOptions, output_dir: &Path, target: &[Arg]) -> 
     if let Some(set) = options.preset.ncu_set() {
         argv.extend(["--set".to_string(), set.to_string()]);
     } else {
-        argv.extend([
-            "--metrics".to_string(),
-            options.preset.metric_names().join(","),
-        ]);
+        argv.extend(["--metrics".to_string(), options.metric_names().join(",")]);
+    }
+    if options.graph_profiling == super::options::GraphProfiling::Graph {
+        argv.extend(["--graph-profiling".to_string(), "graph".to_string()]);
     }
     argv.extend([
         "--target-processes".to_string(),

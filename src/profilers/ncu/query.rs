@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::options::NcuOptions;
 use super::preflight;
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 use crate::model::probe::Probe;
 
 /// Metric families ncu computes from launch data or device attributes rather than hardware

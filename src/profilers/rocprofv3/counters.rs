@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use super::kernel_trace::put;
 use super::table::{Table, agent_label, cell_f64, cell_str, cell_u64};
 use super::{NAME, ParsedPart};
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 use crate::model::record::{KernelRecord, Metric, MetricValue, short_kernel_name};
 
 /// Which header layout a counter file has.

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 
 use super::table::{Table, agent_label, cell_f64, cell_str, cell_u64};
 use super::{NAME, ParsedPart};
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 use crate::model::record::{KernelRecord, Metric, MetricValue, short_kernel_name};
 
 /// Columns without which a row is no kernel dispatch.

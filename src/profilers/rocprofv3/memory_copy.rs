@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ParsedPart;
 use super::table::{Table, agent_label, cell_str, cell_u64};
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 
 /// One memory copy.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use super::{
     Backend, EndMarker, Graces, Plan, Preflight, ProfilerOutput, ProfilerSettings, RawOutput,
 };
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 use crate::model::plan::{DeclaredOutputs, FilePattern};
 use crate::model::probe::Probe;
 

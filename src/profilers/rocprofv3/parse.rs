@@ -11,7 +11,7 @@ use super::counters::{self, Layout};
 use super::memory_copy::MemoryCopy;
 use super::stats::{self, StatsRow};
 use super::{NAME, kernel_trace, memory_copy};
-use crate::error::Result;
+use crate::model::error::Result;
 use crate::model::record::KernelRecord;
 use crate::model::run::DeviceInfo;
 use crate::profilers::{Diagnostic, ParsedOutput, RawOutput, Severity};

@@ -9,7 +9,7 @@ use crate::model::arg::Arg;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 use crate::profilers::staging::{path_arg, require_target};
 use crate::profilers::{CommandSpec, EndMarker, Graces, Plan, Step};
 

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ParsedPart;
 use super::table::{Table, cell_f64, cell_str, cell_u64};
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 use crate::model::record::{KernelRecord, short_kernel_name};
 use crate::profilers::{Diagnostic, Severity};
 

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::lines::Warnings;
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 use crate::model::parsed::{Diagnostic, Severity};
 
 /// Name of the ITT task the benchmark harness wraps each timed loop in.

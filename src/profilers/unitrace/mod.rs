@@ -33,7 +33,7 @@ use super::{
     Backend, CommandSpec, Diagnostic, EndMarker, Graces, Plan, ProfilerOutput, ProfilerSettings,
     RawOutput, RetryPolicy, Severity, Step,
 };
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 use crate::model::plan::{DeclaredOutputs, FilePattern};
 use crate::model::probe::Probe;
 

@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 use crate::model::parsed::{Diagnostic, ParsedOutput, Severity};
 use crate::model::record::{KernelRecord, Metric, MetricName, MetricValue, short_kernel_name};
 

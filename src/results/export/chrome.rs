@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Value, json};
 
-use crate::error::Result;
+use crate::model::error::Result;
 use crate::results::event::{Event, FrameKind};
 use crate::results::export::table::describe_outcome;
 use crate::results::export::{Exporter, Format, Report, write_json};

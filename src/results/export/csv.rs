@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 use crate::model::fields::normalized_field;
 use crate::results::export::{Exporter, Format, Report};
 use crate::results::roofline::evaluate_run_record;

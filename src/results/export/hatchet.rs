@@ -9,7 +9,7 @@ use std::io::Write;
 
 use serde_json::{Map, Value, json};
 
-use crate::error::Result;
+use crate::model::error::Result;
 use crate::results::event::Frame;
 use crate::results::export::stable_tree::{Metadata, StableTree};
 use crate::results::export::{Exporter, Format, Report, write_json};

@@ -5,7 +5,7 @@ use std::io::Write;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Result;
+use crate::model::error::Result;
 use crate::model::outcome::Outcome;
 use crate::model::record::KernelRecord;
 use crate::results::export::{Exporter, Format, Report, write_json};

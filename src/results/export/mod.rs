@@ -13,7 +13,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 use crate::model::record::KernelRecord;
 use crate::model::run::ProfileRun;
 use crate::results::aggregate::{GroupBy, SortBy, from_str_via_value_enum};

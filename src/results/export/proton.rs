@@ -12,7 +12,7 @@ use std::io::Write;
 
 use serde_json::{Map, Value, json};
 
-use crate::error::Result;
+use crate::model::error::Result;
 use crate::model::verdict_metrics::SM_CLOCK;
 use crate::results::event::{Frame, FrameKind};
 use crate::results::export::hatchet::node_object;

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 use crate::model::outcome::Outcome;
 use crate::model::run::ProfileRun;
 use crate::results::export::{Exporter, Format, Report};

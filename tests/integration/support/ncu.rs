@@ -1,8 +1,8 @@
 //! Helpers of the ncu tests: parse a fixture file and look into the result.
 
+use polyprof::model::record::KernelRecord;
 use polyprof::profilers::ParsedOutput;
 use polyprof::profilers::ncu::{ParseOptions, parse};
-use polyprof::results::record::KernelRecord;
 
 use super::fixture;
 

@@ -537,7 +537,7 @@ async fn slurm_command(program: &str, args: &[&str]) -> Result<ProbeOutput, Slur
     tokio::task::spawn_blocking(move || run_probe(&request, &never))
         .await
         .map_err(|e| {
-            SlurmError::Other(crate::error::Error::invalid(
+            SlurmError::Other(crate::model::error::Error::invalid(
                 "Slurm command",
                 format!("the thread running `{program}` failed: {e}"),
             ))

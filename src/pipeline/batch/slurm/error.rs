@@ -35,5 +35,5 @@ pub enum SlurmError {
     },
     /// Anything the library's common error covers (a parse, an index write).
     #[error(transparent)]
-    Other(#[from] crate::error::Error),
+    Other(#[from] crate::model::error::Error),
 }

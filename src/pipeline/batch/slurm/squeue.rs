@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use super::report::{SlurmState, TaskReport, expand_indices};
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 
 /// The tasks of array `array_job_id` in `squeue --json` output. A pending remainder that Slurm
 /// still holds as one record (`"array_task_string": "2-19%4"`) is expanded into its tasks.

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::report::compress_indices;
-use crate::error::{Error, Result};
+use crate::model::error::{Error, Result};
 use crate::profilers::quote::{join, quote};
 
 /// How the array is submitted (the `--slurm` options of `polyprof batch`).
