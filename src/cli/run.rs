@@ -120,8 +120,8 @@ pub struct SupervisionArgs {
     #[arg(long, value_name = "NAME")]
     pub env_allow: Vec<String>,
     /// Set a variable for the command (repeatable).
-    #[arg(long = "env", value_parser = parse_env, value_name = "K=V")]
-    pub env: Vec<(String, String)>,
+    #[arg(long = "env", value_parser = EnvPair, value_name = "K=V")]
+    pub env: Vec<(String, std::ffi::OsString)>,
     /// Cap of each stream's log file, MiB (head and tail are kept beyond it).
     #[arg(long, value_name = "MIB", default_value_t = 256)]
     pub log_cap_mib: u64,
@@ -145,10 +145,44 @@ pub fn parse_secs(text: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(secs).map_err(|e| format!("`{text}`: {e}"))
 }
 
-fn parse_env(text: &str) -> Result<(String, String), String> {
-    match text.split_once('=') {
-        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
-        _ => Err(format!("`{text}` is not NAME=VALUE")),
+/// `--env NAME=VALUE`: the name is text, the value any bytes (it reaches the command as given).
+#[derive(Debug, Clone, Copy)]
+struct EnvPair;
+
+impl clap::builder::TypedValueParser for EnvPair {
+    type Value = (String, std::ffi::OsString);
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Self::Value, clap::Error> {
+        use std::os::unix::ffi::OsStrExt;
+        let bytes = value.as_bytes();
+        let invalid = |why: String| {
+            clap::Error::raw(clap::error::ErrorKind::ValueValidation, format!("{why}\n"))
+                .with_cmd(cmd)
+        };
+        let Some(eq) = bytes.iter().position(|&b| b == b'=') else {
+            return Err(invalid(format!(
+                "`{}` is not NAME=VALUE",
+                value.to_string_lossy()
+            )));
+        };
+        let name = std::str::from_utf8(&bytes[..eq])
+            .ok()
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| {
+                invalid(format!(
+                    "`{}`: the variable's name must be non-empty text (its value may be any bytes)",
+                    value.to_string_lossy()
+                ))
+            })?;
+        Ok((
+            name.to_string(),
+            std::ffi::OsStr::from_bytes(&bytes[eq + 1..]).to_os_string(),
+        ))
     }
 }
 
@@ -195,7 +229,18 @@ impl SupervisionArgs {
             tracking,
             inactivity_timeout: self.inactivity_timeout,
             env_policy,
-            extra_env: self.env.iter().cloned().collect(),
+            // Text values go with the profiler's variables; others stay bytes to the child.
+            extra_env: self
+                .env
+                .iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.to_str()?.to_string())))
+                .collect(),
+            extra_env_bytes: self
+                .env
+                .iter()
+                .filter(|(_, v)| v.to_str().is_none())
+                .cloned()
+                .collect(),
             log_cap: self.log_cap_mib.saturating_mul(1 << 20),
             line_limit: self.line_limit.max(1),
             ..RunOptions::default()

@@ -7,6 +7,8 @@ use crate::support;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 
+use predicates::prelude::*;
+
 use polyprof::model::Arg;
 use polyprof::results::ProfileRun;
 
@@ -68,4 +70,50 @@ fn the_shell_string_form_refuses_an_argument_that_is_not_utf8() {
         plan.target,
         [Arg::from("./app"), Arg::from(OsStr::from_bytes(b"a\xffb"))]
     );
+}
+
+#[test]
+fn an_env_value_that_is_not_utf8_reaches_the_command_as_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut setting = b"POLYPROF_TEST_BYTES=".to_vec();
+    setting.extend_from_slice(b"\xff\xfe-x");
+    let output = support::polyprof()
+        .args(["run", "--json", "-q", "--output-dir"])
+        .arg(dir.path().join("out"))
+        .arg("--env")
+        .arg(OsStr::from_bytes(&setting))
+        .args(["--env", "POLYPROF_TEST_TEXT=plain"])
+        .args([
+            "--",
+            "sh",
+            "-c",
+            r#"printf %s "$POLYPROF_TEST_BYTES" | od -An -tx1; echo "$POLYPROF_TEST_TEXT""#,
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let run: ProfileRun = serde_json::from_slice(&output.stdout).unwrap();
+    let head = &run.steps[0].attempts[0].stdout.head;
+    assert_eq!(
+        head.first().map(|l| l.trim()),
+        Some("ff fe 2d 78"),
+        "{head:?}"
+    );
+    assert_eq!(head.get(1).map(String::as_str), Some("plain"), "{head:?}");
+}
+
+#[test]
+fn an_env_setting_without_a_text_name_is_a_usage_error() {
+    for bad in [&b"=value"[..], b"NO_EQUALS", b"\xffNAME=v"] {
+        support::polyprof()
+            .args(["run", "--env"])
+            .arg(OsStr::from_bytes(bad))
+            .args(["--", "true"])
+            .assert()
+            .code(2)
+            .stderr(
+                predicates::str::contains("NAME=VALUE")
+                    .or(predicates::str::contains("name must be")),
+            );
+    }
 }

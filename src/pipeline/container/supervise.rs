@@ -156,6 +156,15 @@ pub async fn run_in_container(
         Ok(d) => Arc::new(d),
         Err(e) => return failed(result, container, e.to_string()),
     };
+    if let Some(name) = opts.extra_env_bytes.keys().next() {
+        return failed(
+            result,
+            container,
+            format!(
+                "the value of `{name}` is not UTF-8: containers take text values only; run without --container to pass its bytes"
+            ),
+        );
+    }
     let mut extra = opts.extra_env.clone();
     extra.extend(spec.env.clone());
     let host = std::env::vars_os()

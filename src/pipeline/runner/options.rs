@@ -93,6 +93,9 @@ pub struct RunOptions {
     pub env_policy: EnvPolicy,
     /// Added after the policy (the command's own variables come on top of these).
     pub extra_env: BTreeMap<String, String>,
+    /// Variables set for the command whose values are not UTF-8 (bytes as given); after
+    /// `extra_env`, under the same policy. Local processes only: a container refuses them.
+    pub extra_env_bytes: BTreeMap<String, std::ffi::OsString>,
     /// Lines kept in memory from the start and the end of each stream.
     pub head_lines: usize,
     pub tail_lines: usize,
@@ -152,6 +155,7 @@ impl Default for RunOptions {
             stdout_file: None,
             env_policy: EnvPolicy::Inherit,
             extra_env: BTreeMap::new(),
+            extra_env_bytes: BTreeMap::new(),
             head_lines: 50,
             tail_lines: 50,
             cancel: CancellationToken::new(),

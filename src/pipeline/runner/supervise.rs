@@ -208,7 +208,7 @@ fn prepare(
     let env = build_env(&opts.env_policy, parent, &extra);
     // Bytes stay bytes: a variable that is not UTF-8 passes exactly when the policy would pass
     // its name (and nothing set for the command replaces it).
-    let raw_env: Vec<_> = not_utf8
+    let mut raw_env: Vec<_> = not_utf8
         .into_iter()
         .filter(|(name, _)| match name.to_str() {
             Some(name) => {
@@ -224,6 +224,23 @@ fn prepare(
             None => matches!(opts.env_policy, super::env::EnvPolicy::Inherit),
         })
         .collect();
+    let mut env = env;
+    for (name, value) in &opts.extra_env_bytes {
+        // The command's own variables win; the policy withholds credential-like names here too.
+        let allowed = build_env(
+            &opts.env_policy,
+            std::iter::empty::<(String, String)>(),
+            &[(name.clone(), String::new())].into_iter().collect(),
+        )
+        .vars
+        .contains_key(name);
+        if spec.env.contains_key(name) || !allowed {
+            continue;
+        }
+        env.vars.remove(name);
+        raw_env.retain(|(k, _)| k.to_str() != Some(name.as_str()));
+        raw_env.push((name.into(), value.clone()));
+    }
     if !env.dropped_credentials.is_empty() {
         warnings.push(format!(
             "environment policy `{}` withheld credential-like variables: {}",
