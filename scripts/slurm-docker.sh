@@ -55,7 +55,7 @@ build_image() {
     echo "slurm-docker: building $image from $mirror (about 90 s, once)" >&2
     debootstrap --variant=minbase --include=slurmctld,slurmd,munge,slurm-client,procps,iproute2 \
         bookworm "$rootfs" "$mirror" >"$dir/debootstrap.log" 2>&1 || {
-        tail -20 "$dir/debootstrap.log" >&2
+        tail -n 20 "$dir/debootstrap.log" >&2
         exit 1
     }
     tar -C "$rootfs" -c . | docker import - "$image" >/dev/null
@@ -143,5 +143,5 @@ for _ in $(seq 1 120); do
 done
 echo "slurm-docker: nodes did not become idle in 60 s:" >&2
 docker exec "$prefix-ctl" sinfo -N >&2 || true
-tail -20 "$dir/shared/log/slurmctld.log" >&2 || true
+tail -n 20 "$dir/shared/log/slurmctld.log" >&2 || true
 exit 1

@@ -61,6 +61,8 @@ for bin in munged slurmctld slurmd sinfo; do
 done
 export PATH="$PATH:/usr/sbin"
 down
+# A failed start stops what it started (the caller's DIR may be removed right after).
+trap down ERR
 mkdir -p "$dir"/{etc,state,spool,log,fakegpu,munge}
 for i in 0 1; do
     [[ -e "$dir/fakegpu/nvidia$i" ]] || mknod "$dir/fakegpu/nvidia$i" c 1 3
@@ -119,14 +121,17 @@ munged --force --socket="$socket" --key-file="$dir/munge/munge.key" --pid-file="
 slurmctld -i
 slurmd -N localhost
 
-for _ in $(seq 1 100); do
+# 60 s: a loaded CI machine starts the daemons slowly.
+for _ in $(seq 1 300); do
     if sinfo -h -N -o '%t' 2>/dev/null | grep -qx idle; then
         echo "slurm-local: up; export SLURM_CONF=$SLURM_CONF"
         exit 0
     fi
     sleep 0.2
 done
-echo "slurm-local: localhost did not become idle in 20 s:" >&2
+echo "slurm-local: localhost did not become idle in 60 s (is another cluster on port $port?):" >&2
 sinfo -N >&2 || true
-tail -20 "$dir/log/slurmctld.log" "$dir/log/slurmd.log" >&2 || true
+tail -n 20 "$dir/log/slurmctld.log" "$dir/log/slurmd.log" >&2 || true
+# Leave nothing running: the caller's DIR may be removed right after this failure.
+down
 exit 1

@@ -89,6 +89,7 @@ fn batch_json(
         retries: args.retries,
         device_errors: args.device_errors,
         stop_on_device_error: false,
+        slurm: None,
         node: std::fs::read_to_string("/proc/sys/kernel/hostname")
             .ok()
             .map(|n| n.trim().to_string())

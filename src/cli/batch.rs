@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use polyprof::model::batch::{BatchEntry, EntryState};
+use polyprof::model::batch::{BatchEntry, EntryState, SlurmTaskInfo};
 use polyprof::pipeline::batch::devices::DeviceChoice;
 use polyprof::pipeline::batch::pool::PoolOptions;
 use polyprof::pipeline::batch::{self, BatchOptions, JobSpec, OpenBatch, TaskOptions, run_task};
@@ -200,6 +200,7 @@ fn task_options(args: &Args) -> anyhow::Result<TaskOptions> {
         device_errors: args.device_errors.clone(),
         stop_on_device_error: false,
         node: host_name(),
+        slurm: None,
     })
 }
 
@@ -231,7 +232,21 @@ async fn run_one(args: &Args, specs: &[JobSpec], opts: &TaskOptions) -> anyhow::
     std::fs::create_dir_all(&args.output_dir)
         .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
     let device = device_from_env(|name| std::env::var(name).ok());
-    let entry = run_task(spec, &args.output_dir, device.as_ref(), opts).await;
+    let opts = &TaskOptions {
+        slurm: slurm_task_from_env(),
+        ..opts.clone()
+    };
+    // A scheduler stops a task with SIGTERM (scancel, a time limit, a preemption): the job
+    // was cut off, not failed by itself, so `--resume` must run it again.
+    cancel_on_signals(opts.run.cancel.clone(), opts.run.kill_now.clone());
+    let mut entry = run_task(spec, &args.output_dir, device.as_ref(), opts).await;
+    if opts.run.cancel.is_cancelled() && entry.state != EntryState::Succeeded {
+        entry.state = EntryState::Cancelled;
+        let dir = polyprof::pipeline::batch::task::run_dir(&args.output_dir, &spec.id);
+        entry
+            .write_atomic(&dir)
+            .with_context(|| format!("cannot write the entry of job `{}`", spec.id))?;
+    }
     if args.json {
         let mut out = std::io::stdout().lock();
         serde_json::to_writer_pretty(&mut out, &entry).context("cannot print the entry")?;
@@ -241,6 +256,18 @@ async fn run_one(args: &Args, specs: &[JobSpec], opts: &TaskOptions) -> anyhow::
     }
     // The job's own failure is in entry.json; the status says whether polyprof did its part.
     Ok(0)
+}
+
+/// The Slurm array task this process runs as, from the variables Slurm sets for it.
+fn slurm_task_from_env() -> Option<SlurmTaskInfo> {
+    let array_job_id = std::env::var("SLURM_ARRAY_JOB_ID").ok()?;
+    let task_id = std::env::var("SLURM_ARRAY_TASK_ID").ok()?.parse().ok()?;
+    Some(SlurmTaskInfo {
+        array_job_id,
+        task_id,
+        state: None,
+        node: None,
+    })
 }
 
 /// `succeeded in 1.2 s`, `failed (exited with code 3)`.

@@ -366,8 +366,9 @@ fn resume_after_a_killed_driver() {
     assert_eq!(
         out.status.code(),
         Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        std::fs::read_to_string(root.join("batch.json")).unwrap_or_default()
     );
     let index = index(&root);
     assert_ne!(index.slurm_job_id.as_deref(), Some(old.as_str()));

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::model::batch::{BatchEntry, EntryState, RUNS_DIR, now_unix_s};
+use crate::model::batch::{BatchEntry, EntryState, RUNS_DIR, SlurmTaskInfo, now_unix_s};
 use crate::model::outcome::Outcome;
 use crate::model::run::ProfileRun;
 use crate::pipeline::container::ContainerJob;
@@ -39,6 +39,10 @@ pub struct TaskOptions {
     pub stop_on_device_error: bool,
     /// Host name recorded in the entry.
     pub node: Option<String>,
+    /// The scheduler's array task this job runs as (Slurm's `SLURM_ARRAY_JOB_ID` and
+    /// `SLURM_ARRAY_TASK_ID`), recorded in the entry so a driver tells its own task's entry
+    /// from one a cancelled task of an earlier array wrote late.
+    pub slurm: Option<SlurmTaskInfo>,
 }
 
 impl Default for TaskOptions {
@@ -53,6 +57,7 @@ impl Default for TaskOptions {
             retries: 0,
             device_errors: Vec::new(),
             stop_on_device_error: false,
+            slurm: None,
             node: None,
         }
     }
@@ -72,9 +77,18 @@ pub fn state_of(run: &ProfileRun) -> EntryState {
         }
         Some(Outcome::TimedOut { .. } | Outcome::Inactive { .. }) => EntryState::TimedOut,
         Some(Outcome::Cancelled) => EntryState::Cancelled,
+        // SIGTERM or SIGKILL from outside polyprof (a scheduler's scancel, a time limit, a
+        // preemption, an operator) cut the job off; it did not fail by itself, so `--resume`
+        // runs it again. polyprof's own stops are TimedOut/Inactive/Cancelled above.
+        Some(Outcome::Signalled {
+            signal: SIGTERM | SIGKILL,
+        }) => EntryState::Cancelled,
         Some(_) => EntryState::Failed,
     }
 }
+
+const SIGTERM: i32 = 15;
+const SIGKILL: i32 = 9;
 
 /// Whether a job that ended in `state` is tried again while it has retries left.
 pub fn retryable(state: EntryState) -> bool {
@@ -102,6 +116,7 @@ pub async fn run_task(
     let mut entry = BatchEntry::pending(&spec.id, spec.labels.clone());
     entry.device = device.map(Device::name);
     entry.node = opts.node.clone();
+    entry.slurm = opts.slurm.clone();
     entry.state = EntryState::Running;
     let started = now_unix_s();
     entry.started_unix_s = Some(started);
@@ -361,6 +376,8 @@ mod tests {
             (Some(Outcome::Exited { code: 0 }), vec!["no data"], Crashed),
             (Some(Outcome::Exited { code: 2 }), vec![], Failed),
             (Some(Outcome::Signalled { signal: 11 }), vec![], Failed),
+            (Some(Outcome::Signalled { signal: 15 }), vec![], Cancelled),
+            (Some(Outcome::Signalled { signal: 9 }), vec![], Cancelled),
             (Some(Outcome::TimedOut { after_s: 1.0 }), vec![], TimedOut),
             (Some(Outcome::Inactive { after_s: 1.0 }), vec![], TimedOut),
             (Some(Outcome::Cancelled), vec![], Cancelled),

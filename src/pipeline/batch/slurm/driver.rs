@@ -336,7 +336,7 @@ impl Poller {
             .iter()
             .copied()
             .filter(|i| !found.contains_key(i))
-            .filter(|&i| final_entry(root, &specs[i as usize].id).is_none())
+            .filter(|&i| final_entry(root, &specs[i as usize].id, &self.job_id).is_none())
             .collect();
         if missing.is_empty() {
             return found;
@@ -388,7 +388,7 @@ impl Poller {
             state: r.map(|r| r.state.name().to_string()),
             node: r.and_then(|r| r.node.clone()),
         };
-        if let Some(mut entry) = final_entry(root, &spec.id) {
+        if let Some(mut entry) = final_entry(root, &spec.id, &self.job_id) {
             // Cut off by our scancel: the command died of Slurm's SIGTERM, not by itself.
             if cancelled
                 && entry.state != EntryState::Succeeded
@@ -495,10 +495,14 @@ fn missing_entry_message(root: &Path, job_id: &str, spec: &JobSpec, r: &TaskRepo
 }
 
 /// The job's entry.json, when it says a final state.
-fn final_entry(root: &Path, id: &str) -> Option<BatchEntry> {
-    BatchEntry::read(&run_dir(root, id))
-        .ok()
-        .filter(|e| e.id == id && e.state.is_final())
+/// The job's final entry written by a task of array `job_id` (an entry that names another
+/// array was written late by a task cancelled before a resume, and is not this array's answer).
+fn final_entry(root: &Path, id: &str, job_id: &str) -> Option<BatchEntry> {
+    BatchEntry::read(&run_dir(root, id)).ok().filter(|e| {
+        e.id == id
+            && e.state.is_final()
+            && e.slurm.as_ref().is_none_or(|s| s.array_job_id == job_id)
+    })
 }
 
 fn write_script(path: &Path, text: &str) -> Result<(), SlurmError> {
@@ -548,6 +552,28 @@ async fn slurm_command(program: &str, args: &[&str]) -> Result<ProbeOutput, Slur
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_entry_written_late_by_an_earlier_array_is_not_this_arrays_answer() {
+        let root = tempfile::tempdir().unwrap();
+        let mut entry = BatchEntry::pending("k0", Default::default());
+        entry.state = EntryState::Cancelled;
+        entry.slurm = Some(SlurmTaskInfo {
+            array_job_id: "41".into(),
+            task_id: 0,
+            state: None,
+            node: None,
+        });
+        let dir = run_dir(root.path(), "k0");
+        std::fs::create_dir_all(&dir).unwrap();
+        entry.write_atomic(&dir).unwrap();
+        assert!(final_entry(root.path(), "k0", "42").is_none());
+        assert!(final_entry(root.path(), "k0", "41").is_some());
+        // An entry that names no array (an older task binary) is taken as it is.
+        entry.slurm = None;
+        entry.write_atomic(&dir).unwrap();
+        assert!(final_entry(root.path(), "k0", "42").is_some());
+    }
 
     #[test]
     fn slurm_states_without_an_entry() {
