@@ -31,8 +31,11 @@ __all__ = ["KernelBenchmark", "benchmark_kernel"]
 #: Kernels whose first estimate is below this are timed in CUDA graphs (ms): above it, the
 #: ~2 µs an event pair adds is under 2 %.
 GRAPH_BELOW_MS = 0.100
-#: Target GPU time of one graph replay (ms): long enough that the events' cost is noise.
-GRAPH_REPLAY_MS = 4.0
+#: Target GPU time of one graph replay (ms): long enough that the events' cost and the
+#: flushes' own variation average out. On the H200, 4 ms gave a CV of 2.0-4.1 % on 3-5 µs
+#: kernels, 32 ms 0.7-1.8 % (both measured side by side, 2026-12-01); a µs kernel then costs
+#: about 2 x repeat x 32 ms to time.
+GRAPH_REPLAY_MS = 32.0
 #: Spin cycles per timed call while Python queues the calls (about 0.2 ms at 2 GHz).
 HOLD_CYCLES_PER_CALL = 400_000
 
