@@ -26,6 +26,8 @@ struct Cluster<'a> {
     config: String,
     /// `squeue --json`.
     squeue: String,
+    /// The first this many squeue calls fail as with slurmctld down (exit 1).
+    squeue_down_for: u32,
     /// `sacct --json` (exit 0); none: the no-accounting message, exit 1.
     sacct: Option<String>,
     /// `scontrol show job`; none: Slurm's unknown-job error, exit 1.
@@ -52,7 +54,10 @@ impl Fake {
         put("sbatch.txt", &format!("{}\n", cluster.job_id));
         put("config.txt", &cluster.config);
         put("squeue.json", &cluster.squeue);
-        put("no-accounting.txt", &slurm_fixture("sacct-no-accounting.txt"));
+        put(
+            "no-accounting.txt",
+            &slurm_fixture("sacct-no-accounting.txt"),
+        );
         if let Some(text) = &cluster.sacct {
             put("sacct.json", text);
         }
@@ -63,7 +68,15 @@ impl Fake {
         let log = dir.join("calls.log");
         let tasks: Vec<String> = cluster.run_tasks.iter().map(u32::to_string).collect();
         let bodies = [
-            ("squeue", format!("cat '{a}/squeue.json'")),
+            (
+                "squeue",
+                format!(
+                    r#"n=$(cat '{a}/squeue.count' 2>/dev/null || echo 0); echo $((n + 1)) > '{a}/squeue.count'
+if [ "$n" -lt {down} ]; then echo 'slurm_load_jobs error: Unable to contact slurm controller (connect failure)' >&2; exit 1; fi
+cat '{a}/squeue.json'"#,
+                    down = cluster.squeue_down_for,
+                ),
+            ),
             (
                 "sacct",
                 format!(
@@ -231,6 +244,7 @@ fn jobcomp_answers_without_accounting() {
         job_id: "1",
         config: config(&[("JobCompLoc", comp.to_str().unwrap())]),
         squeue: squeue_without("docker-squeue-requeued.json", 1),
+        squeue_down_for: 0,
         sacct: None,
         scontrol_job: None,
         run_tasks: &[],
@@ -270,6 +284,7 @@ fn sacct_answers_with_accounting() {
             ("JobCompLoc", comp.to_str().unwrap()),
         ]),
         squeue: squeue_without("docker-squeue-requeued.json", 1),
+        squeue_down_for: 0,
         sacct: Some(slurm_fixture("sacct-array.json")),
         scontrol_job: None,
         run_tasks: &[],
@@ -285,10 +300,7 @@ fn sacct_answers_with_accounting() {
     slurm_error(&index, "c", EntryState::Cancelled, "CANCELLED");
     slurm_error(&index, "d", EntryState::Cancelled, "CANCELLED");
     let calls = fake.calls();
-    assert!(
-        calls.iter().any(|c| c == "sacct --json -j 1"),
-        "{calls:#?}"
-    );
+    assert!(calls.iter().any(|c| c == "sacct --json -j 1"), "{calls:#?}");
     for never in ["scontrol show job", "scancel"] {
         assert_eq!(called(&calls, never), 0, "{never}: {calls:#?}");
     }
@@ -303,6 +315,7 @@ fn scontrol_answers_without_accounting_or_jobcomp() {
         job_id: "9",
         config: config(&[("JobCompType", "jobcomp/none")]),
         squeue: squeue_without("docker-squeue-requeued.json", 1),
+        squeue_down_for: 0,
         sacct: None,
         scontrol_job: Some(slurm_fixture("scontrol-cancelled.txt")),
         run_tasks: &[],
@@ -338,6 +351,7 @@ fn a_final_entry_wins_over_slurm() {
         job_id: "1",
         config: config(&[("JobCompLoc", comp.to_str().unwrap())]),
         squeue: slurm_fixture("docker-squeue-requeued.json"),
+        squeue_down_for: 0,
         sacct: None,
         scontrol_job: None,
         run_tasks: &[0, 1],
@@ -364,4 +378,32 @@ fn a_final_entry_wins_over_slurm() {
     for never in ["sacct", "scontrol show job", "scancel"] {
         assert_eq!(called(&calls, never), 0, "{never}: {calls:#?}");
     }
+}
+
+/// While slurmctld cannot be reached (squeue fails for 40 polls, longer than the 3 s grace),
+/// a task absent from every answer is unseen, not forgotten: once squeue answers again (the
+/// real output, array 1 listed) its word decides, not "Slurm no longer reports".
+#[test]
+fn an_unreachable_controller_loses_no_task() {
+    let fake = Fake::new(&Cluster {
+        job_id: "1",
+        config: config(&[("JobCompType", "jobcomp/none")]),
+        squeue: slurm_fixture("docker-squeue-requeued.json"),
+        squeue_down_for: 40,
+        sacct: None,
+        scontrol_job: None,
+        run_tasks: &[],
+    });
+    let out = fake.batch(&[sh_job("a", "true"), sh_job("b", "true")]);
+    run_ok(&out, 1);
+    let index = index(&fake.root());
+    all_final(&index, &["a", "b"], "1");
+    slurm_error(&index, "a", EntryState::Crashed, "COMPLETED on n1");
+    slurm_error(&index, "b", EntryState::Lost, "NODE_FAIL on n2");
+    let calls = fake.calls();
+    assert!(called(&calls, "squeue --json") > 40, "{calls:#?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Unable to contact slurm controller"),
+        "the failed polls are warned about"
+    );
 }
