@@ -26,7 +26,8 @@ struct Cluster<'a> {
     config: String,
     /// `squeue --json`.
     squeue: String,
-    /// The first this many squeue calls fail as with slurmctld down (exit 1).
+    /// The first this many squeue calls fail as with slurmctld down (exit 1, Slurm's message
+    /// for it; not captured: the test clusters' controllers were never down).
     squeue_down_for: u32,
     /// `sacct --json` (exit 0); none: the no-accounting message, exit 1.
     sacct: Option<String>,
