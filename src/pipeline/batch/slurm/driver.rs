@@ -349,13 +349,23 @@ impl Poller {
             return (found, answered);
         }
         let fallback = if self.config.accounting {
-            let list = slurm_command("sacct", &["--json", "-j", &self.job_id])
-                .await
-                .ok()
-                .filter(|o| o.code == Some(0))
-                .and_then(|o| parse_sacct(&String::from_utf8_lossy(&o.stdout), &self.job_id).ok());
-            answered &= list.is_some();
-            list.unwrap_or_default()
+            let list = match slurm_command("sacct", &["--json", "-j", &self.job_id]).await {
+                Ok(o) if o.code == Some(0) => {
+                    parse_sacct(&String::from_utf8_lossy(&o.stdout), &self.job_id)
+                        .map_err(|e| e.to_string())
+                }
+                Ok(o) => Err(format!(
+                    "sacct --json -j {} failed: {}",
+                    self.job_id,
+                    String::from_utf8_lossy(&o.stderr).trim()
+                )),
+                Err(e) => Err(e.to_string()),
+            };
+            list.unwrap_or_else(|e| {
+                say(&SlurmEvent::Warning(&e));
+                answered = false;
+                Vec::new()
+            })
         } else if let Some(text) = self
             .config
             .jobcomp_file
@@ -372,7 +382,17 @@ impl Poller {
                 Ok(o) if String::from_utf8_lossy(&o.stderr).contains("Invalid job id") => {
                     Vec::new()
                 }
-                _ => {
+                Ok(o) => {
+                    say(&SlurmEvent::Warning(&format!(
+                        "scontrol show job {} failed: {}",
+                        self.job_id,
+                        String::from_utf8_lossy(&o.stderr).trim()
+                    )));
+                    answered = false;
+                    Vec::new()
+                }
+                Err(e) => {
+                    say(&SlurmEvent::Warning(&e.to_string()));
                     answered = false;
                     Vec::new()
                 }
