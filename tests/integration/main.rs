@@ -13,6 +13,7 @@ mod batch_resume;
 mod batch_schema;
 mod batch_slurm;
 mod batch_slurm_docker;
+mod batch_slurm_fallbacks;
 mod container_engine;
 mod container_library;
 mod demo;

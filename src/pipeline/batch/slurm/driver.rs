@@ -239,7 +239,7 @@ pub async fn run_slurm(
         if open.is_empty() {
             break;
         }
-        let reports = poller.reports(&open, root, specs, &say).await;
+        let (reports, answered) = poller.reports(&open, root, specs, &say).await;
         let mut changed = false;
         for &i in &open {
             let spec = &specs[i as usize];
@@ -251,6 +251,7 @@ pub async fn run_slurm(
                 spec,
                 old,
                 reports.get(&i),
+                answered,
                 root,
                 cancel_sent.is_some(),
                 run.grace,
@@ -309,19 +310,25 @@ struct Poller {
 
 impl Poller {
     /// What Slurm says about the open tasks: squeue first; for tasks it no longer lists,
-    /// sacct (with accounting), else the jobcomp file, else `scontrol show job`.
+    /// sacct (with accounting), else the jobcomp file, else `scontrol show job`. The flag says
+    /// whether Slurm answered: when a command failed (slurmctld restarting, slurmdbd down), a
+    /// task absent from the answers is not forgotten, only unseen.
     async fn reports(
         &self,
         open: &[u32],
         root: &Path,
         specs: &[JobSpec],
         say: &impl Fn(&SlurmEvent),
-    ) -> HashMap<u32, TaskReport> {
+    ) -> (HashMap<u32, TaskReport>, bool) {
         let mut found: HashMap<u32, TaskReport> = HashMap::new();
+        let mut answered = false;
         match slurm_command("squeue", &["--json"]).await {
             Ok(out) if out.code == Some(0) => {
                 match parse_squeue(&String::from_utf8_lossy(&out.stdout), &self.job_id) {
-                    Ok(list) => found.extend(list.into_iter().map(|r| (r.task_id, r))),
+                    Ok(list) => {
+                        answered = true;
+                        found.extend(list.into_iter().map(|r| (r.task_id, r)));
+                    }
                     Err(e) => say(&SlurmEvent::Warning(&e.to_string())),
                 }
             }
@@ -339,15 +346,26 @@ impl Poller {
             .filter(|&i| final_entry(root, &specs[i as usize].id, &self.job_id).is_none())
             .collect();
         if missing.is_empty() {
-            return found;
+            return (found, answered);
         }
         let fallback = if self.config.accounting {
-            slurm_command("sacct", &["--json", "-j", &self.job_id])
-                .await
-                .ok()
-                .filter(|o| o.code == Some(0))
-                .and_then(|o| parse_sacct(&String::from_utf8_lossy(&o.stdout), &self.job_id).ok())
-                .unwrap_or_default()
+            let list = match slurm_command("sacct", &["--json", "-j", &self.job_id]).await {
+                Ok(o) if o.code == Some(0) => {
+                    parse_sacct(&String::from_utf8_lossy(&o.stdout), &self.job_id)
+                        .map_err(|e| e.to_string())
+                }
+                Ok(o) => Err(format!(
+                    "sacct --json -j {} failed: {}",
+                    self.job_id,
+                    String::from_utf8_lossy(&o.stderr).trim()
+                )),
+                Err(e) => Err(e.to_string()),
+            };
+            list.unwrap_or_else(|e| {
+                say(&SlurmEvent::Warning(&e));
+                answered = false;
+                Vec::new()
+            })
         } else if let Some(text) = self
             .config
             .jobcomp_file
@@ -356,18 +374,36 @@ impl Poller {
         {
             parse_jobcomp(&text, &self.job_id)
         } else {
-            slurm_command("scontrol", &["show", "job", &self.job_id])
-                .await
-                .ok()
-                .map(|o| parse_scontrol(&String::from_utf8_lossy(&o.stdout), &self.job_id))
-                .unwrap_or_default()
+            match slurm_command("scontrol", &["show", "job", &self.job_id]).await {
+                Ok(o) if o.code == Some(0) => {
+                    parse_scontrol(&String::from_utf8_lossy(&o.stdout), &self.job_id)
+                }
+                // The controller no longer holds the job: it has forgotten, a real answer.
+                Ok(o) if String::from_utf8_lossy(&o.stderr).contains("Invalid job id") => {
+                    Vec::new()
+                }
+                Ok(o) => {
+                    say(&SlurmEvent::Warning(&format!(
+                        "scontrol show job {} failed: {}",
+                        self.job_id,
+                        String::from_utf8_lossy(&o.stderr).trim()
+                    )));
+                    answered = false;
+                    Vec::new()
+                }
+                Err(e) => {
+                    say(&SlurmEvent::Warning(&e.to_string()));
+                    answered = false;
+                    Vec::new()
+                }
+            }
         };
         for report in fallback {
             if missing.contains(&report.task_id) {
                 found.insert(report.task_id, report);
             }
         }
-        found
+        (found, answered)
     }
 
     /// The entry's new value, when it changed.
@@ -378,6 +414,7 @@ impl Poller {
         spec: &JobSpec,
         old: &BatchEntry,
         report: Option<&TaskReport>,
+        answered: bool,
         root: &Path,
         cancelled: bool,
         grace: Duration,
@@ -428,6 +465,8 @@ impl Poller {
                     entry.attempts = entry.attempts.max(r.restarts);
                 }
             }
+            // Slurm could not be asked: the task may well be running still.
+            None if !answered => return None,
             None => {
                 let since = *self.unknown_since.entry(task).or_insert_with(Instant::now);
                 if since.elapsed() < grace {
@@ -625,6 +664,7 @@ mod tests {
                 &spec,
                 &old,
                 Some(&report(SlurmState::Running)),
+                true,
                 root.path(),
                 false,
                 Duration::ZERO,
@@ -636,7 +676,16 @@ mod tests {
         let long = Duration::from_secs(3600);
         assert!(
             poller
-                .judge(0, &spec, &running, Some(&failed), root.path(), false, long)
+                .judge(
+                    0,
+                    &spec,
+                    &running,
+                    Some(&failed),
+                    true,
+                    root.path(),
+                    false,
+                    long
+                )
                 .is_none()
         );
         let lost = poller
@@ -645,6 +694,7 @@ mod tests {
                 &spec,
                 &running,
                 Some(&failed),
+                true,
                 root.path(),
                 false,
                 Duration::ZERO,
@@ -668,6 +718,7 @@ mod tests {
                 &spec,
                 &running,
                 Some(&failed),
+                true,
                 root.path(),
                 false,
                 Duration::ZERO,
@@ -689,12 +740,75 @@ mod tests {
             unknown_since: HashMap::new(),
         };
         let lost = poller
-            .judge(0, &spec, &old, None, root.path(), false, Duration::ZERO)
+            .judge(
+                0,
+                &spec,
+                &old,
+                None,
+                true,
+                root.path(),
+                false,
+                Duration::ZERO,
+            )
             .unwrap();
         assert_eq!(lost.state, EntryState::Lost);
         let cancelled = poller
-            .judge(0, &spec, &old, None, root.path(), true, Duration::ZERO)
+            .judge(
+                0,
+                &spec,
+                &old,
+                None,
+                true,
+                root.path(),
+                true,
+                Duration::ZERO,
+            )
             .unwrap();
         assert_eq!(cancelled.state, EntryState::Cancelled);
+    }
+
+    #[test]
+    fn a_task_is_not_lost_while_slurm_cannot_be_asked() {
+        let root = tempfile::tempdir().unwrap();
+        let spec = JobSpec::new("j", vec!["true".into()]);
+        let mut running = BatchEntry::pending("j", BTreeMap::new());
+        running.state = EntryState::Running;
+        let mut poller = Poller {
+            job_id: "5".into(),
+            config: ClusterConfig::default(),
+            over_since: HashMap::new(),
+            unknown_since: HashMap::new(),
+        };
+        // squeue failed (slurmctld restarting): no answer is no news, however long it lasts.
+        for _ in 0..3 {
+            assert!(
+                poller
+                    .judge(
+                        0,
+                        &spec,
+                        &running,
+                        None,
+                        false,
+                        root.path(),
+                        false,
+                        Duration::ZERO
+                    )
+                    .is_none()
+            );
+        }
+        // Once Slurm answers without the task, it is forgotten: lost.
+        let lost = poller
+            .judge(
+                0,
+                &spec,
+                &running,
+                None,
+                true,
+                root.path(),
+                false,
+                Duration::ZERO,
+            )
+            .unwrap();
+        assert_eq!(lost.state, EntryState::Lost);
     }
 }
