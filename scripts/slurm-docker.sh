@@ -31,7 +31,8 @@ down() {
     for c in ctl "${nodes[@]}"; do
         docker rm -f "$prefix-$c" >/dev/null 2>&1 || true
     done
-    docker network rm "$net" >/dev/null 2>&1 || true
+    # By id: two `up`s racing can leave two networks of this name, and a name is then ambiguous.
+    docker network ls -q --filter "name=^$net\$" | xargs -r docker network rm >/dev/null 2>&1 || true
 }
 
 if [[ "$cmd" == down ]]; then
