@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use polyprof::pipeline::batch::devices::DeviceChoice;
 use polyprof::pipeline::batch::pool::PoolOptions;
-use polyprof::pipeline::batch::{self, BatchOptions, JobSpec, OpenBatch, TaskOptions};
+use polyprof::pipeline::batch::{self, BatchOptions, JobSpec, TaskOptions, run_batch};
 use polyprof::profilers::selection::Selection;
 
 use crate::errors;
@@ -90,10 +90,7 @@ fn batch_json(
         device_errors: args.device_errors,
         stop_on_device_error: false,
         slurm: None,
-        node: std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .ok()
-            .map(|n| n.trim().to_string())
-            .filter(|n| !n.is_empty()),
+        node: polyprof::pipeline::host::hostname(),
     };
     let opts = BatchOptions {
         devices,
@@ -107,8 +104,7 @@ fn batch_json(
         max_parallel: None,
     };
     let index = runtime::block_on_cancellable(py, cancel, async move {
-        let open = OpenBatch::open(&specs, &output_dir, &opts).await?;
-        Ok::<_, polyprof::Error>(open.run(&specs, &pool, None).await)
+        run_batch(&specs, &output_dir, &opts, &pool).await
     })?
     .map_err(errors::to_py)?;
     serde_json::to_string(&index).map_err(errors::json)

@@ -14,11 +14,10 @@ use polyprof::pipeline::batch::{self, BatchOptions, JobSpec, OpenBatch, TaskOpti
 use polyprof::profilers::devices::device_from_env;
 use polyprof::profilers::selection::Selection;
 
-use polyprof::pipeline::runner::Tracking;
 use polyprof::pipeline::{EnvPolicy, RunOptions};
 
 use super::batch_progress::Progress;
-use super::run::{EXIT_CANCELLED, TrackingMode, cancel_on_signals, supervisor_exe};
+use super::run::{EXIT_CANCELLED, TrackingMode, cancel_on_signals};
 
 /// Arguments of `polyprof batch`.
 #[derive(Debug, clap::Args)]
@@ -171,46 +170,20 @@ async fn run_local(args: &Args, specs: &[JobSpec], opts: TaskOptions) -> anyhow:
 }
 
 fn task_options(args: &Args) -> anyhow::Result<TaskOptions> {
-    let tracking = match args.tracking {
-        TrackingMode::Group => Tracking::Group,
-        TrackingMode::Supervisor => Tracking::Supervisor {
-            exe: supervisor_exe()?,
-        },
-        TrackingMode::Cgroup => Tracking::Cgroup {
-            exe: supervisor_exe()?,
-        },
-    };
     Ok(TaskOptions {
         selection: Arc::new(Selection::load(None)?),
         run: RunOptions {
-            tracking,
-            env_policy: match &args.env_policy {
-                EnvPolicy::Inherit => EnvPolicy::Inherit,
-                EnvPolicy::Clean { .. } => EnvPolicy::Clean {
-                    allow: args.env_allow.clone(),
-                },
-                EnvPolicy::Untrusted { .. } => EnvPolicy::Untrusted {
-                    allow: args.env_allow.clone(),
-                },
-            },
+            tracking: args.tracking.tracking()?,
+            env_policy: args.env_policy.with_allow(args.env_allow.clone()),
             ..RunOptions::default()
         },
         timeout: args.timeout,
         retries: args.retries,
         device_errors: args.device_errors.clone(),
         stop_on_device_error: false,
-        node: host_name(),
+        node: polyprof::pipeline::host::hostname(),
         slurm: None,
     })
-}
-
-/// This host's name, for the entries.
-fn host_name() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .map(|n| n.trim().to_string())
-        .filter(|n| !n.is_empty())
 }
 
 /// `--task-index N` / `--task-id ID`: one job on the device the environment pins.
@@ -236,17 +209,10 @@ async fn run_one(args: &Args, specs: &[JobSpec], opts: &TaskOptions) -> anyhow::
         slurm: slurm_task_from_env(),
         ..opts.clone()
     };
-    // A scheduler stops a task with SIGTERM (scancel, a time limit, a preemption): the job
-    // was cut off, not failed by itself, so `--resume` must run it again.
+    // A scheduler stops a task with SIGTERM (scancel, a time limit, a preemption): the run is
+    // cancelled and its entry written, so `--resume` runs the job again (`state_of`).
     cancel_on_signals(opts.run.cancel.clone(), opts.run.kill_now.clone());
-    let mut entry = run_task(spec, &args.output_dir, device.as_ref(), opts).await;
-    if opts.run.cancel.is_cancelled() && entry.state != EntryState::Succeeded {
-        entry.state = EntryState::Cancelled;
-        let dir = polyprof::pipeline::batch::task::run_dir(&args.output_dir, &spec.id);
-        entry
-            .write_atomic(&dir)
-            .with_context(|| format!("cannot write the entry of job `{}`", spec.id))?;
-    }
+    let entry = run_task(spec, &args.output_dir, device.as_ref(), opts).await;
     if args.json {
         let mut out = std::io::stdout().lock();
         serde_json::to_writer_pretty(&mut out, &entry).context("cannot print the entry")?;

@@ -53,6 +53,21 @@ pub enum TrackingMode {
 }
 pub const EXIT_CANCELLED: u8 = 130;
 
+impl TrackingMode {
+    /// The runner's tracking for this mode (the supervisor found beside polyprof).
+    pub fn tracking(self) -> anyhow::Result<Tracking> {
+        Ok(match self {
+            TrackingMode::Group => Tracking::Group,
+            TrackingMode::Supervisor => Tracking::Supervisor {
+                exe: supervisor_exe()?,
+            },
+            TrackingMode::Cgroup => Tracking::Cgroup {
+                exe: supervisor_exe()?,
+            },
+        })
+    }
+}
+
 /// Arguments of `polyprof run`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -206,24 +221,8 @@ impl SupervisionArgs {
     }
 
     pub fn run_options(&self) -> anyhow::Result<RunOptions> {
-        let env_policy = match &self.env_policy {
-            EnvPolicy::Inherit => EnvPolicy::Inherit,
-            EnvPolicy::Clean { .. } => EnvPolicy::Clean {
-                allow: self.env_allow.clone(),
-            },
-            EnvPolicy::Untrusted { .. } => EnvPolicy::Untrusted {
-                allow: self.env_allow.clone(),
-            },
-        };
-        let tracking = match self.tracking {
-            TrackingMode::Group => Tracking::Group,
-            TrackingMode::Supervisor => Tracking::Supervisor {
-                exe: supervisor_exe()?,
-            },
-            TrackingMode::Cgroup => Tracking::Cgroup {
-                exe: supervisor_exe()?,
-            },
-        };
+        let env_policy = self.env_policy.with_allow(self.env_allow.clone());
+        let tracking = self.tracking.tracking()?;
         Ok(RunOptions {
             timeout: self.timeout,
             tracking,

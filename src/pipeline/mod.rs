@@ -5,6 +5,7 @@ pub mod api;
 pub mod artifacts;
 pub mod batch;
 pub mod executor;
+pub mod host;
 pub mod job;
 pub mod probe;
 pub mod profiler;

@@ -3,13 +3,12 @@
 
 use crate::support;
 
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use polyprof::model::batch::{BatchEntry, EntryState};
 use predicates::str::contains;
 use serde_json::json;
-use support::batch::{counting, index, runs_of, sh_job, write_jobs};
+use support::batch::{counting, index, runs_of, sh_job, spawn_cpu_batch, write_jobs};
 use support::polyprof;
 
 #[test]
@@ -23,15 +22,7 @@ fn a_killed_batch_resumes_with_only_the_missing_jobs() {
         .collect();
     let file = write_jobs(d, &jobs);
     let root = d.join("out");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_polyprof"))
-        .arg("batch")
-        .arg(&file)
-        .args(["--jobs", "2", "--devices", "cpu", "-q", "--output-dir"])
-        .arg(&root)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_cpu_batch(&file, &root);
     // Wait (generously: a loaded machine is slow) until some jobs are done, then kill it.
     let deadline = Instant::now() + Duration::from_secs(60);
     let finished = |id: &String| {
@@ -177,15 +168,7 @@ fn ctrl_c_leaves_an_index_with_the_running_jobs_cancelled() {
         .collect();
     let file = write_jobs(d, &jobs);
     let root = d.join("out");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_polyprof"))
-        .arg("batch")
-        .arg(&file)
-        .args(["--jobs", "2", "--devices", "cpu", "-q", "--output-dir"])
-        .arg(&root)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_cpu_batch(&file, &root);
     // Both slots busy: two jobs have started their command.
     let deadline = Instant::now() + Duration::from_secs(60);
     while ids.iter().map(|id| runs_of(d, id)).sum::<usize>() < 2 {

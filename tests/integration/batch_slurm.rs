@@ -8,7 +8,7 @@ use std::time::Duration;
 use polyprof::model::batch::EntryState;
 
 use crate::support::batch::{counting, entry, index, runs_of, sh_job, write_jobs};
-use crate::support::slurm::{LocalCluster, slurm_installed, wait_for};
+use crate::support::slurm::{LocalCluster, slurm_batch, slurm_installed, wait_for};
 
 /// Words a shell would mangle reach the job verbatim through sbatch and the task script, and
 /// each task runs pinned to the GPU Slurm gave it (two GPUs, so at most two at once).
@@ -33,15 +33,8 @@ fn argv_and_gpus_reach_each_task() {
     }
     let file = write_jobs(work.path(), &jobs);
     let root = work.path().join("root");
-    let out = cluster
-        .polyprof()
-        .args([
-            "batch",
-            file.to_str().unwrap(),
-            "--output-dir",
-            root.to_str().unwrap(),
-        ])
-        .args(["--slurm", "--gpus-per-task", "1"])
+    let out = slurm_batch(cluster.polyprof(), &file, &root)
+        .args(["--gpus-per-task", "1"])
         .output()
         .unwrap();
     assert_eq!(
@@ -104,15 +97,8 @@ fn sigint_cancels_the_array() {
         .collect();
     let file = write_jobs(work.path(), &jobs);
     let root = work.path().join("root");
-    let mut child = cluster
-        .polyprof()
-        .args([
-            "batch",
-            file.to_str().unwrap(),
-            "--output-dir",
-            root.to_str().unwrap(),
-        ])
-        .args(["--slurm", "--gres", "gpu:1", "--quiet"])
+    let mut child = slurm_batch(cluster.polyprof(), &file, &root)
+        .args(["--gres", "gpu:1", "--quiet"])
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -167,14 +153,8 @@ fn resume_submits_only_what_is_missing() {
     let file = write_jobs(dir, &jobs);
     let root = dir.join("root");
     let run = |resume: bool| {
-        let mut cmd = cluster.polyprof();
-        cmd.args([
-            "batch",
-            file.to_str().unwrap(),
-            "--output-dir",
-            root.to_str().unwrap(),
-        ])
-        .args(["--slurm", "--quiet"]);
+        let mut cmd = slurm_batch(cluster.polyprof(), &file, &root);
+        cmd.args(["--quiet"]);
         if resume {
             cmd.arg("--resume");
         } else {
@@ -250,20 +230,8 @@ fn node_side_failures_are_reported() {
     let work = tempfile::tempdir().unwrap();
     let file = write_jobs(work.path(), &[sh_job("a", "true"), sh_job("b", "true")]);
     let root = work.path().join("root");
-    let out = cluster
-        .polyprof()
-        .args([
-            "batch",
-            file.to_str().unwrap(),
-            "--output-dir",
-            root.to_str().unwrap(),
-        ])
-        .args([
-            "--slurm",
-            "--quiet",
-            "--polyprof-bin",
-            "/nonexistent/polyprof",
-        ])
+    let out = slurm_batch(cluster.polyprof(), &file, &root)
+        .args(["--quiet", "--polyprof-bin", "/nonexistent/polyprof"])
         .output()
         .unwrap();
     assert_eq!(
@@ -280,15 +248,8 @@ fn node_side_failures_are_reported() {
         assert!(message.contains("/nonexistent/polyprof"), "{message}");
     }
     let refused = work.path().join("refused");
-    let out = cluster
-        .polyprof()
-        .args([
-            "batch",
-            file.to_str().unwrap(),
-            "--output-dir",
-            refused.to_str().unwrap(),
-        ])
-        .args(["--slurm", "--quiet", "--gres", "gpu:3"])
+    let out = slurm_batch(cluster.polyprof(), &file, &refused)
+        .args(["--quiet", "--gres", "gpu:3"])
         .output()
         .unwrap();
     assert_ne!(out.status.code(), Some(0));
@@ -315,14 +276,8 @@ fn resume_after_a_killed_driver() {
     let file = write_jobs(work.path(), &[sh_job("k0", &script), sh_job("k1", &script)]);
     let root = work.path().join("root");
     let driver = || {
-        let mut cmd = cluster.polyprof();
-        cmd.args([
-            "batch",
-            file.to_str().unwrap(),
-            "--output-dir",
-            root.to_str().unwrap(),
-        ])
-        .args(["--slurm", "--gres", "gpu:1", "--quiet"]);
+        let mut cmd = slurm_batch(cluster.polyprof(), &file, &root);
+        cmd.args(["--gres", "gpu:1", "--quiet"]);
         cmd
     };
     let mut child = driver()

@@ -8,7 +8,7 @@ use std::time::Duration;
 use polyprof::model::batch::EntryState;
 
 use crate::support::batch::{index, sh_job, write_jobs};
-use crate::support::slurm::{DockerCluster, slurm_installed, wait_for};
+use crate::support::slurm::{DockerCluster, slurm_batch, slurm_installed, wait_for};
 
 /// 20 jobs spread over both nodes, each task pinned to its node's GPU.
 #[test]
@@ -29,15 +29,8 @@ fn twenty_jobs_across_two_nodes() {
         .collect();
     let file = write_jobs(&work, &jobs);
     let root = work.join("root");
-    let out = cluster
-        .polyprof()
-        .args([
-            "batch",
-            file.to_str().unwrap(),
-            "--output-dir",
-            root.to_str().unwrap(),
-        ])
-        .args(["--slurm", "--gpus-per-task", "1", "--json"])
+    let out = slurm_batch(cluster.polyprof(), &file, &root)
+        .args(["--gpus-per-task", "1", "--json"])
         .output()
         .unwrap();
     assert_eq!(
@@ -85,15 +78,9 @@ fn node_lost_mid_array() {
     let file = write_jobs(&work, &jobs);
     let root = work.join("root");
     let driver = |resume: bool| {
-        let mut cmd = cluster.polyprof();
-        cmd.args([
-            "batch",
-            file.to_str().unwrap(),
-            "--output-dir",
-            root.to_str().unwrap(),
-        ])
-        .args(["--slurm", "--gpus-per-task", "1", "--quiet"])
-        .stdout(std::process::Stdio::null());
+        let mut cmd = slurm_batch(cluster.polyprof(), &file, &root);
+        cmd.args(["--gpus-per-task", "1", "--quiet"])
+            .stdout(std::process::Stdio::null());
         if resume {
             cmd.arg("--resume");
         }

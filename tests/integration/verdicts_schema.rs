@@ -6,29 +6,15 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::support::schema;
 use crate::support::{fixture, polyprof};
 
-fn committed_path() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/run.schema.json")
-}
-
-fn committed() -> Value {
-    let text = std::fs::read_to_string(committed_path()).unwrap_or_default();
-    serde_json::from_str(&text).unwrap_or(Value::Null)
-}
+const FILE: &str = "run.schema.json";
 
 #[test]
 fn the_committed_schema_is_the_generated_one() {
     let generated = polyprof::model::schema::run_schema();
-    if std::env::var_os("UPDATE_SCHEMA").is_some() {
-        let text = serde_json::to_string_pretty(&generated).unwrap() + "\n";
-        std::fs::write(committed_path(), text).unwrap();
-    }
-    assert_eq!(
-        committed(),
-        generated,
-        "schemas/run.schema.json is stale: UPDATE_SCHEMA=1 cargo test --test integration verdicts_schema"
-    );
+    schema::assert_committed_is(FILE, &generated, "verdicts_schema");
 }
 
 fn run_json_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -44,16 +30,14 @@ fn run_json_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 fn assert_valid(validator: &jsonschema::Validator, path: &Path) {
     let document: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(&document)
-        .map(|e| format!("{} at {}", e, e.instance_path))
-        .collect();
+    let errors = schema::errors(validator, &document);
     assert!(errors.is_empty(), "{}: {errors:#?}", path.display());
 }
 
 #[test]
 fn every_run_document_validates() {
-    let validator = jsonschema::validator_for(&committed()).expect("a valid JSON Schema");
+    let validator =
+        jsonschema::validator_for(&schema::committed(FILE)).expect("a valid JSON Schema");
     let mut files = Vec::new();
     run_json_files(&fixture(""), &mut files);
     assert!(files.len() >= 2, "run.json fixtures: {files:?}");

@@ -81,14 +81,11 @@ pub fn state_of(run: &ProfileRun) -> EntryState {
         // preemption, an operator) cut the job off; it did not fail by itself, so `--resume`
         // runs it again. polyprof's own stops are TimedOut/Inactive/Cancelled above.
         Some(Outcome::Signalled {
-            signal: SIGTERM | SIGKILL,
+            signal: libc::SIGTERM | libc::SIGKILL,
         }) => EntryState::Cancelled,
         Some(_) => EntryState::Failed,
     }
 }
-
-const SIGTERM: i32 = 15;
-const SIGKILL: i32 = 9;
 
 /// Whether a job that ended in `state` is tried again while it has retries left.
 pub fn retryable(state: EntryState) -> bool {
@@ -139,6 +136,12 @@ pub async fn run_task(
         if let Err(e) = &runs {
             entry.state = EntryState::Crashed;
             entry.errors = vec![e.clone()];
+        }
+        // Stopped by our cancellation (Ctrl-C, a scheduler's SIGTERM to an array task): cut
+        // off, whatever the command made of the signal (a shell exits 143), so `--resume`
+        // runs it again.
+        if opts.run.cancel.is_cancelled() && entry.state != EntryState::Succeeded {
+            entry.state = EntryState::Cancelled;
         }
         let device_fault = entry.device_error.is_some();
         let again = retryable(entry.state)

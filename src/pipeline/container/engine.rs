@@ -83,16 +83,9 @@ pub fn owner_labels(id: &str) -> HashMap<String, String> {
     labels
 }
 
+/// This host's name as container labels record it (`unknown` when there is none).
 pub fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates within it or
-    // truncates, and we stop at the first NUL.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return "unknown".to_string();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
+    crate::pipeline::host::hostname().unwrap_or_else(|| "unknown".to_string())
 }
 
 /// Field 22 of `/proc/<pid>/stat` (after the parenthesised command name, which may hold

@@ -129,6 +129,47 @@ pub fn is_credential(name: &str) -> bool {
         || EXACT.contains(&upper.as_str())
 }
 
+impl EnvPolicy {
+    /// The same policy with `allow` as its allowlist (`inherit` has none).
+    pub fn with_allow(&self, allow: Vec<String>) -> EnvPolicy {
+        match self {
+            EnvPolicy::Inherit => EnvPolicy::Inherit,
+            EnvPolicy::Clean { .. } => EnvPolicy::Clean { allow },
+            EnvPolicy::Untrusted { .. } => EnvPolicy::Untrusted { allow },
+        }
+    }
+
+    /// Whether polyprof's own variable `name` reaches the child (credentials aside).
+    fn inherits(&self, name: &str) -> bool {
+        let listed = |allow: &[String], bases: &[&[&str]]| {
+            bases
+                .iter()
+                .any(|b| b.iter().any(|p| name_matches(name, p)))
+                || allow.iter().any(|p| name_matches(name, p))
+        };
+        match self {
+            EnvPolicy::Inherit => true,
+            EnvPolicy::Clean { allow } => listed(allow, &[CLEAN_BASE]),
+            EnvPolicy::Untrusted { allow } => listed(allow, &[CLEAN_BASE, UNTRUSTED_BASE]),
+        }
+    }
+
+    /// Whether a variable named `name` is withheld as a credential, even when set explicitly.
+    fn withholds(&self, name: &str) -> bool {
+        matches!(self, EnvPolicy::Untrusted { .. }) && is_credential(name)
+    }
+
+    /// Whether polyprof's own variable `name` is passed to the child.
+    pub fn passes_inherited(&self, name: &str) -> bool {
+        self.inherits(name) && !self.withholds(name)
+    }
+
+    /// Whether a variable set for the command (`--env`, a job's `env`) is passed to it.
+    pub fn passes_explicit(&self, name: &str) -> bool {
+        !self.withholds(name)
+    }
+}
+
 /// The child's full environment, and the names dropped as credentials (for a warning).
 pub struct BuiltEnv {
     pub vars: BTreeMap<String, String>,
@@ -141,42 +182,20 @@ pub fn build_env(
     parent: impl IntoIterator<Item = (String, String)>,
     extra: &BTreeMap<String, String>,
 ) -> BuiltEnv {
-    let (allow, untrusted): (Vec<&str>, bool) = match policy {
-        EnvPolicy::Inherit => (Vec::new(), false),
-        EnvPolicy::Clean { allow } => (
-            CLEAN_BASE
-                .iter()
-                .copied()
-                .chain(allow.iter().map(String::as_str))
-                .collect(),
-            false,
-        ),
-        EnvPolicy::Untrusted { allow } => (
-            CLEAN_BASE
-                .iter()
-                .chain(UNTRUSTED_BASE)
-                .copied()
-                .chain(allow.iter().map(String::as_str))
-                .collect(),
-            true,
-        ),
-    };
     let mut dropped_credentials = Vec::new();
     let mut vars = BTreeMap::new();
     for (name, value) in parent {
-        let allowed =
-            matches!(policy, EnvPolicy::Inherit) || allow.iter().any(|p| name_matches(&name, p));
-        if !allowed {
+        if !policy.inherits(&name) {
             continue;
         }
-        if untrusted && is_credential(&name) {
+        if policy.withholds(&name) {
             dropped_credentials.push(name);
             continue;
         }
         vars.insert(name, value);
     }
     for (name, value) in extra {
-        if untrusted && is_credential(name) {
+        if policy.withholds(name) {
             dropped_credentials.push(name.clone());
             continue;
         }

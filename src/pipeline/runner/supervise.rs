@@ -211,30 +211,14 @@ fn prepare(
     let mut raw_env: Vec<_> = not_utf8
         .into_iter()
         .filter(|(name, _)| match name.to_str() {
-            Some(name) => {
-                !env.vars.contains_key(name)
-                    && build_env(
-                        &opts.env_policy,
-                        [(name.to_string(), String::new())],
-                        &Default::default(),
-                    )
-                    .vars
-                    .contains_key(name)
-            }
+            Some(name) => !env.vars.contains_key(name) && opts.env_policy.passes_inherited(name),
             None => matches!(opts.env_policy, super::env::EnvPolicy::Inherit),
         })
         .collect();
     let mut env = env;
     for (name, value) in &opts.extra_env_bytes {
         // The command's own variables win; the policy withholds credential-like names here too.
-        let allowed = build_env(
-            &opts.env_policy,
-            std::iter::empty::<(String, String)>(),
-            &[(name.clone(), String::new())].into_iter().collect(),
-        )
-        .vars
-        .contains_key(name);
-        if spec.env.contains_key(name) || !allowed {
+        if spec.env.contains_key(name) || !opts.env_policy.passes_explicit(name) {
             continue;
         }
         env.vars.remove(name);

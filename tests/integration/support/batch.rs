@@ -37,3 +37,17 @@ pub fn counting(dir: &Path, id: &str, rest: &str) -> String {
         dir.join(format!("{id}.count")).display()
     )
 }
+
+/// `polyprof batch FILE` on two CPU slots into `root`, quiet, in the background: for tests
+/// that signal or kill it half way.
+pub fn spawn_cpu_batch(file: &Path, root: &Path) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_polyprof"))
+        .arg("batch")
+        .arg(file)
+        .args(["--jobs", "2", "--devices", "cpu", "-q", "--output-dir"])
+        .arg(root)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}

@@ -6,6 +6,7 @@ pub mod batch;
 pub mod container;
 pub mod ncu;
 pub mod runner;
+pub mod schema;
 pub mod slurm;
 
 use std::path::{Path, PathBuf};

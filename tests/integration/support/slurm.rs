@@ -145,6 +145,18 @@ impl Drop for DockerCluster {
     }
 }
 
+/// `polyprof batch FILE --output-dir ROOT --slurm` on `polyprof` (either cluster's driver
+/// command); the test adds the rest.
+pub fn slurm_batch(mut polyprof: Command, file: &Path, root: &Path) -> Command {
+    polyprof
+        .arg("batch")
+        .arg(file)
+        .arg("--output-dir")
+        .arg(root)
+        .arg("--slurm");
+    polyprof
+}
+
 /// Wait (polling batch.json, at most `limit`) until `ready` holds of the index; the index
 /// then. Not a speed check: the limit only keeps a broken cluster from hanging the suite.
 pub fn wait_for(root: &Path, limit: Duration, ready: impl Fn(&BatchIndex) -> bool) -> BatchIndex {

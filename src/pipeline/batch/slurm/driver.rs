@@ -210,12 +210,7 @@ pub async fn run_slurm(
         tasks: to_run.len(),
     });
 
-    let mut poller = Poller {
-        job_id: job_id.clone(),
-        config,
-        over_since: HashMap::new(),
-        unknown_since: HashMap::new(),
-    };
+    let mut poller = Poller::new(job_id.clone(), config);
     let mut cancel_sent: Option<Instant> = None;
     let (mut dirty, mut written) = (false, Instant::now());
     loop {
@@ -309,6 +304,15 @@ struct Poller {
 }
 
 impl Poller {
+    fn new(job_id: String, config: ClusterConfig) -> Self {
+        Poller {
+            job_id,
+            config,
+            over_since: HashMap::new(),
+            unknown_since: HashMap::new(),
+        }
+    }
+
     /// What Slurm says about the open tasks: squeue first; for tasks it no longer lists,
     /// sacct (with accounting), else the jobcomp file, else `scontrol show job`. The flag says
     /// whether Slurm answered: when a command failed (slurmctld restarting, slurmdbd down), a
@@ -652,12 +656,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let spec = JobSpec::new("j", vec!["true".into()]);
         let old = BatchEntry::pending("j", BTreeMap::new());
-        let mut poller = Poller {
-            job_id: "5".into(),
-            config: ClusterConfig::default(),
-            over_since: HashMap::new(),
-            unknown_since: HashMap::new(),
-        };
+        let mut poller = Poller::new("5".into(), ClusterConfig::default());
         let running = poller
             .judge(
                 0,
@@ -733,12 +732,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let spec = JobSpec::new("j", vec!["true".into()]);
         let old = BatchEntry::pending("j", BTreeMap::new());
-        let mut poller = Poller {
-            job_id: "5".into(),
-            config: ClusterConfig::default(),
-            over_since: HashMap::new(),
-            unknown_since: HashMap::new(),
-        };
+        let mut poller = Poller::new("5".into(), ClusterConfig::default());
         let lost = poller
             .judge(
                 0,
@@ -773,12 +767,7 @@ mod tests {
         let spec = JobSpec::new("j", vec!["true".into()]);
         let mut running = BatchEntry::pending("j", BTreeMap::new());
         running.state = EntryState::Running;
-        let mut poller = Poller {
-            job_id: "5".into(),
-            config: ClusterConfig::default(),
-            over_since: HashMap::new(),
-            unknown_since: HashMap::new(),
-        };
+        let mut poller = Poller::new("5".into(), ClusterConfig::default());
         // squeue failed (slurmctld restarting): no answer is no news, however long it lasts.
         for _ in 0..3 {
             assert!(
