@@ -73,6 +73,8 @@ fn options(args: &Args) -> ParseOptions {
             MetricFilter::Only(metrics.iter().cloned().collect::<BTreeSet<_>>())
         },
         requested: metrics,
+        // Raw files carry no `--kernel` filter: every launch in them is shown.
+        instance: None,
     }
 }
 

@@ -31,6 +31,7 @@ mod ncu_cli;
 mod ncu_details_page;
 mod ncu_diagnostics;
 mod ncu_fixture_inventory;
+mod ncu_kernel_names;
 mod ncu_plan;
 mod ncu_proptest;
 mod ncu_raw_page;

@@ -211,7 +211,9 @@ fn sets_write_a_report_and_export_details_raw_and_session() {
             "--page",
             "details",
             "--print-units",
-            "base"
+            "base",
+            "--print-kernel-base",
+            "mangled"
         ]
     );
     assert_eq!(

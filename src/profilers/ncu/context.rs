@@ -69,6 +69,9 @@ pub struct ParseOptions {
     /// Metric names the run asked for: absent from the output is an error naming them; present
     /// but `n/a` on every launch is a warning.
     pub requested: Vec<String>,
+    /// The short name a `--kernel` filter asked for when ncu was given only its function name
+    /// (see `kernel_filter::widened_instance`): the other instances' launches are dropped.
+    pub instance: Option<String>,
 }
 
 /// Everything gathered while the segments go by.

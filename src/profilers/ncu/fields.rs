@@ -59,7 +59,7 @@ impl IdentityIndex {
     /// A record with the identity filled from one CSV row.
     pub fn record<R: Cells + ?Sized>(&self, row: &R) -> KernelRecord {
         let get = |index: Option<usize>| cell(row, index);
-        let name = get(self.kernel_name).unwrap_or_default().to_string();
+        let name = super::names::printed_name(&get(self.kernel_name).unwrap_or_default());
         KernelRecord {
             profiler: "ncu".to_string(),
             process_id: get(self.pid).and_then(|v| v.parse().ok()),

@@ -22,6 +22,8 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::options::KernelNameBase;
+use crate::model::parsed::{Diagnostic, Severity};
+use crate::model::record::KernelRecord;
 
 /// An integer template argument: after `<` or `,`, an optional `(type)` cast, the number with
 /// optional integer suffixes, then `,` or `>`.
@@ -48,6 +50,58 @@ pub fn ncu_kernel_filter(
     }
     let pattern = format!("regex:(^| ){}(\\(|$)", demangled_pattern(name));
     (Some(KernelNameBase::Demangled), pattern)
+}
+
+/// The short name whose launches a run keeps when [`ncu_kernel_filter`] widened `name` to its
+/// function name (every instance of that function): `Some(name)` then, else `None`.
+pub fn widened_instance(name: &str, base: Option<KernelNameBase>) -> Option<String> {
+    match ncu_kernel_filter(name, base) {
+        (Some(KernelNameBase::Function), function) if base.is_none() && function != name => {
+            Some(name.to_string())
+        }
+        _ => None,
+    }
+}
+
+/// Of the launches ncu profiled for a widened filter, keep those named `instance` (polyprof's
+/// short name). Launches of the function's other instances are dropped from the records with
+/// an info diagnostic saying how many (ncu.log keeps them all); when none is named `instance`
+/// (a namespaced function name without template arguments, or a name from an older run's
+/// demangler), all are kept and the diagnostic says so.
+pub fn keep_instance(kernels: &mut Vec<KernelRecord>, instance: &str) -> Option<Diagnostic> {
+    let total = kernels.len();
+    let kept = kernels.iter().filter(|k| k.short_name == instance).count();
+    let function = function_name(instance).unwrap_or_else(|| instance.to_string());
+    if total == 0 || kept == total {
+        return None;
+    }
+    if kept == 0 {
+        return Some(Diagnostic {
+            severity: Severity::Info,
+            kind: "kernel_filter_all_instances".to_string(),
+            message: format!(
+                "ncu matched {total} launch(es) of function `{function}`, none named exactly \
+                 `{instance}`, so all are kept"
+            ),
+            hint: Some(
+                "for one instance, pass the short name a run of this polyprof version printed"
+                    .to_string(),
+            ),
+            metric: None,
+        });
+    }
+    kernels.retain(|k| k.short_name == instance);
+    Some(Diagnostic {
+        severity: Severity::Info,
+        kind: "kernel_filter_other_instances".to_string(),
+        message: format!(
+            "kept the {kept} launch(es) of `{instance}`; ncu's filter on function `{function}` \
+             also profiled {} launch(es) of its other instances (ncu.log has them)",
+            total - kept
+        ),
+        hint: None,
+        metric: None,
+    })
 }
 
 /// The function's own name: the last `::` segment before the template arguments or parameters
@@ -197,5 +251,50 @@ mod tests {
                 "matmul_tiled<32>".to_string()
             )
         );
+    }
+
+    fn launch(short_name: &str) -> KernelRecord {
+        KernelRecord {
+            short_name: short_name.to_string(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn widened_filters_keep_only_the_instance_asked_for() {
+        let float4 = "at::native::<unnamed>::fill<float, 4>";
+        let half8 = "at::native::<unnamed>::fill<c10::Half, 8>";
+        assert_eq!(widened_instance(float4, None).as_deref(), Some(float4));
+        // Not widened: plain names, templates without namespace, regexes, an explicit base.
+        assert_eq!(widened_instance("vector_add", None), None);
+        assert_eq!(widened_instance("matmul_tiled<32>", None), None);
+        assert_eq!(widened_instance("regex:fill", None), None);
+        assert_eq!(
+            widened_instance(float4, Some(KernelNameBase::Function)),
+            None
+        );
+
+        let mut kernels = vec![launch(float4), launch(half8), launch(float4)];
+        let note = keep_instance(&mut kernels, float4).unwrap();
+        assert_eq!(kernels.len(), 2);
+        assert_eq!(note.severity, Severity::Info);
+        assert!(
+            note.message.contains("kept the 2 launch(es)"),
+            "{}",
+            note.message
+        );
+        assert!(
+            note.message.contains("1 launch(es) of its other instances"),
+            "{}",
+            note.message
+        );
+        // Exactly the instance already: nothing to say.
+        assert_eq!(keep_instance(&mut kernels, float4), None);
+        // No launch has that exact name (a function name without arguments): all are kept.
+        let mut kernels = vec![launch(float4), launch(half8)];
+        let note = keep_instance(&mut kernels, "at::native::fill").unwrap();
+        assert_eq!(kernels.len(), 2);
+        assert_eq!(note.kind, "kernel_filter_all_instances");
+        assert_eq!(keep_instance(&mut Vec::new(), float4), None);
     }
 }

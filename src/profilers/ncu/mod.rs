@@ -11,6 +11,7 @@ mod dispatch;
 pub mod fields;
 pub mod kernel_filter;
 pub mod merge;
+pub mod names;
 pub mod occupancy;
 pub mod options;
 mod parallel;
@@ -81,6 +82,9 @@ impl Ncu {
         ParseOptions {
             keep: MetricFilter::All,
             requested: self.options.requested_metrics(),
+            instance: self.options.kernel_name.as_deref().and_then(|name| {
+                kernel_filter::widened_instance(name, self.options.kernel_name_base)
+            }),
         }
     }
 }
@@ -194,6 +198,11 @@ pub fn parse_output(dir: &Path, raw: RawOutput, options: &ParseOptions) -> Resul
         parse::merge(&mut parsed, parse::parse(&artifact.content, options));
     }
     merge::drop_cross_artifact_false_alarms(&mut parsed);
+    if let Some(instance) = &options.instance
+        && let Some(note) = kernel_filter::keep_instance(&mut parsed.kernels, instance)
+    {
+        diagnostics::push(&mut parsed.diagnostics, note);
+    }
     parsed.device = device_from_session(&parsed.session);
     let kernels = parsed.kernels.len();
     parse::flag_empty(&mut parsed, kernels);

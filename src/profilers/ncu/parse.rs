@@ -219,6 +219,7 @@ mod tests {
             let options = ParseOptions {
                 keep,
                 requested: vec!["dram__bytes_read.sum".to_string()],
+                ..Default::default()
             };
             let (one, _) = run_threads(&input, &options, true, 1);
             let (two, runs) = run_threads(&input, &options, true, 2);

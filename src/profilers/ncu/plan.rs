@@ -105,6 +105,7 @@ pub fn profile_argv(options: &NcuOptions, output_dir: &Path, target: &[Arg]) -> 
             argv.extend(["--nvtx-include".to_string(), include.clone()]);
         }
     }
+    argv.extend(print_kernel_base(options));
     argv.extend(options.extra_args.iter().cloned());
     if options.writes_report() {
         argv.extend([
@@ -119,6 +120,21 @@ pub fn profile_argv(options: &NcuOptions, output_dir: &Path, target: &[Arg]) -> 
     Ok(argv)
 }
 
+/// `--print-kernel-base mangled`: the same name bytes in every run, filtered or not, which
+/// polyprof demangles itself (see `names.rs`); left out when the user chose a base through
+/// `--ncu-arg` (ncu refuses an option given twice).
+fn print_kernel_base(options: &NcuOptions) -> Vec<String> {
+    let chosen = options
+        .extra_args
+        .iter()
+        .any(|arg| arg == "--print-kernel-base" || arg.starts_with("--print-kernel-base="));
+    if chosen {
+        Vec::new()
+    } else {
+        vec!["--print-kernel-base".to_string(), "mangled".to_string()]
+    }
+}
+
 /// `ncu --import <out>/report.ncu-rep --csv --page PAGE [--print-units base]`.
 fn export_step(options: &NcuOptions, output_dir: &Path, page: &str, file: &str) -> Result<Step> {
     let mut argv = vec![
@@ -131,6 +147,7 @@ fn export_step(options: &NcuOptions, output_dir: &Path, page: &str, file: &str) 
     ];
     if page != "session" {
         argv.extend(["--print-units".to_string(), "base".to_string()]);
+        argv.extend(print_kernel_base(options));
     }
     let mut command = CommandSpec::new(crate::model::arg::args(argv));
     command.env = ncu_env();
