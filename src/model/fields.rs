@@ -77,7 +77,7 @@ pub const NORMALIZED_FIELDS: &[NormalizedField] = &[
     field!(theoretical_occupancy_pct, "%", "theo %", integer: false, attribute: true,
         "the occupancy the launch's resources allow"),
     field!(sm_throughput_pct, "%", "SM %", integer: false, attribute: true,
-        "compute (SM) speed of light, % of peak"),
+        "compute (SM) speed of light, % of peak (ncu minimal preset: the busiest pipe load)"),
     field!(memory_throughput_pct, "%", "mem %", integer: false, attribute: true,
         "memory speed of light, % of peak (ncu: compute-memory, else DRAM)"),
     field!(registers_per_thread, "", "regs", integer: true, attribute: true,

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::error::{Error, Result};
 use crate::model::record::{FlopCounts, KernelRecord, Precision};
 use crate::model::run::ProfileRun;
-use crate::model::verdict_metrics::{DRAM_CLOCK, DRAM_SOL, MEMORY_SOL, SM_CLOCK};
+use crate::model::verdict_metrics::{DRAM_CLOCK, DRAM_SOL, MEMORY_SOL, PIPE_LOADS, SM_CLOCK};
 
 /// The device table shipped with polyprof.
 pub const BUILTIN_DEVICES: &str = include_str!("../../configs/devices.toml");
@@ -336,6 +336,12 @@ pub enum Limiter {
     TensorPipe,
     /// The FP32/FP16/FP64 vector (FMA) pipes.
     FmaPipe,
+    /// The integer and logic (ALU) pipe.
+    AluPipe,
+    /// The load/store pipe (shared, local and global memory instructions).
+    LsuPipe,
+    /// Instruction issue: the SMs issue near their peak rate, no one pipe dominates.
+    Issue,
     /// The SMs by their speed of light, with no FLOP count that names the pipe.
     Sm,
     Dram,
@@ -350,6 +356,9 @@ impl Limiter {
         match self {
             Limiter::TensorPipe => "tensor pipe",
             Limiter::FmaPipe => "FMA pipe",
+            Limiter::AluPipe => "ALU pipe",
+            Limiter::LsuPipe => "load/store pipe",
+            Limiter::Issue => "instruction issue",
             Limiter::Sm => "SM (pipe not measured)",
             Limiter::Dram => "DRAM",
             Limiter::L2 => "L1/L2 cache",
@@ -386,7 +395,8 @@ impl Inputs {
     pub const DRAM_THROUGHPUT: Inputs = Inputs(1 << 4);
     pub const SM_CLOCK: Inputs = Inputs(1 << 5);
     pub const DRAM_CLOCK: Inputs = Inputs(1 << 6);
-    const NAMES: [(Inputs, &'static str); 7] = [
+    pub const PIPE_LOADS: Inputs = Inputs(1 << 7);
+    const NAMES: [(Inputs, &'static str); 8] = [
         (Inputs::FLOPS, "flops"),
         (Inputs::DRAM_BYTES, "dram_bytes"),
         (Inputs::SM_THROUGHPUT, "sm_throughput_pct"),
@@ -394,6 +404,7 @@ impl Inputs {
         (Inputs::DRAM_THROUGHPUT, "dram_throughput_pct"),
         (Inputs::SM_CLOCK, "sm_clock"),
         (Inputs::DRAM_CLOCK, "dram_clock"),
+        (Inputs::PIPE_LOADS, "pipe_loads"),
     ];
 
     pub fn contains(&self, other: Inputs) -> bool {
@@ -493,6 +504,9 @@ impl RooflinePoint {
             (Limiter::FmaPipe, Some(p)) => format!("FMA {}", p.data_type()),
             (Limiter::TensorPipe, None) => "tensor".to_string(),
             (Limiter::FmaPipe, None) => "FMA".to_string(),
+            (Limiter::AluPipe, _) => "ALU".to_string(),
+            (Limiter::LsuPipe, _) => "LSU".to_string(),
+            (Limiter::Issue, _) => "issue".to_string(),
             (Limiter::Sm, _) => "SM".to_string(),
             (Limiter::Dram, _) => "DRAM".to_string(),
             (Limiter::L2, _) => "L1/L2".to_string(),
@@ -540,8 +554,10 @@ pub struct RooflineInputs {
     /// DRAM bytes.
     pub bytes: Option<f64>,
     pub gpu_time_ns: Option<f64>,
-    /// SM speed of light, % of peak.
+    /// SM speed of light, % of peak (or, without it, the busiest pipe load).
     pub sm_throughput_pct: Option<f64>,
+    /// The busiest of the pipe loads (`model::verdict_metrics::PIPE_LOADS`) and its %.
+    pub busiest_pipe: Option<(Limiter, f64)>,
     /// Memory speed of light over L1, L2 and DRAM, % of peak.
     pub memory_throughput_pct: Option<f64>,
     /// DRAM speed of light, % of peak.
@@ -573,6 +589,7 @@ impl RooflineInputs {
             bytes: record.total_dram_bytes(),
             gpu_time_ns: record.duration_ns,
             sm_throughput_pct: record.sm_throughput_pct,
+            busiest_pipe: busiest_pipe(record),
             memory_throughput_pct: record.memory_throughput_pct.filter(|_| full_memory_sol),
             dram_throughput_pct: first([DRAM_SOL, DETAILS_DRAM_SOL])
                 .or(record.memory_throughput_pct.filter(|_| !full_memory_sol)),
@@ -581,6 +598,25 @@ impl RooflineInputs {
             clocks_locked: None,
         }
     }
+}
+
+/// The busiest pipe load a record carries; on a tie the earlier of [`PIPE_LOADS`] wins.
+fn busiest_pipe(record: &KernelRecord) -> Option<(Limiter, f64)> {
+    let limiters = [
+        Limiter::TensorPipe,
+        Limiter::FmaPipe,
+        Limiter::AluPipe,
+        Limiter::LsuPipe,
+        Limiter::Issue,
+    ];
+    PIPE_LOADS
+        .iter()
+        .zip(limiters)
+        .filter_map(|(name, limiter)| record.metric(name).map(|pct| (limiter, pct)))
+        .fold(None, |best, (limiter, pct)| match best {
+            Some((_, top)) if top >= pct => best,
+            _ => Some((limiter, pct)),
+        })
 }
 
 // The same figures as ncu's details page names them (section: label).
@@ -638,6 +674,8 @@ pub fn evaluate_run_record(
 /// FLOP-based compute shares below this fraction of the SM speed of light are "partial": the
 /// FLOP counters missed the work that keeps the SMs busy (tensor pipes without tensor counters).
 const PARTIAL_FLOPS_RATIO: f64 = 0.5;
+/// A pipe whose load is at least this fraction of the SM load names the compute limiter.
+const PIPE_NAMES_LOAD: f64 = 0.8;
 /// A memory speed of light this many points above DRAM's names L1/L2 as the limiter.
 const CACHE_MARGIN_PCT: f64 = 10.0;
 
@@ -707,9 +745,15 @@ pub fn evaluate_inputs(peaks: Option<&DevicePeaks>, inputs: &RooflineInputs) -> 
     } else if let Some(sol) = sm_sol {
         used.insert(Inputs::SM_THROUGHPUT);
         // Tensor FLOPs that were counted still name the pipe, even if their share is partial.
+        let busiest = inputs
+            .busiest_pipe
+            .filter(|(_, pct)| *pct >= sol * PIPE_NAMES_LOAD);
         let limiter = if inputs.flops.tensor_total().is_some_and(|t| t > 0.0) {
             used.insert(Inputs::FLOPS);
             Limiter::TensorPipe
+        } else if let Some((pipe, _)) = busiest {
+            used.insert(Inputs::PIPE_LOADS);
+            pipe
         } else {
             Limiter::Sm
         };

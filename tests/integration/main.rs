@@ -61,5 +61,6 @@ mod seam_quote_shell;
 mod seam_registry;
 mod verdicts_demo;
 mod verdicts_parse_run;
+mod verdicts_pipes;
 mod verdicts_roofline;
 mod verdicts_schema;

@@ -27,14 +27,20 @@ pub enum MetricFilter {
 }
 
 /// What [`MetricFilter::Essential`] keeps (a trailing `_` is a prefix): eleven names on an H200
-/// `--set full` page, one B-tree leaf per record; plus the clocks and speed-of-light splits the
-/// roofline verdict reads (`results::roofline::RooflineInputs::from_record`).
+/// `--set full` page, one B-tree leaf per record; plus the clocks, speed-of-light splits and pipe
+/// loads the roofline verdict reads (`results::roofline::RooflineInputs::from_record`; the names
+/// are `model::verdict_metrics`', a test keeps them in step).
 pub const ESSENTIAL_METRICS: &[&str] = &[
     "gpu__time_duration.sum",
     "sm__cycles_elapsed.avg.per_second",
     "dram__cycles_elapsed.avg.per_second",
     "dram__throughput.avg.pct_of_peak_sustained_elapsed",
     "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_elapsed",
+    "sm__inst_executed.avg.pct_of_peak_sustained_elapsed",
     "launch__occupancy_limit_",
     "launch__shared_mem_config_size",
     "launch__shared_mem_per_block_driver",
@@ -138,5 +144,21 @@ impl Context {
 
     pub fn push_diagnostic(&mut self, diagnostic: Diagnostic) {
         diagnostics::push(&mut self.diagnostics, diagnostic);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::verdict_metrics::{DRAM_CLOCK, DRAM_SOL, MEMORY_SOL, PIPE_LOADS, SM_CLOCK};
+
+    #[test]
+    fn the_default_filter_keeps_what_the_verdict_reads() {
+        for name in PIPE_LOADS
+            .iter()
+            .chain(&[DRAM_SOL, MEMORY_SOL, SM_CLOCK, DRAM_CLOCK])
+        {
+            assert!(MetricFilter::Essential.keeps(name), "{name}");
+        }
     }
 }

@@ -8,6 +8,7 @@ use super::options::{
     FP16_OPS, FP32_OPS, FP64_OPS, GRID_SIZE, HFMA2_MMA_INST, MEMORY_SOL, REGISTERS, SHARED_DYNAMIC,
     SHARED_STATIC, SM_SOL, TENSOR_OPS, THEORETICAL_OCCUPANCY,
 };
+use super::options::{ALU_PIPE, FMA_PIPE, ISSUE_ACTIVE, LSU_PIPE, TENSOR_PIPE};
 use super::row::Cells;
 use crate::model::record::{KernelRecord, short_kernel_name};
 
@@ -123,6 +124,8 @@ pub enum Field {
     AchievedOccupancy,
     TheoreticalOccupancy,
     SmSol,
+    /// One of the pipe loads that stand in for the SM speed of light (their maximum).
+    PipeLoad,
     MemorySol,
     /// DRAM-only memory SOL: used when the full memory SOL is absent.
     DramSol,
@@ -148,6 +151,7 @@ pub fn field_for_metric(name: &str) -> Option<Field> {
         ACHIEVED_OCCUPANCY => Field::AchievedOccupancy,
         THEORETICAL_OCCUPANCY => Field::TheoreticalOccupancy,
         SM_SOL => Field::SmSol,
+        TENSOR_PIPE | FMA_PIPE | ALU_PIPE | LSU_PIPE | ISSUE_ACTIVE => Field::PipeLoad,
         MEMORY_SOL => Field::MemorySol,
         DRAM_SOL => Field::DramSol,
         REGISTERS => Field::Registers,
@@ -200,7 +204,13 @@ pub fn apply(record: &mut KernelRecord, field: Field, value: f64) {
         Field::DramTotal => set(&mut record.dram_bytes),
         Field::AchievedOccupancy => set(&mut record.achieved_occupancy_pct),
         Field::TheoreticalOccupancy => set(&mut record.theoretical_occupancy_pct),
-        Field::SmSol => set(&mut record.sm_throughput_pct),
+        // Without the speed of light the pipe loads give their maximum. The speed of light
+        // replaces them; a load after it can only raise it by rounding (its maximum covers them).
+        Field::SmSol => record.sm_throughput_pct = Some(value),
+        Field::PipeLoad => {
+            record.sm_throughput_pct =
+                Some(record.sm_throughput_pct.map_or(value, |v| v.max(value)))
+        }
         // The full memory SOL outranks the DRAM-only one whichever column comes first.
         Field::MemorySol => record.memory_throughput_pct = Some(value),
         Field::DramSol => set(&mut record.memory_throughput_pct),
