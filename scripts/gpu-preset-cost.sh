@@ -75,8 +75,11 @@ pipes=sm__inst_executed.avg.pct_of_peak_sustained_elapsed,sm__pipe_tensor_cycles
 pipes5=sm__inst_executed.avg.pct_of_peak_sustained_elapsed,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed,sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_elapsed,sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_elapsed
 hfma2=sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum
 tensor4=sm__ops_path_tensor_src_fp16.sum,sm__ops_path_tensor_src_bf16_dst_fp32.sum,sm__ops_path_tensor_src_tf32_dst_fp32.sum,sm__ops_path_tensor_src_fp8.sum
-candidate_pipes="$without_sol,$pipes"
-candidate_pipes5="$without_sol,$pipes5"
+# The candidates that chose the preset's pipe loads (2026-12-01, when the preset still had the SM
+# speed of light): the preset without it, plus 7 or 5 pipe loads (names listed once).
+dedupe() { tr ',' '\n' | awk 'NF && !seen[$0]++' | paste -sd,; }
+candidate_pipes=$(echo "$without_sol,$pipes" | dedupe)
+candidate_pipes5=$(echo "$without_sol,$pipes5" | dedupe)
 candidate_no_hfma2=$(echo "$candidate_pipes5" | tr ',' '\n' | grep -vx "$hfma2" | paste -sd,)
 say "minimal preset: $(echo "$minimal" | tr ',' '\n' | grep -c .) metrics"
 
@@ -92,7 +95,8 @@ PY
 }
 
 say "== 1. replay passes per launch, each group alone (CUDA program, 4 kernels)"
-for group in minimal without_sol base sass tensor tensor4 hfma2 sm_sol pipes pipes5 candidate_pipes candidate_pipes5 candidate_no_hfma2; do
+# PRESET_COST_GROUPS: which of the lists above (default: all).
+for group in ${PRESET_COST_GROUPS:-minimal without_sol base sass tensor tensor4 hfma2 sm_sol pipes pipes5 candidate_pipes candidate_pipes5 candidate_no_hfma2}; do
   list="${!group}"
   step "passes-$group" 120 ncu --clock-control none --csv --page raw --metrics "$list,profiler__replayer_passes" "$out/bin/app" 1
   say "   $(printf '%-16s' "$group") $(passes_of "$out/passes-$group.out")  rc=$(cat "$out/passes-$group.rc")"

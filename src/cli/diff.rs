@@ -24,7 +24,7 @@ pub struct Args {
     #[arg(long, value_name = "PCT", default_value_t = DEFAULT_THRESHOLD_PCT, value_parser = parse_threshold)]
     pub threshold: f64,
     /// Absolute floor: a median that moved by less than this never counts (`500ns`, `0.5us`,
-    /// `1ms`; a bare number is µs).
+    /// `1ms`; a bare number is µs); twice this for kernels with fewer than 3 launches a side.
     #[arg(long, value_name = "TIME", default_value = "0.5us", value_parser = parse_duration_ns)]
     pub min_change: f64,
     /// Leave out kernels whose median is below this on both sides (same units).

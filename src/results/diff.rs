@@ -3,7 +3,8 @@
 //! Kernels are grouped per run by name and launch configuration (grid, block); each group is
 //! summarized over its launches ([`Stats`]: min, median, p90, IQR, count) and the medians are
 //! compared. A change counts only when it is beyond the relative threshold AND beyond an
-//! absolute floor (µs-scale kernels move by a few hundred ns from launch to launch) AND, when
+//! absolute floor (µs-scale kernels move by a few hundred ns from launch to launch; twice that
+//! for a kernel with fewer than 3 launches on a side, whose "median" is one sample) AND, when
 //! both sides have repeated launches, the medians' gap is wider than both sides' interquartile
 //! ranges. Runs without kernel times compare their wall time and process steps instead.
 
@@ -22,6 +23,12 @@ use crate::results::units;
 pub const DEFAULT_THRESHOLD_PCT: f64 = 5.0;
 /// Default absolute floor: a median that moved by less than this never counts.
 pub const DEFAULT_FLOOR_NS: f64 = 500.0;
+/// A side with fewer launches than this has no median worth the name (one launch is one sample),
+/// so its kernel's floor is [`FEW_LAUNCHES_FLOOR_FACTOR`] times the floor. On the H200, two runs
+/// of one Triton pytest moved single launches of 5–8 µs kernels by up to 0.51 µs (a cuBLAS
+/// `nvjet_sm90_hsh` 7.10 → 7.62 µs, +7.2 %), medians of 2–4 launches by at most 0.15 µs.
+pub const FEW_LAUNCHES: usize = 3;
+pub const FEW_LAUNCHES_FLOOR_FACTOR: f64 = 2.0;
 
 /// How to compare.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -256,7 +263,12 @@ fn judge(a: &Side, b: &Side, options: &DiffOptions) -> (Change, Option<bool>) {
     let gap = (median_b - median_a).abs();
     let significant = (a.count > 1 && b.count > 1)
         .then(|| gap > a.iqr_ns.unwrap_or(0.0) && gap > b.iqr_ns.unwrap_or(0.0));
-    if gap < options.floor_ns || significant == Some(false) {
+    let floor = if a.count < FEW_LAUNCHES || b.count < FEW_LAUNCHES {
+        options.floor_ns * FEW_LAUNCHES_FLOOR_FACTOR
+    } else {
+        options.floor_ns
+    };
+    if gap < floor || significant == Some(false) {
         return (Change::Noise, significant);
     }
     let change = if pct > 0.0 {
@@ -539,7 +551,8 @@ impl RunDiff {
             ));
         }
         text.push_str(&format!(
-            "matched GPU time {} → {} ({}); {} regressed, {} improved beyond ±{} % and {}\n",
+            "matched GPU time {} → {} ({}); {} regressed, {} improved beyond ±{} % and {} ({} \
+             for kernels with fewer than {FEW_LAUNCHES} launches a side)\n",
             units::time_ns(self.matched_gpu_time_a_ns),
             units::time_ns(self.matched_gpu_time_b_ns),
             signed_pct(change_pct(
@@ -549,7 +562,8 @@ impl RunDiff {
             self.regressions,
             self.improvements,
             self.threshold_pct,
-            units::time_ns(self.floor_ns)
+            units::time_ns(self.floor_ns),
+            units::time_ns(self.floor_ns * FEW_LAUNCHES_FLOOR_FACTOR)
         ));
         text
     }
@@ -610,6 +624,40 @@ mod tests {
         let text = diff.render(None);
         assert!(text.starts_with("A = a, B = b\ntotal GPU time"), "{text}");
         assert!(text.contains("only in B: n (1 launches"), "{text}");
+    }
+
+    #[test]
+    fn kernels_with_few_launches_get_twice_the_floor() {
+        // The H200 case: one launch of a 7.1 µs cuBLAS kernel moved 0.51 µs (+7.2 %) between two
+        // runs of the same pytest.
+        let a = run("a", &[("nvjet", 0, 7_104.0)]);
+        let b = run("b", &[("nvjet", 0, 7_616.0)]);
+        let single = diff_runs(&a, &b, &options(5.0));
+        assert_eq!(single.kernels[0].change, Change::Noise);
+        assert!(!single.regressed());
+        // A full microsecond counts even for one launch.
+        let b = run("b", &[("nvjet", 0, 8_200.0)]);
+        assert_eq!(
+            diff_runs(&a, &b, &options(5.0)).kernels[0].change,
+            Change::Regressed
+        );
+        // Three tight launches a side: the plain floor, and the same 0.51 µs counts.
+        let a = run(
+            "a",
+            &[("k", 0, 7_100.0), ("k", 1, 7_104.0), ("k", 2, 7_108.0)],
+        );
+        let b = run(
+            "b",
+            &[("k", 0, 7_612.0), ("k", 1, 7_616.0), ("k", 2, 7_620.0)],
+        );
+        let repeated = diff_runs(&a, &b, &options(5.0));
+        assert_eq!(repeated.kernels[0].significant, Some(true));
+        assert_eq!(repeated.kernels[0].change, Change::Regressed);
+        assert!(
+            repeated
+                .render(None)
+                .contains("(1.000 us for kernels with fewer than 3")
+        );
     }
 
     #[test]
