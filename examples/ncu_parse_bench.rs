@@ -64,7 +64,7 @@ fn run_parse(file: &str, mode: &str, threads: usize) -> anyhow::Result<()> {
     };
     let options = ParseOptions {
         keep,
-        requested: Vec::new(),
+        ..Default::default()
     };
     // Records are kept in memory, as pandas keeps its frame.
     let mut kernels = Vec::new();

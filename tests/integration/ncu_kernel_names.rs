@@ -7,7 +7,6 @@ use std::path::Path;
 
 use crate::support::fixture;
 use polyprof::model::record::KernelRecord;
-use polyprof::pipeline::Profiler;
 use polyprof::profilers::ncu::kernel_filter::ncu_kernel_filter;
 use polyprof::profilers::ncu::{KernelNameBase, NcuOptions, ParseOptions, parse};
 use polyprof::profilers::{ProfilerSettings, create};
