@@ -86,3 +86,14 @@ PY
     echo "  pandas not available (pip install pandas): no comparison"
   fi
 done
+
+# Kernel names: ncu prints manglings (`--print-kernel-base mangled`) that polyprof demangles
+# while parsing (a per-thread cache keeps that to once per distinct name). The same 4 PyTorch
+# launches (tests/fixtures/ncu-h200-names) with ncu's demangled names and with manglings.
+for source in kname-unfiltered.csv kname-mangled.csv; do
+  "$bench" gen "tests/fixtures/ncu-h200-names/$source" "$work/$source" "$launches"
+done
+read -r t_plain _ < <(median "$bench" parse "$work/kname-unfiltered.csv" default 1)
+read -r t_mangled _ < <(median "$bench" parse "$work/kname-mangled.csv" default 1)
+echo "== $launches launches of PyTorch kernels, library default, 1 thread: ncu's demangled names" \
+  "${t_plain}s, manglings demangled by polyprof ${t_mangled}s ($(ratio "$t_mangled" "$t_plain")x)"

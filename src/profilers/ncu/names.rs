@@ -7,7 +7,19 @@
 //! them here; names that are no Itanium mangling (C kernels, Triton, cuBLAS's `nvjet_…`) and
 //! logs captured with ncu's demangled names pass unchanged.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use crate::model::record::short_kernel_name;
+
+/// Distinct names kept per parsing thread. A run repeats a few hundred names over thousands of
+/// launches, and demangling one costs 20–50 µs (PyTorch's lambda-laden names the most): without
+/// the cache it would dominate the parse.
+const CACHE_ENTRIES: usize = 4096;
+
+thread_local! {
+    static DEMANGLED: RefCell<HashMap<String, String>> = RefCell::new(HashMap::new());
+}
 
 /// The Itanium demangling of `mangled`, in the spelling ncu uses for anonymous namespaces
 /// (`<unnamed>`, which [`short_kernel_name`] and the kernel filter expect). `None` when `mangled`
@@ -25,7 +37,21 @@ pub fn demangle(mangled: &str) -> Option<String> {
 
 /// The name to record for what ncu printed: demangled when it is a mangled name.
 pub fn printed_name(raw: &str) -> String {
-    demangle(raw).unwrap_or_else(|| raw.to_string())
+    if !raw.starts_with("_Z") {
+        return raw.to_string();
+    }
+    DEMANGLED.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some(name) = cache.get(raw) {
+            return name.clone();
+        }
+        let name = demangle(raw).unwrap_or_else(|| raw.to_string());
+        if cache.len() >= CACHE_ENTRIES {
+            cache.clear();
+        }
+        cache.insert(raw.to_string(), name.clone());
+        name
+    })
 }
 
 /// `matmul_tiled<32>` for `_Z12matmul_tiledILi32EEvPKfS1_Pfi`; `None` when not a mangled name.
@@ -57,6 +83,16 @@ mod tests {
             demangle_short("_ZN2ns6kernelIfLj4EEEvPT_").as_deref(),
             Some("ns::kernel<float, (unsigned int)4>")
         );
+    }
+
+    #[test]
+    fn repeated_names_come_from_the_cache_unchanged() {
+        let first = printed_name("_Z10vector_addPKfS0_Pfi");
+        for _ in 0..3 {
+            assert_eq!(printed_name("_Z10vector_addPKfS0_Pfi"), first);
+        }
+        assert_eq!(printed_name("_Z99short"), "_Z99short");
+        assert_eq!(printed_name("_Z99short"), "_Z99short");
     }
 
     #[test]
