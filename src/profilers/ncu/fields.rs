@@ -310,6 +310,17 @@ mod tests {
     }
 
     #[test]
+    fn pipe_loads_give_their_maximum_and_the_speed_of_light_replaces_them() {
+        let mut record = KernelRecord::default();
+        for (name, value) in [(TENSOR_PIPE, 89.9), (ISSUE_ACTIVE, 11.3), (LSU_PIPE, 1.1)] {
+            apply(&mut record, field_for_metric(name).unwrap(), value);
+        }
+        assert_eq!(record.sm_throughput_pct, Some(89.9));
+        apply(&mut record, field_for_metric(SM_SOL).unwrap(), 90.2);
+        assert_eq!(record.sm_throughput_pct, Some(90.2));
+    }
+
+    #[test]
     fn tensor_ops_feed_their_precision_and_hfma2_moves_are_labelled() {
         let mut record = KernelRecord::default();
         for (index, name) in TENSOR_OPS.iter().enumerate() {
