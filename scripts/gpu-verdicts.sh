@@ -299,7 +299,7 @@ for k in mm:
     print(f"{status} tensor-{prog}: {k['short_name'][:50]} polyprof {ours:.1f} TFLOP/s vs 2N^3/GPU time "
           f"{truth:.1f} ({100 * (ours - truth) / truth:+.2f} %); verdict {r.get('bound')}, "
           f"{r.get('limiter')} ({r.get('precision')}), {r.get('pct_peak_compute', 0) or 0:.1f} % of peak "
-          f"at {r.get('sm_clock_ghz')} GHz; SM SOL {k.get('sm_throughput_pct')} %")
+          f"at {r.get('sm_clock_ghz')} GHz; SM load (sm_throughput_pct) {k.get('sm_throughput_pct')} %")
 PY
   grep -E "^(PASS|FAIL)" "$out/mm-$prog.check" >>"$checks"
   failures=$((failures + $(grep -c "^FAIL" "$out/mm-$prog.check")))
