@@ -32,34 +32,12 @@ out="$(realpath -m "${2:-${OUT:-./gpu-preset-cost-out}}")"
 mkdir -p "$out/bin"
 summary="$out/summary.txt"
 : >"$summary"
-say() { echo "$*" | tee -a "$summary"; }
-step() { # step NAME LIMIT CMD...: output kept, wall time in NAME.wall, never stops the script
-  local name="$1" limit="$2"; shift 2
-  echo "+ $*" >"$out/$name.cmd"
-  local start end
-  start=$(date +%s.%N)
-  timeout --kill-after=10 "$limit" "$@" >"$out/$name.out" 2>"$out/$name.err"
-  echo $? >"$out/$name.rc"
-  end=$(date +%s.%N)
-  python3 -c "print(f'{$end - $start:.2f}')" >"$out/$name.wall"
-}
-wall() { cat "$out/$1.wall" 2>/dev/null || echo nan; }
+# shellcheck source=scripts/gpu-steps.sh
+source "$root/scripts/gpu-steps.sh"
 
 nvcc -O3 -arch=sm_90 -o "$out/bin/app" "$fixtures/kernels.cu" || say "nvcc kernels.cu failed"
 cp "$fixtures/test_torch_ops.py" "$out/"
-cat >"$out/mix.py" <<'PY'
-# One launch each of the kernel kinds a kernel-evaluation pipeline sees.
-import torch
-a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16); a @ a
-h = torch.randn(4096, 4096, device="cuda", dtype=torch.float16); h @ h
-torch.backends.cuda.matmul.allow_tf32 = True
-t = torch.randn(2048, 2048, device="cuda"); t @ t
-torch.backends.cuda.matmul.allow_tf32 = False
-t @ t
-torch.softmax(t, dim=-1)
-t + t
-torch.cuda.synchronize()
-PY
+cp "$root/tests/fixtures/ncu-h200-pipes/mix.py" "$out/"
 
 "$polyprof" wrap --profiler ncu --output-dir "$out/wrap" -- true >"$out/wrap.json" 2>"$out/wrap.err"
 minimal=$(python3 -c "
@@ -83,26 +61,15 @@ candidate_pipes5=$(echo "$without_sol,$pipes5" | dedupe)
 candidate_no_hfma2=$(echo "$candidate_pipes5" | tr ',' '\n' | grep -vx "$hfma2" | paste -sd,)
 say "minimal preset: $(echo "$minimal" | tr ',' '\n' | grep -c .) metrics"
 
-passes_of() { # median replay passes per launch of a raw-page CSV
-  python3 - "$1" <<'PY'
-import csv, statistics, sys
-rows = list(csv.reader(l for l in open(sys.argv[1], errors="replace") if l.startswith('"')))
-if len(rows) < 3: print("no rows"); sys.exit(0)
-i = rows[0].index("profiler__replayer_passes") if "profiler__replayer_passes" in rows[0] else None
-p = [float(r[i]) for r in rows[2:] if i is not None and r[i].replace(".", "").isdigit()]
-print(f"{statistics.median(p):.0f} (launches {len(rows) - 2})" if p else "not reported")
-PY
-}
-
 say "== 1. replay passes per launch, each group alone (CUDA program, 4 kernels)"
 # PRESET_COST_GROUPS: which of the lists above (default: all).
 for group in ${PRESET_COST_GROUPS:-minimal without_sol base sass tensor tensor4 hfma2 sm_sol pipes pipes5 candidate_pipes candidate_pipes5 candidate_no_hfma2}; do
   list="${!group}"
   step "passes-$group" 120 ncu --clock-control none --csv --page raw --metrics "$list,profiler__replayer_passes" "$out/bin/app" 1
-  say "   $(printf '%-16s' "$group") $(passes_of "$out/passes-$group.out")  rc=$(cat "$out/passes-$group.rc")"
+  say "   $(printf '%-18s' "$group") $(passes_of "$out/passes-$group.out" | sed 's/^ *//')  rc=$(cat "$out/passes-$group.rc")"
 done
 step passes-detailed 120 ncu --clock-control none --set detailed --metrics profiler__replayer_passes --csv --page raw "$out/bin/app" 1
-say "   $(printf '%-16s' "--set detailed") $(passes_of "$out/passes-detailed.out")"
+say "   $(printf '%-18s' "--set detailed") $(passes_of "$out/passes-detailed.out" | sed 's/^ *//')"
 
 say "== 2. SM speed of light vs pipe and issue utilization, % of peak (elapsed)"
 values() {

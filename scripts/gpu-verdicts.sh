@@ -54,27 +54,14 @@ started=$(date +%s)
 sections=" ${GPU_VERDICTS_SECTIONS:-1 2 3 4 5 6 7} "
 want() { [[ "$sections" == *" $1 "* ]]; }
 
-say() { echo "$*" | tee -a "$summary"; }
+# shellcheck source=scripts/gpu-steps.sh
+source "$root/scripts/gpu-steps.sh"
 check() { # check NAME PASS|FAIL|SKIP DETAIL
   echo "$2 $1: $3" | tee -a "$checks" | tee -a "$summary"
   [ "$2" = FAIL ] && failures=$((failures + 1))
   return 0
 }
 elapsed() { echo $(( $(date +%s) - started )); }
-# Run a command with a timeout, keep its output, never stop the script.
-step() {
-  local name="$1" limit="$2"; shift 2
-  echo "+ $*" >"$out/$name.cmd"
-  local start end
-  start=$(date +%s.%N)
-  timeout --kill-after=10 "$limit" "$@" >"$out/$name.out" 2>"$out/$name.err"
-  local rc=$?
-  end=$(date +%s.%N)
-  echo "$rc" >"$out/$name.rc"
-  python3 -c "print(f'{$end - $start:.2f}')" >"$out/$name.wall"
-  return $rc
-}
-wall() { cat "$out/$1.wall" 2>/dev/null || echo nan; }
 
 say "== environment (t=$(elapsed)s)"
 { nvidia-smi -L; nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem --format=csv
@@ -204,27 +191,6 @@ argv = json.load(open('$out/wrap.json'))['steps'][0]['command']['argv']
 print(argv[argv.index('--metrics') + 1] if '--metrics' in argv else '')")
 say "minimal preset: $(echo "$preset" | tr ',' '\n' | grep -c .) metrics"
 
-# Kernels of a raw-page CSV: name, passes, SM clock.
-passes_of() {
-  python3 - "$1" <<'PY'
-import csv, statistics, sys
-lines = [l for l in open(sys.argv[1], errors="replace") if l.startswith('"')]
-rows = list(csv.reader(lines))
-if len(rows) < 3:
-    print("   no CSV rows"); sys.exit(0)
-col = {h: i for i, h in enumerate(rows[0])}
-def num(r, name):
-    try: return float(r[col[name]].replace(",", ""))
-    except (KeyError, ValueError): return None
-passes = [num(r, "profiler__replayer_passes") for r in rows[2:]]
-clocks = [num(r, "sm__cycles_elapsed.avg.per_second") for r in rows[2:]]
-passes = [p for p in passes if p is not None]
-clocks = [c for c in clocks if c is not None]
-print(f"   launches {len(rows) - 2}, replay passes per launch: min {min(passes, default=0):.0f} "
-      f"median {statistics.median(passes) if passes else 0:.0f} max {max(passes, default=0):.0f}"
-      + (f"; SM clock median {statistics.median(clocks) / 1e9:.3f} GHz" if clocks else ""))
-PY
-}
 
 cd "$work"
 if want 1; then

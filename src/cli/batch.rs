@@ -17,7 +17,7 @@ use polyprof::profilers::selection::Selection;
 use polyprof::pipeline::{EnvPolicy, RunOptions};
 
 use super::batch_progress::Progress;
-use super::run::{EXIT_CANCELLED, TrackingMode, cancel_on_signals};
+use super::run::{TrackingMode, cancel_on_signals};
 
 /// Arguments of `polyprof batch`.
 #[derive(Debug, clap::Args)]
@@ -79,9 +79,6 @@ pub struct Args {
     #[command(flatten)]
     pub slurm: Box<super::batch_slurm::SlurmArgs>,
 }
-
-/// Exit code when at least one job did not succeed.
-pub const EXIT_SOME_FAILED: u8 = 1;
 
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let specs = batch::load(&args.jobs)?;
@@ -152,21 +149,12 @@ async fn run_local(args: &Args, specs: &[JobSpec], opts: TaskOptions) -> anyhow:
     };
     let index = open.run(specs, &pool_opts, Some(progress.observer())).await;
     progress.finish();
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        serde_json::to_writer_pretty(&mut out, &index).context("cannot print the index")?;
-        writeln!(out)?;
-    } else {
-        super::batch_summary::print(&mut out, &index, &args.output_dir.display().to_string())?;
-    }
-    if cancel.is_cancelled() {
-        return Ok(EXIT_CANCELLED);
-    }
-    let all_ok = index
-        .jobs
-        .values()
-        .all(|e| e.state == EntryState::Succeeded);
-    Ok(if all_ok { 0 } else { EXIT_SOME_FAILED })
+    super::batch_summary::finish(
+        &index,
+        &args.output_dir.display().to_string(),
+        args.json,
+        cancel.is_cancelled(),
+    )
 }
 
 fn task_options(args: &Args) -> anyhow::Result<TaskOptions> {

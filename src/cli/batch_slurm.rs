@@ -3,13 +3,12 @@
 //! ROOT and JOBS must be on a filesystem the nodes share, at the same path); this process
 //! submits, follows the tasks and keeps ROOT/batch.json.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::ValueEnum;
-use polyprof::model::batch::{Backend, EntryState};
+use polyprof::model::batch::Backend;
 use polyprof::pipeline::batch::slurm::{
     SLURM_DIR, SlurmEvent, SlurmObserver, SlurmRun, SubmitOptions, run_slurm,
 };
@@ -17,10 +16,7 @@ use polyprof::pipeline::batch::{JobSpec, index};
 use polyprof::pipeline::runner::EnvPolicy;
 use tokio_util::sync::CancellationToken;
 
-use super::run::{EXIT_CANCELLED, TrackingMode, cancel_on_signals};
-
-/// Exit code when at least one job did not succeed (as the local batch's).
-const EXIT_SOME_FAILED: u8 = 1;
+use super::run::{TrackingMode, cancel_on_signals};
 
 /// The options of `polyprof batch` that the Slurm driver uses (given by src/cli/batch.rs, so
 /// this file does not import it back).
@@ -138,21 +134,12 @@ pub async fn execute(args: Common<'_>, specs: &[JobSpec]) -> anyhow::Result<u8> 
         Some(observer(args.quiet, total, &root)),
     )
     .await?;
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        serde_json::to_writer_pretty(&mut out, &index).context("cannot print the index")?;
-        writeln!(out)?;
-    } else {
-        super::batch_summary::print(&mut out, &index, &args.output_dir.display().to_string())?;
-    }
-    if cancel.is_cancelled() {
-        return Ok(EXIT_CANCELLED);
-    }
-    let all_ok = index
-        .jobs
-        .values()
-        .all(|e| e.state == EntryState::Succeeded);
-    Ok(if all_ok { 0 } else { EXIT_SOME_FAILED })
+    super::batch_summary::finish(
+        &index,
+        &args.output_dir.display().to_string(),
+        args.json,
+        cancel.is_cancelled(),
+    )
 }
 
 /// `polyprof batch JOBS --output-dir ROOT --quiet` plus the options every task shares.

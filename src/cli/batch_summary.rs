@@ -3,6 +3,7 @@
 
 use std::io::Write;
 
+use anyhow::Context;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};
 use polyprof::model::batch::{BatchEntry, BatchIndex, EntryState};
 
@@ -20,6 +21,29 @@ fn note(entry: &BatchEntry) -> String {
         parts.push(e.chars().take(100).collect());
     }
     parts.join("; ")
+}
+
+/// Exit status when some job did not succeed (a cancelled batch exits 130 instead).
+pub const EXIT_SOME_FAILED: u8 = 1;
+
+/// How a batch ends, local or on Slurm: the index (`--json`) or the summary table on stdout,
+/// then the exit status (0 when every job succeeded).
+pub fn finish(index: &BatchIndex, root: &str, json: bool, cancelled: bool) -> anyhow::Result<u8> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, index).context("cannot print the index")?;
+        writeln!(out)?;
+    } else {
+        print(&mut out, index, root)?;
+    }
+    if cancelled {
+        return Ok(super::run::EXIT_CANCELLED);
+    }
+    let all_ok = index
+        .jobs
+        .values()
+        .all(|e| e.state == EntryState::Succeeded);
+    Ok(if all_ok { 0 } else { EXIT_SOME_FAILED })
 }
 
 /// Up to this many jobs every job gets a row; in a larger batch only the jobs that did not

@@ -343,6 +343,15 @@ mod tests {
         assert_eq!(profile.events[0].call_path[2].kind, FrameKind::Process);
     }
 
+    /// The frame kinds of the first event's call path.
+    fn first_event_kinds(run: &ProfileRun) -> Vec<FrameKind> {
+        Profile::from_run(run).events[0]
+            .call_path
+            .iter()
+            .map(|f| f.kind)
+            .collect()
+    }
+
     fn with_segment(mut run: ProfileRun, label: &str) -> ProfileRun {
         use crate::model::record::{Metric, MetricValue, SEGMENT_METRIC};
         run.kernels[0].metrics.insert(
@@ -378,11 +387,7 @@ mod tests {
             &["sweep".to_string(), "candidate-3".to_string()],
         );
         assert_eq!(stamped.kernels[0].call_path.len(), 6);
-        let kinds: Vec<FrameKind> = Profile::from_run(&stamped).events[0]
-            .call_path
-            .iter()
-            .map(|f| f.kind)
-            .collect();
+        let kinds = first_event_kinds(&stamped);
         assert_eq!(
             kinds,
             [
@@ -400,11 +405,7 @@ mod tests {
         bare.kernels[0].process_id = None;
         bare.kernels[0].process_name = None;
         stamp_call_paths(&mut bare, &[]);
-        let kinds: Vec<FrameKind> = Profile::from_run(&bare).events[0]
-            .call_path
-            .iter()
-            .map(|f| f.kind)
-            .collect();
+        let kinds = first_event_kinds(&bare);
         assert_eq!(
             kinds,
             [

@@ -6,8 +6,7 @@ use crate::support;
 use polyprof::model::batch::EntryState;
 use polyprof::results::ProfileRun;
 use serde_json::json;
-use support::batch::{index, write_jobs};
-use support::polyprof;
+use support::batch::{batch, index, write_jobs};
 
 #[test]
 fn container_jobs_run_in_their_image_with_their_variables() {
@@ -23,11 +22,8 @@ fn container_jobs_run_in_their_image_with_their_variables() {
         ],
     );
     let root = dir.path().join("out");
-    polyprof()
-        .arg("batch")
-        .arg(&file)
-        .args(["--devices", "cpu", "--jobs", "2", "-q", "--output-dir"])
-        .arg(&root)
+    batch(&file, &root)
+        .args(["--devices", "cpu", "--jobs", "2", "-q"])
         .assert()
         .code(1);
     let index = index(&root);

@@ -3,6 +3,7 @@
 use crate::support;
 
 use predicates::str::contains;
+use support::batch::batch;
 use support::polyprof;
 
 fn refused(text: &str, name: &str, expect: &[&str]) {
@@ -74,11 +75,8 @@ fn a_toml_job_file_runs() {
     )
     .unwrap();
     let root = dir.path().join("out");
-    polyprof()
-        .arg("batch")
-        .arg(&jobs)
-        .args(["--jobs", "2", "-q", "--output-dir"])
-        .arg(&root)
+    batch(&jobs, &root)
+        .args(["--jobs", "2", "-q"])
         .assert()
         .success();
     let index = support::batch::index(&root);

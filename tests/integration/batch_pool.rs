@@ -10,7 +10,7 @@ use polyprof::model::batch::EntryState;
 use polyprof::results::ProfileRun;
 use predicates::str::contains;
 use serde_json::json;
-use support::batch::{counting, entry, index, runs_of, sh_job, write_jobs};
+use support::batch::{batch, counting, entry, index, runs_of, sh_job, write_jobs};
 use support::polyprof;
 
 #[test]
@@ -21,11 +21,8 @@ fn twenty_none_jobs_on_two_cpu_slots_all_succeed() {
         .collect();
     let file = write_jobs(dir.path(), &jobs);
     let root = dir.path().join("out");
-    let out = polyprof()
-        .arg("batch")
-        .arg(&file)
-        .args(["--jobs", "2", "--devices", "cpu", "--json", "--output-dir"])
-        .arg(&root)
+    let out = batch(&file, &root)
+        .args(["--jobs", "2", "--devices", "cpu", "--json"])
         .assert()
         .success()
         .get_output()
@@ -70,11 +67,8 @@ fn a_crash_a_hang_and_a_failure_do_not_stop_the_batch() {
         ],
     );
     let root = dir.path().join("out");
-    polyprof()
-        .arg("batch")
-        .arg(&file)
-        .args(["--jobs", "2", "--devices", "cpu", "--output-dir"])
-        .arg(&root)
+    batch(&file, &root)
+        .args(["--jobs", "2", "--devices", "cpu"])
         .assert()
         .code(1)
         .stdout(contains("timed out after"))
@@ -108,11 +102,8 @@ fn retries_rerun_a_job_until_it_succeeds_or_runs_out() {
     no_retry["retries"] = json!(0);
     let file = write_jobs(d, &[flaky_job, never, no_retry]);
     let root = d.join("out");
-    polyprof()
-        .arg("batch")
-        .arg(&file)
-        .args(["--retries", "1", "-q", "--output-dir"])
-        .arg(&root)
+    batch(&file, &root)
+        .args(["--retries", "1", "-q"])
         .assert()
         .code(1);
     let index = index(&root);
@@ -147,11 +138,8 @@ fn each_job_is_pinned_to_its_own_device_one_at_a_time() {
         .collect();
     let file = write_jobs(dir.path(), &jobs);
     let root = dir.path().join("out");
-    polyprof()
-        .arg("batch")
-        .arg(&file)
-        .args(["--devices", "0,1", "-q", "--output-dir"])
-        .arg(&root)
+    batch(&file, &root)
+        .args(["--devices", "0,1", "-q"])
         .assert()
         .success();
     let index = index(&root);
@@ -187,17 +175,8 @@ fn a_failing_device_is_quarantined_and_its_jobs_move() {
     let jobs: Vec<_> = (0..10).map(|i| sh_job(&format!("q{i}"), script)).collect();
     let file = write_jobs(dir.path(), &jobs);
     let root = dir.path().join("out");
-    polyprof()
-        .arg("batch")
-        .arg(&file)
-        .args([
-            "--devices",
-            "0,1",
-            "--quarantine-after",
-            "2",
-            "--output-dir",
-        ])
-        .arg(&root)
+    batch(&file, &root)
+        .args(["--devices", "0,1", "--quarantine-after", "2"])
         .assert()
         .success()
         .stderr(contains("device nvidia:1 taken out of the pool"))
@@ -224,11 +203,8 @@ fn jobs_no_device_can_run_end_crashed_with_the_reason() {
         ],
     );
     let root = dir.path().join("out");
-    polyprof()
-        .arg("batch")
-        .arg(&file)
-        .args(["--devices", "cpu", "--jobs", "1", "-q", "--output-dir"])
-        .arg(&root)
+    batch(&file, &root)
+        .args(["--devices", "cpu", "--jobs", "1", "-q"])
         .assert()
         .code(1);
     let index = index(&root);
@@ -309,12 +285,9 @@ fn when_the_only_device_is_quarantined_the_rest_end_with_the_reason() {
         .collect();
     let file = write_jobs(dir.path(), &jobs);
     let root = dir.path().join("out");
-    polyprof()
-        .arg("batch")
-        .arg(&file)
+    batch(&file, &root)
         .args(["--devices", "0", "--quarantine-after", "1"])
-        .args(["--device-error", "fake-gpu-dead", "-q", "--output-dir"])
-        .arg(&root)
+        .args(["--device-error", "fake-gpu-dead", "-q"])
         .assert()
         .code(1)
         .stderr(contains("device nvidia:0 taken out of the pool"));

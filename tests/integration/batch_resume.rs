@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use polyprof::model::batch::{BatchEntry, EntryState};
 use predicates::str::contains;
 use serde_json::json;
-use support::batch::{counting, index, runs_of, sh_job, spawn_cpu_batch, write_jobs};
+use support::batch::{
+    batch, counting, index, interrupt, runs_of, sh_job, spawn_cpu_batch, write_jobs,
+};
 use support::polyprof;
 
 #[test]
@@ -45,18 +47,8 @@ fn a_killed_batch_resumes_with_only_the_missing_jobs() {
         before.jobs.values().any(|e| e.state == EntryState::Pending),
         "jobs not started yet are pending in batch.json"
     );
-    polyprof()
-        .arg("batch")
-        .arg(&file)
-        .args([
-            "--jobs",
-            "2",
-            "--devices",
-            "cpu",
-            "--resume",
-            "--output-dir",
-        ])
-        .arg(&root)
+    batch(&file, &root)
+        .args(["--jobs", "2", "--devices", "cpu", "--resume"])
         .assert()
         .success()
         .stderr(contains(format!("({} kept", done_before.len())));
@@ -147,11 +139,8 @@ fn a_task_index_runs_one_job_on_the_device_its_environment_pins() {
     );
     let log = std::fs::read_to_string(root.join("runs/second/run.1.stdout.log")).unwrap();
     assert_eq!(log, "cuda=3\n");
-    polyprof()
-        .arg("batch")
-        .arg(&file)
-        .args(["--task-index", "2", "--output-dir"])
-        .arg(&root)
+    batch(&file, &root)
+        .args(["--task-index", "2"])
         .assert()
         .code(2)
         .stderr(contains("past the end"));
@@ -175,13 +164,7 @@ fn ctrl_c_leaves_an_index_with_the_running_jobs_cancelled() {
         assert!(Instant::now() < deadline, "the batch started nothing");
         std::thread::sleep(Duration::from_millis(20));
     }
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130));
+    assert_eq!(interrupt(&mut child), Some(130));
     let index = index(&root);
     let counts = index.counts();
     assert_eq!(counts.get(&EntryState::Cancelled), Some(&2), "{counts:?}");

@@ -4,8 +4,7 @@
 
 use serde_json::Value;
 
-use crate::support::batch::{sh_job, write_jobs};
-use crate::support::polyprof;
+use crate::support::batch::{batch, sh_job, write_jobs};
 use crate::support::schema;
 
 const FILE: &str = "batch.schema.json";
@@ -29,11 +28,8 @@ fn a_written_index_validates() {
         &[sh_job("ok", "true"), sh_job("bad", "exit 2"), hang],
     );
     let root = dir.path().join("out");
-    polyprof()
-        .arg("batch")
-        .arg(&file)
-        .args(["--devices", "0", "-q", "--output-dir"])
-        .arg(&root)
+    batch(&file, &root)
+        .args(["--devices", "0", "-q"])
         .assert()
         .code(1);
     let index: Value =

@@ -37,12 +37,7 @@ fn argv_and_gpus_reach_each_task() {
         .args(["--gpus-per-task", "1"])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::support::assert_exit(&out, 0);
     let index = index(&root);
     assert_eq!(index.backend, polyprof::model::batch::Backend::Slurm);
     let job_id = index.slurm_job_id.clone().expect("the array's job id");
@@ -110,13 +105,7 @@ fn sigint_cancels_the_array() {
             .count()
             == 2
     });
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130));
+    assert_eq!(crate::support::batch::interrupt(&mut child), Some(130));
     let index = index(&root);
     for e in index.jobs.values() {
         assert_eq!(e.state, EntryState::Cancelled, "{}: {:?}", e.id, e);
@@ -162,12 +151,7 @@ fn resume_submits_only_what_is_missing() {
             cmd.args(["--max-parallel", "1"]);
         }
         let out = cmd.output().unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        crate::support::assert_exit(&out, 0);
     };
     run(false);
     let first_index = index(&root);
@@ -234,12 +218,7 @@ fn node_side_failures_are_reported() {
         .args(["--quiet", "--polyprof-bin", "/nonexistent/polyprof"])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::support::assert_exit(&out, 1);
     let index = index(&root);
     for e in index.jobs.values() {
         assert_eq!(e.state, EntryState::Crashed, "{}", e.id);

@@ -33,12 +33,7 @@ fn twenty_jobs_across_two_nodes() {
         .args(["--gpus-per-task", "1", "--json"])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::support::assert_exit(&out, 0);
     let index = index(&root);
     let mut per_node: BTreeMap<String, usize> = BTreeMap::new();
     for e in index.jobs.values() {
@@ -135,12 +130,7 @@ fn node_lost_mid_array() {
     // n2 back: resume reruns the lost tasks only.
     assert!(cluster.docker(&["start", "pp-slurm-n2"]).status.success());
     let out = driver(true).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::support::assert_exit(&out, 0);
     let after = crate::support::batch::index(&root);
     for e in after.jobs.values() {
         assert_eq!(e.state, EntryState::Succeeded, "{}", e.id);

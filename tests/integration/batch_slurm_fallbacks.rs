@@ -12,13 +12,14 @@ use std::process::Output;
 use polyprof::model::batch::{BatchIndex, EntryState};
 
 use crate::support::batch::{index, sh_job, write_jobs};
-use crate::support::fixture;
+use crate::support::{assert_exit, fixture};
 
 fn slurm_fixture(name: &str) -> String {
     std::fs::read_to_string(fixture(&format!("slurm/{name}"))).unwrap()
 }
 
 /// What the fake commands answer in one case.
+#[derive(Default)]
 struct Cluster<'a> {
     /// The id the fake sbatch prints.
     job_id: &'a str,
@@ -189,16 +190,6 @@ fn jobcomp(fake_dir: &Path) -> PathBuf {
     path
 }
 
-fn run_ok(out: &Output, code: i32) {
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// Every job of the file is in the index, final, with its Slurm view: none silently missing.
 fn all_final(index: &BatchIndex, ids: &[&str], job_id: &str) {
     assert_eq!(index.jobs.len(), ids.len(), "{:?}", index.jobs.keys());
@@ -245,13 +236,10 @@ fn jobcomp_answers_without_accounting() {
         job_id: "1",
         config: config(&[("JobCompLoc", comp.to_str().unwrap())]),
         squeue: squeue_without("docker-squeue-requeued.json", 1),
-        squeue_down_for: 0,
-        sacct: None,
-        scontrol_job: None,
-        run_tasks: &[],
+        ..Default::default()
     });
     let out = fake.batch(&[sh_job("a", "true"), sh_job("b", "true")]);
-    run_ok(&out, 1);
+    assert_exit(&out, 1);
     let index = index(&fake.root());
     all_final(&index, &["a", "b"], "1");
     slurm_error(&index, "a", EntryState::Crashed, "COMPLETED on n1");
@@ -285,15 +273,13 @@ fn sacct_answers_with_accounting() {
             ("JobCompLoc", comp.to_str().unwrap()),
         ]),
         squeue: squeue_without("docker-squeue-requeued.json", 1),
-        squeue_down_for: 0,
         sacct: Some(slurm_fixture("sacct-array.json")),
-        scontrol_job: None,
-        run_tasks: &[],
+        ..Default::default()
     });
     let ids = ["a", "b", "c", "d"];
     let jobs: Vec<_> = ids.iter().map(|id| sh_job(id, "true")).collect();
     let out = fake.batch(&jobs);
-    run_ok(&out, 1);
+    assert_exit(&out, 1);
     let index = index(&fake.root());
     all_final(&index, &ids, "1");
     slurm_error(&index, "a", EntryState::Crashed, "COMPLETED");
@@ -316,15 +302,13 @@ fn scontrol_answers_without_accounting_or_jobcomp() {
         job_id: "9",
         config: config(&[("JobCompType", "jobcomp/none")]),
         squeue: squeue_without("docker-squeue-requeued.json", 1),
-        squeue_down_for: 0,
-        sacct: None,
         scontrol_job: Some(slurm_fixture("scontrol-cancelled.txt")),
-        run_tasks: &[],
+        ..Default::default()
     });
     let ids = ["a", "b", "c", "d"];
     let jobs: Vec<_> = ids.iter().map(|id| sh_job(id, "true")).collect();
     let out = fake.batch(&jobs);
-    run_ok(&out, 1);
+    assert_exit(&out, 1);
     let index = index(&fake.root());
     all_final(&index, &ids, "9");
     slurm_error(&index, "a", EntryState::Cancelled, "CANCELLED");
@@ -352,13 +336,11 @@ fn a_final_entry_wins_over_slurm() {
         job_id: "1",
         config: config(&[("JobCompLoc", comp.to_str().unwrap())]),
         squeue: slurm_fixture("docker-squeue-requeued.json"),
-        squeue_down_for: 0,
-        sacct: None,
-        scontrol_job: None,
         run_tasks: &[0, 1],
+        ..Default::default()
     });
     let out = fake.batch(&[sh_job("a", "exit 3"), sh_job("b", "true")]);
-    run_ok(&out, 1);
+    assert_exit(&out, 1);
     let root = fake.root();
     let index = index(&root);
     all_final(&index, &["a", "b"], "1");
@@ -391,12 +373,10 @@ fn an_unreachable_controller_loses_no_task() {
         config: config(&[("JobCompType", "jobcomp/none")]),
         squeue: slurm_fixture("docker-squeue-requeued.json"),
         squeue_down_for: 40,
-        sacct: None,
-        scontrol_job: None,
-        run_tasks: &[],
+        ..Default::default()
     });
     let out = fake.batch(&[sh_job("a", "true"), sh_job("b", "true")]);
-    run_ok(&out, 1);
+    assert_exit(&out, 1);
     let index = index(&fake.root());
     all_final(&index, &["a", "b"], "1");
     slurm_error(&index, "a", EntryState::Crashed, "COMPLETED on n1");

@@ -27,12 +27,7 @@ fn parsed_run(dir: &Path) -> PathBuf {
         .arg(fixture("unitrace/synthetic_python.4242.json"))
         .output()
         .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    crate::support::assert_exit(&output, 0);
     run_dir
 }
 
@@ -43,12 +38,7 @@ fn export(run_dir: &Path, format: &str) -> Value {
         .arg(run_dir)
         .output()
         .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    crate::support::assert_exit(&output, 0);
     serde_json::from_slice(&output.stdout).unwrap()
 }
 

@@ -3,13 +3,11 @@
 //! polyprof asks for mangled names and demangles them itself
 //! (`distribution_mangled.txt` there feeds the demangler's unit test in `names.rs`).
 
-use std::path::Path;
-
 use crate::support::fixture;
+use crate::support::ncu::plan_argvs;
 use polyprof::model::record::KernelRecord;
 use polyprof::profilers::ncu::kernel_filter::ncu_kernel_filter;
 use polyprof::profilers::ncu::{KernelNameBase, NcuOptions, ParseOptions, parse};
-use polyprof::profilers::{ProfilerSettings, create};
 
 fn kernels(file: &str) -> Vec<KernelRecord> {
     let bytes = std::fs::read(fixture(&format!("ncu-h200-names/{file}"))).unwrap();
@@ -99,19 +97,7 @@ fn mangled_names_are_demangled_with_every_namespace() {
 }
 
 fn argv(options: NcuOptions) -> Vec<String> {
-    let settings = ProfilerSettings {
-        ncu: options,
-        ..Default::default()
-    };
-    let profiler = create("ncu", Path::new("/tmp/out"), &settings).unwrap();
-    let plan = profiler
-        .wrap(&polyprof::model::arg::args(["./app"]))
-        .unwrap();
-    plan.steps
-        .iter()
-        .flat_map(|s| s.command.argv.iter())
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect()
+    plan_argvs(options).concat()
 }
 
 #[test]

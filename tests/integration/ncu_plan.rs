@@ -96,15 +96,7 @@ fn every_option_reaches_the_command_line() {
 
 #[test]
 fn kernel_short_names_choose_the_base() {
-    let argv_of = |options: NcuOptions| {
-        let profiler = create("ncu", Path::new("/o"), &settings(options)).unwrap();
-        polyprof::model::arg::lossy(
-            &profiler.wrap(&["./app".into()]).unwrap().steps[0]
-                .command
-                .argv,
-        )
-        .join(" ")
-    };
+    let argv_of = |options: NcuOptions| plan_argvs(options)[0].join(" ");
     let templated = argv_of(NcuOptions {
         kernel_name: Some("matmul_tiled<32>".into()),
         ..Default::default()
@@ -124,14 +116,7 @@ fn kernel_short_names_choose_the_base() {
 
 #[test]
 fn graph_profiling_leaves_out_the_counters_range_replay_refuses() {
-    let argv_of = |options: NcuOptions| {
-        let profiler = create("ncu", Path::new("/o"), &settings(options)).unwrap();
-        polyprof::model::arg::lossy(
-            &profiler.wrap(&["./app".into()]).unwrap().steps[0]
-                .command
-                .argv,
-        )
-    };
+    let argv_of = |options: NcuOptions| plan_argvs(options).swap_remove(0);
     let metrics_of =
         |argv: &[String]| argv[argv.iter().position(|a| a == "--metrics").unwrap() + 1].clone();
     let typed = argv_of(NcuOptions {

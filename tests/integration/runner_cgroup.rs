@@ -4,11 +4,13 @@
 
 use crate::support::runner as runner_support;
 
-use std::time::{Duration, Instant};
-
 use polyprof::model::outcome::Outcome;
 use polyprof::pipeline::runner::cgroup;
 use runner_support::{Fixture, assert_no_survivors, run};
+
+/// The shell records its pid, starts a descendant that leaves its session (`setsid`, so outside
+/// the process group) and records it too, then waits until both pids are written.
+const START_AN_ESCAPEE: &str = r#"echo $$ >> "$PIDFILE"; setsid sh -c 'echo $$ >> "$PIDFILE"; exec sleep 1000' & while [ "$(wc -l < "$PIDFILE")" -lt 2 ]; do sleep 0.01; done"#;
 
 fn available() -> bool {
     let support = cgroup::probe();
@@ -18,27 +20,14 @@ fn available() -> bool {
     support.available
 }
 
-fn pids(fx: &Fixture, want: usize) -> Vec<i32> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let text = std::fs::read_to_string(&fx.pidfile).unwrap_or_default();
-        let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
-        if pids.len() >= want {
-            return pids;
-        }
-        assert!(Instant::now() < deadline, "the fixture recorded {pids:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn the_command_runs_in_its_own_cgroup_which_is_removed_with_what_escaped() {
     if !available() {
         return;
     }
     let fx = Fixture::new();
-    let script = r#"echo $$ >> "$PIDFILE"; cat /proc/self/cgroup; setsid sh -c 'echo $$ >> "$PIDFILE"; exec sleep 1000' & while [ "$(wc -l < "$PIDFILE")" -lt 2 ]; do sleep 0.01; done"#;
-    let ran = run(&fx, &["--tracking", "cgroup"], &["sh", "-c", script]);
+    let script = format!("{START_AN_ESCAPEE}; cat /proc/self/cgroup");
+    let ran = run(&fx, &["--tracking", "cgroup"], &["sh", "-c", &script]);
     let attempt = ran.attempt();
     assert_eq!(attempt.outcome, Outcome::Exited { code: 0 });
     let line = attempt
@@ -49,7 +38,7 @@ fn the_command_runs_in_its_own_cgroup_which_is_removed_with_what_escaped() {
         .unwrap_or_else(|| panic!("no cgroup v2 line: {:?}", attempt.stdout.head));
     let name = line.rsplit('/').next().unwrap();
     assert!(name.starts_with("polyprof-run-"), "{line}");
-    let recorded = pids(&fx, 2);
+    let recorded = fx.recorded_pids(2);
     assert!(
         attempt.killed.iter().any(|k| k.pid == recorded[1]),
         "{:?}",
@@ -76,8 +65,8 @@ fn a_killed_supervisor_still_leaves_nothing_behind_its_cgroup() {
     let fx = Fixture::new();
     // The command kills its own supervisor ($PPID) after starting a descendant that left the
     // session: nothing is left to reap it, and it is outside the process group.
-    let script = r#"echo $$ >> "$PIDFILE"; setsid sh -c 'echo $$ >> "$PIDFILE"; exec sleep 1000' & while [ "$(wc -l < "$PIDFILE")" -lt 2 ]; do sleep 0.01; done; kill -9 $PPID; exec sleep 1000"#;
-    let ran = run(&fx, &["--tracking", "cgroup"], &["sh", "-c", script]);
+    let script = format!("{START_AN_ESCAPEE}; kill -9 $PPID; exec sleep 1000");
+    let ran = run(&fx, &["--tracking", "cgroup"], &["sh", "-c", &script]);
     let attempt = ran.attempt();
     assert_eq!(
         attempt.outcome,
@@ -85,7 +74,7 @@ fn a_killed_supervisor_still_leaves_nothing_behind_its_cgroup() {
         "{:?}",
         ran.run.warnings
     );
-    let recorded = pids(&fx, 2);
+    let recorded = fx.recorded_pids(2);
     assert!(
         attempt.killed.iter().any(|k| k.pid == recorded[1]),
         "{:?}",

@@ -17,12 +17,7 @@ fn env_line(policy: &str, extra: &[&str]) -> (String, Vec<String>) {
         .env("OPENAI_API_KEY", "sk-x")
         .output()
         .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    crate::support::assert_exit(&output, 0);
     let run: polyprof::results::ProfileRun = serde_json::from_slice(&output.stdout).unwrap();
     (
         run.steps[0].attempts[0].stdout.head[0].clone(),

@@ -9,19 +9,6 @@ use std::time::{Duration, Instant};
 use polyprof::model::outcome::{Escape, Outcome};
 use runner_support::{Fixture, assert_no_survivors, program, run};
 
-fn recorded_pids(fx: &Fixture, want: usize) -> Vec<i32> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let text = std::fs::read_to_string(&fx.pidfile).unwrap_or_default();
-        let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
-        if pids.len() >= want {
-            return pids;
-        }
-        assert!(Instant::now() < deadline, "the fixture recorded {pids:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn a_descendant_that_calls_setsid_is_killed_and_named() {
     let fx = Fixture::new();
@@ -29,7 +16,7 @@ fn a_descendant_that_calls_setsid_is_killed_and_named() {
     let attempt = ran.attempt();
     assert_eq!(attempt.outcome, Outcome::Exited { code: 0 });
     assert!(attempt.leaked);
-    let pids = recorded_pids(&fx, 2);
+    let pids = fx.recorded_pids(2);
     let killed = &attempt.killed;
     assert_eq!(killed.len(), 1, "{killed:?}");
     assert_eq!(killed[0].pid, pids[1]);
@@ -53,7 +40,7 @@ fn a_daemon_with_closed_fds_and_a_double_fork_is_found_and_killed() {
     let attempt = ran.attempt();
     assert_eq!(attempt.outcome, Outcome::Exited { code: 0 });
     assert!(attempt.leaked, "{:?}", ran.run.warnings);
-    let pids = recorded_pids(&fx, 2);
+    let pids = fx.recorded_pids(2);
     assert!(
         attempt
             .killed
@@ -96,7 +83,7 @@ wait"#;
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let pids = recorded_pids(&fx, 3);
+    let pids = fx.recorded_pids(3);
     // Let the setsid'd sleep get past setsid (its pid is recorded before it execs).
     std::thread::sleep(Duration::from_millis(200));
     child.kill().unwrap();

@@ -7,6 +7,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use super::diagnostics;
 use crate::model::parsed::Diagnostic;
 use crate::model::record::KernelRecord;
+use crate::model::verdict_metrics::{
+    ALU_PIPE, DRAM_CLOCK, DRAM_SOL, FMA_PIPE, ISSUE_ACTIVE, LSU_PIPE, MEMORY_SOL, SM_CLOCK,
+    TENSOR_PIPE,
+};
 
 /// Which metrics to keep in each record's `metrics` map, besides the normalized fields (duration,
 /// DRAM bytes, occupancy, …), which are filled in every mode.
@@ -28,19 +32,19 @@ pub enum MetricFilter {
 
 /// What [`MetricFilter::Essential`] keeps (a trailing `_` is a prefix): eleven names on an H200
 /// `--set full` page, one B-tree leaf per record; plus the clocks, speed-of-light splits and pipe
-/// loads the roofline verdict reads (`results::roofline::RooflineInputs::from_record`; the names
-/// are `model::verdict_metrics`', a test keeps them in step).
+/// loads the roofline verdict reads (`results::roofline::RooflineInputs::from_record`, by the
+/// names in `model::verdict_metrics`).
 pub const ESSENTIAL_METRICS: &[&str] = &[
     "gpu__time_duration.sum",
-    "sm__cycles_elapsed.avg.per_second",
-    "dram__cycles_elapsed.avg.per_second",
-    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
-    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
-    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
-    "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed",
-    "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_elapsed",
-    "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_elapsed",
-    "sm__inst_executed.avg.pct_of_peak_sustained_elapsed",
+    SM_CLOCK,
+    DRAM_CLOCK,
+    DRAM_SOL,
+    MEMORY_SOL,
+    TENSOR_PIPE,
+    FMA_PIPE,
+    ALU_PIPE,
+    LSU_PIPE,
+    ISSUE_ACTIVE,
     "launch__occupancy_limit_",
     "launch__shared_mem_config_size",
     "launch__shared_mem_per_block_driver",
@@ -150,7 +154,7 @@ impl Context {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::verdict_metrics::{DRAM_CLOCK, DRAM_SOL, MEMORY_SOL, PIPE_LOADS, SM_CLOCK};
+    use crate::model::verdict_metrics::PIPE_LOADS;
 
     #[test]
     fn the_default_filter_keeps_what_the_verdict_reads() {

@@ -38,6 +38,13 @@ pub fn counting(dir: &Path, id: &str, rest: &str) -> String {
     )
 }
 
+/// `polyprof batch FILE --output-dir ROOT`, for the caller's options.
+pub fn batch(file: &Path, root: &Path) -> assert_cmd::Command {
+    let mut command = super::polyprof();
+    command.arg("batch").arg(file).arg("--output-dir").arg(root);
+    command
+}
+
 /// `polyprof batch FILE` on two CPU slots into `root`, quiet, in the background: for tests
 /// that signal or kill it half way.
 pub fn spawn_cpu_batch(file: &Path, root: &Path) -> std::process::Child {
@@ -50,4 +57,14 @@ pub fn spawn_cpu_batch(file: &Path, root: &Path) -> std::process::Child {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap()
+}
+
+/// Ctrl-C for a batch driver: SIGINT to `child`, then its exit code once it has ended.
+pub fn interrupt(child: &mut std::process::Child) -> Option<i32> {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    child.wait().unwrap().code()
 }

@@ -28,6 +28,17 @@ pub fn polyprof() -> assert_cmd::Command {
     assert_cmd::Command::new(env!("CARGO_BIN_EXE_polyprof"))
 }
 
+/// The command exited with `code`; else the failure shows its stdout and stderr.
+pub fn assert_exit(out: &std::process::Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The sum of the baseline's four real kernel durations, ns (58,784 + 415,840 + 247,136 + 60,448).
 pub const BASELINE_GPU_NS: f64 = 782_208.0;
 

@@ -6,6 +6,24 @@ use polyprof::profilers::ncu::{ParseOptions, parse};
 
 use super::fixture;
 
+/// The argv of every step of the plan `ncu` builds for `./app` with `options` (output in `/o`),
+/// the profile step first.
+pub fn plan_argvs(options: polyprof::profilers::ncu::NcuOptions) -> Vec<Vec<String>> {
+    let settings = polyprof::profilers::ProfilerSettings {
+        ncu: options,
+        ..Default::default()
+    };
+    let profiler =
+        polyprof::profilers::create("ncu", std::path::Path::new("/o"), &settings).unwrap();
+    let plan = profiler
+        .wrap(&polyprof::model::arg::args(["./app"]))
+        .unwrap();
+    plan.steps
+        .iter()
+        .map(|step| polyprof::model::arg::lossy(&step.command.argv))
+        .collect()
+}
+
 pub fn read(path: &str) -> Vec<u8> {
     std::fs::read(fixture(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
 }

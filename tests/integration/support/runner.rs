@@ -25,6 +25,20 @@ impl Fixture {
         Fixture { dir, pidfile }
     }
 
+    /// The pids the fixture's programs wrote to `pidfile`, once there are `want` (20 s at most).
+    pub fn recorded_pids(&self, want: usize) -> Vec<i32> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let text = std::fs::read_to_string(&self.pidfile).unwrap_or_default();
+            let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+            if pids.len() >= want {
+                return pids;
+            }
+            assert!(Instant::now() < deadline, "the fixture recorded {pids:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     pub fn out(&self) -> PathBuf {
         self.dir.path().join("out")
     }

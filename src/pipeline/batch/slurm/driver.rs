@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::model::batch::{Backend, BatchEntry, BatchIndex, EntryState, SlurmTaskInfo};
+use crate::model::error::Error;
 use crate::model::outcome::Outcome;
 use crate::model::probe::{ProbeOutput, ProbeRequest};
 use crate::pipeline::batch::index::Prepared;
@@ -107,11 +108,7 @@ pub async fn run_slurm(
     };
     let root = &run.root;
     let slurm_dir = root.join(SLURM_DIR);
-    std::fs::create_dir_all(&slurm_dir).map_err(|e| SlurmError::Io {
-        action: "create",
-        path: slurm_dir.clone(),
-        source: e,
-    })?;
+    std::fs::create_dir_all(&slurm_dir).map_err(|e| Error::io("create", &slurm_dir, e))?;
     let mut index = prepared.index;
     index.backend = Backend::Slurm;
     let to_run: BTreeSet<u32> = prepared.to_run.iter().map(|&i| i as u32).collect();
@@ -151,11 +148,7 @@ pub async fn run_slurm(
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => {
-                return Err(SlurmError::Io {
-                    action: "clear the old run directory",
-                    path: dir,
-                    source: e,
-                });
+                return Err(Error::io("clear the old run directory", dir, e).into());
             }
         }
     }
@@ -235,22 +228,19 @@ pub async fn run_slurm(
             break;
         }
         let (reports, answered) = poller.reports(&open, root, specs, &say).await;
+        let round = Round {
+            root,
+            answered,
+            cancelled: cancel_sent.is_some(),
+            grace: run.grace,
+        };
         let mut changed = false;
         for &i in &open {
             let spec = &specs[i as usize];
             let Some(old) = index.jobs.get(&spec.id) else {
                 continue;
             };
-            let new = poller.judge(
-                i,
-                spec,
-                old,
-                reports.get(&i),
-                answered,
-                root,
-                cancel_sent.is_some(),
-                run.grace,
-            );
+            let new = poller.judge(i, spec, old, reports.get(&i), &round);
             if let Some(new) = new {
                 say(&SlurmEvent::Changed { entry: &new });
                 index.jobs.insert(spec.id.clone(), new);
@@ -411,18 +401,20 @@ impl Poller {
     }
 
     /// The entry's new value, when it changed.
-    #[allow(clippy::too_many_arguments)]
     fn judge(
         &mut self,
         task: u32,
         spec: &JobSpec,
         old: &BatchEntry,
         report: Option<&TaskReport>,
-        answered: bool,
-        root: &Path,
-        cancelled: bool,
-        grace: Duration,
+        round: &Round,
     ) -> Option<BatchEntry> {
+        let Round {
+            root,
+            answered,
+            cancelled,
+            grace,
+        } = *round;
         let info = |r: Option<&TaskReport>| SlurmTaskInfo {
             array_job_id: self.job_id.clone(),
             task_id: task,
@@ -495,6 +487,18 @@ impl Poller {
     }
 }
 
+/// What holds for every task of one poll.
+#[derive(Debug, Clone, Copy)]
+struct Round<'a> {
+    root: &'a Path,
+    /// Whether Slurm answered this poll at all (a failed squeue is no news).
+    answered: bool,
+    /// Whether our scancel was sent.
+    cancelled: bool,
+    /// How long a task may look over (or forgotten) before it is judged without an entry.
+    grace: Duration,
+}
+
 /// The entry state of a task that Slurm says is over but that wrote no final entry.json.
 pub fn state_without_entry(state: &SlurmState) -> EntryState {
     match state {
@@ -549,11 +553,7 @@ fn final_entry(root: &Path, id: &str, job_id: &str) -> Option<BatchEntry> {
 }
 
 fn write_script(path: &Path, text: &str) -> Result<(), SlurmError> {
-    let io = |e| SlurmError::Io {
-        action: "write the task script",
-        path: path.to_path_buf(),
-        source: e,
-    };
+    let io = |e| Error::io("write the task script", path, e);
     std::fs::write(path, text).map_err(io)?;
     #[cfg(unix)]
     {
@@ -639,6 +639,15 @@ mod tests {
         );
     }
 
+    fn round(root: &Path, answered: bool, cancelled: bool, grace: Duration) -> Round<'_> {
+        Round {
+            root,
+            answered,
+            cancelled,
+            grace,
+        }
+    }
+
     fn report(state: SlurmState) -> TaskReport {
         TaskReport {
             array_job_id: "5".into(),
@@ -663,10 +672,7 @@ mod tests {
                 &spec,
                 &old,
                 Some(&report(SlurmState::Running)),
-                true,
-                root.path(),
-                false,
-                Duration::ZERO,
+                &round(root.path(), true, false, Duration::ZERO),
             )
             .unwrap();
         assert_eq!(running.state, EntryState::Running);
@@ -680,10 +686,7 @@ mod tests {
                     &spec,
                     &running,
                     Some(&failed),
-                    true,
-                    root.path(),
-                    false,
-                    long
+                    &round(root.path(), true, false, long)
                 )
                 .is_none()
         );
@@ -693,10 +696,7 @@ mod tests {
                 &spec,
                 &running,
                 Some(&failed),
-                true,
-                root.path(),
-                false,
-                Duration::ZERO,
+                &round(root.path(), true, false, Duration::ZERO),
             )
             .unwrap();
         assert_eq!(lost.state, EntryState::Lost);
@@ -717,10 +717,7 @@ mod tests {
                 &spec,
                 &running,
                 Some(&failed),
-                true,
-                root.path(),
-                false,
-                Duration::ZERO,
+                &round(root.path(), true, false, Duration::ZERO),
             )
             .unwrap();
         assert_eq!(taken.state, EntryState::Succeeded);
@@ -739,10 +736,7 @@ mod tests {
                 &spec,
                 &old,
                 None,
-                true,
-                root.path(),
-                false,
-                Duration::ZERO,
+                &round(root.path(), true, false, Duration::ZERO),
             )
             .unwrap();
         assert_eq!(lost.state, EntryState::Lost);
@@ -752,10 +746,7 @@ mod tests {
                 &spec,
                 &old,
                 None,
-                true,
-                root.path(),
-                true,
-                Duration::ZERO,
+                &round(root.path(), true, true, Duration::ZERO),
             )
             .unwrap();
         assert_eq!(cancelled.state, EntryState::Cancelled);
@@ -777,10 +768,7 @@ mod tests {
                         &spec,
                         &running,
                         None,
-                        false,
-                        root.path(),
-                        false,
-                        Duration::ZERO
+                        &round(root.path(), false, false, Duration::ZERO)
                     )
                     .is_none()
             );
@@ -792,10 +780,7 @@ mod tests {
                 &spec,
                 &running,
                 None,
-                true,
-                root.path(),
-                false,
-                Duration::ZERO,
+                &round(root.path(), true, false, Duration::ZERO),
             )
             .unwrap();
         assert_eq!(lost.state, EntryState::Lost);

@@ -1,7 +1,5 @@
 //! What can stop a Slurm batch before or while it runs (a task's own failure never does).
 
-use std::path::PathBuf;
-
 use crate::model::probe::ProbeError;
 
 #[derive(Debug, thiserror::Error)]
@@ -26,14 +24,7 @@ pub enum SlurmError {
         "the job file has {jobs} jobs but this cluster's MaxArraySize is {max} (array indices 0..{max}); split the job file or raise MaxArraySize"
     )]
     TooManyJobs { jobs: usize, max: u32 },
-    #[error("{action} `{}`: {source}", path.display())]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// Anything the library's common error covers (a parse, an index write).
+    /// Anything the library's common error covers (a parse, an index write, a file operation).
     #[error(transparent)]
     Other(#[from] crate::model::error::Error),
 }
