@@ -16,9 +16,14 @@ pub struct ContainerArgs {
     /// GPUs for the container, as `docker --gpus`: all, a count, or device ids (0,1).
     #[arg(long, value_name = "all|N|ID,ID", requires = "container")]
     pub gpus: Option<GpuRequest>,
-    /// Bind a host path into the container (repeatable); the output directory is always bound
+    /// Bind a host path into the container (repeatable): read-write, or read-only with `:ro`
+    /// (the mode is `ro` or `rw`; any other is refused). The output directory is always bound
     /// read-write at its own path.
-    #[arg(long = "mount", value_name = "SRC:DST[:ro]", requires = "container")]
+    #[arg(
+        long = "mount",
+        value_name = "SRC:DST[:ro|:rw]",
+        requires = "container"
+    )]
     pub mounts: Vec<BindMount>,
     /// Give the container a network (`--network` alone: bridge) [default: none].
     #[arg(long, value_name = "MODE", num_args = 0..=1, default_missing_value = "bridge", requires = "container")]
