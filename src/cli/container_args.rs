@@ -79,6 +79,8 @@ impl ContainerArgs {
         job.capabilities = self.capabilities.clone();
         job.devices = self.devices.clone();
         job.workdir = self.workdir.clone();
+        // Whatever the tracking mode: the container must not outlive a polyprof killed hard.
+        job.watchdog = super::run::supervisor_exe().ok();
         job.limits = ContainerLimits {
             pids: Some(self.pids_limit),
             memory_bytes: self.memory_mib.map(|m| m.saturating_mul(1 << 20)),

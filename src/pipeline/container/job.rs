@@ -176,6 +176,13 @@ pub struct ContainerJob {
     /// none: every file of the output directory.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub copy_patterns: Vec<FilePattern>,
+    /// The executable started as the watchdog that removes this process's containers when it
+    /// dies (see [`super::watchdog`]); it must call `watchdog::run_if_requested()` first in
+    /// `main` (`polyprof` and `polyprof-supervise` do). `None`: the run options' supervisor
+    /// executable, else no watchdog (a polyprof killed with SIGKILL then leaves its container
+    /// until the next reaping). Never read from a job file.
+    #[serde(skip)]
+    pub watchdog: Option<PathBuf>,
 }
 
 /// How the output directory gets from the container to this host.
@@ -204,6 +211,7 @@ impl ContainerJob {
             limits: ContainerLimits::default(),
             output: OutputTransfer::Bind,
             copy_patterns: Vec::new(),
+            watchdog: None,
         }
     }
 }
