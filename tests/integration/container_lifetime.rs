@@ -91,3 +91,45 @@ fn twenty_sigkills_at_random_moments_leave_no_container() {
         "{KILLS} kills: a container was still listed right after {seen_after_kill} of them; all gone, the slowest {slowest:?} after its kill"
     );
 }
+
+#[test]
+fn a_second_stop_request_kills_the_container_without_waiting_for_the_kill_grace() {
+    let dir = tempdir();
+    let out = out_dir(&dir);
+    let child = Command::new(env!("CARGO_BIN_EXE_polyprof"))
+        .args(["run", "--json", "--container", image(), "--output-dir"])
+        .arg(&out)
+        .args(["--kill-grace", "60", "--", "sh", "-c"])
+        // Ignores SIGTERM: only SIGKILL ends it.
+        .arg("trap '' TERM; touch started; while :; do sleep 1; done")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let until = Instant::now() + Duration::from_secs(30);
+    while !out.join("started").exists() {
+        assert!(Instant::now() < until, "the container never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let first = Instant::now();
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let took = first.elapsed();
+    assert!(
+        took < Duration::from_secs(15),
+        "waited for the kill grace: {took:?}"
+    );
+    assert_eq!(output.status.code(), Some(130));
+    let run: polyprof::results::ProfileRun = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(
+        run.warnings
+            .iter()
+            .any(|w| w.contains("second stop request")),
+        "{:?}",
+        run.warnings
+    );
+    assert!(containers(&format!("label=polyprof.pid={pid}")).is_empty());
+}

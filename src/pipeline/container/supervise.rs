@@ -281,6 +281,7 @@ pub async fn run_in_container(
                 result.marker = Some(seen);
             }
             _ = opts.cancel.cancelled() => break Err(Stop::Cancel),
+            _ = opts.kill_now.cancelled() => break Err(Stop::Cancel),
             _ = sleep_until_opt(deadline) => break Err(Stop::Timeout),
             _ = sleep_until_opt(marker_deadline) => break Err(Stop::Marker),
             _ = sleep_until_opt(inactivity_deadline), if result.marker.is_none() => {
@@ -385,7 +386,8 @@ pub async fn run_in_container(
     ContainerRun { result, container }
 }
 
-/// SIGTERM (to the init process, which passes it on), the kill grace, then SIGKILL.
+/// SIGTERM (to the init process, which passes it on), the kill grace, then SIGKILL. A second
+/// stop request (`kill_now`) does not wait for the grace.
 async fn terminate(
     engine: &Engine,
     id: &str,
@@ -394,6 +396,11 @@ async fn terminate(
     opts: &RunOptions,
     warnings: &mut Vec<String>,
 ) -> Result<i64, String> {
+    if opts.kill_now.is_cancelled() {
+        warnings.push("stopped at once (second stop request): killed with SIGKILL".to_string());
+        kill(engine, id, "SIGKILL").await;
+        return exited.await;
+    }
     kill(engine, id, "SIGTERM").await;
     let grace = opts.graces.kill_grace;
     tokio::select! {
@@ -401,6 +408,9 @@ async fn terminate(
         status = &mut *exited => return status,
         _ = tokio::time::sleep(grace) => {
             warnings.push(format!("the container did not exit within {:.3} s of SIGTERM and was killed with SIGKILL", secs(grace)));
+        }
+        _ = opts.kill_now.cancelled() => {
+            warnings.push("a second stop request during the kill grace: killed with SIGKILL".to_string());
         }
         _ = opts.cancel.cancelled(), if stop != Stop::Cancel => {
             warnings.push("cancelled during the kill grace: killed with SIGKILL".to_string());
