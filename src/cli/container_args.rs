@@ -58,7 +58,8 @@ pub struct ContainerArgs {
 impl ContainerArgs {
     /// The execution target; for a container, first reaps containers an earlier polyprof left
     /// when it died (best effort: a prune failure only warns, the run's own error is clearer).
-    pub async fn target(&self) -> anyhow::Result<ExecutionTarget> {
+    /// `watchdog`: the executable that removes the containers if polyprof is killed.
+    pub async fn target(&self, watchdog: Option<PathBuf>) -> anyhow::Result<ExecutionTarget> {
         let Some(image) = &self.container else {
             return Ok(ExecutionTarget::Local);
         };
@@ -79,8 +80,7 @@ impl ContainerArgs {
         job.capabilities = self.capabilities.clone();
         job.devices = self.devices.clone();
         job.workdir = self.workdir.clone();
-        // Whatever the tracking mode: the container must not outlive a polyprof killed hard.
-        job.watchdog = super::run::supervisor_exe().ok();
+        job.watchdog = watchdog;
         job.limits = ContainerLimits {
             pids: Some(self.pids_limit),
             memory_bytes: self.memory_mib.map(|m| m.saturating_mul(1 << 20)),

@@ -71,9 +71,8 @@ fn twenty_sigkills_at_random_moments_leave_no_container() {
         let killed_at = Instant::now();
         child.wait().unwrap();
         let label = format!("label=polyprof.pid={pid}");
-        if !containers(&label).is_empty() {
-            seen_after_kill += 1;
-        }
+        let listed = !containers(&label).is_empty();
+        seen_after_kill += usize::from(listed);
         loop {
             let left = containers(&label);
             if left.is_empty() {
@@ -86,6 +85,10 @@ fn twenty_sigkills_at_random_moments_leave_no_container() {
             std::thread::sleep(Duration::from_millis(100));
         }
         slowest = slowest.max(killed_at.elapsed());
+        eprintln!(
+            "kill {i} after {delay:?}: container listed after the kill: {listed}; none left {:?} after it",
+            killed_at.elapsed()
+        );
     }
     eprintln!(
         "{KILLS} kills: a container was still listed right after {seen_after_kill} of them; all gone, the slowest {slowest:?} after its kill"
