@@ -8,6 +8,8 @@ fn main() -> std::process::ExitCode {
     // `polyprof run` re-executes this binary as the command's supervisor; that mode never
     // returns here.
     polyprof::pipeline::runner::supervisor::run_if_requested();
+    // `polyprof run --container` may start this binary as its container watchdog.
+    polyprof::pipeline::container::watchdog::run_if_requested();
     let args = cli::Cli::parse();
     cli::init_logging(args.verbose);
     // One command runs one job at a time; a single-threaded runtime starts faster and keeps the

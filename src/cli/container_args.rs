@@ -16,9 +16,14 @@ pub struct ContainerArgs {
     /// GPUs for the container, as `docker --gpus`: all, a count, or device ids (0,1).
     #[arg(long, value_name = "all|N|ID,ID", requires = "container")]
     pub gpus: Option<GpuRequest>,
-    /// Bind a host path into the container (repeatable); the output directory is always bound
+    /// Bind a host path into the container (repeatable): read-write, or read-only with `:ro`
+    /// (the mode is `ro` or `rw`; any other is refused). The output directory is always bound
     /// read-write at its own path.
-    #[arg(long = "mount", value_name = "SRC:DST[:ro]", requires = "container")]
+    #[arg(
+        long = "mount",
+        value_name = "SRC:DST[:ro|:rw]",
+        requires = "container"
+    )]
     pub mounts: Vec<BindMount>,
     /// Give the container a network (`--network` alone: bridge) [default: none].
     #[arg(long, value_name = "MODE", num_args = 0..=1, default_missing_value = "bridge", requires = "container")]
@@ -53,7 +58,8 @@ pub struct ContainerArgs {
 impl ContainerArgs {
     /// The execution target; for a container, first reaps containers an earlier polyprof left
     /// when it died (best effort: a prune failure only warns, the run's own error is clearer).
-    pub async fn target(&self) -> anyhow::Result<ExecutionTarget> {
+    /// `watchdog`: the executable that removes the containers if polyprof is killed.
+    pub async fn target(&self, watchdog: Option<PathBuf>) -> anyhow::Result<ExecutionTarget> {
         let Some(image) = &self.container else {
             return Ok(ExecutionTarget::Local);
         };
@@ -74,6 +80,7 @@ impl ContainerArgs {
         job.capabilities = self.capabilities.clone();
         job.devices = self.devices.clone();
         job.workdir = self.workdir.clone();
+        job.watchdog = watchdog;
         job.limits = ContainerLimits {
             pids: Some(self.pids_limit),
             memory_bytes: self.memory_mib.map(|m| m.saturating_mul(1 << 20)),

@@ -434,7 +434,9 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         run: run_options,
         call_path: Vec::new(),
     };
-    let run = profile_on(&job, &args.container.target().await?).await;
+    // Whatever the tracking mode: a container must not outlive a polyprof killed hard.
+    let target = args.container.target(supervisor_exe().ok()).await?;
+    let run = profile_on(&job, &target).await;
     if let Some(echo) = echo {
         echo.end_status();
         echo.flush(Duration::from_secs(1));

@@ -16,6 +16,8 @@ mod batch_slurm_docker;
 mod batch_slurm_fallbacks;
 mod container_engine;
 mod container_library;
+mod container_lifetime;
+mod container_mounts;
 mod demo;
 mod foundation_cli;
 mod foundation_quote;

@@ -23,7 +23,7 @@ pub async fn copy_outputs(
 ) {
     if let Err(e) = try_copy(engine, id, output_dir, patterns).await {
         warnings.push(format!(
-            "copying the output files out of the container failed: {e}; only the logs are here"
+            "copying the output files out of the container failed: {e}; the files copied before it and the logs are kept"
         ));
     }
 }
@@ -76,9 +76,20 @@ fn unpack(
             continue;
         }
         let dest = output_dir.join(name);
+        // Written beside and renamed over: an archive cut short (the engine's connection lost,
+        // the container removed mid-copy) leaves no half file, and a file already here (staged
+        // before the run) stays whole unless a complete copy replaces it.
+        let partial = tempfile::Builder::new()
+            .prefix(".polyprof-copy-")
+            .tempfile_in(output_dir)
+            .map_err(|e| format!("cannot write in {}: {e}", output_dir.display()))?
+            .into_temp_path();
         entry
-            .unpack(&dest)
+            .unpack(&partial)
             .map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
+        partial
+            .persist(&dest)
+            .map_err(|e| format!("cannot write {}: {}", dest.display(), e.error))?;
     }
     Ok(())
 }
@@ -124,6 +135,32 @@ mod tests {
             std::fs::read(dir.path().join("report.csv")).unwrap(),
             b"a,b\n"
         );
+    }
+
+    #[test]
+    fn an_archive_cut_inside_a_file_leaves_no_half_file_and_keeps_the_old_one() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("report.bin"), b"staged before the run").unwrap();
+        let big = vec![b'x'; 4096];
+        let bytes = archive(&[("out/first.txt", b"whole"), ("out/report.bin", &big)]);
+        // Headers and data are 512-byte blocks: first.txt's two, report.bin's header, then
+        // half of report.bin's data.
+        let cut = &bytes[..3 * 512 + 2048];
+        let err = unpack(cut, dir.path(), &[]).unwrap_err();
+        assert!(err.contains("report.bin"), "{err}");
+        assert_eq!(
+            std::fs::read(dir.path().join("first.txt")).unwrap(),
+            b"whole"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("report.bin")).unwrap(),
+            "staged before the run"
+        );
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "no partial file left: {names:?}");
     }
 
     #[test]

@@ -80,20 +80,36 @@ pub struct BindMount {
 impl FromStr for BindMount {
     type Err = ContainerError;
 
-    /// `SRC:DST` or `SRC:DST:ro` (`:rw` is accepted too); inputs are usually `:ro`.
+    /// `SRC:DST`, `SRC:DST:ro` or `SRC:DST:rw`, as `docker -v` takes them. Any other mode
+    /// (`RO`, `xyz`, an empty one) is refused: read as part of `DST`, it would mount
+    /// read-write what the caller meant to protect.
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let bad = |why: &str| ContainerError::BadMount {
             value: text.to_string(),
             why: why.to_string(),
         };
-        let (spec, read_only) = match text.rsplit_once(':') {
-            Some((rest, "ro")) => (rest, true),
-            Some((rest, "rw")) => (rest, false),
-            _ => (text, false),
+        let parts: Vec<&str> = text.split(':').collect();
+        let (source, target, read_only) = match parts.as_slice() {
+            [source, target] => (*source, *target, false),
+            [source, target, "ro"] => (*source, *target, true),
+            [source, target, "rw"] => (*source, *target, false),
+            [_, _, ""] => {
+                return Err(bad(
+                    "the mode after the last `:` is empty; use ro or rw, or leave out the `:`",
+                ));
+            }
+            [_, _, mode] => {
+                return Err(bad(&format!(
+                    "unknown mode `{mode}`; the mode is `ro` or `rw` (lower case), or left out for read-write"
+                )));
+            }
+            [_] => return Err(bad("expected SRC:DST, SRC:DST:ro or SRC:DST:rw")),
+            _ => {
+                return Err(bad(
+                    "too many `:`; expected SRC:DST[:ro|:rw] (paths with `:` cannot be mounted)",
+                ));
+            }
         };
-        let (source, target) = spec
-            .split_once(':')
-            .ok_or_else(|| bad("expected SRC:DST or SRC:DST:ro"))?;
         if source.is_empty() || target.is_empty() {
             return Err(bad("SRC and DST must not be empty"));
         }
@@ -160,6 +176,13 @@ pub struct ContainerJob {
     /// none: every file of the output directory.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub copy_patterns: Vec<FilePattern>,
+    /// The executable started as the watchdog that removes this process's containers when it
+    /// dies (see [`super::watchdog`]); it must call `watchdog::run_if_requested()` first in
+    /// `main` (`polyprof` and `polyprof-supervise` do). `None`: the run options' supervisor
+    /// executable, else no watchdog (a polyprof killed with SIGKILL then leaves its container
+    /// until the next reaping). Never read from a job file.
+    #[serde(skip)]
+    pub watchdog: Option<PathBuf>,
 }
 
 /// How the output directory gets from the container to this host.
@@ -188,6 +211,7 @@ impl ContainerJob {
             limits: ContainerLimits::default(),
             output: OutputTransfer::Bind,
             copy_patterns: Vec::new(),
+            watchdog: None,
         }
     }
 }
@@ -259,8 +283,30 @@ mod tests {
         assert!(m.read_only);
         let m: BindMount = "rel/dir:/out".parse().unwrap();
         assert!(!m.read_only);
+        let m: BindMount = "/data:/in:rw".parse().unwrap();
+        assert!(!m.read_only);
+        assert_eq!(m.target.to_str(), Some("/in"));
         assert!("/data".parse::<BindMount>().is_err());
         assert!("/data:rel".parse::<BindMount>().is_err());
         assert!(":/x:ro".parse::<BindMount>().is_err());
+    }
+
+    #[test]
+    fn an_unknown_or_empty_mode_is_refused_not_read_as_part_of_dst() {
+        for (text, says) in [
+            ("/data:/in:RO", "unknown mode `RO`"),
+            ("/data:/in:xyz", "unknown mode `xyz`"),
+            ("/data:/in:", "mode after the last `:` is empty"),
+            ("/data:/in:ro:rw", "too many `:`"),
+            ("/data::ro", "must not be empty"),
+            (":/in", "must not be empty"),
+            ("/data:", "must not be empty"),
+            ("::", "empty"),
+            ("", "expected SRC:DST"),
+        ] {
+            let err = text.parse::<BindMount>().unwrap_err().to_string();
+            assert!(err.contains(says), "{text:?}: {err}");
+            assert!(err.contains(&format!("`{text}`")), "{text:?}: {err}");
+        }
     }
 }

@@ -11,6 +11,7 @@ pub mod plan;
 pub mod prune;
 pub mod spec;
 pub mod supervise;
+pub mod watchdog;
 
 pub use engine::Engine;
 pub use error::ContainerError;

@@ -22,6 +22,7 @@ use super::engine::{Engine, new_job_id, owner_labels};
 use super::error::classify;
 use super::job::{ContainerJob, OutputTransfer};
 use super::spec::{container_env, create_body};
+use super::watchdog;
 use crate::model::outcome::{Outcome, RunResult, StreamCapture};
 use crate::model::plan::CommandSpec;
 use crate::model::run::ContainerInfo;
@@ -59,10 +60,12 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
 }
 
 /// Removes the container if the run is abandoned half-way (the future dropped, a panic): no
-/// container outlives its run on any path polyprof survives.
+/// container outlives its run on any path polyprof survives. Should the runtime end before that
+/// removal runs, the container is still on the watchdog's list.
 struct RemoveGuard {
     engine: Option<Engine>,
     id: String,
+    name: String,
 }
 
 impl RemoveGuard {
@@ -77,10 +80,13 @@ impl Drop for RemoveGuard {
             return;
         };
         let id = std::mem::take(&mut self.id);
+        let name = std::mem::take(&mut self.name);
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
                 let force = RemoveContainerOptionsBuilder::default().force(true).build();
-                let _ = engine.docker().remove_container(&id, Some(force)).await;
+                if gone(&engine.docker().remove_container(&id, Some(force)).await) {
+                    watchdog::release(&name);
+                }
             });
         }
     }
@@ -183,10 +189,23 @@ pub async fn run_in_container(
         Err(e) => return failed(result, container, e.to_string()),
     };
     let name = format!("polyprof-{job_id}");
+    // Named to the watchdog before the engine hears of it: a polyprof killed at any moment
+    // from here on leaves nothing running.
+    let watchdog_exe = job.watchdog.clone().or_else(|| {
+        opts.tracking
+            .supervisor_exe()
+            .map(std::path::Path::to_path_buf)
+    });
+    if let Some(exe) = &watchdog_exe
+        && let Err(warning) = watchdog::guard(exe, &name)
+    {
+        result.warnings.push(warning);
+    }
     let options = CreateContainerOptionsBuilder::default().name(&name).build();
     let id = match engine.docker().create_container(Some(options), body).await {
         Ok(created) => created.id,
         Err(e) => {
+            watchdog::release(&name);
             let e = classify("create the container", &job.image, e);
             return failed(result, container, e.to_string());
         }
@@ -195,6 +214,7 @@ pub async fn run_in_container(
     let mut guard = RemoveGuard {
         engine: Some(engine.clone()),
         id: id.clone(),
+        name: name.clone(),
     };
 
     // Attach before start: every byte from the first one on comes over this connection.
@@ -207,7 +227,7 @@ pub async fn run_in_container(
         Ok(attached) => attached.output,
         Err(e) => {
             let e = classify("attach to the container", &job.image, e);
-            remove(engine, &id, &mut result.warnings).await;
+            remove(engine, &id, &name, &mut result.warnings).await;
             guard.disarm();
             return failed(result, container, e.to_string());
         }
@@ -241,7 +261,7 @@ pub async fn run_in_container(
         let e = classify("start the container", &job.image, e);
         stop_reading.cancel();
         let _ = reader.await;
-        remove(engine, &id, &mut result.warnings).await;
+        remove(engine, &id, &name, &mut result.warnings).await;
         guard.disarm();
         return failed(result, container, e.to_string());
     }
@@ -261,6 +281,7 @@ pub async fn run_in_container(
                 result.marker = Some(seen);
             }
             _ = opts.cancel.cancelled() => break Err(Stop::Cancel),
+            _ = opts.kill_now.cancelled() => break Err(Stop::Cancel),
             _ = sleep_until_opt(deadline) => break Err(Stop::Timeout),
             _ = sleep_until_opt(marker_deadline) => break Err(Stop::Marker),
             _ = sleep_until_opt(inactivity_deadline), if result.marker.is_none() => {
@@ -340,7 +361,7 @@ pub async fn run_in_container(
         )
         .await;
     }
-    remove(engine, &id, &mut result.warnings).await;
+    remove(engine, &id, &name, &mut result.warnings).await;
     guard.disarm();
 
     if result.marker.is_none()
@@ -365,7 +386,8 @@ pub async fn run_in_container(
     ContainerRun { result, container }
 }
 
-/// SIGTERM (to the init process, which passes it on), the kill grace, then SIGKILL.
+/// SIGTERM (to the init process, which passes it on), the kill grace, then SIGKILL. A second
+/// stop request (`kill_now`) does not wait for the grace.
 async fn terminate(
     engine: &Engine,
     id: &str,
@@ -374,6 +396,11 @@ async fn terminate(
     opts: &RunOptions,
     warnings: &mut Vec<String>,
 ) -> Result<i64, String> {
+    if opts.kill_now.is_cancelled() {
+        warnings.push("stopped at once (second stop request): killed with SIGKILL".to_string());
+        kill(engine, id, "SIGKILL").await;
+        return exited.await;
+    }
     kill(engine, id, "SIGTERM").await;
     let grace = opts.graces.kill_grace;
     tokio::select! {
@@ -381,6 +408,9 @@ async fn terminate(
         status = &mut *exited => return status,
         _ = tokio::time::sleep(grace) => {
             warnings.push(format!("the container did not exit within {:.3} s of SIGTERM and was killed with SIGKILL", secs(grace)));
+        }
+        _ = opts.kill_now.cancelled() => {
+            warnings.push("a second stop request during the kill grace: killed with SIGKILL".to_string());
         }
         _ = opts.cancel.cancelled(), if stop != Stop::Cancel => {
             warnings.push("cancelled during the kill grace: killed with SIGKILL".to_string());
@@ -406,13 +436,25 @@ fn absolute_dir(dir: &std::path::Path) -> std::path::PathBuf {
     std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
 }
 
-async fn remove(engine: &Engine, id: &str, warnings: &mut Vec<String>) {
+/// The container is no longer on the engine after a removal that answered this.
+fn gone(removal: &Result<(), bollard::errors::Error>) -> bool {
+    matches!(
+        removal,
+        Ok(())
+            | Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404,
+                ..
+            })
+    )
+}
+
+/// Remove the container; once it is gone the watchdog forgets it. One that could not be
+/// removed stays on the watchdog's list, which tries again when polyprof ends.
+async fn remove(engine: &Engine, id: &str, name: &str, warnings: &mut Vec<String>) {
     let force = RemoveContainerOptionsBuilder::default().force(true).build();
     match engine.docker().remove_container(id, Some(force)).await {
-        Ok(())
-        | Err(bollard::errors::Error::DockerResponseServerError {
-            status_code: 404, ..
-        }) => {}
+        removal if gone(&removal) => watchdog::release(name),
+        Ok(()) => {}
         Err(e) => warnings.push(format!(
             "container {id} could not be removed ({e}); `polyprof containers prune` removes it"
         )),
