@@ -54,6 +54,7 @@ mod runner_grace;
 mod runner_hardening_cli;
 mod runner_hardening_io;
 mod runner_hardening_tree;
+mod runner_logging;
 mod runner_markers;
 mod runner_output;
 mod runner_pytest;

@@ -467,6 +467,54 @@ mod tests {
         assert!(text.ends_with("\r\x1b[2K"), "{text:?}");
     }
 
+    /// A writer whose reader is gone (`polyprof run … | head`).
+    struct Closed;
+    impl Write for Closed {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn stdout_goes_to_its_own_destination_and_the_status_line_stays_on_the_main_one() {
+        let (out, main) = (Sink::default(), Sink::default());
+        let echo = Echo::spawn_split(Some(out.clone()), main.clone(), 1 << 20, Some("run".into()))
+            .unwrap();
+        let mut stdout = EchoStream::new(echo.clone(), EchoTo::Stdout);
+        let mut stderr = EchoStream::new(echo.clone(), EchoTo::Main);
+        stdout.feed(b"out 1\n");
+        stderr.feed(b"err 1\n");
+        stdout.feed(b"out 2\n");
+        stdout.finish();
+        stderr.finish();
+        echo.end_status();
+        assert!(echo.flush(Duration::from_secs(5)));
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(&*out.0.lock().unwrap(), b"out 1\nout 2\n");
+        let main = String::from_utf8(main.0.lock().unwrap().clone()).unwrap();
+        assert!(main.contains("err 1\n"), "{main:?}");
+        assert!(!main.contains("out 1\n"), "{main:?}");
+        // The status line shows the last line of either stream, on the main destination.
+        assert!(main.contains("run · out 2"), "{main:?}");
+        assert!(!echo.stdout_broken_pipe());
+    }
+
+    #[test]
+    fn a_closed_stdout_stops_its_echo_and_is_reported_while_stderr_goes_on() {
+        let main = Sink::default();
+        let echo = Echo::spawn_split(Some(Closed), main.clone(), 1 << 20, None).unwrap();
+        echo.offer_to(EchoTo::Stdout, b"lost\n");
+        assert!(echo.flush(Duration::from_secs(5)));
+        echo.offer_to(EchoTo::Stdout, b"not tried\n");
+        echo.offer(b"err\n");
+        assert!(echo.flush(Duration::from_secs(5)));
+        assert!(echo.stdout_broken_pipe());
+        assert_eq!(&*main.0.lock().unwrap(), b"err\n");
+    }
+
     #[test]
     fn a_stuck_destination_drops_and_counts_instead_of_blocking() {
         let (release, wait) = std::sync::mpsc::channel();
