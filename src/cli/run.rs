@@ -428,6 +428,13 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         let stdout = (!args.json).then(std::io::stdout);
         run_options.echo =
             Echo::spawn_split(stdout, std::io::stderr(), echo::DEFAULT_QUEUE_BYTES, status).ok();
+        if let Some(echo) = &run_options.echo
+            && !args.json
+        {
+            // `polyprof run -- ./app | head`: once the reader is gone the run is stopped as a
+            // shell pipeline's SIGPIPE would stop the app (SIGTERM, kill grace, run.json).
+            echo.cancel_when_stdout_closes(run_options.cancel.clone());
+        }
     }
     cancel_on_signals(run_options.cancel.clone(), run_options.kill_now.clone());
     let echo = run_options.echo.clone();

@@ -130,3 +130,38 @@ fn parse_json_and_report_into_a_closed_pipe_end_quietly_with_141() {
     let output = into_a_closed_pipe(&["report".as_ref(), out.as_os_str()]);
     assert_quiet_141(&output, "report");
 }
+
+#[test]
+fn a_reader_that_goes_away_stops_the_command_as_a_pipe_would() {
+    use std::io::Read;
+    // `polyprof run -- yes | head -c 100`: `yes` alone would end of SIGPIPE.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_polyprof"))
+        .args(["run", "--output-dir"])
+        .arg(&out)
+        .args(["--", "yes"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 100];
+    let mut stdout = child.stdout.take().unwrap();
+    stdout.read_exact(&mut first).unwrap();
+    assert!(first.starts_with(b"y\ny\n"));
+    drop(stdout);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("polyprof went on after its reader was gone");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(141));
+    let run = ProfileRun::read(&out).unwrap();
+    assert_eq!(run.outcome, Some(Outcome::Cancelled));
+}

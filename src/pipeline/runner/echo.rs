@@ -45,6 +45,8 @@ struct Counters {
     /// The stdout destination failed; `stdout_broken_pipe` when its reader closed it.
     stdout_broken: AtomicBool,
     stdout_broken_pipe: AtomicBool,
+    /// Cancelled when the stdout destination's reader is gone.
+    stdout_closed: std::sync::Mutex<Option<tokio_util::sync::CancellationToken>>,
     /// The writer did not keep up within the wait: drop until the queue drains to half.
     stalled: AtomicBool,
     /// Emptied chunks the writer hands back to the readers.
@@ -177,6 +179,16 @@ impl Echo {
         self.counters.stdout_broken_pipe.load(Ordering::Relaxed)
     }
 
+    /// Cancel `token` when the stdout destination's reader is gone (at once if it is already).
+    pub fn cancel_when_stdout_closes(&self, token: tokio_util::sync::CancellationToken) {
+        if let Ok(mut slot) = self.counters.stdout_closed.lock() {
+            if self.stdout_broken_pipe() {
+                token.cancel();
+            }
+            *slot = Some(token);
+        }
+    }
+
     /// Hand `bytes` to the writer. When the queue is full, wait for the writer a little (a
     /// file or a terminal that is merely slower than the child keeps every byte); once it did
     /// not keep up within that wait, drop and count until the queue has drained to half, so a
@@ -284,6 +296,11 @@ fn write_aside(
         shared.stdout_broken.store(true, Ordering::Relaxed);
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             shared.stdout_broken_pipe.store(true, Ordering::Relaxed);
+            if let Ok(slot) = shared.stdout_closed.lock()
+                && let Some(token) = slot.as_ref()
+            {
+                token.cancel();
+            }
         }
     }
     if let Some(status) = status {
