@@ -138,7 +138,7 @@ fn a_reader_that_goes_away_stops_the_command_as_a_pipe_would() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_polyprof"))
-        .args(["run", "--output-dir"])
+        .args(["run", "--timeout", "20", "--output-dir"])
         .arg(&out)
         .args(["--", "yes"])
         .stdout(Stdio::piped())
@@ -148,7 +148,11 @@ fn a_reader_that_goes_away_stops_the_command_as_a_pipe_would() {
     let mut first = [0u8; 100];
     let mut stdout = child.stdout.take().unwrap();
     stdout.read_exact(&mut first).unwrap();
-    assert!(first.starts_with(b"y\ny\n"));
+    assert!(
+        first.starts_with(b"y\ny\n"),
+        "{}",
+        String::from_utf8_lossy(&first)
+    );
     drop(stdout);
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     let status = loop {
