@@ -141,7 +141,8 @@ for _ in $(seq "$RUNS"); do
   "$BIN" run --log-cap-mib 4096 --output-dir "$WORK/e.d" -- cat "$f" > /dev/null 2> /dev/null
   keep_best null "$(awk -v a="$t0" -v b="$(now_ns)" 'BEGIN {print (b - a) / 1e9}')"
   rm -rf "$WORK/e.d" "$WORK/echo.out"; t0=$(now_ns)
-  "$BIN" run --log-cap-mib 4096 --output-dir "$WORK/e.d" -- cat "$f" > /dev/null 2> "$WORK/echo.out"
+  # The command's stdout is echoed on polyprof's stdout (its stderr on stderr).
+  "$BIN" run --log-cap-mib 4096 --output-dir "$WORK/e.d" -- cat "$f" > "$WORK/echo.out" 2> /dev/null
   keep_best file "$(awk -v a="$t0" -v b="$(now_ns)" 'BEGIN {print (b - a) / 1e9}')"
   echoed=$(stat -c %s "$WORK/echo.out")
 done

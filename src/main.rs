@@ -12,6 +12,9 @@ fn main() -> std::process::ExitCode {
     polyprof::pipeline::container::watchdog::run_if_requested();
     let args = cli::Cli::parse();
     cli::init_logging(args.verbose);
+    // Whatever a killed supervisor leaves behind is re-parented here, where the runner finds
+    // and ends it (pipeline::runner::orphans).
+    polyprof::pipeline::runner::orphans::become_subreaper();
     // One command runs one job at a time; a single-threaded runtime starts faster and keeps the
     // marker-to-return path free of cross-thread wake-ups (measured in scripts/bench-runner.sh).
     let runtime = match tokio::runtime::Builder::new_current_thread()

@@ -112,6 +112,8 @@ class Outcome(Document):
             return f"exited with code {d.get('code')}"
         if kind == "signalled":
             return f"killed by signal {d.get('signal')}"
+        if kind == "supervisor_killed":
+            return f"its supervising process was killed by signal {d.get('signal')}"
         if kind in ("timed_out", "inactive"):
             return f"{kind.replace('_', ' ')} after {d.get('after_s')} s"
         return str(kind)

@@ -35,10 +35,15 @@ pub const EXIT_BROKEN_PIPE: u8 = 141;
 
 /// Whether the error comes from writing to a closed pipe.
 pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    use std::io::ErrorKind::BrokenPipe;
     error.chain().any(|cause| {
+        // `serde_json::to_writer` wraps the writer's error in its own.
         cause
             .downcast_ref::<std::io::Error>()
-            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            .is_some_and(|e| e.kind() == BrokenPipe)
+            || cause
+                .downcast_ref::<serde_json::Error>()
+                .is_some_and(|e| e.io_error_kind() == Some(BrokenPipe))
     })
 }
 

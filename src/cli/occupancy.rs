@@ -40,7 +40,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         },
     )?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&result)?);
+        super::output::println(&serde_json::to_string_pretty(&result)?)?;
         return Ok(0);
     }
     let mut table = Table::new();
@@ -53,8 +53,8 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         result.limit_shared_mem.to_string(),
     ]);
     table.add_row(["blocks (SM)".to_string(), result.limit_blocks.to_string()]);
-    println!("{table}");
-    println!(
+    super::output::println(&table.to_string())?;
+    super::output::println(&format!(
         "CC {}: {} active blocks x {} warps = {} warps per SM, theoretical occupancy {:.1}% \
          (limited by {}; {} registers per warp, {} B shared per block allocated, carveout {} B)",
         result.cc,
@@ -66,6 +66,6 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         result.registers_per_warp,
         result.shared_per_block_allocated,
         result.carveout
-    );
+    ))?;
     Ok(0)
 }

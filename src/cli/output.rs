@@ -1,15 +1,16 @@
 //! Writing machine-readable output to stdout. A reader that stops early (`| head`) closes the
-//! pipe; that ends the output quietly instead of panicking like `println!`.
+//! pipe; the write fails with `BrokenPipe` (polyprof ignores SIGPIPE, as Rust programs do),
+//! the error goes up to `main`, and `main` ends quietly with 141 (`cli::is_broken_pipe`), the
+//! status a shell gives a program that SIGPIPE ended. `println!` would panic instead.
 
-use std::io::{ErrorKind, Write};
+use std::io::Write;
 
-/// Write `text` to stdout and flush; a closed pipe is not an error.
+/// Write `text` to stdout and flush. A closed pipe is an error that `main` turns into a quiet
+/// exit with 141.
 pub fn print(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(()),
-    }
+    out.write_all(text.as_bytes()).and_then(|()| out.flush())?;
+    Ok(())
 }
 
 /// [`print`] with a trailing newline.

@@ -99,10 +99,12 @@ pub struct Args {
     pub ncu: Box<super::ncu_args::NcuArgs>,
     #[command(flatten, next_help_heading = "Containers (--container IMAGE)")]
     pub container: Box<super::container_args::ContainerArgs>,
-    /// Print the full run document (run.json's schema) on stdout instead of a summary.
+    /// Print the full run document (run.json's schema) on stdout instead of the summary on
+    /// stderr; the command's output is then echoed to stderr.
     #[arg(long, help_heading = "Output")]
     pub json: bool,
-    /// Do not echo the command's output to stderr while it runs.
+    /// Do not echo the command's output while it runs (its stdout to stdout, its stderr to
+    /// stderr).
     #[arg(short, long, help_heading = "Output")]
     pub quiet: bool,
     /// The command and its arguments, after `--` (bytes, passed on unchanged).
@@ -305,7 +307,9 @@ pub fn exit_code_as(run: &ProfileRun, mode: ExitCodeMode) -> u8 {
     if mode == ExitCodeMode::Polyprof {
         match outcome {
             Outcome::Exited { code } if *code != 0 => return EXIT_COMMAND_FAILED,
-            Outcome::Signalled { .. } => return EXIT_COMMAND_FAILED,
+            Outcome::Signalled { .. } | Outcome::SupervisorKilled { .. } => {
+                return EXIT_COMMAND_FAILED;
+            }
             _ => {}
         }
     }
@@ -324,7 +328,10 @@ pub fn exit_code_as(run: &ProfileRun, mode: ExitCodeMode) -> u8 {
             .unwrap_or(*code)
             .clamp(1, 255) as u8,
         Outcome::HungAfterMarker { passed: false, .. } => 1,
-        Outcome::Signalled { signal } => (128 + *signal).clamp(129, 255) as u8,
+        // A signal polyprof did not send ended the run (the command's or its supervisor's).
+        Outcome::Signalled { signal } | Outcome::SupervisorKilled { signal } => {
+            (128 + *signal).clamp(129, 255) as u8
+        }
         Outcome::TimedOut { .. } => EXIT_TIMEOUT,
         Outcome::Inactive { .. } => EXIT_INACTIVE,
         Outcome::Cancelled => EXIT_CANCELLED,
@@ -411,13 +418,23 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     };
     args.supervision
         .apply_to_settings(&profiler, &output_dir, &mut settings);
-    if !args.quiet && !args.json {
-        // On a terminal a status line (elapsed time, the profiler, the last line) sits under
-        // the echo; never in a pipe or a file.
+    if !args.quiet {
+        // As `time(1)` and `ncu`: the command's stdout on stdout, its stderr on stderr. With
+        // `--json` stdout is the document's alone, so both streams are echoed to stderr. On a
+        // terminal a status line (elapsed time, the profiler, the last line) sits under the
+        // echo on stderr; never in a pipe or a file.
         let status = std::io::IsTerminal::is_terminal(&std::io::stderr())
             .then(|| format!("polyprof run [{profiler}]"));
+        let stdout = (!args.json).then(std::io::stdout);
         run_options.echo =
-            Echo::spawn_with_status(std::io::stderr(), echo::DEFAULT_QUEUE_BYTES, status).ok();
+            Echo::spawn_split(stdout, std::io::stderr(), echo::DEFAULT_QUEUE_BYTES, status).ok();
+        if let Some(echo) = &run_options.echo
+            && !args.json
+        {
+            // `polyprof run -- ./app | head`: once the reader is gone the run is stopped as a
+            // shell pipeline's SIGPIPE would stop the app (SIGTERM, kill grace, run.json).
+            echo.cancel_when_stdout_closes(run_options.cancel.clone());
+        }
     }
     cancel_on_signals(run_options.cancel.clone(), run_options.kill_now.clone());
     let echo = run_options.echo.clone();
@@ -437,7 +454,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     // Whatever the tracking mode: a container must not outlive a polyprof killed hard.
     let target = args.container.target(supervisor_exe().ok()).await?;
     let run = profile_on(&job, &target).await;
-    if let Some(echo) = echo {
+    if let Some(echo) = &echo {
         echo.end_status();
         echo.flush(Duration::from_secs(1));
         let dropped = echo.dropped_bytes();
@@ -449,12 +466,18 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             echo.flush(Duration::from_millis(200));
         }
     }
-    let mut out = std::io::stdout().lock();
     if args.json {
+        let mut out = std::io::stdout().lock();
         serde_json::to_writer_pretty(&mut out, &run).context("cannot print the run document")?;
         writeln!(out)?;
+        out.flush()?;
     } else {
-        print_summary(&mut out, &run)?;
+        // polyprof's own lines go to stderr, so stdout carries only the command's output.
+        let _ = print_summary(&mut std::io::stderr().lock(), &run);
+    }
+    if echo.is_some_and(|echo| echo.stdout_broken_pipe()) {
+        // The reader of stdout (`… | head`) is gone; run.json is written.
+        return Ok(super::EXIT_BROKEN_PIPE);
     }
     Ok(exit_code_as(&run, args.exit_code))
 }

@@ -12,6 +12,10 @@ pub enum Outcome {
     Exited { code: i32 },
     /// The process was ended by a signal polyprof did not send.
     Signalled { signal: i32 },
+    /// The supervising process (`polyprof run`'s default tracking) was ended by a signal
+    /// polyprof did not send, e.g. a command that ran `kill -9 $PPID`, or the OOM killer. The
+    /// command's own status is unknown; what was left of its tree was killed (`killed`).
+    SupervisorKilled { signal: i32 },
     /// The overall wall-clock timeout fired; the group was stopped.
     TimedOut { after_s: f64 },
     /// No output for the inactivity timeout; the group was stopped.
@@ -116,6 +120,9 @@ impl std::fmt::Display for Outcome {
         match self {
             Outcome::Exited { code } => write!(f, "exited with code {code}"),
             Outcome::Signalled { signal } => write!(f, "killed by signal {signal}"),
+            Outcome::SupervisorKilled { signal } => {
+                write!(f, "its supervising process was killed by signal {signal}")
+            }
             Outcome::TimedOut { after_s } => write!(f, "timed out after {after_s:.3} s"),
             Outcome::Inactive { after_s } => write!(f, "no output for {after_s:.3} s"),
             Outcome::HungAfterMarker { passed: true, .. } => {

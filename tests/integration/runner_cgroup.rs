@@ -70,7 +70,7 @@ fn a_killed_supervisor_still_leaves_nothing_behind_its_cgroup() {
     let attempt = ran.attempt();
     assert_eq!(
         attempt.outcome,
-        Outcome::Signalled { signal: 9 },
+        Outcome::SupervisorKilled { signal: 9 },
         "{:?}",
         ran.run.warnings
     );

@@ -53,6 +53,46 @@ fn a_daemon_with_closed_fds_and_a_double_fork_is_found_and_killed() {
 }
 
 #[test]
+fn a_command_that_kills_its_supervisor_leaves_nothing_behind_and_says_so() {
+    let fx = Fixture::new();
+    // A descendant that left the session, then `kill -9 $PPID`: the supervisor is gone before
+    // it could end anything, and the daemon is outside the process group.
+    let script = r#"echo $$ >> "$PIDFILE"; setsid sh -c 'echo $$ >> "$PIDFILE"; exec sleep 1000' & while [ "$(wc -l < "$PIDFILE")" -lt 2 ]; do sleep 0.01; done; kill -9 $PPID; exec sleep 1001"#;
+    let ran = run(&fx, &[], &["sh", "-c", script]);
+    let attempt = ran.attempt();
+    // The command was not killed by a signal: its supervisor was.
+    assert_eq!(
+        attempt.outcome,
+        Outcome::SupervisorKilled { signal: 9 },
+        "{:?}",
+        ran.run.warnings
+    );
+    assert_eq!(ran.code, 137);
+    let pids = fx.recorded_pids(2);
+    let daemon = attempt.killed.iter().find(|k| k.pid == pids[1]);
+    assert_eq!(
+        daemon.map(|k| k.escaped),
+        Some(Escape::NewSession),
+        "{:?}",
+        attempt.killed
+    );
+    assert!(
+        attempt.killed.iter().any(|k| k.pid == pids[0]),
+        "the command itself: {:?}",
+        attempt.killed
+    );
+    assert!(
+        ran.run
+            .warnings
+            .iter()
+            .any(|w| w.contains("supervising process") && w.contains("signal 9")),
+        "{:?}",
+        ran.run.warnings
+    );
+    assert_no_survivors(&fx);
+}
+
+#[test]
 fn group_tracking_is_still_available_and_keeps_the_group_floor() {
     let fx = Fixture::new();
     let ran = run(

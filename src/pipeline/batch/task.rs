@@ -80,9 +80,14 @@ pub fn state_of(run: &ProfileRun) -> EntryState {
         // SIGTERM or SIGKILL from outside polyprof (a scheduler's scancel, a time limit, a
         // preemption, an operator) cut the job off; it did not fail by itself, so `--resume`
         // runs it again. polyprof's own stops are TimedOut/Inactive/Cancelled above.
-        Some(Outcome::Signalled {
-            signal: libc::SIGTERM | libc::SIGKILL,
-        }) => EntryState::Cancelled,
+        Some(
+            Outcome::Signalled {
+                signal: libc::SIGTERM | libc::SIGKILL,
+            }
+            | Outcome::SupervisorKilled {
+                signal: libc::SIGTERM | libc::SIGKILL,
+            },
+        ) => EntryState::Cancelled,
         Some(_) => EntryState::Failed,
     }
 }
@@ -381,6 +386,16 @@ mod tests {
             (Some(Outcome::Signalled { signal: 11 }), vec![], Failed),
             (Some(Outcome::Signalled { signal: 15 }), vec![], Cancelled),
             (Some(Outcome::Signalled { signal: 9 }), vec![], Cancelled),
+            (
+                Some(Outcome::SupervisorKilled { signal: 9 }),
+                vec![],
+                Cancelled,
+            ),
+            (
+                Some(Outcome::SupervisorKilled { signal: 6 }),
+                vec![],
+                Failed,
+            ),
             (Some(Outcome::TimedOut { after_s: 1.0 }), vec![], TimedOut),
             (Some(Outcome::Inactive { after_s: 1.0 }), vec![], TimedOut),
             (Some(Outcome::Cancelled), vec![], Cancelled),

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use tokio::sync::mpsc;
 
-use super::echo::{Echo, EchoStream};
+use super::echo::{Echo, EchoStream, EchoTo};
 use super::logfile::{CopyWriter, LogWriter};
 use super::marker::Detector;
 use super::options::{Line, LineSink, RunOptions, StreamKind};
@@ -302,7 +302,13 @@ impl StreamState {
             tail_max: setup.tail_lines,
             log: setup.log,
             copy: setup.copy,
-            echo: setup.echo.map(EchoStream::new),
+            echo: setup.echo.map(|echo| {
+                let to = match setup.kind {
+                    StreamKind::Stdout => EchoTo::Stdout,
+                    StreamKind::Stderr => EchoTo::Main,
+                };
+                EchoStream::new(echo, to)
+            }),
             total_bytes: 0,
             warnings: Vec::new(),
         }

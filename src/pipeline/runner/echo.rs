@@ -2,6 +2,11 @@
 //! chunks to a writer thread through a bounded queue; when the destination is slow or stuck (a
 //! pipe nobody reads, a paused pager), chunks are dropped and counted instead of blocking the
 //! supervisor. The logs on disk always have every byte.
+//!
+//! One writer thread serves both streams, so lines keep the order in which they arrived. The
+//! command's stdout may go to a destination of its own (polyprof's stdout, as `time(1)` and
+//! `ncu` do: `polyprof run -- ./app | grep x` greps the app); without one both streams go to
+//! the main destination (polyprof's stderr).
 
 use std::io::Write;
 use std::sync::Arc;
@@ -22,11 +27,26 @@ const POOL_MAX: usize = 16;
 /// Chunks larger than this are not kept (a rare huge line must not stay resident).
 const POOL_CHUNK_MAX: usize = 1 << 20;
 
+/// Where a chunk goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EchoTo {
+    /// The destination of the command's stdout (the main one when there is none of its own).
+    Stdout,
+    /// The main destination: the command's stderr and polyprof's own notes.
+    Main,
+}
+
 #[derive(Debug, Default)]
 struct Counters {
     queued_bytes: AtomicUsize,
     dropped_bytes: AtomicU64,
+    /// The main destination failed (a closed stderr): nothing more goes there.
     broken: AtomicBool,
+    /// The stdout destination failed; `stdout_broken_pipe` when its reader closed it.
+    stdout_broken: AtomicBool,
+    stdout_broken_pipe: AtomicBool,
+    /// Cancelled when the stdout destination's reader is gone.
+    stdout_closed: std::sync::Mutex<Option<tokio_util::sync::CancellationToken>>,
     /// The writer did not keep up within the wait: drop until the queue drains to half.
     stalled: AtomicBool,
     /// Emptied chunks the writer hands back to the readers.
@@ -57,7 +77,7 @@ impl Counters {
 /// Handle to the echo writer; cheap to clone.
 #[derive(Clone)]
 pub struct Echo {
-    tx: SyncSender<Vec<u8>>,
+    tx: SyncSender<(EchoTo, Vec<u8>)>,
     counters: Arc<Counters>,
     queue_bytes: usize,
 }
@@ -77,25 +97,37 @@ impl Echo {
     /// The same, with a status line under the echo (for a terminal): elapsed time, `label`,
     /// and the last line seen, redrawn a few times a second.
     pub fn spawn_with_status<W: Write + Send + 'static>(
-        mut out: W,
+        out: W,
         queue_bytes: usize,
         label: Option<String>,
     ) -> std::io::Result<Echo> {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(1024);
+        Echo::spawn_split(None::<std::io::Sink>, out, queue_bytes, label)
+    }
+
+    /// An echo with the command's stdout onto `stdout` (when given) and everything else onto
+    /// `main`; the status line, if any, is drawn on `main`.
+    pub fn spawn_split<S: Write + Send + 'static, W: Write + Send + 'static>(
+        stdout: Option<S>,
+        mut main: W,
+        queue_bytes: usize,
+        label: Option<String>,
+    ) -> std::io::Result<Echo> {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(EchoTo, Vec<u8>)>(1024);
         let counters = Arc::new(Counters::default());
         let shared = counters.clone();
+        let mut stdout = stdout;
         std::thread::Builder::new()
             .name("polyprof-echo".into())
             .spawn(move || {
                 let mut status = label.map(StatusLine::new);
                 loop {
-                    let chunk = match rx.recv_timeout(STATUS_EVERY) {
-                        Ok(chunk) => chunk,
+                    let (to, chunk) = match rx.recv_timeout(STATUS_EVERY) {
+                        Ok(message) => message,
                         Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
                             if let Some(status) = &mut status
                                 && !shared.broken.load(Ordering::Relaxed)
                             {
-                                let _ = status.draw(&mut out);
+                                let _ = status.draw(&mut main);
                             }
                             continue;
                         }
@@ -104,19 +136,29 @@ impl Echo {
                     if chunk.is_empty() {
                         // The run is over: take the status line away.
                         if let Some(status) = &mut status {
-                            let _ = status.clear(&mut out);
+                            let _ = status.clear(&mut main);
                         }
                         status = None;
                         continue;
                     }
-                    if !shared.broken.load(Ordering::Relaxed) {
-                        let written = match &mut status {
-                            Some(status) => status.write_through(&mut out, &chunk),
-                            None => out.write_all(&chunk),
-                        };
-                        if written.is_err() {
-                            // A closed stderr: stop echoing, quietly; the logs have everything.
-                            shared.broken.store(true, Ordering::Relaxed);
+                    match (to, &mut stdout) {
+                        (EchoTo::Stdout, Some(out)) => {
+                            if !shared.stdout_broken.load(Ordering::Relaxed) {
+                                write_aside(&mut status, &mut main, out, &chunk, &shared);
+                            }
+                        }
+                        _ => {
+                            if !shared.broken.load(Ordering::Relaxed) {
+                                let written = match &mut status {
+                                    Some(status) => status.write_through(&mut main, &chunk),
+                                    None => main.write_all(&chunk),
+                                };
+                                if written.is_err() {
+                                    // A closed stderr: stop echoing, quietly; the logs have
+                                    // everything.
+                                    shared.broken.store(true, Ordering::Relaxed);
+                                }
+                            }
                         }
                     }
                     shared
@@ -132,12 +174,36 @@ impl Echo {
         })
     }
 
+    /// Whether the stdout destination was closed by its reader (`polyprof run … | head`).
+    pub fn stdout_broken_pipe(&self) -> bool {
+        self.counters.stdout_broken_pipe.load(Ordering::Relaxed)
+    }
+
+    /// Cancel `token` when the stdout destination's reader is gone (at once if it is already).
+    pub fn cancel_when_stdout_closes(&self, token: tokio_util::sync::CancellationToken) {
+        if let Ok(mut slot) = self.counters.stdout_closed.lock() {
+            if self.stdout_broken_pipe() {
+                token.cancel();
+            }
+            *slot = Some(token);
+        }
+    }
+
     /// Hand `bytes` to the writer. When the queue is full, wait for the writer a little (a
     /// file or a terminal that is merely slower than the child keeps every byte); once it did
     /// not keep up within that wait, drop and count until the queue has drained to half, so a
     /// stuck destination costs one short wait, not one per chunk.
     pub fn offer(&self, bytes: &[u8]) {
-        if bytes.is_empty() || self.counters.broken.load(Ordering::Relaxed) {
+        self.offer_to(EchoTo::Main, bytes);
+    }
+
+    /// [`Echo::offer`] to the destination `to`.
+    pub fn offer_to(&self, to: EchoTo, bytes: &[u8]) {
+        let closed = match to {
+            EchoTo::Main => &self.counters.broken,
+            EchoTo::Stdout => &self.counters.stdout_broken,
+        };
+        if bytes.is_empty() || closed.load(Ordering::Relaxed) {
             return;
         }
         let queued = || self.counters.queued_bytes.load(Ordering::Relaxed);
@@ -155,15 +221,15 @@ impl Echo {
                 self.counters
                     .queued_bytes
                     .fetch_add(chunk.len(), Ordering::Relaxed);
-                match self.tx.try_send(chunk) {
+                match self.tx.try_send((to, chunk)) {
                     Ok(()) => return,
-                    Err(TrySendError::Full(back)) => {
+                    Err(TrySendError::Full((_, back))) => {
                         self.counters
                             .queued_bytes
                             .fetch_sub(back.len(), Ordering::Relaxed);
                         chunk = back;
                     }
-                    Err(TrySendError::Disconnected(back)) => {
+                    Err(TrySendError::Disconnected((_, back))) => {
                         self.counters
                             .queued_bytes
                             .fetch_sub(back.len(), Ordering::Relaxed);
@@ -193,7 +259,7 @@ impl Echo {
 
     /// Remove the status line (if any) once what is queued has been written.
     pub fn end_status(&self) {
-        let _ = self.tx.try_send(Vec::new());
+        let _ = self.tx.try_send((EchoTo::Main, Vec::new()));
     }
 
     /// Wait until the writer has caught up, at most `limit` (a stuck destination is not waited
@@ -207,6 +273,39 @@ impl Echo {
             std::thread::sleep(Duration::from_millis(1));
         }
         true
+    }
+}
+
+/// Write a chunk of the command's stdout to its own destination; a status line on `main` is
+/// taken away first and drawn again after it (both may be the same terminal).
+fn write_aside(
+    status: &mut Option<StatusLine>,
+    main: &mut impl Write,
+    out: &mut impl Write,
+    chunk: &[u8],
+    shared: &Counters,
+) {
+    if let Some(status) = status {
+        let _ = status.clear(main);
+    }
+    let written = out.write_all(chunk).and_then(|()| match status {
+        Some(_) => out.flush(),
+        None => Ok(()),
+    });
+    if let Err(e) = written {
+        shared.stdout_broken.store(true, Ordering::Relaxed);
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            shared.stdout_broken_pipe.store(true, Ordering::Relaxed);
+            if let Ok(slot) = shared.stdout_closed.lock()
+                && let Some(token) = slot.as_ref()
+            {
+                token.cancel();
+            }
+        }
+    }
+    if let Some(status) = status {
+        status.note(chunk);
+        let _ = status.draw(main);
     }
 }
 
@@ -261,6 +360,12 @@ impl StatusLine {
     fn write_through(&mut self, out: &mut impl Write, chunk: &[u8]) -> std::io::Result<()> {
         self.clear(out)?;
         out.write_all(chunk)?;
+        self.note(chunk);
+        self.draw(out)
+    }
+
+    /// Remember the last line of `chunk` for the status line.
+    fn note(&mut self, chunk: &[u8]) {
         let body = chunk.strip_suffix(b"\n").unwrap_or(chunk);
         let last = body.rsplit(|&b| b == b'\n').next().unwrap_or_default();
         let last = last.rsplit(|&b| b == b'\r').next().unwrap_or_default();
@@ -269,7 +374,6 @@ impl StatusLine {
             .filter(|c| !c.is_control())
             .take(STATUS_LINE_CHARS)
             .collect();
-        self.draw(out)
     }
 }
 
@@ -278,13 +382,15 @@ impl StatusLine {
 #[derive(Debug)]
 pub struct EchoStream {
     echo: Echo,
+    to: EchoTo,
     carry: Vec<u8>,
 }
 
 impl EchoStream {
-    pub fn new(echo: Echo) -> Self {
+    pub fn new(echo: Echo, to: EchoTo) -> Self {
         EchoStream {
             echo,
+            to,
             carry: Vec::new(),
         }
     }
@@ -297,17 +403,17 @@ impl EchoStream {
                     // Finish the carried line with a small copy; the rest goes as it is.
                     let first = whole.iter().position(|&b| b == b'\n').unwrap_or(last);
                     self.carry.extend_from_slice(&whole[..=first]);
-                    self.echo.offer(&self.carry);
+                    self.echo.offer_to(self.to, &self.carry);
                     self.carry.clear();
                     whole = &whole[first + 1..];
                 }
-                self.echo.offer(whole);
+                self.echo.offer_to(self.to, whole);
                 self.carry.extend_from_slice(&chunk[last + 1..]);
             }
             None => self.carry.extend_from_slice(chunk),
         }
         if self.carry.len() > CARRY_MAX {
-            self.echo.offer(&self.carry);
+            self.echo.offer_to(self.to, &self.carry);
             self.carry.clear();
         }
     }
@@ -316,7 +422,7 @@ impl EchoStream {
     pub fn finish(mut self) {
         if !self.carry.is_empty() {
             self.carry.push(b'\n');
-            self.echo.offer(&self.carry);
+            self.echo.offer_to(self.to, &self.carry);
         }
     }
 }
@@ -354,7 +460,7 @@ mod tests {
     fn whole_lines_pass_and_the_last_partial_line_gets_a_newline() {
         let sink = Sink::default();
         let echo = Echo::spawn(sink.clone(), 1 << 20).unwrap();
-        let mut stream = EchoStream::new(echo.clone());
+        let mut stream = EchoStream::new(echo.clone(), EchoTo::Main);
         for chunk in [&b"ab"[..], b"c\nde", b"f\n", b"tail"] {
             stream.feed(chunk);
         }
@@ -376,6 +482,54 @@ mod tests {
         assert!(text.starts_with("one\ntwo\n"), "{text:?}");
         assert!(text.contains("run · two"), "{text:?}");
         assert!(text.ends_with("\r\x1b[2K"), "{text:?}");
+    }
+
+    /// A writer whose reader is gone (`polyprof run … | head`).
+    struct Closed;
+    impl Write for Closed {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn stdout_goes_to_its_own_destination_and_the_status_line_stays_on_the_main_one() {
+        let (out, main) = (Sink::default(), Sink::default());
+        let echo = Echo::spawn_split(Some(out.clone()), main.clone(), 1 << 20, Some("run".into()))
+            .unwrap();
+        let mut stdout = EchoStream::new(echo.clone(), EchoTo::Stdout);
+        let mut stderr = EchoStream::new(echo.clone(), EchoTo::Main);
+        stdout.feed(b"out 1\n");
+        stderr.feed(b"err 1\n");
+        stdout.feed(b"out 2\n");
+        stdout.finish();
+        stderr.finish();
+        echo.end_status();
+        assert!(echo.flush(Duration::from_secs(5)));
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(&*out.0.lock().unwrap(), b"out 1\nout 2\n");
+        let main = String::from_utf8(main.0.lock().unwrap().clone()).unwrap();
+        assert!(main.contains("err 1\n"), "{main:?}");
+        assert!(!main.contains("out 1\n"), "{main:?}");
+        // The status line shows the last line of either stream, on the main destination.
+        assert!(main.contains("run · out 2"), "{main:?}");
+        assert!(!echo.stdout_broken_pipe());
+    }
+
+    #[test]
+    fn a_closed_stdout_stops_its_echo_and_is_reported_while_stderr_goes_on() {
+        let main = Sink::default();
+        let echo = Echo::spawn_split(Some(Closed), main.clone(), 1 << 20, None).unwrap();
+        echo.offer_to(EchoTo::Stdout, b"lost\n");
+        assert!(echo.flush(Duration::from_secs(5)));
+        echo.offer_to(EchoTo::Stdout, b"not tried\n");
+        echo.offer(b"err\n");
+        assert!(echo.flush(Duration::from_secs(5)));
+        assert!(echo.stdout_broken_pipe());
+        assert_eq!(&*main.0.lock().unwrap(), b"err\n");
     }
 
     #[test]

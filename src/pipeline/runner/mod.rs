@@ -11,6 +11,7 @@ pub mod env;
 pub mod logfile;
 pub mod marker;
 pub mod options;
+pub mod orphans;
 pub mod pytest;
 pub mod reader;
 pub mod spawn;

@@ -20,6 +20,8 @@ use crate::model::plan::CommandSpec;
 pub struct Launch<'a> {
     pub exe: &'a std::path::Path,
     pub leak_timeout: std::time::Duration,
+    /// After SIGTERM: how long every descendant may take to exit.
+    pub kill_grace: std::time::Duration,
     /// Write end of the report pipe; its number is on the supervisor's command line.
     pub report_fd: std::os::fd::RawFd,
     /// Put the command in a cgroup of its own where one can be created.
@@ -45,14 +47,14 @@ pub fn build_command(
     let argv: Vec<std::ffi::OsString> = match launch {
         Some(launch) => {
             let command: Vec<std::ffi::OsString> = spec.argv.iter().map(Into::into).collect();
-            super::supervisor::wrap_argv(
-                launch.exe,
-                std::process::id(),
-                launch.leak_timeout,
-                launch.report_fd,
-                launch.cgroup,
-                &command,
-            )
+            let settings = super::supervisor::Settings {
+                parent: std::process::id() as i32,
+                leak_timeout: launch.leak_timeout,
+                kill_grace: launch.kill_grace,
+                report_fd: launch.report_fd,
+                cgroup: launch.cgroup,
+            };
+            super::supervisor::wrap_argv(launch.exe, &settings, &command)
         }
         None => spec.argv.iter().map(Into::into).collect(),
     };

@@ -12,6 +12,7 @@ use nix::sys::signal::Signal;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tracing::{debug, trace};
 
 use super::capture::{Shared, StreamSetup, StreamState};
 use super::env::build_env;
@@ -156,11 +157,21 @@ pub async fn run_command(spec: &CommandSpec, opts: &RunOptions) -> RunResult {
     };
     result.pid = running.child.id();
     result.timings.spawn_s = secs(start.elapsed());
+    debug!(
+        argv = %crate::model::arg::lossy(&spec.argv).join(" "),
+        pid = running.pgid,
+        cwd = ?spec.cwd,
+        tracking = tracking_name(&opts.tracking),
+        timeout_s = opts.timeout.map(secs),
+        inactivity_timeout_s = opts.inactivity_timeout.map(secs),
+        "spawned the command"
+    );
 
     let waited = supervise(&mut running, opts, start, &mut result).await;
     let (status, stopped) = match waited {
         Ok(status) => (status, false),
         Err(stop) => {
+            debug!(pid = running.pgid, reason = ?stop, "stopping the run");
             result.outcome = stopped_outcome(stop, opts, result.marker.as_ref());
             result
                 .warnings
@@ -187,9 +198,41 @@ pub async fn run_command(spec: &CommandSpec, opts: &RunOptions) -> RunResult {
             dir.display()
         ));
     }
+    let supervisor_lost = running.supervised && report.is_none();
     settle_outcome(&mut result, spec, status, stopped, report.as_ref());
+    if supervisor_lost && let Outcome::Signalled { signal } = result.outcome {
+        // What ended was the supervisor, not (as far as anyone knows) the command.
+        debug!(
+            supervisor = running.pgid,
+            signal, "the supervisor was killed"
+        );
+        result.outcome = Outcome::SupervisorKilled { signal };
+        result
+            .warnings
+            .retain(|w| !w.starts_with("the supervising process sent no report"));
+        result.warnings.push(format!(
+            "the supervising process (pid {}) was killed by signal {signal} that polyprof did not send (a command that kills its parent, the OOM killer); the command's own status is unknown, and what was left of its processes was killed",
+            running.pgid
+        ));
+    }
     let (leak, captures) = drain_and_detect_leaks(&mut running, opts, report).await;
-    assemble(result, running, opts, leak, captures, start)
+    let result = assemble(result, running, opts, leak, captures, start);
+    debug!(
+        outcome = %result.outcome,
+        leaked = result.leaked,
+        killed = result.killed.len(),
+        end_s = result.timings.end_s,
+        "the run ended"
+    );
+    result
+}
+
+fn tracking_name(tracking: &Tracking) -> &'static str {
+    match tracking {
+        Tracking::Group => "group",
+        Tracking::Supervisor { .. } => "supervisor",
+        Tracking::Cgroup { .. } => "cgroup",
+    }
 }
 
 fn prepare(
@@ -253,6 +296,7 @@ fn prepare(
         (Some(exe), Some(write)) => Some(Launch {
             exe,
             leak_timeout: opts.leak_timeout,
+            kill_grace: opts.graces.kill_grace,
             report_fd: write.as_raw_fd(),
             cgroup: matches!(opts.tracking, Tracking::Cgroup { .. }),
         }),
@@ -346,6 +390,7 @@ async fn supervise(
             biased;
             status = running.child.wait() => return Ok(status),
             Some(seen) = running.marker_rx.recv(), if result.marker.is_none() => {
+                debug!(line = %seen.line, passed = seen.passed, at_s = seen.at_s, grace_s = secs(opts.graces.marker_grace), "end marker seen; the marker grace starts");
                 marker_deadline = Duration::try_from_secs_f64(seen.at_s)
                     .ok()
                     .and_then(|at| later(start, at))
@@ -353,15 +398,30 @@ async fn supervise(
                 result.timings.marker_s = Some(seen.at_s);
                 result.marker = Some(seen);
             }
-            _ = opts.cancel.cancelled() => return Err(Stop::Cancel),
-            _ = opts.kill_now.cancelled() => return Err(Stop::Cancel),
-            _ = sleep_until_opt(deadline) => return Err(Stop::Timeout),
-            _ = sleep_until_opt(marker_deadline) => return Err(Stop::Marker),
+            _ = opts.cancel.cancelled() => {
+                debug!("the run was cancelled");
+                return Err(Stop::Cancel);
+            }
+            _ = opts.kill_now.cancelled() => {
+                debug!("the run was told to stop at once");
+                return Err(Stop::Cancel);
+            }
+            _ = sleep_until_opt(deadline) => {
+                debug!(after_s = opts.timeout.map(secs), "the overall timeout fired");
+                return Err(Stop::Timeout);
+            }
+            _ = sleep_until_opt(marker_deadline) => {
+                debug!(grace_s = secs(opts.graces.marker_grace), "the process did not exit within the marker grace");
+                return Err(Stop::Marker);
+            }
             _ = sleep_until_opt(inactivity_deadline), if result.marker.is_none() => {
                 let limit = opts.inactivity_timeout.unwrap_or_default();
                 match later(running.shared.last_output(), limit) {
                     Some(due) if Instant::now() < due => inactivity_deadline = Some(due),
-                    Some(_) => return Err(Stop::Inactive),
+                    Some(_) => {
+                        debug!(after_s = secs(limit), "the inactivity timeout fired");
+                        return Err(Stop::Inactive);
+                    }
                     None => inactivity_deadline = None,
                 }
             }
@@ -373,6 +433,10 @@ async fn supervise(
 /// the processes that left the group), then the group itself.
 async fn kill_everything(running: &mut Running) -> std::io::Result<ExitStatus> {
     if running.supervised {
+        debug!(
+            supervisor = running.pgid,
+            "asking the supervisor to SIGKILL the whole tree"
+        );
         // SAFETY: kill on the supervisor's pid, which is not reaped yet (we are its parent).
         unsafe {
             libc::kill(running.pgid, supervisor::KILL_NOW);
@@ -381,7 +445,13 @@ async fn kill_everything(running: &mut Running) -> std::io::Result<ExitStatus> {
             signal_group(running.pgid, Signal::SIGKILL);
             return status;
         }
+        debug!(
+            supervisor = running.pgid,
+            wait_s = secs(SUPERVISOR_KILL_WAIT),
+            "the supervisor did not end in time"
+        );
     }
+    debug!(pgid = running.pgid, "SIGKILL to the process group");
     signal_group(running.pgid, Signal::SIGKILL);
     running.child.wait().await
 }
@@ -398,12 +468,27 @@ async fn terminate(
         warnings.push("stopped at once (second stop request): killed with SIGKILL".to_string());
         return kill_everything(running).await;
     }
-    signal_group(running.pgid, Signal::SIGTERM);
     let grace = opts.graces.kill_grace;
+    debug!(pgid = running.pgid, reason = ?stop, grace_s = secs(grace), "SIGTERM to the process group; the kill grace starts");
+    signal_group(running.pgid, Signal::SIGTERM);
+    let deadline = later(Instant::now(), grace);
     tokio::select! {
         biased;
-        status = running.child.wait() => return status,
-        _ = tokio::time::sleep(grace) => {
+        status = running.child.wait() => {
+            // The supervisor waits for the whole tree itself. Without it, the leader may be a
+            // launcher that died at once while the profiler below it is still writing its
+            // results: the grace is for the whole group.
+            if running.supervised || group_exited_within(running.pgid, deadline, opts).await {
+                debug!(pgid = running.pgid, "the process tree exited within the kill grace");
+                return status;
+            }
+            debug!(pgid = running.pgid, grace_s = secs(grace), "the group outlived its leader past the kill grace: SIGKILL");
+            warnings.push(format!("the process group did not exit within {:.3} s of SIGTERM and was killed with SIGKILL", secs(grace)));
+            signal_group(running.pgid, Signal::SIGKILL);
+            return status;
+        }
+        _ = sleep_until_opt(deadline) => {
+            debug!(pgid = running.pgid, grace_s = secs(grace), "the kill grace ran out");
             warnings.push(format!("the process group did not exit within {:.3} s of SIGTERM and was killed with SIGKILL", secs(grace)));
         }
         _ = opts.kill_now.cancelled() => {
@@ -414,6 +499,22 @@ async fn terminate(
         }
     }
     kill_everything(running).await
+}
+
+/// After the leader is gone: wait until no process is left in group `pgid` (true), or until
+/// `deadline`, a second stop request or a cancellation (false).
+async fn group_exited_within(pgid: i32, deadline: Option<Instant>, opts: &RunOptions) -> bool {
+    let poll = async {
+        while super::orphans::group_alive_reaping_adopted(pgid) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::select! {
+        biased;
+        () = poll => true,
+        _ = sleep_until_opt(deadline) => false,
+        _ = opts.kill_now.cancelled() => false,
+    }
 }
 
 /// The outcome from the leader's status (or the supervisor's report of the command's status).
@@ -486,11 +587,27 @@ async fn drain_and_detect_leaks(
         .map(|r| (r.killed, r.killed_unlisted))
         .unwrap_or_default();
     if supervisor_died {
+        debug!(
+            supervisor = running.pgid,
+            "the supervisor ended without a report"
+        );
         // The supervisor was killed before it could end the tree; what it put in a cgroup can
         // still be found and ended here (the rest is re-parented to init, out of reach).
         killed.extend(kill_orphaned_cgroup(running.pgid));
+        // The rest came to polyprof when it is a subreaper (the CLI is).
+        for orphan in super::orphans::kill_adopted(running.pgid) {
+            if !killed.iter().any(|k| k.pid == orphan.pid) {
+                killed.push(orphan);
+            }
+        }
     }
     let leak_deadline = later(Instant::now(), opts.leak_timeout);
+    trace!(
+        pgid = running.pgid,
+        leak_timeout_s = secs(opts.leak_timeout),
+        reported_killed = killed.len(),
+        "draining the pipes; the leak sweep starts"
+    );
     let kill_now = opts.kill_now.clone();
     let drained = tokio::select! {
         done = &mut readers => Some(done),
@@ -517,6 +634,12 @@ async fn drain_and_detect_leaks(
         killed.push(tree::describe(proc, Escape::InGroup));
     }
     if drained.is_none() || !leftovers.is_empty() {
+        debug!(
+            pgid = running.pgid,
+            left_in_group = leftovers.len(),
+            pipes_open = drained.is_none(),
+            "leak sweep: SIGKILL to the process group"
+        );
         signal_group(running.pgid, Signal::SIGKILL);
     }
     let mut pipes_outside_reach = false;
@@ -526,6 +649,7 @@ async fn drain_and_detect_leaks(
         None => match tokio::time::timeout(AFTER_KILL_WAIT, &mut readers).await {
             Ok(done) => done,
             Err(_) => {
+                debug!("the output pipes are held by a process out of reach; reading stops");
                 // Something out of reach holds the pipes: keep what was read, let go.
                 pipes_outside_reach = true;
                 running.stop_readers.cancel();
@@ -534,6 +658,11 @@ async fn drain_and_detect_leaks(
         },
     };
     running.guard.disarm();
+    // Members that polyprof adopted (it is a subreaper) and that have exited are reaped.
+    super::orphans::group_alive_reaping_adopted(running.pgid);
+    for k in &killed {
+        debug!(pid = k.pid, argv = %k.argv.join(" "), escaped = %k.escaped, "killed a process the command left behind");
+    }
     let leak = if killed.is_empty() && unlisted == 0 && !held_pipes {
         LeakInfo::NoLeak
     } else {

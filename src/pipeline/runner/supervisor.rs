@@ -54,20 +54,40 @@ pub struct Report {
     pub cgroup_left: bool,
 }
 
+/// How the supervisor is set up: its parent, its waits, its report pipe, the cgroup.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    pub parent: i32,
+    /// After the command exited by itself: how long the rest may take before SIGKILL.
+    pub leak_timeout: Duration,
+    /// After a stop signal (SIGTERM, SIGINT, SIGHUP): how long the whole tree may take to exit
+    /// before SIGKILL. A profiler writes its results after SIGTERM, often from a process below
+    /// a launcher script that dies at once (`ncu` is a shell script that runs the real binary
+    /// as its child), so the grace is for every descendant, not only the command.
+    pub kill_grace: Duration,
+    pub report_fd: i32,
+    pub cgroup: bool,
+}
+
 /// The argv that runs `command` under the supervisor.
 pub fn wrap_argv(
     exe: &std::path::Path,
-    parent: u32,
-    leak_timeout: Duration,
-    report_fd: i32,
-    cgroup: bool,
+    settings: &Settings,
     command: &[OsString],
 ) -> Vec<OsString> {
+    let Settings {
+        parent,
+        leak_timeout,
+        kill_grace,
+        report_fd,
+        cgroup,
+    } = *settings;
     let mut argv = vec![
         exe.as_os_str().to_owned(),
         HIDDEN_MODE.into(),
         parent.to_string().into(),
         leak_timeout.as_millis().to_string().into(),
+        kill_grace.as_millis().to_string().into(),
         report_fd.to_string().into(),
         if cgroup { "cgroup" } else { "-" }.into(),
         "--".into(),
@@ -91,22 +111,29 @@ pub fn run_if_requested() {
 fn main(args: &[OsString]) -> i32 {
     let parse = |i: usize| args.get(i).and_then(|a| a.to_str()?.parse::<u64>().ok());
     let text = |i: usize| args.get(i).and_then(|a| a.to_str());
-    let (Some(parent), Some(leak_ms), Some(report_fd), Some(cgroup @ ("cgroup" | "-")), Some("--")) =
-        (parse(0), parse(1), parse(2), text(3), text(4))
+    let (
+        Some(parent),
+        Some(leak_ms),
+        Some(grace_ms),
+        Some(report_fd),
+        Some(cgroup @ ("cgroup" | "-")),
+        Some("--"),
+    ) = (parse(0), parse(1), parse(2), parse(3), text(4), text(5))
     else {
         let _ = writeln!(
             std::io::stderr(),
-            "polyprof: {HIDDEN_MODE} is internal: PARENT_PID LEAK_MS REPORT_FD cgroup|- -- CMD…"
+            "polyprof: {HIDDEN_MODE} is internal: PARENT_PID LEAK_MS KILL_GRACE_MS REPORT_FD cgroup|- -- CMD…"
         );
         return 2;
     };
     let settings = Settings {
         parent: parent as i32,
         leak_timeout: Duration::from_millis(leak_ms),
+        kill_grace: Duration::from_millis(grace_ms),
         report_fd: report_fd as i32,
         cgroup: cgroup == "cgroup",
     };
-    supervise(&settings, &args[5..])
+    supervise(&settings, &args[6..])
 }
 
 fn signal_set() -> libc::sigset_t {
@@ -209,18 +236,11 @@ struct Me {
     session: i32,
 }
 
-/// The supervisor's command line.
-struct Settings {
-    parent: i32,
-    leak_timeout: Duration,
-    report_fd: i32,
-    cgroup: bool,
-}
-
 fn supervise(settings: &Settings, command: &[OsString]) -> i32 {
     let Settings {
         parent,
         leak_timeout,
+        kill_grace,
         report_fd,
         ..
     } = *settings;
@@ -270,13 +290,18 @@ fn supervise(settings: &Settings, command: &[OsString]) -> i32 {
     };
 
     let mut kill_now = false;
+    // When a stop signal came: from then on every descendant has the kill grace to exit.
+    let mut stopping_since: Option<Instant> = None;
     while report.status.is_none() && !kill_now {
         match wait_signal(&set, Duration::from_secs(1)) {
             Some(libc::SIGCHLD) => reap(command_pid, &mut report.status),
             Some(KILL_NOW) => kill_now = true,
             // The runner signals the whole group, which includes the command; only a command
             // that moved out of the group needs the signal passed on.
-            Some(sig) => forward(command_pid, &me, sig),
+            Some(sig) => {
+                stopping_since.get_or_insert_with(Instant::now);
+                forward(command_pid, &me, sig);
+            }
             None => {
                 reap(command_pid, &mut report.status);
                 kill_now = !parent_alive();
@@ -284,16 +309,29 @@ fn supervise(settings: &Settings, command: &[OsString]) -> i32 {
         }
     }
     if !kill_now {
-        let deadline = Instant::now() + leak_timeout;
+        // The command is gone. Left alone, the rest get the leak timeout; after a stop signal
+        // they get what is left of the kill grace (a profiler below a launcher that died at
+        // once is still writing its results), and the runner's own SIGKILL request
+        // (`KILL_NOW`) ends it as the grace runs out.
+        let leak_deadline = Instant::now() + leak_timeout;
+        let deadline = |stopping: Option<Instant>| match stopping {
+            Some(at) => (at + kill_grace).max(leak_deadline),
+            None => leak_deadline,
+        };
         loop {
             reap(command_pid, &mut report.status);
             let live = tree::descendants_of(me.pid).iter().any(|p| !p.zombie);
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = deadline(stopping_since).saturating_duration_since(Instant::now());
             if !live || left.is_zero() {
                 break;
             }
-            if wait_signal(&set, left.min(Duration::from_millis(5))) == Some(KILL_NOW) {
-                break;
+            match wait_signal(&set, left.min(Duration::from_millis(5))) {
+                Some(KILL_NOW) => break,
+                Some(libc::SIGCHLD) | None => {}
+                Some(sig) => {
+                    stopping_since.get_or_insert_with(Instant::now);
+                    forward_to_descendants(&me, sig);
+                }
             }
         }
     }
@@ -355,6 +393,19 @@ fn forward(command: i32, me: &Me, sig: libc::c_int) {
     unsafe {
         if libc::getpgid(command) != me.group {
             libc::kill(command, sig);
+        }
+    }
+}
+
+/// A stop signal that came after the command exited: the descendants that left the group
+/// get it too (the group itself already has it from the runner).
+fn forward_to_descendants(me: &Me, sig: libc::c_int) {
+    for proc in tree::descendants_of(me.pid) {
+        if !proc.zombie && proc.pgid != me.group {
+            // SAFETY: kill on a pid just read below this process.
+            unsafe {
+                libc::kill(proc.pid, sig);
+            }
         }
     }
 }
@@ -468,21 +519,26 @@ mod tests {
     fn wrap_argv_keeps_the_command_verbatim() {
         use std::os::unix::ffi::OsStringExt;
         let odd = OsString::from_vec(vec![b'a', 0xff, b'b']);
+        let settings = Settings {
+            parent: 7,
+            leak_timeout: Duration::from_millis(250),
+            kill_grace: Duration::from_millis(2000),
+            report_fd: 9,
+            cgroup: false,
+        };
         let argv = wrap_argv(
             std::path::Path::new("/bin/polyprof"),
-            7,
-            Duration::from_millis(250),
-            9,
-            false,
+            &settings,
             &["prog".into(), odd.clone()],
         );
         assert_eq!(argv[1], HIDDEN_MODE);
         assert_eq!(argv[2], "7");
         assert_eq!(argv[3], "250");
-        assert_eq!(argv[4], "9");
-        assert_eq!(argv[5], "-");
-        assert_eq!(argv[6], "--");
-        assert_eq!(argv[8], odd);
+        assert_eq!(argv[4], "2000");
+        assert_eq!(argv[5], "9");
+        assert_eq!(argv[6], "-");
+        assert_eq!(argv[7], "--");
+        assert_eq!(argv[9], odd);
     }
 
     #[test]

@@ -32,6 +32,9 @@ pub fn describe_outcome(outcome: &Outcome) -> String {
     match outcome {
         Outcome::Exited { code } => format!("exited with code {code}"),
         Outcome::Signalled { signal } => format!("killed by signal {signal}"),
+        Outcome::SupervisorKilled { signal } => {
+            format!("its supervising process was killed by signal {signal}")
+        }
         Outcome::TimedOut { after_s } => format!("timed out after {after_s:.1} s; stopped"),
         Outcome::Inactive { after_s } => format!("no output for {after_s:.1} s; stopped"),
         Outcome::HungAfterMarker { passed, .. } => format!(

@@ -427,7 +427,11 @@ impl Poller {
                 && entry.state != EntryState::Succeeded
                 && matches!(
                     entry.outcome,
-                    None | Some(Outcome::Signalled { .. } | Outcome::Cancelled)
+                    None | Some(
+                        Outcome::Signalled { .. }
+                            | Outcome::SupervisorKilled { .. }
+                            | Outcome::Cancelled
+                    )
                 )
             {
                 entry.state = EntryState::Cancelled;
