@@ -75,7 +75,8 @@ fn table_width(widths: impl Iterator<Item = usize>) -> usize {
 /// The narrowest a name gets when even [`MIN_NAME_WIDTH`] does not fit.
 const LAST_RESORT_NAME_WIDTH: usize = 12;
 
-/// The narrowest a wrapped last column gets: its header, and at least 8 characters.
+/// The narrowest a wrapped last column gets: its header and longest word, and at least 8
+/// characters.
 const MIN_WRAPPED_WIDTH: usize = 8;
 
 /// `columns` (column 0 the name) as a table at most `width` characters wide when it can be:
@@ -122,7 +123,20 @@ pub fn fit(
                 std::iter::once(name_floor(&columns))
                     .chain(columns[1..last].iter().map(Column::width)),
             );
-            let floor = columns[last].header.chars().count().max(MIN_WRAPPED_WIDTH);
+            // Words stay whole: `regressed` must not become `regresse` / `d`.
+            let longest_word = columns[last]
+                .cells
+                .iter()
+                .flat_map(|c| c.split_whitespace())
+                .map(|w| w.chars().count())
+                .max()
+                .unwrap_or(0);
+            let floor = columns[last]
+                .header
+                .chars()
+                .count()
+                .max(longest_word)
+                .max(MIN_WRAPPED_WIDTH);
             let room = width.saturating_sub(others + 3).max(floor);
             for cell in &mut columns[last].cells {
                 *cell = textwrap::wrap(cell, room).join("\n");
