@@ -25,7 +25,7 @@ const SHRINKS: &[Shrink] = &[
     },
 ];
 
-/// `only in A: ` before a kernel name on its line.
+/// What an `only in A: NAME (N launches, median T)` line holds besides the name.
 const NAME_PREFIX: usize = 40;
 
 fn signed_pct(value: Option<f64>) -> String {
