@@ -61,7 +61,7 @@ fn diff_json(
     }
     let a = parse_run(a_json, "run a")?;
     let b = parse_run(b_json, "run b")?;
-    let mut diff = diff_runs(&a, &b, &options);
+    let mut diff = diff_runs(&a, &b, &options).map_err(|e| errors::usage(e.to_string()))?;
     if let Some(name) = a_name {
         diff.a = format!("{name} ({})", diff.a);
     }

@@ -12,8 +12,8 @@ use polyprof::pipeline::job::pass_label;
 use polyprof::pipeline::{Job, Profiler, profile, run_probe};
 use polyprof::profilers::ncu::{ClockControl, NcuOptions};
 use polyprof::profilers::{self, EndMarker, ProfilerSettings};
-use polyprof::results::event::{Frame, FrameKind};
 use polyprof::results::export::{self, Format, Report};
+use polyprof::results::profile::SCOPES_FILE;
 use polyprof::results::roofline::DeviceTable;
 
 /// The CUDA program profiled on NVIDIA machines (the same four kernels as the H200 fixtures).
@@ -91,7 +91,11 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let peaks = super::report::peaks_for(&DeviceTable::builtin()?, &run, None)?;
     let mut report = Report::from_run(run.clone(), peaks);
     if !ncu_usable {
-        add_cpu_scopes(&mut report, &args.output_dir.join(CPU_SCOPES))?;
+        add_cpu_scopes(
+            &mut report,
+            &args.output_dir.join(CPU_SCOPES),
+            &job.output_dir,
+        )?;
     }
     let hatchet = job.output_dir.join("profile.hatchet.json");
     let chrome = job.output_dir.join("trace.chrome.json");
@@ -144,8 +148,9 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
 }
 
 /// The CPU workload's kernels as scopes under the run's own step (`demo / none.000 / …`), with
-/// the FLOPs and bytes the workload gave them, so the table shows GFLOP/s and GB/s.
-fn add_cpu_scopes(report: &mut Report, path: &Path) -> anyhow::Result<()> {
+/// the FLOPs and bytes the workload gave them, so the table shows GFLOP/s and GB/s; saved in the
+/// run directory too, so `polyprof report RUN_DIR` and its exports show them again.
+fn add_cpu_scopes(report: &mut Report, path: &Path, run_dir: &Path) -> anyhow::Result<()> {
     let Ok(text) = std::fs::read(path) else {
         eprintln!(
             "polyprof demo: the CPU workload wrote no scopes ({}); the table shows the run only",
@@ -155,28 +160,9 @@ fn add_cpu_scopes(report: &mut Report, path: &Path) -> anyhow::Result<()> {
     };
     let scopes: polyprof::results::Profile = serde_json::from_slice(&text)
         .with_context(|| format!("cannot read the CPU workload's scopes {}", path.display()))?;
-    let prefix: Vec<Frame> = report
-        .profile
-        .events
-        .iter()
-        .find(|e| e.call_path.iter().any(|f| f.kind == FrameKind::Pass))
-        .map(|e| {
-            e.call_path
-                .iter()
-                .take_while(|f| f.kind != FrameKind::Scope)
-                .cloned()
-                .collect()
-        })
-        .unwrap_or_default();
-    let first_id = report.profile.events.len() as u64;
-    for (n, mut event) in scopes.events.into_iter().enumerate() {
-        event.id = first_id + n as u64;
-        event.parent = event.parent.map(|p| p + first_id);
-        let mut path = prefix.clone();
-        path.append(&mut event.call_path);
-        event.call_path = path;
-        report.profile.events.push(event);
-    }
+    let saved = run_dir.join(SCOPES_FILE);
+    std::fs::write(&saved, &text).with_context(|| format!("cannot write {}", saved.display()))?;
+    report.add_scopes(scopes);
     Ok(())
 }
 

@@ -18,7 +18,8 @@ const CAPTURE_NAME: &str = "tests/fixtures/ncu-h200-tensor/mm_tensor.csv (bundle
 /// The replay's directory inside the demo directory.
 pub const REPLAY_DIR: &str = "h200-replay";
 
-/// Parse the capture, write `DIR/h200-replay/run.json` and its Hatchet export, print its table.
+/// Parse the capture, write `DIR/h200-replay/run.json` and its Hatchet and Chrome exports, print
+/// its table.
 pub fn show(demo_dir: &Path, out: &mut dyn Write) -> anyhow::Result<PathBuf> {
     let mut parsed = parse(H200_CAPTURE, &ParseOptions::default());
     parsed.device = device_from_session(&parsed.session);
@@ -40,6 +41,8 @@ pub fn show(demo_dir: &Path, out: &mut dyn Write) -> anyhow::Result<PathBuf> {
     let report = Report::from_run(run, peaks);
     let hatchet = dir.join("profile.hatchet.json");
     export::write_file(&report, Format::Hatchet, &hatchet)?;
+    let chrome = dir.join("trace.chrome.json");
+    export::write_file(&report, Format::Chrome, &chrome)?;
     writeln!(
         out,
         "\n=== What a GPU profile looks like: REPLAY of a real H200 capture (not measured here) ==="
@@ -48,5 +51,6 @@ pub fn show(demo_dir: &Path, out: &mut dyn Write) -> anyhow::Result<PathBuf> {
     out.write_all(export::table::render_fitted(&report, width).as_bytes())?;
     writeln!(out, "\nreplay run:    {}", dir.join("run.json").display())?;
     writeln!(out, "replay hatchet: {}", hatchet.display())?;
+    writeln!(out, "replay trace:  {}", chrome.display())?;
     Ok(dir)
 }

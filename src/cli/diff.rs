@@ -100,7 +100,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         floor_ns: args.min_change,
         min_duration_ns: args.min_duration,
     };
-    let mut diff = diff_runs(&a, &b, &options);
+    let mut diff = diff_runs(&a, &b, &options)?;
     // Both runs are usually `ncu.000`; the paths tell them apart.
     diff.a = format!("{} ({})", args.run_a.display(), diff.a);
     diff.b = format!("{} ({})", args.run_b.display(), diff.b);

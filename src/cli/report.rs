@@ -4,10 +4,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use polyprof::results::ProfileRun;
 use polyprof::results::aggregate::{GroupBy, SortBy};
 use polyprof::results::export::{self, Format, Report};
 use polyprof::results::roofline::{DevicePeaks, DeviceTable};
+use polyprof::results::{Profile, ProfileRun};
 
 /// Arguments of `polyprof report`.
 #[derive(Debug, clap::Args)]
@@ -69,6 +69,14 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let table = device_table(args.devices.as_deref())?;
     let peaks = peaks_for(&table, &run, args.device.as_deref())?;
     let mut report = Report::from_run(run, peaks);
+    // Scopes a workload recorded during the run (`polyprof demo`) sit beside run.json.
+    let run_dir = match args.run_dir.is_dir() {
+        true => args.run_dir.as_path(),
+        false => args.run_dir.parent().unwrap_or(Path::new(".")),
+    };
+    if let Some(scopes) = Profile::read_scopes(run_dir)? {
+        report.add_scopes(scopes);
+    }
     report.group_by = args.group_by;
     report.sort_by = args.sort_by;
     match &args.output {

@@ -6,14 +6,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use comfy_table::{CellAlignment, Table, presets};
 use serde::{Deserialize, Serialize};
 
 use crate::model::error::Error;
 use crate::model::record::FlopCounts;
 use crate::results::event::{Event, Frame, FrameKind};
-use crate::results::roofline::{self, DevicePeaks, RooflinePoint};
-use crate::results::units;
+use crate::results::roofline::{self, DevicePeaks, RooflineInputs, RooflinePoint};
 
 /// How events are grouped into rows.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -95,8 +93,26 @@ pub struct KeyAverage {
     pub bytes: Option<f64>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metrics: BTreeMap<String, f64>,
-    /// GFLOP/s and GB/s from GPU time; shares of peak when peaks are known.
+    /// GFLOP/s and GB/s from GPU time; shares of peak when peaks are known. For kernel rows
+    /// the bound, limiter and precision are those of the row's launches, judged one by one
+    /// (see [`KeyAverage::verdicts`]).
     pub roofline: RooflinePoint,
+    /// Kernel rows: the launches' verdicts, most GPU time first; more than one entry means the
+    /// launches disagree and the row shows the first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verdicts: Vec<VerdictShare>,
+    /// Each kernel launch's verdict inputs and its `calls`.
+    #[serde(skip)]
+    launches: Vec<(RooflineInputs, u64)>,
+}
+
+/// Launches of a row that got one verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VerdictShare {
+    /// The table cell: `compute (tensor bf16)`, `memory (DRAM)`, `latency`.
+    pub label: String,
+    pub launches: u64,
+    pub gpu_time_ns: f64,
 }
 
 impl KeyAverage {
@@ -154,6 +170,47 @@ enum Key {
     Path(Vec<Frame>),
 }
 
+/// Judge each launch as the per-launch reports do, group the launches by verdict (most GPU time
+/// first, then most launches), and give `row` the verdict of the first group: a row of launches
+/// that were each memory-bound is memory-bound, whatever the sums say.
+fn launch_verdicts(
+    peaks: Option<&DevicePeaks>,
+    launches: &[(RooflineInputs, u64)],
+    row: &mut RooflinePoint,
+) -> Vec<VerdictShare> {
+    let mut groups: Vec<(VerdictShare, RooflinePoint)> = Vec::new();
+    for (inputs, calls) in launches {
+        let point = roofline::evaluate_inputs(peaks, inputs);
+        let label = point.bound_label();
+        let time = inputs.gpu_time_ns.unwrap_or(0.0);
+        match groups.iter_mut().find(|(g, _)| g.label == label) {
+            Some((group, _)) => {
+                group.launches += calls;
+                group.gpu_time_ns += time;
+            }
+            None => groups.push((
+                VerdictShare {
+                    label,
+                    launches: *calls,
+                    gpu_time_ns: time,
+                },
+                point,
+            )),
+        }
+    }
+    groups.sort_by(|(a, _), (b, _)| {
+        b.gpu_time_ns
+            .total_cmp(&a.gpu_time_ns)
+            .then(b.launches.cmp(&a.launches))
+    });
+    if let Some((_, first)) = groups.first() {
+        row.bound = first.bound;
+        row.limiter = first.limiter;
+        row.precision = first.precision;
+    }
+    groups.into_iter().map(|(share, _)| share).collect()
+}
+
 /// Group `events` into rows (in order of first appearance). Calls add up `calls`; means are
 /// totals over calls; GFLOP/s and GB/s use GPU time, or CPU time for a row without GPU time
 /// (CPU work; no share of a GPU peak then).
@@ -183,6 +240,8 @@ pub fn key_averages(events: &[Event], group_by: GroupBy) -> KeyAverages {
                 bytes: None,
                 metrics: BTreeMap::new(),
                 roofline: roofline::evaluate(None, &FlopCounts::default(), None, None),
+                verdicts: Vec::new(),
+                launches: Vec::new(),
             });
             rows.len() - 1
         });
@@ -197,6 +256,12 @@ pub fn key_averages(events: &[Event], group_by: GroupBy) -> KeyAverages {
         add(&mut row.bytes, event.bytes);
         for (name, value) in &event.metrics {
             *row.metrics.entry(name.clone()).or_insert(0.0) += value;
+        }
+        if event.kind() == FrameKind::Kernel {
+            let inputs = event.verdict_inputs.unwrap_or_else(|| {
+                RooflineInputs::work(&event.flops, event.bytes, event.gpu_time_ns)
+            });
+            row.launches.push((inputs, event.calls));
         }
     }
     let mut averages = KeyAverages {
@@ -221,11 +286,18 @@ impl KeyAverages {
             let calls = (row.calls > 0).then_some(row.calls as f64);
             row.cpu_mean_ns = row.cpu_total_ns.zip(calls).map(|(t, n)| t / n);
             row.gpu_mean_ns = row.gpu_total_ns.zip(calls).map(|(t, n)| t / n);
+            let peaks = self.peaks.as_ref();
+            if !row.launches.is_empty() {
+                let inputs: Vec<RooflineInputs> = row.launches.iter().map(|(i, _)| *i).collect();
+                row.roofline = roofline::evaluate_inputs(peaks, &RooflineInputs::combine(&inputs));
+                row.verdicts = launch_verdicts(peaks, &row.launches, &mut row.roofline);
+                continue;
+            }
             row.roofline = match (row.gpu_total_ns, row.cpu_total_ns) {
                 // CPU work (a scope with FLOPs or bytes and no kernels inside): its rates over
                 // its own wall time, with no GPU peaks to compare against.
                 (None, Some(cpu)) => roofline::evaluate(None, &row.flops, row.bytes, Some(cpu)),
-                (gpu, _) => roofline::evaluate(self.peaks.as_ref(), &row.flops, row.bytes, gpu),
+                (gpu, _) => roofline::evaluate(peaks, &row.flops, row.bytes, gpu),
             };
         }
     }
@@ -260,99 +332,6 @@ impl KeyAverages {
             .filter(|r| r.kind == FrameKind::Kernel)
             .filter_map(|r| r.gpu_total_ns)
             .sum()
-    }
-
-    /// A terminal table in `sort_by` order. Columns appear only when some row has data for
-    /// them: CPU and GPU total/mean, DRAM bytes, GFLOP/s, GB/s, and with peaks % of peak
-    /// bandwidth, % of peak compute and the bound.
-    pub fn table(&self, sort_by: SortBy) -> String {
-        self.table_fitted(sort_by, None)
-    }
-
-    /// [`table`](Self::table) at most `width` columns wide when given: names are shortened in
-    /// the middle (never below 24 characters) so the other columns fit.
-    pub fn table_fitted(&self, sort_by: SortBy, width: Option<usize>) -> String {
-        let rows = self.sorted(sort_by);
-        let any = |f: &dyn Fn(&KeyAverage) -> bool| rows.iter().any(|r| f(r));
-        let has_cpu = any(&|r| r.cpu_total_ns.is_some());
-        let has_gpu = any(&|r| r.gpu_total_ns.is_some());
-        let has_bytes = any(&|r| r.bytes.is_some());
-        let has_flops = any(&|r| r.roofline.gflops_per_s.is_some());
-        let has_gbps = any(&|r| r.roofline.gb_per_s.is_some());
-        let has_peaks = self.peaks.is_some() && has_gpu;
-
-        let mut header = vec!["Name", "Calls"];
-        if has_cpu {
-            header.extend(["CPU total", "CPU mean"]);
-        }
-        if has_gpu {
-            header.extend(["GPU total", "GPU mean"]);
-        }
-        if has_bytes {
-            header.push("DRAM bytes");
-        }
-        if has_flops {
-            header.push("GFLOP/s");
-        }
-        if has_gbps {
-            header.push("GB/s");
-        }
-        if has_peaks {
-            header.extend(["% peak BW", "% peak FLOP", "Bound"]);
-        }
-        let mut table = Table::new();
-        table.load_style(presets::UTF8_FULL_CONDENSED);
-        table.set_header(header.clone());
-        let time = |v: Option<f64>| units::or_dash(v.map(units::time_ns));
-        let num = |v: Option<f64>, f: fn(f64) -> String| units::or_dash(v.map(f));
-        let mut all_cells: Vec<Vec<String>> = Vec::with_capacity(rows.len());
-        for row in rows {
-            let mut cells = vec![row.label(), row.calls.to_string()];
-            if has_cpu {
-                cells.extend([time(row.cpu_total_ns), time(row.cpu_mean_ns)]);
-            }
-            if has_gpu {
-                cells.extend([time(row.gpu_total_ns), time(row.gpu_mean_ns)]);
-            }
-            if has_bytes {
-                cells.push(num(row.bytes, units::bytes));
-            }
-            if has_flops {
-                cells.push(num(row.roofline.gflops_per_s, units::rate));
-            }
-            if has_gbps {
-                cells.push(num(row.roofline.gb_per_s, units::rate));
-            }
-            if has_peaks {
-                cells.extend([
-                    num(row.roofline.pct_peak_bandwidth, units::pct),
-                    num(row.roofline.pct_peak_compute, units::pct),
-                    row.roofline.bound_label(),
-                ]);
-            }
-            all_cells.push(cells);
-        }
-        if let Some(width) = width {
-            let name_width = crate::results::names::name_column_width(width, &header, &all_cells);
-            let fit = match self.group_by {
-                GroupBy::CallPath => crate::results::names::truncate_left,
-                GroupBy::Name => crate::results::names::truncate_middle,
-            };
-            for cells in &mut all_cells {
-                cells[0] = fit(&cells[0], name_width);
-            }
-        }
-        for cells in all_cells {
-            table.add_row(cells);
-        }
-        // Numbers right-aligned; the bound is a word.
-        let numeric = header.len() - usize::from(has_peaks);
-        for index in 1..numeric {
-            if let Some(column) = table.column_mut(index) {
-                column.set_cell_alignment(CellAlignment::Right);
-            }
-        }
-        table.to_string()
     }
 }
 

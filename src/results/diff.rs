@@ -10,14 +10,11 @@
 
 use std::collections::BTreeMap;
 
-use comfy_table::{CellAlignment, Table, presets};
 use serde::{Deserialize, Serialize};
 
 use crate::model::record::KernelRecord;
 use crate::model::run::ProfileRun;
-use crate::results::names::{MIN_NAME_WIDTH, truncate_middle};
 use crate::results::stats::Stats;
-use crate::results::units;
 
 /// Default regression threshold, percent of A's median GPU time.
 pub const DEFAULT_THRESHOLD_PCT: f64 = 5.0;
@@ -228,7 +225,7 @@ impl RunDiff {
     }
 }
 
-fn change_pct(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+pub(crate) fn change_pct(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
         (Some(a), Some(b)) if a > 0.0 => Some(100.0 * (b - a) / a),
         _ => None,
@@ -320,8 +317,56 @@ fn step_changes(a: &ProfileRun, b: &ProfileRun) -> Vec<StepChange> {
         .collect()
 }
 
-/// Compare `a` (baseline) with `b` (candidate).
-pub fn diff_runs(a: &ProfileRun, b: &ProfileRun, options: &DiffOptions) -> RunDiff {
+/// Why two runs cannot be compared.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DiffError {
+    /// A kernel's median GPU time is zero or negative: no launch takes no time, so the record
+    /// is broken and any percentage against it would be meaningless.
+    #[error(
+        "kernel `{kernel}` has a median GPU time of {median_ns} ns in run {side} ({label}); a \
+         launch cannot take no or negative time, so its records are broken: re-profile, or \
+         fix or drop those records in run.json"
+    )]
+    NonPositiveMedian {
+        kernel: String,
+        /// `A` (baseline) or `B` (candidate).
+        side: &'static str,
+        label: String,
+        median_ns: f64,
+    },
+}
+
+/// Refuse a kernel group whose median GPU time is not positive.
+fn check_medians(run: &ProfileRun, side: &'static str) -> Result<(), DiffError> {
+    for records in groups(run).values() {
+        if let Some(median) = Side::of(records).gpu_time_ns.filter(|m| *m <= 0.0) {
+            let kernel = records.first().map_or("", |r| {
+                if r.short_name.is_empty() {
+                    &r.name
+                } else {
+                    &r.short_name
+                }
+            });
+            return Err(DiffError::NonPositiveMedian {
+                kernel: kernel.to_string(),
+                side,
+                label: run.label.clone(),
+                median_ns: median,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Compare `a` (baseline) with `b` (candidate); an error when a kernel's median GPU time in
+/// either is not positive.
+pub fn diff_runs(
+    a: &ProfileRun,
+    b: &ProfileRun,
+    options: &DiffOptions,
+) -> Result<RunDiff, DiffError> {
+    check_medians(a, "A")?;
+    check_medians(b, "B")?;
     let groups_a = groups(a);
     let groups_b = groups(b);
     let gpu_total = |run: &ProfileRun| run.kernels.iter().filter_map(|k| k.duration_ns).sum();
@@ -421,7 +466,7 @@ pub fn diff_runs(a: &ProfileRun, b: &ProfileRun, options: &DiffOptions) -> RunDi
     // A step that stopped being accepted (the program or profiler now fails) always gates.
     diff.steps = step_changes(a, b);
     diff.regressions += diff.steps.iter().filter(|s| s.regressed).count();
-    diff
+    Ok(diff)
 }
 
 fn unmatched(key: &Key<'_>, records: &[&KernelRecord], side: Side) -> Unmatched {
@@ -434,138 +479,6 @@ fn unmatched(key: &Key<'_>, records: &[&KernelRecord], side: Side) -> Unmatched 
         grid: key.1,
         block: key.2,
         side,
-    }
-}
-
-fn signed_pct(value: Option<f64>) -> String {
-    units::or_dash(value.map(|v| format!("{v:+.1} %")))
-}
-
-/// Columns the kernel name may not take: the other eight columns and the table's borders.
-const OTHER_COLUMNS_WIDTH: usize = 100;
-
-impl RunDiff {
-    /// A terminal table `width` columns wide (kernel names shortened in the middle to fit;
-    /// `None`: full names), after the GPU-time headline; then unmatched kernels and the verdict.
-    pub fn render(&self, width: Option<usize>) -> String {
-        let name_width = width.map(|w| w.saturating_sub(OTHER_COLUMNS_WIDTH).max(MIN_NAME_WIDTH));
-        let time = |v: Option<f64>| units::or_dash(v.map(units::time_ns));
-        let spread = |side: &Side| match (side.min_ns, side.p90_ns) {
-            (Some(min), Some(p90)) if side.count > 1 => {
-                format!("{}–{}", units::time_ns(min), units::time_ns(p90))
-            }
-            _ => "-".to_string(),
-        };
-        let mut text = format!("A = {}, B = {}\n", self.a, self.b);
-        text.push_str(&format!(
-            "total GPU time {} → {} ({})",
-            units::time_ns(self.gpu_time_a_ns),
-            units::time_ns(self.gpu_time_b_ns),
-            signed_pct(self.gpu_time_change_pct)
-        ));
-        if self.wall.a_s.is_some() || self.wall.b_s.is_some() {
-            let secs = |v: Option<f64>| units::or_dash(v.map(|s| format!("{s:.2} s")));
-            text.push_str(&format!(
-                "; wall {} → {} ({})",
-                secs(self.wall.a_s),
-                secs(self.wall.b_s),
-                signed_pct(self.wall.change_pct)
-            ));
-        }
-        text.push('\n');
-        if !self.kernels.is_empty() {
-            let mut table = Table::new();
-            table.load_style(presets::UTF8_FULL_CONDENSED);
-            table.set_header([
-                "Kernel",
-                "n A",
-                "n B",
-                "median A",
-                "median B",
-                "Δ median",
-                "min–p90 A",
-                "min–p90 B",
-                "Change",
-            ]);
-            for kernel in &self.kernels {
-                let name = match name_width {
-                    Some(w) => truncate_middle(&kernel.short_name, w),
-                    None => kernel.short_name.clone(),
-                };
-                table.add_row(vec![
-                    name,
-                    kernel.a.count.to_string(),
-                    kernel.b.count.to_string(),
-                    time(kernel.a.gpu_time_ns),
-                    time(kernel.b.gpu_time_ns),
-                    signed_pct(kernel.gpu_time_change_pct),
-                    spread(&kernel.a),
-                    spread(&kernel.b),
-                    kernel.change.as_str().to_string(),
-                ]);
-            }
-            for index in 1..8 {
-                if let Some(column) = table.column_mut(index) {
-                    column.set_cell_alignment(CellAlignment::Right);
-                }
-            }
-            text.push_str(&format!("{table}\n"));
-        }
-        for (label, list) in [
-            ("only in A", &self.only_in_a),
-            ("only in B", &self.only_in_b),
-        ] {
-            for kernel in list {
-                let name = match name_width {
-                    Some(w) => truncate_middle(&kernel.short_name, w),
-                    None => kernel.short_name.clone(),
-                };
-                text.push_str(&format!(
-                    "{label}: {name} ({} launches, median {})\n",
-                    kernel.side.count,
-                    time(kernel.side.gpu_time_ns)
-                ));
-            }
-        }
-        let show_steps =
-            self.kernels.is_empty() && self.only_in_a.is_empty() && self.only_in_b.is_empty();
-        for step in self.steps.iter().filter(|s| show_steps || s.regressed) {
-            let state = |v: Option<bool>| match v {
-                Some(true) => "accepted",
-                Some(false) => "not accepted",
-                None => "absent",
-            };
-            text.push_str(&format!(
-                "step {}: {} → {}{}\n",
-                step.name,
-                state(step.a_accepted),
-                state(step.b_accepted),
-                if step.regressed { " (regressed)" } else { "" }
-            ));
-        }
-        if self.filtered > 0 {
-            text.push_str(&format!(
-                "{} kernel(s) below --min-duration {} left out\n",
-                self.filtered,
-                units::time_ns(self.min_duration_ns)
-            ));
-        }
-        text.push_str(&format!(
-            "matched GPU time {} → {} ({}); {} regressed, {} improved beyond ±{} % and {} ({} \
-             for kernels with fewer than {FEW_LAUNCHES} launches a side)\n",
-            units::time_ns(self.matched_gpu_time_a_ns),
-            units::time_ns(self.matched_gpu_time_b_ns),
-            signed_pct(change_pct(
-                Some(self.matched_gpu_time_a_ns),
-                Some(self.matched_gpu_time_b_ns)
-            )),
-            self.regressions,
-            self.improvements,
-            self.threshold_pct,
-            units::time_ns(self.floor_ns),
-            units::time_ns(self.floor_ns * FEW_LAUNCHES_FLOOR_FACTOR)
-        ));
-        text
     }
 }
 
@@ -610,7 +523,7 @@ mod tests {
                 ("n", 3, 9_000.0),
             ],
         );
-        let diff = diff_runs(&a, &b, &options(5.0));
+        let diff = diff_runs(&a, &b, &options(5.0)).unwrap();
         assert_eq!(diff.kernels.len(), 2);
         let k = diff.kernels.iter().find(|k| k.name == "k").unwrap();
         assert_eq!((k.a.count, k.b.count), (2, 2));
@@ -632,13 +545,13 @@ mod tests {
         // runs of the same pytest.
         let a = run("a", &[("nvjet", 0, 7_104.0)]);
         let b = run("b", &[("nvjet", 0, 7_616.0)]);
-        let single = diff_runs(&a, &b, &options(5.0));
+        let single = diff_runs(&a, &b, &options(5.0)).unwrap();
         assert_eq!(single.kernels[0].change, Change::Noise);
         assert!(!single.regressed());
         // A full microsecond counts even for one launch.
         let b = run("b", &[("nvjet", 0, 8_200.0)]);
         assert_eq!(
-            diff_runs(&a, &b, &options(5.0)).kernels[0].change,
+            diff_runs(&a, &b, &options(5.0)).unwrap().kernels[0].change,
             Change::Regressed
         );
         // Three tight launches a side: the plain floor, and the same 0.51 µs counts.
@@ -650,7 +563,7 @@ mod tests {
             "b",
             &[("k", 0, 7_612.0), ("k", 1, 7_616.0), ("k", 2, 7_620.0)],
         );
-        let repeated = diff_runs(&a, &b, &options(5.0));
+        let repeated = diff_runs(&a, &b, &options(5.0)).unwrap();
         assert_eq!(repeated.kernels[0].significant, Some(true));
         assert_eq!(repeated.kernels[0].change, Change::Regressed);
         assert!(
@@ -665,7 +578,7 @@ mod tests {
         // A 2.2 µs kernel 16 % slower: 350 ns, under the 500 ns floor.
         let a = run("a", &[("tiny", 0, 2_200.0)]);
         let b = run("b", &[("tiny", 0, 2_552.0)]);
-        let diff = diff_runs(&a, &b, &options(5.0));
+        let diff = diff_runs(&a, &b, &options(5.0)).unwrap();
         assert_eq!(diff.kernels[0].change, Change::Noise);
         assert!(!diff.regressed());
         // Medians 10 % apart but the launches spread wider than the gap.
@@ -687,7 +600,7 @@ mod tests {
                 ("k", 3, 15_000.0),
             ],
         );
-        let diff = diff_runs(&a, &b, &options(5.0));
+        let diff = diff_runs(&a, &b, &options(5.0)).unwrap();
         assert_eq!(diff.kernels[0].significant, Some(false));
         assert_eq!(diff.kernels[0].change, Change::Noise);
         // With the floor at zero the first case counts.
@@ -697,27 +610,27 @@ mod tests {
         };
         let a = run("a", &[("tiny", 0, 2_200.0)]);
         let b = run("b", &[("tiny", 0, 2_552.0)]);
-        assert!(diff_runs(&a, &b, &strict).regressed());
+        assert!(diff_runs(&a, &b, &strict).unwrap().regressed());
     }
 
     #[test]
     fn threshold_launch_configuration_and_min_duration_decide() {
         let a = run("a", &[("k", 0, 100_000.0)]);
         let b = run("b", &[("k", 0, 104_000.0)]);
-        assert!(!diff_runs(&a, &b, &options(5.0)).regressed());
-        assert!(diff_runs(&a, &b, &options(3.0)).regressed());
-        assert_eq!(diff_runs(&b, &a, &options(3.0)).improvements, 1);
+        assert!(!diff_runs(&a, &b, &options(5.0)).unwrap().regressed());
+        assert!(diff_runs(&a, &b, &options(3.0)).unwrap().regressed());
+        assert_eq!(diff_runs(&b, &a, &options(3.0)).unwrap().improvements, 1);
         // Another grid is another kernel.
         let mut other = b.clone();
         other.kernels[0].grid = Some([2, 1, 1]);
-        let diff = diff_runs(&a, &other, &options(3.0));
+        let diff = diff_runs(&a, &other, &options(3.0)).unwrap();
         assert!(diff.kernels.is_empty());
         assert_eq!((diff.only_in_a.len(), diff.only_in_b.len()), (1, 1));
         let skip = DiffOptions {
             min_duration_ns: 200_000.0,
             ..options(3.0)
         };
-        let diff = diff_runs(&a, &b, &skip);
+        let diff = diff_runs(&a, &b, &skip).unwrap();
         assert_eq!((diff.kernels.len(), diff.filtered), (0, 1));
         assert!(!diff.regressed());
     }
@@ -734,11 +647,11 @@ mod tests {
         };
         a.steps.push(step(true));
         b.steps.push(step(true));
-        let diff = diff_runs(&a, &b, &DiffOptions::default());
+        let diff = diff_runs(&a, &b, &DiffOptions::default()).unwrap();
         assert_eq!(diff.steps.len(), 1);
         assert!(!diff.regressed());
         b.steps[0].accepted = false;
-        let diff = diff_runs(&a, &b, &DiffOptions::default());
+        let diff = diff_runs(&a, &b, &DiffOptions::default()).unwrap();
         assert!(diff.regressed());
         assert!(
             diff.render(None)
@@ -759,8 +672,32 @@ mod tests {
             rejection: None,
         });
         for (x, y) in [(&a, &b), (&b, &a)] {
-            let diff = diff_runs(x, y, &DiffOptions::default());
+            let diff = diff_runs(x, y, &DiffOptions::default()).unwrap();
             assert!(!diff.regressed(), "{}", diff.render(None));
+        }
+    }
+
+    #[test]
+    fn non_positive_medians_are_refused_naming_kernel_and_side() {
+        let good = run("good", &[("k", 0, 10_000.0), ("m", 1, 5_000.0)]);
+        for broken_time in [0.0, -3.0] {
+            let broken = run("broken", &[("k", 0, 10_000.0), ("m", 1, broken_time)]);
+            let err = diff_runs(&good, &broken, &DiffOptions::default()).unwrap_err();
+            assert_eq!(
+                err,
+                DiffError::NonPositiveMedian {
+                    kernel: "m".into(),
+                    side: "B",
+                    label: "broken".into(),
+                    median_ns: broken_time,
+                }
+            );
+            let err = diff_runs(&broken, &good, &DiffOptions::default()).unwrap_err();
+            let text = err.to_string();
+            assert!(
+                text.contains("`m`") && text.contains("run A (broken)"),
+                "{text}"
+            );
         }
     }
 }

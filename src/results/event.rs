@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::model::record::FlopCounts;
+use crate::results::roofline::RooflineInputs;
 
 /// What a node of a call path is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -109,6 +110,11 @@ pub struct Event {
     /// Non-additive facts shown in traces (registers, occupancy, full kernel name, …).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub attributes: BTreeMap<String, serde_json::Value>,
+    /// What the launch's verdict is based on (speeds of light, pipe loads, clocks), for a
+    /// kernel taken from a profiler's record; aggregated rows judge each launch with it, as
+    /// the per-launch reports do. Not written: the record holds it.
+    #[serde(skip)]
+    pub verdict_inputs: Option<RooflineInputs>,
 }
 
 impl Event {

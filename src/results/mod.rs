@@ -3,9 +3,13 @@
 pub mod aggregate;
 pub mod benchmark;
 pub mod callpath;
+pub mod devices;
 pub mod diff;
+pub mod diff_table;
 pub mod event;
 pub mod export;
+pub mod fit;
+pub mod key_table;
 pub mod names;
 pub mod profile;
 pub mod roofline;

@@ -45,7 +45,8 @@ pub fn table_width(terminal: Option<usize>, columns_env: Option<&str>) -> usize 
         .unwrap_or(DEFAULT_TABLE_WIDTH)
 }
 
-/// The narrowest name column a fitted table gets, however narrow the terminal.
+/// The narrowest name column a fitted table gets while other columns can still be left out or
+/// wrapped (`results::fit`).
 pub const MIN_NAME_WIDTH: usize = 24;
 
 /// Characters left for column 0 of a comfy-table (UTF8_FULL_CONDENSED: one border character

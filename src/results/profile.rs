@@ -9,6 +9,7 @@ use crate::model::record::KernelRecord;
 use crate::model::run::ProfileRun;
 use crate::results::aggregate::{GroupBy, KeyAverages, key_averages};
 use crate::results::event::{Event, Frame, FrameKind, ThreadInfo};
+use crate::results::roofline::{RooflineInputs, clocks_locked};
 use crate::results::tree::CallTree;
 
 /// Events of one session or run.
@@ -23,7 +24,27 @@ pub struct Profile {
     pub events: Vec<Event>,
 }
 
+/// The file in a run directory that holds the call-path scopes a workload recorded during the
+/// run (`polyprof demo` writes it); reports and exports add them under the run's pass.
+pub const SCOPES_FILE: &str = "scopes.json";
+
 impl Profile {
+    /// The scopes saved in `run_dir` ([`SCOPES_FILE`]); `None` when there are none.
+    pub fn read_scopes(run_dir: &std::path::Path) -> crate::model::error::Result<Option<Self>> {
+        let path = run_dir.join(SCOPES_FILE);
+        let text = match std::fs::read(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(crate::model::error::Error::io("read scopes", &path, e)),
+        };
+        serde_json::from_slice(&text)
+            .map(Some)
+            .map_err(|source| crate::model::error::Error::Json {
+                context: path.display().to_string(),
+                source,
+            })
+    }
+
     /// A run's kernels as events under `job / pass / process / [segment /] kernel`.
     pub fn from_run(run: &ProfileRun) -> Self {
         Profile {
@@ -189,6 +210,17 @@ pub fn events_from_run(run: &ProfileRun, job: &[Frame]) -> Vec<Event> {
     events
 }
 
+/// Whether `event` is one of [`events_from_run`]'s process steps (their attributes hold the
+/// attempt's `argv` and `outcome`).
+pub fn is_process_step(event: &Event) -> bool {
+    event.kind() == FrameKind::Scope
+        && event.attributes.contains_key(STEP_ARGV)
+        && event.attributes.contains_key(STEP_OUTCOME)
+}
+
+const STEP_ARGV: &str = "argv";
+const STEP_OUTCOME: &str = "outcome";
+
 /// Attempts ran one after the other; each starts where the previous one ended.
 fn step_events(run: &ProfileRun, job: &[Frame], first_id: u64) -> Vec<Event> {
     let mut events = Vec::new();
@@ -206,9 +238,9 @@ fn step_events(run: &ProfileRun, job: &[Frame], first_id: u64) -> Vec<Event> {
             call_path.push(Frame::new(run.label.clone(), FrameKind::Pass));
             call_path.push(Frame::new(name.clone(), FrameKind::Scope));
             let mut attributes = std::collections::BTreeMap::new();
-            attributes.insert("argv".to_string(), serde_json::json!(attempt.argv));
+            attributes.insert(STEP_ARGV.to_string(), serde_json::json!(attempt.argv));
             attributes.insert(
-                "outcome".to_string(),
+                STEP_OUTCOME.to_string(),
                 Value::from(attempt.outcome.to_string()),
             );
             events.push(Event {
@@ -234,6 +266,7 @@ fn step_events(run: &ProfileRun, job: &[Frame], first_id: u64) -> Vec<Event> {
 /// One event per kernel record, in record order, ids from 0 (no process-step events: a session
 /// that adds a run measures CPU time on its own clock).
 pub fn kernel_events(run: &ProfileRun, job: &[Frame]) -> Vec<Event> {
+    let clocks_locked = clocks_locked(run);
     run.kernels
         .iter()
         .enumerate()
@@ -254,6 +287,10 @@ pub fn kernel_events(run: &ProfileRun, job: &[Frame]) -> Vec<Event> {
                 ..Default::default()
             };
             event.attributes = record_attributes(record);
+            event.verdict_inputs = Some(RooflineInputs {
+                clocks_locked,
+                ..RooflineInputs::from_record(record)
+            });
             event
         })
         .collect()

@@ -48,3 +48,78 @@ fn demo_without_gpu_profiles_the_cpu_workload_and_writes_exports() {
         "{chrome}"
     );
 }
+
+/// What the demo showed comes back from its run directory: `report --format csv` has a row per
+/// workload scope, the Hatchet and Proton re-exports keep the four scopes, and the replay
+/// folder has the Chrome trace the README promises.
+#[test]
+fn the_demo_run_reports_its_scopes_again_and_the_replay_has_a_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("polyprof")
+        .unwrap()
+        .args(["demo", "--profiler", "none", "--output-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    crate::support::assert_exit(&out, 0);
+    let run_dir = dir.path().join("none.000");
+    let report = |format: &str| {
+        let out = Command::cargo_bin("polyprof")
+            .unwrap()
+            .args(["report", "--format", format])
+            .arg(&run_dir)
+            .output()
+            .unwrap();
+        crate::support::assert_exit(&out, 0);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let scopes = [
+        "vector_add",
+        "matmul_naive",
+        "matmul_tiled<32>",
+        "reduce_sum",
+    ];
+
+    let csv = report("csv");
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let header = reader.headers().unwrap().clone();
+    let column = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    for scope in scopes {
+        let row = rows
+            .iter()
+            .find(|r| &r[column("kernel")] == scope)
+            .unwrap_or_else(|| panic!("no row {scope}:\n{csv}"));
+        assert_eq!(&row[column("kind")], "scope");
+        assert!(row[column("cpu_time_ns")].parse::<f64>().unwrap() > 0.0);
+        assert!(
+            row[column("gflops_per_s")].parse::<f64>().unwrap() > 0.0,
+            "{csv}"
+        );
+        assert!(
+            row[column("dram_bytes")].parse::<f64>().unwrap() > 0.0,
+            "{csv}"
+        );
+    }
+    for format in ["hatchet", "proton"] {
+        let text = report(format);
+        for scope in scopes {
+            assert!(
+                text.contains(&format!("\"{scope}\"")),
+                "{format}: {scope}\n{text}"
+            );
+        }
+    }
+    assert!(report("table").contains("matmul_tiled<32>"));
+
+    let replay = dir.path().join("h200-replay");
+    let chrome: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(replay.join("trace.chrome.json")).unwrap()).unwrap();
+    let kernels = chrome["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["cat"] == "kernel")
+        .count();
+    assert_eq!(kernels, 8);
+}

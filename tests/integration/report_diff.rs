@@ -168,3 +168,34 @@ fn bad_input_is_exit_2() {
     ]);
     assert_eq!(bad_threshold.status.code(), Some(2));
 }
+
+/// A kernel whose median GPU time is zero or negative (a broken record) is refused: exit 2, and
+/// the message names the kernel and the side, whichever side it is on.
+#[test]
+fn a_non_positive_median_is_refused_naming_kernel_and_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture("runs/h200-baseline/run.json")).unwrap();
+    let mut run: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for kernel in run["kernels"].as_array_mut().unwrap() {
+        if kernel["short_name"] == "reduce_sum" {
+            kernel["duration_ns"] = serde_json::json!(0.0);
+        }
+    }
+    let broken = dir.path().join("broken");
+    std::fs::create_dir(&broken).unwrap();
+    std::fs::write(broken.join("run.json"), run.to_string()).unwrap();
+    let broken = broken.to_str().unwrap();
+    for (args, side) in [
+        ([path("h200-baseline"), broken.to_string()], "run B"),
+        ([broken.to_string(), path("h200-baseline")], "run A"),
+    ] {
+        let output = diff(&[&args[0], &args[1]]);
+        assert_eq!(output.status.code(), Some(2), "{output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("`reduce_sum`") && stderr.contains(side) && stderr.contains("0 ns"),
+            "{stderr}"
+        );
+        assert!(output.stdout.is_empty());
+    }
+}

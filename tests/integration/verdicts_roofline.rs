@@ -250,3 +250,79 @@ fn the_details_page_names_cache_bound_kernels_by_their_memory_speed_of_light() {
         (Bound::Memory, Limiter::Dram)
     );
 }
+
+/// No FP8 launch was captured, so this builds one from the real bf16 cuBLAS launch of the
+/// capture: its 2·4096³ tensor FLOPs counted as FP8 twice over (the H200's FP8 peak is twice
+/// its BF16 peak, so the share stays the capture's 90.4 %), plus the FP32 work an FP8 GEMM does
+/// on the side (scaling, amax) sized to 13 % of the FMA pipe over the launch's time. Tensor
+/// cores and the FMA pipe run at once: the share is the busier pipe's, 90.4 %, not the 103 %
+/// that adding the two times gave.
+#[test]
+fn fp8_matmul_with_fp32_side_work_stays_at_its_tensor_share() {
+    let peaks = h200();
+    let bf16 = find(&kernels(), "nvjet_sm90_tst").clone();
+    let captured = evaluate_record(Some(&peaks), &bf16);
+    let time_ns = bf16.duration_ns.unwrap();
+    let clock_hz = captured.sm_clock_ghz.unwrap() * 1e9;
+    let fp32_peak_at_clock = 67.0 * clock_hz / 1.98e9; // TFLOP/s = 10^3 FLOP per ns
+    let mut fp8 = bf16.clone();
+    fp8.flops.tensor_fp8 = Some(2.0 * bf16.flops.tensor_bf16.unwrap());
+    fp8.flops.tensor_bf16 = Some(0.0);
+    fp8.flops.fp32 = Some(0.13 * time_ns * fp32_peak_at_clock * 1e3);
+
+    let point = evaluate_record(Some(&peaks), &fp8);
+    let pct = point.pct_peak_compute.unwrap();
+    let tensor_only = captured.pct_peak_compute.unwrap();
+    assert!((pct - tensor_only).abs() < 1e-6, "{pct} vs {tensor_only}");
+    assert!(pct < 100.0, "{pct}");
+    assert_eq!(point.precision, Some(Precision::TensorFp8));
+    assert_eq!(
+        (point.bound, point.limiter),
+        (Bound::Compute, Limiter::TensorPipe)
+    );
+    assert_eq!(point.above_peak, None);
+
+    // FP32 work that is the busier pipe names the share and the precision.
+    let mut simt = fp8.clone();
+    simt.flops.fp32 = Some(0.95 * time_ns * fp32_peak_at_clock * 1e3);
+    let point = evaluate_record(Some(&peaks), &simt);
+    assert!((point.pct_peak_compute.unwrap() - 95.0).abs() < 1e-6);
+    assert_eq!(point.precision, Some(Precision::Fp32));
+}
+
+/// A share above 100 % of the clock-scaled peak cannot be: the point says so, the JSON carries
+/// it, and the table report prints a warning and marks the cell.
+#[test]
+fn a_share_above_the_clock_scaled_peak_is_a_diagnostic() {
+    let peaks = h200();
+    let mut fast = find(&kernels(), "nvjet_sm90_tst").clone();
+    // The same FLOPs in 85 % of the captured time: 106 % of the tensor peak at its clock.
+    fast.duration_ns = fast.duration_ns.map(|t| t * 0.85);
+    let point = evaluate_record(Some(&peaks), &fast);
+    assert!(point.pct_peak_compute.unwrap() > 100.0);
+    assert_eq!(
+        point.above_peak,
+        Some(polyprof::results::roofline::AbovePeak::Compute)
+    );
+    let verdict = point.verdict();
+    assert!(
+        verdict.contains("ABOVE PEAK: 106.4 % of the compute peak (bf16) at 1.59 GHz"),
+        "{verdict}"
+    );
+    assert_eq!(
+        serde_json::to_value(point).unwrap()["above_peak"],
+        "compute"
+    );
+
+    let mut run =
+        polyprof::results::ProfileRun::new("ncu.000", "ncu", &[], std::path::Path::new("x"));
+    run.kernels.push(fast);
+    let report = polyprof::results::export::Report::from_run(run, Some(peaks));
+    let table = polyprof::results::export::table::render_fitted(&report, None);
+    let warning = table
+        .lines()
+        .find(|l| l.starts_with("warning  above_peak: nvjet_sm90_tst"))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(warning.contains("106.4 % of the compute peak"), "{warning}");
+    assert!(table.contains("106.4!"), "{table}");
+}

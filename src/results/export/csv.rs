@@ -1,4 +1,5 @@
-//! CSV report: one row per normalized record, the fixed columns of [`COLUMNS`] (documented in
+//! CSV report: one row per normalized record, then one per user scope (a session's scopes, or
+//! those a workload recorded during the run), the fixed columns of [`COLUMNS`] (documented in
 //! docs/reports.md); the record's normalized numbers come through `model::fields`. Missing
 //! values are empty cells; numbers are in base units (ns, bytes, FLOPs).
 
@@ -6,8 +7,9 @@ use std::io::Write;
 
 use crate::model::error::{Error, Result};
 use crate::model::fields::normalized_field;
+use crate::results::event::FrameKind;
 use crate::results::export::{Exporter, Format, Report};
-use crate::results::roofline::evaluate_run_record;
+use crate::results::roofline::{evaluate, evaluate_run_record};
 
 /// The header, in order. Never reordered; new columns are appended.
 pub const COLUMNS: &[&str] = &[
@@ -62,6 +64,9 @@ pub const COLUMNS: &[&str] = &[
     "dram_clock_ghz",
     "clock_state",
     "verdict_inputs",
+    "kind",
+    "cpu_time_ns",
+    "above_peak",
 ];
 
 pub struct CsvExporter;
@@ -100,8 +105,20 @@ impl Exporter for CsvExporter {
             .map(|r| r.label.clone())
             .unwrap_or_else(|| report.profile.name.clone());
         let run_device = report.device_name().map(str::to_string);
-        for record in report.records() {
+        let kernels = report.records().into_iter().map(|record| {
             let point = evaluate_run_record(report.peaks.as_ref(), report.run.as_ref(), &record);
+            (record, point, FrameKind::Kernel, None)
+        });
+        let scopes = report.scope_records().into_iter().map(|(record, event)| {
+            // As the table judges a scope: its rates over GPU time inside it, else over its own
+            // CPU time with no GPU peak to compare against.
+            let point = match (event.gpu_time_ns, event.cpu_time_ns) {
+                (None, Some(cpu)) => evaluate(None, &record.flops, record.dram_bytes, Some(cpu)),
+                (gpu, _) => evaluate(report.peaks.as_ref(), &record.flops, record.dram_bytes, gpu),
+            };
+            (record, point, event.kind(), event.cpu_time_ns)
+        });
+        for (record, point, kind, cpu_time_ns) in kernels.chain(scopes) {
             let [grid_x, grid_y, grid_z] = dims(record.grid);
             let [block_x, block_y, block_z] = dims(record.block);
             let cell = |column: &str| -> String {
@@ -156,6 +173,12 @@ impl Exporter for CsvExporter {
                         .map(|c| serde_label(&c))
                         .unwrap_or_default(),
                     "verdict_inputs" => point.inputs.names().join(" "),
+                    "kind" => kind.as_str().to_string(),
+                    "cpu_time_ns" => opt(cpu_time_ns),
+                    "above_peak" => point
+                        .above_peak
+                        .map(|a| serde_label(&a))
+                        .unwrap_or_default(),
                     // Every column is named above or in the table (a test checks).
                     _ => String::new(),
                 }

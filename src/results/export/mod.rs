@@ -17,8 +17,9 @@ use crate::model::error::{Error, Result};
 use crate::model::record::KernelRecord;
 use crate::model::run::ProfileRun;
 use crate::results::aggregate::{GroupBy, SortBy, from_str_via_value_enum};
-use crate::results::event::FrameKind;
+use crate::results::event::{Event, Frame, FrameKind};
 use crate::results::profile::Profile;
+use crate::results::profile::is_process_step;
 use crate::results::roofline::DevicePeaks;
 
 /// Output formats of `polyprof report`.
@@ -104,33 +105,80 @@ impl Report {
             .events
             .iter()
             .filter(|e| e.kind() == FrameKind::Kernel)
-            .map(|event| KernelRecord {
-                profiler: self
-                    .profile
-                    .profiler
-                    .clone()
-                    .unwrap_or_else(|| "session".to_string()),
-                process_id: event.process_id,
-                process_name: event.process_name.clone(),
-                launch_id: event.launch_id.unwrap_or(event.id),
-                name: event
-                    .attributes
-                    .get("kernel")
-                    .and_then(|v| v.as_str())
-                    .unwrap_or(event.name())
-                    .to_string(),
-                short_name: event.name().to_string(),
-                device: event.device.clone(),
-                stream: event.stream.clone(),
-                start_ns: event.gpu_start_ns,
-                duration_ns: event.gpu_time_ns,
-                calls: event.calls,
-                dram_bytes: event.bytes,
-                flops: event.flops,
-                call_path: event.call_path.iter().map(|f| f.name.clone()).collect(),
-                ..Default::default()
-            })
+            .map(|event| self.event_record(event))
             .collect()
+    }
+
+    /// A user scope or function range of the report's events (not the process steps of the
+    /// run, which say where wall time went rather than what the workload did) as a record:
+    /// name, calls, FLOPs, bytes and call path, for the one-row-per-record formats.
+    pub fn scope_records(&self) -> Vec<(KernelRecord, &Event)> {
+        self.profile
+            .events
+            .iter()
+            .filter(|e| matches!(e.kind(), FrameKind::Scope | FrameKind::Function))
+            .filter(|e| !is_process_step(e))
+            .map(|event| (self.event_record(event), event))
+            .collect()
+    }
+
+    fn event_record(&self, event: &Event) -> KernelRecord {
+        KernelRecord {
+            profiler: self
+                .profile
+                .profiler
+                .clone()
+                .unwrap_or_else(|| "session".to_string()),
+            process_id: event.process_id,
+            process_name: event.process_name.clone(),
+            launch_id: event.launch_id.unwrap_or(event.id),
+            name: event
+                .attributes
+                .get("kernel")
+                .and_then(|v| v.as_str())
+                .unwrap_or(event.name())
+                .to_string(),
+            short_name: event.name().to_string(),
+            device: event.device.clone(),
+            stream: event.stream.clone(),
+            start_ns: event.gpu_start_ns,
+            duration_ns: event.gpu_time_ns,
+            calls: event.calls,
+            dram_bytes: event.bytes,
+            flops: event.flops,
+            call_path: event.call_path.iter().map(|f| f.name.clone()).collect(),
+            ..Default::default()
+        }
+    }
+
+    /// Add a session's scopes (a [`Profile`] a workload recorded with the call-path API) under
+    /// the run's pass: `job / pass / scope …`, ids after the run's events.
+    pub fn add_scopes(&mut self, scopes: Profile) {
+        let prefix: Vec<Frame> = self
+            .profile
+            .events
+            .iter()
+            .find(|e| e.call_path.iter().any(|f| f.kind == FrameKind::Pass))
+            .and_then(|e| {
+                let pass = e.call_path.iter().position(|f| f.kind == FrameKind::Pass)?;
+                Some(e.call_path[..=pass].to_vec())
+            })
+            .unwrap_or_default();
+        let first_id = self
+            .profile
+            .events
+            .iter()
+            .map(|e| e.id + 1)
+            .max()
+            .unwrap_or(0);
+        for mut event in scopes.events {
+            event.id += first_id;
+            event.parent = event.parent.map(|p| p + first_id);
+            let mut path = prefix.clone();
+            path.append(&mut event.call_path);
+            event.call_path = path;
+            self.profile.events.push(event);
+        }
     }
 
     /// The device name the report is about.

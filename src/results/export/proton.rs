@@ -36,14 +36,27 @@ fn node_json(
     metrics.insert("count".into(), json!(own.count));
     metrics.insert("time (ns)".into(), json!(own.gpu_time_ns));
     metrics.insert("cpu_time (ns)".into(), json!(own.cpu_time_ns));
+    let mut total_flops = 0.0;
     for width in [8, 16, 32, 64] {
         let flops = own.flops.by_width(width).unwrap_or(0.0);
+        total_flops += flops;
         metrics.insert(format!("flops{width}"), json!(flops));
     }
+    // `proton-viewer -m flop/s` (`gflop/s`, `tflop/s`) divides a metric named `flops`.
+    metrics.insert("flops".into(), json!(total_flops));
     metrics.insert("bytes".into(), json!(own.bytes));
-    if let (FrameKind::Kernel, Some(kind)) = (node.frame.kind, device_type) {
-        metrics.insert("device_id".into(), json!(DEVICE_ID));
-        metrics.insert("device_type".into(), json!(kind));
+    if node.frame.kind == FrameKind::Kernel {
+        // `-m util` reads `device_id` on every frame: null (no utilization) where Proton has no
+        // peaks for the device (Intel, Apple, or a device the table does not describe).
+        match device_type {
+            Some(kind) => {
+                metrics.insert("device_id".into(), json!(DEVICE_ID));
+                metrics.insert("device_type".into(), json!(kind));
+            }
+            None => {
+                metrics.insert("device_id".into(), Value::Null);
+            }
+        }
     }
     node_object(node, metrics, at, meta, &mut |child, at| {
         node_json(child, device_type, at, meta)
@@ -117,15 +130,33 @@ fn device_info(report: &Report, peaks: &DevicePeaks) -> Map<String, Value> {
     info
 }
 
+/// What Proton's `util` reads of a device entry.
+const UTIL_FIELDS: [&str; 5] = [
+    "arch",
+    "num_sms",
+    "clock_rate",
+    "memory_clock_rate",
+    "bus_width",
+];
+
 /// The `[root, device_info]` document.
 pub fn document(report: &Report) -> Value {
     let stable = StableTree::of(&report.profile);
-    let kind = report.peaks.as_ref().and_then(device_type);
+    // A device is described only with every field `util` reads; otherwise kernels point at none.
+    let described = report.peaks.as_ref().and_then(|peaks| {
+        let kind = device_type(peaks)?;
+        let info = device_info(report, peaks);
+        UTIL_FIELDS
+            .iter()
+            .all(|field| info.contains_key(*field))
+            .then_some((kind, info))
+    });
+    let kind = described.as_ref().map(|(kind, _)| *kind);
     let root = node_json(&stable.tree.root, kind, &mut Vec::new(), &stable.metadata);
     let mut devices = Map::new();
-    if let (Some(peaks), Some(kind)) = (report.peaks.as_ref(), kind) {
+    if let Some((kind, info)) = described {
         let mut by_id = Map::new();
-        by_id.insert(DEVICE_ID.into(), Value::Object(device_info(report, peaks)));
+        by_id.insert(DEVICE_ID.into(), Value::Object(info));
         devices.insert(kind.into(), Value::Object(by_id));
     }
     Value::Array(vec![root, Value::Object(devices)])

@@ -6,7 +6,9 @@ use std::io::Write;
 use crate::model::error::{Error, Result};
 use crate::model::outcome::Outcome;
 use crate::model::run::ProfileRun;
+use crate::results::aggregate::KeyAverages;
 use crate::results::export::{Exporter, Format, Report};
+use crate::results::fit;
 use crate::results::roofline::LATENCY_BOUND_PCT;
 use crate::results::units;
 
@@ -155,29 +157,67 @@ pub fn render(report: &Report) -> String {
     render_fitted(report, None)
 }
 
-/// [`render`] with the kernel table at most `width` columns wide (names shortened).
+/// Where a header line's value starts (`run      `): wrapped lines continue there.
+const LABEL_WIDTH: usize = 9;
+
+/// [`render`] at most `width` characters wide (`None`: every column, full names): the table
+/// leaves out derivable columns, wraps its last and shortens names; prose lines wrap.
 pub fn render_fitted(report: &Report, width: Option<usize>) -> String {
     let averages = report
         .profile
         .key_averages(report.group_by)
         .with_peaks(report.peaks.clone());
-    let mut text = header(report);
-    text.push_str("\n\n");
+    let mut text = fit::wrap_prose(&header(report), width, LABEL_WIDTH);
+    text.push('\n');
+    for warning in above_peak_warnings(&averages) {
+        text.push_str(&fit::wrap_prose(&warning, width, LABEL_WIDTH));
+        text.push('\n');
+    }
+    text.push('\n');
     if averages.rows.is_empty() {
         text.push_str("no kernel records\n");
         return text;
     }
-    text.push_str(&averages.table_fitted(report.sort_by, width));
+    let fitted = averages.table_fitted(report.sort_by, width);
+    text.push_str(&fitted.table);
     text.push('\n');
-    text.push_str(&format!(
+    let mut footer = format!(
         "GPU time of kernels: {}",
         units::time_ns(averages.kernel_gpu_total_ns())
-    ));
+    );
     if report.peaks.is_some() {
-        text.push_str(&format!(
-            "; bound = the larger share of peak (memory or compute) with its limiter, latency when both are below {LATENCY_BOUND_PCT} % (per-launch verdicts with speed of light and clocks: --format json)"
+        footer.push_str(&format!(
+            "; bound = the larger share of peak (memory or compute) with its limiter, latency when both are below {LATENCY_BOUND_PCT} %, judged per launch as in --format json"
         ));
     }
+    if averages.has_mixed_verdicts() {
+        footer.push_str(
+            "; `; N of M`: the row's launches disagree, the row shows the verdict of most of its GPU time",
+        );
+    }
+    if !fitted.empty.is_empty() {
+        footer.push_str(&format!("; no data for {}", fitted.empty.join(", ")));
+    }
+    if !fitted.left_out.is_empty() {
+        footer.push_str(&format!(
+            "; left out to fit {} columns: {} (--wide shows them)",
+            width.unwrap_or_default(),
+            fitted.left_out.join(", ")
+        ));
+    }
+    text.push_str(&fit::wrap_prose(&footer, width, 0));
     text.push('\n');
     text
+}
+
+/// One warning per row with a share above 100 % of its clock-scaled peak.
+fn above_peak_warnings(averages: &KeyAverages) -> Vec<String> {
+    averages
+        .rows
+        .iter()
+        .filter_map(|row| {
+            let warning = row.roofline.above_peak_warning()?;
+            Some(format!("warning  above_peak: {}: {warning}", row.label()))
+        })
+        .collect()
 }
