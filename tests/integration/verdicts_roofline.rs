@@ -326,3 +326,35 @@ fn a_share_above_the_clock_scaled_peak_is_a_diagnostic() {
     assert!(warning.contains("106.4 % of the compute peak"), "{warning}");
     assert!(table.contains("106.4!"), "{table}");
 }
+
+/// The real cuBLAS FP8 matmul (tests/fixtures/ncu-h200-fp8, both clock policies): its FP32
+/// epilogue runs beside the tensor work, so the compute share is the tensor pipe's and stays
+/// below 100 % of the peak at the clock the launch ran at (main added the two: 103 %).
+#[test]
+fn the_captured_fp8_matmul_stays_below_its_clock_scaled_peak() {
+    let peaks = h200();
+    for file in ["fp8_clock_base.csv", "fp8_clock_none.csv"] {
+        let bytes = std::fs::read(fixture(&format!("ncu-h200-fp8/{file}"))).unwrap();
+        let parsed = parse(&bytes, &ParseOptions::default());
+        let matmul = find(&parsed.kernels, "nvjet_sm90_qqtst");
+        // 2·8192³ and 0.2 % more: ncu counts 2·8192²·8208 for this cuBLAS kernel.
+        let fp8 = matmul.flops.tensor_fp8.unwrap();
+        assert!(
+            (fp8 / (2.0 * 8192f64.powi(3)) - 1.0).abs() < 0.005,
+            "{file}: {fp8}"
+        );
+        assert!(
+            matmul.flops.fp32.is_some_and(|f| f > 4e9),
+            "{file}: the epilogue's FP32"
+        );
+        let point = evaluate_record(Some(&peaks), matmul);
+        let pct = point.pct_peak_compute.unwrap();
+        assert!(
+            (85.0..=100.0).contains(&pct),
+            "{file}: {pct} % of the FP8 peak"
+        );
+        assert_eq!(point.precision, Some(Precision::TensorFp8), "{file}");
+        assert_eq!(point.bound, Bound::Compute, "{file}");
+        assert_eq!(point.above_peak, None, "{file}");
+    }
+}
