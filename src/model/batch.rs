@@ -298,20 +298,7 @@ fn write_json_atomic<T: Serialize>(path: &Path, value: &T, what: &str) -> Result
         context: what.to_string(),
         source,
     })?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    // Unique per process and call: two writers never share a temporary file.
-    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = path.with_file_name(format!(".{name}.{}.{seq}.tmp", std::process::id()));
-    let cleanup = |e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::io("write", path, e)
-    };
-    std::fs::write(&tmp, text).map_err(cleanup)?;
-    std::fs::rename(&tmp, path).map_err(cleanup)
+    crate::model::atomic_file::write_atomic(path, &text).map_err(|e| Error::io("write", path, e))
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T> {

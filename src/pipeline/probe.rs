@@ -146,8 +146,7 @@ impl Probe for HostProbe {
         if std::fs::create_dir_all(dir).is_err() {
             return false;
         }
-        let temporary = path.with_extension("tmp");
-        std::fs::write(&temporary, text).is_ok() && std::fs::rename(&temporary, path).is_ok()
+        crate::model::atomic_file::write_atomic(path, text.as_bytes()).is_ok()
     }
 
     fn list_dir(&self, path: &Path) -> Vec<String> {

@@ -554,7 +554,7 @@ fn final_entry(root: &Path, id: &str, job_id: &str) -> Option<BatchEntry> {
 
 fn write_script(path: &Path, text: &str) -> Result<(), SlurmError> {
     let io = |e| Error::io("write the task script", path, e);
-    std::fs::write(path, text).map_err(io)?;
+    crate::model::atomic_file::write_atomic(path, text.as_bytes()).map_err(io)?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
