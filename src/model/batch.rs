@@ -166,6 +166,11 @@ pub struct BatchEntry {
     pub labels: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slurm: Option<SlurmTaskInfo>,
+    /// Digest of the job's definition as it ran (command, profiler, settings, environment;
+    /// not its id, labels or retries): `--resume` reruns a finished job whose definition has
+    /// changed since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition_digest: Option<String>,
 }
 
 impl BatchEntry {
