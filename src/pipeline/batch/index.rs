@@ -36,7 +36,7 @@ pub fn lock_root(root: &Path) -> Result<HeldLock> {
 /// What an earlier run of a job left, as `--resume` sees it.
 enum Earlier {
     /// Ran to its end with this very definition: kept.
-    Done(BatchEntry),
+    Done(Box<BatchEntry>),
     /// Ran to its end, but the job file now says something else: rerun.
     Changed,
     /// Did not finish (or left nothing readable): rerun.
@@ -47,7 +47,7 @@ enum Earlier {
 /// state `--resume` keeps, and every pass's run.json reads back.
 pub fn completed_entry(root: &Path, spec: &JobSpec) -> Option<BatchEntry> {
     match earlier_run(root, spec) {
-        Earlier::Done(entry) => Some(entry),
+        Earlier::Done(entry) => Some(*entry),
         Earlier::Changed | Earlier::Unfinished => None,
     }
 }
@@ -56,7 +56,7 @@ fn earlier_run(root: &Path, spec: &JobSpec) -> Earlier {
     match finished_entry(root, spec) {
         // An entry without a digest (an older polyprof) cannot prove it ran this definition.
         Some(entry) if entry.definition_digest.as_deref() == Some(&spec.definition_digest()) => {
-            Earlier::Done(entry)
+            Earlier::Done(Box::new(entry))
         }
         Some(_) => Earlier::Changed,
         None => Earlier::Unfinished,
@@ -116,7 +116,7 @@ pub fn prepare(
         match earlier {
             Earlier::Done(entry) => {
                 kept += 1;
-                entries.push(entry);
+                entries.push(*entry);
             }
             Earlier::Changed | Earlier::Unfinished => {
                 changed += usize::from(matches!(earlier, Earlier::Changed));
