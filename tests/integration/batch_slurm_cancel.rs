@@ -157,3 +157,31 @@ fn a_percent_in_the_batch_root_is_doubled_in_sbatch_output() {
     );
     assert!(sbatch.contains(&expected), "{sbatch}");
 }
+
+#[test]
+fn a_hung_slurm_command_dies_with_a_killed_driver() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let pids = w.join("squeue.pids");
+    // squeue is one hung process, as the real one is.
+    let bin = fakes(
+        w,
+        &format!("echo $$ >> '{}'; exec sleep 600", pids.display()),
+    );
+    let mut driver = slurm_driver(w, &bin, &w.join("root"));
+    wait_until("squeue was called", Duration::from_secs(60), || {
+        pids.exists()
+    });
+    driver.kill().unwrap();
+    driver.wait().unwrap();
+    let pid: i32 = std::fs::read_to_string(&pids)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    wait_until(
+        "the hung squeue died with the driver",
+        Duration::from_secs(10),
+        || live_members(pid).is_empty(),
+    );
+}
