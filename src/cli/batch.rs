@@ -30,7 +30,7 @@ pub struct Args {
     pub output_dir: PathBuf,
     /// CPU slots of a CPU pool (no GPU found, or `--devices cpu`) [default: the CPU count];
     /// on a GPU pool, at most this many jobs at once [default: one per GPU].
-    #[arg(long = "jobs", value_name = "N")]
+    #[arg(long = "jobs", value_name = "N", value_parser = at_least_one)]
     pub jobs_at_once: Option<usize>,
     /// The pool: GPU indices (`0,1`; `amd:0,1`, `intel:0`, `nvidia:2`), or `cpu`
     /// [default: the GPUs found, else cpu].
@@ -50,7 +50,7 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub retries: u32,
     /// Wall-clock limit of a job that gives no `timeout_s`, seconds.
-    #[arg(long, value_parser = super::run::parse_secs, value_name = "S")]
+    #[arg(long, value_parser = positive_secs, value_name = "S")]
     pub timeout: Option<Duration>,
     /// A device whose jobs fail with a device-level error this many times in a row is taken
     /// out of the pool.
@@ -78,6 +78,27 @@ pub struct Args {
     pub task_id: Option<String>,
     #[command(flatten)]
     pub slurm: Box<super::batch_slurm::SlurmArgs>,
+}
+
+/// `--jobs N`: 0 slots would run nothing and wait forever.
+fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("0 jobs at once would run nothing; give 1 or more".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("`{text}` is not a whole number of jobs")),
+    }
+}
+
+/// `batch --timeout S`: 0 would stop every job as it starts.
+fn positive_secs(text: &str) -> Result<Duration, String> {
+    let secs = super::run::parse_secs(text)?;
+    if secs.is_zero() {
+        return Err(
+            "a timeout of 0 s would stop every job as it starts; give seconds above 0 (or leave --timeout out)"
+                .into(),
+        );
+    }
+    Ok(secs)
 }
 
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
@@ -119,11 +140,7 @@ async fn run_local(args: &Args, specs: &[JobSpec], opts: TaskOptions) -> anyhow:
     };
     let open = OpenBatch::open(specs, &args.output_dir, &batch_opts).await?;
     if !args.quiet {
-        let kept = if open.prepared.kept > 0 {
-            format!(" ({} kept from the earlier run)", open.prepared.kept)
-        } else {
-            String::new()
-        };
+        let kept = super::batch_summary::kept_note(open.prepared.kept, open.prepared.changed);
         let names: Vec<String> = open.devices.iter().map(|d| d.name()).collect();
         eprintln!(
             "polyprof batch: {} of {} jobs to run{kept} on {}",

@@ -81,6 +81,7 @@ pub struct SlurmArgs {
 /// Run the batch through Slurm.
 pub async fn execute(args: Common<'_>, specs: &[JobSpec]) -> anyhow::Result<u8> {
     let slurm = &args.slurm;
+    polyprof::pipeline::rundir::check_usable(args.output_dir)?;
     std::fs::create_dir_all(args.output_dir)
         .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
     // The nodes need absolute paths.
@@ -115,11 +116,7 @@ pub async fn execute(args: Common<'_>, specs: &[JobSpec]) -> anyhow::Result<u8> 
     cancel_on_signals(cancel.clone(), run.give_up.clone());
     run.cancel = cancel.clone();
     if !args.quiet {
-        let kept = if prepared.kept > 0 {
-            format!(" ({} kept from the earlier run)", prepared.kept)
-        } else {
-            String::new()
-        };
+        let kept = super::batch_summary::kept_note(prepared.kept, prepared.changed);
         eprintln!(
             "polyprof batch: {} of {} jobs to submit to Slurm{kept}",
             prepared.to_run.len(),

@@ -26,6 +26,22 @@ fn note(entry: &BatchEntry) -> String {
 /// Exit status when some job did not succeed (a cancelled batch exits 130 instead).
 pub const EXIT_SOME_FAILED: u8 = 1;
 
+/// ` (3 kept from the earlier run, 2 rerun as their definition changed)`, or nothing.
+pub fn kept_note(kept: usize, changed: usize) -> String {
+    let mut parts = Vec::new();
+    if kept > 0 {
+        parts.push(format!("{kept} kept from the earlier run"));
+    }
+    if changed > 0 {
+        parts.push(format!("{changed} rerun as their definition changed since"));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join(", "))
+    }
+}
+
 /// How a batch ends, local or on Slurm: the index (`--json`) or the summary table on stdout,
 /// then the exit status (0 when every job succeeded).
 pub fn finish(index: &BatchIndex, root: &str, json: bool, cancelled: bool) -> anyhow::Result<u8> {

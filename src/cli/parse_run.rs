@@ -94,18 +94,10 @@ pub fn run_document(
     run
 }
 
-/// Write the document to `file` through a temporary file and a rename.
+/// Write the document to `file` atomically (the one document writer).
 fn write_to(run: &ProfileRun, file: &Path) -> anyhow::Result<PathBuf> {
     let text = serde_json::to_vec_pretty(run).context("cannot serialize the run document")?;
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "run.json".to_string());
-    let tmp = file.with_file_name(format!(".{name}.tmp"));
-    std::fs::write(&tmp, text).with_context(|| format!("cannot write `{}`", tmp.display()))?;
-    if let Err(e) = std::fs::rename(&tmp, file) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e).with_context(|| format!("cannot write `{}`", file.display()));
-    }
+    polyprof::model::atomic_file::write_atomic(file, &text)
+        .with_context(|| format!("cannot write `{}`", file.display()))?;
     Ok(file.to_path_buf())
 }

@@ -7,9 +7,10 @@ use std::time::Duration;
 use anyhow::Context;
 use polyprof::model::outcome::{Outcome, StreamCapture};
 use polyprof::pipeline::job::pass_label;
+use polyprof::pipeline::job::profile_claimed;
 use polyprof::pipeline::runner::Tracking;
 use polyprof::pipeline::runner::echo::{self, Echo};
-use polyprof::pipeline::{EnvPolicy, Job, RunOptions, profile_on, rundir};
+use polyprof::pipeline::{EnvPolicy, Job, RunOptions, rundir};
 use polyprof::profilers::{self, EndMarker, Graces, ProfilerSettings};
 use polyprof::results::ProfileRun;
 use tokio_util::sync::CancellationToken;
@@ -379,11 +380,12 @@ async fn futures_any(streams: &mut [tokio::signal::unix::Signal]) {
     .await
 }
 
-/// The output directory to use: refuse one that holds a run unless `--force`, which removes
-/// the old run's files first.
-fn claim_output_dir(dir: &Path, force: bool) -> anyhow::Result<()> {
+/// Claim the output directory for this run (another live run holding it is an error), then
+/// refuse it if it holds a run, unless `--force`, which removes the old run's files first.
+fn claim_output_dir(dir: &Path, force: bool) -> anyhow::Result<rundir::ClaimedDir> {
+    let claimed = rundir::claim(dir)?;
     if !rundir::holds_run(dir) {
-        return Ok(());
+        return Ok(claimed);
     }
     if !force {
         anyhow::bail!(
@@ -393,7 +395,7 @@ fn claim_output_dir(dir: &Path, force: bool) -> anyhow::Result<()> {
     }
     rundir::clear_run(dir)
         .with_context(|| format!("cannot clear the old run in {}", dir.display()))?;
-    Ok(())
+    Ok(claimed)
 }
 
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
@@ -405,13 +407,11 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         );
     }
     let mut run_options = args.supervision.run_options()?;
-    let output_dir = match &args.output_dir {
-        Some(dir) => {
-            claim_output_dir(dir, args.force)?;
-            dir.clone()
-        }
-        None => default_output_dir(&profiler)?,
+    let claimed = match &args.output_dir {
+        Some(dir) => claim_output_dir(dir, args.force)?,
+        None => rundir::claim(&default_output_dir(&profiler)?)?,
     };
+    let output_dir = claimed.dir.clone();
     let mut settings = ProfilerSettings {
         ncu: args.ncu.to_options(),
         ..ProfilerSettings::default()
@@ -453,7 +453,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     };
     // Whatever the tracking mode: a container must not outlive a polyprof killed hard.
     let target = args.container.target(supervisor_exe().ok()).await?;
-    let run = profile_on(&job, &target).await;
+    let run = profile_claimed(&job, &target, &claimed).await;
     if let Some(echo) = &echo {
         echo.end_status();
         echo.flush(Duration::from_secs(1));

@@ -166,6 +166,11 @@ pub struct BatchEntry {
     pub labels: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slurm: Option<SlurmTaskInfo>,
+    /// Digest of the job's definition as it ran (command, profiler, settings, environment;
+    /// not its id, labels or retries): `--resume` reruns a finished job whose definition has
+    /// changed since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition_digest: Option<String>,
 }
 
 impl BatchEntry {
@@ -298,20 +303,7 @@ fn write_json_atomic<T: Serialize>(path: &Path, value: &T, what: &str) -> Result
         context: what.to_string(),
         source,
     })?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    // Unique per process and call: two writers never share a temporary file.
-    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = path.with_file_name(format!(".{name}.{}.{seq}.tmp", std::process::id()));
-    let cleanup = |e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::io("write", path, e)
-    };
-    std::fs::write(&tmp, text).map_err(cleanup)?;
-    std::fs::rename(&tmp, path).map_err(cleanup)
+    crate::model::atomic_file::write_atomic(path, &text).map_err(|e| Error::io("write", path, e))
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T> {

@@ -25,6 +25,15 @@ pub enum Error {
     #[error("invalid configuration `{origin}`: {message}")]
     Config { origin: String, message: String },
 
+    /// Another live polyprof process holds the lock of a directory (a batch root, a run
+    /// directory, a batch job); the lock is released when that process ends, however it ends.
+    #[error("{what} `{}` is in use by {holder}; wait for it to end (or stop it), or choose another directory", path.display())]
+    Busy {
+        what: &'static str,
+        path: PathBuf,
+        holder: String,
+    },
+
     /// A file or directory operation failed.
     #[error("{action} `{}`: {source}", path.display())]
     Io {

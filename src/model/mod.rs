@@ -5,6 +5,7 @@
 
 pub mod arg;
 pub mod artifacts;
+pub mod atomic_file;
 pub mod batch;
 pub mod device;
 pub mod error;

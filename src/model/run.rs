@@ -139,21 +139,15 @@ impl ProfileRun {
         self.errors.is_empty() && self.outcome.as_ref().is_some_and(Outcome::is_success)
     }
 
-    /// Write `run.json` into `dir` (atomically: a temporary file, then a rename).
+    /// Write `run.json` into `dir` (atomically, through [`crate::model::atomic_file`]).
     pub fn write(&self, dir: &Path) -> Result<PathBuf> {
         let path = dir.join(RUN_FILE);
-        let tmp = dir.join(format!(".{RUN_FILE}.tmp"));
         let text = serde_json::to_vec_pretty(self).map_err(|source| Error::Json {
             context: "run document".to_string(),
             source,
         })?;
-        // A full disk must not leave a stray temporary file behind.
-        let cleanup = |e| {
-            let _ = std::fs::remove_file(&tmp);
-            Error::io("write", &path, e)
-        };
-        std::fs::write(&tmp, text).map_err(cleanup)?;
-        std::fs::rename(&tmp, &path).map_err(cleanup)?;
+        crate::model::atomic_file::write_atomic(&path, &text)
+            .map_err(|e| Error::io("write", &path, e))?;
         Ok(path)
     }
 

@@ -51,7 +51,7 @@ impl ErrorKind {
             | Error::InvalidArgument { .. }
             | Error::NoProfiler { .. } => ErrorKind::Usage,
             Error::Config { .. } => ErrorKind::Config,
-            Error::Io { .. } => ErrorKind::Io,
+            Error::Io { .. } | Error::Busy { .. } => ErrorKind::Io,
             Error::Parse { .. } | Error::NoData { .. } => ErrorKind::ProfilerOutput,
             Error::Spawn { .. } => ErrorKind::Spawn,
             Error::ProfilerFailed { .. } => ErrorKind::Diagnostic,

@@ -12,6 +12,7 @@ use crate::pipeline::artifacts;
 use crate::pipeline::executor::execute_plan;
 use crate::pipeline::probe::HostProbe;
 use crate::pipeline::profiler::Profiler;
+use crate::pipeline::rundir::{self, ClaimedDir};
 use crate::pipeline::runner::RunOptions;
 use crate::pipeline::target::ExecutionTarget;
 use crate::profilers::{self, Backend, Plan, ProfilerSettings};
@@ -71,10 +72,34 @@ pub async fn profile(job: &Job) -> ProfileRun {
     profile_on(job, &ExecutionTarget::Local).await
 }
 
-/// [`profile`] with the plan's commands run on `target` (local processes or containers).
+/// [`profile`] with the plan's commands run on `target` (local processes or containers). The
+/// run goes into the job's output directory, or the next free `<name>.NNN` when that holds a
+/// run or another live run holds it ([`rundir::claim_next_free`]).
 pub async fn profile_on(job: &Job, target: &ExecutionTarget) -> ProfileRun {
+    match rundir::claim_next_free(&job.output_dir) {
+        Ok(claimed) => profile_claimed(job, target, &claimed).await,
+        Err(e) => {
+            let mut run = ProfileRun::new(
+                job.label.as_deref().unwrap_or(&job.profiler),
+                &job.profiler,
+                &job.target,
+                &job.output_dir,
+            );
+            run.errors.push(e.into());
+            run
+        }
+    }
+}
+
+/// [`profile_on`] into a run directory the caller has claimed (the job's `output_dir` is
+/// replaced by `claimed.dir`); the claim is held until the caller drops it.
+pub async fn profile_claimed(
+    job: &Job,
+    target: &ExecutionTarget,
+    claimed: &ClaimedDir,
+) -> ProfileRun {
     let job = &Job {
-        output_dir: super::rundir::next_free(&job.output_dir),
+        output_dir: claimed.dir.clone(),
         ..job.clone()
     };
     let label = job.label.clone().unwrap_or_else(|| {

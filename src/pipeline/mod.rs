@@ -7,6 +7,7 @@ pub mod batch;
 pub mod executor;
 pub mod host;
 pub mod job;
+pub mod lock;
 pub mod probe;
 pub mod profiler;
 pub mod rundir;

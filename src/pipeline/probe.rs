@@ -1,7 +1,8 @@
 //! The one runner for short commands (version probes, `ncu --query-metrics`, `nvcc` in the demo):
 //! its own process group, stdin from /dev/null, `LC_ALL=C`, stdout and stderr drained by threads
 //! while it runs (a 1 MB metric list cannot fill a pipe and block it), a timeout and a
-//! cancellation token that both stop the whole group and reap it.
+//! cancellation token that both stop the whole group and reap it; the child also dies with
+//! polyprof (Linux's parent-death signal), however polyprof dies.
 //!
 //! [`HostProbe`] answers a backend's [`Probe`] questions on this machine with it.
 
@@ -34,6 +35,8 @@ pub fn run_probe(
         .stderr(Stdio::piped());
     #[cfg(unix)]
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    // The thread that forks waits for the child below, so the signal cannot fire early.
+    crate::pipeline::runner::spawn::bare_command_dies_with_parent(&mut cmd, true);
     let mut child = cmd.spawn().map_err(|e| ProbeError::Spawn {
         command: shown.clone(),
         message: e.to_string(),
@@ -146,8 +149,7 @@ impl Probe for HostProbe {
         if std::fs::create_dir_all(dir).is_err() {
             return false;
         }
-        let temporary = path.with_extension("tmp");
-        std::fs::write(&temporary, text).is_ok() && std::fs::rename(&temporary, path).is_ok()
+        crate::model::atomic_file::write_atomic(path, text.as_bytes()).is_ok()
     }
 
     fn list_dir(&self, path: &Path) -> Vec<String> {

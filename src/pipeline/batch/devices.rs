@@ -56,6 +56,14 @@ impl std::str::FromStr for DeviceChoice {
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty())
             .collect();
+        if indices.iter().any(|i| i.eq_ignore_ascii_case("cpu")) {
+            return Err(Error::invalid(
+                "--devices",
+                format!(
+                    "`{text}` mixes `cpu` with GPU indices; give `cpu` alone (a CPU pool, sized by --jobs) or GPU indices alone"
+                ),
+            ));
+        }
         let bad = indices
             .iter()
             .find(|i| !i.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'));

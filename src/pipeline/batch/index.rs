@@ -2,10 +2,13 @@
 //! that already ran to their end kept and everything else queued again.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::model::batch::{BATCH_FILE, Backend, BatchEntry, BatchIndex, EntryState};
 use crate::model::error::{Error, Result};
 use crate::model::run::ProfileRun;
+
+use crate::pipeline::lock::{BATCH_LOCK, HeldLock, try_lock};
 
 use super::spec::JobSpec;
 use super::task::run_dir;
@@ -17,11 +20,50 @@ pub struct Prepared {
     pub to_run: Vec<usize>,
     /// Jobs kept from an earlier run of the batch.
     pub kept: usize,
+    /// Jobs that had finished in an earlier run but whose definition changed since (rerun).
+    pub changed: usize,
+    /// The batch root's lock, held by the driver for its life (see [`lock_root`]).
+    pub lock: Arc<HeldLock>,
+}
+
+/// Take the batch root's lock: one driver per root. A second driver (started together, or a
+/// `--resume` while the first still runs) fails at once with [`Error::Busy`] naming the live
+/// one; a dead driver's lock is free (the kernel released it).
+pub fn lock_root(root: &Path) -> Result<HeldLock> {
+    try_lock(&root.join(BATCH_LOCK), "batch root", root)
+}
+
+/// What an earlier run of a job left, as `--resume` sees it.
+enum Earlier {
+    /// Ran to its end with this very definition: kept.
+    Done(Box<BatchEntry>),
+    /// Ran to its end, but the job file now says something else: rerun.
+    Changed,
+    /// Did not finish (or left nothing readable): rerun.
+    Unfinished,
 }
 
 /// Whether an earlier run of job `spec` counts as done: its entry.json reads back with a
 /// state `--resume` keeps, and every pass's run.json reads back.
 pub fn completed_entry(root: &Path, spec: &JobSpec) -> Option<BatchEntry> {
+    match earlier_run(root, spec) {
+        Earlier::Done(entry) => Some(*entry),
+        Earlier::Changed | Earlier::Unfinished => None,
+    }
+}
+
+fn earlier_run(root: &Path, spec: &JobSpec) -> Earlier {
+    match finished_entry(root, spec) {
+        // An entry without a digest (an older polyprof) cannot prove it ran this definition.
+        Some(entry) if entry.definition_digest.as_deref() == Some(&spec.definition_digest()) => {
+            Earlier::Done(Box::new(entry))
+        }
+        Some(_) => Earlier::Changed,
+        None => Earlier::Unfinished,
+    }
+}
+
+fn finished_entry(root: &Path, spec: &JobSpec) -> Option<BatchEntry> {
     let entry = BatchEntry::read(&run_dir(root, &spec.id)).ok()?;
     if entry.id != spec.id || !entry.state.kept_on_resume() {
         return None;
@@ -46,6 +88,10 @@ pub fn prepare(
     backend: Backend,
     resume: bool,
 ) -> Result<Prepared> {
+    crate::pipeline::rundir::check_usable(root)?;
+    std::fs::create_dir_all(root).map_err(|e| Error::io("create batch root", root, e))?;
+    // Before anything is read: what a live driver is writing is not this driver's to judge.
+    let lock = Arc::new(lock_root(root)?);
     let existing = root.join(BATCH_FILE);
     if existing.exists() && !resume {
         return Err(Error::invalid(
@@ -56,19 +102,24 @@ pub fn prepare(
             ),
         ));
     }
-    std::fs::create_dir_all(root).map_err(|e| Error::io("create batch root", root, e))?;
     // An unreadable old index is no reason to stop: the per-job entries are the truth.
     let old = resume.then(|| BatchIndex::read(root).ok()).flatten();
     let mut entries = Vec::with_capacity(specs.len());
     let mut to_run = Vec::new();
-    let mut kept = 0;
+    let (mut kept, mut changed) = (0, 0);
     for (i, spec) in specs.iter().enumerate() {
-        match resume.then(|| completed_entry(root, spec)).flatten() {
-            Some(entry) => {
+        let earlier = if resume {
+            earlier_run(root, spec)
+        } else {
+            Earlier::Unfinished
+        };
+        match earlier {
+            Earlier::Done(entry) => {
                 kept += 1;
-                entries.push(entry);
+                entries.push(*entry);
             }
-            None => {
+            Earlier::Changed | Earlier::Unfinished => {
+                changed += usize::from(matches!(earlier, Earlier::Changed));
                 to_run.push(i);
                 entries.push(BatchEntry::pending(&spec.id, spec.labels.clone()));
             }
@@ -83,6 +134,8 @@ pub fn prepare(
         index,
         to_run,
         kept,
+        changed,
+        lock,
     })
 }
 
@@ -133,6 +186,8 @@ mod tests {
         std::fs::remove_file(root.path().join("runs/gone/run.json")).unwrap();
         let mut first = prepare(root.path(), "jobs", &specs, Backend::Local, false).unwrap();
         first.index.write_atomic(root.path()).unwrap();
+        // The first driver ends (its lock goes with it).
+        drop(first);
         let err = prepare(root.path(), "jobs", &specs, Backend::Local, false).unwrap_err();
         assert!(err.to_string().contains("--resume"), "{err}");
         let again = prepare(root.path(), "jobs", &specs, Backend::Local, true).unwrap();

@@ -42,7 +42,11 @@ pub struct JobSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inactivity_timeout_s: Option<f64>,
     /// Variables set for the command.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "unique_keys",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub env: BTreeMap<String, String>,
     /// `pytest`, `none`, `literal:TEXT` or `regex:RE` (as `polyprof run --end-marker`).
     #[serde(
@@ -59,11 +63,45 @@ pub struct JobSpec {
     /// Run the passes in a container of this image (already on the engine).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container: Option<String>,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "unique_keys",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub labels: BTreeMap<String, String>,
     /// Extra attempts after a crash or timeout (default: the batch's `--retries`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retries: Option<u32>,
+}
+
+/// A string map that refuses a key given twice (JSON keeps the last one silently; TOML
+/// already refuses), as the job's own keys are refused.
+fn unique_keys<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<BTreeMap<String, String>, D::Error> {
+    struct Unique;
+    impl<'de> serde::de::Visitor<'de> for Unique {
+        type Value = BTreeMap<String, String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a table of strings")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> std::result::Result<Self::Value, A::Error> {
+            let mut out = BTreeMap::new();
+            while let Some((key, value)) = map.next_entry::<String, String>()? {
+                if out.contains_key(&key) {
+                    return Err(serde::de::Error::custom(format!(
+                        "duplicate key `{key}`; give each key once"
+                    )));
+                }
+                out.insert(key, value);
+            }
+            Ok(out)
+        }
+    }
+    deserializer.deserialize_map(Unique)
 }
 
 fn end_marker_from_text<'de, D: Deserializer<'de>>(
@@ -111,6 +149,22 @@ pub fn check_id(id: &str) -> std::result::Result<(), String> {
 }
 
 impl JobSpec {
+    /// SHA-256 (hex) of what the job runs: its definition without the id, labels and retries
+    /// (those change no result). Stored in each entry; `--resume` compares it.
+    pub fn definition_digest(&self) -> String {
+        use sha2::Digest;
+        let definition = JobSpec {
+            id: String::new(),
+            labels: BTreeMap::new(),
+            retries: None,
+            ..self.clone()
+        };
+        // Maps are ordered (BTreeMap), so equal definitions serialize to equal bytes.
+        let bytes = serde_json::to_vec(&definition).unwrap_or_default();
+        let digest = sha2::Sha256::digest(&bytes);
+        digest.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
     /// A `none` job running `target`.
     pub fn new(id: impl Into<String>, target: Vec<String>) -> Self {
         JobSpec {
@@ -129,6 +183,32 @@ impl JobSpec {
                 "job `{}`: `target` is empty; give the command as an array of strings",
                 self.id
             ));
+        }
+        // A NUL cannot cross exec: the command would run as something else, or not at all.
+        if let Some((i, _)) = self
+            .target
+            .iter()
+            .enumerate()
+            .find(|(_, a)| a.contains('\0'))
+        {
+            return Err(format!(
+                "job `{}`: word {i} of `target` contains a NUL character, which no command line can carry",
+                self.id
+            ));
+        }
+        for (name, value) in &self.env {
+            if name.is_empty() || name.contains('=') || name.contains('\0') {
+                return Err(format!(
+                    "job `{}`: `env` name {name:?} is not a variable name (it must be non-empty, without `=` or NUL)",
+                    self.id
+                ));
+            }
+            if value.contains('\0') {
+                return Err(format!(
+                    "job `{}`: `env` value of `{name}` contains a NUL character, which no environment can carry",
+                    self.id
+                ));
+            }
         }
         match (&self.profiler, &self.language, &self.arch) {
             (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {

@@ -13,6 +13,7 @@ use crate::model::run::ProfileRun;
 use crate::pipeline::container::ContainerJob;
 use crate::pipeline::container::job::{GpuRequest, caller_user};
 use crate::pipeline::job::{Job, pass_label, profile_on};
+use crate::pipeline::lock::{HeldLock, try_lock};
 use crate::pipeline::runner::RunOptions;
 use crate::pipeline::target::ExecutionTarget;
 use crate::profilers::devices::{Device, device_failure};
@@ -116,6 +117,17 @@ pub async fn run_task(
 ) -> BatchEntry {
     let dir = run_dir(root, &spec.id);
     let mut entry = BatchEntry::pending(&spec.id, spec.labels.clone());
+    entry.definition_digest = Some(spec.definition_digest());
+    // One runner per job, whoever runs it (a pool's slot, a Slurm array task, a task of an
+    // earlier array still alive): the loser writes nothing, the run directory is the holder's.
+    let _job_lock = match lock_job(root, &spec.id) {
+        Ok(lock) => lock,
+        Err(e) => {
+            entry.state = EntryState::Crashed;
+            entry.errors = vec![e.to_string()];
+            return entry;
+        }
+    };
     entry.device = device.map(Device::name);
     entry.node = opts.node.clone();
     entry.slurm = opts.slurm.clone();
@@ -183,6 +195,21 @@ pub async fn run_task(
         entry.errors.push(format!("cannot write entry.json: {e}"));
     }
     entry
+}
+
+/// The lock of job `id` (`runs/.<id>.lock`: outside its run directory, which each attempt
+/// clears). Whoever runs the job holds it; a job held elsewhere is [`Error::Busy`].
+///
+/// [`Error::Busy`]: crate::model::error::Error::Busy
+pub fn lock_job(root: &Path, id: &str) -> crate::model::error::Result<HeldLock> {
+    let runs = root.join(RUNS_DIR);
+    std::fs::create_dir_all(&runs)
+        .map_err(|e| crate::model::error::Error::io("create", &runs, e))?;
+    try_lock(
+        &runs.join(format!(".{id}.lock")),
+        "batch job",
+        &run_dir(root, id),
+    )
 }
 
 /// An empty run directory at `dir` (an earlier attempt's or run's files removed).
@@ -263,9 +290,11 @@ async fn run_passes(
             call_path: Vec::new(),
         };
         let done = profile_on(&job, &target).await;
-        let rel = output_dir
+        // Where the pass really ran (a directory another run held is passed over).
+        let rel = done
+            .output_dir
             .strip_prefix(root)
-            .map_or_else(|_| output_dir.clone(), Path::to_path_buf);
+            .map_or_else(|_| done.output_dir.clone(), Path::to_path_buf);
         runs.push((rel.to_string_lossy().into_owned(), done));
     }
     Ok(runs)

@@ -271,8 +271,13 @@ impl Drop for GroupGuard {
     }
 }
 
-/// A command started without the supervisor gets SIGKILL when polyprof dies (Linux).
-fn bare_command_dies_with_parent(cmd: &mut std::process::Command, parent_death_signal: bool) {
+/// A command started without the supervisor gets SIGKILL when polyprof dies (Linux). Also
+/// used by the short-command runner (`pipeline::probe`): a hung Slurm command dies with its
+/// driver even when the driver is SIGKILLed.
+pub(crate) fn bare_command_dies_with_parent(
+    cmd: &mut std::process::Command,
+    parent_death_signal: bool,
+) {
     #[cfg(target_os = "linux")]
     if parent_death_signal {
         let parent = std::process::id() as libc::pid_t;

@@ -220,13 +220,8 @@ pub fn render(report: &Report, format: Format) -> Result<Vec<u8>> {
 /// never leaves half a file).
 pub fn write_file(report: &Report, format: Format, path: &Path) -> Result<()> {
     let bytes = render(report, format)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "report".to_string());
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
-    std::fs::write(&tmp, bytes).map_err(|e| Error::io("write report", &tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| Error::io("rename report into place", path, e))
+    crate::model::atomic_file::write_atomic(path, &bytes)
+        .map_err(|e| Error::io("write report", path, e))
 }
 
 /// JSON to `out`, pretty or compact.

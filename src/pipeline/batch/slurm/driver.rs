@@ -23,7 +23,7 @@ use crate::model::probe::{ProbeOutput, ProbeRequest};
 use crate::pipeline::batch::index::Prepared;
 use crate::pipeline::batch::pool::index_interval;
 use crate::pipeline::batch::spec::JobSpec;
-use crate::pipeline::batch::task::run_dir;
+use crate::pipeline::batch::task::{lock_job, run_dir};
 use crate::pipeline::probe::run_probe;
 
 use super::error::SlurmError;
@@ -129,7 +129,7 @@ pub async fn run_slurm(
     // clear run directories that its tasks are still writing.
     if let Some(old_job) = index.slurm_job_id.clone()
         && !to_run.is_empty()
-        && let Ok(out) = slurm_command("squeue", &["--json"]).await
+        && let Ok(out) = slurm_command("squeue", &["--json"], &run.cancel, COMMAND_TIMEOUT).await
         && out.code == Some(0)
         && let Ok(reports) = parse_squeue(&String::from_utf8_lossy(&out.stdout), &old_job)
     {
@@ -143,7 +143,11 @@ pub async fn run_slurm(
     }
     // An old run's entry.json would be read as this run's result.
     for &i in &to_run {
-        let dir = run_dir(root, &specs[i as usize].id);
+        let id = &specs[i as usize].id;
+        // A task (of an earlier array) still running the job holds its lock, as the local
+        // pool's slots do: its run directory is not ours to clear.
+        drop(lock_job(root, id)?);
+        let dir = run_dir(root, id);
         match std::fs::remove_dir_all(&dir) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -156,7 +160,14 @@ pub async fn run_slurm(
         index.write_atomic(root)?;
         return Ok(index);
     }
-    let config = match slurm_command("scontrol", &["show", "config"]).await {
+    let config = match slurm_command(
+        "scontrol",
+        &["show", "config"],
+        &run.cancel,
+        COMMAND_TIMEOUT,
+    )
+    .await
+    {
         Ok(out) if out.code == Some(0) => parse_config(&String::from_utf8_lossy(&out.stdout)),
         _ => ClusterConfig::default(),
     };
@@ -172,7 +183,8 @@ pub async fn run_slurm(
     write_script(&script, &task_script(&run.task_argv)?)?;
     let argv = sbatch_argv(&run.submit, &to_run, &script, &slurm_dir)?;
     let argv_ref: Vec<&str> = argv.iter().map(String::as_str).collect();
-    let out = slurm_command("sbatch", &argv_ref).await?;
+    // An interrupted sbatch may have submitted all the same: only a second Ctrl-C stops it.
+    let out = slurm_command("sbatch", &argv_ref, &run.give_up, COMMAND_TIMEOUT).await?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let job_id = match (out.code, parse_parsable(&stdout)) {
         (Some(0), Ok(id)) => id,
@@ -209,7 +221,8 @@ pub async fn run_slurm(
     loop {
         if run.cancel.is_cancelled() && cancel_sent.is_none() {
             say(&SlurmEvent::Cancelling { job_id: &job_id });
-            if let Err(e) = slurm_command("scancel", &[&job_id]).await {
+            let limit = COMMAND_TIMEOUT.min(run.cancel_wait);
+            if let Err(e) = slurm_command("scancel", &[&job_id], &run.give_up, limit).await {
                 say(&SlurmEvent::Warning(&format!("scancel {job_id}: {e}")));
             }
             cancel_sent = Some(Instant::now());
@@ -227,7 +240,22 @@ pub async fn run_slurm(
         if open.is_empty() {
             break;
         }
-        let (reports, answered) = poller.reports(&open, root, specs, &say).await;
+        // A poll stops when the user does: on Ctrl-C before the scancel (which then goes out at
+        // once), on the second Ctrl-C or the end of `cancel_wait` after it.
+        let calls = match cancel_sent {
+            None => Calls {
+                stop: run.cancel.clone(),
+                timeout: COMMAND_TIMEOUT,
+            },
+            Some(sent) => Calls {
+                stop: run.give_up.clone(),
+                timeout: run
+                    .cancel_wait
+                    .saturating_sub(sent.elapsed())
+                    .clamp(Duration::from_millis(100), COMMAND_TIMEOUT),
+            },
+        };
+        let (reports, answered) = poller.reports(&open, root, specs, &calls, &say).await;
         let round = Round {
             root,
             answered,
@@ -312,11 +340,13 @@ impl Poller {
         open: &[u32],
         root: &Path,
         specs: &[JobSpec],
+        calls: &Calls,
         say: &impl Fn(&SlurmEvent),
     ) -> (HashMap<u32, TaskReport>, bool) {
+        let slurm_command = |program: &'static str, args: Vec<String>| calls.run(program, args);
         let mut found: HashMap<u32, TaskReport> = HashMap::new();
         let mut answered = false;
-        match slurm_command("squeue", &["--json"]).await {
+        match slurm_command("squeue", vec!["--json".into()]).await {
             Ok(out) if out.code == Some(0) => {
                 match parse_squeue(&String::from_utf8_lossy(&out.stdout), &self.job_id) {
                     Ok(list) => {
@@ -343,7 +373,8 @@ impl Poller {
             return (found, answered);
         }
         let fallback = if self.config.accounting {
-            let list = match slurm_command("sacct", &["--json", "-j", &self.job_id]).await {
+            let args = vec!["--json".into(), "-j".into(), self.job_id.clone()];
+            let list = match slurm_command("sacct", args).await {
                 Ok(o) if o.code == Some(0) => {
                     parse_sacct(&String::from_utf8_lossy(&o.stdout), &self.job_id)
                         .map_err(|e| e.to_string())
@@ -368,7 +399,8 @@ impl Poller {
         {
             parse_jobcomp(&text, &self.job_id)
         } else {
-            match slurm_command("scontrol", &["show", "job", &self.job_id]).await {
+            let args = vec!["show".into(), "job".into(), self.job_id.clone()];
+            match slurm_command("scontrol", args).await {
                 Ok(o) if o.code == Some(0) => {
                     parse_scontrol(&String::from_utf8_lossy(&o.stdout), &self.job_id)
                 }
@@ -558,7 +590,7 @@ fn final_entry(root: &Path, id: &str, job_id: &str) -> Option<BatchEntry> {
 
 fn write_script(path: &Path, text: &str) -> Result<(), SlurmError> {
     let io = |e| Error::io("write the task script", path, e);
-    std::fs::write(path, text).map_err(io)?;
+    crate::model::atomic_file::write_atomic(path, text.as_bytes()).map_err(io)?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -575,17 +607,40 @@ fn write_index(index: &mut BatchIndex, root: &Path, say: &impl Fn(&SlurmEvent)) 
     }
 }
 
-/// One Slurm CLI command through the probe runner (own process group, timeout), off the
-/// async threads. Not tied to the batch's cancellation: scancel must still run after Ctrl-C.
-async fn slurm_command(program: &str, args: &[&str]) -> Result<ProbeOutput, SlurmError> {
+/// How the poll's Slurm commands stop: `stop` fired, or `timeout` passed.
+struct Calls {
+    stop: CancellationToken,
+    timeout: Duration,
+}
+
+impl Calls {
+    async fn run(
+        &self,
+        program: &'static str,
+        args: Vec<String>,
+    ) -> Result<ProbeOutput, SlurmError> {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        slurm_command(program, &args, &self.stop, self.timeout).await
+    }
+}
+
+/// One Slurm CLI command through the probe runner (own process group, `timeout`), off the
+/// async threads. When `stop` fires the command's whole process group is killed and reaped
+/// before this returns, so no hung Slurm command outlives the driver.
+async fn slurm_command(
+    program: &str,
+    args: &[&str],
+    stop: &CancellationToken,
+    timeout: Duration,
+) -> Result<ProbeOutput, SlurmError> {
     let request = ProbeRequest {
         program: program.into(),
         args: args.iter().map(|a| a.to_string()).collect(),
-        timeout: COMMAND_TIMEOUT,
+        timeout,
         env: BTreeMap::new(),
     };
-    let never = CancellationToken::new();
-    tokio::task::spawn_blocking(move || run_probe(&request, &never))
+    let stop = stop.clone();
+    tokio::task::spawn_blocking(move || run_probe(&request, &stop))
         .await
         .map_err(|e| {
             SlurmError::Other(crate::model::error::Error::invalid(

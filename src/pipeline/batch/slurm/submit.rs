@@ -76,7 +76,8 @@ pub fn sbatch_argv(
             "--job-name={}",
             options.job_name.as_deref().unwrap_or("polyprof-batch")
         ),
-        format!("--output={}", text(&log_dir.join("%A_%a.out"))?),
+        // sbatch expands `%` in the file name pattern: the folder's own `%` are doubled.
+        format!("--output={}/%A_%a.out", text(log_dir)?.replace('%', "%%")),
         // A task that dies with its node is reported `lost` (and rerun by --resume) rather than
         // requeued, which Slurm delays by about two minutes; `--sbatch-arg=--requeue` restores it.
         "--no-requeue".to_string(),

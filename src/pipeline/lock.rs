@@ -1,0 +1,129 @@
+//! Exclusive locks that keep shared state single-writer: a batch root (one driver), a batch
+//! job (one task runs it), a run directory (one run writes it).
+//!
+//! Each is `flock(2)` on a lock file, taken without waiting. The kernel releases it when its
+//! holder exits, however it exits, so a dead holder's lock is free at once: no pid file to
+//! judge. The file also says who holds it (pid, host, start time), for the error a second
+//! taker gets; that text is never trusted for anything else.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
+
+use crate::model::batch::now_unix_s;
+use crate::model::error::{Error, Result};
+
+/// The batch driver's lock file in a batch root.
+pub const BATCH_LOCK: &str = ".polyprof-batch.lock";
+/// A run's lock file inside its run directory.
+pub const RUN_LOCK: &str = ".polyprof-run.lock";
+
+/// A held lock; dropping it releases it (the file stays, for the next taker).
+pub struct HeldLock {
+    _lock: Flock<File>,
+    path: PathBuf,
+}
+
+impl HeldLock {
+    /// The lock file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl std::fmt::Debug for HeldLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeldLock")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+/// Take the lock at `file` (created if missing) or fail at once with [`Error::Busy`] naming
+/// the live holder. `what` and `dir` say what the lock guards, for that message.
+pub fn try_lock(file: &Path, what: &'static str, dir: &Path) -> Result<HeldLock> {
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    // A symlink planted as the lock file is refused, not followed.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW);
+    let opened = options
+        .open(file)
+        .map_err(|e| Error::io("open the lock file", file, e))?;
+    match Flock::lock(opened, FlockArg::LockExclusiveNonblock) {
+        Ok(mut lock) => {
+            let holder = format!(
+                "polyprof pid {} on {} since {:.0} (Unix time)\n",
+                std::process::id(),
+                nix::unistd::gethostname()
+                    .ok()
+                    .and_then(|h| h.into_string().ok())
+                    .unwrap_or_else(|| "this host".into()),
+                now_unix_s()
+            );
+            // Who holds it is only information for the next taker's error.
+            let _ = lock
+                .set_len(0)
+                .and_then(|()| lock.write_all(holder.as_bytes()));
+            Ok(HeldLock {
+                _lock: lock,
+                path: file.to_path_buf(),
+            })
+        }
+        Err((mut file_back, Errno::EWOULDBLOCK)) => {
+            let mut text = String::new();
+            let _ = file_back
+                .rewind()
+                .and_then(|()| file_back.read_to_string(&mut text));
+            let text = text.trim();
+            Err(Error::Busy {
+                what,
+                path: dir.to_path_buf(),
+                holder: if text.is_empty() {
+                    "another polyprof process".into()
+                } else {
+                    text.to_string()
+                },
+            })
+        }
+        Err((_, errno)) => Err(Error::io("lock", file, errno.into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_taker_is_refused_with_the_holder_and_gets_it_once_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(RUN_LOCK);
+        let held = try_lock(&file, "run directory", dir.path()).unwrap();
+        let err = try_lock(&file, "run directory", dir.path()).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains(&format!("pid {}", std::process::id())),
+            "{text}"
+        );
+        assert!(matches!(err, Error::Busy { .. }));
+        drop(held);
+        // The file stays behind (as a dead holder's would) and does not block.
+        assert!(file.exists());
+        try_lock(&file, "run directory", dir.path()).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_as_the_lock_file_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let file = dir.path().join(RUN_LOCK);
+        std::os::unix::fs::symlink(&victim, &file).unwrap();
+        assert!(try_lock(&file, "run directory", dir.path()).is_err());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    }
+}
