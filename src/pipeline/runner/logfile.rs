@@ -40,6 +40,22 @@ impl Ring {
     }
 }
 
+/// A new file at `path`, readable and writable, never one reached through a link: whatever is
+/// there (an earlier run's log under `--force`, or a symlink someone planted to redirect a root
+/// polyprof's writes) is unlinked, and the file is created exclusively, so a link planted in
+/// between makes the open fail instead of being followed.
+fn fresh_file(path: &Path) -> std::io::Result<File> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    File::options()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(path)
+}
+
 /// A raw log file with a size cap.
 #[derive(Debug)]
 pub struct LogWriter {
@@ -67,12 +83,7 @@ impl LogWriter {
     pub fn create(path: &Path, cap: u64) -> std::io::Result<Self> {
         Ok(LogWriter {
             // Readable too: reaching the cap moves the second half into the tail ring.
-            file: File::options()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(path)?,
+            file: fresh_file(path)?,
             path: path.to_path_buf(),
             cap: cap.max(2),
             written: 0,
@@ -110,12 +121,7 @@ impl LogWriter {
         ring_path.push(".tail");
         let ring_path = PathBuf::from(ring_path);
         let mut ring = Ring {
-            file: File::options()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(&ring_path)?,
+            file: fresh_file(&ring_path)?,
             path: ring_path,
             cap: self.cap - head,
             pos: 0,
@@ -193,7 +199,7 @@ pub struct CopyWriter {
 impl CopyWriter {
     pub fn create(path: &Path) -> std::io::Result<Self> {
         Ok(CopyWriter {
-            file: File::create(path)?,
+            file: fresh_file(path)?,
             path: path.to_path_buf(),
             error: None,
         })
@@ -224,6 +230,29 @@ mod tests {
         // No ring file is left behind.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
         (std::fs::read(&path).unwrap(), summary.truncated)
+    }
+
+    #[test]
+    fn a_symlink_planted_as_the_log_is_replaced_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        for name in ["run.1.stdout.log", "copy.out"] {
+            let path = dir.path().join(name);
+            std::os::unix::fs::symlink(&victim, &path).unwrap();
+            if name.ends_with(".log") {
+                let mut log = LogWriter::create(&path, 1 << 20).unwrap();
+                log.write(b"ours");
+                assert_eq!(log.finish().error, None);
+            } else {
+                let mut copy = CopyWriter::create(&path).unwrap();
+                copy.write(b"ours");
+                assert_eq!(copy.error, None);
+            }
+            assert!(!std::fs::symlink_metadata(&path).unwrap().is_symlink());
+            assert_eq!(std::fs::read(&path).unwrap(), b"ours");
+        }
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
     }
 
     #[test]
