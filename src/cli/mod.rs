@@ -17,6 +17,7 @@ pub mod occupancy;
 pub mod output;
 pub mod parse;
 pub mod parse_run;
+pub mod parse_vtune;
 pub mod report;
 pub mod run;
 pub mod select;

@@ -6,18 +6,20 @@
 
 use std::collections::BTreeSet;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_BORDERS_ONLY};
+use polyprof::model::input;
 use polyprof::model::record::KernelRecord;
 use polyprof::model::{
     NormalizedField, ParsedOutput, ProfilerOutput, RawArtifact, RawOutput, Severity,
     normalized_field,
 };
+use polyprof::pipeline::artifacts::DEFAULT_ARTIFACT_CAP;
 use polyprof::profilers::ncu::parse::flag_empty;
 use polyprof::profilers::ncu::{
-    MetricFilter, ParseOptions, device_from_session, merge, parse, parse_reader,
+    MetricFilter, ParseOptions, device_from_session, merge, parse_reader,
 };
 use polyprof::profilers::registry::{self, BACKENDS, BackendEntry};
 
@@ -110,6 +112,9 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             args.run_dir.as_deref(),
         );
     }
+    if entry.name == "vtune" {
+        return super::parse_vtune::execute(&args);
+    }
     if entry.name != "ncu" {
         return parse_with_backend(entry, &args);
     }
@@ -119,13 +124,8 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let (parsed, kernels) = if let [file] = args.files.as_slice() {
         // One file: read in pieces and, for JSON, write records as they come, so memory stays
         // flat on huge inputs.
-        // A directory opens fine and fails on the first read: refuse it before any output.
-        let reader = std::fs::File::open(file)
-            .and_then(|f| match f.metadata()?.is_dir() {
-                true => Err(std::io::Error::other("is a directory")),
-                false => Ok(f),
-            })
-            .with_context(|| format!("cannot read `{}`", file.display()))?;
+        // A directory, FIFO or device is refused before any output (a FIFO would hang).
+        let reader = open_regular_file(file)?;
         if args.json {
             stream_json(reader, &options, &args.files, &mut out)?
         } else {
@@ -139,15 +139,12 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             (parsed, count)
         }
     } else {
-        let mut inputs = Vec::with_capacity(args.files.len());
         for file in &args.files {
-            let bytes =
-                std::fs::read(file).with_context(|| format!("cannot read `{}`", file.display()))?;
-            inputs.push(bytes);
+            require_regular_file(file)?;
         }
         let mut merged = ParsedOutput::default();
-        for input in &inputs {
-            merge(&mut merged, parse(input, &options));
+        for file in &args.files {
+            merge(&mut merged, parse_ncu_file(file, &options)?);
         }
         let count = merged.kernels.len();
         if args.json {
@@ -231,11 +228,12 @@ fn parse_with_backend(entry: &BackendEntry, args: &Args) -> anyhow::Result<u8> {
 
 /// Every file parsed and merged into one output, with its device (for a run document).
 fn parse_all(files: &[PathBuf], options: &ParseOptions) -> anyhow::Result<ParsedOutput> {
+    for file in files {
+        require_regular_file(file)?;
+    }
     let mut merged = ParsedOutput::default();
     for file in files {
-        let bytes =
-            std::fs::read(file).with_context(|| format!("cannot read `{}`", file.display()))?;
-        merge(&mut merged, parse(&bytes, options));
+        merge(&mut merged, parse_ncu_file(file, options)?);
     }
     merged.device = device_from_session(&merged.session);
     let count = merged.kernels.len();
@@ -243,21 +241,48 @@ fn parse_all(files: &[PathBuf], options: &ParseOptions) -> anyhow::Result<Parsed
     Ok(merged)
 }
 
+/// One ncu file, read in pieces (lines bounded), its records collected.
+fn parse_ncu_file(file: &Path, options: &ParseOptions) -> anyhow::Result<ParsedOutput> {
+    let reader = open_regular_file(file)?;
+    let mut kernels = Vec::new();
+    let mut parsed = parse_reader(reader, options, &mut |k| kernels.push(k))
+        .with_context(|| format!("cannot read `{}`", file.display()))?;
+    parsed.kernels = kernels;
+    Ok(parsed)
+}
+
+/// `path` when it is a regular file; a clear error (exit 2) when it is a FIFO, device or
+/// directory, before anything opens it.
+fn require_regular_file(path: &Path) -> anyhow::Result<()> {
+    input::require_regular_file(path)
+        .with_context(|| format!("cannot read `{}`", path.display()))?;
+    Ok(())
+}
+
+fn open_regular_file(path: &Path) -> anyhow::Result<std::fs::File> {
+    input::open_regular_file(path).with_context(|| format!("cannot read `{}`", path.display()))
+}
+
 /// The files as raw artifacts named by their file names, through the backend's own parser.
+/// Each is read up to the pipeline's artifact cap, as a run's would be (the parser warns when
+/// one is cut).
 fn backend_output(entry: &BackendEntry, args: &Args) -> anyhow::Result<ProfilerOutput> {
+    for file in &args.files {
+        require_regular_file(file)?;
+    }
     let mut raw = RawOutput::default();
     for file in &args.files {
-        let content =
-            std::fs::read(file).with_context(|| format!("cannot read `{}`", file.display()))?;
+        let (content, size, truncated) = input::read_regular_file(file, DEFAULT_ARTIFACT_CAP)
+            .with_context(|| format!("cannot read `{}`", file.display()))?;
         raw.artifacts.push(RawArtifact {
             name: file
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default(),
             path: file.clone(),
-            size: content.len() as u64,
+            size,
             content,
-            truncated: false,
+            truncated,
         });
     }
     let dir = args
@@ -350,7 +375,7 @@ fn as_reported() -> impl Iterator<Item = &'static NormalizedField> {
     AS_REPORTED.iter().filter_map(|name| normalized_field(name))
 }
 
-fn table_row(k: &KernelRecord, metrics: &[String]) -> Vec<String> {
+pub(super) fn table_row(k: &KernelRecord, metrics: &[String]) -> Vec<String> {
     let mut row = vec![
         k.process_id
             .map_or_else(|| "-".to_string(), |p| p.to_string()),
@@ -377,7 +402,7 @@ fn table_row(k: &KernelRecord, metrics: &[String]) -> Vec<String> {
     row
 }
 
-fn print_table(
+pub(super) fn print_table(
     out: &mut impl Write,
     rows: Vec<Vec<String>>,
     metrics: &[String],
@@ -403,7 +428,7 @@ fn print_table(
 }
 
 /// Diagnostics go to stderr so stdout stays machine-readable (they are in the JSON too).
-fn report_diagnostics(parsed: &ParsedOutput, json: bool) {
+pub(super) fn report_diagnostics(parsed: &ParsedOutput, json: bool) {
     for d in &parsed.diagnostics {
         if json && d.severity == Severity::Info {
             continue;

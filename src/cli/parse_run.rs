@@ -89,6 +89,7 @@ pub fn run_document(
             .map(|d| RunError::new(ErrorKind::Diagnostic, format!("{}: {}", d.kind, d.message))),
     );
     run.kernels = parsed.kernels;
+    run.memory_commands = parsed.memory_commands;
     run.diagnostics = parsed.diagnostics;
     run.session = parsed.session;
     run

@@ -40,6 +40,10 @@ pub struct Diagnostic {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ParsedOutput {
     pub kernels: Vec<KernelRecord>,
+    /// Memory copies, fills and barriers the profiler reported, each with its
+    /// [`kind`](KernelRecord::kind); apart from `kernels` so they are never counted as kernels.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory_commands: Vec<KernelRecord>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub diagnostics: Vec<Diagnostic>,
     /// Facts about the session (tool version, device name, …) when the output carries them.

@@ -101,7 +101,7 @@ pub fn process_id_of(name: &str) -> Option<u32> {
 pub fn parse_file(name: &str, kind: &FileKind, bytes: &[u8]) -> Result<ParsedPart> {
     match kind {
         FileKind::KernelTrace => kernel_trace::parse(name, bytes, process_id_of(name)),
-        FileKind::MemoryCopyTrace => memory_copy::parse(name, bytes),
+        FileKind::MemoryCopyTrace => memory_copy::parse(name, bytes, process_id_of(name)),
         FileKind::CounterCollection => counters::parse(name, bytes).map(|(layout, mut part)| {
             let label = match layout {
                 Layout::Sdk2024 => "2024",
@@ -214,6 +214,27 @@ pub fn parse_files(files: &[(&str, &[u8], bool)]) -> PassParse {
         }
     }
     summarize_copies(&out.copies, session);
+    let mut memory_commands: Vec<KernelRecord> = out
+        .copies
+        .iter()
+        .enumerate()
+        .map(|(index, copy)| copy.to_record(index as u64 + 1))
+        .collect();
+    for command in &mut memory_commands {
+        let resolved = command
+            .device
+            .as_deref()
+            .and_then(|label| agent_info::resolve(&agents, label));
+        if let Some(agent) = resolved {
+            command.device = Some(agent.device_name());
+        }
+    }
+    memory_commands.sort_by(|a, b| {
+        (a.process_id, a.start_ns)
+            .partial_cmp(&(b.process_id, b.start_ns))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    out.parsed.memory_commands = memory_commands;
     if kernels.is_empty() && out.errors.is_empty() {
         diagnostics.push(Diagnostic {
             severity: Severity::Warning,

@@ -1,6 +1,7 @@
 //! CSV report: one row per normalized record, the fixed columns of [`COLUMNS`] (documented in
 //! docs/reports.md); the record's normalized numbers come through `model::fields`. Missing
-//! values are empty cells; numbers are in base units (ns, bytes, FLOPs).
+//! values are empty cells; numbers are in base units (ns, bytes, FLOPs). Memory commands follow
+//! the kernels, told apart by the `kind` column.
 
 use std::io::Write;
 
@@ -62,6 +63,7 @@ pub const COLUMNS: &[&str] = &[
     "dram_clock_ghz",
     "clock_state",
     "verdict_inputs",
+    "kind",
 ];
 
 pub struct CsvExporter;
@@ -100,7 +102,8 @@ impl Exporter for CsvExporter {
             .map(|r| r.label.clone())
             .unwrap_or_else(|| report.profile.name.clone());
         let run_device = report.device_name().map(str::to_string);
-        for record in report.records() {
+        // Kernels, then memory commands (`kind` tells them apart).
+        for record in report.records().into_iter().chain(report.memory_records()) {
             let point = evaluate_run_record(report.peaks.as_ref(), report.run.as_ref(), &record);
             let [grid_x, grid_y, grid_z] = dims(record.grid);
             let [block_x, block_y, block_z] = dims(record.block);
@@ -156,6 +159,7 @@ impl Exporter for CsvExporter {
                         .map(|c| serde_label(&c))
                         .unwrap_or_default(),
                     "verdict_inputs" => point.inputs.names().join(" "),
+                    "kind" => record.kind.as_str().to_string(),
                     // Every column is named above or in the table (a test checks).
                     _ => String::new(),
                 }

@@ -160,8 +160,14 @@ pub fn render_fitted(report: &Report, width: Option<usize>) -> String {
         .with_peaks(report.peaks.clone());
     let mut text = header(report);
     text.push_str("\n\n");
+    let memory = report
+        .run
+        .as_ref()
+        .map(super::memory_table::render)
+        .unwrap_or_default();
     if averages.rows.is_empty() {
         text.push_str("no kernel records\n");
+        text.push_str(&memory);
         return text;
     }
     text.push_str(&averages.table_fitted(report.sort_by, width));
@@ -176,5 +182,6 @@ pub fn render_fitted(report: &Report, width: Option<usize>) -> String {
         ));
     }
     text.push('\n');
+    text.push_str(&memory);
     text
 }
