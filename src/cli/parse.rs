@@ -1,8 +1,10 @@
 //! `polyprof parse`: turn saved profiler output into normalized records, without a GPU.
 //!
-//! Exit codes: 0 parsed, no error-level diagnostic; 1 parsed, but ncu reported an error (or a
-//! requested metric is missing); 2 unreadable file (or one the parser could not read: the others
-//! are still printed), or bad flags.
+//! Exit codes, the same for every profiler ([`exit_code`]): 0 parsed, no error-level
+//! diagnostic; 1 parsed, but with an error-level diagnostic (the profiler reported an error, a
+//! requested metric is missing, a number that cannot be); 2 a file that is unreadable, not a
+//! regular file, or that the parser could not read (the others are still printed), input in
+//! which nothing is the profiler's output, or bad flags.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -10,12 +12,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_BORDERS_ONLY};
-use polyprof::model::input;
+use polyprof::model::parsed::NO_DATA;
 use polyprof::model::record::KernelRecord;
 use polyprof::model::{
     NormalizedField, ParsedOutput, ProfilerOutput, RawArtifact, RawOutput, Severity,
     normalized_field,
 };
+use polyprof::model::{input, number};
 use polyprof::pipeline::artifacts::DEFAULT_ARTIFACT_CAP;
 use polyprof::profilers::ncu::parse::flag_empty;
 use polyprof::profilers::ncu::{
@@ -173,13 +176,26 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     };
     out.flush()?;
     let mut parsed = parsed;
+    if let [file] = args.files.as_slice() {
+        name_the_file(&mut parsed, file);
+    }
     flag_empty(&mut parsed, kernels);
     report_diagnostics(&parsed, args.json);
+    Ok(exit_code(&parsed, false))
+}
+
+/// The exit status of `parse`, the same for every profiler: 2 when a file could not be read or
+/// parsed, or when nothing in the files is the profiler's output (the `no_data` diagnostic);
+/// 1 when an error-level diagnostic was found (a bad number, a profiler error); 0 otherwise.
+pub(super) fn exit_code(parsed: &ParsedOutput, unreadable: bool) -> u8 {
+    if unreadable || parsed.diagnostics.iter().any(|d| d.kind == NO_DATA) {
+        return 2;
+    }
     let failed = parsed
         .diagnostics
         .iter()
         .any(|d| d.severity == Severity::Error);
-    Ok(u8::from(failed))
+    u8::from(failed)
 }
 
 /// A backend other than ncu (whose parser streams): the files become raw artifacts named by
@@ -194,6 +210,7 @@ fn parse_with_backend(entry: &BackendEntry, args: &Args) -> anyhow::Result<u8> {
             "profiler": entry.name,
             "files": files,
             "kernels": output.parsed.kernels,
+            "memory_commands": output.parsed.memory_commands,
             "diagnostics": output.parsed.diagnostics,
             "session": output.parsed.session,
             "errors": output.errors,
@@ -208,6 +225,7 @@ fn parse_with_backend(entry: &BackendEntry, args: &Args) -> anyhow::Result<u8> {
             .map(|k| table_row(k, &args.metrics))
             .collect();
         print_table(&mut out, rows, &args.metrics)?;
+        print_memory_note(&mut out, &output.parsed.memory_commands)?;
     }
     out.flush()?;
     for error in &output.errors {
@@ -215,15 +233,7 @@ fn parse_with_backend(entry: &BackendEntry, args: &Args) -> anyhow::Result<u8> {
     }
     report_diagnostics(&output.parsed, args.json);
     // A file the parser could not read is like an unreadable one; the others were printed.
-    if !output.errors.is_empty() {
-        return Ok(2);
-    }
-    let failed = output
-        .parsed
-        .diagnostics
-        .iter()
-        .any(|d| d.severity == Severity::Error);
-    Ok(u8::from(failed))
+    Ok(exit_code(&output.parsed, !output.errors.is_empty()))
 }
 
 /// Every file parsed and merged into one output, with its device (for a run document).
@@ -248,7 +258,21 @@ fn parse_ncu_file(file: &Path, options: &ParseOptions) -> anyhow::Result<ParsedO
     let mut parsed = parse_reader(reader, options, &mut |k| kernels.push(k))
         .with_context(|| format!("cannot read `{}`", file.display()))?;
     parsed.kernels = kernels;
+    name_the_file(&mut parsed, file);
     Ok(parsed)
+}
+
+/// The ncu parser reads a stream and names it `ncu output` in its bad-number diagnostics; the
+/// file it came from goes in its place.
+fn name_the_file(parsed: &mut ParsedOutput, file: &Path) {
+    let placeholder = format!("`{}`", number::NCU_OUTPUT);
+    for diagnostic in &mut parsed.diagnostics {
+        if diagnostic.kind == number::BAD_NUMBER && diagnostic.message.contains(&placeholder) {
+            diagnostic.message = diagnostic
+                .message
+                .replace(&placeholder, &format!("`{}`", file.display()));
+        }
+    }
 }
 
 /// `path` when it is a regular file; a clear error (exit 2) when it is a FIFO, device or
@@ -329,6 +353,7 @@ fn stream_json(
     if let Some(error) = error {
         return Err(error);
     }
+    name_the_file(&mut parsed, Path::new(&files[0]));
     flag_empty(&mut parsed, count);
     write!(
         out,
@@ -424,6 +449,24 @@ pub(super) fn print_table(
         }));
     }
     writeln!(out, "{table}")?;
+    Ok(())
+}
+
+/// Memory commands are not kernels: one line under the kernel table says how many there were
+/// (their records are in `--json` and in the run document's report).
+fn print_memory_note(out: &mut impl Write, commands: &[KernelRecord]) -> anyhow::Result<()> {
+    if commands.is_empty() {
+        return Ok(());
+    }
+    let calls: u64 = commands.iter().map(|c| c.calls).sum();
+    let time_ns: f64 = commands.iter().filter_map(|c| c.duration_ns).sum();
+    writeln!(
+        out,
+        "memory commands (copies, fills, barriers; not kernels): {} records, {calls} commands, \
+         {:.2} us; `--json` lists them",
+        commands.len(),
+        time_ns / 1e3
+    )?;
     Ok(())
 }
 

@@ -6,13 +6,13 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context as _;
+use polyprof::model::ParsedOutput;
 use polyprof::model::input;
 use polyprof::model::record::KernelRecord;
-use polyprof::model::{ParsedOutput, Severity};
 use polyprof::profilers::vtune::REPORT_FILE;
 use polyprof::profilers::vtune::report::{Delimiter, parse_stream};
 
-use super::parse::{Args, print_table, report_diagnostics, table_row};
+use super::parse::{Args, exit_code, print_table, report_diagnostics, table_row};
 
 pub fn execute(args: &Args) -> anyhow::Result<u8> {
     for file in &args.files {
@@ -83,14 +83,7 @@ pub fn execute(args: &Args) -> anyhow::Result<u8> {
     }
     report_diagnostics(&merged, args.json);
     // A file the parser could not read is like an unreadable one; the others were printed.
-    if !errors.is_empty() {
-        return Ok(2);
-    }
-    let failed = merged
-        .diagnostics
-        .iter()
-        .any(|d| d.severity == Severity::Error);
-    Ok(u8::from(failed))
+    Ok(exit_code(&merged, !errors.is_empty()))
 }
 
 /// One report: VTune's own file (`vtune_hotspots.tsv`) was asked for tabs; another is told by

@@ -12,6 +12,10 @@ pub const LARGEST: f64 = 1e18;
 /// Kind of the diagnostic for a value that cannot be.
 pub const BAD_NUMBER: &str = "bad_number";
 
+/// The file name in a diagnostic of a parser that reads a stream without knowing its file
+/// (ncu's); the caller that knows it puts it in place.
+pub const NCU_OUTPUT: &str = "ncu output";
+
 /// How many bad cells one file reports one by one; the rest are counted in one more diagnostic.
 pub const REPORTED_PER_FILE: usize = 5;
 
@@ -57,6 +61,12 @@ pub fn is_unmeasured(text: &str) -> bool {
     matches!(text.trim(), "" | "-" | "n/a" | "N/A" | "na" | "NA")
 }
 
+/// What is wrong with a cell that a parser's own number reader refused (`Ok` when it only says
+/// "not measured").
+pub fn classify(text: &str) -> std::result::Result<(), Problem> {
+    parse_measure(text).map(|_| ())
+}
+
 /// A cell's text: `Ok(None)` when it says "not measured" ([`is_unmeasured`]), the checked value,
 /// or what is wrong with it.
 pub fn parse_measure(text: &str) -> Result<Option<f64>, Problem> {
@@ -68,14 +78,14 @@ pub fn parse_measure(text: &str) -> Result<Option<f64>, Problem> {
     check(value).map(Some)
 }
 
-/// The diagnostic for one bad cell: file, row (1-based line or record number, as the parser
-/// counts), column, the text and what is wrong.
-pub fn bad_number(file: &str, row: u64, column: &str, text: &str, problem: Problem) -> Diagnostic {
+/// The diagnostic for one bad cell: file, row (`row 12`, the 1-based line; `launch 5` where
+/// the parser knows launches, not lines), column, the text and what is wrong.
+pub fn bad_number(file: &str, row: &str, column: &str, text: &str, problem: Problem) -> Diagnostic {
     Diagnostic {
         severity: Severity::Error,
         kind: BAD_NUMBER.to_string(),
         message: format!(
-            "`{file}` row {row}, column `{column}`: `{}` {}; the field is left unmeasured",
+            "`{file}` {row}, column `{column}`: `{}` {}; the field is left unmeasured",
             shorten(text.trim()),
             problem.describe()
         ),
@@ -141,8 +151,13 @@ impl BadNumbers {
     pub fn note(&mut self, row: u64, column: &str, text: &str, problem: Problem) {
         self.count += 1;
         if self.count <= REPORTED_PER_FILE {
-            self.diagnostics
-                .push(bad_number(&self.file, row, column, text, problem));
+            self.diagnostics.push(bad_number(
+                &self.file,
+                &format!("row {row}"),
+                column,
+                text,
+                problem,
+            ));
         }
     }
 

@@ -8,6 +8,11 @@ use crate::model::artifacts::RawOutput;
 use crate::model::device::DeviceInfo;
 use crate::model::record::KernelRecord;
 
+/// Kind of the diagnostic every parser gives when its input holds nothing of its profiler's
+/// (no table, message or file it knows): `polyprof parse` exits 2 on it, as for an unreadable
+/// file, whichever the profiler.
+pub const NO_DATA: &str = "no_data";
+
 /// How bad a diagnostic is.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,

@@ -18,7 +18,7 @@ use super::samples::fold_samples;
 use super::tables::{Tables, parse_tables};
 use super::timeline::{Timeline, parse_timeline};
 use crate::model::DeviceInfo;
-use crate::model::parsed::{Diagnostic, ParsedOutput, Severity};
+use crate::model::parsed::{Diagnostic, NO_DATA, ParsedOutput, Severity};
 
 fn is_json(name: &str) -> bool {
     name.ends_with(".json")
@@ -170,6 +170,23 @@ pub fn parse_outputs(files: &[(&str, &[u8])], profiler: &str) -> ParsedOutput {
                 record.process_id = Some(pid);
             }
         }
+    }
+    // Nothing of unitrace's at all (no summary, timeline, metric block or Chrome timeline): not
+    // its output, which `polyprof parse` treats like an unreadable file.
+    if source.is_none()
+        && tables.is_empty()
+        && out.memory_commands.is_empty()
+        && !out.session.contains_key("timeline_file")
+    {
+        out.diagnostics.push(Diagnostic {
+            severity: Severity::Warning,
+            metric: None,
+            kind: NO_DATA.into(),
+            message: "none of the files holds a unitrace summary, timeline, metric block or \
+                      Chrome timeline"
+                .into(),
+            hint: Some("give the files unitrace wrote (`trace.<pid>`, `<app>.<pid>.json`)".into()),
+        });
     }
     match source {
         Some(source) => {

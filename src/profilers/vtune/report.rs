@@ -158,7 +158,24 @@ pub fn read_rows(
         .from_reader(std::io::Cursor::new(line).chain(input));
     let mut record = csv::ByteRecord::new();
     match reader.read_byte_record(&mut record) {
-        Ok(true) => report.columns = cells(&record),
+        Ok(true) => {
+            report.columns = cells(&record);
+            // Every hotspots report has CPU time (functions, packages, …) or GPU task columns.
+            let vtune = report.columns.iter().any(|c| {
+                let c = bare(c);
+                c.starts_with("CPU Time") || c.starts_with("Computing Task") || c.starts_with("GPU")
+            });
+            if !vtune {
+                return Err(Error::Parse {
+                    context: context.to_string(),
+                    message: format!(
+                        "the header (`{}`) has no `CPU Time`, `Computing Task` or `GPU` column; \
+                         this is not a VTune hotspots report",
+                        clip(&header)
+                    ),
+                });
+            }
+        }
         _ => {
             return Err(Error::Parse {
                 context: context.to_string(),
@@ -199,6 +216,14 @@ pub fn read_rows(
         }
     }
     Ok(report)
+}
+
+fn clip(text: &str) -> String {
+    if text.chars().count() <= 80 {
+        text.to_string()
+    } else {
+        format!("{}…", text.chars().take(80).collect::<String>())
+    }
 }
 
 /// A row's cells, trimmed, invalid UTF-8 replaced.
