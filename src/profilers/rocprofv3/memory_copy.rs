@@ -32,8 +32,8 @@ pub struct MemoryCopy {
 }
 
 impl MemoryCopy {
-    /// The copy as a memory-command record: one launch, named by its direction, on its
-    /// destination agent.
+    /// The copy as a memory-command record: one launch, named by its direction, on its device
+    /// agent (the destination, or the source of a copy to the host).
     pub fn to_record(&self, launch_id: u64) -> KernelRecord {
         let mut record = KernelRecord {
             profiler: NAME.to_string(),
@@ -42,7 +42,12 @@ impl MemoryCopy {
             launch_id: self.correlation_id.unwrap_or(launch_id),
             name: self.direction.clone(),
             short_name: self.direction.clone(),
-            device: self.destination_agent.clone(),
+            // The GPU end of the copy: its lane in a trace, its device in a report.
+            device: if self.direction.contains("DEVICE_TO_HOST") {
+                self.source_agent.clone()
+            } else {
+                self.destination_agent.clone()
+            },
             stream: self.stream.clone(),
             start_ns: Some(self.start_ns as f64),
             duration_ns: Some(self.duration_ns as f64),

@@ -296,7 +296,11 @@ pub fn parse_tables(text: &str) -> Tables {
             },
         }
     }
+    let bad = std::mem::take(&mut tables.diagnostics);
     tables.diagnostics = warnings.finish("unitrace summary");
+    tables
+        .diagnostics
+        .extend(bad.into_iter().take(number::REPORTED_PER_FILE));
     tables
 }
 
