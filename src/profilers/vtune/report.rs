@@ -40,6 +40,9 @@ pub struct Report {
     /// The warning lines VTune printed before the table.
     pub preamble: Vec<String>,
     pub diagnostics: Vec<Diagnostic>,
+    /// Column positions by lower-case name, exact names before bare ones; built on first use
+    /// (every row looks columns up by name).
+    index: std::cell::OnceCell<HashMap<String, usize>>,
 }
 
 impl Report {
@@ -50,15 +53,17 @@ impl Report {
 
     /// Index of a column by name, ignoring case and a trailing unit such as `(%)` or `(s)`.
     pub fn column(&self, name: &str) -> Option<usize> {
-        let wanted = name.trim();
-        self.columns
-            .iter()
-            .position(|c| c.trim().eq_ignore_ascii_case(wanted))
-            .or_else(|| {
-                self.columns
-                    .iter()
-                    .position(|c| bare(c).eq_ignore_ascii_case(wanted))
-            })
+        let index = self.index.get_or_init(|| {
+            let mut index = HashMap::new();
+            for (i, column) in self.columns.iter().enumerate() {
+                index.entry(column.trim().to_ascii_lowercase()).or_insert(i);
+            }
+            for (i, column) in self.columns.iter().enumerate() {
+                index.entry(bare(column).to_ascii_lowercase()).or_insert(i);
+            }
+            index
+        });
+        index.get(&name.trim().to_ascii_lowercase()).copied()
     }
 }
 
