@@ -16,6 +16,7 @@ pub mod ncu_args;
 pub mod occupancy;
 pub mod output;
 pub mod parse;
+pub mod parse_output;
 pub mod parse_run;
 pub mod parse_vtune;
 pub mod report;

@@ -1,6 +1,6 @@
 //! `polyprof parse`: turn saved profiler output into normalized records, without a GPU.
 //!
-//! Exit codes, the same for every profiler ([`exit_code`]): 0 parsed, no error-level
+//! Exit codes, the same for every profiler (`parse_output::exit_code`): 0 parsed, no error-level
 //! diagnostic; 1 parsed, but with an error-level diagnostic (the profiler reported an error, a
 //! requested metric is missing, a number that cannot be); 2 a file that is unreadable, not a
 //! regular file, or that the parser could not read (the others are still printed), input in
@@ -11,14 +11,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_BORDERS_ONLY};
-use polyprof::model::parsed::NO_DATA;
-use polyprof::model::record::KernelRecord;
-use polyprof::model::{
-    NormalizedField, ParsedOutput, ProfilerOutput, RawArtifact, RawOutput, Severity,
-    normalized_field,
-};
+use polyprof::model::{ParsedOutput, ProfilerOutput, RawArtifact, RawOutput};
 use polyprof::model::{input, number};
+
+use super::parse_output::{
+    exit_code, print_memory_note, print_table, report_diagnostics, table_row,
+};
 use polyprof::pipeline::artifacts::DEFAULT_ARTIFACT_CAP;
 use polyprof::profilers::ncu::parse::flag_empty;
 use polyprof::profilers::ncu::{
@@ -116,7 +114,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         );
     }
     if entry.name == "vtune" {
-        return super::parse_vtune::execute(&args);
+        return super::parse_vtune::execute(&args.files, args.json, &args.metrics);
     }
     if entry.name != "ncu" {
         return parse_with_backend(entry, &args);
@@ -182,20 +180,6 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     flag_empty(&mut parsed, kernels);
     report_diagnostics(&parsed, args.json);
     Ok(exit_code(&parsed, false))
-}
-
-/// The exit status of `parse`, the same for every profiler: 2 when a file could not be read or
-/// parsed, or when nothing in the files is the profiler's output (the `no_data` diagnostic);
-/// 1 when an error-level diagnostic was found (a bad number, a profiler error); 0 otherwise.
-pub(super) fn exit_code(parsed: &ParsedOutput, unreadable: bool) -> u8 {
-    if unreadable || parsed.diagnostics.iter().any(|d| d.kind == NO_DATA) {
-        return 2;
-    }
-    let failed = parsed
-        .diagnostics
-        .iter()
-        .any(|d| d.severity == Severity::Error);
-    u8::from(failed)
 }
 
 /// A backend other than ncu (whose parser streams): the files become raw artifacts named by
@@ -362,128 +346,4 @@ fn stream_json(
         serde_json::to_string(&parsed.session)?
     )?;
     Ok((parsed, count))
-}
-
-fn fmt(value: Option<f64>, decimals: usize) -> String {
-    value.map_or_else(|| "-".to_string(), |v| format!("{v:.decimals$}"))
-}
-
-fn dim3(value: Option<[u64; 3]>) -> String {
-    value.map_or_else(|| "-".to_string(), |[x, y, z]| format!("{x}x{y}x{z}"))
-}
-
-fn truncate(name: &str, max: usize) -> String {
-    if name.chars().count() <= max {
-        name.to_string()
-    } else {
-        let head: String = name.chars().take(max - 1).collect();
-        format!("{head}…")
-    }
-}
-
-const HEADER: [&str; 10] = [
-    "pid", "id", "kernel", "grid", "block", "time us", "DRAM MB", "GB/s", "GFLOP/s", "FLOP/B",
-];
-
-/// The normalized numbers shown as they are, after [`HEADER`]'s columns (titles and units from
-/// `model::fields`).
-const AS_REPORTED: [&str; 6] = [
-    "achieved_occupancy_pct",
-    "theoretical_occupancy_pct",
-    "sm_throughput_pct",
-    "memory_throughput_pct",
-    "registers_per_thread",
-    "shared_mem_per_block",
-];
-
-fn as_reported() -> impl Iterator<Item = &'static NormalizedField> {
-    AS_REPORTED.iter().filter_map(|name| normalized_field(name))
-}
-
-pub(super) fn table_row(k: &KernelRecord, metrics: &[String]) -> Vec<String> {
-    let mut row = vec![
-        k.process_id
-            .map_or_else(|| "-".to_string(), |p| p.to_string()),
-        k.launch_id.to_string(),
-        truncate(&k.short_name, 48),
-        dim3(k.grid),
-        dim3(k.block),
-        fmt(k.duration_ns.map(|ns| ns / 1e3), 2),
-        fmt(k.total_dram_bytes().map(|b| b / 1e6), 2),
-        fmt(k.dram_gb_per_s(), 1),
-        fmt(k.gflops_per_s(), 1),
-        fmt(k.arithmetic_intensity(), 2),
-    ];
-    row.extend(as_reported().map(|field| fmt((field.get)(k), if field.integer { 0 } else { 1 })));
-    for name in metrics {
-        row.push(match k.metrics.get(name.as_str()) {
-            Some(metric) => match metric.value.as_f64() {
-                Some(v) => format!("{v} {}", metric.unit).trim().to_string(),
-                None => format!("{:?}", metric.value),
-            },
-            None => "-".to_string(),
-        });
-    }
-    row
-}
-
-pub(super) fn print_table(
-    out: &mut impl Write,
-    rows: Vec<Vec<String>>,
-    metrics: &[String],
-) -> anyhow::Result<()> {
-    let mut table = Table::new();
-    table.load_style(UTF8_BORDERS_ONLY);
-    let mut header: Vec<String> = HEADER.iter().map(|h| h.to_string()).collect();
-    header.extend(as_reported().map(|field| field.label.to_string()));
-    header.extend(metrics.iter().cloned());
-    table.set_header(header);
-    for row in rows {
-        table.add_row(row.into_iter().enumerate().map(|(i, cell)| {
-            let cell = Cell::new(cell);
-            if i == 2 {
-                cell
-            } else {
-                cell.set_alignment(CellAlignment::Right)
-            }
-        }));
-    }
-    writeln!(out, "{table}")?;
-    Ok(())
-}
-
-/// Memory commands are not kernels: one line under the kernel table says how many there were
-/// (their records are in `--json` and in the run document's report).
-fn print_memory_note(out: &mut impl Write, commands: &[KernelRecord]) -> anyhow::Result<()> {
-    if commands.is_empty() {
-        return Ok(());
-    }
-    let calls: u64 = commands.iter().map(|c| c.calls).sum();
-    let time_ns: f64 = commands.iter().filter_map(|c| c.duration_ns).sum();
-    writeln!(
-        out,
-        "memory commands (copies, fills, barriers; not kernels): {} records, {calls} commands, \
-         {:.2} us; `--json` lists them",
-        commands.len(),
-        time_ns / 1e3
-    )?;
-    Ok(())
-}
-
-/// Diagnostics go to stderr so stdout stays machine-readable (they are in the JSON too).
-pub(super) fn report_diagnostics(parsed: &ParsedOutput, json: bool) {
-    for d in &parsed.diagnostics {
-        if json && d.severity == Severity::Info {
-            continue;
-        }
-        let level = match d.severity {
-            Severity::Info => "note",
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        };
-        eprintln!("{level} [{}]: {}", d.kind, d.message);
-        if let Some(hint) = &d.hint {
-            eprintln!("  hint: {hint}");
-        }
-    }
 }

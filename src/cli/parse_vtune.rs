@@ -3,7 +3,7 @@
 //! multiple of one row however large the report (a 100 MB CSV held whole took 11 GB).
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use polyprof::model::ParsedOutput;
@@ -12,21 +12,22 @@ use polyprof::model::record::KernelRecord;
 use polyprof::profilers::vtune::REPORT_FILE;
 use polyprof::profilers::vtune::report::{Delimiter, parse_stream};
 
-use super::parse::{Args, exit_code, print_table, report_diagnostics, table_row};
+use super::parse_output::{exit_code, print_table, report_diagnostics, table_row};
 
-pub fn execute(args: &Args) -> anyhow::Result<u8> {
-    for file in &args.files {
+/// Parse `files` as VTune reports; `json` and `metrics` as `polyprof parse` takes them.
+pub fn execute(files: &[PathBuf], json: bool, metrics: &[String]) -> anyhow::Result<u8> {
+    for file in files {
         input::require_regular_file(file)
             .with_context(|| format!("cannot read `{}`", file.display()))?;
     }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let files: Vec<String> = args.files.iter().map(|f| f.display().to_string()).collect();
-    if args.json {
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    if json {
         write!(
             out,
             "{{\"profiler\":\"vtune\",\"files\":{},\"kernels\":[",
-            serde_json::to_string(&files)?
+            serde_json::to_string(&names)?
         )?;
     }
     let mut merged = ParsedOutput::default();
@@ -34,14 +35,14 @@ pub fn execute(args: &Args) -> anyhow::Result<u8> {
     let mut rows = Vec::new();
     let mut count = 0u64;
     let mut write_error: Option<std::io::Error> = None;
-    for file in &args.files {
+    for file in files {
         // Launch ids stay unique across the files, as the backend numbers them.
         let first = count;
         let mut emit = |mut record: KernelRecord| {
             record.launch_id += first;
             count += 1;
-            if !args.json {
-                rows.push(table_row(&record, &args.metrics));
+            if !json {
+                rows.push(table_row(&record, metrics));
                 return;
             }
             if write_error.is_some() {
@@ -66,7 +67,7 @@ pub fn execute(args: &Args) -> anyhow::Result<u8> {
     if let Some(error) = write_error {
         return Err(error.into());
     }
-    if args.json {
+    if json {
         write!(
             out,
             "\n],\"diagnostics\":{},\"session\":{},\"errors\":{}}}\n",
@@ -75,20 +76,20 @@ pub fn execute(args: &Args) -> anyhow::Result<u8> {
             serde_json::to_string(&errors)?
         )?;
     } else {
-        print_table(&mut out, rows, &args.metrics)?;
+        print_table(&mut out, rows, metrics)?;
     }
     out.flush()?;
     for error in &errors {
         eprintln!("error: {error}");
     }
-    report_diagnostics(&merged, args.json);
+    report_diagnostics(&merged, json);
     // A file the parser could not read is like an unreadable one; the others were printed.
     Ok(exit_code(&merged, !errors.is_empty()))
 }
 
 /// One report: VTune's own file (`vtune_hotspots.tsv`) was asked for tabs; another is told by
 /// its header.
-fn parse_file(file: &PathBuf, emit: &mut dyn FnMut(KernelRecord)) -> anyhow::Result<ParsedOutput> {
+fn parse_file(file: &Path, emit: &mut dyn FnMut(KernelRecord)) -> anyhow::Result<ParsedOutput> {
     let name = file
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
