@@ -92,10 +92,7 @@ pub fn print_table(
 ) -> anyhow::Result<()> {
     let mut table = Table::new();
     table.load_style(UTF8_BORDERS_ONLY);
-    let mut header: Vec<String> = HEADER.iter().map(|h| h.to_string()).collect();
-    header.extend(as_reported().map(|field| field.label.to_string()));
-    header.extend(metrics.iter().cloned());
-    table.set_header(header);
+    table.set_header(header(metrics));
     for row in rows {
         table.add_row(row.into_iter().enumerate().map(|(i, cell)| {
             let cell = Cell::new(cell);
@@ -108,6 +105,78 @@ pub fn print_table(
     }
     writeln!(out, "{table}")?;
     Ok(())
+}
+
+fn header(metrics: &[String]) -> Vec<String> {
+    let mut header: Vec<String> = HEADER.iter().map(|h| h.to_string()).collect();
+    header.extend(as_reported().map(|field| field.label.to_string()));
+    header.extend(metrics.iter().cloned());
+    header
+}
+
+/// The table of [`print_table`] written row by row, for inputs too large to hold every row:
+/// the column widths come first ([`StreamedTable::widen`] on every row, e.g. in a first pass
+/// over the file), then the rows are written as they come. Widths count characters.
+pub struct StreamedTable {
+    header: Vec<String>,
+    widths: Vec<usize>,
+}
+
+impl StreamedTable {
+    pub fn new(metrics: &[String]) -> Self {
+        let header = header(metrics);
+        let widths = header.iter().map(|h| h.chars().count()).collect();
+        StreamedTable { header, widths }
+    }
+
+    pub fn widen(&mut self, row: &[String]) {
+        for (width, cell) in self.widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+
+    fn rule(
+        &self,
+        out: &mut impl Write,
+        left: char,
+        line: char,
+        right: char,
+    ) -> std::io::Result<()> {
+        let inner: usize = self.widths.iter().map(|w| w + 3).sum::<usize>() - 1;
+        let line: String = std::iter::repeat_n(line, inner).collect();
+        writeln!(out, "{left}{line}{right}")
+    }
+
+    fn line(&self, out: &mut impl Write, cells: &[String], header: bool) -> std::io::Result<()> {
+        let mut text = String::from("│");
+        for (i, (cell, width)) in cells.iter().zip(&self.widths).enumerate() {
+            let pad = width.saturating_sub(cell.chars().count());
+            // As in the held table: the header and the kernel column left, numbers right.
+            let (before, after) = if header || i == 2 { (0, pad) } else { (pad, 0) };
+            text.push(' ');
+            text.extend(std::iter::repeat_n(' ', before));
+            text.push_str(cell);
+            text.extend(std::iter::repeat_n(' ', after));
+            text.push_str("  ");
+        }
+        text.pop();
+        text.push('│');
+        writeln!(out, "{text}")
+    }
+
+    pub fn start(&self, out: &mut impl Write) -> std::io::Result<()> {
+        self.rule(out, '┌', '─', '┐')?;
+        self.line(out, &self.header, true)?;
+        self.rule(out, '╞', '═', '╡')
+    }
+
+    pub fn row(&self, out: &mut impl Write, row: &[String]) -> std::io::Result<()> {
+        self.line(out, row, false)
+    }
+
+    pub fn end(&self, out: &mut impl Write) -> std::io::Result<()> {
+        self.rule(out, '└', '─', '┘')
+    }
 }
 
 /// Memory commands are not kernels: one line under the kernel table says how many there were
@@ -143,5 +212,43 @@ pub fn report_diagnostics(parsed: &ParsedOutput, json: bool) {
         if let Some(hint) = &d.hint {
             eprintln!("  hint: {hint}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_streamed_table_is_the_held_table() {
+        let metrics = vec!["extra".to_string()];
+        let record = |name: &str, ns: f64| KernelRecord {
+            launch_id: 7,
+            name: name.into(),
+            short_name: name.into(),
+            duration_ns: Some(ns),
+            block: Some([16, 16, 1]),
+            ..Default::default()
+        };
+        let rows: Vec<Vec<String>> = [record("gemm_kernel", 3e8), record("k", 12.0)]
+            .iter()
+            .map(|r| table_row(r, &metrics))
+            .collect();
+        let mut held = Vec::new();
+        print_table(&mut held, rows.clone(), &metrics).unwrap();
+        let mut table = StreamedTable::new(&metrics);
+        for row in &rows {
+            table.widen(row);
+        }
+        let mut streamed = Vec::new();
+        table.start(&mut streamed).unwrap();
+        for row in &rows {
+            table.row(&mut streamed, row).unwrap();
+        }
+        table.end(&mut streamed).unwrap();
+        assert_eq!(
+            String::from_utf8(streamed).unwrap(),
+            String::from_utf8(held).unwrap()
+        );
     }
 }
