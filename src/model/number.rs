@@ -149,15 +149,15 @@ impl BadNumbers {
     }
 
     pub fn note(&mut self, row: u64, column: &str, text: &str, problem: Problem) {
+        self.note_at(&format!("row {row}"), column, text, problem);
+    }
+
+    /// [`note`](Self::note) with the place in words (`event at byte 120`).
+    pub fn note_at(&mut self, place: &str, column: &str, text: &str, problem: Problem) {
         self.count += 1;
         if self.count <= REPORTED_PER_FILE {
-            self.diagnostics.push(bad_number(
-                &self.file,
-                &format!("row {row}"),
-                column,
-                text,
-                problem,
-            ));
+            self.diagnostics
+                .push(bad_number(&self.file, place, column, text, problem));
         }
     }
 

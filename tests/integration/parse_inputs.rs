@@ -225,6 +225,34 @@ fn absurd_numbers_are_diagnostics_naming_file_row_and_column_for_every_vendor() 
 }
 
 #[test]
+fn absurd_durations_in_a_chrome_timeline_are_diagnostics() {
+    let dir = tempfile::tempdir().unwrap();
+    let chrome = std::fs::read_to_string(fixture("unitrace/synthetic_python.4242.json")).unwrap();
+    for value in ["-5", "1e308"] {
+        let file = write(
+            dir.path(),
+            "python.4242.json",
+            &chrome.replacen("\"dur\": 850.240", &format!("\"dur\": {value}"), 1),
+        );
+        let out = polyprof()
+            .args(["parse", "--json", "--profiler", "unitrace"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert_exit(&out, 1);
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let text = doc["diagnostics"].to_string();
+        assert!(
+            text.contains("`python.4242.json` event at byte") && text.contains("column `dur`"),
+            "{text}"
+        );
+        let copy = &doc["memory_commands"][0];
+        assert_eq!(copy["kind"], "memory_copy");
+        assert!(copy.get("duration_ns").is_none(), "{copy}");
+    }
+}
+
+#[test]
 fn an_end_before_the_start_is_a_diagnostic_not_a_silent_gap() {
     let dir = tempfile::tempdir().unwrap();
     let amd = std::fs::read_to_string(fixture("rocprofv3/kernel_trace.csv")).unwrap();

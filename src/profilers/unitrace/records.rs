@@ -14,6 +14,7 @@ use super::metrics::{MetricBlock, MetricMode, MetricRow, Metrics};
 use super::names::{is_memory_command, parse_command_name};
 use super::tables::{KernelProperties, Tables};
 use super::timeline::Timeline;
+use crate::model::number;
 use crate::model::record::{
     KernelRecord, MEMORY_BYTES_METRIC, Metric, MetricName, MetricValue, RecordKind,
     short_kernel_name,
@@ -298,8 +299,9 @@ pub fn chrome_commands(
                 .map(|p| super::chrome::device_name(p).to_string());
             record.stream = trace.thread_names.get(&(event.pid, event.tid)).cloned();
             // µs with ns fractions: back to whole ns.
-            record.start_ns = Some((event.ts_us * 1000.0).round());
-            record.duration_ns = Some((event.dur_us * 1000.0).round());
+            // Values that cannot be stay unmeasured (the trace's diagnostics name them).
+            record.start_ns = number::check((event.ts_us * 1000.0).round()).ok();
+            record.duration_ns = number::check((event.dur_us * 1000.0).round()).ok();
             if let Some((n, segment)) = segment_of.get(&index) {
                 let label = segment
                     .label
