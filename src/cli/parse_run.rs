@@ -97,13 +97,25 @@ pub fn run_document(
 
 /// Write the document to `file` through a temporary file and a rename.
 fn write_to(run: &ProfileRun, file: &Path) -> anyhow::Result<PathBuf> {
-    let text = serde_json::to_vec_pretty(run).context("cannot serialize the run document")?;
     let name = file
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "run.json".to_string());
     let tmp = file.with_file_name(format!(".{name}.tmp"));
-    std::fs::write(&tmp, text).with_context(|| format!("cannot write `{}`", tmp.display()))?;
+    // Written as it is serialized: the document of a large capture is ten times its input, and
+    // need not be held in memory beside the records.
+    let written = std::fs::File::create(&tmp)
+        .map_err(anyhow::Error::from)
+        .and_then(|f| {
+            let mut out = std::io::BufWriter::new(f);
+            serde_json::to_writer_pretty(&mut out, run)?;
+            std::io::Write::flush(&mut out)?;
+            Ok(())
+        });
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e).with_context(|| format!("cannot write `{}`", tmp.display()));
+    }
     if let Err(e) = std::fs::rename(&tmp, file) {
         let _ = std::fs::remove_file(&tmp);
         return Err(e).with_context(|| format!("cannot write `{}`", file.display()));
