@@ -384,7 +384,7 @@ impl RecordKind {
     }
 }
 
-/// Metric holding the bytes a memory command moved or filled.
+/// Metric holding the bytes a memory command moved or filled (all of the record's `calls`).
 pub const MEMORY_BYTES_METRIC: &str = "bytes";
 
 /// One kernel launch (or one aggregated kernel, for profilers that only report totals).

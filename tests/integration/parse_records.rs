@@ -222,6 +222,12 @@ fn reports_show_memory_commands_apart_from_kernels_in_every_format() {
         "{table}"
     );
     assert!(table.contains("of device time with the kernels"), "{table}");
+    // Three 128 MB copies and one of 4 bytes: the sizes of every call.
+    let m2d = table
+        .lines()
+        .find(|l| l.contains("zeCommandListAppendMemoryCopy(M2D)"))
+        .unwrap();
+    assert!(m2d.contains("384.0 MB"), "{m2d}");
     let kernel_table = &table[..table.find("memory commands  ").unwrap()];
     assert!(!kernel_table.contains("zeCommandList"), "{table}");
 

@@ -178,6 +178,13 @@ fn summary_commands(tables: &Tables, profiler: &str, commands: Commands) -> Vec<
             let mut record = named_record(profiler, row.name.clone(), "summary");
             record.launch_id = records.len() as u64;
             record.calls = row.calls;
+            // A command's size is per call; the record's `bytes` are all its calls'.
+            if let Some(bytes) = record.metric(MEMORY_BYTES_METRIC) {
+                record.metrics.insert(
+                    NAMES.bytes.clone(),
+                    number(bytes * row.calls as f64, "byte"),
+                );
+            }
             record.duration_ns = Some(row.total_ns as f64);
             let m = &mut record.metrics;
             m.insert(n.avg.clone(), number(row.average_ns as f64, "ns"));
