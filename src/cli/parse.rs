@@ -1,23 +1,26 @@
 //! `polyprof parse`: turn saved profiler output into normalized records, without a GPU.
 //!
-//! Exit codes: 0 parsed, no error-level diagnostic; 1 parsed, but ncu reported an error (or a
-//! requested metric is missing); 2 unreadable file (or one the parser could not read: the others
-//! are still printed), or bad flags.
+//! Exit codes, the same for every profiler (`parse_output::exit_code`): 0 parsed, no error-level
+//! diagnostic; 1 parsed, but with an error-level diagnostic (the profiler reported an error, a
+//! requested metric is missing, a number that cannot be); 2 a file that is unreadable, not a
+//! regular file, or that the parser could not read (the others are still printed), input in
+//! which nothing is the profiler's output, or bad flags.
 
 use std::collections::BTreeSet;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_BORDERS_ONLY};
-use polyprof::model::record::KernelRecord;
-use polyprof::model::{
-    NormalizedField, ParsedOutput, ProfilerOutput, RawArtifact, RawOutput, Severity,
-    normalized_field,
+use polyprof::model::{ParsedOutput, ProfilerOutput, RawArtifact, RawOutput};
+use polyprof::model::{input, number};
+
+use super::parse_output::{
+    exit_code, print_memory_note, print_table, report_diagnostics, table_row,
 };
+use polyprof::pipeline::artifacts::DEFAULT_ARTIFACT_CAP;
 use polyprof::profilers::ncu::parse::flag_empty;
 use polyprof::profilers::ncu::{
-    MetricFilter, ParseOptions, device_from_session, merge, parse, parse_reader,
+    MetricFilter, ParseOptions, device_from_session, merge, parse_reader,
 };
 use polyprof::profilers::registry::{self, BACKENDS, BackendEntry};
 
@@ -110,6 +113,9 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             args.run_dir.as_deref(),
         );
     }
+    if entry.name == "vtune" {
+        return super::parse_vtune::execute(&args.files, args.json, &args.metrics);
+    }
     if entry.name != "ncu" {
         return parse_with_backend(entry, &args);
     }
@@ -119,13 +125,8 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let (parsed, kernels) = if let [file] = args.files.as_slice() {
         // One file: read in pieces and, for JSON, write records as they come, so memory stays
         // flat on huge inputs.
-        // A directory opens fine and fails on the first read: refuse it before any output.
-        let reader = std::fs::File::open(file)
-            .and_then(|f| match f.metadata()?.is_dir() {
-                true => Err(std::io::Error::other("is a directory")),
-                false => Ok(f),
-            })
-            .with_context(|| format!("cannot read `{}`", file.display()))?;
+        // A directory, FIFO or device is refused before any output (a FIFO would hang).
+        let reader = open_regular_file(file)?;
         if args.json {
             stream_json(reader, &options, &args.files, &mut out)?
         } else {
@@ -139,15 +140,12 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             (parsed, count)
         }
     } else {
-        let mut inputs = Vec::with_capacity(args.files.len());
         for file in &args.files {
-            let bytes =
-                std::fs::read(file).with_context(|| format!("cannot read `{}`", file.display()))?;
-            inputs.push(bytes);
+            require_regular_file(file)?;
         }
         let mut merged = ParsedOutput::default();
-        for input in &inputs {
-            merge(&mut merged, parse(input, &options));
+        for file in &args.files {
+            merge(&mut merged, parse_ncu_file(file, &options)?);
         }
         let count = merged.kernels.len();
         if args.json {
@@ -176,13 +174,12 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     };
     out.flush()?;
     let mut parsed = parsed;
+    if let [file] = args.files.as_slice() {
+        name_the_file(&mut parsed, file);
+    }
     flag_empty(&mut parsed, kernels);
     report_diagnostics(&parsed, args.json);
-    let failed = parsed
-        .diagnostics
-        .iter()
-        .any(|d| d.severity == Severity::Error);
-    Ok(u8::from(failed))
+    Ok(exit_code(&parsed, false))
 }
 
 /// A backend other than ncu (whose parser streams): the files become raw artifacts named by
@@ -197,6 +194,7 @@ fn parse_with_backend(entry: &BackendEntry, args: &Args) -> anyhow::Result<u8> {
             "profiler": entry.name,
             "files": files,
             "kernels": output.parsed.kernels,
+            "memory_commands": output.parsed.memory_commands,
             "diagnostics": output.parsed.diagnostics,
             "session": output.parsed.session,
             "errors": output.errors,
@@ -211,6 +209,7 @@ fn parse_with_backend(entry: &BackendEntry, args: &Args) -> anyhow::Result<u8> {
             .map(|k| table_row(k, &args.metrics))
             .collect();
         print_table(&mut out, rows, &args.metrics)?;
+        print_memory_note(&mut out, &output.parsed.memory_commands)?;
     }
     out.flush()?;
     for error in &output.errors {
@@ -218,24 +217,17 @@ fn parse_with_backend(entry: &BackendEntry, args: &Args) -> anyhow::Result<u8> {
     }
     report_diagnostics(&output.parsed, args.json);
     // A file the parser could not read is like an unreadable one; the others were printed.
-    if !output.errors.is_empty() {
-        return Ok(2);
-    }
-    let failed = output
-        .parsed
-        .diagnostics
-        .iter()
-        .any(|d| d.severity == Severity::Error);
-    Ok(u8::from(failed))
+    Ok(exit_code(&output.parsed, !output.errors.is_empty()))
 }
 
 /// Every file parsed and merged into one output, with its device (for a run document).
 fn parse_all(files: &[PathBuf], options: &ParseOptions) -> anyhow::Result<ParsedOutput> {
+    for file in files {
+        require_regular_file(file)?;
+    }
     let mut merged = ParsedOutput::default();
     for file in files {
-        let bytes =
-            std::fs::read(file).with_context(|| format!("cannot read `{}`", file.display()))?;
-        merge(&mut merged, parse(&bytes, options));
+        merge(&mut merged, parse_ncu_file(file, options)?);
     }
     merged.device = device_from_session(&merged.session);
     let count = merged.kernels.len();
@@ -243,21 +235,62 @@ fn parse_all(files: &[PathBuf], options: &ParseOptions) -> anyhow::Result<Parsed
     Ok(merged)
 }
 
+/// One ncu file, read in pieces (lines bounded), its records collected.
+fn parse_ncu_file(file: &Path, options: &ParseOptions) -> anyhow::Result<ParsedOutput> {
+    let reader = open_regular_file(file)?;
+    let mut kernels = Vec::new();
+    let mut parsed = parse_reader(reader, options, &mut |k| kernels.push(k))
+        .with_context(|| format!("cannot read `{}`", file.display()))?;
+    parsed.kernels = kernels;
+    name_the_file(&mut parsed, file);
+    Ok(parsed)
+}
+
+/// The ncu parser reads a stream and names it `ncu output` in its bad-number diagnostics; the
+/// file it came from goes in its place.
+fn name_the_file(parsed: &mut ParsedOutput, file: &Path) {
+    let placeholder = format!("`{}`", number::NCU_OUTPUT);
+    for diagnostic in &mut parsed.diagnostics {
+        if diagnostic.kind == number::BAD_NUMBER && diagnostic.message.contains(&placeholder) {
+            diagnostic.message = diagnostic
+                .message
+                .replace(&placeholder, &format!("`{}`", file.display()));
+        }
+    }
+}
+
+/// `path` when it is a regular file; a clear error (exit 2) when it is a FIFO, device or
+/// directory, before anything opens it.
+fn require_regular_file(path: &Path) -> anyhow::Result<()> {
+    input::require_regular_file(path)
+        .with_context(|| format!("cannot read `{}`", path.display()))?;
+    Ok(())
+}
+
+fn open_regular_file(path: &Path) -> anyhow::Result<std::fs::File> {
+    input::open_regular_file(path).with_context(|| format!("cannot read `{}`", path.display()))
+}
+
 /// The files as raw artifacts named by their file names, through the backend's own parser.
+/// Each is read up to the pipeline's artifact cap, as a run's would be (the parser warns when
+/// one is cut).
 fn backend_output(entry: &BackendEntry, args: &Args) -> anyhow::Result<ProfilerOutput> {
+    for file in &args.files {
+        require_regular_file(file)?;
+    }
     let mut raw = RawOutput::default();
     for file in &args.files {
-        let content =
-            std::fs::read(file).with_context(|| format!("cannot read `{}`", file.display()))?;
+        let (content, size, truncated) = input::read_regular_file(file, DEFAULT_ARTIFACT_CAP)
+            .with_context(|| format!("cannot read `{}`", file.display()))?;
         raw.artifacts.push(RawArtifact {
             name: file
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default(),
             path: file.clone(),
-            size: content.len() as u64,
+            size,
             content,
-            truncated: false,
+            truncated,
         });
     }
     let dir = args
@@ -304,6 +337,7 @@ fn stream_json(
     if let Some(error) = error {
         return Err(error);
     }
+    name_the_file(&mut parsed, Path::new(&files[0]));
     flag_empty(&mut parsed, count);
     write!(
         out,
@@ -312,110 +346,4 @@ fn stream_json(
         serde_json::to_string(&parsed.session)?
     )?;
     Ok((parsed, count))
-}
-
-fn fmt(value: Option<f64>, decimals: usize) -> String {
-    value.map_or_else(|| "-".to_string(), |v| format!("{v:.decimals$}"))
-}
-
-fn dim3(value: Option<[u64; 3]>) -> String {
-    value.map_or_else(|| "-".to_string(), |[x, y, z]| format!("{x}x{y}x{z}"))
-}
-
-fn truncate(name: &str, max: usize) -> String {
-    if name.chars().count() <= max {
-        name.to_string()
-    } else {
-        let head: String = name.chars().take(max - 1).collect();
-        format!("{head}…")
-    }
-}
-
-const HEADER: [&str; 10] = [
-    "pid", "id", "kernel", "grid", "block", "time us", "DRAM MB", "GB/s", "GFLOP/s", "FLOP/B",
-];
-
-/// The normalized numbers shown as they are, after [`HEADER`]'s columns (titles and units from
-/// `model::fields`).
-const AS_REPORTED: [&str; 6] = [
-    "achieved_occupancy_pct",
-    "theoretical_occupancy_pct",
-    "sm_throughput_pct",
-    "memory_throughput_pct",
-    "registers_per_thread",
-    "shared_mem_per_block",
-];
-
-fn as_reported() -> impl Iterator<Item = &'static NormalizedField> {
-    AS_REPORTED.iter().filter_map(|name| normalized_field(name))
-}
-
-fn table_row(k: &KernelRecord, metrics: &[String]) -> Vec<String> {
-    let mut row = vec![
-        k.process_id
-            .map_or_else(|| "-".to_string(), |p| p.to_string()),
-        k.launch_id.to_string(),
-        truncate(&k.short_name, 48),
-        dim3(k.grid),
-        dim3(k.block),
-        fmt(k.duration_ns.map(|ns| ns / 1e3), 2),
-        fmt(k.total_dram_bytes().map(|b| b / 1e6), 2),
-        fmt(k.dram_gb_per_s(), 1),
-        fmt(k.gflops_per_s(), 1),
-        fmt(k.arithmetic_intensity(), 2),
-    ];
-    row.extend(as_reported().map(|field| fmt((field.get)(k), if field.integer { 0 } else { 1 })));
-    for name in metrics {
-        row.push(match k.metrics.get(name.as_str()) {
-            Some(metric) => match metric.value.as_f64() {
-                Some(v) => format!("{v} {}", metric.unit).trim().to_string(),
-                None => format!("{:?}", metric.value),
-            },
-            None => "-".to_string(),
-        });
-    }
-    row
-}
-
-fn print_table(
-    out: &mut impl Write,
-    rows: Vec<Vec<String>>,
-    metrics: &[String],
-) -> anyhow::Result<()> {
-    let mut table = Table::new();
-    table.load_style(UTF8_BORDERS_ONLY);
-    let mut header: Vec<String> = HEADER.iter().map(|h| h.to_string()).collect();
-    header.extend(as_reported().map(|field| field.label.to_string()));
-    header.extend(metrics.iter().cloned());
-    table.set_header(header);
-    for row in rows {
-        table.add_row(row.into_iter().enumerate().map(|(i, cell)| {
-            let cell = Cell::new(cell);
-            if i == 2 {
-                cell
-            } else {
-                cell.set_alignment(CellAlignment::Right)
-            }
-        }));
-    }
-    writeln!(out, "{table}")?;
-    Ok(())
-}
-
-/// Diagnostics go to stderr so stdout stays machine-readable (they are in the JSON too).
-fn report_diagnostics(parsed: &ParsedOutput, json: bool) {
-    for d in &parsed.diagnostics {
-        if json && d.severity == Severity::Info {
-            continue;
-        }
-        let level = match d.severity {
-            Severity::Info => "note",
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        };
-        eprintln!("{level} [{}]: {}", d.kind, d.message);
-        if let Some(hint) = &d.hint {
-            eprintln!("  hint: {hint}");
-        }
-    }
 }

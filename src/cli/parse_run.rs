@@ -89,6 +89,7 @@ pub fn run_document(
             .map(|d| RunError::new(ErrorKind::Diagnostic, format!("{}: {}", d.kind, d.message))),
     );
     run.kernels = parsed.kernels;
+    run.memory_commands = parsed.memory_commands;
     run.diagnostics = parsed.diagnostics;
     run.session = parsed.session;
     run
@@ -96,8 +97,11 @@ pub fn run_document(
 
 /// Write the document to `file` atomically (the one document writer).
 fn write_to(run: &ProfileRun, file: &Path) -> anyhow::Result<PathBuf> {
-    let text = serde_json::to_vec_pretty(run).context("cannot serialize the run document")?;
-    polyprof::model::atomic_file::write_atomic(file, &text)
-        .with_context(|| format!("cannot write `{}`", file.display()))?;
+    // Serialized straight into the file: the document of a large capture is ten times its input,
+    // and need not be held in memory beside the records.
+    polyprof::model::atomic_file::write_atomic_with(file, |out| {
+        serde_json::to_writer_pretty(out, run).map_err(std::io::Error::other)
+    })
+    .with_context(|| format!("cannot write `{}`", file.display()))?;
     Ok(file.to_path_buf())
 }

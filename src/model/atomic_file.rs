@@ -13,6 +13,15 @@ use std::path::Path;
 /// Replace `path` with `bytes`, atomically: a reader sees the old document or the new one,
 /// never half of one. The new file gets the usual `0666 & !umask` mode.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomic_with(path, |out| out.write_all(bytes))
+}
+
+/// [`write_atomic`] for a document written as it is produced (a large run document serialized
+/// straight into the temporary file, never held whole in memory).
+pub fn write_atomic_with(
+    path: &Path,
+    produce: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -31,7 +40,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     }
     // Dropped on any error below, which removes the temporary file.
     let mut tmp = builder.tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
+    {
+        let mut out = std::io::BufWriter::new(tmp.as_file_mut());
+        produce(&mut out)?;
+        out.flush()?;
+    }
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     // The rename itself survives a crash once the directory is synced; a filesystem that

@@ -10,6 +10,8 @@ pub mod batch;
 pub mod device;
 pub mod error;
 pub mod fields;
+pub mod input;
+pub mod number;
 pub mod outcome;
 pub mod parsed;
 pub mod plan;

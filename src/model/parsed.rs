@@ -8,6 +8,11 @@ use crate::model::artifacts::RawOutput;
 use crate::model::device::DeviceInfo;
 use crate::model::record::KernelRecord;
 
+/// Kind of the diagnostic every parser gives when its input holds nothing of its profiler's
+/// (no table, message or file it knows): `polyprof parse` exits 2 on it, as for an unreadable
+/// file, whichever the profiler.
+pub const NO_DATA: &str = "no_data";
+
 /// How bad a diagnostic is.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
@@ -40,6 +45,10 @@ pub struct Diagnostic {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ParsedOutput {
     pub kernels: Vec<KernelRecord>,
+    /// Memory copies, fills and barriers the profiler reported, each with its
+    /// [`kind`](KernelRecord::kind); apart from `kernels` so they are never counted as kernels.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory_commands: Vec<KernelRecord>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub diagnostics: Vec<Diagnostic>,
     /// Facts about the session (tool version, device name, …) when the output carries them.

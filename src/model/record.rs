@@ -338,11 +338,64 @@ impl Precision {
     }
 }
 
+/// What a record is: a kernel, or a memory command the device ran between kernels. Memory
+/// commands travel in their own list ([`ParsedOutput::memory_commands`]
+/// (crate::model::parsed::ParsedOutput::memory_commands)), so nothing that counts kernels
+/// counts them.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordKind {
+    #[default]
+    Kernel,
+    /// A copy between host and device or between devices.
+    MemoryCopy,
+    /// A fill (memset) of device memory.
+    MemoryFill,
+    /// A barrier or other synchronizing command on a queue.
+    Barrier,
+}
+
+impl RecordKind {
+    pub fn is_kernel(&self) -> bool {
+        *self == RecordKind::Kernel
+    }
+
+    /// As in JSON and CSV: `kernel`, `memory_copy`, `memory_fill`, `barrier`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            RecordKind::Kernel => "kernel",
+            RecordKind::MemoryCopy => "memory_copy",
+            RecordKind::MemoryFill => "memory_fill",
+            RecordKind::Barrier => "barrier",
+        }
+    }
+}
+
+/// Metric holding the bytes a memory command moved or filled (all of the record's `calls`).
+pub const MEMORY_BYTES_METRIC: &str = "bytes";
+
 /// One kernel launch (or one aggregated kernel, for profilers that only report totals).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+/// `Default` is one launch (`calls` 1), the same as a record whose JSON omits `calls`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KernelRecord {
     /// Which profiler produced the record (`ncu`, `unitrace`, …).
     pub profiler: String,
+    /// A kernel unless said otherwise (absent from JSON for kernels).
+    #[serde(default, skip_serializing_if = "RecordKind::is_kernel")]
+    pub kind: RecordKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process_id: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -407,6 +460,40 @@ pub struct KernelRecord {
 
 fn one() -> u64 {
     1
+}
+
+impl Default for KernelRecord {
+    fn default() -> Self {
+        KernelRecord {
+            profiler: String::new(),
+            kind: RecordKind::Kernel,
+            process_id: None,
+            process_name: None,
+            launch_id: 0,
+            name: String::new(),
+            short_name: String::new(),
+            device: None,
+            stream: None,
+            grid: None,
+            block: None,
+            start_ns: None,
+            duration_ns: None,
+            calls: one(),
+            dram_bytes_read: None,
+            dram_bytes_write: None,
+            dram_bytes: None,
+            achieved_occupancy_pct: None,
+            theoretical_occupancy_pct: None,
+            sm_throughput_pct: None,
+            memory_throughput_pct: None,
+            registers_per_thread: None,
+            shared_mem_per_block: None,
+            flops: FlopCounts::default(),
+            metrics: BTreeMap::new(),
+            rules: Vec::new(),
+            call_path: Vec::new(),
+        }
+    }
 }
 
 /// Metric naming the benchmark segment a launch ran in (the harness's timed region, e.g.
@@ -609,6 +696,15 @@ mod tests {
             short_kernel_name("ampere_sgemm_128x64_nn"),
             "ampere_sgemm_128x64_nn"
         );
+    }
+
+    #[test]
+    fn default_record_is_one_launch_like_its_json_default() {
+        let from_json: KernelRecord =
+            serde_json::from_str(r#"{"profiler":"x","launch_id":0,"name":"","short_name":""}"#)
+                .unwrap();
+        assert_eq!(from_json.calls, 1);
+        assert_eq!(KernelRecord::default().calls, from_json.calls);
     }
 
     #[test]

@@ -79,6 +79,9 @@ pub struct ProfileRun {
     pub output_dir: PathBuf,
     pub artifacts: Vec<RawArtifact>,
     pub kernels: Vec<KernelRecord>,
+    /// Memory copies, fills and barriers (never counted as kernels).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory_commands: Vec<KernelRecord>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub diagnostics: Vec<Diagnostic>,
     /// Facts the profiler reported about its session (tool version, device attributes, …).
@@ -117,6 +120,7 @@ impl ProfileRun {
             output_dir: output_dir.to_path_buf(),
             artifacts: Vec::new(),
             kernels: Vec::new(),
+            memory_commands: Vec::new(),
             diagnostics: Vec::new(),
             session: Default::default(),
             warnings: Vec::new(),
@@ -160,6 +164,8 @@ impl ProfileRun {
         } else {
             path.to_path_buf()
         };
+        // A FIFO or device would hang the read.
+        crate::model::input::require_regular_file(&file)?;
         let text = std::fs::read(&file).map_err(|e| Error::io("read run document", &file, e))?;
         let mut run: ProfileRun = serde_json::from_slice(&text).map_err(|source| Error::Json {
             context: file.display().to_string(),

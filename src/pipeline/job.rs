@@ -215,6 +215,7 @@ async fn run_pass(job: &Job, run: &mut ProfileRun, target: &ExecutionTarget) {
         Ok(output) => {
             run.artifacts = output.raw.artifacts;
             run.kernels = output.parsed.kernels;
+            run.memory_commands = output.parsed.memory_commands;
             run.diagnostics = output.parsed.diagnostics;
             // An error diagnostic (ncu's LaunchFailed, application_error, a missing requested
             // metric) fails the run like any other error, in run.json and the exit status.

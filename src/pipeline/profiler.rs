@@ -135,8 +135,11 @@ mod tests {
             .iter()
             .map(|d| d.kind.as_str())
             .collect();
-        // The parser also says the bogus summary holds no kernel.
-        assert_eq!(kinds, vec!["no_kernels", "no_timeline", "no_metrics"]);
+        // The parser also says the bogus summary is nothing of unitrace's and holds no kernel.
+        assert_eq!(
+            kinds,
+            vec!["no_data", "no_kernels", "no_timeline", "no_metrics"]
+        );
 
         std::fs::write(dir.path().join("trace.metrics.12"), "a\nb\n").unwrap();
         std::fs::write(dir.path().join("python.12.json"), "{\"traceEvents\":[]}").unwrap();

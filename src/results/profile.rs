@@ -266,8 +266,29 @@ fn step_events(run: &ProfileRun, job: &[Frame], first_id: u64) -> Vec<Event> {
 /// One event per kernel record, in record order, ids from 0 (no process-step events: a session
 /// that adds a run measures CPU time on its own clock).
 pub fn kernel_events(run: &ProfileRun, job: &[Frame]) -> Vec<Event> {
+    record_events(run, &run.kernels, job)
+}
+
+/// One event per memory command (copy, fill, barrier) of the run, `command_kind` among its
+/// attributes, for the exports that draw them (the Chrome trace's memory lanes). They are never
+/// among a profile's events, so no aggregate, tree, Hatchet or Proton export counts them as
+/// kernels.
+pub fn memory_events(run: &ProfileRun) -> Vec<Event> {
+    let mut events = record_events(run, &run.memory_commands, &[job_frame(run)]);
+    for (event, record) in events.iter_mut().zip(&run.memory_commands) {
+        event
+            .attributes
+            .insert("command_kind".into(), Value::from(record.kind.as_str()));
+        if let Some(bytes) = record.metric(crate::model::record::MEMORY_BYTES_METRIC) {
+            event.attributes.insert("bytes".into(), Value::from(bytes));
+        }
+    }
+    events
+}
+
+fn record_events(run: &ProfileRun, records: &[KernelRecord], job: &[Frame]) -> Vec<Event> {
     let clocks_locked = clocks_locked(run);
-    run.kernels
+    records
         .iter()
         .enumerate()
         .map(|(index, record)| {

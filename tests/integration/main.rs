@@ -41,6 +41,8 @@ mod ncu_proptest;
 mod ncu_raw_page;
 mod ncu_session_and_discovery;
 mod ncu_static_lane;
+mod parse_inputs;
+mod parse_records;
 mod report_chrome;
 mod report_diff;
 mod report_exports;

@@ -502,7 +502,12 @@ pub fn parse_export(tables_xml: &[u8], pid: Option<u32>) -> Result<GpuTrace> {
     let mut all = Vec::new();
     let mut skipped = 0usize;
     for row in &table.rows {
-        let num = |i| cell(row, Some(i)).and_then(|v| v.display().parse::<u64>().ok());
+        // Whole ns no larger than any real measurement (`model::number::LARGEST`).
+        let num = |i| {
+            cell(row, Some(i))
+                .and_then(|v| v.display().parse::<u64>().ok())
+                .filter(|v| *v as f64 <= crate::model::number::LARGEST)
+        };
         let (Some(s), Some(d)) = (num(start), num(duration)) else {
             skipped += 1;
             continue;
@@ -522,7 +527,7 @@ pub fn parse_export(tables_xml: &[u8], pid: Option<u32>) -> Result<GpuTrace> {
     }
     if skipped > 0 {
         warnings.push(format!(
-            "{skipped} row(s) without a numeric start or duration were skipped"
+            "{skipped} row(s) without a start or duration in whole ns (at most 1e18) were skipped"
         ));
     }
     if all.is_empty() {

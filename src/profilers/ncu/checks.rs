@@ -67,6 +67,7 @@ pub(super) fn finish(
     }
     ParsedOutput {
         kernels: Vec::new(),
+        memory_commands: Vec::new(),
         diagnostics: context.diagnostics,
         session: context.session,
         device: None,

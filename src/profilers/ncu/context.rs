@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::diagnostics;
+use crate::model::number;
 use crate::model::parsed::Diagnostic;
 use crate::model::record::KernelRecord;
 use crate::model::verdict_metrics::{
@@ -98,6 +99,8 @@ pub struct Context {
     pub(super) numeric_seen: HashSet<String>,
     pub(super) tables_seen: usize,
     pub(super) kernels: usize,
+    /// Cells of normalized fields that held no number a field may take.
+    pub(super) bad_numbers: usize,
 }
 
 impl Context {
@@ -148,6 +151,40 @@ impl Context {
 
     pub fn push_diagnostic(&mut self, diagnostic: Diagnostic) {
         diagnostics::push(&mut self.diagnostics, diagnostic);
+    }
+
+    /// A normalized field's cell that holds no number a field may take; the first few of the
+    /// output are listed, the rest counted in the last one. The file is named by the caller,
+    /// which knows it ([`number::NCU_OUTPUT`] stands for it here).
+    pub fn push_bad_number(
+        &mut self,
+        row: &str,
+        column: &str,
+        text: &str,
+        problem: number::Problem,
+    ) {
+        self.bad_numbers += 1;
+        if self.bad_numbers <= number::REPORTED_PER_FILE {
+            self.diagnostics.push(number::bad_number(
+                number::NCU_OUTPUT,
+                row,
+                column,
+                text,
+                problem,
+            ));
+        } else if self.bad_numbers == number::REPORTED_PER_FILE + 1 {
+            self.diagnostics.push(Diagnostic {
+                severity: crate::model::parsed::Severity::Error,
+                kind: number::BAD_NUMBER.to_string(),
+                message: format!(
+                    "`{}`: more bad numbers than the {} listed",
+                    number::NCU_OUTPUT,
+                    number::REPORTED_PER_FILE
+                ),
+                hint: None,
+                metric: None,
+            });
+        }
     }
 }
 

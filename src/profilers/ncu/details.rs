@@ -101,10 +101,29 @@ impl DetailsTable {
         } else {
             fields::field_for_label(&section, &label)
         };
-        let record = context.details_record(key, || identity.record(row));
-        if let (Some(field), MetricValue::Number(number)) = (field, &value) {
-            fields::apply(record, field, *number);
+        if let Some(field) = field {
+            let measured = match &value {
+                MetricValue::Number(number) => crate::model::number::check(*number).map(Some),
+                MetricValue::Text(text) => crate::model::number::classify(text).map(|_| None),
+            };
+            match measured {
+                Ok(Some(number)) => fields::apply(
+                    context.details_record(key, || identity.record(row)),
+                    field,
+                    number,
+                ),
+                Ok(None) => {}
+                Err(problem) => {
+                    let launch = format!(
+                        "launch {} of process {}",
+                        key.1,
+                        key.0.map_or("?".to_string(), |p| p.to_string())
+                    );
+                    context.push_bad_number(&launch, &label, &raw_value, problem);
+                }
+            }
         }
+        let record = context.details_record(key, || identity.record(row));
         let body = get(self.body_label);
         let mut name = if command_line {
             label.to_string()

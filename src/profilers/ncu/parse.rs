@@ -13,6 +13,7 @@ pub use super::parallel::PARALLEL_MIN_ROWS;
 use super::parallel::default_threads;
 use super::row;
 use super::stream::Parser;
+use crate::model::input::{MAX_LINE_BYTES, line_too_long};
 use crate::model::parsed::ParsedOutput;
 use crate::model::record::KernelRecord;
 
@@ -64,9 +65,18 @@ pub fn parse_reader_threads(
     let mut parser = Parser::new(options, threads);
     let mut buffer = vec![0u8; PIECE];
     let mut filled = 0;
+    // Bytes of the input already consumed: where the pending line starts.
+    let mut offset = 0usize;
     loop {
         if filled == buffer.len() {
-            // One line longer than the buffer: make room for it.
+            // One line longer than the buffer: make room for it, up to the line limit, so an
+            // endless newline-free input ends in an error instead of an allocation abort.
+            if buffer.len() >= MAX_LINE_BYTES + PIECE {
+                return Err(line_too_long(
+                    &format!("the line at byte {offset}"),
+                    MAX_LINE_BYTES,
+                ));
+            }
             buffer.resize(buffer.len() * 2, 0);
         }
         let read = match reader.read(&mut buffer[filled..]) {
@@ -88,6 +98,7 @@ pub fn parse_reader_threads(
         }
         buffer.copy_within(consumed..filled, 0);
         filled -= consumed;
+        offset += consumed;
     }
     Ok(parser.finish(sink))
 }

@@ -12,6 +12,7 @@ use super::context::{Context, MetricFilter};
 use super::fields::{self, Field, IdentityIndex};
 use super::row::Row;
 use super::units::{normalize_unit, parse_number_bytes};
+use crate::model::number::{self, Problem};
 use crate::model::parsed::{Diagnostic, Severity};
 use crate::model::record::{KernelRecord, Metric, MetricName, MetricValue};
 
@@ -67,6 +68,8 @@ pub struct Built {
     device: Option<Range<usize>>,
     /// Number of cells of the row (fewer than the header's: the row was cut off).
     cells: usize,
+    /// Cells of normalized fields that hold no number a field may take: column, text, problem.
+    bad: Vec<(usize, String, Problem)>,
 }
 
 fn is_device_column(name: &str) -> bool {
@@ -210,14 +213,22 @@ impl RawTable {
             record.device = Some(name.into_owned());
         }
         let mut metrics: Vec<(MetricName, Metric)> = Vec::with_capacity(self.kept);
+        let mut bad = Vec::new();
         for &index in &self.active {
             let Some(raw) = row.get(index).filter(|raw| !raw.is_empty()) else {
                 continue;
             };
             let column = &self.columns[index];
             let number = parse_number_bytes(raw).map(|v| v * column.factor);
-            if let (Some(field), Some(value)) = (column.field, number) {
-                fields::apply(&mut record, field, value);
+            if let Some(field) = column.field {
+                match checked(number, raw) {
+                    Ok(Some(value)) => fields::apply(&mut record, field, value),
+                    Ok(None) => {}
+                    Err(problem) => {
+                        let text = String::from_utf8_lossy(raw).trim().to_string();
+                        bad.push((index, text, problem));
+                    }
+                }
             }
             if let (Some(slot), Some(_)) = (column.requested, number) {
                 seen[slot] = true;
@@ -242,6 +253,7 @@ impl RawTable {
             record,
             device,
             cells: row.len(),
+            bad,
         }
     }
 
@@ -274,7 +286,16 @@ impl RawTable {
             record,
             device,
             cells,
+            bad,
         } = built;
+        for (index, text, problem) in bad {
+            let launch = format!(
+                "launch {} of process {}",
+                record.launch_id,
+                record.process_id.map_or("?".to_string(), |p| p.to_string())
+            );
+            context.push_bad_number(&launch, &self.columns[index].name, &text, problem);
+        }
         let device = device
             .and_then(|span| data.get(span))
             .map(String::from_utf8_lossy)
@@ -323,6 +344,18 @@ impl RawTable {
                 .strip_prefix("device__attribute_")
                 .unwrap_or(&column.name);
             context.session_insert(format!("device.{device_key}.{short}"), value);
+        }
+    }
+}
+
+/// A field cell's value as a field may hold it: `Ok(None)` when the cell says "not measured"
+/// (`n/a`), the problem when it holds `-5`, `inf`, `1e308` or text.
+pub fn checked(number: Option<f64>, raw: &[u8]) -> Result<Option<f64>, Problem> {
+    match number {
+        Some(value) => number::check(value).map(Some),
+        None => {
+            number::classify(&String::from_utf8_lossy(raw))?;
+            Ok(None)
         }
     }
 }

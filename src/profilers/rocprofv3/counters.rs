@@ -84,6 +84,16 @@ pub fn parse(name: &str, bytes: &[u8]) -> Result<(Layout, ParsedPart)> {
         diagnostics: table.warnings.clone(),
         ..Default::default()
     };
+    let bad = table.bad_numbers(
+        name,
+        &[
+            "Dispatch_Id",
+            "Counter_Value",
+            "Start_Timestamp",
+            "End_Timestamp",
+        ],
+    );
+    part.diagnostics.extend(bad.into_diagnostics());
     // Keyed by (process, dispatch): each dispatch has one row per counter.
     let mut dispatches: BTreeMap<(Option<u32>, u64), KernelRecord> = BTreeMap::new();
     for row in &table.rows {

@@ -8,9 +8,10 @@
 
 use std::borrow::Cow;
 
-use super::table::{Table, agent_label, cell_f64, cell_str, cell_u64};
+use super::table::{Table, agent_label, cell_f64, cell_str, cell_u64, line_of};
 use super::{NAME, ParsedPart};
 use crate::model::error::{Error, Result};
+use crate::model::number::Problem;
 use crate::model::record::{KernelRecord, Metric, MetricValue, short_kernel_name};
 
 /// Columns without which a row is no kernel dispatch.
@@ -19,6 +20,26 @@ const REQUIRED: &[&str] = &[
     "Dispatch_Id",
     "Start_Timestamp",
     "End_Timestamp",
+];
+
+/// Numeric columns whose cells must be numbers a record may hold.
+const NUMERIC: &[&str] = &[
+    "Dispatch_Id",
+    "Start_Timestamp",
+    "End_Timestamp",
+    "LDS_Block_Size",
+    "Group_Segment_Size",
+    "Scratch_Size",
+    "Private_Segment_Size",
+    "VGPR_Count",
+    "Accum_VGPR_Count",
+    "SGPR_Count",
+    "Workgroup_Size_X",
+    "Workgroup_Size_Y",
+    "Workgroup_Size_Z",
+    "Grid_Size_X",
+    "Grid_Size_Y",
+    "Grid_Size_Z",
 ];
 
 /// Column indices, found once per file.
@@ -92,14 +113,27 @@ pub fn parse(name: &str, bytes: &[u8], process_id: Option<u32>) -> Result<Parsed
         diagnostics: table.warnings.clone(),
         ..Default::default()
     };
+    let mut bad = table.bad_numbers(name, NUMERIC);
     for row in &table.rows {
         if cell_str(row, columns.kind).is_some_and(|k| k != "KERNEL_DISPATCH") {
             continue;
         }
         if let Some(record) = record(row, &columns, process_id) {
+            if let (Some(start), Some(end)) =
+                (cell_u64(row, columns.start), cell_u64(row, columns.end))
+                && end < start
+            {
+                bad.note(
+                    line_of(row),
+                    "End_Timestamp",
+                    &format!("{end} (before Start_Timestamp {start})"),
+                    Problem::Negative,
+                );
+            }
             part.kernels.push(record);
         }
     }
+    part.diagnostics.extend(bad.into_diagnostics());
     part.kernels.sort_by_key(|k| k.launch_id);
     Ok(part)
 }

@@ -114,15 +114,15 @@ impl Backend for Rocprofv3 {
     }
 
     fn parse(&self, raw: RawOutput) -> Result<ProfilerOutput> {
-        let parsed_any = raw
-            .artifacts
-            .iter()
-            .any(|a| FileKind::of(&a.name) != FileKind::Other);
+        let parsed_any = raw.artifacts.iter().any(|a| {
+            FileKind::of(&a.name) != FileKind::Other
+                || FileKind::sniff(&a.content) != FileKind::Other
+        });
         if !parsed_any {
             return Err(Error::NoData {
                 profiler: NAME.into(),
                 reason: format!(
-                    "no rocprofv3 CSV in `{}` (`*_kernel_trace.csv`, `*_memory_copy_trace.csv`, \
+                    "no rocprofv3 CSV in `{}` (by name or header: `*_kernel_trace.csv`, `*_memory_copy_trace.csv`, \
                      `*_counter_collection.csv`, `*_stats.csv`, `*_agent_info.csv`, or a `-S` \
                      summary saved as `*summary*.txt`); after a run, rocprofv3's stderr says \
                      what happened (a counter group that does not fit one pass, a missing \

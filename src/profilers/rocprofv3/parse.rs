@@ -12,6 +12,7 @@ use super::memory_copy::MemoryCopy;
 use super::stats::{self, StatsRow};
 use super::{NAME, kernel_trace, memory_copy};
 use crate::model::error::Result;
+use crate::model::parsed::NO_DATA;
 use crate::model::record::KernelRecord;
 use crate::model::run::DeviceInfo;
 use crate::profilers::{Diagnostic, ParsedOutput, RawOutput, Severity};
@@ -65,6 +66,36 @@ impl FileKind {
     }
 }
 
+impl FileKind {
+    /// What a file is by its first line, for a file whose name says nothing (one named on the
+    /// command line): the columns each rocprofv3 CSV has, or the `-S` summary's banner.
+    pub fn sniff(bytes: &[u8]) -> FileKind {
+        let head = &bytes[..bytes.len().min(64 * 1024)];
+        let first = head.split(|b| *b == b'\n').next().unwrap_or_default();
+        let first = String::from_utf8_lossy(first);
+        let columns: Vec<&str> = first
+            .split(',')
+            .map(|c| c.trim().trim_matches('"'))
+            .collect();
+        let has = |name: &str| columns.contains(&name);
+        if has("Counter_Name") && has("Dispatch_Id") {
+            FileKind::CounterCollection
+        } else if has("Kernel_Name") && has("Dispatch_Id") {
+            FileKind::KernelTrace
+        } else if has("Direction") && has("Start_Timestamp") {
+            FileKind::MemoryCopyTrace
+        } else if has("Agent_Type") && has("Node_Id") {
+            FileKind::AgentInfo
+        } else if has("Calls") && has("TotalDurationNs") {
+            FileKind::Stats("stats".into())
+        } else if String::from_utf8_lossy(head).contains("ROCPROFV3 ") {
+            FileKind::Summary
+        } else {
+            FileKind::Other
+        }
+    }
+}
+
 fn base_name(name: &str) -> &str {
     name.rsplit(['/', '\\']).next().unwrap_or(name)
 }
@@ -101,7 +132,7 @@ pub fn process_id_of(name: &str) -> Option<u32> {
 pub fn parse_file(name: &str, kind: &FileKind, bytes: &[u8]) -> Result<ParsedPart> {
     match kind {
         FileKind::KernelTrace => kernel_trace::parse(name, bytes, process_id_of(name)),
-        FileKind::MemoryCopyTrace => memory_copy::parse(name, bytes),
+        FileKind::MemoryCopyTrace => memory_copy::parse(name, bytes, process_id_of(name)),
         FileKind::CounterCollection => counters::parse(name, bytes).map(|(layout, mut part)| {
             let label = match layout {
                 Layout::Sdk2024 => "2024",
@@ -150,8 +181,16 @@ pub fn parse_files(files: &[(&str, &[u8], bool)]) -> PassParse {
     let mut counter_files: Vec<Vec<KernelRecord>> = Vec::new();
     let mut agents = Vec::new();
     let mut diagnostics = Vec::new();
+    let mut known = 0usize;
     for (name, bytes, cut) in files {
-        let kind = FileKind::of(name);
+        // A file named on the command line may be called anything: its header tells.
+        let mut kind = FileKind::of(name);
+        if kind == FileKind::Other {
+            kind = FileKind::sniff(bytes);
+        }
+        if kind != FileKind::Other {
+            known += 1;
+        }
         if kind == FileKind::Other {
             diagnostics.push(Diagnostic {
                 severity: Severity::Info,
@@ -185,6 +224,20 @@ pub fn parse_files(files: &[(&str, &[u8], bool)]) -> PassParse {
             Err(e) => out.errors.push(e.to_string()),
         }
     }
+    if known == 0 && !files.is_empty() {
+        diagnostics.push(Diagnostic {
+            severity: Severity::Warning,
+            kind: NO_DATA.into(),
+            message: "none of the files is a rocprofv3 CSV or summary (kernel or memory-copy \
+                      trace, counter collection, agent info, stats)"
+                .into(),
+            hint: Some(
+                "give the files rocprofv3 wrote (`--kernel-trace`, `--pmc`, `--stats`, `-S`)"
+                    .into(),
+            ),
+            metric: None,
+        });
+    }
     let mut kernels = if traces.is_empty() {
         fold_counter_passes(counter_files)
     } else {
@@ -214,6 +267,27 @@ pub fn parse_files(files: &[(&str, &[u8], bool)]) -> PassParse {
         }
     }
     summarize_copies(&out.copies, session);
+    let mut memory_commands: Vec<KernelRecord> = out
+        .copies
+        .iter()
+        .enumerate()
+        .map(|(index, copy)| copy.to_record(index as u64 + 1))
+        .collect();
+    for command in &mut memory_commands {
+        let resolved = command
+            .device
+            .as_deref()
+            .and_then(|label| agent_info::resolve(&agents, label));
+        if let Some(agent) = resolved {
+            command.device = Some(agent.device_name());
+        }
+    }
+    memory_commands.sort_by(|a, b| {
+        (a.process_id, a.start_ns)
+            .partial_cmp(&(b.process_id, b.start_ns))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    out.parsed.memory_commands = memory_commands;
     if kernels.is_empty() && out.errors.is_empty() {
         diagnostics.push(Diagnostic {
             severity: Severity::Warning,

@@ -76,6 +76,19 @@ pub fn parse_csv(name: &str, table_name: &str, bytes: &[u8]) -> Result<ParsedPar
         diagnostics: table.warnings.clone(),
         ..Default::default()
     };
+    let bad = table.bad_numbers(
+        name,
+        &[
+            "Calls",
+            "TotalDurationNs",
+            "AverageNs",
+            "Percentage",
+            "MinNs",
+            "MaxNs",
+            "StdDev",
+        ],
+    );
+    part.diagnostics.extend(bad.into_diagnostics());
     for row in &table.rows {
         let (Some(row_name), Some(calls), Some(total_ns)) =
             (cell_str(row, n), cell_u64(row, calls), cell_f64(row, total))
@@ -181,13 +194,16 @@ impl Header {
             let index = self.columns.iter().position(|c| c.starts_with(prefix))?;
             values.get(index).copied()
         };
-        let number = |prefix: &str| get(prefix).and_then(|v| v.parse::<f64>().ok());
+        // Only numbers a record may hold: `-5`, `inf`, `1e308` are not measurements.
+        let number = |prefix: &str| {
+            get(prefix).and_then(|v| crate::model::number::parse_measure(v).ok().flatten())
+        };
         let time = |prefix: &str| number(prefix).map(|v| v * self.scale);
         Some(StatsRow {
             table: table.to_string(),
             name: name.trim().to_string(),
             domain: get("DOMAIN").map(str::to_string),
-            calls: number("CALLS").filter(|c| *c >= 0.0)? as u64,
+            calls: number("CALLS")? as u64,
             total_ns: time("DURATION")?,
             average_ns: time("AVERAGE"),
             percent: number("PERCENT"),

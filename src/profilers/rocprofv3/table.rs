@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use crate::model::number::{self, BadNumbers};
 use crate::profilers::{Diagnostic, Severity};
 
 /// One CSV file: its header, the complete rows, and what was wrong with the rest.
@@ -114,6 +115,27 @@ impl Table {
             .find_map(|name| self.columns.get(*name).copied())
     }
 
+    /// Every cell of `columns` (those the header has) that holds no number a normalized field
+    /// may take (`-5`, `1e308`, `inf`, `abc`), noted for the file `name` by line and column;
+    /// the cell readers below give `None` for them.
+    pub fn bad_numbers(&self, name: &str, columns: &[&str]) -> BadNumbers {
+        let mut bad = BadNumbers::new(name);
+        let present: Vec<(&str, usize)> = columns
+            .iter()
+            .filter_map(|c| Some((*c, *self.columns.get(*c)?)))
+            .collect();
+        for row in &self.rows {
+            for (column, index) in &present {
+                if let Some(text) = row.get(*index)
+                    && let Err(problem) = number::parse_measure(text)
+                {
+                    bad.note(line_of(row), column, text, problem);
+                }
+            }
+        }
+        bad
+    }
+
     /// Every column of `required` the header lacks.
     pub fn missing<'a>(&self, required: &[&'a str]) -> Vec<&'a str> {
         required.iter().copied().filter(|c| !self.has(c)).collect()
@@ -136,22 +158,26 @@ const HINT_CUT: &str = "the file ends mid-row: rocprofv3 was probably stopped wh
                         let the application exit by itself (raise the marker grace) to get \
                         whole files";
 
-/// A cell as an unsigned integer (`"12"`, `12`, `16384.000000`).
-pub fn cell_u64(row: &csv::StringRecord, index: Option<usize>) -> Option<u64> {
-    let text = row.get(index?)?.trim();
-    text.parse::<u64>().ok().or_else(|| {
-        let value = text.parse::<f64>().ok()?;
-        (value.is_finite() && value >= 0.0 && value.fract() == 0.0).then_some(value as u64)
-    })
+/// The line of the file a row started on (1 is the header).
+pub fn line_of(row: &csv::StringRecord) -> u64 {
+    row.position().map_or(0, |p| p.line())
 }
 
-/// A cell as a float (fixed or exponent notation).
+/// A cell as an unsigned integer (`"12"`, `12`, `16384.000000`) no larger than
+/// [`number::LARGEST`].
+pub fn cell_u64(row: &csv::StringRecord, index: Option<usize>) -> Option<u64> {
+    let text = row.get(index?)?.trim();
+    let value = text.parse::<u64>().ok().or_else(|| {
+        let value = number::parse_measure(text).ok()??;
+        (value.fract() == 0.0).then_some(value as u64)
+    })?;
+    (value as f64 <= number::LARGEST).then_some(value)
+}
+
+/// A cell as a float (fixed or exponent notation), finite, non-negative and no larger than
+/// [`number::LARGEST`].
 pub fn cell_f64(row: &csv::StringRecord, index: Option<usize>) -> Option<f64> {
-    row.get(index?)?
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|v| v.is_finite())
+    number::parse_measure(row.get(index?)?).ok().flatten()
 }
 
 /// A cell as trimmed text; `None` when empty.

@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use super::lines::Warnings;
 use crate::model::error::{Error, Result};
+use crate::model::number::{self, BadNumbers};
 use crate::model::parsed::{Diagnostic, Severity};
 
 /// Name of the ITT task the benchmark harness wraps each timed loop in.
@@ -109,6 +110,7 @@ pub fn parse_chrome(bytes: &[u8], context: &str) -> Result<ChromeTrace> {
     })?;
     let mut trace = ChromeTrace::default();
     let mut warnings = Warnings::default();
+    let mut bad = BadNumbers::new(context);
     if nul_bytes > 0 {
         warnings.push(
             "unitrace_nul_bytes",
@@ -134,8 +136,21 @@ pub fn parse_chrome(bytes: &[u8], context: &str) -> Result<ChromeTrace> {
         let mut stream = serde_json::Deserializer::from_str(&text[at..]).into_iter::<RawEvent>();
         match stream.next() {
             Some(Ok(raw)) => {
+                let offset = at;
                 at += stream.byte_offset();
+                let before = trace.events.len();
                 add_event(&mut trace, &mut open, raw);
+                // A duration that cannot be: named, and left unmeasured in the record.
+                if let Some(event) = trace.events.get(before)
+                    && let Err(problem) = number::check(event.dur_us * 1000.0)
+                {
+                    bad.note_at(
+                        &format!("event at byte {offset}"),
+                        "dur",
+                        &event.dur_us.to_string(),
+                        problem,
+                    );
+                }
             }
             Some(Err(e)) if e.is_eof() => {
                 trace.truncated = true;
@@ -157,6 +172,7 @@ pub fn parse_chrome(bytes: &[u8], context: &str) -> Result<ChromeTrace> {
         }
     }
     let mut diagnostics = warnings.finish("Chrome trace");
+    diagnostics.extend(bad.into_diagnostics());
     if trace.truncated {
         diagnostics.push(Diagnostic {
             severity: Severity::Warning,

@@ -6,6 +6,7 @@
 //! with a comma). Columns are found by name; values are kept per column in the file's order.
 
 use super::lines::{Warnings, split_csv_right};
+use crate::model::number;
 use crate::model::parsed::Diagnostic;
 
 /// A metric column, `GpuTime[ns]` → name `GpuTime`, unit `ns`.
@@ -103,6 +104,7 @@ pub fn parse_metrics(text: &str) -> Metrics {
     let mut device: Option<u32> = None;
     let mut layout: Option<Layout> = None;
     let mut header_text = "";
+    let mut bad = Vec::new();
     for (index, raw) in text.lines().enumerate() {
         let line = raw.trim();
         if line.is_empty() {
@@ -164,12 +166,31 @@ pub fn parse_metrics(text: &str) -> Metrics {
             values: found
                 .metric_cells
                 .iter()
-                .map(|&i| cells[i].parse().ok())
+                .zip(&block.columns)
+                .map(|(&i, column)| {
+                    // Text stays unmeasured as before; a number that cannot be is a diagnostic.
+                    let value: f64 = cells[i].parse().ok()?;
+                    match number::check(value) {
+                        Ok(value) => Some(value),
+                        Err(problem) => {
+                            bad.push(number::bad_number(
+                                "kernel metrics",
+                                &format!("line {}", index + 1),
+                                &column.name,
+                                cells[i],
+                                problem,
+                            ));
+                            None
+                        }
+                    }
+                })
                 .collect(),
             samples: 1,
         });
     }
     metrics.diagnostics = warnings.finish("unitrace metrics");
+    bad.truncate(number::REPORTED_PER_FILE);
+    metrics.diagnostics.extend(bad);
     metrics
 }
 

@@ -4,16 +4,21 @@
 //! Records come from the most detailed source present, so no launch is counted twice: the
 //! Chrome timeline (per launch, joined with the metric rows of the same kernel instance), else
 //! the metric rows, else the text device timeline, else the device timing summary (aggregated).
-//! `session["record_source"]` and each record's `record_source` metric say which.
+//! `session["record_source"]` and each record's `record_source` metric say which. Memory
+//! commands (copies, fills, barriers) come the same way from the Chrome timeline, else the
+//! text timeline, else the summary (metric rows cover kernels only), into `memory_commands`.
 
 use super::chrome::{benchmark_segments, choose_timeline, parse_chrome, timeline_process};
 use super::metrics::{Metrics, parse_metrics};
-use super::records::{chrome_records, metric_records, summary_records, timeline_records};
+use super::records::{
+    Commands, chrome_commands, chrome_records, metric_records, summary_memory_records,
+    summary_records, timeline_commands, timeline_records,
+};
 use super::samples::fold_samples;
 use super::tables::{Tables, parse_tables};
 use super::timeline::{Timeline, parse_timeline};
 use crate::model::DeviceInfo;
-use crate::model::parsed::{Diagnostic, ParsedOutput, Severity};
+use crate::model::parsed::{Diagnostic, NO_DATA, ParsedOutput, Severity};
 
 fn is_json(name: &str) -> bool {
     name.ends_with(".json")
@@ -113,6 +118,14 @@ pub fn parse_outputs(files: &[(&str, &[u8])], profiler: &str) -> ParsedOutput {
                 if !records.is_empty() {
                     out.kernels = records;
                     source = Some("chrome_timeline");
+                    out.memory_commands =
+                        chrome_commands(&trace, &segments, None, profiler, Commands::Memory);
+                    if let Some((app, pid)) = timeline_process(name) {
+                        for command in &mut out.memory_commands {
+                            command.process_id = Some(pid);
+                            command.process_name = Some(app.clone());
+                        }
+                    }
                 }
             }
             Err(e) => out.diagnostics.push(Diagnostic {
@@ -125,6 +138,10 @@ pub fn parse_outputs(files: &[(&str, &[u8])], profiler: &str) -> ParsedOutput {
         }
     }
     if source.is_none() {
+        out.memory_commands = timeline_commands(timeline.clone(), profiler, Commands::Memory);
+        if out.memory_commands.is_empty() {
+            out.memory_commands = summary_memory_records(&tables, profiler);
+        }
         // The first source that gives kernels; later ones are not built.
         let from_metrics = metric_records(&metrics, profiler);
         (out.kernels, source) = if !from_metrics.is_empty() {
@@ -148,10 +165,28 @@ pub fn parse_outputs(files: &[(&str, &[u8])], profiler: &str) -> ParsedOutput {
         if let Some(pid) = pids.next()
             && pids.all(|other| other == pid)
         {
-            for record in out.kernels.iter_mut().filter(|r| r.process_id.is_none()) {
+            let records = out.kernels.iter_mut().chain(&mut out.memory_commands);
+            for record in records.filter(|r| r.process_id.is_none()) {
                 record.process_id = Some(pid);
             }
         }
+    }
+    // Nothing of unitrace's at all (no summary, timeline, metric block or Chrome timeline): not
+    // its output, which `polyprof parse` treats like an unreadable file.
+    if source.is_none()
+        && tables.is_empty()
+        && out.memory_commands.is_empty()
+        && !out.session.contains_key("timeline_file")
+    {
+        out.diagnostics.push(Diagnostic {
+            severity: Severity::Warning,
+            metric: None,
+            kind: NO_DATA.into(),
+            message: "none of the files holds a unitrace summary, timeline, metric block or \
+                      Chrome timeline"
+                .into(),
+            hint: Some("give the files unitrace wrote (`trace.<pid>`, `<app>.<pid>.json`)".into()),
+        });
     }
     match source {
         Some(source) => {

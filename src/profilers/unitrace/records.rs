@@ -2,7 +2,8 @@
 //! that says which unitrace number becomes which field. Per-launch records come from a timeline
 //! (`calls` 1, start and duration); aggregated ones from the device timing summary (`calls` =
 //! the printed count, `duration_ns` = the printed total); `record_source` says which. Memory
-//! copies and fills are not kernels and are left out, as Intel's own comparison does.
+//! copies, fills and barriers are not kernels: the same sources give them as memory-command
+//! records of their own kind (`*_memory_records`), never in the kernel list.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -13,7 +14,11 @@ use super::metrics::{MetricBlock, MetricMode, MetricRow, Metrics};
 use super::names::{is_memory_command, parse_command_name};
 use super::tables::{KernelProperties, Tables};
 use super::timeline::Timeline;
-use crate::model::record::{KernelRecord, Metric, MetricName, MetricValue, short_kernel_name};
+use crate::model::number;
+use crate::model::record::{
+    KernelRecord, MEMORY_BYTES_METRIC, Metric, MetricName, MetricValue, RecordKind,
+    short_kernel_name,
+};
 
 /// Metric naming where a record came from: `summary` (aggregated), `timeline`,
 /// `chrome_timeline` or `metrics` (per launch).
@@ -46,6 +51,7 @@ struct Names {
     benchmark: MetricName,
     benchmark_index: MetricName,
     samples: MetricName,
+    bytes: MetricName,
 }
 
 static NAMES: LazyLock<Names> = LazyLock::new(|| Names {
@@ -60,6 +66,7 @@ static NAMES: LazyLock<Names> = LazyLock::new(|| Names {
     benchmark: BENCHMARK.into(),
     benchmark_index: "benchmark_index".into(),
     samples: METRIC_SAMPLES.into(),
+    bytes: MEMORY_BYTES_METRIC.into(),
 });
 
 fn number(value: f64, unit: &'static str) -> Metric {
@@ -76,13 +83,21 @@ fn text(value: &str) -> Metric {
     }
 }
 
-/// A record with the name, short name and launch shape a unitrace command name carries.
+/// A record with the name, short name, kind and launch shape a unitrace command name carries;
+/// a memory command keeps its direction (`zeCommandListAppendMemoryCopy(M2D)`) as short name
+/// and its size as the `bytes` metric.
 fn named_record(profiler: &str, name: String, source: &str) -> KernelRecord {
     let shape = parse_command_name(&name);
-    let short_name = short_kernel_name(shape.base);
-    let (grid, block, simd) = (shape.group_count, shape.group_size, shape.simd);
+    let kind = kind_of(shape.base);
+    let short_name = if kind.is_kernel() {
+        short_kernel_name(shape.base)
+    } else {
+        shape.base.to_string()
+    };
+    let (grid, block, simd, bytes) = (shape.group_count, shape.group_size, shape.simd, shape.bytes);
     let mut record = KernelRecord {
         profiler: profiler.to_string(),
+        kind,
         name,
         short_name,
         grid,
@@ -95,17 +110,63 @@ fn named_record(profiler: &str, name: String, source: &str) -> KernelRecord {
             .metrics
             .insert(NAMES.simd.clone(), number(simd.into(), ""));
     }
+    if let Some(bytes) = bytes {
+        record
+            .metrics
+            .insert(NAMES.bytes.clone(), number(bytes as f64, "byte"));
+    }
     record.metrics.insert(NAMES.source.clone(), text(source));
     record
 }
 
+/// A command's kind by its API name: Level Zero `zeCommandListAppend*`, OpenCL `clEnqueue*`.
+pub fn kind_of(base: &str) -> RecordKind {
+    if !is_memory_command(base) {
+        return RecordKind::Kernel;
+    }
+    let call = base.split('(').next().unwrap_or(base);
+    if call.contains("Fill") {
+        RecordKind::MemoryFill
+    } else if ["Copy", "Read", "Write", "Memcpy", "Map"]
+        .iter()
+        .any(|word| call.contains(word))
+    {
+        RecordKind::MemoryCopy
+    } else {
+        // Barriers, event signals and waits: commands that order the queue.
+        RecordKind::Barrier
+    }
+}
+
+/// Which commands a record builder keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Commands {
+    Kernels,
+    Memory,
+}
+
+impl Commands {
+    fn keeps(&self, name: &str) -> bool {
+        is_memory_command(parse_command_name(name).base) == (*self == Commands::Memory)
+    }
+}
+
 fn is_kernel(name: &str) -> bool {
-    !is_memory_command(parse_command_name(name).base)
+    Commands::Kernels.keeps(name)
 }
 
 /// Aggregated records from the device timing summary, one per printed kernel row, joined with
 /// the Kernel Properties row of the same name (the k-th of a name with the k-th).
 pub fn summary_records(tables: &Tables, profiler: &str) -> Vec<KernelRecord> {
+    summary_commands(tables, profiler, Commands::Kernels)
+}
+
+/// Aggregated memory-command records from the device timing summary, one per printed row.
+pub fn summary_memory_records(tables: &Tables, profiler: &str) -> Vec<KernelRecord> {
+    summary_commands(tables, profiler, Commands::Memory)
+}
+
+fn summary_commands(tables: &Tables, profiler: &str, commands: Commands) -> Vec<KernelRecord> {
     let n = &*NAMES;
     let mut properties: HashMap<&str, Vec<&KernelProperties>> = HashMap::new();
     for p in tables.properties.iter().rev() {
@@ -113,10 +174,17 @@ pub fn summary_records(tables: &Tables, profiler: &str) -> Vec<KernelRecord> {
     }
     let mut records = Vec::new();
     for table in tables.device_timing() {
-        for row in table.rows.iter().filter(|r| is_kernel(&r.name)) {
+        for row in table.rows.iter().filter(|r| commands.keeps(&r.name)) {
             let mut record = named_record(profiler, row.name.clone(), "summary");
             record.launch_id = records.len() as u64;
             record.calls = row.calls;
+            // A command's size is per call; the record's `bytes` are all its calls'.
+            if let Some(bytes) = record.metric(MEMORY_BYTES_METRIC) {
+                record.metrics.insert(
+                    NAMES.bytes.clone(),
+                    number(bytes * row.calls as f64, "byte"),
+                );
+            }
             record.duration_ns = Some(row.total_ns as f64);
             let m = &mut record.metrics;
             m.insert(n.avg.clone(), number(row.average_ns as f64, "ns"));
@@ -168,11 +236,20 @@ fn apply_properties(record: &mut KernelRecord, properties: &KernelProperties) {
 
 /// Per-launch records from the text device timeline (`-t`); names move into the records.
 pub fn timeline_records(timeline: Timeline, profiler: &str) -> Vec<KernelRecord> {
+    timeline_commands(timeline, profiler, Commands::Kernels)
+}
+
+/// Per-launch records of the `commands` kept, from the text device timeline.
+pub fn timeline_commands(
+    timeline: Timeline,
+    profiler: &str,
+    commands: Commands,
+) -> Vec<KernelRecord> {
     timeline
         .entries
         .into_iter()
         .enumerate()
-        .filter(|(_, e)| is_kernel(&e.name))
+        .filter(|(_, e)| commands.keeps(&e.name))
         .map(|(index, entry)| {
             let (start, duration) = (entry.start_ns, entry.duration_ns());
             let mut record = named_record(profiler, entry.name, "timeline");
@@ -197,6 +274,17 @@ pub fn chrome_records(
     metrics: Option<&Metrics>,
     profiler: &str,
 ) -> Vec<KernelRecord> {
+    chrome_commands(trace, segments, metrics, profiler, Commands::Kernels)
+}
+
+/// Per-launch records of the `commands` kept, from the Chrome timeline.
+pub fn chrome_commands(
+    trace: &ChromeTrace,
+    segments: &[Segment],
+    metrics: Option<&Metrics>,
+    profiler: &str,
+    commands: Commands,
+) -> Vec<KernelRecord> {
     let mut segment_of: HashMap<usize, (usize, &Segment)> = HashMap::new();
     for (n, segment) in segments.iter().enumerate() {
         for &command in &segment.commands {
@@ -208,7 +296,7 @@ pub fn chrome_records(
         .events
         .iter()
         .enumerate()
-        .filter(|(_, e)| e.is_device_command() && is_kernel(&e.name))
+        .filter(|(_, e)| e.is_device_command() && commands.keeps(&e.name))
         .map(|(index, event)| {
             let mut record = named_record(profiler, event.name.clone(), "chrome_timeline");
             record.launch_id = event.instance_id.unwrap_or(index as u64);
@@ -218,8 +306,9 @@ pub fn chrome_records(
                 .map(|p| super::chrome::device_name(p).to_string());
             record.stream = trace.thread_names.get(&(event.pid, event.tid)).cloned();
             // µs with ns fractions: back to whole ns.
-            record.start_ns = Some((event.ts_us * 1000.0).round());
-            record.duration_ns = Some((event.dur_us * 1000.0).round());
+            // Values that cannot be stay unmeasured (the trace's diagnostics name them).
+            record.start_ns = number::check((event.ts_us * 1000.0).round()).ok();
+            record.duration_ns = number::check((event.dur_us * 1000.0).round()).ok();
             if let Some((n, segment)) = segment_of.get(&index) {
                 let label = segment
                     .label

@@ -4,7 +4,20 @@
 //! column count, so a comma inside a name never shifts a value, and columns are found by name.
 
 use super::lines::{Warnings, split_right};
+use crate::model::number::{self, Problem};
 use crate::model::parsed::Diagnostic;
+
+/// Why a timing row was skipped.
+enum RowError {
+    /// Not the table's shape.
+    Shape(String),
+    /// A cell that holds no number a record may take.
+    Number {
+        column: String,
+        text: String,
+        problem: Problem,
+    },
+}
 
 /// Which summary a timing table belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +108,8 @@ enum Section {
 
 /// Column positions of a timing header, found by name.
 struct TimingColumns {
+    /// Column names, for diagnostics.
+    names: Vec<String>,
     count: usize,
     calls: usize,
     total: usize,
@@ -108,6 +123,7 @@ impl TimingColumns {
     fn find(columns: &[&str]) -> Option<Self> {
         let at = |name: &str| columns.iter().position(|c| *c == name);
         Some(TimingColumns {
+            names: columns.iter().map(|c| c.to_string()).collect(),
             count: columns.len(),
             calls: at("Calls")?,
             total: at("Time (ns)")?,
@@ -118,21 +134,35 @@ impl TimingColumns {
         })
     }
 
-    fn row(&self, line: &str) -> Result<TimingRow, String> {
+    fn row(&self, line: &str) -> Result<TimingRow, RowError> {
         let (name, cells) = split_right(line, self.count - 1)
-            .ok_or_else(|| format!("expected {} cells", self.count))?;
+            .ok_or_else(|| RowError::Shape(format!("expected {} cells", self.count)))?;
         // `cells[i]` is column `i + 1`; column 0 is the name.
         let cell = |column: usize| cells[column - 1];
-        let int = |column: usize| {
-            cell(column)
-                .parse::<u64>()
-                .map_err(|_| format!("`{}` is not a whole number of ns or calls", cell(column)))
+        let bad = |column: usize, problem: Problem| RowError::Number {
+            column: self.names.get(column).cloned().unwrap_or_default(),
+            text: cell(column).to_string(),
+            problem,
+        };
+        let int = |column: usize| match cell(column).parse::<u64>() {
+            Ok(value) if value as f64 <= number::LARGEST => Ok(value),
+            Ok(_) => Err(bad(column, Problem::TooLarge)),
+            Err(_) => Err(bad(
+                column,
+                number::classify(cell(column))
+                    .err()
+                    .unwrap_or(Problem::NotANumber),
+            )),
+        };
+        let percent = match self.percent {
+            Some(c) => number::parse_measure(cell(c)).map_err(|p| bad(c, p))?,
+            None => None,
         };
         Ok(TimingRow {
             name: name.to_string(),
             calls: int(self.calls)?,
             total_ns: int(self.total)?,
-            percent: self.percent.and_then(|c| cell(c).parse().ok()),
+            percent,
             average_ns: int(self.average)?,
             min_ns: int(self.min)?,
             max_ns: int(self.max)?,
@@ -228,7 +258,18 @@ pub fn parse_tables(text: &str) -> Tables {
                         table.rows.push(row);
                     }
                 }
-                Err(why) => warnings.push(
+                Err(RowError::Number {
+                    column,
+                    text,
+                    problem,
+                }) => tables.diagnostics.push(number::bad_number(
+                    "device timing summary",
+                    &format!("line {}", index + 1),
+                    &column,
+                    &text,
+                    problem,
+                )),
+                Err(RowError::Shape(why)) => warnings.push(
                     "unitrace_bad_row",
                     format!("line {}: {why}: `{line}`", index + 1),
                     None,
@@ -255,7 +296,11 @@ pub fn parse_tables(text: &str) -> Tables {
             },
         }
     }
+    let bad = std::mem::take(&mut tables.diagnostics);
     tables.diagnostics = warnings.finish("unitrace summary");
+    tables
+        .diagnostics
+        .extend(bad.into_iter().take(number::REPORTED_PER_FILE));
     tables
 }
 

@@ -7,8 +7,11 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read};
 
 use crate::model::error::{Error, Result};
+use crate::model::input::{LineBound, MAX_LINE_BYTES};
+use crate::model::number::{self, BadNumbers};
 use crate::model::parsed::{Diagnostic, ParsedOutput, Severity};
 use crate::model::record::{KernelRecord, Metric, MetricName, MetricValue, short_kernel_name};
 
@@ -37,6 +40,9 @@ pub struct Report {
     /// The warning lines VTune printed before the table.
     pub preamble: Vec<String>,
     pub diagnostics: Vec<Diagnostic>,
+    /// Column positions by lower-case name, exact names before bare ones; built on first use
+    /// (every row looks columns up by name).
+    index: std::cell::OnceCell<HashMap<String, usize>>,
 }
 
 impl Report {
@@ -47,15 +53,17 @@ impl Report {
 
     /// Index of a column by name, ignoring case and a trailing unit such as `(%)` or `(s)`.
     pub fn column(&self, name: &str) -> Option<usize> {
-        let wanted = name.trim();
-        self.columns
-            .iter()
-            .position(|c| c.trim().eq_ignore_ascii_case(wanted))
-            .or_else(|| {
-                self.columns
-                    .iter()
-                    .position(|c| bare(c).eq_ignore_ascii_case(wanted))
-            })
+        let index = self.index.get_or_init(|| {
+            let mut index = HashMap::new();
+            for (i, column) in self.columns.iter().enumerate() {
+                index.entry(column.trim().to_ascii_lowercase()).or_insert(i);
+            }
+            for (i, column) in self.columns.iter().enumerate() {
+                index.entry(bare(column).to_ascii_lowercase()).or_insert(i);
+            }
+            index
+        });
+        index.get(&name.trim().to_ascii_lowercase()).copied()
     }
 }
 
@@ -82,27 +90,55 @@ fn is_preamble(line: &str) -> bool {
 /// Read the table of a VTune CSV report. `asked` is the `-csv-delimiter` polyprof passed; the
 /// header decides when it disagrees (a report made without the flag, or by hand).
 pub fn parse_report(text: &str, asked: Option<Delimiter>, context: &str) -> Result<Report> {
+    let mut rows = Vec::new();
+    let mut report = read_rows(text.as_bytes(), asked, context, &mut |_, _, row| {
+        rows.push(row.to_vec())
+    })?;
+    report.rows = rows;
+    Ok(report)
+}
+
+/// How many of VTune's message lines before the table are kept.
+const PREAMBLE_KEPT: usize = 100;
+
+/// Read a report from `input` row by row: the header after VTune's messages, then each
+/// non-empty row handed to `row` with the report so far and the row's line, nothing kept
+/// (`Report::rows` stays empty). Lines are bounded ([`MAX_LINE_BYTES`]).
+pub fn read_rows(
+    input: impl Read,
+    asked: Option<Delimiter>,
+    context: &str,
+    row: &mut dyn FnMut(&Report, u64, &[String]),
+) -> Result<Report> {
+    let io_error = |e: std::io::Error| Error::Parse {
+        context: context.to_string(),
+        message: e.to_string(),
+    };
+    let mut input = BufReader::new(LineBound::new(input, MAX_LINE_BYTES));
     let mut report = Report::default();
-    let mut offset = 0;
-    let mut header = None;
-    for line in text.split_inclusive('\n') {
-        let content = line.trim_end_matches(['\n', '\r']);
+    let mut line = Vec::new();
+    let mut header_line = 0u64;
+    let header = loop {
+        line.clear();
+        if input.read_until(b'\n', &mut line).map_err(io_error)? == 0 {
+            return Err(Error::Parse {
+                context: context.to_string(),
+                message: "no table header after VTune's messages; the report is empty (did the \
+                          collection record any data? `vtune -report summary` says)"
+                    .into(),
+            });
+        }
+        header_line += 1;
+        let text = String::from_utf8_lossy(&line);
+        let content = text.trim_end_matches(['\n', '\r']);
         if is_preamble(content) || !(content.contains('\t') || content.contains(',')) {
-            if !content.trim().is_empty() {
+            if !content.trim().is_empty() && report.preamble.len() < PREAMBLE_KEPT {
                 report.preamble.push(content.to_string());
             }
-            offset += line.len();
             continue;
         }
-        header = Some(content);
-        break;
-    }
-    let header = header.ok_or_else(|| Error::Parse {
-        context: context.to_string(),
-        message: "no table header after VTune's messages; the report is empty (did the \
-                  collection record any data? `vtune -report summary` says)"
-            .into(),
-    })?;
+        break content.to_string();
+    };
     let found = if header.contains('\t') {
         Delimiter::Tab
     } else {
@@ -124,10 +160,27 @@ pub fn parse_report(text: &str, asked: Option<Delimiter>, context: &str) -> Resu
         .delimiter(found.byte())
         .has_headers(false)
         .flexible(true)
-        .from_reader(&text.as_bytes()[offset..]);
-    let mut records = reader.records();
-    match records.next() {
-        Some(Ok(head)) => report.columns = head.iter().map(|c| c.trim().to_string()).collect(),
+        .from_reader(std::io::Cursor::new(line).chain(input));
+    let mut record = csv::ByteRecord::new();
+    match reader.read_byte_record(&mut record) {
+        Ok(true) => {
+            report.columns = cells(&record);
+            // Every hotspots report has CPU time (functions, packages, …) or GPU task columns.
+            let vtune = report.columns.iter().any(|c| {
+                let c = bare(c);
+                c.starts_with("CPU Time") || c.starts_with("Computing Task") || c.starts_with("GPU")
+            });
+            if !vtune {
+                return Err(Error::Parse {
+                    context: context.to_string(),
+                    message: format!(
+                        "the header (`{}`) has no `CPU Time`, `Computing Task` or `GPU` column; \
+                         this is not a VTune hotspots report",
+                        clip(&header)
+                    ),
+                });
+            }
+        }
         _ => {
             return Err(Error::Parse {
                 context: context.to_string(),
@@ -135,39 +188,97 @@ pub fn parse_report(text: &str, asked: Option<Delimiter>, context: &str) -> Resu
             });
         }
     }
-    for (n, row) in records.enumerate() {
-        match row {
-            Ok(row) => {
-                let cells: Vec<String> = row.iter().map(|c| c.trim().to_string()).collect();
+    let mut n = 0u64;
+    loop {
+        match reader.read_byte_record(&mut record) {
+            Ok(false) => break,
+            Ok(true) => {
+                n += 1;
+                let cells = cells(&record);
                 if cells.iter().all(String::is_empty) {
                     continue;
                 }
-                report.rows.push(cells);
+                let line = record.position().map_or(0, |p| p.line()) + header_line - 1;
+                row(&report, line, &cells);
             }
-            Err(e) => report.diagnostics.push(Diagnostic {
-                severity: Severity::Warning,
-                metric: None,
-                kind: "vtune_bad_row".into(),
-                message: format!("{context}: row {}: {e}", n + 1),
-                hint: None,
-            }),
+            // A line past the bound: nothing after it can be trusted to be the report.
+            Err(e) if matches!(e.kind(), csv::ErrorKind::Io(_)) => {
+                return Err(Error::Parse {
+                    context: context.to_string(),
+                    message: e.to_string(),
+                });
+            }
+            Err(e) => {
+                n += 1;
+                report.diagnostics.push(Diagnostic {
+                    severity: Severity::Warning,
+                    metric: None,
+                    kind: "vtune_bad_row".into(),
+                    message: format!("{context}: row {n}: {e}"),
+                    hint: None,
+                })
+            }
         }
     }
     Ok(report)
 }
 
+fn clip(text: &str) -> String {
+    if text.chars().count() <= 80 {
+        text.to_string()
+    } else {
+        format!("{}…", text.chars().take(80).collect::<String>())
+    }
+}
+
+/// A row's cells, trimmed, invalid UTF-8 replaced.
+fn cells(record: &csv::ByteRecord) -> Vec<String> {
+    record
+        .iter()
+        .map(|c| String::from_utf8_lossy(c).trim().to_string())
+        .collect()
+}
+
 /// A saved report (bytes as VTune wrote them) as records and diagnostics.
 pub fn parse_output(bytes: &[u8], asked: Option<Delimiter>, context: &str) -> Result<ParsedOutput> {
-    let text = String::from_utf8_lossy(bytes);
-    let report = parse_report(&text, asked, context)?;
+    let mut kernels = Vec::new();
+    let mut out = parse_stream(bytes, asked, context, &mut |k| kernels.push(k))?;
+    out.kernels = kernels;
+    Ok(out)
+}
+
+/// A report read from `input` row by row, each record handed to `emit` as soon as it is
+/// complete (a function row at once; a computing task, whose SIMD variants are merged, at the
+/// end), so memory stays bounded by the distinct task names, not the report's size. The
+/// output holds the diagnostics and session, no records.
+pub fn parse_stream(
+    input: impl Read,
+    asked: Option<Delimiter>,
+    context: &str,
+    emit: &mut dyn FnMut(KernelRecord),
+) -> Result<ParsedOutput> {
+    let mut builder: Option<Builder> = None;
+    let mut count = 0usize;
+    let mut counting = |record: KernelRecord| {
+        count += 1;
+        emit(record)
+    };
+    let report = read_rows(input, asked, context, &mut |report, line, row| {
+        builder
+            .get_or_insert_with(|| Builder::new(report, "vtune", context))
+            .row(report, line, row, &mut counting);
+    })?;
     let mut out = ParsedOutput {
-        kernels: report_records(&report, "vtune"),
         diagnostics: report.diagnostics.clone(),
         ..Default::default()
     };
+    if let Some(builder) = builder {
+        out.diagnostics
+            .extend(builder.finish(&report, &mut counting));
+    }
     out.session
         .insert("grouping".into(), report.grouping().to_string());
-    if out.kernels.is_empty() {
+    if count == 0 {
         out.diagnostics.push(Diagnostic {
             severity: Severity::Warning,
             metric: None,
@@ -200,14 +311,16 @@ const GPU_FIELDS: &[(&str, &str, &str)] = &[
     ("Computing Task:Average Time", "gpu_time_avg", "ns"),
 ];
 
-/// Records from a report: one per computing task (duplicates merged) for a GPU report, one per
-/// row with its CPU time otherwise.
+/// Records from a whole report (its rows kept): one per computing task (duplicates merged)
+/// for a GPU report, one per row with its CPU time otherwise.
 pub fn report_records(report: &Report, profiler: &str) -> Vec<KernelRecord> {
-    if bare(report.grouping()).eq_ignore_ascii_case("Computing Task") {
-        gpu_records(report, profiler)
-    } else {
-        cpu_records(report, profiler)
+    let mut records = Vec::new();
+    let mut builder = Builder::new(report, profiler, "report");
+    for row in &report.rows {
+        builder.row(report, 0, row, &mut |r| records.push(r));
     }
+    builder.finish(report, &mut |r| records.push(r));
+    records
 }
 
 fn cell<'a>(report: &Report, row: &'a [String], column: &str) -> Option<&'a str> {
@@ -215,13 +328,28 @@ fn cell<'a>(report: &Report, row: &'a [String], column: &str) -> Option<&'a str>
     (!value.is_empty()).then_some(value)
 }
 
+/// A cell as a number a normalized field may hold; bad ones were noted when the row was read.
 fn number_in(report: &Report, row: &[String], column: &str) -> Option<f64> {
-    cell(report, row, column)?
-        .trim_end_matches('%')
-        .trim()
-        .parse()
+    number::parse_measure(cell(report, row, column)?.trim_end_matches('%'))
         .ok()
+        .flatten()
 }
+
+/// Columns that fill normalized fields: their cells must be numbers a field may hold.
+const CHECKED: &[&str] = &[
+    TOTAL_TIME,
+    INSTANCE_COUNT,
+    "XVE Array:Active",
+    "XVE Array:Stalled",
+    "XVE Array:Idle",
+    "Computing Task:SIMD Width",
+    "Computing Task:Average Time",
+    OCCUPANCY,
+    "CPU Time",
+];
+const TOTAL_TIME: &str = "Computing Task:Total Time";
+const INSTANCE_COUNT: &str = "Computing Task:Instance Count";
+const OCCUPANCY: &str = "XVE Threads Occupancy";
 
 /// Seconds (VTune's time unit in CSV) to whole ns.
 fn seconds_to_ns(seconds: f64) -> f64 {
@@ -244,7 +372,7 @@ fn unit_of(column: &str) -> Cow<'static, str> {
     }
 }
 
-/// Every cell under VTune's own column name (numbers as numbers).
+/// Every cell under VTune's own column name (finite numbers as numbers, the rest as text).
 fn all_cells(
     report: &Report,
     names: &[MetricName],
@@ -257,11 +385,11 @@ fn all_cells(
             continue;
         }
         let metric = match value.parse::<f64>() {
-            Ok(n) => Metric {
+            Ok(n) if n.is_finite() => Metric {
                 value: MetricValue::Number(n),
                 unit: unit_of(&report.columns[i]),
             },
-            Err(_) => Metric {
+            _ => Metric {
                 value: MetricValue::Text(value.clone()),
                 unit: Cow::Borrowed(""),
             },
@@ -270,122 +398,185 @@ fn all_cells(
     }
 }
 
-fn gpu_records(report: &Report, profiler: &str) -> Vec<KernelRecord> {
-    let names: Vec<MetricName> = report.columns.iter().map(|c| MetricName::new(c)).collect();
-    // Rows of one name: SIMD-width variants of a kernel, or its work sizes.
-    let mut order: Vec<String> = Vec::new();
-    let mut groups: HashMap<String, Vec<&Vec<String>>> = HashMap::new();
-    for row in &report.rows {
-        let name = row.first().map(String::as_str).unwrap_or("");
-        if is_pseudo_row(name) {
-            continue;
-        }
-        if !groups.contains_key(name) {
-            order.push(name.to_string());
-        }
-        groups.entry(name.to_string()).or_default().push(row);
-    }
-    let total = |row: &[String]| number_in(report, row, "Computing Task:Total Time");
-    order
-        .iter()
-        .enumerate()
-        .map(|(index, name)| {
-            let rows = &groups[name];
-            // Per-instance fields come from the longest-running variant.
-            let longest = rows
-                .iter()
-                .max_by(|a, b| total(a).unwrap_or(0.0).total_cmp(&total(b).unwrap_or(0.0)))
-                .copied()
-                .unwrap_or(rows[0]);
-            let mut record = KernelRecord {
-                profiler: profiler.to_string(),
-                launch_id: index as u64,
-                name: name.clone(),
-                short_name: short_kernel_name(name),
-                calls: 1,
-                ..Default::default()
-            };
-            all_cells(report, &names, longest, 0, &mut record);
-            let totals: Vec<f64> = rows.iter().filter_map(|r| total(r)).collect();
-            if !totals.is_empty() {
-                record.duration_ns = Some(seconds_to_ns(totals.iter().sum()));
-            }
-            let counts: Vec<f64> = rows
-                .iter()
-                .filter_map(|r| number_in(report, r, "Computing Task:Instance Count"))
-                .collect();
-            if !counts.is_empty() {
-                record.calls = counts.iter().sum::<f64>() as u64;
-            }
-            for (column, field, unit) in GPU_FIELDS {
-                if let Some(value) = number_in(report, longest, column) {
-                    let value = if *unit == "ns" {
-                        seconds_to_ns(value)
-                    } else {
-                        value
-                    };
-                    record.metrics.insert((*field).into(), metric(value, unit));
-                }
-            }
-            if rows.len() > 1 {
-                // The mean over every merged variant, not the longest one's.
-                if let (Some(total), true) = (record.duration_ns, record.calls > 0) {
-                    record.metrics.insert(
-                        "gpu_time_avg".into(),
-                        metric(total / record.calls as f64, "ns"),
-                    );
-                }
-                record
-                    .metrics
-                    .insert("merged_rows".into(), metric(rows.len() as f64, ""));
-            }
-            record.achieved_occupancy_pct = number_in(report, longest, "XVE Threads Occupancy");
-            if let Some(local) = cell(report, longest, "Work Size:Local").and_then(dims) {
-                record.block = Some(local);
-            }
-            record
-                .metrics
-                .insert("record_source".into(), text("summary"));
-            record
-        })
-        .collect()
+/// The rows of one computing task name so far: SIMD-width variants of a kernel, or its work
+/// sizes.
+struct Group {
+    /// The longest-running variant (the last of equal ones): per-instance fields come from it.
+    longest: Vec<String>,
+    longest_total: f64,
+    totals: Option<f64>,
+    counts: Option<f64>,
+    rows: usize,
 }
 
-fn cpu_records(report: &Report, profiler: &str) -> Vec<KernelRecord> {
-    let names: Vec<MetricName> = report.columns.iter().map(|c| MetricName::new(c)).collect();
-    let full = report.column("Function (Full)");
-    report
-        .rows
-        .iter()
-        .filter(|row| !is_pseudo_row(row.first().map(String::as_str).unwrap_or("")))
-        .enumerate()
-        .map(|(index, row)| {
-            let short = row[0].clone();
-            let name = full
-                .and_then(|i| row.get(i))
-                .filter(|n| !n.is_empty())
-                .cloned()
-                .unwrap_or_else(|| short.clone());
-            let mut record = KernelRecord {
-                profiler: profiler.to_string(),
-                launch_id: index as u64,
-                name,
-                short_name: short,
-                calls: 1,
-                ..Default::default()
-            };
-            all_cells(report, &names, row, 0, &mut record);
-            if let Some(seconds) = number_in(report, row, "CPU Time") {
-                record
-                    .metrics
-                    .insert("cpu_time".into(), metric(seconds_to_ns(seconds), "ns"));
+/// Records made as rows come: a function row is a record at once; computing-task rows are
+/// merged by name and become records, in first-seen order, at [`finish`](Builder::finish).
+struct Builder {
+    gpu: bool,
+    profiler: String,
+    names: Vec<MetricName>,
+    bad: BadNumbers,
+    next_id: u64,
+    order: Vec<String>,
+    groups: HashMap<String, Group>,
+}
+
+impl Builder {
+    fn new(report: &Report, profiler: &str, context: &str) -> Self {
+        Builder {
+            gpu: bare(report.grouping()).eq_ignore_ascii_case("Computing Task"),
+            profiler: profiler.to_string(),
+            names: report.columns.iter().map(|c| MetricName::new(c)).collect(),
+            bad: BadNumbers::new(context),
+            next_id: 0,
+            order: Vec::new(),
+            groups: HashMap::new(),
+        }
+    }
+
+    fn row(
+        &mut self,
+        report: &Report,
+        line: u64,
+        row: &[String],
+        emit: &mut dyn FnMut(KernelRecord),
+    ) {
+        let name = row.first().map(String::as_str).unwrap_or("");
+        if is_pseudo_row(name) {
+            return;
+        }
+        for column in CHECKED {
+            if let Some(text) = cell(report, row, column)
+                && let Err(problem) = number::parse_measure(text.trim_end_matches('%'))
+            {
+                self.bad.note(line, column, text, problem);
+            }
+        }
+        if !self.gpu {
+            let record = self.cpu_record(report, row);
+            emit(record);
+            return;
+        }
+        let total = number_in(report, row, TOTAL_TIME);
+        let count = number_in(report, row, INSTANCE_COUNT);
+        let add = |sum: &mut Option<f64>, value: Option<f64>| {
+            if let Some(value) = value {
+                *sum = Some(sum.unwrap_or(0.0) + value);
+            }
+        };
+        match self.groups.get_mut(name) {
+            Some(group) => {
+                if total.unwrap_or(0.0) >= group.longest_total {
+                    group.longest = row.to_vec();
+                    group.longest_total = total.unwrap_or(0.0);
+                }
+                add(&mut group.totals, total);
+                add(&mut group.counts, count);
+                group.rows += 1;
+            }
+            None => {
+                self.order.push(name.to_string());
+                self.groups.insert(
+                    name.to_string(),
+                    Group {
+                        longest: row.to_vec(),
+                        longest_total: total.unwrap_or(0.0),
+                        totals: total,
+                        counts: count,
+                        rows: 1,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Emit the merged computing tasks; the bad-number diagnostics.
+    fn finish(mut self, report: &Report, emit: &mut dyn FnMut(KernelRecord)) -> Vec<Diagnostic> {
+        for name in std::mem::take(&mut self.order) {
+            if let Some(group) = self.groups.remove(&name) {
+                let record = self.gpu_record(report, name, group);
+                emit(record);
+            }
+        }
+        self.bad.into_diagnostics()
+    }
+
+    fn gpu_record(&mut self, report: &Report, name: String, group: Group) -> KernelRecord {
+        let longest = &group.longest;
+        let mut record = KernelRecord {
+            profiler: self.profiler.clone(),
+            launch_id: self.next_id,
+            short_name: short_kernel_name(&name),
+            name,
+            calls: 1,
+            ..Default::default()
+        };
+        self.next_id += 1;
+        all_cells(report, &self.names, longest, 0, &mut record);
+        record.duration_ns = group.totals.map(seconds_to_ns);
+        if let Some(counts) = group.counts {
+            record.calls = counts as u64;
+        }
+        for (column, field, unit) in GPU_FIELDS {
+            if let Some(value) = number_in(report, longest, column) {
+                let value = if *unit == "ns" {
+                    seconds_to_ns(value)
+                } else {
+                    value
+                };
+                record.metrics.insert((*field).into(), metric(value, unit));
+            }
+        }
+        if group.rows > 1 {
+            // The mean over every merged variant, not the longest one's.
+            if let (Some(total), true) = (record.duration_ns, record.calls > 0) {
+                record.metrics.insert(
+                    "gpu_time_avg".into(),
+                    metric(total / record.calls as f64, "ns"),
+                );
             }
             record
                 .metrics
-                .insert("record_source".into(), text("summary"));
+                .insert("merged_rows".into(), metric(group.rows as f64, ""));
+        }
+        record.achieved_occupancy_pct = number_in(report, longest, OCCUPANCY);
+        if let Some(local) = cell(report, longest, "Work Size:Local").and_then(dims) {
+            record.block = Some(local);
+        }
+        record
+            .metrics
+            .insert("record_source".into(), text("summary"));
+        record
+    }
+
+    fn cpu_record(&mut self, report: &Report, row: &[String]) -> KernelRecord {
+        let short = row[0].clone();
+        let name = report
+            .column("Function (Full)")
+            .and_then(|i| row.get(i))
+            .filter(|n| !n.is_empty())
+            .cloned()
+            .unwrap_or_else(|| short.clone());
+        let mut record = KernelRecord {
+            profiler: self.profiler.clone(),
+            launch_id: self.next_id,
+            name,
+            short_name: short,
+            calls: 1,
+            ..Default::default()
+        };
+        self.next_id += 1;
+        all_cells(report, &self.names, row, 0, &mut record);
+        if let Some(seconds) = number_in(report, row, "CPU Time") {
             record
-        })
-        .collect()
+                .metrics
+                .insert("cpu_time".into(), metric(seconds_to_ns(seconds), "ns"));
+        }
+        record
+            .metrics
+            .insert("record_source".into(), text("summary"));
+        record
+    }
 }
 
 fn metric(value: f64, unit: &'static str) -> Metric {

@@ -27,8 +27,18 @@ use crate::results::roofline;
 /// Where an `X` event goes before lanes are split.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum LaneKey {
-    Cpu { thread: u64, name: Option<String> },
-    Gpu { device: String, stream: String },
+    Cpu {
+        thread: u64,
+        name: Option<String>,
+    },
+    Gpu {
+        device: String,
+        stream: String,
+    },
+    /// Memory copies, fills and barriers of one device, apart from its kernels.
+    Memory {
+        device: String,
+    },
 }
 
 impl LaneKey {
@@ -50,6 +60,8 @@ impl LaneKey {
                     format!("GPU{device} stream {stream}")
                 }
             }
+            LaneKey::Memory { device } if device.is_empty() => "GPU memory commands".to_string(),
+            LaneKey::Memory { device } => format!("GPU {device} memory commands"),
         }
     }
 
@@ -65,6 +77,8 @@ struct Slice<'a> {
     dur: f64,
     gpu: bool,
     sequential: bool,
+    /// The category of a memory command (`memory_copy`, …); kernels and scopes have none.
+    command: Option<&'static str>,
 }
 
 fn process_label(event: &Event, fallback: &str) -> String {
@@ -206,7 +220,7 @@ impl Serialize for Complete<'_> {
         };
         let mut map = serializer.serialize_map(Some(8))?;
         map.serialize_entry("name", slice.event.name())?;
-        map.serialize_entry("cat", category(kind))?;
+        map.serialize_entry("cat", slice.command.unwrap_or_else(|| category(kind)))?;
         map.serialize_entry("ph", "X")?;
         map.serialize_entry("ts", &slice.ts)?;
         map.serialize_entry("dur", &slice.dur)?;
@@ -277,8 +291,10 @@ pub fn build(report: &Report) -> Trace<'_> {
         .filter_map(|e| e.cpu_start_ns)
         .min_by(f64::total_cmp)
         .unwrap_or(0.0);
+    // Memory commands share the GPU clock: the first of either is the origin.
     let gpu_base = events
         .iter()
+        .chain(&report.memory_events)
         .filter(|e| e.gpu_time_ns.is_some())
         .filter_map(|e| e.gpu_start_ns)
         .min_by(f64::total_cmp)
@@ -308,6 +324,7 @@ pub fn build(report: &Report) -> Trace<'_> {
                 dur: dur.max(0.0) / 1e3,
                 gpu: false,
                 sequential: false,
+                command: None,
             });
             drawn = true;
         }
@@ -333,12 +350,50 @@ pub fn build(report: &Report) -> Trace<'_> {
                 dur,
                 gpu: true,
                 sequential,
+                command: None,
             });
             drawn = true;
         }
         if !drawn {
             untimed += 1;
         }
+    }
+    // Memory commands on their own lane per process and device, after the kernel lanes.
+    for event in &report.memory_events {
+        let Some(dur) = event.gpu_time_ns else {
+            untimed += 1;
+            continue;
+        };
+        let pid = event.process_id.unwrap_or(0);
+        process_names
+            .entry(pid)
+            .or_insert_with(|| process_label(event, &report.profile.name));
+        let lane = (
+            pid,
+            LaneKey::Memory {
+                device: event.device.clone().unwrap_or_default(),
+            },
+        );
+        let dur = dur.max(0.0) / 1e3;
+        let cursor = cursors.entry(lane.clone()).or_insert(0.0);
+        let (ts, sequential) = match event.gpu_start_ns {
+            Some(start) => ((start - gpu_base) / 1e3, false),
+            None => (*cursor, true),
+        };
+        *cursor = cursor.max(ts + dur);
+        let command = match event.attributes.get("command_kind").and_then(Value::as_str) {
+            Some("memory_fill") => "memory_fill",
+            Some("barrier") => "barrier",
+            _ => "memory_copy",
+        };
+        lanes.entry(lane).or_default().push(Slice {
+            event,
+            ts,
+            dur,
+            gpu: true,
+            sequential,
+            command: Some(command),
+        });
     }
 
     let mut trace_events: Vec<Value> = Vec::new();

@@ -1,13 +1,13 @@
 //! CSV report: one row per normalized record, then one per user scope (a session's scopes, or
 //! those a workload recorded during the run), the fixed columns of [`COLUMNS`] (documented in
 //! docs/reports.md); the record's normalized numbers come through `model::fields`. Missing
-//! values are empty cells; numbers are in base units (ns, bytes, FLOPs).
+//! values are empty cells; numbers are in base units (ns, bytes, FLOPs). Memory commands follow
+//! the kernels, told apart by the `kind` column.
 
 use std::io::Write;
 
 use crate::model::error::{Error, Result};
 use crate::model::fields::normalized_field;
-use crate::results::event::FrameKind;
 use crate::results::export::{Exporter, Format, Report};
 use crate::results::roofline::{evaluate, evaluate_run_record};
 
@@ -105,9 +105,12 @@ impl Exporter for CsvExporter {
             .map(|r| r.label.clone())
             .unwrap_or_else(|| report.profile.name.clone());
         let run_device = report.device_name().map(str::to_string);
-        let kernels = report.records().into_iter().map(|record| {
+        // Kernels, then memory commands, then scopes (`kind` tells them apart).
+        let records = report.records().into_iter().chain(report.memory_records());
+        let kernels = records.map(|record| {
             let point = evaluate_run_record(report.peaks.as_ref(), report.run.as_ref(), &record);
-            (record, point, FrameKind::Kernel, None)
+            let kind = record.kind.as_str().to_string();
+            (record, point, kind, None)
         });
         let scopes = report.scope_records().into_iter().map(|(record, event)| {
             // As the table judges a scope: its rates over GPU time inside it, else over its own
@@ -116,7 +119,12 @@ impl Exporter for CsvExporter {
                 (None, Some(cpu)) => evaluate(None, &record.flops, record.dram_bytes, Some(cpu)),
                 (gpu, _) => evaluate(report.peaks.as_ref(), &record.flops, record.dram_bytes, gpu),
             };
-            (record, point, event.kind(), event.cpu_time_ns)
+            (
+                record,
+                point,
+                event.kind().as_str().to_string(),
+                event.cpu_time_ns,
+            )
         });
         for (record, point, kind, cpu_time_ns) in kernels.chain(scopes) {
             let [grid_x, grid_y, grid_z] = dims(record.grid);
@@ -173,7 +181,7 @@ impl Exporter for CsvExporter {
                         .map(|c| serde_label(&c))
                         .unwrap_or_default(),
                     "verdict_inputs" => point.inputs.names().join(" "),
-                    "kind" => kind.as_str().to_string(),
+                    "kind" => kind.clone(),
                     "cpu_time_ns" => opt(cpu_time_ns),
                     "above_peak" => point
                         .above_peak

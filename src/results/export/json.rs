@@ -49,6 +49,9 @@ pub struct JsonReport {
     pub run: Option<RunSummary>,
     pub peaks: Option<DevicePeaks>,
     pub kernels: Vec<ReportRecord>,
+    /// Memory copies, fills and barriers (each with its `kind`), apart from the kernels.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory_commands: Vec<KernelRecord>,
 }
 
 impl JsonReport {
@@ -80,6 +83,7 @@ impl JsonReport {
             run,
             peaks: report.peaks.clone(),
             kernels,
+            memory_commands: report.memory_records(),
         }
     }
 }

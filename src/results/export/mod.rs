@@ -4,6 +4,7 @@ pub mod chrome;
 pub mod csv;
 pub mod hatchet;
 pub mod json;
+pub mod memory_table;
 pub mod proton;
 pub mod stable_tree;
 pub mod table;
@@ -18,8 +19,7 @@ use crate::model::record::KernelRecord;
 use crate::model::run::ProfileRun;
 use crate::results::aggregate::{GroupBy, SortBy, from_str_via_value_enum};
 use crate::results::event::{Event, Frame, FrameKind};
-use crate::results::profile::Profile;
-use crate::results::profile::is_process_step;
+use crate::results::profile::{Profile, is_process_step, memory_events};
 use crate::results::roofline::DevicePeaks;
 
 /// Output formats of `polyprof report`.
@@ -64,6 +64,8 @@ pub struct Report {
     pub peaks: Option<DevicePeaks>,
     pub group_by: GroupBy,
     pub sort_by: SortBy,
+    /// The run's memory commands as events (Chrome trace lanes); empty for a session's profile.
+    pub memory_events: Vec<Event>,
 }
 
 impl Report {
@@ -71,6 +73,7 @@ impl Report {
     pub fn from_run(run: ProfileRun, peaks: Option<DevicePeaks>) -> Self {
         Report {
             profile: Profile::from_run(&run),
+            memory_events: memory_events(&run),
             run: Some(run),
             peaks,
             group_by: GroupBy::default(),
@@ -82,6 +85,7 @@ impl Report {
     pub fn from_profile(profile: Profile, peaks: Option<DevicePeaks>) -> Self {
         Report {
             run: None,
+            memory_events: Vec::new(),
             profile,
             peaks,
             group_by: GroupBy::default(),
@@ -179,6 +183,21 @@ impl Report {
             event.call_path = path;
             self.profile.events.push(event);
         }
+    }
+
+    /// The run's memory commands (copies, fills, barriers), each with the call path its
+    /// event has; empty for a session's profile.
+    pub fn memory_records(&self) -> Vec<KernelRecord> {
+        let Some(run) = &self.run else {
+            return Vec::new();
+        };
+        let mut records = run.memory_commands.clone();
+        for (record, event) in records.iter_mut().zip(&self.memory_events) {
+            if record.call_path.is_empty() {
+                record.call_path = event.call_path.iter().map(|f| f.name.clone()).collect();
+            }
+        }
+        records
     }
 
     /// The device name the report is about.

@@ -174,8 +174,14 @@ pub fn render_fitted(report: &Report, width: Option<usize>) -> String {
         text.push('\n');
     }
     text.push('\n');
+    let memory = report
+        .run
+        .as_ref()
+        .map(super::memory_table::render)
+        .unwrap_or_default();
     if averages.rows.is_empty() {
         text.push_str("no kernel records\n");
+        text.push_str(&memory);
         return text;
     }
     let fitted = averages.table_fitted(report.sort_by, width);
@@ -207,6 +213,7 @@ pub fn render_fitted(report: &Report, width: Option<usize>) -> String {
     }
     text.push_str(&fit::wrap_prose(&footer, width, 0));
     text.push('\n');
+    text.push_str(&memory);
     text
 }
 

@@ -1,0 +1,254 @@
+//! What `polyprof parse` prints, for every profiler: the table of normalized fields, the line
+//! about memory commands, the diagnostics on stderr, and the exit status.
+
+use std::io::Write;
+
+use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_BORDERS_ONLY};
+use polyprof::model::parsed::NO_DATA;
+use polyprof::model::record::KernelRecord;
+use polyprof::model::{NormalizedField, ParsedOutput, Severity, normalized_field};
+
+/// The exit status of `parse`, the same for every profiler: 2 when a file could not be read or
+/// parsed, or when nothing in the files is the profiler's output (the `no_data` diagnostic);
+/// 1 when an error-level diagnostic was found (a bad number, a profiler error); 0 otherwise.
+pub fn exit_code(parsed: &ParsedOutput, unreadable: bool) -> u8 {
+    if unreadable || parsed.diagnostics.iter().any(|d| d.kind == NO_DATA) {
+        return 2;
+    }
+    let failed = parsed
+        .diagnostics
+        .iter()
+        .any(|d| d.severity == Severity::Error);
+    u8::from(failed)
+}
+
+fn fmt(value: Option<f64>, decimals: usize) -> String {
+    value.map_or_else(|| "-".to_string(), |v| format!("{v:.decimals$}"))
+}
+
+fn dim3(value: Option<[u64; 3]>) -> String {
+    value.map_or_else(|| "-".to_string(), |[x, y, z]| format!("{x}x{y}x{z}"))
+}
+
+fn truncate(name: &str, max: usize) -> String {
+    if name.chars().count() <= max {
+        name.to_string()
+    } else {
+        let head: String = name.chars().take(max - 1).collect();
+        format!("{head}…")
+    }
+}
+
+const HEADER: [&str; 10] = [
+    "pid", "id", "kernel", "grid", "block", "time us", "DRAM MB", "GB/s", "GFLOP/s", "FLOP/B",
+];
+
+/// The normalized numbers shown as they are, after [`HEADER`]'s columns (titles and units from
+/// `model::fields`).
+const AS_REPORTED: [&str; 6] = [
+    "achieved_occupancy_pct",
+    "theoretical_occupancy_pct",
+    "sm_throughput_pct",
+    "memory_throughput_pct",
+    "registers_per_thread",
+    "shared_mem_per_block",
+];
+
+fn as_reported() -> impl Iterator<Item = &'static NormalizedField> {
+    AS_REPORTED.iter().filter_map(|name| normalized_field(name))
+}
+
+pub fn table_row(k: &KernelRecord, metrics: &[String]) -> Vec<String> {
+    let mut row = vec![
+        k.process_id
+            .map_or_else(|| "-".to_string(), |p| p.to_string()),
+        k.launch_id.to_string(),
+        truncate(&k.short_name, 48),
+        dim3(k.grid),
+        dim3(k.block),
+        fmt(k.duration_ns.map(|ns| ns / 1e3), 2),
+        fmt(k.total_dram_bytes().map(|b| b / 1e6), 2),
+        fmt(k.dram_gb_per_s(), 1),
+        fmt(k.gflops_per_s(), 1),
+        fmt(k.arithmetic_intensity(), 2),
+    ];
+    row.extend(as_reported().map(|field| fmt((field.get)(k), if field.integer { 0 } else { 1 })));
+    for name in metrics {
+        row.push(match k.metrics.get(name.as_str()) {
+            Some(metric) => match metric.value.as_f64() {
+                Some(v) => format!("{v} {}", metric.unit).trim().to_string(),
+                None => format!("{:?}", metric.value),
+            },
+            None => "-".to_string(),
+        });
+    }
+    row
+}
+
+pub fn print_table(
+    out: &mut impl Write,
+    rows: Vec<Vec<String>>,
+    metrics: &[String],
+) -> anyhow::Result<()> {
+    let mut table = Table::new();
+    table.load_style(UTF8_BORDERS_ONLY);
+    table.set_header(header(metrics));
+    for row in rows {
+        table.add_row(row.into_iter().enumerate().map(|(i, cell)| {
+            let cell = Cell::new(cell);
+            if i == 2 {
+                cell
+            } else {
+                cell.set_alignment(CellAlignment::Right)
+            }
+        }));
+    }
+    writeln!(out, "{table}")?;
+    Ok(())
+}
+
+fn header(metrics: &[String]) -> Vec<String> {
+    let mut header: Vec<String> = HEADER.iter().map(|h| h.to_string()).collect();
+    header.extend(as_reported().map(|field| field.label.to_string()));
+    header.extend(metrics.iter().cloned());
+    header
+}
+
+/// The table of [`print_table`] written row by row, for inputs too large to hold every row:
+/// the column widths come first ([`StreamedTable::widen`] on every row, e.g. in a first pass
+/// over the file), then the rows are written as they come. Widths count characters.
+pub struct StreamedTable {
+    header: Vec<String>,
+    widths: Vec<usize>,
+}
+
+impl StreamedTable {
+    pub fn new(metrics: &[String]) -> Self {
+        let header = header(metrics);
+        let widths = header.iter().map(|h| h.chars().count()).collect();
+        StreamedTable { header, widths }
+    }
+
+    pub fn widen(&mut self, row: &[String]) {
+        for (width, cell) in self.widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+
+    fn rule(
+        &self,
+        out: &mut impl Write,
+        left: char,
+        line: char,
+        right: char,
+    ) -> std::io::Result<()> {
+        let inner: usize = self.widths.iter().map(|w| w + 3).sum::<usize>() - 1;
+        let line: String = std::iter::repeat_n(line, inner).collect();
+        writeln!(out, "{left}{line}{right}")
+    }
+
+    fn line(&self, out: &mut impl Write, cells: &[String], header: bool) -> std::io::Result<()> {
+        let mut text = String::from("│");
+        for (i, (cell, width)) in cells.iter().zip(&self.widths).enumerate() {
+            let pad = width.saturating_sub(cell.chars().count());
+            // As in the held table: the header and the kernel column left, numbers right.
+            let (before, after) = if header || i == 2 { (0, pad) } else { (pad, 0) };
+            text.push(' ');
+            text.extend(std::iter::repeat_n(' ', before));
+            text.push_str(cell);
+            text.extend(std::iter::repeat_n(' ', after));
+            text.push_str("  ");
+        }
+        text.pop();
+        text.push('│');
+        writeln!(out, "{text}")
+    }
+
+    pub fn start(&self, out: &mut impl Write) -> std::io::Result<()> {
+        self.rule(out, '┌', '─', '┐')?;
+        self.line(out, &self.header, true)?;
+        self.rule(out, '╞', '═', '╡')
+    }
+
+    pub fn row(&self, out: &mut impl Write, row: &[String]) -> std::io::Result<()> {
+        self.line(out, row, false)
+    }
+
+    pub fn end(&self, out: &mut impl Write) -> std::io::Result<()> {
+        self.rule(out, '└', '─', '┘')
+    }
+}
+
+/// Memory commands are not kernels: one line under the kernel table says how many there were
+/// (their records are in `--json` and in the run document's report).
+pub fn print_memory_note(out: &mut impl Write, commands: &[KernelRecord]) -> anyhow::Result<()> {
+    if commands.is_empty() {
+        return Ok(());
+    }
+    let calls: u64 = commands.iter().map(|c| c.calls).sum();
+    let time_ns: f64 = commands.iter().filter_map(|c| c.duration_ns).sum();
+    writeln!(
+        out,
+        "memory commands (copies, fills, barriers; not kernels): {} records, {calls} commands, \
+         {:.2} us; `--json` lists them",
+        commands.len(),
+        time_ns / 1e3
+    )?;
+    Ok(())
+}
+
+/// Diagnostics go to stderr so stdout stays machine-readable (they are in the JSON too).
+pub fn report_diagnostics(parsed: &ParsedOutput, json: bool) {
+    for d in &parsed.diagnostics {
+        if json && d.severity == Severity::Info {
+            continue;
+        }
+        let level = match d.severity {
+            Severity::Info => "note",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        };
+        eprintln!("{level} [{}]: {}", d.kind, d.message);
+        if let Some(hint) = &d.hint {
+            eprintln!("  hint: {hint}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_streamed_table_is_the_held_table() {
+        let metrics = vec!["extra".to_string()];
+        let record = |name: &str, ns: f64| KernelRecord {
+            launch_id: 7,
+            name: name.into(),
+            short_name: name.into(),
+            duration_ns: Some(ns),
+            block: Some([16, 16, 1]),
+            ..Default::default()
+        };
+        let rows: Vec<Vec<String>> = [record("gemm_kernel", 3e8), record("k", 12.0)]
+            .iter()
+            .map(|r| table_row(r, &metrics))
+            .collect();
+        let mut held = Vec::new();
+        print_table(&mut held, rows.clone(), &metrics).unwrap();
+        let mut table = StreamedTable::new(&metrics);
+        for row in &rows {
+            table.widen(row);
+        }
+        let mut streamed = Vec::new();
+        table.start(&mut streamed).unwrap();
+        for row in &rows {
+            table.row(&mut streamed, row).unwrap();
+        }
+        table.end(&mut streamed).unwrap();
+        assert_eq!(
+            String::from_utf8(streamed).unwrap(),
+            String::from_utf8(held).unwrap()
+        );
+    }
+}
