@@ -9,6 +9,7 @@ pub mod batch;
 pub mod device;
 pub mod error;
 pub mod fields;
+pub mod kernel_name;
 pub mod outcome;
 pub mod parsed;
 pub mod plan;

@@ -69,8 +69,8 @@ fn mangled_names_are_demangled_with_every_namespace() {
     assert_eq!(fills[0], fills[1]);
     assert!(
         fills[0].starts_with(
-            "at::native::<unnamed>::distribution_elementwise_grid_stride_kernel<float, 4, void \
-             at::native::templates::cuda::normal_and_transform<c10::BFloat16, float, "
+            "at::native::(anonymous namespace)::distribution_elementwise_grid_stride_kernel<float, \
+             4, at::native::templates::cuda::normal_and_transform<c10::BFloat16, float, "
         ),
         "{}",
         fills[0]

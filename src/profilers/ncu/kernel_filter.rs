@@ -14,9 +14,12 @@
 //! (`[lambda() (instance 1)]`, `<unnamed>`, namespaces left out), so no regex built from the
 //! printed name is reliable (seen on the H200: 0 launches). Those match their *function* name
 //! exactly (`--kernel-name-base function -k distribution_elementwise_grid_stride_kernel`): every
-//! instance of that function, whose full names the records show. Plain names, `regex:` filters
-//! and an explicit `--kernel-name-base` pass unchanged.
+//! instance of that function, whose full names the records show. So do templates on a
+//! function's address, an operator or a lambda (`kf<&(sq(float))>`, `kcmp<&(operator<(P, P))>`
+//! in c++filt's spelling, which ncu spells otherwise). Plain names, `regex:` filters and an
+//! explicit `--kernel-name-base` pass unchanged.
 
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -34,6 +37,10 @@ static INTEGER_ARGUMENT: LazyLock<Option<Regex>> = LazyLock::new(|| {
     .ok()
 });
 
+/// An integer template argument's cast, `(unsigned int)` in `(unsigned int)4`.
+static INTEGER_CAST: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"\([A-Za-z_][A-Za-z_0-9 ]*\)-?[0-9]").ok());
+
 /// The `--kernel-name-base` and `-k` values for a user's `--kernel` filter.
 pub fn ncu_kernel_filter(
     name: &str,
@@ -43,13 +50,29 @@ pub fn ncu_kernel_filter(
     if base.is_some() || name.starts_with("regex:") || !short_name_like {
         return (base, name.to_string());
     }
-    if name.contains("::")
+    if (name.contains("::") || has_unmatchable_arguments(name))
         && let Some(function) = function_name(name)
     {
         return (Some(KernelNameBase::Function), function);
     }
     let pattern = format!("regex:(^| ){}(\\(|$)", demangled_pattern(name));
     (Some(KernelNameBase::Demangled), pattern)
+}
+
+/// Whether `name`'s template arguments hold what ncu spells its own way: a function's address
+/// (`kf<&(sq(float))>`, ncu `kf<&sq>`), an operator, a lambda, a parameter list. Integer casts
+/// (`(int)16`) are no such thing: the regex takes them.
+fn has_unmatchable_arguments(name: &str) -> bool {
+    let Some(open) = name.find('<') else {
+        return false;
+    };
+    let arguments = &name[open..];
+    let without_casts = INTEGER_CAST
+        .as_ref()
+        .map_or(Cow::Borrowed(arguments), |re| re.replace_all(arguments, ""));
+    without_casts.contains(['&', '('])
+        || arguments.contains("operator")
+        || arguments.contains("lambda")
 }
 
 /// The short name whose launches a run keeps when [`ncu_kernel_filter`] widened `name` to its
@@ -232,6 +255,41 @@ mod tests {
         // Nothing usable before the template arguments: the demangled regex as a last resort.
         let (base, _) = ncu_kernel_filter("ns::<lambda>", None);
         assert_eq!(base, Some(KernelNameBase::Demangled));
+    }
+
+    /// The short names polyprof prints for kernels templated on a function (c++filt's spelling,
+    /// tests/fixtures/ncu-h200-names/cxxfilt): found by function name, then kept by short name.
+    #[test]
+    fn templates_on_functions_and_operators_match_their_function_name() {
+        for (short, function) in [
+            ("kf<&(sq(float))>", "kf"),
+            ("kcmp<&(operator<(P, P))>", "kcmp"),
+            ("kf<sq(float)>", "kf"),
+            ("klam<use(float*, P*)::{lambda(float)#1}>", "klam"),
+        ] {
+            assert_eq!(
+                ncu_kernel_filter(short, None),
+                (Some(KernelNameBase::Function), function.to_string()),
+                "{short}"
+            );
+            assert_eq!(widened_instance(short, None).as_deref(), Some(short));
+        }
+        let mut kernels = vec![
+            launch("kcmp<&(operator<(P, P))>"),
+            launch("kcmp<&(operator>(P, P))>"),
+        ];
+        keep_instance(&mut kernels, "kcmp<&(operator<(P, P))>");
+        assert_eq!(kernels.len(), 1);
+        // Integer casts and suffixes still take the exact regex.
+        for name in ["k<(int)16>", "kul<3ul>", "kmix<4u, 5l, true>"] {
+            assert_eq!(
+                ncu_kernel_filter(name, None).0,
+                Some(KernelNameBase::Demangled),
+                "{name}"
+            );
+        }
+        let (_, filter) = ncu_kernel_filter("kul<3ul>", None);
+        assert!(matches(&filter, "kul<(unsigned long)3>(float *)"));
     }
 
     #[test]
