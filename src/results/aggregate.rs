@@ -334,12 +334,19 @@ impl KeyAverages {
         }
         if let Some(width) = width {
             let name_width = crate::results::names::name_column_width(width, &header, &all_cells);
-            let fit = match self.group_by {
-                GroupBy::CallPath => crate::results::names::truncate_left,
-                GroupBy::Name => crate::results::names::truncate_middle,
-            };
-            for cells in &mut all_cells {
-                cells[0] = fit(&cells[0], name_width);
+            match self.group_by {
+                GroupBy::CallPath => {
+                    for cells in &mut all_cells {
+                        cells[0] = crate::results::names::truncate_left(&cells[0], name_width);
+                    }
+                }
+                GroupBy::Name => {
+                    let names: Vec<String> = all_cells.iter().map(|c| c[0].clone()).collect();
+                    let fitted = crate::results::names::fit_names(&names, name_width);
+                    for (cells, name) in all_cells.iter_mut().zip(fitted) {
+                        cells[0] = name;
+                    }
+                }
             }
         }
         for cells in all_cells {

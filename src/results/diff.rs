@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::record::KernelRecord;
 use crate::model::run::ProfileRun;
-use crate::results::names::{MIN_NAME_WIDTH, truncate_middle};
+use crate::results::names::{MIN_NAME_WIDTH, fit_names};
 use crate::results::stats::Stats;
 use crate::results::units;
 
@@ -449,6 +449,24 @@ impl RunDiff {
     /// `None`: full names), after the GPU-time headline; then unmatched kernels and the verdict.
     pub fn render(&self, width: Option<usize>) -> String {
         let name_width = width.map(|w| w.saturating_sub(OTHER_COLUMNS_WIDTH).max(MIN_NAME_WIDTH));
+        // Names are fitted together so that the shortened ones stay apart.
+        let shown: std::collections::HashMap<String, String> = match name_width {
+            Some(w) => {
+                let mut names: Vec<String> = self
+                    .kernels
+                    .iter()
+                    .map(|k| k.short_name.clone())
+                    .chain(self.only_in_a.iter().map(|k| k.short_name.clone()))
+                    .chain(self.only_in_b.iter().map(|k| k.short_name.clone()))
+                    .collect();
+                names.sort();
+                names.dedup();
+                let fitted = fit_names(&names, w);
+                names.into_iter().zip(fitted).collect()
+            }
+            None => std::collections::HashMap::new(),
+        };
+        let show = |name: &str| shown.get(name).cloned().unwrap_or_else(|| name.to_string());
         let time = |v: Option<f64>| units::or_dash(v.map(units::time_ns));
         let spread = |side: &Side| match (side.min_ns, side.p90_ns) {
             (Some(min), Some(p90)) if side.count > 1 => {
@@ -488,10 +506,7 @@ impl RunDiff {
                 "Change",
             ]);
             for kernel in &self.kernels {
-                let name = match name_width {
-                    Some(w) => truncate_middle(&kernel.short_name, w),
-                    None => kernel.short_name.clone(),
-                };
+                let name = show(&kernel.short_name);
                 table.add_row(vec![
                     name,
                     kernel.a.count.to_string(),
@@ -516,10 +531,7 @@ impl RunDiff {
             ("only in B", &self.only_in_b),
         ] {
             for kernel in list {
-                let name = match name_width {
-                    Some(w) => truncate_middle(&kernel.short_name, w),
-                    None => kernel.short_name.clone(),
-                };
+                let name = show(&kernel.short_name);
                 text.push_str(&format!(
                     "{label}: {name} ({} launches, median {})\n",
                     kernel.side.count,
