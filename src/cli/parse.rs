@@ -141,8 +141,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     } else {
         let mut inputs = Vec::with_capacity(args.files.len());
         for file in &args.files {
-            let bytes =
-                std::fs::read(file).with_context(|| format!("cannot read `{}`", file.display()))?;
+            let bytes = read_input(file)?;
             inputs.push(bytes);
         }
         let mut merged = ParsedOutput::default();
@@ -233,8 +232,7 @@ fn parse_with_backend(entry: &BackendEntry, args: &Args) -> anyhow::Result<u8> {
 fn parse_all(files: &[PathBuf], options: &ParseOptions) -> anyhow::Result<ParsedOutput> {
     let mut merged = ParsedOutput::default();
     for file in files {
-        let bytes =
-            std::fs::read(file).with_context(|| format!("cannot read `{}`", file.display()))?;
+        let bytes = read_input(file)?;
         merge(&mut merged, parse(&bytes, options));
     }
     merged.device = device_from_session(&merged.session);
@@ -247,8 +245,7 @@ fn parse_all(files: &[PathBuf], options: &ParseOptions) -> anyhow::Result<Parsed
 fn backend_output(entry: &BackendEntry, args: &Args) -> anyhow::Result<ProfilerOutput> {
     let mut raw = RawOutput::default();
     for file in &args.files {
-        let content =
-            std::fs::read(file).with_context(|| format!("cannot read `{}`", file.display()))?;
+        let content = read_input(file)?;
         raw.artifacts.push(RawArtifact {
             name: file
                 .file_name()
@@ -418,4 +415,11 @@ fn report_diagnostics(parsed: &ParsedOutput, json: bool) {
             eprintln!("  hint: {hint}");
         }
     }
+}
+
+/// One input file's bytes, logged (debug) with its size.
+fn read_input(file: &std::path::Path) -> anyhow::Result<Vec<u8>> {
+    let bytes = std::fs::read(file).with_context(|| format!("cannot read `{}`", file.display()))?;
+    tracing::debug!(file = %file.display(), bytes = bytes.len(), "read a profiler output file");
+    Ok(bytes)
 }

@@ -107,5 +107,6 @@ fn write_to(run: &ProfileRun, file: &Path) -> anyhow::Result<PathBuf> {
         let _ = std::fs::remove_file(&tmp);
         return Err(e).with_context(|| format!("cannot write `{}`", file.display()));
     }
+    tracing::debug!(path = %file.display(), "wrote the run document");
     Ok(file.to_path_buf())
 }

@@ -18,6 +18,7 @@ mod container_engine;
 mod container_library;
 mod demo;
 mod foundation_cli;
+mod foundation_logging;
 mod foundation_quote;
 mod foundation_selection;
 mod intel_ocl_retry;
