@@ -102,7 +102,7 @@ fn local_scopes_without_return_types(full: &str, bare: &str) -> String {
         else {
             return full.to_string();
         };
-        if !scopes_a_local_name(&bare[j..]) {
+        if !scopes_a_local_name(bare.get(j..).unwrap_or("")) {
             out.extend_from_slice(&f[i..i + length]);
         }
         i += length;
@@ -139,13 +139,14 @@ fn scopes_a_local_name(text: &str) -> bool {
 fn parenthesized_addresses(text: &str) -> String {
     let mut inserts: Vec<(usize, usize)> = Vec::new();
     walk_brackets(text, |index, ch, _| {
-        if matches!(ch, '<' | ',') {
-            let start = index + 1 + usize::from(ch == ',');
-            if text[start..].starts_with('&') && !text[start..].starts_with("&(") {
-                if let Some(end) = argument_end(&text[start..]) {
-                    inserts.push((start + 1, start + end));
-                }
-            }
+        let start = index + 1 + usize::from(ch == ',');
+        if matches!(ch, '<' | ',')
+            && let Some(argument) = text.get(start..)
+            && argument.starts_with('&')
+            && !argument.starts_with("&(")
+            && let Some(end) = argument_end(argument)
+        {
+            inserts.push((start + 1, start + end));
         }
         None::<()>
     });
@@ -239,6 +240,27 @@ mod tests {
             demangle_short("_ZN2ns6kernelIfLj4EEEvPT_").as_deref(),
             Some("ns::kernel<float, 4u>")
         );
+    }
+
+    /// Identifiers are bytes to the mangling: names with non-ASCII ones, cut short or garbled,
+    /// come out demangled or unchanged, never as a panic.
+    #[test]
+    fn odd_manglings_never_panic() {
+        for mangled in [
+            "_Z2kfIL_Z5étéfEEvPf",
+            "_ZZN2ns5étéIiEEvT_ENKUlvE_clEv",
+            "_ZN2ns5étéIiEEvT_",
+            "_Z2kfIXadL_Z2sqfEEEvPf",
+            "_Z2kfIXadL_Z2sqfEE",
+            "_Z4kcmpIXadL_Zlt1PS0_EE",
+            "_ZZZ",
+            "_Z1kILm",
+        ] {
+            let name = printed_name(mangled);
+            assert!(!name.is_empty(), "{mangled}");
+        }
+        // cpp_demangle takes ASCII identifiers only; the name is kept as ncu printed it.
+        assert_eq!(printed_name("_ZN2ns5étéIiEEvT_"), "_ZN2ns5étéIiEEvT_");
     }
 
     #[test]
