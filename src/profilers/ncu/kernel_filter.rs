@@ -163,6 +163,8 @@ fn demangled_pattern(name: &str) -> String {
         out.push_str(&escape(pre));
         out.push_str(r"(\([A-Za-z_][A-Za-z_0-9 ]*\))?");
         out.push_str(&escape(num));
+        // c++filt's spelling of the same argument: `3ul` for ncu's `(unsigned long)3`.
+        out.push_str("[uUlL]*");
         rest = post_start;
         at = post_start;
     }
