@@ -7,7 +7,8 @@
 //! `matmul_tiled<(int)32>(const float *, …)` — no return type, and integer template arguments
 //! carry their type as a cast. So a templated name without namespace becomes an anchored regex
 //! on the demangled name in which each integer template argument matches with or without a
-//! `(type)` prefix (`32` finds `(int)32`, `(int)16` finds `16`): exactly that instance.
+//! `(type)` prefix or a suffix (`32` finds `(int)32`, `(int)16` finds `16`, c++filt's `3ul`
+//! finds ncu's `(unsigned long)3`): exactly that instance.
 //!
 //! Namespaced names (`at::vectorized_elementwise_kernel<4, …>`, PyTorch's lambda-laden RNG
 //! kernels) are printed with namespaces and lambdas spelled differently from the matched name
