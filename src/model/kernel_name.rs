@@ -104,6 +104,65 @@ pub fn short_kernel_name(name: &str) -> String {
     }
 }
 
+/// `text` without namespace qualifiers (`at::native::FillFunctor<c10::Half>` →
+/// `FillFunctor<Half>`); a scope after a function or lambda (`f(…)::{lambda…}`) stays.
+pub fn without_namespaces(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(ch) = chars.next() {
+        if ch.is_ascii_alphanumeric() || ch == '_' {
+            word.push(ch);
+            continue;
+        }
+        let scope = ch == ':' && chars.peek() == Some(&':');
+        if scope && !word.is_empty() && word != "const" {
+            chars.next();
+            word.clear();
+            continue;
+        }
+        out.push_str(&word);
+        word.clear();
+        out.push(ch);
+    }
+    out.push_str(&word);
+    out.replace("<unnamed>::", "")
+        .replace("(anonymous namespace)::", "")
+}
+
+/// Whether `short_name` is a kernel a table printed as `fitted` (results::names::fit_names):
+/// the same text without namespaces, each `…` standing for what was left out, a ` #N` number
+/// ignored (so a numbered name matches each kernel of its group).
+pub fn fitted_name_matches(fitted: &str, short_name: &str) -> bool {
+    let fitted = match fitted.rsplit_once(" #") {
+        Some((name, number))
+            if !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            name
+        }
+        _ => fitted,
+    };
+    if !fitted.contains('…') {
+        return fitted == short_name || fitted == without_namespaces(short_name);
+    }
+    let target = without_namespaces(short_name);
+    let pieces: Vec<&str> = fitted.split('…').collect();
+    let (Some(first), Some(last)) = (pieces.first(), pieces.last()) else {
+        return false;
+    };
+    if !target.starts_with(first) || target.len() < first.len() + last.len() {
+        return false;
+    }
+    let mut at = first.len();
+    for piece in &pieces[1..pieces.len() - 1] {
+        match target[at..].find(piece) {
+            Some(found) => at += found + piece.len(),
+            None => return false,
+        }
+    }
+    target.len() >= at + last.len() && target.ends_with(last)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,6 +186,31 @@ mod tests {
         assert_eq!(
             short_kernel_name("ampere_sgemm_128x64_nn"),
             "ampere_sgemm_128x64_nn"
+        );
+    }
+
+    #[test]
+    fn fitted_names_match_the_kernels_they_stand_for() {
+        let fill = "at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >";
+        let half = "at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::Half>, std::array<char*, 1ul> >";
+        for fitted in [
+            "vectorized_elementwise_kernel<…, FillFunctor<float>, …>",
+            "vectorized_elementwise_kernel<…, FillFunc…at>, array<ch…ul> >",
+            "vectorized_elementwise_kernel<…, FillFunctor<float>, …> #2",
+        ] {
+            assert!(fitted_name_matches(fitted, fill), "{fitted}");
+            assert!(!fitted_name_matches(fitted, half), "{fitted}");
+        }
+        assert!(fitted_name_matches("vector_add", "vector_add"));
+        assert!(!fitted_name_matches("vector_add", "vector_add2"));
+        assert!(fitted_name_matches(
+            "sm80_xmma…cudnn",
+            "sm80_xmma_fprop_cudnn"
+        ));
+        assert!(!fitted_name_matches("sm80_xmma…cudnn", "sm80_xmma"));
+        assert_eq!(
+            without_namespaces("at::native::(anonymous namespace)::fill<c10::Half>"),
+            "fill<Half>"
         );
     }
 

@@ -3,6 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use crate::model::kernel_name::without_namespaces;
+
 /// `name` shortened to at most `width` characters by cutting its middle (`…` marks the cut):
 /// the start (two thirds) says what the kernel is and its first template arguments, the end
 /// tells instances of one template apart.
@@ -29,7 +31,8 @@ pub fn truncate_middle(name: &str, width: usize) -> String {
 /// `at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<…>>`
 /// → `vectorized_elementwise_kernel<…, FillFunctor<float>, …>`. Names still alike after that
 /// get a number, ` #1`, ` #2`, … in the order of their full names, so a name keeps its number
-/// from run to run while the table's kernels stay the same.
+/// from run to run while the table's kernels stay the same. `--kernel` takes a fitted name
+/// back ([`crate::model::kernel_name::fitted_name_matches`]).
 pub fn fit_names(names: &[String], width: usize) -> Vec<String> {
     let parts: Vec<Parts> = names.iter().map(|n| split_template(n)).collect();
     // The argument positions in which a function's instances differ.
@@ -129,31 +132,6 @@ fn compact_template(function: &str, args: &[&str], differs: &[bool], width: usiz
         "{function}<{}>",
         render(&|arg| truncate_middle(&arg, each)).join(", ")
     )
-}
-
-/// `text` without namespace qualifiers (`at::native::FillFunctor<c10::Half>` →
-/// `FillFunctor<Half>`); a scope after a function or lambda (`f(…)::[lambda…]`) stays.
-fn without_namespaces(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut word = String::new();
-    let mut chars = text.chars().peekable();
-    while let Some(ch) = chars.next() {
-        if ch.is_ascii_alphanumeric() || ch == '_' {
-            word.push(ch);
-            continue;
-        }
-        let scope = ch == ':' && chars.peek() == Some(&':');
-        if scope && !word.is_empty() && word != "const" {
-            chars.next();
-            word.clear();
-            continue;
-        }
-        out.push_str(&word);
-        word.clear();
-        out.push(ch);
-    }
-    out.push_str(&word);
-    out.replace("<unnamed>::", "")
 }
 
 /// A short name split at its template argument list.

@@ -26,6 +26,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::options::KernelNameBase;
+use crate::model::kernel_name::fitted_name_matches;
 use crate::model::parsed::{Diagnostic, Severity};
 use crate::model::record::KernelRecord;
 
@@ -47,11 +48,17 @@ pub fn ncu_kernel_filter(
     name: &str,
     base: Option<KernelNameBase>,
 ) -> (Option<KernelNameBase>, String) {
+    if base.is_none() && name.contains('…') && !name.contains(['<', ':']) {
+        // A plain name a table cut: its function name, `…` standing for what was cut.
+        let name = name.rsplit_once(" #").map_or(name, |(head, _)| head);
+        let pieces: Vec<String> = name.split('…').map(escape).collect();
+        return (None, format!("regex:^{}$", pieces.join(".*")));
+    }
     let short_name_like = name.contains('<') || name.contains("::");
     if base.is_some() || name.starts_with("regex:") || !short_name_like {
         return (base, name.to_string());
     }
-    if (name.contains("::") || has_unmatchable_arguments(name))
+    if (name.contains("::") || name.contains('…') || has_unmatchable_arguments(name))
         && let Some(function) = function_name(name)
     {
         return (Some(KernelNameBase::Function), function);
@@ -94,7 +101,11 @@ pub fn widened_instance(name: &str, base: Option<KernelNameBase>) -> Option<Stri
 /// demangler), all are kept and the diagnostic says so.
 pub fn keep_instance(kernels: &mut Vec<KernelRecord>, instance: &str) -> Option<Diagnostic> {
     let total = kernels.len();
-    let kept = kernels.iter().filter(|k| k.short_name == instance).count();
+    let named = |k: &KernelRecord| {
+        k.short_name == instance
+            || (instance.contains('…') && fitted_name_matches(instance, &k.short_name))
+    };
+    let kept = kernels.iter().filter(|k| named(k)).count();
     let function = function_name(instance).unwrap_or_else(|| instance.to_string());
     if total == 0 || kept == total {
         return None;
@@ -114,7 +125,7 @@ pub fn keep_instance(kernels: &mut Vec<KernelRecord>, instance: &str) -> Option<
             metric: None,
         });
     }
-    kernels.retain(|k| k.short_name == instance);
+    kernels.retain(named);
     Some(Diagnostic {
         severity: Severity::Info,
         kind: "kernel_filter_other_instances".to_string(),
@@ -293,6 +304,35 @@ mod tests {
         }
         let (_, filter) = ncu_kernel_filter("kul<3ul>", None);
         assert!(matches(&filter, "kul<(unsigned long)3>(float *)"));
+    }
+
+    /// Names as a fitted table prints them (results::names::fit_names) select their kernels.
+    #[test]
+    fn names_a_table_fitted_select_their_kernels() {
+        let fitted = "vectorized_elementwise_kernel<…, FillFunctor<float>, …>";
+        assert_eq!(
+            ncu_kernel_filter(fitted, None),
+            (
+                Some(KernelNameBase::Function),
+                "vectorized_elementwise_kernel".to_string()
+            )
+        );
+        let float = "at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >";
+        let half = "at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::Half>, std::array<char*, 1ul> >";
+        let mut kernels = vec![launch(float), launch(half), launch(float)];
+        let note = keep_instance(&mut kernels, fitted).unwrap();
+        assert_eq!(kernels.len(), 2, "{}", note.message);
+        assert!(kernels.iter().all(|k| k.short_name == float));
+        let (base, filter) = ncu_kernel_filter("sm80_xmma_fprop…_cudnn #2", None);
+        assert_eq!(base, None);
+        assert!(
+            matches(&filter, "sm80_xmma_fprop_implicit_gemm_cudnn"),
+            "{filter}"
+        );
+        assert!(
+            !matches(&filter, "sm80_xmma_fprop_implicit_gemm"),
+            "{filter}"
+        );
     }
 
     #[test]
