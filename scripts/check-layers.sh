@@ -3,7 +3,8 @@
 #
 #   model/                 imports no other polyprof module
 #   profilers/  results/   model only (side by side: never each other, never pipeline or cli)
-#   pipeline/              model, profilers, results (never cli); pipeline/runner/ model only
+#   pipeline/              model, profilers, results (never cli); pipeline/runner/ model only;
+#                          pipeline/batch/ no vendor backend's own module
 #   metal/                 model and results (the lanes return KernelBenchmark, record into the session)
 #   cli/, lib.rs, main.rs  anything
 #
@@ -115,6 +116,13 @@ for file in "${files[@]}"; do
     done < <(imports_of "$file" | sort -u)
     edges[$file]=$targets
 done
+
+# A batch knows no vendor: backend settings reach it through the registry's settings type
+# (profilers/settings.rs), never a backend's own module.
+while IFS= read -r hit; do
+    say "src/pipeline/batch/ names a vendor backend's module: $hit"
+done < <(grep -rnE 'profilers::(ncu|unitrace|rocprofv3|vtune|metal)\b' src/pipeline/batch --include='*.rs' |
+    grep -vE '^[^:]+:[0-9]+:\s*//' || true)
 
 # Processes start only in the pipeline (the supervised runner and the probe runner).
 while IFS= read -r hit; do

@@ -136,20 +136,35 @@ def profile(
     argv: Sequence[str],
     *,
     profiler: str = "none",
-    output_dir: PathLike = "polyprof-runs/run",
+    output_dir: Optional[PathLike] = None,
     call_path: Sequence[str] = (),
+    if_exists: str = "refuse",
     **options: Any,
 ) -> ProfileRun:
     """One profiler pass over ``argv`` into ``output_dir`` (``run.json`` is written there).
+
+    An ``output_dir`` that already holds a run raises ``FileExistsError``, as ``polyprof run``
+    refuses it; ``if_exists="overwrite"`` removes the old run's files first (``--force``),
+    ``if_exists="number"`` writes to the next free ``<output_dir>.NNN`` beside it (the run's
+    ``output_dir`` says which). Without ``output_dir``, as without ``--output-dir``: the next
+    free ``polyprof-runs/<profiler>.NNN``.
 
     ``options``: ``timeout``, ``inactivity_timeout``, ``env_policy``, ``allow_env``, ``env``,
     ``cwd`` (the runner); ``end_marker``, ``marker_grace``, ``kill_grace`` (override the
     profiler's); ``ncu`` (a dict of Nsight Compute options, as in run.json's plan),
     ``metric_group``, ``extra_args``. A run that fails is returned with its ``errors``.
     Inside ``profile_session()``, the run's kernels join the session's call paths."""
+    if output_dir is None:
+        output_dir, if_exists = os.path.join("polyprof-runs", f"{profiler}.000"), "number"
     settings_json, options_json = split(options, _graces_of(profiler, output_dir))
     text = _native.profile_json(
-        argv_list(argv), profiler, os.fspath(output_dir), settings_json, options_json, list(call_path)
+        argv_list(argv),
+        profiler,
+        os.fspath(output_dir),
+        settings_json,
+        options_json,
+        list(call_path),
+        if_exists,
     )
     from .session import _add_run_to_active
 

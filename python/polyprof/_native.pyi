@@ -16,6 +16,7 @@ def profile_json(
     settings_json: str = "{}",
     options_json: str = "{}",
     call_path: Sequence[str] = ...,
+    if_exists: str = "refuse",
 ) -> str: ...
 def profile_all_json(
     language: str,

@@ -4,8 +4,9 @@ changed::
 
     from polyprof.profiler_command import get_profilers, ProfilerUnavailable
 
-``get_profilers(language, arch, profiler_type=None)`` returns one factory per pass; calling it
-with an output directory gives a profiler with ``name``, ``wrap_cmd(cmd) -> str``,
+``get_profilers(language, arch, profiler_type=None)`` returns one class per pass (a subclass of
+``Profiler`` with the pass's settings bound); instantiating it with an output directory gives a
+profiler with ``name``, ``wrap_cmd(cmd) -> str``,
 ``env_vars()``, ``end_marker()``, ``prepare(host_output_dir)``, ``read_output()`` and
 ``unavailable_reason()``. Unlike the old module, ``wrap_cmd`` quotes correctly (an argument
 such as ``--template_params=(16, 32)`` reaches the program verbatim) and the selection table is
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Type
 
 from . import _native
 from ._native import ProfilerUnavailable
@@ -133,26 +134,34 @@ class Metal(Profiler):
 _CLASSES = {cls.backend: cls for cls in (NoProfiler, NCU, Unitrace, OCLUnitrace, VTune, Metal)}
 
 
-def _factory(profiler: str, settings: Dict[str, Any]) -> Callable[..., Profiler]:
-    cls = _CLASSES.get(profiler)
+def _pass_class(profiler: str, settings: Dict[str, Any]) -> Type[Profiler]:
+    """A subclass of the backend's class (``NCU``, ``Unitrace``, …) with this pass's settings
+    bound: ``cls(output_dir)`` builds the pass; keyword settings given there win."""
+    base = _CLASSES.get(profiler) or type(f"{profiler}Profiler", (Profiler,), {"backend": profiler})
+    bound = dict(settings)
 
-    def make(output_dir: "os.PathLike[str] | str") -> Profiler:
-        if cls is None:
-            generic = type(f"{profiler}Profiler", (Profiler,), {"backend": profiler})
-            return generic(output_dir, **settings)
-        instance = cls.__new__(cls)
-        Profiler.__init__(instance, output_dir, **settings)
-        return instance
+    def __init__(self: Profiler, output_dir: "os.PathLike[str] | str", **overrides: Any) -> None:
+        Profiler.__init__(self, output_dir, **{**bound, **overrides})
 
-    make.__name__ = f"{profiler}_factory"
-    make.profiler = profiler  # type: ignore[attr-defined]
-    make.settings = settings  # type: ignore[attr-defined]
-    return make
+    label = bound.get("metric_group")
+    return type(
+        base.__name__,
+        (base,),
+        {
+            "__init__": __init__,
+            "__module__": __name__,
+            "__qualname__": base.__qualname__ + (f"[{label}]" if label else ""),
+            "__doc__": base.__doc__,
+            "profiler": profiler,
+            "settings": bound,
+        },
+    )
 
 
-def get_profilers(language: str, arch: str, profiler_type: Optional[str] = None) -> List[Callable[..., Profiler]]:
-    """One factory per profiler pass for ``language`` on ``arch`` (``profiler_type`` forces one
-    profiler); call it with the pass's output directory. Unknown names raise ``ValueError``
-    listing the valid ones."""
+def get_profilers(language: str, arch: str, profiler_type: Optional[str] = None) -> List[Type[Profiler]]:
+    """One class per profiler pass for ``language`` on ``arch`` (``profiler_type`` forces one
+    profiler): a subclass of ``Profiler`` (``NCU``, ``Unitrace``, …) with the pass's settings
+    bound, as ``settings``; instantiate it with the pass's output directory. Unknown names raise
+    ``ValueError`` listing the valid ones."""
     passes = json.loads(_native.select_json(language, arch, profiler_type))
-    return [_factory(p["profiler"], p.get("settings") or {}) for p in passes]
+    return [_pass_class(p["profiler"], p.get("settings") or {}) for p in passes]

@@ -1,11 +1,12 @@
 //! `profile`, `profile_all` and selection: profiler passes end to end, each writing a run
 //! directory with `run.json`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use pyo3::exceptions::{PyFileExistsError, PyOSError};
 use pyo3::prelude::*;
 
-use polyprof::pipeline::{Job, ProfileAllOptions, profile, profile_all};
+use polyprof::pipeline::{Job, ProfileAllOptions, profile, profile_all, rundir};
 use polyprof::profilers::ProfilerSettings;
 use polyprof::profilers::selection::Selection;
 
@@ -17,10 +18,36 @@ fn settings(json: &str) -> PyResult<ProfilerSettings> {
     serde_json::from_str(json).map_err(|e| errors::usage(format!("profiler options: {e}")))
 }
 
+/// What `profile` does with an output directory that already holds a run; the CLI's rule
+/// (`polyprof run` refuses unless `--force`).
+fn claim_output_dir(dir: &Path, if_exists: &str) -> PyResult<()> {
+    match if_exists {
+        "refuse" if rundir::holds_run(dir) => Err(PyFileExistsError::new_err(format!(
+            "{} already holds a run; pass if_exists=\"overwrite\" to replace it, \
+             if_exists=\"number\" to write to the next free <name>.NNN beside it, or choose \
+             another output_dir",
+            dir.display()
+        ))),
+        "overwrite" if rundir::holds_run(dir) => rundir::clear_run(dir).map(drop).map_err(|e| {
+            PyOSError::new_err(format!(
+                "cannot clear the old run in {}: {e}",
+                dir.display()
+            ))
+        }),
+        // `number`: the library passes over a directory holding a run.
+        "refuse" | "overwrite" | "number" => Ok(()),
+        other => Err(errors::usage(format!(
+            "if_exists must be \"refuse\", \"overwrite\" or \"number\"; got {other:?}"
+        ))),
+    }
+}
+
 /// Profile `argv` with `profiler` into `output_dir`; returns the run document as JSON. Run
-/// failures are in the document (`errors`, `outcome`), never raised.
+/// failures are in the document (`errors`, `outcome`), never raised. An `output_dir` holding a
+/// run is refused unless `if_exists` says `overwrite` or `number`.
 #[pyfunction]
-#[pyo3(signature = (argv, profiler, output_dir, settings_json = "{}", options_json = "{}", call_path = Vec::new()))]
+#[pyo3(signature = (argv, profiler, output_dir, settings_json = "{}", options_json = "{}", call_path = Vec::new(), if_exists = "refuse"))]
+#[allow(clippy::too_many_arguments)]
 fn profile_json(
     py: Python<'_>,
     argv: Vec<std::ffi::OsString>,
@@ -29,6 +56,7 @@ fn profile_json(
     settings_json: &str,
     options_json: &str,
     call_path: Vec<String>,
+    if_exists: &str,
 ) -> PyResult<String> {
     if argv.is_empty() {
         return Err(errors::usage(
@@ -38,6 +66,7 @@ fn profile_json(
     // A bogus profiler name is a usage error, raised before anything is created.
     polyprof::profilers::create(&profiler, &output_dir, &ProfilerSettings::default())
         .map_err(errors::to_py)?;
+    claim_output_dir(&output_dir, if_exists)?;
     let args = RunArgs::parse(options_json)?;
     let mut job = Job::new(polyprof::model::arg::args(argv), output_dir);
     job.profiler = profiler;

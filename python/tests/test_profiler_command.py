@@ -85,3 +85,18 @@ def test_each_factory_builds_a_profiler_with_the_known_face(tmp_path):
         assert p.end_marker() in ("pytest", None) or isinstance(p.end_marker(), str)
         assert p.unavailable_reason()  # no Intel GPU here: a reason with its fix
     assert names == {"unitrace"}
+
+
+def test_get_profilers_returns_profiler_classes_with_their_settings(tmp_path):
+    from polyprof.profiler_command import NCU, Profiler, Unitrace
+
+    passes = get_profilers("sycl", "pvc")
+    assert all(isinstance(cls, type) and issubclass(cls, Unitrace) for cls in passes)
+    groups = [cls.settings.get("metric_group") for cls in passes]
+    assert len(set(groups)) == 3 and None not in groups
+    profiler = passes[1](tmp_path / "x")
+    assert isinstance(profiler, Profiler) and isinstance(profiler, passes[1])
+    assert profiler._settings["metric_group"] == groups[1]
+    (ncu,) = get_profilers("cuda", "h200")
+    assert issubclass(ncu, NCU) and ncu.profiler == "ncu"
+    assert ncu(tmp_path / "n").name == "ncu"

@@ -1,4 +1,5 @@
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -56,6 +57,26 @@ def test_profile_writes_a_run_document_and_failures_are_returned(tmp_path):
     assert run.outcome.code == 4
     assert (tmp_path / "none.000" / "run.json").exists()
     assert polyprof.load(tmp_path / "none.000").outcome == run.outcome
+
+
+def test_profile_refuses_a_directory_holding_a_run_like_the_cli(tmp_path):
+    out = tmp_path / "run"
+    polyprof.profile(["sh", "-c", "exit 3"], output_dir=out)
+    with pytest.raises(FileExistsError, match="already holds a run"):
+        polyprof.profile(["sh", "-c", "exit 4"], output_dir=out)
+    assert not (tmp_path / "run.001").exists()
+    assert polyprof.load(out).outcome.code == 3
+
+    numbered = polyprof.profile(["sh", "-c", "exit 5"], output_dir=out, if_exists="number")
+    assert os.path.basename(numbered.output_dir) == "run.001"
+    assert polyprof.load(out).outcome.code == 3
+
+    replaced = polyprof.profile(["sh", "-c", "exit 6"], output_dir=out, if_exists="overwrite")
+    assert os.path.basename(replaced.output_dir) == "run"
+    assert polyprof.load(out).outcome.code == 6
+
+    with pytest.raises(ValueError, match="if_exists"):
+        polyprof.profile(["true"], output_dir=tmp_path / "other", if_exists="sometimes")
 
 
 def test_profile_with_an_unavailable_profiler_says_why_in_the_run(tmp_path, monkeypatch):

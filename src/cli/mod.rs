@@ -71,7 +71,8 @@ pub fn report_error(error: &anyhow::Error) {
 #[derive(Debug, Parser)]
 #[command(name = "polyprof", version, about)]
 pub struct Cli {
-    /// More log output on stderr (-v info, -vv debug, -vvv trace). RUST_LOG overrides.
+    /// Log on stderr what polyprof does (-v: the plan, probes, spawns, signals, files read and
+    /// written; -vv: also each step's detail). RUST_LOG (`polyprof=debug`, …) overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
     #[command(subcommand)]
@@ -127,18 +128,45 @@ pub async fn dispatch(command: Command) -> anyhow::Result<u8> {
     }
 }
 
+/// The log filter for `-v` given `count` times: polyprof's own events at debug (`-v`) or trace
+/// (`-vv` and more), other crates' warnings only; nothing below a warning without `-v`.
+/// `RUST_LOG`, when set and valid, replaces it whole.
+pub fn log_filter(verbose: u8) -> &'static str {
+    match verbose {
+        0 => "warn",
+        1 => "warn,polyprof=debug,polyprof_supervise=debug",
+        _ => "warn,polyprof=trace,polyprof_supervise=trace",
+    }
+}
+
 /// Logs go to stderr so stdout stays machine-readable.
 pub fn init_logging(verbose: u8) {
-    let default = match verbose {
-        0 => "warn",
-        1 => "info",
-        2 => "debug",
-        _ => "trace",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    use std::io::IsTerminal;
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|value| !value.trim().is_empty())
+        .and_then(|value| tracing_subscriber::EnvFilter::try_new(value).ok())
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new(log_filter(verbose)));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_v_lowers_polyprofs_level_only() {
+        assert_eq!(log_filter(0), "warn");
+        assert!(log_filter(1).contains("polyprof=debug"));
+        assert!(log_filter(2).contains("polyprof=trace"));
+        assert_eq!(log_filter(5), log_filter(2));
+        for verbose in 0..3 {
+            assert!(log_filter(verbose).starts_with("warn"));
+            assert!(tracing_subscriber::EnvFilter::try_new(log_filter(verbose)).is_ok());
+        }
+    }
 }

@@ -268,7 +268,10 @@ fn require_regular_file(path: &Path) -> anyhow::Result<()> {
 }
 
 fn open_regular_file(path: &Path) -> anyhow::Result<std::fs::File> {
-    input::open_regular_file(path).with_context(|| format!("cannot read `{}`", path.display()))
+    let file = input::open_regular_file(path)
+        .with_context(|| format!("cannot read `{}`", path.display()))?;
+    tracing::debug!(file = %path.display(), "reading a profiler output file");
+    Ok(file)
 }
 
 /// The files as raw artifacts named by their file names, through the backend's own parser.
@@ -282,6 +285,7 @@ fn backend_output(entry: &BackendEntry, args: &Args) -> anyhow::Result<ProfilerO
     for file in &args.files {
         let (content, size, truncated) = input::read_regular_file(file, DEFAULT_ARTIFACT_CAP)
             .with_context(|| format!("cannot read `{}`", file.display()))?;
+        tracing::debug!(file = %file.display(), bytes = size, truncated, "read a profiler output file");
         raw.artifacts.push(RawArtifact {
             name: file
                 .file_name()

@@ -103,5 +103,6 @@ fn write_to(run: &ProfileRun, file: &Path) -> anyhow::Result<PathBuf> {
         serde_json::to_writer_pretty(out, run).map_err(std::io::Error::other)
     })
     .with_context(|| format!("cannot write `{}`", file.display()))?;
+    tracing::debug!(path = %file.display(), "wrote the run document");
     Ok(file.to_path_buf())
 }

@@ -66,6 +66,7 @@ pub fn peaks_for(
 
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let run = ProfileRun::read(&args.run_dir)?;
+    tracing::debug!(run_dir = %args.run_dir.display(), kernels = run.kernels.len(), "read the run document");
     let table = device_table(args.devices.as_deref())?;
     let peaks = peaks_for(&table, &run, args.device.as_deref())?;
     let mut report = Report::from_run(run, peaks);
@@ -82,6 +83,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     match &args.output {
         Some(path) => {
             export::write_file(&report, args.format, path)?;
+            tracing::debug!(path = %path.display(), "wrote the report");
             eprintln!("polyprof: wrote {} ({:?})", path.display(), args.format);
         }
         None => {

@@ -393,8 +393,11 @@ fn claim_output_dir(dir: &Path, force: bool) -> anyhow::Result<rundir::ClaimedDi
             dir.display()
         );
     }
-    rundir::clear_run(dir)
+    let removed = rundir::clear_run(dir)
         .with_context(|| format!("cannot clear the old run in {}", dir.display()))?;
+    for path in removed {
+        tracing::debug!(path = %path.display(), "--force: removed the old run's file");
+    }
     Ok(claimed)
 }
 

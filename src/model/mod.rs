@@ -11,6 +11,7 @@ pub mod device;
 pub mod error;
 pub mod fields;
 pub mod input;
+pub mod kernel_name;
 pub mod number;
 pub mod outcome;
 pub mod parsed;

@@ -554,43 +554,7 @@ fn per_second(amount: f64, duration_ns: f64) -> Option<f64> {
     (duration_ns > 0.0).then(|| amount / (duration_ns * 1e-9))
 }
 
-/// `void matmul_tiled<32>(const float *, float *, int)` → `matmul_tiled<32>`. Keeps template
-/// arguments and namespaces; drops the return type and the parameter list.
-pub fn short_kernel_name(name: &str) -> String {
-    let trimmed = name.trim();
-    // The parameter list starts at the first `(` outside template brackets.
-    let mut depth = 0i32;
-    let mut end = trimmed.len();
-    for (index, ch) in trimmed.char_indices() {
-        match ch {
-            '<' => depth += 1,
-            '>' => depth -= 1,
-            '(' if depth <= 0 => {
-                end = index;
-                break;
-            }
-            _ => {}
-        }
-    }
-    let head = trimmed[..end].trim_end();
-    // The return type is separated from the name by the last space outside brackets.
-    let mut depth = 0i32;
-    let mut start = 0;
-    for (index, ch) in head.char_indices() {
-        match ch {
-            '<' | '(' => depth += 1,
-            '>' | ')' => depth -= 1,
-            ' ' if depth <= 0 => start = index + 1,
-            _ => {}
-        }
-    }
-    let short = &head[start..];
-    if short.is_empty() {
-        trimmed.to_string()
-    } else {
-        short.to_string()
-    }
-}
+pub use super::kernel_name::short_kernel_name;
 
 #[cfg(test)]
 mod tests {
@@ -674,28 +638,6 @@ mod tests {
             .find(|k| **k == "sm__cycles_elapsed.avg")
             .unwrap();
         assert!(Arc::ptr_eq(&key.0, &shared.0));
-    }
-
-    #[test]
-    fn short_names_drop_return_type_and_parameters() {
-        assert_eq!(
-            short_kernel_name("void matmul_tiled<32>(const float *, const float *, float *, int)"),
-            "matmul_tiled<32>"
-        );
-        assert_eq!(
-            short_kernel_name("vector_add(const float *, const float *, float *, int)"),
-            "vector_add"
-        );
-        assert_eq!(
-            short_kernel_name(
-                "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char *, 1>>(int, T2, T3)"
-            ),
-            "at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char *, 1>>"
-        );
-        assert_eq!(
-            short_kernel_name("ampere_sgemm_128x64_nn"),
-            "ampere_sgemm_128x64_nn"
-        );
     }
 
     #[test]

@@ -134,8 +134,9 @@ pub async fn profile_claimed(
             ),
         ),
     }
-    if let Err(e) = run.write(&job.output_dir) {
-        run.errors.push(e.into());
+    match run.write(&job.output_dir) {
+        Ok(path) => tracing::debug!(path = %path.display(), "wrote the run document"),
+        Err(e) => run.errors.push(e.into()),
     }
     run
 }
@@ -157,6 +158,12 @@ async fn run_pass(job: &Job, run: &mut ProfileRun, target: &ExecutionTarget) {
     };
     match preflight {
         Ok(preflight) => {
+            tracing::debug!(
+                profiler = profiler.name(),
+                version = preflight.version.as_deref().unwrap_or("unknown"),
+                unavailable = preflight.reason.as_deref().unwrap_or("no"),
+                "preflight answered"
+            );
             run.profiler.version = preflight.version.clone();
             if let (Some(reason), ExecutionTarget::Container(c)) = (&preflight.reason, target) {
                 // The preflight probes this host; the profiler runs in the image.
@@ -192,6 +199,7 @@ async fn run_pass(job: &Job, run: &mut ProfileRun, target: &ExecutionTarget) {
         Ok(plan) => plan,
         Err(e) => return run.errors.push(e.into()),
     };
+    log_plan(&plan, dir);
     run.plan = Some(plan.clone());
     let mut opts = job.run.clone();
     let mut env = profiler.env_vars();
@@ -213,6 +221,17 @@ async fn run_pass(job: &Job, run: &mut ProfileRun, target: &ExecutionTarget) {
 
     match profiler.read_output().await {
         Ok(output) => {
+            for artifact in &output.raw.artifacts {
+                tracing::debug!(
+                    file = %dir.join(&artifact.name).display(),
+                    "read the profiler's output"
+                );
+            }
+            tracing::debug!(
+                kernels = output.parsed.kernels.len(),
+                diagnostics = output.parsed.diagnostics.len(),
+                "parsed the profiler's output"
+            );
             run.artifacts = output.raw.artifacts;
             run.kernels = output.parsed.kernels;
             run.memory_commands = output.parsed.memory_commands;
@@ -249,6 +268,29 @@ async fn run_pass(job: &Job, run: &mut ProfileRun, target: &ExecutionTarget) {
                 .unwrap_or_default()
                 .artifacts;
         }
+    }
+}
+
+/// The plan at debug level, one event per step: what will run, where, with which end marker and
+/// graces (the environment it adds at trace level).
+fn log_plan(plan: &Plan, dir: &std::path::Path) {
+    tracing::debug!(
+        profiler = %plan.profiler,
+        steps = plan.steps.len(),
+        output_dir = %dir.display(),
+        "plan"
+    );
+    for step in &plan.steps {
+        let argv: Vec<String> = step.command.argv.iter().map(ToString::to_string).collect();
+        tracing::debug!(
+            step = %step.name,
+            argv = ?argv,
+            end_marker = %step.end_marker,
+            marker_grace_s = step.graces.marker_grace.as_secs_f64(),
+            kill_grace_s = step.graces.kill_grace.as_secs_f64(),
+            "plan step"
+        );
+        tracing::trace!(step = %step.name, env = ?step.command.env, cwd = ?step.command.cwd, "plan step environment");
     }
 }
 

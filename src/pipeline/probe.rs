@@ -26,6 +26,7 @@ pub fn run_probe(
     cancel: &CancellationToken,
 ) -> Result<ProbeOutput, ProbeError> {
     let shown = command.shown();
+    tracing::debug!(command = %shown, timeout_s = command.timeout.as_secs_f64(), "probe");
     let mut cmd = Command::new(&command.program);
     cmd.args(&command.args)
         .env("LC_ALL", "C")
@@ -71,17 +72,38 @@ pub fn run_probe(
     let status = match ended {
         Ok(status) => status,
         Err(error) => {
+            tracing::debug!(command = %shown, %error, "probe stopped");
             stop_group(&mut child);
             // The group is gone, so the pipes close and the drain threads end.
             let _ = (join(stdout), join(stderr));
             return Err(error);
         }
     };
-    Ok(ProbeOutput {
+    let output = ProbeOutput {
         code: status.code(),
         stdout: join(stdout),
         stderr: join(stderr),
-    })
+    };
+    tracing::debug!(
+        command = %shown,
+        code = ?output.code,
+        stdout = %first_line(&output.stdout),
+        stdout_bytes = output.stdout.len(),
+        stderr_bytes = output.stderr.len(),
+        "probe answered"
+    );
+    Ok(output)
+}
+
+/// A probe's first output line, for the log (a metric list is a megabyte).
+fn first_line(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    text.lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .chars()
+        .take(200)
+        .collect()
 }
 
 /// SIGKILL to the probe's process group (it has its own), then reap the child.
@@ -131,7 +153,9 @@ impl HostProbe {
 
 impl Probe for HostProbe {
     fn find_binary(&self, name: &str) -> Option<PathBuf> {
-        which::which(name).ok()
+        let found = which::which(name).ok();
+        tracing::debug!(binary = name, found = ?found, "probe: looked up a binary on PATH");
+        found
     }
 
     fn run(&self, command: &ProbeRequest) -> Result<ProbeOutput, ProbeError> {
@@ -139,7 +163,9 @@ impl Probe for HostProbe {
     }
 
     fn read_text(&self, path: &Path) -> Option<String> {
-        std::fs::read_to_string(path).ok()
+        let text = std::fs::read_to_string(path).ok();
+        tracing::trace!(path = %path.display(), found = text.is_some(), "probe: read a file");
+        text
     }
 
     fn write_text(&self, path: &Path, text: &str) -> bool {
@@ -149,7 +175,9 @@ impl Probe for HostProbe {
         if std::fs::create_dir_all(dir).is_err() {
             return false;
         }
-        crate::model::atomic_file::write_atomic(path, text.as_bytes()).is_ok()
+        let written = crate::model::atomic_file::write_atomic(path, text.as_bytes()).is_ok();
+        tracing::debug!(path = %path.display(), written, "probe: wrote a cache file");
+        written
     }
 
     fn list_dir(&self, path: &Path) -> Vec<String> {

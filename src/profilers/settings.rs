@@ -30,6 +30,28 @@ pub struct ProfilerSettings {
     pub graces: Option<Graces>,
 }
 
+/// Backend settings laid over a pass's own by a caller that knows no vendor (a batch job's
+/// `ncu` key): each backend's settings given here replace that backend's whole. Serialized,
+/// each backend is one key named after it, so a job file keeps `"ncu": {…}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BackendOverrides {
+    /// Nsight Compute's settings (`preset`, `kernel_name`, `launch_count`, `clock_control`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ncu: Option<ncu::NcuOptions>,
+}
+
+impl BackendOverrides {
+    /// The keys these overrides take, one per backend with settings of its own.
+    pub const KEYS: [&'static str; 1] = ["ncu"];
+
+    /// `settings` with every backend given here replaced.
+    pub fn lay_over(&self, settings: &mut ProfilerSettings) {
+        if let Some(ncu) = &self.ncu {
+            settings.ncu = ncu.clone();
+        }
+    }
+}
+
 /// Which backend's own settings a backend reads from [`ProfilerSettings`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SettingsKind {
@@ -152,6 +174,36 @@ mod tests {
                 .get("metric_group")
                 .is_none()
         );
+    }
+
+    #[test]
+    fn overrides_replace_only_the_backends_given() {
+        let mut settings = ProfilerSettings {
+            extra_args: vec!["-q".into()],
+            ..Default::default()
+        };
+        BackendOverrides::default().lay_over(&mut settings);
+        assert_eq!(settings.extra_args, vec!["-q".to_string()]);
+        let overrides: BackendOverrides =
+            serde_json::from_str(r#"{"ncu": {"launch_count": 3}}"#).unwrap();
+        overrides.lay_over(&mut settings);
+        assert_eq!(settings.ncu.launch_count, Some(3));
+        assert_eq!(settings.extra_args, vec!["-q".to_string()]);
+        assert_eq!(
+            serde_json::to_value(&overrides).unwrap()["ncu"]["launch_count"],
+            3
+        );
+        let every = BackendOverrides {
+            ncu: Some(Default::default()),
+        };
+        let keys: Vec<String> = serde_json::to_value(every)
+            .unwrap()
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        assert_eq!(keys, BackendOverrides::KEYS);
     }
 
     #[test]

@@ -422,6 +422,48 @@ mod tests {
         assert!(table.contains("Bound"), "{table}");
     }
 
+    /// A PyTorch workload's kernels (tests/fixtures/ncu-h200-names): a table 200 columns wide
+    /// printed different instances of one template alike when it cut their middles.
+    #[test]
+    fn a_fitted_table_keeps_every_kernel_apart() {
+        use FrameKind::Kernel;
+        let text = include_str!("../../tests/fixtures/ncu-h200-names/pytorch-kernel-names.txt");
+        let mut names: Vec<String> = text
+            .lines()
+            .map(crate::model::record::short_kernel_name)
+            .collect();
+        names.sort();
+        names.dedup();
+        let events: Vec<Event> = names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let mut e = event(i as u64, None, &[(name, Kernel)]);
+                e.gpu_time_ns = Some(100.0 + i as f64);
+                e.bytes = Some(1_000.0);
+                e.flops.fp32 = Some(1_000.0);
+                e
+            })
+            .collect();
+        // With the roofline columns of a real ncu run.
+        let table = key_averages(&events, GroupBy::Name)
+            .with_peaks(Some(DevicePeaks::measured("test", 1.0, 1.0)))
+            .table_fitted(SortBy::GpuTime, Some(200));
+        let rows: std::collections::BTreeSet<&str> = table
+            .lines()
+            .filter(|l| l.contains(" ns "))
+            .map(|l| {
+                l.split('┆')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start_matches('│')
+                    .trim()
+            })
+            .collect();
+        assert_eq!(rows.len(), names.len(), "{table}");
+        assert!(table.lines().all(|l| l.chars().count() <= 200), "{table}");
+    }
+
     #[test]
     fn keys_parse_from_text() {
         assert_eq!("call_path".parse::<GroupBy>().unwrap(), GroupBy::CallPath);

@@ -3,7 +3,7 @@
 
 use crate::results::diff::{FEW_LAUNCHES, FEW_LAUNCHES_FLOOR_FACTOR, RunDiff, Side, change_pct};
 use crate::results::fit::{self, Column, Shrink};
-use crate::results::names::{MIN_NAME_WIDTH, truncate_middle};
+use crate::results::names::{MIN_NAME_WIDTH, fit_names};
 use crate::results::units;
 
 /// What goes when the table is too wide, in this order.
@@ -93,7 +93,7 @@ impl RunDiff {
                     column.cells.push(cell);
                 }
             }
-            let fitted = fit::fit(columns, SHRINKS, width, truncate_middle);
+            let fitted = fit::fit(columns, SHRINKS, width, fit_names);
             text.push_str(&format!("{}\n", fitted.table));
         }
         let mut tail = String::new();
@@ -101,11 +101,12 @@ impl RunDiff {
             ("only in A", &self.only_in_a),
             ("only in B", &self.only_in_b),
         ] {
-            for kernel in list {
-                let name = match name_width {
-                    Some(w) => truncate_middle(&kernel.short_name, w),
-                    None => kernel.short_name.clone(),
-                };
+            let names: Vec<String> = list.iter().map(|k| k.short_name.clone()).collect();
+            let shown = match name_width {
+                Some(w) => fit_names(&names, w),
+                None => names,
+            };
+            for (kernel, name) in list.iter().zip(shown) {
                 tail.push_str(&format!(
                     "{label}: {name} ({} launches, median {})\n",
                     kernel.side.count,

@@ -82,13 +82,14 @@ const MIN_WRAPPED_WIDTH: usize = 8;
 /// `columns` (column 0 the name) as a table at most `width` characters wide when it can be:
 /// empty columns go, then each of `shrinks` in turn until the table fits with the name at
 /// [`MIN_NAME_WIDTH`], then the last column wraps; the name column takes the rest, shortened
-/// by `shorten` (below [`MIN_NAME_WIDTH`], to 12 at least, only when nothing else is left to
-/// give). `None`: every column, full names.
+/// by `shorten`, which sees the whole column so that shortened names can stay apart (below
+/// [`MIN_NAME_WIDTH`], to 12 at least, only when nothing else is left to give). `None`: every
+/// column, full names.
 pub fn fit(
     mut columns: Vec<Column>,
     shrinks: &[Shrink],
     width: Option<usize>,
-    shorten: fn(&str, usize) -> String,
+    shorten: fn(&[String], usize) -> Vec<String>,
 ) -> Fitted {
     let mut left_out = Vec::new();
     let mut empty = Vec::new();
@@ -145,9 +146,7 @@ pub fn fit(
         let others = table_width(columns[1..].iter().map(Column::width)) + 3;
         // Below MIN_NAME_WIDTH only when the terminal is narrower than the numbers need.
         let name_width = width.saturating_sub(others).max(LAST_RESORT_NAME_WIDTH);
-        for cell in &mut columns[0].cells {
-            *cell = shorten(cell, name_width);
-        }
+        columns[0].cells = shorten(&columns[0].cells, name_width);
     }
     Fitted {
         table: render(&columns),
@@ -229,7 +228,7 @@ pub fn wrap_prose(text: &str, width: Option<usize>, indent: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::names::truncate_middle;
+    use crate::results::names::fit_names;
 
     fn column(header: &str, cells: &[&str], numeric: bool) -> Column {
         Column {
@@ -267,7 +266,7 @@ mod tests {
     #[test]
     fn a_table_drops_merges_and_wraps_until_it_fits() {
         for width in [70, 80, 100, 160] {
-            let fitted = fit(sample(), SHRINKS, Some(width), truncate_middle);
+            let fitted = fit(sample(), SHRINKS, Some(width), fit_names);
             assert_eq!(
                 widest_line(&fitted.table),
                 width,
@@ -275,19 +274,19 @@ mod tests {
                 fitted.table
             );
         }
-        let narrow = fit(sample(), SHRINKS, Some(70), truncate_middle);
+        let narrow = fit(sample(), SHRINKS, Some(70), fit_names);
         assert_eq!(narrow.empty, ["Empty"]);
         assert_eq!(narrow.left_out, ["GPU mean"]);
         assert!(narrow.table.contains("0.4 / 7.7"), "{}", narrow.table);
         // Wide enough: only the empty column goes, names are cut to fit exactly.
-        let wide = fit(sample(), SHRINKS, Some(160), truncate_middle);
+        let wide = fit(sample(), SHRINKS, Some(160), fit_names);
         assert!(wide.left_out.is_empty());
         assert!(wide.table.contains("GPU mean"), "{}", wide.table);
     }
 
     #[test]
     fn without_a_width_everything_stays() {
-        let fitted = fit(sample(), SHRINKS, None, truncate_middle);
+        let fitted = fit(sample(), SHRINKS, None, fit_names);
         assert!(fitted.left_out.is_empty() && fitted.empty.is_empty());
         assert!(fitted.table.contains("Empty") && fitted.table.contains(&"k".repeat(90)));
     }

@@ -2,7 +2,7 @@
 
 use crate::results::aggregate::{GroupBy, KeyAverage, KeyAverages, SortBy};
 use crate::results::fit::{Column, Fitted, Shrink, fit};
-use crate::results::names::{truncate_left, truncate_middle};
+use crate::results::names::{fit_names, truncate_left};
 use crate::results::units;
 
 /// What goes when the table is too wide, in this order; each can be read off what stays.
@@ -124,8 +124,11 @@ impl KeyAverages {
             })
             .collect();
         let shorten = match self.group_by {
-            GroupBy::CallPath => truncate_left,
-            GroupBy::Name => truncate_middle,
+            GroupBy::CallPath => |paths: &[String], width: usize| -> Vec<String> {
+                paths.iter().map(|p| truncate_left(p, width)).collect()
+            },
+            // Fitted together, so that kernels whose names differ only inside stay apart.
+            GroupBy::Name => fit_names,
         };
         fit(columns, SHRINKS, width, shorten)
     }

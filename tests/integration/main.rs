@@ -22,6 +22,7 @@ mod container_lifetime;
 mod container_mounts;
 mod demo;
 mod foundation_cli;
+mod foundation_logging;
 mod foundation_quote;
 mod foundation_selection;
 mod intel_ocl_retry;

@@ -5,8 +5,9 @@
 
 use crate::support::fixture;
 use crate::support::ncu::plan_argvs;
-use polyprof::model::record::KernelRecord;
-use polyprof::profilers::ncu::kernel_filter::ncu_kernel_filter;
+use polyprof::model::record::{KernelRecord, short_kernel_name};
+use polyprof::profilers::ncu::kernel_filter::{keep_instance, ncu_kernel_filter, widened_instance};
+use polyprof::profilers::ncu::names::demangle_short;
 use polyprof::profilers::ncu::{KernelNameBase, NcuOptions, ParseOptions, parse};
 
 fn kernels(file: &str) -> Vec<KernelRecord> {
@@ -69,8 +70,8 @@ fn mangled_names_are_demangled_with_every_namespace() {
     assert_eq!(fills[0], fills[1]);
     assert!(
         fills[0].starts_with(
-            "at::native::<unnamed>::distribution_elementwise_grid_stride_kernel<float, 4, void \
-             at::native::templates::cuda::normal_and_transform<c10::BFloat16, float, "
+            "at::native::(anonymous namespace)::distribution_elementwise_grid_stride_kernel<float, \
+             4, at::native::templates::cuda::normal_and_transform<c10::BFloat16, float, "
         ),
         "{}",
         fills[0]
@@ -126,4 +127,68 @@ fn plans_ask_for_mangled_names_once() {
         ..Default::default()
     });
     assert_eq!(count(&chosen), 1, "{chosen:?}");
+}
+
+/// The short name polyprof prints for each of g++'s manglings of `templates.cpp` and
+/// `pytorch_like.cpp` (cxxfilt/manglings.tsv, with c++filt's answers) is c++filt's name
+/// shortened, and `--kernel` with it keeps exactly that kernel: kernels templated on a function
+/// or an operator are found by function name, then by short name.
+#[test]
+fn the_short_names_polyprof_prints_select_their_kernel() {
+    let corpus = std::fs::read_to_string(fixture("ncu-h200-names/cxxfilt/manglings.tsv")).unwrap();
+    for line in corpus.lines() {
+        let (mangled, gnu) = line.split_once('\t').unwrap();
+        let Some(short) = demangle_short(mangled) else {
+            panic!("{mangled} did not demangle");
+        };
+        assert_eq!(short, short_kernel_name(gnu), "{mangled}");
+        assert!(
+            !short.ends_with(')') || short.ends_with("const") || short.contains("::{lambda"),
+            "{short}"
+        );
+        let (base, filter) = ncu_kernel_filter(&short, None);
+        if base == Some(KernelNameBase::Function) {
+            assert_eq!(
+                widened_instance(&short, None).as_deref(),
+                Some(short.as_str())
+            );
+            let mut launches = vec![record(&short), record("other<1>"), record(&short)];
+            keep_instance(&mut launches, &short);
+            assert_eq!(launches.len(), 2, "{short}");
+        } else if base == Some(KernelNameBase::Demangled) {
+            let re = regex::Regex::new(filter.strip_prefix("regex:").unwrap()).unwrap();
+            assert!(re.is_match(gnu), "{filter} does not match {gnu}");
+        }
+    }
+}
+
+/// `--kernel` with the short name of each kernel of a PyTorch workload in NVIDIA's spelling
+/// (pytorch-kernel-names.txt, the spelling ncu matches) selects it: by a regex that matches
+/// its full name, or by its function name.
+#[test]
+fn the_short_names_of_a_pytorch_workload_select_their_kernel() {
+    let names =
+        std::fs::read_to_string(fixture("ncu-h200-names/pytorch-kernel-names.txt")).unwrap();
+    for name in names.lines() {
+        let short = short_kernel_name(name);
+        match ncu_kernel_filter(&short, None) {
+            (Some(KernelNameBase::Demangled), filter) => {
+                let re = regex::Regex::new(filter.strip_prefix("regex:").unwrap()).unwrap();
+                assert!(re.is_match(name), "{filter} does not match {name}");
+            }
+            (Some(KernelNameBase::Function), function) => {
+                let named = short.ends_with(&format!("::{function}"))
+                    || short.contains(&format!("{function}<"));
+                assert!(named, "{function}: {short}");
+            }
+            (base, filter) => assert_eq!((base, filter.as_str()), (None, short.as_str())),
+        }
+    }
+}
+
+fn record(short_name: &str) -> KernelRecord {
+    KernelRecord {
+        short_name: short_name.to_string(),
+        ..Default::default()
+    }
 }

@@ -93,7 +93,9 @@ fn parse_json_lines(text: &str) -> Result<Vec<LoadedJob>, (usize, String)> {
         let spec: JobSpec = serde_json::from_str(trimmed).map_err(|e| {
             (
                 line,
-                format!("not a valid job (one JSON object per line): {e}"),
+                super::spec::with_valid_keys(format!(
+                    "not a valid job (one JSON object per line): {e}"
+                )),
             )
         })?;
         jobs.push(LoadedJob { spec, line });
@@ -111,7 +113,10 @@ struct TomlFile {
 fn parse_toml(text: &str) -> Result<Vec<LoadedJob>, (usize, String)> {
     let file: TomlFile = toml::from_str(text).map_err(|e| {
         let line = e.span().map_or(1, |s| line_of(text, s.start));
-        (line, format!("not a valid TOML job file: {}", e.message()))
+        (
+            line,
+            super::spec::with_valid_keys(format!("not a valid TOML job file: {}", e.message())),
+        )
     })?;
     Ok(file
         .job

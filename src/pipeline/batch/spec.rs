@@ -8,9 +8,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::model::error::{Error, Result};
 use crate::model::plan::EndMarker;
-use crate::profilers::ncu::NcuOptions;
 use crate::profilers::registry::Vendor;
 use crate::profilers::selection::{ProfilerPass, Selection, profiler_vendor};
+use crate::profilers::settings::BackendOverrides;
 use crate::profilers::{PROFILER_NAMES, ProfilerSettings};
 
 /// Longest job id (it names a directory).
@@ -56,10 +56,10 @@ pub struct JobSpec {
         skip_serializing_if = "Option::is_none"
     )]
     pub end_marker: Option<EndMarker>,
-    /// Nsight Compute options (the keys of `ProfilerSettings::ncu`: `preset`, `kernel_name`,
-    /// `launch_count`, `clock_control`, …).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ncu: Option<NcuOptions>,
+    /// Backend settings laid over each pass's own, one key per backend (`ncu`: `preset`,
+    /// `kernel_name`, `launch_count`, …); the batch passes them on without reading them.
+    #[serde(flatten)]
+    pub backend: BackendOverrides,
     /// Run the passes in a container of this image (already on the engine).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container: Option<String>,
@@ -102,6 +102,37 @@ fn unique_keys<'de, D: Deserializer<'de>>(
         }
     }
     deserializer.deserialize_map(Unique)
+}
+
+/// A job's own keys (its backend keys are [`BackendOverrides::KEYS`]).
+const JOB_KEYS: [&str; 13] = [
+    "id",
+    "target",
+    "profiler",
+    "language",
+    "arch",
+    "profiler_type",
+    "timeout_s",
+    "inactivity_timeout_s",
+    "env",
+    "end_marker",
+    "container",
+    "labels",
+    "retries",
+];
+
+/// `message` from reading a job, with every valid key listed when it refuses an unknown one
+/// (serde cannot list the backend keys a job passes on).
+pub fn with_valid_keys(message: String) -> String {
+    if !message.contains("unknown field") {
+        return message;
+    }
+    let keys: Vec<&str> = JOB_KEYS
+        .iter()
+        .chain(BackendOverrides::KEYS.iter())
+        .copied()
+        .collect();
+    format!("{message}; valid keys: {}", keys.join(", "))
 }
 
 fn end_marker_from_text<'de, D: Deserializer<'de>>(
@@ -257,8 +288,8 @@ impl JobSpec {
         Ok(())
     }
 
-    /// The profiler passes this job runs, each with its settings (the job's ncu options and
-    /// end marker laid over the pass's own).
+    /// The profiler passes this job runs, each with its settings (the job's backend settings
+    /// and end marker laid over the pass's own).
     pub fn passes(&self, selection: &Selection) -> Result<Vec<ProfilerPass>> {
         let mut passes = match (&self.language, &self.arch) {
             (Some(language), Some(arch)) => {
@@ -275,9 +306,7 @@ impl JobSpec {
             }],
         };
         for pass in &mut passes {
-            if let Some(ncu) = &self.ncu {
-                pass.settings.ncu = ncu.clone();
-            }
+            self.backend.lay_over(&mut pass.settings);
             if let Some(marker) = &self.end_marker {
                 pass.settings.end_marker = Some(marker.clone());
             }
@@ -337,6 +366,37 @@ mod tests {
         assert!(err.contains("end marker"), "{err}");
         let s = spec(r#"{"id": "a", "target": ["true"], "end_marker": "literal:DONE"}"#).unwrap();
         assert_eq!(s.end_marker, Some(EndMarker::Literal("DONE".into())));
+    }
+
+    #[test]
+    fn the_listed_keys_are_the_ones_a_job_takes() {
+        let every: JobSpec = serde_json::from_str(
+            r#"{"id": "a", "target": ["x"], "profiler": "ncu", "language": "cuda", "arch": "h200",
+                "profiler_type": "ncu", "timeout_s": 1, "inactivity_timeout_s": 1,
+                "env": {"A": "1"}, "end_marker": "pytest", "ncu": {}, "container": "img",
+                "labels": {"k": "v"}, "retries": 1}"#,
+        )
+        .unwrap();
+        let json = serde_json::to_value(&every).unwrap();
+        let mut keys: Vec<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut listed: Vec<&str> = JOB_KEYS
+            .iter()
+            .chain(BackendOverrides::KEYS.iter())
+            .copied()
+            .collect();
+        keys.sort_unstable();
+        listed.sort_unstable();
+        assert_eq!(keys, listed);
+        let message = with_valid_keys("unknown field `timeout`".into());
+        assert!(
+            message.contains("timeout_s") && message.contains("ncu"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -7,21 +7,26 @@
 //! `matmul_tiled<(int)32>(const float *, …)` — no return type, and integer template arguments
 //! carry their type as a cast. So a templated name without namespace becomes an anchored regex
 //! on the demangled name in which each integer template argument matches with or without a
-//! `(type)` prefix (`32` finds `(int)32`, `(int)16` finds `16`): exactly that instance.
+//! `(type)` prefix or a suffix (`32` finds `(int)32`, `(int)16` finds `16`, c++filt's `3ul`
+//! finds ncu's `(unsigned long)3`): exactly that instance.
 //!
 //! Namespaced names (`at::vectorized_elementwise_kernel<4, …>`, PyTorch's lambda-laden RNG
 //! kernels) are printed with namespaces and lambdas spelled differently from the matched name
 //! (`[lambda() (instance 1)]`, `<unnamed>`, namespaces left out), so no regex built from the
 //! printed name is reliable (seen on the H200: 0 launches). Those match their *function* name
 //! exactly (`--kernel-name-base function -k distribution_elementwise_grid_stride_kernel`): every
-//! instance of that function, whose full names the records show. Plain names, `regex:` filters
-//! and an explicit `--kernel-name-base` pass unchanged.
+//! instance of that function, whose full names the records show. So do templates on a
+//! function's address, an operator or a lambda (`kf<&(sq(float))>`, `kcmp<&(operator<(P, P))>`
+//! in c++filt's spelling, which ncu spells otherwise). Plain names, `regex:` filters and an
+//! explicit `--kernel-name-base` pass unchanged.
 
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use regex::Regex;
 
 use super::options::KernelNameBase;
+use crate::model::kernel_name::fitted_name_matches;
 use crate::model::parsed::{Diagnostic, Severity};
 use crate::model::record::KernelRecord;
 
@@ -34,22 +39,48 @@ static INTEGER_ARGUMENT: LazyLock<Option<Regex>> = LazyLock::new(|| {
     .ok()
 });
 
+/// An integer template argument's cast, `(unsigned int)` in `(unsigned int)4`.
+static INTEGER_CAST: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"\([A-Za-z_][A-Za-z_0-9 ]*\)-?[0-9]").ok());
+
 /// The `--kernel-name-base` and `-k` values for a user's `--kernel` filter.
 pub fn ncu_kernel_filter(
     name: &str,
     base: Option<KernelNameBase>,
 ) -> (Option<KernelNameBase>, String) {
+    if base.is_none() && name.contains('…') && !name.contains(['<', ':']) {
+        // A plain name a table cut: its function name, `…` standing for what was cut.
+        let name = name.rsplit_once(" #").map_or(name, |(head, _)| head);
+        let pieces: Vec<String> = name.split('…').map(escape).collect();
+        return (None, format!("regex:^{}$", pieces.join(".*")));
+    }
     let short_name_like = name.contains('<') || name.contains("::");
     if base.is_some() || name.starts_with("regex:") || !short_name_like {
         return (base, name.to_string());
     }
-    if name.contains("::")
+    if (name.contains("::") || name.contains('…') || has_unmatchable_arguments(name))
         && let Some(function) = function_name(name)
     {
         return (Some(KernelNameBase::Function), function);
     }
     let pattern = format!("regex:(^| ){}(\\(|$)", demangled_pattern(name));
     (Some(KernelNameBase::Demangled), pattern)
+}
+
+/// Whether `name`'s template arguments hold what ncu spells its own way: a function's address
+/// (`kf<&(sq(float))>`, ncu `kf<&sq>`), an operator, a lambda, a parameter list. Integer casts
+/// (`(int)16`) are no such thing: the regex takes them.
+fn has_unmatchable_arguments(name: &str) -> bool {
+    let Some(open) = name.find('<') else {
+        return false;
+    };
+    let arguments = &name[open..];
+    let without_casts = INTEGER_CAST
+        .as_ref()
+        .map_or(Cow::Borrowed(arguments), |re| re.replace_all(arguments, ""));
+    without_casts.contains(['&', '('])
+        || arguments.contains("operator")
+        || arguments.contains("lambda")
 }
 
 /// The short name whose launches a run keeps when [`ncu_kernel_filter`] widened `name` to its
@@ -70,7 +101,11 @@ pub fn widened_instance(name: &str, base: Option<KernelNameBase>) -> Option<Stri
 /// demangler), all are kept and the diagnostic says so.
 pub fn keep_instance(kernels: &mut Vec<KernelRecord>, instance: &str) -> Option<Diagnostic> {
     let total = kernels.len();
-    let kept = kernels.iter().filter(|k| k.short_name == instance).count();
+    let named = |k: &KernelRecord| {
+        k.short_name == instance
+            || (instance.contains('…') && fitted_name_matches(instance, &k.short_name))
+    };
+    let kept = kernels.iter().filter(|k| named(k)).count();
     let function = function_name(instance).unwrap_or_else(|| instance.to_string());
     if total == 0 || kept == total {
         return None;
@@ -90,7 +125,7 @@ pub fn keep_instance(kernels: &mut Vec<KernelRecord>, instance: &str) -> Option<
             metric: None,
         });
     }
-    kernels.retain(|k| k.short_name == instance);
+    kernels.retain(named);
     Some(Diagnostic {
         severity: Severity::Info,
         kind: "kernel_filter_other_instances".to_string(),
@@ -140,6 +175,8 @@ fn demangled_pattern(name: &str) -> String {
         out.push_str(&escape(pre));
         out.push_str(r"(\([A-Za-z_][A-Za-z_0-9 ]*\))?");
         out.push_str(&escape(num));
+        // c++filt's spelling of the same argument: `3ul` for ncu's `(unsigned long)3`.
+        out.push_str("[uUlL]*");
         rest = post_start;
         at = post_start;
     }
@@ -232,6 +269,70 @@ mod tests {
         // Nothing usable before the template arguments: the demangled regex as a last resort.
         let (base, _) = ncu_kernel_filter("ns::<lambda>", None);
         assert_eq!(base, Some(KernelNameBase::Demangled));
+    }
+
+    /// The short names polyprof prints for kernels templated on a function (c++filt's spelling,
+    /// tests/fixtures/ncu-h200-names/cxxfilt): found by function name, then kept by short name.
+    #[test]
+    fn templates_on_functions_and_operators_match_their_function_name() {
+        for (short, function) in [
+            ("kf<&(sq(float))>", "kf"),
+            ("kcmp<&(operator<(P, P))>", "kcmp"),
+            ("kf<sq(float)>", "kf"),
+            ("klam<use(float*, P*)::{lambda(float)#1}>", "klam"),
+        ] {
+            assert_eq!(
+                ncu_kernel_filter(short, None),
+                (Some(KernelNameBase::Function), function.to_string()),
+                "{short}"
+            );
+            assert_eq!(widened_instance(short, None).as_deref(), Some(short));
+        }
+        let mut kernels = vec![
+            launch("kcmp<&(operator<(P, P))>"),
+            launch("kcmp<&(operator>(P, P))>"),
+        ];
+        keep_instance(&mut kernels, "kcmp<&(operator<(P, P))>");
+        assert_eq!(kernels.len(), 1);
+        // Integer casts and suffixes still take the exact regex.
+        for name in ["k<(int)16>", "kul<3ul>", "kmix<4u, 5l, true>"] {
+            assert_eq!(
+                ncu_kernel_filter(name, None).0,
+                Some(KernelNameBase::Demangled),
+                "{name}"
+            );
+        }
+        let (_, filter) = ncu_kernel_filter("kul<3ul>", None);
+        assert!(matches(&filter, "kul<(unsigned long)3>(float *)"));
+    }
+
+    /// Names as a fitted table prints them (results::names::fit_names) select their kernels.
+    #[test]
+    fn names_a_table_fitted_select_their_kernels() {
+        let fitted = "vectorized_elementwise_kernel<…, FillFunctor<float>, …>";
+        assert_eq!(
+            ncu_kernel_filter(fitted, None),
+            (
+                Some(KernelNameBase::Function),
+                "vectorized_elementwise_kernel".to_string()
+            )
+        );
+        let float = "at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >";
+        let half = "at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::Half>, std::array<char*, 1ul> >";
+        let mut kernels = vec![launch(float), launch(half), launch(float)];
+        let note = keep_instance(&mut kernels, fitted).unwrap();
+        assert_eq!(kernels.len(), 2, "{}", note.message);
+        assert!(kernels.iter().all(|k| k.short_name == float));
+        let (base, filter) = ncu_kernel_filter("sm80_xmma_fprop…_cudnn #2", None);
+        assert_eq!(base, None);
+        assert!(
+            matches(&filter, "sm80_xmma_fprop_implicit_gemm_cudnn"),
+            "{filter}"
+        );
+        assert!(
+            !matches(&filter, "sm80_xmma_fprop_implicit_gemm"),
+            "{filter}"
+        );
     }
 
     #[test]
