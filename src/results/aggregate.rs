@@ -448,7 +448,8 @@ mod tests {
         // With the roofline columns of a real ncu run.
         let table = key_averages(&events, GroupBy::Name)
             .with_peaks(Some(DevicePeaks::measured("test", 1.0, 1.0)))
-            .table_fitted(SortBy::GpuTime, Some(200));
+            .table_fitted(SortBy::GpuTime, Some(200))
+            .table;
         let rows: std::collections::BTreeSet<&str> = table
             .lines()
             .filter(|l| l.contains(" ns "))
