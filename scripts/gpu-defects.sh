@@ -10,6 +10,9 @@
 #     must keep all 4 kernels. Then the same as a `batch` job that hangs past its timeout_s.
 #  2. A cuBLAS FP8 matmul (tests/fixtures/ncu-h200-fp8/fp8.py): its tensor FLOP/s and % of the
 #     clock-scaled peak, never above 100 % without a diagnostic.
+#  3. Kernels templated on a function, an operator and an unsigned long (kf<&sq>, kcmp<&operator<>,
+#     kul<3>): each short name polyprof prints, given back to `--kernel`, records exactly one
+#     launch of that kernel.
 set -uo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 POLYPROF_BINARY [OUTPUT_DIR] [TRIES]" >&2; exit 2; }
 polyprof="$(realpath "$1")"
@@ -84,6 +87,40 @@ say "   run exit $(cat "$out/fp8.rc"), wall $(wall fp8) s"
 "$polyprof" report "$out/fp8" --format json >"$out/fp8.report.json" 2>&1
 grep -i -E "nvjet|diagnostic|peak|above" "$out/fp8.report.txt" | cut -c1-200 | tee -a "$summary"
 cp "$out/fp8/ncu.log" "$out/fp8.ncu.log" 2>/dev/null
+
+say "== 3. --kernel by the short names polyprof prints"
+cat >"$out/fnptr.cu" <<'CU'
+struct P { int a; };
+__device__ float sq(float x) { return x * x; }
+__device__ bool operator<(P a, P b) { return a.a < b.a; }
+template <float (*F)(float)> __global__ void kf(float *p) { p[threadIdx.x] = F(p[threadIdx.x]); }
+template <bool (*C)(P, P)> __global__ void kcmp(P *p) { p[0].a = C(p[0], p[1]); }
+template <unsigned long N> __global__ void kul(float *p) { p[0] = N; }
+int main() {
+  float *f; P *q;
+  cudaMalloc(&f, 128); cudaMalloc(&q, 64);
+  kf<&sq><<<1, 32>>>(f); kcmp<&operator< ><<<1, 1>>>(q); kul<3><<<1, 1>>>(f);
+  cudaDeviceSynchronize();
+  return 0;
+}
+CU
+nvcc -O2 -arch=sm_90 -o "$out/fnptr" "$out/fnptr.cu" || fail "nvcc fnptr.cu"
+step names-all 120 "$polyprof" run --profiler ncu --output-dir "$out/names-all" -- "$out/fnptr"
+short_names() {  # one short name a line, as the run's report gives them
+  "$polyprof" report "$1" --format json 2>/dev/null |
+    python3 -c 'import json,sys; [print(k["short_name"]) for k in json.load(sys.stdin)["kernels"]]'
+}
+short_names "$out/names-all" >"$out/names-all.txt"
+say "   all: $(tr '\n' ' ' <"$out/names-all.txt")"
+[ "$(wc -l <"$out/names-all.txt")" = 3 ] || fail "expected 3 kernels in the unfiltered run"
+i=0
+while IFS= read -r name; do
+  i=$((i + 1))
+  step "names-$i" 120 "$polyprof" run --profiler ncu --kernel "$name" --output-dir "$out/names-$i" -- "$out/fnptr"
+  got=$(short_names "$out/names-$i" | tr '\n' '|')
+  say "   --kernel '$name': ${got:-nothing}"
+  [ "$got" = "$name|" ] || fail "--kernel '$name' recorded '${got}' instead of one launch of it"
+done <"$out/names-all.txt"
 
 say "== done: $failures failure(s)"
 exit $((failures > 0))
