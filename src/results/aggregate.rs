@@ -427,13 +427,7 @@ mod tests {
     #[test]
     fn a_fitted_table_keeps_every_kernel_apart() {
         use FrameKind::Kernel;
-        let text = include_str!("../../tests/fixtures/ncu-h200-names/pytorch-kernel-names.txt");
-        let mut names: Vec<String> = text
-            .lines()
-            .map(crate::model::record::short_kernel_name)
-            .collect();
-        names.sort();
-        names.dedup();
+        let names = crate::results::names::tests::pytorch_short_names();
         let events: Vec<Event> = names
             .iter()
             .enumerate()

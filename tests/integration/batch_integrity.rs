@@ -10,7 +10,7 @@ use polyprof::model::batch::EntryState;
 use predicates::str::contains;
 use serde_json::json;
 
-use crate::support::batch::{batch, counting, index, runs_of, sh_job, write_jobs};
+use crate::support::batch::{batch, counted_jobs, counting, index, runs_of, sh_job, write_jobs};
 
 fn driver(file: &Path, root: &Path, resume: bool) -> Child {
     let mut command = Command::new(env!("CARGO_BIN_EXE_polyprof"));
@@ -46,12 +46,7 @@ fn a_second_driver_on_a_live_root_is_refused_and_each_job_runs_once() {
     {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        let ids: Vec<String> = (0..6).map(|i| format!("j{i}")).collect();
-        let jobs: Vec<_> = ids
-            .iter()
-            .map(|id| sh_job(id, &counting(d, id, "sleep 0.4")))
-            .collect();
-        let file = write_jobs(d, &jobs);
+        let (ids, file) = counted_jobs(d, "j", 6, "sleep 0.4");
         let root = d.join("out");
         let first = driver(&file, &root, first_resume);
         wait_for_a_start(d, &ids);
@@ -78,12 +73,7 @@ fn a_second_driver_on_a_live_root_is_refused_and_each_job_runs_once() {
 fn drivers_started_together_run_each_job_once() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let ids: Vec<String> = (0..8).map(|i| format!("t{i}")).collect();
-    let jobs: Vec<_> = ids
-        .iter()
-        .map(|id| sh_job(id, &counting(d, id, "sleep 0.2")))
-        .collect();
-    let file = write_jobs(d, &jobs);
+    let (ids, file) = counted_jobs(d, "t", 8, "sleep 0.2");
     let root = d.join("out");
     let drivers: Vec<Child> = (0..2).map(|_| driver(&file, &root, true)).collect();
     let outs: Vec<_> = drivers
@@ -104,12 +94,7 @@ fn drivers_started_together_run_each_job_once() {
 fn a_killed_drivers_lock_does_not_block_its_resume() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let ids: Vec<String> = (0..4).map(|i| format!("k{i}")).collect();
-    let jobs: Vec<_> = ids
-        .iter()
-        .map(|id| sh_job(id, &counting(d, id, "sleep 0.2")))
-        .collect();
-    let file = write_jobs(d, &jobs);
+    let (ids, file) = counted_jobs(d, "k", 4, "sleep 0.2");
     let root = d.join("out");
     let mut first = driver(&file, &root, false);
     wait_for_a_start(d, &ids);

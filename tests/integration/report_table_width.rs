@@ -2,21 +2,10 @@
 //! header and footer prose) is at most that wide, on real H200 runs with PyTorch kernel names
 //! and with every numeric column; `--wide` keeps every column and full names.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use crate::support::ncu::parsed_run_dir;
 use crate::support::{assert_exit, fixture, polyprof};
-
-fn parsed(dir: &Path, name: &str, capture: &str) -> PathBuf {
-    let run_dir = dir.join(name);
-    let out = polyprof()
-        .args(["parse", "--profiler", "ncu", "--run-dir"])
-        .arg(&run_dir)
-        .arg(fixture(capture))
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
-    run_dir
-}
 
 fn report(run_dir: &Path, columns: usize, extra: &[&str]) -> String {
     let out = polyprof()
@@ -39,8 +28,8 @@ fn reports_fit_80_100_and_160_columns() {
     let dir = tempfile::tempdir().unwrap();
     let runs = [
         // PyTorch's long templated names (RNG fills, reductions) and cuBLAS.
-        parsed(dir.path(), "names", "ncu-h200-names/kname-unfiltered.csv"),
-        parsed(dir.path(), "mix", "ncu-h200-pipes/values_mix.csv"),
+        parsed_run_dir(dir.path(), "names", "ncu-h200-names/kname-unfiltered.csv"),
+        parsed_run_dir(dir.path(), "mix", "ncu-h200-pipes/values_mix.csv"),
         // Every numeric column: CPU and GPU times, bytes, rates, both shares of peak.
         fixture("runs/h200-baseline"),
     ];

@@ -4,23 +4,12 @@
 //! the pipe-load captures (the minimal preset: no FLOPs, pipe loads).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use polyprof::results::roofline::RooflinePoint;
 
+use crate::support::ncu::parsed_run_dir;
 use crate::support::{assert_exit, fixture, polyprof};
-
-fn parsed(dir: &Path, name: &str, capture: &str) -> PathBuf {
-    let run_dir = dir.join(name);
-    let out = polyprof()
-        .args(["parse", "--profiler", "ncu", "--run-dir"])
-        .arg(&run_dir)
-        .arg(fixture(capture))
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
-    run_dir
-}
 
 fn report(run_dir: &Path, args: &[&str]) -> String {
     let out = polyprof()
@@ -64,9 +53,9 @@ fn the_table_shows_the_verdict_the_json_gives_each_launch() {
     let dir = tempfile::tempdir().unwrap();
     let runs = [
         fixture("runs/h200-baseline"),
-        parsed(dir.path(), "tensor", "ncu-h200-tensor/mm_tensor.csv"),
-        parsed(dir.path(), "app", "ncu-h200-pipes/values_app.csv"),
-        parsed(dir.path(), "mix", "ncu-h200-pipes/values_mix.csv"),
+        parsed_run_dir(dir.path(), "tensor", "ncu-h200-tensor/mm_tensor.csv"),
+        parsed_run_dir(dir.path(), "app", "ncu-h200-pipes/values_app.csv"),
+        parsed_run_dir(dir.path(), "mix", "ncu-h200-pipes/values_mix.csv"),
     ];
     let mut compared = 0;
     for run_dir in &runs {
@@ -107,7 +96,7 @@ fn the_baseline_matmul_reads_alike_in_table_and_json() {
 #[test]
 fn a_row_whose_launches_disagree_says_so() {
     let dir = tempfile::tempdir().unwrap();
-    let run_dir = parsed(dir.path(), "mix", "ncu-h200-pipes/values_mix.csv");
+    let run_dir = parsed_run_dir(dir.path(), "mix", "ncu-h200-pipes/values_mix.csv");
     // Give the two matmul launches one name: one tensor-pipe bound, one issue-bound (SIMT).
     let path = run_dir.join("run.json");
     let mut run: serde_json::Value =

@@ -136,13 +136,7 @@ mod tests {
     use super::*;
 
     fn p(pid: i32, ppid: i32, pgid: i32, sid: i32) -> ProcInfo {
-        ProcInfo {
-            pid,
-            ppid,
-            pgid,
-            sid,
-            zombie: false,
-        }
+        ProcInfo::live(pid, ppid, pgid, sid)
     }
 
     #[test]

@@ -19,6 +19,20 @@ pub struct ProcInfo {
     pub zombie: bool,
 }
 
+impl ProcInfo {
+    /// A live process with these ids (tests describe process tables with it).
+    #[cfg(test)]
+    pub fn live(pid: i32, ppid: i32, pgid: i32, sid: i32) -> Self {
+        ProcInfo {
+            pid,
+            ppid,
+            pgid,
+            sid,
+            zombie: false,
+        }
+    }
+}
+
 /// Parse `/proc/<pid>/stat`. The command name is in parentheses and may hold spaces and `)`,
 /// so the fields are taken after the last `)`.
 pub fn parse_stat(pid: i32, stat: &str) -> Option<ProcInfo> {
@@ -172,13 +186,7 @@ mod tests {
     use super::*;
 
     fn p(pid: i32, ppid: i32, pgid: i32, sid: i32) -> ProcInfo {
-        ProcInfo {
-            pid,
-            ppid,
-            pgid,
-            sid,
-            zombie: false,
-        }
+        ProcInfo::live(pid, ppid, pgid, sid)
     }
 
     #[test]

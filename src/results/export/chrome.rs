@@ -282,6 +282,25 @@ pub fn trace(report: &Report) -> Value {
     serde_json::to_value(build(report)).unwrap_or(Value::Null)
 }
 
+/// Where a GPU slice of `dur_ns` goes on `lane`, in µs (start, duration, sequential): at its own
+/// start on the GPU clock when it has one, else right after what the lane already holds.
+fn place_gpu(
+    cursors: &mut BTreeMap<(u32, LaneKey), f64>,
+    lane: &(u32, LaneKey),
+    start_ns: Option<f64>,
+    dur_ns: f64,
+    gpu_base: f64,
+) -> (f64, f64, bool) {
+    let dur = dur_ns.max(0.0) / 1e3;
+    let cursor = cursors.entry(lane.clone()).or_insert(0.0);
+    let (ts, sequential) = match start_ns {
+        Some(start) => ((start - gpu_base) / 1e3, false),
+        None => (*cursor, true),
+    };
+    *cursor = cursor.max(ts + dur);
+    (ts, dur, sequential)
+}
+
 /// The trace document of a report, ready to serialize.
 pub fn build(report: &Report) -> Trace<'_> {
     let events = &report.profile.events;
@@ -334,13 +353,8 @@ pub fn build(report: &Report) -> Trace<'_> {
                 stream: event.stream.clone().unwrap_or_default(),
             };
             let lane = (pid, key);
-            let dur = dur.max(0.0) / 1e3;
-            let cursor = cursors.entry(lane.clone()).or_insert(0.0);
-            let (ts, sequential) = match event.gpu_start_ns {
-                Some(start) => ((start - gpu_base) / 1e3, false),
-                None => (*cursor, true),
-            };
-            *cursor = cursor.max(ts + dur);
+            let (ts, dur, sequential) =
+                place_gpu(&mut cursors, &lane, event.gpu_start_ns, dur, gpu_base);
             if sequential {
                 *sequential_pids.entry(pid).or_insert(0) += 1;
             }
@@ -374,13 +388,8 @@ pub fn build(report: &Report) -> Trace<'_> {
                 device: event.device.clone().unwrap_or_default(),
             },
         );
-        let dur = dur.max(0.0) / 1e3;
-        let cursor = cursors.entry(lane.clone()).or_insert(0.0);
-        let (ts, sequential) = match event.gpu_start_ns {
-            Some(start) => ((start - gpu_base) / 1e3, false),
-            None => (*cursor, true),
-        };
-        *cursor = cursor.max(ts + dur);
+        let (ts, dur, sequential) =
+            place_gpu(&mut cursors, &lane, event.gpu_start_ns, dur, gpu_base);
         let command = match event.attributes.get("command_kind").and_then(Value::as_str) {
             Some("memory_fill") => "memory_fill",
             Some("barrier") => "barrier",

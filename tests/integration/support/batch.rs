@@ -38,6 +38,18 @@ pub fn counting(dir: &Path, id: &str, rest: &str) -> String {
     )
 }
 
+/// `n` jobs `PREFIX0`, `PREFIX1`, … that each count their runs ([`counting`]) and then run
+/// `then`, in a job file under `dir`: their ids and the file.
+pub fn counted_jobs(dir: &Path, prefix: &str, n: usize, then: &str) -> (Vec<String>, PathBuf) {
+    let ids: Vec<String> = (0..n).map(|i| format!("{prefix}{i}")).collect();
+    let jobs: Vec<_> = ids
+        .iter()
+        .map(|id| sh_job(id, &counting(dir, id, then)))
+        .collect();
+    let file = write_jobs(dir, &jobs);
+    (ids, file)
+}
+
 /// `polyprof batch FILE --output-dir ROOT`, for the caller's options.
 pub fn batch(file: &Path, root: &Path) -> assert_cmd::Command {
     let mut command = super::polyprof();

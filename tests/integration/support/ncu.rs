@@ -55,3 +55,17 @@ pub fn kinds(parsed: &ParsedOutput) -> Vec<&str> {
 pub fn close(actual: Option<f64>, expected: f64) -> bool {
     actual.is_some_and(|a| (a - expected).abs() <= 1e-6 * expected.abs().max(1.0))
 }
+
+/// `polyprof parse --profiler ncu --run-dir DIR/NAME` of the fixture `capture`: the run directory
+/// `report` and `diff` read.
+pub fn parsed_run_dir(dir: &std::path::Path, name: &str, capture: &str) -> std::path::PathBuf {
+    let run_dir = dir.join(name);
+    let out = super::polyprof()
+        .args(["parse", "--profiler", "ncu", "--run-dir"])
+        .arg(&run_dir)
+        .arg(fixture(capture))
+        .output()
+        .unwrap();
+    super::assert_exit(&out, 0);
+    run_dir
+}
