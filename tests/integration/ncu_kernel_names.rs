@@ -176,7 +176,11 @@ fn the_short_names_of_a_pytorch_workload_select_their_kernel() {
                 let re = regex::Regex::new(filter.strip_prefix("regex:").unwrap()).unwrap();
                 assert!(re.is_match(name), "{filter} does not match {name}");
             }
-            (Some(KernelNameBase::Function), function) => {
+            (Some(KernelNameBase::Function), filter) => {
+                let function = filter
+                    .strip_prefix("regex:(^|[ :])")
+                    .and_then(|f| f.strip_suffix("(<|$)"))
+                    .unwrap_or(&filter);
                 let named = short.ends_with(&format!("::{function}"))
                     || short.contains(&format!("{function}<"));
                 assert!(named, "{function}: {short}");

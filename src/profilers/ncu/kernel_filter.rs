@@ -17,8 +17,9 @@
 //! exactly (`--kernel-name-base function -k distribution_elementwise_grid_stride_kernel`): every
 //! instance of that function, whose full names the records show. So do templates on a
 //! function's address, an operator or a lambda (`kf<&(sq(float))>`, `kcmp<&(operator<(P, P))>`
-//! in c++filt's spelling, which ncu spells otherwise). Plain names, `regex:` filters and an
-//! explicit `--kernel-name-base` pass unchanged.
+//! in c++filt's spelling, which ncu spells otherwise); for an operator by a regex on the function
+//! name, which ncu itself cuts at the operator's `<` (`void kcmp<&operator `). Plain names,
+//! `regex:` filters and an explicit `--kernel-name-base` pass unchanged.
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
@@ -61,10 +62,36 @@ pub fn ncu_kernel_filter(
     if (name.contains("::") || name.contains('…') || has_unmatchable_arguments(name))
         && let Some(function) = function_name(name)
     {
+        if template_arguments_name_an_angle_operator(name) {
+            // ncu cuts its own function name of such a kernel at the operator's `<` (`void
+            // kcmp<&operator ` on the H200, ncu 2025.3.1), so the exact name finds nothing; a
+            // regex on the function's identifier finds it, spelt either way.
+            let pattern = format!(
+                "regex:{FUNCTION_REGEX_HEAD}{}{FUNCTION_REGEX_TAIL}",
+                escape(&function)
+            );
+            return (Some(KernelNameBase::Function), pattern);
+        }
         return (Some(KernelNameBase::Function), function);
     }
     let pattern = format!("regex:(^| ){}(\\(|$)", demangled_pattern(name));
     (Some(KernelNameBase::Demangled), pattern)
+}
+
+/// Around a function's identifier in the `--kernel-name-base function` regex of a template on an
+/// operator: after the start, a space or a namespace's `:`; before `<` or the end.
+pub const FUNCTION_REGEX_HEAD: &str = "(^|[ :])";
+pub const FUNCTION_REGEX_TAIL: &str = "(<|$)";
+
+/// Whether `name`'s template arguments name an operator spelt with an angle bracket (`<`,
+/// `<<=`, `->`, …): ncu's own bracket matching breaks on those (a lambda's `operator ()` is fine).
+fn template_arguments_name_an_angle_operator(name: &str) -> bool {
+    name.find('<').is_some_and(|open| {
+        let arguments = &name[open..];
+        ["operator<", "operator>", "operator->"]
+            .iter()
+            .any(|op| arguments.contains(op))
+    })
 }
 
 /// Whether `name`'s template arguments hold what ncu spells its own way: a function's address
@@ -277,7 +304,7 @@ mod tests {
     fn templates_on_functions_and_operators_match_their_function_name() {
         for (short, function) in [
             ("kf<&(sq(float))>", "kf"),
-            ("kcmp<&(operator<(P, P))>", "kcmp"),
+            ("kcmp<&(operator<(P, P))>", "regex:(^|[ :])kcmp(<|$)"),
             ("kf<sq(float)>", "kf"),
             ("klam<use(float*, P*)::{lambda(float)#1}>", "klam"),
         ] {
@@ -288,6 +315,12 @@ mod tests {
             );
             assert_eq!(widened_instance(short, None).as_deref(), Some(short));
         }
+        // ncu's own function names of these kernels on the H200 (`--print-kernel-base function`).
+        let (_, filter) = ncu_kernel_filter("kcmp<&(operator<(P, P))>", None);
+        let re = Regex::new(filter.trim_start_matches("regex:")).unwrap();
+        assert!(re.is_match("void kcmp<&operator "));
+        assert!(re.is_match("kcmp"));
+        assert!(!re.is_match("void kcmpx<&operator "));
         let mut kernels = vec![
             launch("kcmp<&(operator<(P, P))>"),
             launch("kcmp<&(operator>(P, P))>"),
