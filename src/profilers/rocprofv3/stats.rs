@@ -119,7 +119,8 @@ pub fn parse_summary(name: &str, bytes: &[u8]) -> ParsedPart {
     let mut part = ParsedPart::default();
     let mut domain: Option<String> = None;
     let mut header: Option<Header> = None;
-    for line in text.lines() {
+    let mut bad = crate::model::number::BadNumbers::new(name);
+    for (index, line) in text.lines().enumerate() {
         let line = line.trim();
         if let Some(title) = line
             .strip_prefix("ROCPROFV3 ")
@@ -135,11 +136,12 @@ pub fn parse_summary(name: &str, bytes: &[u8]) -> ParsedPart {
         } else if header.is_none() {
             header = Some(Header::from_line(line));
         } else if let (Some(h), Some(d)) = (&header, &domain)
-            && let Some(row) = h.row(line, d)
+            && let Some(row) = h.row(line, d, index as u64 + 1, &mut bad)
         {
             part.stats.push(row);
         }
     }
+    part.diagnostics.extend(bad.into_diagnostics());
     if part.stats.is_empty() {
         part.diagnostics.push(Diagnostic {
             severity: Severity::Warning,
@@ -179,7 +181,16 @@ impl Header {
         Header { columns, scale }
     }
 
-    fn row(&self, line: &str, table: &str) -> Option<StatsRow> {
+    /// The row of `line` (1-based `line_number`); a cell that is no measurement (`-5`, `inf`,
+    /// `1e308`, `abc`) is noted in `bad` and left unmeasured, and a row without its calls or
+    /// total is left out.
+    fn row(
+        &self,
+        line: &str,
+        table: &str,
+        line_number: u64,
+        bad: &mut crate::model::number::BadNumbers,
+    ) -> Option<StatsRow> {
         let mut values: Vec<&str> = cells(line).collect();
         let width = self.columns.len();
         if values.len() < width || width == 0 {
@@ -190,26 +201,32 @@ impl Header {
         let name = values[..=surplus].join("|");
         values.drain(..=surplus);
         values.insert(0, &name);
-        let get = |prefix: &str| {
-            let index = self.columns.iter().position(|c| c.starts_with(prefix))?;
-            values.get(index).copied()
-        };
+        let column = |prefix: &str| self.columns.iter().position(|c| c.starts_with(prefix));
+        let get = |prefix: &str| values.get(column(prefix)?).copied();
         // Only numbers a record may hold: `-5`, `inf`, `1e308` are not measurements.
-        let number = |prefix: &str| {
-            get(prefix).and_then(|v| crate::model::number::parse_measure(v).ok().flatten())
+        let mut number = |prefix: &str| {
+            let index = column(prefix)?;
+            bad.measure(line_number, &self.columns[index], values.get(index)?)
         };
-        let time = |prefix: &str| number(prefix).map(|v| v * self.scale);
+        let calls = number("CALLS");
+        let total = number("DURATION");
+        let average = number("AVERAGE");
+        let percent = number("PERCENT");
+        let min = number("MIN");
+        let max = number("MAX");
+        let stddev = number("STDDEV");
+        let time = |v: Option<f64>| v.map(|v| v * self.scale);
         Some(StatsRow {
             table: table.to_string(),
             name: name.trim().to_string(),
             domain: get("DOMAIN").map(str::to_string),
-            calls: number("CALLS")? as u64,
-            total_ns: time("DURATION")?,
-            average_ns: time("AVERAGE"),
-            percent: number("PERCENT"),
-            min_ns: time("MIN"),
-            max_ns: time("MAX"),
-            stddev_ns: time("STDDEV"),
+            calls: calls? as u64,
+            total_ns: time(total)?,
+            average_ns: time(average),
+            percent,
+            min_ns: time(min),
+            max_ns: time(max),
+            stddev_ns: time(stddev),
         })
     }
 }
@@ -306,6 +323,57 @@ mod tests {
             .find(|r| r.table == "MEMORY_ALLOCATION")
             .unwrap();
         assert_eq!(alloc.domain.as_deref(), Some("MEMORY_ALLOCATION"));
+    }
+
+    #[test]
+    fn absurd_numbers_in_the_text_summary_are_diagnostics_naming_line_and_column() {
+        let bytes = include_bytes!("../../../tests/fixtures/rocprofv3/summary.txt");
+        let clean = parse_summary("summary.txt", bytes);
+        assert!(clean.diagnostics.is_empty(), "{:?}", clean.diagnostics);
+        let text = String::from_utf8_lossy(bytes);
+        // The first data row of the first table: its second cell (the calls) becomes `-5`.
+        let (line_index, line) = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| l.trim_start().starts_with('|') && !l.trim_start().starts_with("|-"))
+            .nth(1)
+            .unwrap();
+        let cells: Vec<&str> = line.split('|').collect();
+        let mut damaged_cells: Vec<String> = cells.iter().map(|c| c.to_string()).collect();
+        damaged_cells[3] = " -5 ".to_string();
+        let damaged_line = damaged_cells.join("|");
+        let damaged: String = text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| {
+                if i == line_index {
+                    damaged_line.clone()
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let part = parse_summary("summary.txt", damaged.as_bytes());
+        assert_eq!(
+            part.stats.len(),
+            clean.stats.len() - 1,
+            "the row without its calls goes"
+        );
+        let diagnostic = &part.diagnostics[0];
+        assert_eq!(diagnostic.kind, "bad_number");
+        assert!(
+            diagnostic
+                .message
+                .contains(&format!("`summary.txt` row {}", line_index + 1)),
+            "{}",
+            diagnostic.message
+        );
+        assert!(
+            diagnostic.message.contains("`-5` is negative"),
+            "{}",
+            diagnostic.message
+        );
     }
 
     #[test]
