@@ -11,8 +11,10 @@ use anyhow::Context as _;
 use polyprof::model::{ErrorKind, ParsedOutput, ProfileRun, RunError, Severity};
 use polyprof::results::export::table::PARSED_CONFIGURATION;
 
-/// Write the run document of `parsed` to `run_file`, or to `run_dir`/run.json. Exit status:
-/// 1 when the document has errors.
+/// Write the run document of `parsed` to `run_file`, or to `run_dir`/run.json. Exit status: as
+/// `parse` without a document ([`super::parse_output::exit_code`]: 2 when a file could not be
+/// parsed or holds nothing of the profiler's, 1 for an error diagnostic), and 1 at least when the
+/// document has errors. The document is written in every case: what was read is kept.
 pub fn write(
     profiler: &str,
     files: &[PathBuf],
@@ -20,6 +22,7 @@ pub fn write(
     run_file: Option<&Path>,
     run_dir: Option<&Path>,
 ) -> anyhow::Result<u8> {
+    let status = super::parse_output::exit_code(&parsed, !parse_errors.is_empty());
     let run = run_document(profiler, files, parsed, parse_errors);
     let path = match (run_file, run_dir) {
         (Some(file), _) => write_to(&run, file)?,
@@ -47,7 +50,7 @@ pub fn write(
         files.len(),
         path.display()
     )?;
-    Ok(u8::from(!run.errors.is_empty()))
+    Ok(status.max(u8::from(!run.errors.is_empty())))
 }
 
 /// The run document of parsed output.

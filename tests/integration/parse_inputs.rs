@@ -281,10 +281,21 @@ fn input_of_another_profiler_exits_2_for_every_vendor() {
             fixture("ncu-h200/raw_page.stdout")
         }
     };
+    let dir = tempfile::tempdir().unwrap();
     for vendor in VENDORS {
         let out = polyprof()
             .args(["parse", "--json", "--profiler", vendor])
             .arg(foreign(vendor))
+            .output()
+            .unwrap();
+        assert_exit(&out, 2);
+        // The same status with a run document asked for (written when anything was parsed).
+        let document = dir.path().join(format!("{vendor}.json"));
+        let out = polyprof()
+            .args(["parse", "--profiler", vendor])
+            .arg(foreign(vendor))
+            .arg("-o")
+            .arg(&document)
             .output()
             .unwrap();
         assert_exit(&out, 2);
