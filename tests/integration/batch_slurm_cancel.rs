@@ -3,7 +3,6 @@
 //! is killed, scancel goes out), and a `%` in the batch root reaches sbatch's `--output=`
 //! doubled, as sbatch expands it.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -23,13 +22,7 @@ fn fakes(work: &Path, squeue_body: &str) -> PathBuf {
         ("sacct", "exit 1"),
         ("squeue", squeue_body),
     ] {
-        let path = bin.join(name);
-        let text = format!(
-            "#!/bin/sh\n{{ printf '%s' {name}; for w in \"$@\"; do printf ' %s' \"$w\"; done; echo; }} >> '{}'\n{body}\n",
-            log.display()
-        );
-        std::fs::write(&path, text).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        crate::support::slurm::fake_command(&bin, &log, name, body);
     }
     bin
 }

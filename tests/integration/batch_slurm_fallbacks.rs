@@ -5,7 +5,6 @@
 //! name): shell scripts that print the captured outputs of tests/fixtures/slurm/ (adapted only
 //! where the case needs: job ids, paths, the accounting/jobcomp plugin) and log their argv.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -112,13 +111,7 @@ cat '{a}/sbatch.txt'"#,
             ("scancel", String::new()),
         ];
         for (name, body) in bodies {
-            let path = bin.join(name);
-            let text = format!(
-                "#!/bin/sh\n{{ printf '%s' {name}; for w in \"$@\"; do printf ' %s' \"$w\"; done; echo; }} >> '{}'\n{body}\n",
-                log.display()
-            );
-            std::fs::write(&path, text).unwrap();
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            crate::support::slurm::fake_command(&bin, &log, name, &body);
         }
         Fake { work }
     }

@@ -3,15 +3,20 @@
 
 use assert_cmd::Command;
 
+/// `polyprof demo --profiler none --output-dir DIR`.
+fn demo_none(dir: &std::path::Path) -> std::process::Output {
+    Command::cargo_bin("polyprof")
+        .unwrap()
+        .args(["demo", "--profiler", "none", "--output-dir"])
+        .arg(dir)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn demo_without_gpu_profiles_the_cpu_workload_and_writes_exports() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::cargo_bin("polyprof")
-        .unwrap()
-        .args(["demo", "--profiler", "none", "--output-dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
+    let out = demo_none(dir.path());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -55,12 +60,7 @@ fn demo_without_gpu_profiles_the_cpu_workload_and_writes_exports() {
 #[test]
 fn the_demo_run_reports_its_scopes_again_and_the_replay_has_a_trace() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::cargo_bin("polyprof")
-        .unwrap()
-        .args(["demo", "--profiler", "none", "--output-dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
+    let out = demo_none(dir.path());
     crate::support::assert_exit(&out, 0);
     let run_dir = dir.path().join("none.000");
     let report = |format: &str| {

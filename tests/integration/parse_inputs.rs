@@ -100,20 +100,7 @@ fn with_cell(
     tab: bool,
 ) -> String {
     let delimiter = if tab { b'\t' } else { b',' };
-    let fields = |line: &str| -> Vec<String> {
-        let mut reader = csv::ReaderBuilder::new()
-            .has_headers(false)
-            .delimiter(delimiter)
-            .from_reader(line.as_bytes());
-        reader
-            .records()
-            .next()
-            .unwrap()
-            .unwrap()
-            .iter()
-            .map(str::to_string)
-            .collect()
-    };
+    let fields = |line: &str| crate::support::csv_cells(line, delimiter);
     let lines: Vec<&str> = text.lines().collect();
     let index = fields(lines[header_line])
         .iter()

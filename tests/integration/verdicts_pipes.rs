@@ -41,17 +41,7 @@ fn without_sol(file: &str) -> Vec<KernelRecord> {
             out.push(b'\n');
             continue;
         }
-        let mut reader = csv::ReaderBuilder::new()
-            .has_headers(false)
-            .from_reader(line.as_bytes());
-        let cells: Vec<String> = reader
-            .records()
-            .next()
-            .unwrap()
-            .unwrap()
-            .iter()
-            .map(str::to_string)
-            .collect();
+        let cells = crate::support::csv_cells(line, b',');
         let keep = keep.get_or_insert_with(|| {
             cells
                 .iter()

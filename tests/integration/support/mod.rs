@@ -49,3 +49,19 @@ pub fn python_has(module: &str) -> bool {
         .output()
         .is_ok_and(|o| o.status.success())
 }
+
+/// The cells of one CSV line (quotes undone), split at `delimiter`.
+pub fn csv_cells(line: &str, delimiter: u8) -> Vec<String> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .delimiter(delimiter)
+        .from_reader(line.as_bytes());
+    reader
+        .records()
+        .next()
+        .unwrap()
+        .unwrap()
+        .iter()
+        .map(str::to_string)
+        .collect()
+}

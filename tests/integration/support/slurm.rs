@@ -180,3 +180,16 @@ pub fn wait_for(root: &Path, limit: Duration, ready: impl Fn(&BatchIndex) -> boo
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// A fake Slurm command `bin/NAME`: it appends its name and arguments to `log`, then runs the
+/// shell `body` (the outputs the tests captured from a real Slurm, a hang, a failure).
+pub fn fake_command(bin: &Path, log: &Path, name: &str, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let path = bin.join(name);
+    let text = format!(
+        "#!/bin/sh\n{{ printf '%s' {name}; for w in \"$@\"; do printf ' %s' \"$w\"; done; echo; }} >> '{}'\n{body}\n",
+        log.display()
+    );
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
