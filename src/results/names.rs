@@ -220,26 +220,6 @@ pub fn table_width(terminal: Option<usize>, columns_env: Option<&str>) -> usize 
 /// wrapped (`results::fit`).
 pub const MIN_NAME_WIDTH: usize = 24;
 
-/// Characters left for column 0 of a comfy-table (UTF8_FULL_CONDENSED: one border character
-/// and two padding spaces per column, one closing border) when the other columns take what
-/// their widest cell or header needs.
-pub fn name_column_width(width: usize, header: &[&str], rows: &[Vec<String>]) -> usize {
-    let others: usize = (1..header.len())
-        .map(|column| {
-            let cells = rows
-                .iter()
-                .filter_map(|r| r.get(column))
-                .map(|c| c.chars().count());
-            cells
-                .chain([header[column].chars().count()])
-                .max()
-                .unwrap_or(0)
-                + 3
-        })
-        .sum();
-    width.saturating_sub(others + 4).max(MIN_NAME_WIDTH)
-}
-
 /// Table width when neither the terminal nor `COLUMNS` says.
 pub const DEFAULT_TABLE_WIDTH: usize = 120;
 
@@ -356,15 +336,6 @@ pub(crate) mod tests {
         );
         assert_eq!(truncate_left("a / b", 10), "a / b");
         assert_eq!(truncate_left("a / b", 0), "");
-    }
-
-    #[test]
-    fn the_name_column_gets_what_the_others_leave() {
-        let header = ["Name", "Calls"];
-        let rows = vec![vec!["x".repeat(300), "12345".to_string()]];
-        // "Calls"/"12345": 5 + 3; borders 4.
-        assert_eq!(name_column_width(100, &header, &rows), 100 - 8 - 4);
-        assert_eq!(name_column_width(10, &header, &rows), MIN_NAME_WIDTH);
     }
 
     #[test]
