@@ -130,7 +130,7 @@ fn best_ms(rounds: usize, mut f: impl FnMut()) -> f64 {
 fn export_speed() {
     let records = 100_000;
     let run = big_run(records);
-    let peaks = polyprof::results::roofline::DeviceTable::builtin()
+    let peaks = polyprof::results::devices::DeviceTable::builtin()
         .unwrap()
         .lookup("NVIDIA H200")
         .cloned();

@@ -7,9 +7,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use polyprof::results::ProfileRun;
+use polyprof::results::devices::DeviceTable;
 use polyprof::results::diff::{DiffOptions, diff_runs};
 use polyprof::results::export::{self, Format, Report};
-use polyprof::results::roofline::DeviceTable;
 
 use crate::errors;
 

@@ -9,9 +9,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use polyprof::results::callpath::{self, KernelLaunch, KernelWork, ScopeGuard, Session};
+use polyprof::results::devices::DeviceTable;
 use polyprof::results::export::{self, Format, Report};
 use polyprof::results::profile::Profile;
-use polyprof::results::roofline::DeviceTable;
 use polyprof::results::{FlopCounts, GroupBy, ProfileRun, SortBy};
 
 use crate::errors;

@@ -12,9 +12,9 @@ use polyprof::pipeline::job::pass_label;
 use polyprof::pipeline::{Job, Profiler, profile, run_probe};
 use polyprof::profilers::ncu::{ClockControl, NcuOptions};
 use polyprof::profilers::{self, EndMarker, ProfilerSettings};
+use polyprof::results::devices::DeviceTable;
 use polyprof::results::export::{self, Format, Report};
 use polyprof::results::profile::SCOPES_FILE;
-use polyprof::results::roofline::DeviceTable;
 
 /// The CUDA program profiled on NVIDIA machines (the same four kernels as the H200 fixtures).
 const KERNELS_CU: &str = include_str!("../../tests/fixtures/ncu-h200/kernels.cu");

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use polyprof::profilers::ncu::parse::flag_empty;
 use polyprof::profilers::ncu::{ParseOptions, device_from_session, parse};
+use polyprof::results::devices::DeviceTable;
 use polyprof::results::export::{self, Format, Report};
-use polyprof::results::roofline::DeviceTable;
 
 /// `ncu --csv --page raw` of the tensor capture, verbatim (its README says how it was taken).
 const H200_CAPTURE: &[u8] = include_bytes!("../../tests/fixtures/ncu-h200-tensor/mm_tensor.csv");

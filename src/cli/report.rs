@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use polyprof::results::aggregate::{GroupBy, SortBy};
+use polyprof::results::devices::{DevicePeaks, DeviceTable};
 use polyprof::results::export::{self, Format, Report};
-use polyprof::results::roofline::{DevicePeaks, DeviceTable};
 use polyprof::results::{Profile, ProfileRun};
 
 /// Arguments of `polyprof report`.

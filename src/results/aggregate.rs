@@ -10,8 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::error::Error;
 use crate::model::record::FlopCounts;
+use crate::results::devices::DevicePeaks;
 use crate::results::event::{Event, Frame, FrameKind};
-use crate::results::roofline::{self, DevicePeaks, RooflineInputs, RooflinePoint};
+use crate::results::roofline::{self, RooflineInputs, RooflinePoint};
 
 /// How events are grouped into rows.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::record::{FlopCounts, KernelRecord, Precision};
 use crate::model::run::ProfileRun;
 use crate::model::verdict_metrics::{DRAM_CLOCK, DRAM_SOL, MEMORY_SOL, PIPE_LOADS, SM_CLOCK};
-pub use crate::results::devices::{BUILTIN_DEVICES, DevicePeaks, DeviceTable};
+use crate::results::devices::DevicePeaks;
 
 /// Below this share of peak on BOTH bandwidth and compute, a kernel is called latency-bound:
 /// neither resource is near saturation, so launch overhead, dependency stalls, too little
@@ -668,8 +668,8 @@ mod tests {
     use super::*;
     use std::path::Path;
 
-    fn table() -> DeviceTable {
-        DeviceTable::builtin().unwrap()
+    fn table() -> crate::results::devices::DeviceTable {
+        crate::results::devices::DeviceTable::builtin().unwrap()
     }
 
     #[test]

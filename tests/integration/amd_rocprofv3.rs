@@ -10,7 +10,7 @@ use std::process::Output;
 
 use polyprof::model::run::{DeviceInfo, ProfileRun};
 use polyprof::profilers::rocprofv3::parse_files;
-use polyprof::results::roofline::DeviceTable;
+use polyprof::results::devices::DeviceTable;
 use serde_json::Value;
 
 fn polyprof() -> assert_cmd::Command {

@@ -4,9 +4,8 @@
 use polyprof::model::record::KernelRecord;
 use polyprof::model::verdict_metrics::PIPE_LOADS;
 use polyprof::profilers::ncu::{MetricFilter, ParseOptions, parse};
-use polyprof::results::roofline::{
-    Bound, DeviceTable, Inputs, Limiter, RooflineInputs, evaluate_inputs,
-};
+use polyprof::results::devices::DeviceTable;
+use polyprof::results::roofline::{Bound, Inputs, Limiter, RooflineInputs, evaluate_inputs};
 
 use crate::support::fixture;
 

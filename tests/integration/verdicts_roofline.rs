@@ -3,9 +3,9 @@
 
 use polyprof::model::record::{FlopCounts, KernelRecord, Precision};
 use polyprof::profilers::ncu::{ParseOptions, parse};
+use polyprof::results::devices::DeviceTable;
 use polyprof::results::roofline::{
-    Bound, ClockState, DeviceTable, Inputs, Limiter, RooflineInputs, evaluate_inputs,
-    evaluate_record,
+    Bound, ClockState, Inputs, Limiter, RooflineInputs, evaluate_inputs, evaluate_record,
 };
 
 use crate::support::fixture;
@@ -25,7 +25,7 @@ fn find<'a>(kernels: &'a [KernelRecord], prefix: &str) -> &'a KernelRecord {
         .unwrap_or_else(|| panic!("no kernel {prefix}"))
 }
 
-fn h200() -> polyprof::results::roofline::DevicePeaks {
+fn h200() -> polyprof::results::devices::DevicePeaks {
     DeviceTable::builtin()
         .unwrap()
         .lookup("NVIDIA H200")

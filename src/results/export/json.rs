@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 use crate::model::error::Result;
 use crate::model::outcome::Outcome;
 use crate::model::record::KernelRecord;
+use crate::results::devices::DevicePeaks;
 use crate::results::export::{Exporter, Format, Report, write_json};
-use crate::results::roofline::{DevicePeaks, RooflinePoint, evaluate_run_record};
+use crate::results::roofline::{RooflinePoint, evaluate_run_record};
 
 /// Bumped when a field of the report changes meaning or is removed.
 pub const REPORT_SCHEMA_VERSION: u32 = 1;

@@ -18,9 +18,9 @@ use crate::model::error::{Error, Result};
 use crate::model::record::KernelRecord;
 use crate::model::run::ProfileRun;
 use crate::results::aggregate::{GroupBy, SortBy, from_str_via_value_enum};
+use crate::results::devices::DevicePeaks;
 use crate::results::event::{Event, Frame, FrameKind};
 use crate::results::profile::{Profile, is_process_step, memory_events};
-use crate::results::roofline::DevicePeaks;
 
 /// Output formats of `polyprof report`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]

@@ -14,11 +14,11 @@ use serde_json::{Map, Value, json};
 
 use crate::model::error::Result;
 use crate::model::verdict_metrics::SM_CLOCK;
+use crate::results::devices::DevicePeaks;
 use crate::results::event::{Frame, FrameKind};
 use crate::results::export::hatchet::node_object;
 use crate::results::export::stable_tree::{Metadata, StableTree};
 use crate::results::export::{Exporter, Format, Report, write_json};
-use crate::results::roofline::DevicePeaks;
 use crate::results::stats::Stats;
 use crate::results::tree::TreeNode;
 
@@ -178,7 +178,7 @@ impl Exporter for ProtonExporter {
 mod tests {
     use super::*;
     use crate::model::run::ProfileRun;
-    use crate::results::roofline::DeviceTable;
+    use crate::results::devices::DeviceTable;
 
     fn report() -> Report {
         let text = include_str!("../../../tests/fixtures/runs/h200-baseline/run.json");
