@@ -6,6 +6,8 @@
 #   pipeline/              model, profilers, results (never cli); pipeline/runner/ model only;
 #                          pipeline/batch/ no vendor backend's own module
 #   metal/                 model and results (the lanes return KernelBenchmark, record into the session)
+#   eval/                  model and results: the audit is pure and knows no vendor (its harness
+#                          is pipeline/eval/)
 #   cli/, lib.rs, main.rs  anything
 #
 # Processes are started only under src/pipeline/ (`Command::new`, `process::Command`, `duct::`).
@@ -24,9 +26,10 @@ declare -A allowed=(
     [model]="model"
     [profilers]="model error profilers"
     [results]="model error results"
-    [pipeline]="model error profilers results pipeline pipeline/runner"
+    [pipeline]="model error profilers results eval pipeline pipeline/runner"
     [pipeline/runner]="model error pipeline/runner"
     [metal]="model error results metal"
+    [eval]="model error results eval"
 )
 
 # The module path a file defines: src/a/b.rs and src/a/b/mod.rs are both `a::b`.
@@ -86,7 +89,7 @@ declare -A edges=()
 mapfile -t files < <(find src -name '*.rs' | sort)
 for file in "${files[@]}"; do
     layer=""
-    for candidate in pipeline/runner model profilers results pipeline metal; do
+    for candidate in pipeline/runner model profilers results pipeline metal eval; do
         if [[ $file == src/$candidate/* ]]; then
             layer=$candidate
             break

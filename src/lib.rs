@@ -5,6 +5,7 @@
 //! [`model`] is the shared vocabulary, [`profilers`] build plans and parse output, [`pipeline`] runs plans, [`results`] holds the
 //! normalized records and their exports.
 
+pub mod eval;
 pub mod metal;
 pub mod model;
 pub mod pipeline;

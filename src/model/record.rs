@@ -456,6 +456,11 @@ pub struct KernelRecord {
     /// kernel), outermost first; filled by the pipeline, empty when a parser produced the record.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub call_path: Vec<String>,
+    /// The push/pop annotation ranges (NVTX, ROCTx) open on the launching thread when the
+    /// kernel was launched, outermost first, by name (`polyprof/call/3`); a non-default domain
+    /// is written `domain@name`. Empty when none was open or the profiler does not record them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranges: Vec<String>,
 }
 
 fn one() -> u64 {
@@ -492,6 +497,7 @@ impl Default for KernelRecord {
             metrics: BTreeMap::new(),
             rules: Vec::new(),
             call_path: Vec::new(),
+            ranges: Vec::new(),
         }
     }
 }

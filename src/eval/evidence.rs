@@ -1,0 +1,329 @@
+//! What an eval recorded, as `evidence.json` holds it: the problem, the options, every trial's
+//! comparison, every timing block with the device conditions around it, the witness's kernel
+//! launches and any failure. The audit ([`super::audit`]) judges this and nothing else, so a
+//! saved eval can be re-judged offline (`polyprof audit DIR`).
+//!
+//! Everything here was measured outside the candidate's process (the orchestrator, the trusted
+//! worker, the profiler), except what is marked `candidate_reported`: the candidate process's
+//! own timings, which the witness checks.
+
+use serde::{Deserialize, Serialize};
+
+/// Bumped when a field changes meaning; the audit refuses newer evidence than it knows.
+pub const EVIDENCE_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EvalEvidence {
+    pub schema_version: u32,
+    pub problem: ProblemInfo,
+    pub settings: EvalSettings,
+    pub environment: Environment,
+    /// Kernel names the candidate's source defines (`__global__` functions, `@triton.jit`
+    /// functions), read by polyprof from the file: what counts as the candidate's own work.
+    #[serde(default)]
+    pub candidate_kernels: Vec<String>,
+    #[serde(default)]
+    pub trials: Vec<TrialEvidence>,
+    /// Timing blocks of both sides, in the order they ran (interleaved).
+    #[serde(default)]
+    pub samples: Vec<TimingBlock>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub witness: Option<WitnessEvidence>,
+    /// Why the eval stopped early, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ProblemInfo {
+    pub reference: SourceFile,
+    pub candidate: SourceFile,
+    /// `torch` or `numpy`: the array type of the reference's inputs.
+    #[serde(default)]
+    pub framework: String,
+    /// `cuda` or `cpu`.
+    pub device: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SourceFile {
+    pub path: String,
+    pub sha256: String,
+}
+
+/// The options the eval ran with (every one documented in docs/eval.md with its default).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EvalSettings {
+    /// Correctness trials before timing, each on fresh inputs from a secret seed.
+    pub trials: u32,
+    /// Interleaved timing blocks per side.
+    pub timing_blocks: u32,
+    /// Timed calls per block.
+    pub repeat: u32,
+    pub warmup: u32,
+    pub atol: f64,
+    pub rtol: f64,
+    pub flush_l2: bool,
+    /// Calls the witness profiles (each on fresh inputs, each checked).
+    pub witness_calls: u32,
+    /// The profiler the witness ran under (`ncu`), or none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub witness_profiler: Option<String>,
+    /// `reported_time_below_witness` when the candidate's score time is below this share of
+    /// its witnessed kernel time.
+    pub witness_tolerance: f64,
+    /// `suspicious_speedup` above this speedup.
+    pub suspicious_speedup: f64,
+    /// A candidate that launches none of its own kernels is a finding, not only a figure.
+    pub require_candidate_kernels: bool,
+    /// Score times below this (ms) are `implausible_time`.
+    pub min_plausible_ms: f64,
+    /// The init seed (known to both sides: the candidate's weights must match the reference's).
+    pub init_seed: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Environment {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub torch: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numpy: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_uuid: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub witness_tool: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub polyprof: Option<String>,
+}
+
+/// Which part of the eval a trial served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TrialPhase {
+    /// Before timing: fresh inputs, one call, compared.
+    Correctness,
+    /// The output of the last timed call of a timing block, compared.
+    Timed,
+    /// A call under the witness, compared too.
+    Witness,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TrialEvidence {
+    pub index: u32,
+    pub phase: TrialPhase,
+    /// The secret seed, revealed here after the candidate's process is gone.
+    pub seed: u64,
+    #[serde(default)]
+    pub inputs: Vec<TensorSpec>,
+    #[serde(default)]
+    pub reference_outputs: Vec<TensorSpec>,
+    #[serde(default)]
+    pub candidate_outputs: Vec<TensorSpec>,
+    /// Absent when the candidate failed before giving outputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<Comparison>,
+    /// The inputs handed to the candidate, compared with the trusted copy after the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs_unchanged: Option<bool>,
+    /// Wall time of the call as the orchestrator saw it (ms), for information.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_ms: Option<f64>,
+}
+
+/// Shape, dtype and a few cheap statistics of one array (computed by the trusted worker).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TensorSpec {
+    pub dtype: String,
+    pub shape: Vec<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stride: Vec<i64>,
+    pub nbytes: u64,
+    /// Not an array (an int or float argument), as JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats: Option<ArrayStats>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ArrayStats {
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub mean: Option<f64>,
+    /// Elements that are NaN (the poison pattern reads as NaN in floating point).
+    pub nan_count: u64,
+    /// A content digest (hex): equal digests mean equal bytes.
+    pub digest: String,
+}
+
+/// The trusted worker's comparison of one trial's outputs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Comparison {
+    pub passed: bool,
+    /// `shape`, `dtype`, `count` (number of outputs) or `values` when not passed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mismatch: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_abs_diff: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rel_diff: Option<f64>,
+    /// Elements outside `atol + rtol * |reference|`.
+    #[serde(default)]
+    pub mismatched_elements: u64,
+    #[serde(default)]
+    pub total_elements: u64,
+    /// Candidate elements still holding the poison written before the call.
+    #[serde(default)]
+    pub poisoned_elements: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    Reference,
+    Candidate,
+}
+
+/// One block of timed calls of one side.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TimingBlock {
+    pub side: Side,
+    pub block: u32,
+    /// `graph_pairs`, `events` or `host`.
+    pub method: String,
+    /// Calls per graph replay (graph pairs), else 1.
+    #[serde(default = "one")]
+    pub batch: u32,
+    /// Per-call times (ms) as the side's own process measured them; the candidate's are what the
+    /// witness checks.
+    pub times_ms: Vec<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_state: Option<DeviceState>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions_before: Option<Conditions>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions_after: Option<Conditions>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Device state the side's worker reset and read back before its samples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DeviceState {
+    /// `cudaLimitPersistingL2CacheSize` after the reset (should be 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persisting_l2_limit_bytes: Option<u64>,
+    /// `cudaCtxResetPersistingL2Cache` returned success.
+    #[serde(default)]
+    pub persisting_l2_reset: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The GPU as `nvidia-smi` saw it around a block (outside both workers).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Conditions {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_clock_mhz: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_clock_mhz: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_sm_clock_mhz: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature_c: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_w: Option<f64>,
+    /// Active clock event reasons by name (`sw_thermal_slowdown`, `hw_slowdown`, …); idle and
+    /// application-clock settings are left out.
+    #[serde(default)]
+    pub throttle_reasons: Vec<String>,
+    /// Processes on the GPU that are not this eval's workers.
+    #[serde(default)]
+    pub other_processes: Vec<u32>,
+}
+
+/// The witness pass: the candidate run again under a profiler, each call in its own range.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct WitnessEvidence {
+    pub profiler: String,
+    /// The witness run's directory, relative to the eval directory.
+    pub run_dir: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_control: Option<String>,
+    /// Every kernel launch the profiler recorded in the candidate's process, in launch order.
+    #[serde(default)]
+    pub launches: Vec<WitnessLaunch>,
+    /// The witness could not be taken (profiler missing, run failed): why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct WitnessLaunch {
+    pub launch_id: u64,
+    pub name: String,
+    pub short_name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ns: Option<f64>,
+    /// The launching thread's open ranges, outermost first (`polyprof/call/3`).
+    #[serde(default)]
+    pub ranges: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_id: Option<u32>,
+}
+
+/// Where an eval stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    Reference,
+    Load,
+    Setup,
+    Correctness,
+    Timing,
+    Witness,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// The candidate's source did not import or its extension did not compile.
+    CompileError,
+    /// The candidate raised a Python exception.
+    Raised,
+    /// A call or setup ran past its time limit.
+    Timeout,
+    /// The process died (a signal, `os._exit`).
+    Crashed,
+    /// The GPU reported a fault (illegal address, XID, launch failure): the device is suspect.
+    DeviceFault,
+    /// Outputs of the wrong type (not an array, a lazy subclass).
+    BadOutput,
+    /// The reference itself failed: the problem, not the candidate.
+    ReferenceError,
+    /// polyprof could not run the eval (no Python, no torch): nothing about the candidate.
+    Harness,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Failure {
+    pub stage: Stage,
+    pub kind: FailureKind,
+    pub message: String,
+    /// The log that holds the details, relative to the eval directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<String>,
+}

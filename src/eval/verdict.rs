@@ -1,0 +1,146 @@
+//! `verdict.json`: what the audit concluded from the evidence. Exit status 0 only when
+//! `passed` (correct, and no finding).
+
+use serde::{Deserialize, Serialize};
+
+use super::evidence::Failure;
+
+pub const VERDICT_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EvalVerdict {
+    pub schema_version: u32,
+    /// `correct` and no finding.
+    pub passed: bool,
+    pub status: Status,
+    pub correctness: Correctness,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<TimingSummary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub witness: Option<WitnessSummary>,
+    /// Every check, whether it ran, and why not when it did not.
+    pub checks: Vec<CheckRun>,
+    pub findings: Vec<Finding>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Every compared output matched the reference within tolerance.
+    Correct,
+    /// At least one output did not.
+    Incorrect,
+    /// The eval stopped early (see `failure`).
+    Failed,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Correctness {
+    pub compared: u32,
+    pub passed: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_abs_diff: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rel_diff: Option<f64>,
+    pub atol: f64,
+    pub rtol: f64,
+}
+
+/// Times in milliseconds per call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TimingSummary {
+    pub method: String,
+    pub reference: SideTimes,
+    pub candidate: SideTimes,
+    /// The candidate's score time: the median of its scored samples.
+    pub score_ms: f64,
+    pub speedup: Speedup,
+    pub scored_samples: u32,
+    pub unscored_samples: u32,
+    /// Why samples were not scored (a block taken under throttling, another process, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unscored_reasons: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SideTimes {
+    pub samples: u32,
+    pub median_ms: f64,
+    pub min_ms: f64,
+    pub mean_ms: f64,
+    pub stddev_ms: f64,
+}
+
+/// Reference time over candidate time, with a distribution-free confidence interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Speedup {
+    pub value: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+    pub confidence: f64,
+    pub method: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct WitnessSummary {
+    pub profiler: String,
+    /// Witnessed GPU time of each profiled call (ms): the sum of its kernels' durations.
+    pub per_call_ms: Vec<f64>,
+    pub median_ms: f64,
+    /// The candidate's score time over its witnessed time (1 is agreement).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported_over_witnessed: Option<f64>,
+    /// Share of the calls' GPU time in kernels the candidate's source defines (0 to 1).
+    pub coverage: f64,
+    /// The candidate's own kernels that ran inside calls.
+    pub candidate_kernels_launched: Vec<String>,
+    /// Kernel launches outside any polyprof range (other threads, after the call).
+    pub launches_outside_calls: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CheckRun {
+    pub check: String,
+    pub ran: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why_not: Option<String>,
+}
+
+/// The kind of a finding; docs/eval.md says what each means, its rule and its margin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FindingKind {
+    IncorrectOutput,
+    UnwrittenOutput,
+    InputsModified,
+    TimedOutputIncorrect,
+    ReportedTimeBelowWitness,
+    KernelsOutsideCalls,
+    WorkAfterCall,
+    InconsistentCalls,
+    DecoyKernels,
+    NoCandidateKernel,
+    SuspiciousSpeedup,
+    ImplausibleTime,
+    UnscoredSamples,
+    DeviceNotReset,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Finding {
+    pub kind: FindingKind,
+    /// The check that found it (the `checks` entry).
+    pub check: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+    /// The records behind it (trial indices, launch ids, blocks).
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub evidence: serde_json::Value,
+}
