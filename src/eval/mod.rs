@@ -4,7 +4,9 @@
 
 pub mod audit;
 pub mod evidence;
+pub mod source_scan;
 pub mod verdict;
+pub mod witness;
 
 pub use audit::judge;
 pub use evidence::EvalEvidence;

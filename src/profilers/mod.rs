@@ -17,6 +17,7 @@ pub mod settings;
 pub mod staging;
 pub mod unitrace;
 pub mod vtune;
+pub mod witness;
 
 pub use crate::model::artifacts::{RawArtifact, RawOutput};
 pub use crate::model::parsed::{Diagnostic, ParsedOutput, ProfilerOutput, Severity};

@@ -1,0 +1,25 @@
+//! The witness's launches, taken from the normalized records of the witness run.
+
+use crate::model::record::{KernelRecord, RecordKind};
+
+use super::evidence::WitnessLaunch;
+
+/// Every kernel launch of `records` as witness evidence, in launch order (memory commands are
+/// left out: the witness judges kernels).
+pub fn launches_from_records(records: &[KernelRecord]) -> Vec<WitnessLaunch> {
+    let mut launches: Vec<WitnessLaunch> = records
+        .iter()
+        .filter(|r| r.kind == RecordKind::Kernel)
+        .map(|r| WitnessLaunch {
+            launch_id: r.launch_id,
+            name: r.name.clone(),
+            short_name: r.short_name.clone(),
+            duration_ns: r.duration_ns,
+            ranges: r.ranges.clone(),
+            stream: r.stream.clone(),
+            process_id: r.process_id,
+        })
+        .collect();
+    launches.sort_by_key(|l| (l.process_id, l.launch_id));
+    launches
+}
