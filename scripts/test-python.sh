@@ -2,6 +2,7 @@
 # The Python binding's tests: build the abi3 wheel once, install it into a fresh virtual
 # environment for each CPython version found (the machine's python3, plus 3.9 and 3.13 from pyenv
 # when present: abi3 means one wheel for all of them) and run python/tests with pytest there.
+# numpy is installed too: the eval worker's tests (test_eval_worker.py) run numpy problems.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=target/python-tests
@@ -19,7 +20,8 @@ for py in "${interpreters[@]}"; do
   venv="$work/$name"
   [[ -x "$venv/bin/python" ]] || "$py" -m venv "$venv"
   "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-  "$venv/bin/python" -m pip install -q pytest billiard llnl-hatchet pandas 2>/dev/null ||
+  "$venv/bin/python" -m pip install -q pytest numpy billiard llnl-hatchet pandas 2>/dev/null ||
+    "$venv/bin/python" -m pip install -q pytest numpy 2>/dev/null ||
     "$venv/bin/python" -m pip install -q pytest ||
     { echo "note: cannot install pytest for $name; skipping it" >&2; continue; }
   "$venv/bin/python" -m pip install -q --force-reinstall --no-deps "$wheel"

@@ -25,20 +25,10 @@ import math
 from typing import Any, Callable, Dict, List, Optional
 
 from . import _native
+# The timing itself lives in harness/polyprof_timing.py, one copy shared with the eval worker.
+from .harness.polyprof_timing import time_call
 
 __all__ = ["KernelBenchmark", "benchmark_kernel"]
-
-#: Kernels whose first estimate is below this are timed in CUDA graphs (ms): above it, the
-#: ~2 µs an event pair adds is under 2 %.
-GRAPH_BELOW_MS = 0.100
-#: Target GPU time of one graph replay (ms): long enough that the events' cost and the
-#: flushes' own variation average out. On the H200, 4 ms gave a CV of 2.0-4.1 % on 3-5 µs
-#: kernels, 32 ms 0.7-1.8 % (both measured side by side, 2026-12-01); a µs kernel then costs
-#: about 2 x repeat x 32 ms to time.
-GRAPH_REPLAY_MS = 32.0
-#: Spin cycles per timed call while Python queues the calls (about 0.2 ms at 2 GHz).
-HOLD_CYCLES_PER_CALL = 400_000
-
 
 class KernelBenchmark:
     """The GPU time of ``calls`` timed calls; times in milliseconds."""
@@ -102,88 +92,6 @@ def _torch():
     return torch
 
 
-def _l2_flusher(torch: Any) -> Callable[[], Any]:
-    props = torch.cuda.get_device_properties(torch.cuda.current_device())
-    l2 = int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
-    # Twice the L2, so whatever the replacement policy, nothing of the kernel's data survives;
-    # read, so that what survives is clean (evicting it costs the timed kernel nothing).
-    # int32 (its sum takes ~180 µs on the H200): a float32 sum (38 µs) or a zero_ (31 µs) right
-    # before the call made the graph difference read 7-23 % high on 1-32 M-element adds.
-    buffer = torch.ones(2 * l2 // 4, dtype=torch.int32, device="cuda")
-    return buffer.sum
-
-
-def _separator(torch: Any) -> Callable[[], Any]:
-    """A minimal kernel between calls when the L2 is not flushed."""
-    tiny = torch.zeros(1, device="cuda")
-    return tiny.zero_
-
-
-def _hold_gpu(torch: Any, calls: int) -> None:
-    """Keep the GPU busy while Python queues ``calls`` timed calls, so every event pair times GPU
-    work only (without it, the start event of a µs kernel waits for Python's next launch)."""
-    sleep = getattr(torch.cuda, "_sleep", None)
-    if sleep is not None:
-        sleep(min(2**40, HOLD_CYCLES_PER_CALL * max(1, calls)))
-
-
-def _time_events(torch: Any, call: Callable[[], Any], repeat: int, flush: Optional[Callable[[], Any]]) -> List[float]:
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(repeat)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(repeat)]
-    stream = torch.cuda.current_stream()
-    torch.cuda.synchronize()
-    _hold_gpu(torch, repeat)
-    for i in range(repeat):
-        if flush is not None:
-            flush()
-        starts[i].record(stream)
-        call()
-        ends[i].record(stream)
-    torch.cuda.synchronize()
-    return [s.elapsed_time(e) for s, e in zip(starts, ends)]
-
-
-def _median(values: List[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-
-
-def _capture(torch: Any, body: Callable[[], Any], batch: int) -> Any:
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        body()  # capture needs the callable to have run once on the capturing stream
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(batch):
-            body()
-    graph.replay()
-    torch.cuda.synchronize()
-    return graph
-
-
-def _time_graph_pairs(
-    torch: Any, call: Callable[[], Any], repeat: int, separator: Callable[[], Any], estimate_ms: float
-) -> "tuple[List[float], int]":
-    """Per-call times from graphs of ``batch`` (separator, call) pairs minus graphs of ``batch``
-    separators: no launch gap, no overlap of one call with the next, the separator's own time
-    taken out."""
-    separator_ms = _median(_time_events(torch, separator, 5, None))
-    batch = max(1, min(1000, int(GRAPH_REPLAY_MS / max(estimate_ms + separator_ms, 1e-4))))
-
-    def pair() -> None:
-        separator()
-        call()
-
-    paired = _capture(torch, pair, batch)
-    alone = _capture(torch, separator, batch)
-    base = _median(_time_events(torch, alone.replay, repeat, None))
-    replays = _time_events(torch, paired.replay, repeat, None)
-    return [(t - base) / batch for t in replays], batch
-
-
 def benchmark_kernel(
     fn: Callable[..., Any],
     *args: Any,
@@ -216,30 +124,5 @@ def benchmark_kernel(
     def call() -> Any:
         return fn(*args, **kwargs)
 
-    for _ in range(warmup):
-        call()
-    torch.cuda.synchronize()
-    flush = _l2_flusher(torch) if flush_l2 else None
-
-    estimate = _median(_time_events(torch, call, 5, flush))
-    auto = graph is None
-    if auto:
-        graph = estimate < GRAPH_BELOW_MS
-
-    if graph:
-        separator = flush if flush is not None else _separator(torch)
-        try:
-            times, batch = _time_graph_pairs(torch, call, repeat, separator, estimate)
-        except Exception as error:  # not capturable (synchronizes, allocates host memory, ...)
-            if not auto:
-                raise
-            torch.cuda.synchronize()
-            times = _time_events(torch, call, repeat, flush)
-            method = f"events (CUDA graph capture failed: {type(error).__name__})"
-            return KernelBenchmark.from_times(label, times, flops, bytes_moved, method=method)
-        what = "flush" if flush is not None else "separator"
-        method = f"cuda_graph {batch}x({what}+call) - {batch}x{what}"
-        return KernelBenchmark.from_times(label, times, flops, bytes_moved, method=method)
-
-    times = _time_events(torch, call, repeat, flush)
-    return KernelBenchmark.from_times(label, times, flops, bytes_moved, method="events")
+    times, method, _, _ = time_call(torch, call, repeat, warmup, flush_l2, graph, keep_output=False)
+    return KernelBenchmark.from_times(label, times, flops, bytes_moved, method=method)

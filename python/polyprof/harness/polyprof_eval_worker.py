@@ -1,0 +1,1356 @@
+"""The eval worker: runs one side of ``polyprof eval`` (the trusted reference or the candidate)
+and answers the orchestrator's requests on a Unix socket. docs/eval-harness.md is the protocol.
+
+polyprof writes this file and ``polyprof_timing.py`` into an eval's ``harness/`` directory and
+runs ``python3 harness/polyprof_eval_worker.py --socket PATH --role trusted|candidate --source
+FILE.py --device cuda|cpu``. Standalone on purpose: the standard library, plus torch or numpy
+only when the problem uses them (a numpy problem runs where torch is not installed). Arrays never
+cross as pickles: CUDA tensors as IPC handle fields, host arrays as raw bytes, other arguments as
+JSON values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import ctypes
+import hashlib
+import importlib.util
+import json
+import math
+import os
+import platform
+import random
+import re
+import socket
+import struct
+import sys
+import traceback
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+from polyprof_timing import time_call, time_call_host
+
+#: Largest header accepted (bytes): a header holds specs, never array data.
+MAX_HEADER_BYTES = 64 * 2**20
+#: Elements per chunk when statistics and comparisons run over an array, so the float64
+#: temporaries stay bounded (128 MiB each) whatever the array's size.
+CHUNK_ELEMENTS = 1 << 24
+#: Exit status after a device fault: the CUDA context is unusable, the orchestrator ends the eval.
+EXIT_DEVICE_FAULT = 3
+#: Exit status after a broken protocol (a malformed frame: nothing can be answered any more).
+EXIT_PROTOCOL = 2
+#: Module names the sources are loaded under (fixed, so neither side can guess the other's).
+MODULE_NAMES = {"trusted": "polyprof_reference", "candidate": "polyprof_candidate"}
+#: The class each role builds.
+MODEL_CLASSES = {"trusted": "Model", "candidate": "ModelNew"}
+#: Modulus of the position weights of the CUDA digest (a prime below 2**16: weights stay exact).
+DIGEST_WEIGHT_MODULUS = 65521
+#: cudaLimitPersistingL2CacheSize in the CUDA runtime's enum cudaLimit.
+CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06
+
+#: Exception text of a CUDA fault: after one, the process's context is unusable.
+DEVICE_FAULT_TEXT = re.compile(
+    r"illegal memory access|unspecified launch failure|device-side assert|illegal instruction"
+    r"|misaligned address|CUDA error: ECC|uncorrectable ECC|an illegal address|hardware stack error"
+    r"|cudaErrorIllegalAddress|cudaErrorLaunchFailure|cudaErrorAssert|CUDA_ERROR_ILLEGAL_ADDRESS"
+    r"|CUDA_ERROR_LAUNCH_FAILED",
+    re.IGNORECASE,
+)
+#: Exception text of a failed build (an inline extension compiled at construction).
+COMPILE_ERROR_TEXT = re.compile(r"Error building extension|CompilationError|nvcc|ninja", re.IGNORECASE)
+#: Dtype names accepted from the wire (letters, digits, underscores: never an attribute path).
+DTYPE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+class WorkerError(Exception):
+    """A request that failed, answered as ``{"ok": false, "error": {...}}``."""
+
+    def __init__(self, kind: str, message: str, trace: Optional[str] = None):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.trace = trace
+
+    def to_json(self) -> Dict[str, Any]:
+        error: Dict[str, Any] = {"kind": self.kind, "message": self.message}
+        if self.trace:
+            error["traceback"] = self.trace[-16000:]
+        return error
+
+
+class ProtocolError(WorkerError):
+    def __init__(self, message: str):
+        super().__init__("protocol", message)
+
+
+def is_device_fault(error: BaseException) -> bool:
+    return bool(DEVICE_FAULT_TEXT.search(f"{type(error).__name__}: {error}"))
+
+
+def user_error(error: BaseException, kind: str = "raised") -> WorkerError:
+    """A WorkerError for an exception raised by the source's code (or by the device under it)."""
+    if is_device_fault(error):
+        kind = "device_fault"
+    message = f"{type(error).__name__}: {error}"
+    return WorkerError(kind, message, traceback.format_exc())
+
+
+# ---------------------------------------------------------------------------------------------
+# Framing: a 4-byte big-endian header length, the JSON header, then header.payload_bytes bytes.
+
+
+def recv_exact(sock: socket.socket, size: int) -> bytearray:
+    buffer = bytearray(size)
+    view = memoryview(buffer)
+    got = 0
+    while got < size:
+        n = sock.recv_into(view[got:], size - got)
+        if n == 0:
+            raise EOFError(f"connection closed with {size - got} of {size} bytes unread")
+        got += n
+    return buffer
+
+
+def read_message(sock: socket.socket) -> Tuple[Dict[str, Any], bytearray]:
+    try:
+        first = sock.recv(4, socket.MSG_WAITALL)
+    except ConnectionResetError:
+        first = b""
+    if not first:
+        raise EOFError("connection closed")
+    if len(first) < 4:
+        first = bytes(first) + bytes(recv_exact(sock, 4 - len(first)))
+    (length,) = struct.unpack(">I", first)
+    if length > MAX_HEADER_BYTES:
+        raise ProtocolError(f"header of {length} bytes is over the {MAX_HEADER_BYTES} limit")
+    try:
+        header = json.loads(recv_exact(sock, length).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ProtocolError(f"header is not UTF-8 JSON: {e}") from e
+    if not isinstance(header, dict):
+        raise ProtocolError("header is not a JSON object")
+    payload_bytes = header.get("payload_bytes") or 0
+    if not isinstance(payload_bytes, int) or payload_bytes < 0:
+        raise ProtocolError(f"payload_bytes must be an integer >= 0, got {payload_bytes!r}")
+    payload = recv_exact(sock, payload_bytes) if payload_bytes else bytearray()
+    return header, payload
+
+
+def write_message(sock: socket.socket, header: Dict[str, Any], chunks: List[bytes]) -> None:
+    total = sum(len(c) for c in chunks)
+    if total:
+        header = dict(header, payload_bytes=total)
+    data = json.dumps(header, allow_nan=False, separators=(",", ":")).encode("utf-8")
+    sock.sendall(struct.pack(">I", len(data)) + data)
+    for chunk in chunks:
+        sock.sendall(chunk)
+
+
+# ---------------------------------------------------------------------------------------------
+# Frameworks, imported lazily: whatever the source imported is in sys.modules.
+
+
+def loaded_torch() -> Any:
+    return sys.modules.get("torch")
+
+
+def loaded_numpy() -> Any:
+    return sys.modules.get("numpy")
+
+
+def need_torch() -> Any:
+    try:
+        import torch
+    except ImportError as e:
+        raise WorkerError("protocol", "a torch array arrived but torch is not installed here") from e
+    return torch
+
+
+def need_numpy() -> Any:
+    try:
+        import numpy
+    except ImportError as e:
+        raise WorkerError("protocol", "a numpy array arrived but numpy is not installed here") from e
+    return numpy
+
+
+def is_tensor(x: Any) -> bool:
+    torch = loaded_torch()
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def is_ndarray(x: Any) -> bool:
+    np = loaded_numpy()
+    return np is not None and isinstance(x, np.ndarray)
+
+
+def is_array(x: Any) -> bool:
+    return is_tensor(x) or is_ndarray(x)
+
+
+def framework_of(values: List[Any]) -> str:
+    """torch if any value is a torch tensor, else numpy if any is an ndarray, else python."""
+    if any(is_tensor(v) for v in values):
+        return "torch"
+    if any(is_ndarray(v) for v in values):
+        return "numpy"
+    return "python"
+
+
+def seed_everything(seed: int) -> None:
+    """Seed every generator a problem may draw from: Python's, numpy's and torch's (CPU, CUDA)."""
+    random.seed(seed)
+    np = loaded_numpy()
+    if np is not None:
+        np.random.seed(seed % 2**32)
+    torch = loaded_torch()
+    if torch is not None:
+        torch.manual_seed(seed)
+        if torch.cuda.is_available():
+            torch.cuda.manual_seed_all(seed)
+
+
+def dtype_name(x: Any) -> str:
+    if is_tensor(x):
+        return str(x.dtype).replace("torch.", "")
+    return str(x.dtype.name)
+
+
+def item_size(x: Any) -> int:
+    return int(x.element_size()) if is_tensor(x) else int(x.itemsize)
+
+
+def numel(x: Any) -> int:
+    return int(x.numel()) if is_tensor(x) else int(x.size)
+
+
+def shape_of(x: Any) -> List[int]:
+    return [int(s) for s in x.shape]
+
+
+def stride_of(x: Any) -> List[int]:
+    """Strides in elements (numpy's are in bytes)."""
+    if is_tensor(x):
+        return [int(s) for s in x.stride()]
+    size = item_size(x)
+    return [int(s) // size if size else 0 for s in x.strides]
+
+
+def is_cuda(x: Any) -> bool:
+    return is_tensor(x) and x.is_cuda
+
+
+def contiguous(x: Any) -> Any:
+    if is_tensor(x):
+        return x.detach().contiguous()
+    np = loaded_numpy()
+    a = np.ascontiguousarray(x)
+    if not a.dtype.isnative:
+        a = a.astype(a.dtype.newbyteorder("="))
+    return a
+
+
+def clone(x: Any) -> Any:
+    if is_tensor(x):
+        return x.detach().clone()
+    if is_ndarray(x):
+        return x.copy()
+    return x
+
+
+def synchronize() -> None:
+    torch = loaded_torch()
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+def flat_bytes(x: Any) -> Any:
+    """A contiguous array's bytes as a flat uint8 array of the same framework (no copy)."""
+    if is_tensor(x):
+        torch = loaded_torch()
+        return x.reshape(-1).view(torch.uint8)
+    np = loaded_numpy()
+    return x.reshape(-1).view(np.uint8)
+
+
+def host_bytes(x: Any) -> bytes:
+    """A contiguous host array's bytes (a copy)."""
+    if is_tensor(x):
+        n = numel(x) * item_size(x)
+        return ctypes.string_at(x.data_ptr(), n) if n else b""
+    return x.tobytes()
+
+
+def chunks(n: int) -> Iterator[Tuple[int, int]]:
+    start = 0
+    while start < n:
+        yield start, min(n, start + CHUNK_ELEMENTS)
+        start += CHUNK_ELEMENTS
+
+
+class Ops:
+    """The few array operations statistics and comparisons need, for torch or numpy."""
+
+    def __init__(self, x: Any):
+        self.torch = is_tensor(x)
+        self.xp = loaded_torch() if self.torch else loaded_numpy()
+
+    def quiet(self) -> Any:
+        """numpy's warnings about NaN and infinity off: they are data here."""
+        return contextlib.nullcontext() if self.torch else self.xp.errstate(all="ignore")
+
+    def kind(self, x: Any) -> str:
+        """b (bool), i (integer), f (floating), c (complex)."""
+        if self.torch:
+            if x.dtype == self.xp.bool:
+                return "b"
+            if x.dtype.is_complex:
+                return "c"
+            return "f" if x.dtype.is_floating_point else "i"
+        return "i" if x.dtype.kind == "u" else x.dtype.kind
+
+    def f64(self, x: Any) -> Any:
+        if self.torch:
+            return x.to(self.xp.complex128 if x.dtype.is_complex else self.xp.float64)
+        return x.astype(self.xp.complex128 if x.dtype.kind == "c" else self.xp.float64)
+
+    def count(self, mask: Any) -> int:
+        return int(self.xp.count_nonzero(mask))
+
+    def size(self, x: Any) -> int:
+        return int(x.numel()) if self.torch else int(x.size)
+
+    def max(self, x: Any) -> float:
+        return float(x.max())
+
+    def min(self, x: Any) -> float:
+        return float(x.min())
+
+    def sum(self, x: Any) -> float:
+        return float(x.sum())
+
+    def rows(self, raw: Any, itemsize: int) -> Any:
+        return raw.reshape(-1, itemsize)
+
+    def all_rows(self, rows: Any) -> Any:
+        return rows.all(dim=1) if self.torch else rows.all(axis=1)
+
+    def arange(self, start: int, stop: int, like: Any) -> Any:
+        if self.torch:
+            return self.xp.arange(start, stop, dtype=self.xp.float64, device=like.device)
+        return self.xp.arange(start, stop, dtype=self.xp.float64)
+
+
+def finite_or_none(value: Optional[float]) -> Optional[float]:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def array_stats(x: Any) -> Dict[str, Any]:
+    """min, max, mean over the elements that are not NaN (float64), the NaN count, a digest.
+    Non-finite results (an infinite element) are null: JSON has no infinity."""
+    x = contiguous(x)
+    ops = Ops(x)
+    kind = ops.kind(x)
+    flat = x.reshape(-1)
+    nan_count, low, high, total, counted = 0, None, None, 0.0, 0
+    with ops.quiet():
+        for a, b in chunks(numel(x)):
+            chunk = flat[a:b]
+            if kind == "c":
+                nan_count += ops.count(ops.xp.isnan(chunk))
+                continue
+            values = ops.f64(chunk)
+            if kind == "f":
+                nan = ops.xp.isnan(values)
+                k = ops.count(nan)
+                if k:
+                    nan_count += k
+                    values = values[~nan]
+            if ops.size(values) == 0:
+                continue
+            lo, hi = ops.min(values), ops.max(values)
+            low = lo if low is None else min(low, lo)
+            high = hi if high is None else max(high, hi)
+            total += ops.sum(values)
+            counted += ops.size(values)
+    mean = total / counted if counted else None
+    return {
+        "min": finite_or_none(low),
+        "max": finite_or_none(high),
+        "mean": finite_or_none(mean),
+        "nan_count": nan_count,
+        "digest": digest(x),
+    }
+
+
+def digest(x: Any) -> str:
+    """Hex sha256. Host arrays: of their bytes. CUDA tensors: of three float64 sums computed on
+    the GPU over the bytes read as int32 words (uint8 when the size is not a multiple of 4):
+    sum(w), sum(w*w) and sum(((i mod 65521) + 1) * w) for word i, with the dtype and shape; no
+    copy to the host, and equal digests for equal bytes."""
+    if not is_cuda(x):
+        return hashlib.sha256(host_bytes(x)).hexdigest()
+    torch = loaded_torch()
+    ops = Ops(x)
+    words = flat_bytes(x)
+    if words.numel() % 4 == 0:
+        try:
+            words = words.view(torch.int32)
+        except RuntimeError:  # a storage offset that is not 4-byte aligned: stay with bytes
+            pass
+    plain = squares = weighted = 0.0
+    for a, b in chunks(int(words.numel())):
+        w = words[a:b].to(torch.float64)
+        weights = torch.remainder(ops.arange(a, b, w), DIGEST_WEIGHT_MODULUS) + 1
+        plain += float(w.sum())
+        squares += float((w * w).sum())
+        weighted += float((w * weights).sum())
+    text = f"cuda-sums|{dtype_name(x)}|{shape_of(x)}|{plain!r}|{squares!r}|{weighted!r}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def spec_of(x: Any, with_stats: bool = False) -> Dict[str, Any]:
+    """An eval::evidence::TensorSpec."""
+    if not is_array(x):
+        return value_spec(x)
+    spec: Dict[str, Any] = {
+        "dtype": dtype_name(x),
+        "shape": shape_of(x),
+        "stride": stride_of(x),
+        "nbytes": numel(x) * item_size(x),
+    }
+    if with_stats:
+        spec["stats"] = array_stats(x)
+    return spec
+
+
+def json_value(x: Any) -> Any:
+    """A non-array argument as JSON; tuples become lists (the spec's dtype keeps ``tuple``)."""
+    np = loaded_numpy()
+    if np is not None and isinstance(x, np.generic):
+        x = x.item()
+    if x is None or isinstance(x, (bool, int, str)):
+        return x
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            raise ValueError(f"the value {x!r} cannot cross as JSON")
+        return x
+    if isinstance(x, (list, tuple)):
+        return [json_value(v) for v in x]
+    raise ValueError(f"a {type(x).__name__} cannot be sent between the workers (not an array, not a JSON value)")
+
+
+def value_spec(x: Any) -> Dict[str, Any]:
+    np = loaded_numpy()
+    if np is not None and isinstance(x, np.generic):
+        x = x.item()
+    return {"dtype": type(x).__name__, "shape": [], "nbytes": 0, "value": json_value(x)}
+
+
+def from_json_value(value: Any, dtype: Any) -> Any:
+    if dtype == "tuple" and isinstance(value, list):
+        return tuple(value)
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Arrays on the wire.
+
+
+class Outgoing:
+    """Arrays of one answer: their wire dicts, the payload chunks, what must stay alive."""
+
+    def __init__(self) -> None:
+        self.chunks: List[bytes] = []
+        self.size = 0
+        self.keep: List[Any] = []
+        self.notes: List[str] = []
+
+    def add_bytes(self, data: bytes) -> int:
+        offset = self.size
+        self.chunks.append(data)
+        self.size += len(data)
+        return offset
+
+    def array(self, x: Any, transport: str) -> Dict[str, Any]:
+        if not is_array(x):
+            return {**value_spec(x), "transport": "value"}
+        if is_tensor(x):
+            x = x.detach()
+            if x.is_cuda and transport == "ipc":
+                return self.ipc(x)
+            if x.is_cuda:
+                x = x.cpu()
+        elif x.dtype.kind not in "biufc":
+            raise ValueError(f"an array of dtype {x.dtype} cannot be sent (numbers and booleans only)")
+        x = contiguous(x)
+        wire = spec_of(x)
+        wire.update(transport="bytes", framework="torch" if is_tensor(x) else "numpy")
+        wire["offset"] = self.add_bytes(host_bytes(x))
+        return wire
+
+    def ipc(self, x: Any) -> Dict[str, Any]:
+        storage = x.untyped_storage()
+        (device, handle, size, offset, ref_handle, ref_offset, event, event_sync) = storage._share_cuda_()
+        self.keep.append(x)
+        wire = spec_of(x)
+        wire.update(
+            transport="ipc",
+            framework="torch",
+            ipc={
+                "device": int(device),
+                "handle": b64(handle),
+                "storage_size": int(size),
+                "storage_offset_bytes": int(offset),
+                "ref_counter_handle": b64(ref_handle),
+                "ref_counter_offset": int(ref_offset),
+                "event_handle": b64(event),
+                "event_sync_required": bool(event_sync),
+                "tensor_offset": int(x.storage_offset()),
+            },
+        )
+        return wire
+
+
+def b64(data: Optional[bytes]) -> Optional[str]:
+    return None if data is None else base64.b64encode(bytes(data)).decode("ascii")
+
+
+def unb64(text: Any, field: str) -> Optional[bytes]:
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise ProtocolError(f"ipc.{field} must be base64 text")
+    try:
+        return base64.b64decode(text, validate=True)
+    except ValueError as e:
+        raise ProtocolError(f"ipc.{field} is not base64: {e}") from e
+
+
+def wire_ints(value: Any, field: str, allow_negative: bool = False) -> List[int]:
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise ProtocolError(f"{field} must be a list of integers")
+    if not allow_negative and any(v < 0 for v in value):
+        raise ProtocolError(f"{field} must hold no negative number")
+    return value
+
+
+def wire_int(value: Any, field: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ProtocolError(f"{field} must be an integer >= 0, got {value!r}")
+    return value
+
+
+def import_array(wire: Any, payload: bytearray, device: str) -> Any:
+    """Rebuild one array (or value) from its wire dict: IPC fields or payload bytes, never a
+    pickle. A size that does not add up is a protocol error, before any memory is touched."""
+    if not isinstance(wire, dict):
+        raise ProtocolError("an array on the wire must be a JSON object")
+    transport = wire.get("transport")
+    if transport == "value":
+        return from_json_value(wire.get("value"), wire.get("dtype"))
+    name = wire.get("dtype")
+    if not isinstance(name, str) or not DTYPE_NAME.match(name):
+        raise ProtocolError(f"dtype {name!r} is not a dtype name")
+    shape = wire_ints(wire.get("shape"), "shape")
+    count = math.prod(shape)
+    if transport == "ipc":
+        return import_ipc(wire, name, shape, count)
+    if transport != "bytes":
+        raise ProtocolError(f"transport must be ipc, bytes or value, got {transport!r}")
+    offset = wire_int(wire.get("offset"), "offset")
+    nbytes = wire_int(wire.get("nbytes"), "nbytes")
+    if offset + nbytes > len(payload):
+        raise ProtocolError(f"array bytes {offset}..{offset + nbytes} run past the {len(payload)}-byte payload")
+    framework = wire.get("framework") or ("torch" if loaded_torch() is not None else "numpy")
+    if framework == "torch":
+        torch = need_torch()
+        dtype = getattr(torch, name, None)
+        if not isinstance(dtype, torch.dtype):
+            raise ProtocolError(f"torch has no dtype {name!r}")
+        size = torch.empty(0, dtype=dtype).element_size()
+        if count * size != nbytes:
+            raise ProtocolError(f"{nbytes} bytes do not hold {shape} of {name}")
+        if count == 0:
+            tensor = torch.empty(shape, dtype=dtype)
+        else:
+            tensor = torch.frombuffer(bytearray(payload[offset : offset + nbytes]), dtype=dtype).reshape(shape)
+        return tensor.cuda() if device == "cuda" else tensor
+    if framework != "numpy":
+        raise ProtocolError(f"framework must be torch or numpy, got {framework!r}")
+    np = need_numpy()
+    try:
+        dtype = np.dtype(name)
+    except TypeError as e:
+        raise ProtocolError(f"numpy has no dtype {name!r}") from e
+    if dtype.kind not in "biufc":
+        raise ProtocolError(f"dtype {name!r} is not a number or boolean dtype")
+    if count * dtype.itemsize != nbytes:
+        raise ProtocolError(f"{nbytes} bytes do not hold {shape} of {name}")
+    return np.frombuffer(payload, dtype=dtype, count=count, offset=offset).reshape(shape).copy()
+
+
+def import_ipc(wire: Dict[str, Any], name: str, shape: List[int], count: int) -> Any:
+    torch = need_torch()
+    dtype = getattr(torch, name, None)
+    if not isinstance(dtype, torch.dtype):
+        raise ProtocolError(f"torch has no dtype {name!r}")
+    fields = wire.get("ipc")
+    if not isinstance(fields, dict):
+        raise ProtocolError("transport ipc needs the ipc fields")
+    stride = wire_ints(wire.get("stride") or contiguous_stride(shape), "stride")
+    if len(stride) != len(shape):
+        raise ProtocolError("stride and shape differ in length")
+    device = wire_int(fields.get("device"), "ipc.device")
+    storage_size = wire_int(fields.get("storage_size"), "ipc.storage_size")
+    tensor_offset = wire_int(fields.get("tensor_offset"), "ipc.tensor_offset")
+    size = torch.empty(0, dtype=dtype).element_size()
+    if count:
+        last = tensor_offset + sum((s - 1) * st for s, st in zip(shape, stride))
+        if (last + 1) * size > storage_size:
+            raise ProtocolError(f"{shape} (stride {stride}, offset {tensor_offset}) of {name} runs past the {storage_size}-byte storage")
+    handle = unb64(fields.get("handle"), "handle")
+    if handle is None or storage_size == 0:
+        return torch.empty_strided(shape, stride, dtype=dtype, device=f"cuda:{device}")
+    torch.cuda._lazy_init()
+    storage = torch.UntypedStorage._new_shared_cuda(
+        device,
+        handle,
+        storage_size,
+        wire_int(fields.get("storage_offset_bytes"), "ipc.storage_offset_bytes"),
+        unb64(fields.get("ref_counter_handle"), "ref_counter_handle"),
+        wire_int(fields.get("ref_counter_offset"), "ipc.ref_counter_offset"),
+        unb64(fields.get("event_handle"), "event_handle"),
+        bool(fields.get("event_sync_required")),
+    )
+    tensor = torch.empty(0, dtype=dtype, device=f"cuda:{device}").set_(storage, tensor_offset, shape, stride)
+    torch.cuda.synchronize()
+    return tensor
+
+
+def contiguous_stride(shape: List[int]) -> List[int]:
+    stride, step = [], 1
+    for s in reversed(shape):
+        stride.append(step)
+        step *= max(s, 1)
+    return list(reversed(stride))
+
+
+def import_arrays(wires: Any, payload: bytearray, device: str, field: str) -> List[Any]:
+    if not isinstance(wires, list):
+        raise ProtocolError(f"{field} must be a list of arrays")
+    return [import_array(w, payload, device) for w in wires]
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparison (trusted side).
+
+
+def same_bytes(a: Any, b: Any) -> bool:
+    """Byte equality of two arrays (or values) of one framework."""
+    if not is_array(a) or not is_array(b):
+        if is_array(a) or is_array(b):
+            return False
+        return json_value(a) == json_value(b)
+    if is_tensor(a) != is_tensor(b) or dtype_name(a) != dtype_name(b) or shape_of(a) != shape_of(b):
+        return False
+    a, b = contiguous(a), contiguous(b)
+    if is_tensor(a):
+        torch = loaded_torch()
+        if a.device != b.device:
+            b = b.to(a.device)
+        return bool(torch.equal(flat_bytes(a), flat_bytes(b)))
+    return bool(loaded_numpy().array_equal(flat_bytes(a), flat_bytes(b)))
+
+
+def compare_outputs(candidate: List[Any], reference: List[Any], atol: float, rtol: float) -> Dict[str, Any]:
+    """An eval::evidence::Comparison of the candidate's outputs with the reference's.
+
+    An element passes when |c - r| <= atol + rtol * |r| or c == r (equal infinities); a NaN
+    passes only where the reference is NaN too. max_abs_diff and max_rel_diff are over the
+    elements finite on both sides (rel: where the reference is not 0). An element is poisoned
+    when all its bytes are 0xFF while the reference element's are not."""
+    total = sum(numel(r) for r in reference if is_array(r))
+    result: Dict[str, Any] = {
+        "passed": False,
+        "mismatched_elements": 0,
+        "total_elements": total,
+        "poisoned_elements": 0,
+    }
+    if len(candidate) != len(reference):
+        result.update(mismatch="count", detail=f"{len(candidate)} outputs, the reference has {len(reference)}")
+        return result
+    mismatch: Optional[str] = None
+    details: List[str] = []
+    max_abs: Optional[float] = None
+    max_rel: Optional[float] = None
+    for index, (c, r) in enumerate(zip(candidate, reference)):
+        kind = shape_or_dtype_mismatch(c, r)
+        if kind is not None:
+            mismatch = mismatch or kind
+            details.append(f"output {index}: {describe(c)}, the reference {describe(r)}")
+            continue
+        if not is_array(r):
+            if json_value(c) != json_value(r):
+                mismatch = mismatch or "values"
+                details.append(f"output {index}: {c!r}, the reference {r!r}")
+            continue
+        bad, poisoned, abs_diff, rel_diff = compare_values(c, r, atol, rtol)
+        result["mismatched_elements"] += bad
+        result["poisoned_elements"] += poisoned
+        if bad:
+            mismatch = mismatch or "values"
+            details.append(f"output {index}: {bad} of {numel(r)} elements outside atol {atol} + rtol {rtol}")
+        if abs_diff is not None:
+            max_abs = abs_diff if max_abs is None else max(max_abs, abs_diff)
+        if rel_diff is not None:
+            max_rel = rel_diff if max_rel is None else max(max_rel, rel_diff)
+    result["passed"] = mismatch is None
+    if mismatch is not None:
+        result["mismatch"] = mismatch
+        result["detail"] = "; ".join(details)[:4000]
+    if finite_or_none(max_abs) is not None:
+        result["max_abs_diff"] = max_abs
+    if finite_or_none(max_rel) is not None:
+        result["max_rel_diff"] = max_rel
+    return result
+
+
+def describe(x: Any) -> str:
+    if not is_array(x):
+        return f"the value {x!r}"
+    kind = "tensor" if is_tensor(x) else "ndarray"
+    return f"{kind} {dtype_name(x)} {shape_of(x)}"
+
+
+def shape_or_dtype_mismatch(c: Any, r: Any) -> Optional[str]:
+    if is_array(c) != is_array(r):
+        return "dtype"
+    if not is_array(r):
+        return None
+    if shape_of(c) != shape_of(r):
+        return "shape"
+    if is_tensor(c) != is_tensor(r) or dtype_name(c) != dtype_name(r):
+        return "dtype"
+    return None
+
+
+def compare_values(c: Any, r: Any, atol: float, rtol: float) -> Tuple[int, int, Optional[float], Optional[float]]:
+    """(mismatched, poisoned, max abs diff, max rel diff) of two arrays of one shape and dtype."""
+    c, r = contiguous(c), contiguous(r)
+    if is_tensor(r) and c.device != r.device:
+        c = c.to(r.device)
+    ops = Ops(r)
+    xp = ops.xp
+    kind = ops.kind(r)
+    itemsize = item_size(r)
+    c_flat, r_flat = c.reshape(-1), r.reshape(-1)
+    c_rows, r_rows = ops.rows(flat_bytes(c), itemsize), ops.rows(flat_bytes(r), itemsize)
+    bad = poisoned = 0
+    max_abs: Optional[float] = None
+    max_rel: Optional[float] = None
+    with ops.quiet():
+        for a, b in chunks(numel(r)):
+            cv, rv = ops.f64(c_flat[a:b]), ops.f64(r_flat[a:b])
+            diff = xp.abs(cv - rv)
+            if kind in "bi":
+                ok = c_flat[a:b] == r_flat[a:b]
+            else:
+                # An infinite reference allows no tolerance (inf <= inf would pass -inf for inf).
+                ok = ((diff <= atol + rtol * xp.abs(rv)) & xp.isfinite(rv)) | (cv == rv) | (xp.isnan(cv) & xp.isnan(rv))
+            bad += ops.count(~ok)
+            finite = xp.isfinite(cv) & xp.isfinite(rv)
+            if ops.count(finite):
+                d = diff[finite]
+                max_abs = max(max_abs or 0.0, ops.max(d))
+                nonzero = finite & (rv != 0)
+                if ops.count(nonzero):
+                    max_rel = max(max_rel or 0.0, ops.max(diff[nonzero] / xp.abs(rv[nonzero])))
+            c_poison = ops.all_rows(c_rows[a:b] == 255)
+            r_poison = ops.all_rows(r_rows[a:b] == 255)
+            poisoned += ops.count(c_poison & ~r_poison)
+    return bad, poisoned, max_abs, max_rel
+
+
+# ---------------------------------------------------------------------------------------------
+# Device state before timing.
+
+
+def loaded_cudart_paths() -> List[str]:
+    """The CUDA runtime libraries this process has mapped (torch's, an extension's)."""
+    paths: List[str] = []
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            for line in maps:
+                parts = line.split(None, 5)
+                if len(parts) == 6:
+                    path = parts[5].strip()
+                    if "libcudart.so" in os.path.basename(path) and path not in paths:
+                        paths.append(path)
+    except OSError:
+        pass
+    return paths
+
+
+def reset_device_state(device: str, framework: str) -> Dict[str, Any]:
+    """An eval::evidence::DeviceState: persisting L2 lines reset, the persisting L2 limit set to
+    0 and read back, through the CUDA runtime the process loaded (so the same context)."""
+    if device != "cuda" or framework != "torch":
+        return {"persisting_l2_reset": False, "note": "host timing: no device state to reset"}
+    synchronize()
+    paths = loaded_cudart_paths()
+    if not paths:
+        return {
+            "persisting_l2_reset": False,
+            "note": "libcudart is not mapped in this process (linked statically?): persisting L2 not reset",
+        }
+    notes: List[str] = []
+    reset_ok = True
+    limit: Optional[int] = None
+    for path in paths:
+        try:
+            lib = ctypes.CDLL(path)
+            lib.cudaDeviceSetLimit.argtypes = [ctypes.c_int, ctypes.c_size_t]
+            lib.cudaDeviceGetLimit.argtypes = [ctypes.POINTER(ctypes.c_size_t), ctypes.c_int]
+            rc = lib.cudaCtxResetPersistingL2Cache()
+            rc_set = lib.cudaDeviceSetLimit(CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE, 0)
+            value = ctypes.c_size_t(0)
+            rc_get = lib.cudaDeviceGetLimit(ctypes.byref(value), CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE)
+        except (OSError, AttributeError) as e:
+            reset_ok = False
+            notes.append(f"{path}: {e}")
+            continue
+        reset_ok = reset_ok and rc == 0
+        for what, code in (("cudaCtxResetPersistingL2Cache", rc), ("cudaDeviceSetLimit", rc_set), ("cudaDeviceGetLimit", rc_get)):
+            if code != 0:
+                notes.append(f"{os.path.basename(path)}: {what} returned {code}")
+        if rc_get == 0:
+            limit = max(limit or 0, int(value.value))
+    synchronize()
+    state: Dict[str, Any] = {"persisting_l2_reset": reset_ok}
+    if limit is not None:
+        state["persisting_l2_limit_bytes"] = limit
+    if len(paths) > 1:
+        notes.append(f"{len(paths)} CUDA runtimes loaded; each was reset")
+    if notes:
+        state["note"] = "; ".join(notes)
+    return state
+
+
+def short_method(method: str) -> str:
+    """The evidence's method name for a polyprof_timing method description."""
+    if method.startswith("cuda_graph"):
+        return "graph_pairs"
+    if method.startswith("events"):
+        return "events"
+    return method
+
+
+# ---------------------------------------------------------------------------------------------
+# The worker.
+
+
+class Trial:
+    """What one trial keeps until ``release``."""
+
+    def __init__(self) -> None:
+        self.pristine: List[Any] = []  # trusted: never exported, never run on
+        self.handout: List[Any] = []  # trusted: exported to the candidate
+        self.run_inputs: List[Any] = []  # trusted: what the reference ran (and is timed) on
+        self.reference_outputs: List[Any] = []
+        self.handout_transport = "bytes"
+        self.inputs: List[Any] = []  # candidate: the inputs as received
+        self.keep: List[Any] = []  # everything exported, alive until release
+
+
+class Worker:
+    def __init__(self, role: str, source: str, device: str):
+        self.role = role
+        self.source = source
+        self.device = device
+        self.module: Any = None
+        self.model: Any = None
+        self.target: Optional[Callable[..., Any]] = None
+        self.framework = "python"
+        self.atol = 1e-2
+        self.rtol = 1e-2
+        self.annotate = False
+        self.trials: Dict[int, Trial] = {}
+        self.handout_pool: Any = None
+        self.handout_pool_note: Optional[str] = None
+
+    # -- requests ------------------------------------------------------------------------------
+
+    def handle(self, header: Dict[str, Any], payload: bytearray) -> Tuple[Dict[str, Any], Outgoing]:
+        op = header.get("op")
+        handlers = {
+            "trusted": {"setup": self.setup, "trial": self.trial, "check": self.check, "time": self.time, "release": self.release},
+            "candidate": {"setup": self.setup, "call": self.call, "warmup": self.warmup, "time": self.time, "release": self.release},
+        }[self.role]
+        handler = handlers.get(op) if isinstance(op, str) else None
+        if handler is None:
+            raise ProtocolError(f"the {self.role} worker has no op {op!r} (it has {', '.join(sorted(handlers))}, bye)")
+        if op != "setup" and self.target is None:
+            raise ProtocolError(f"{op} before setup")
+        out = Outgoing()
+        return handler(header, payload, out), out
+
+    def setup(self, header: Dict[str, Any], payload: bytearray, out: Outgoing) -> Dict[str, Any]:
+        if self.target is not None:
+            raise ProtocolError("setup twice")
+        device = header.get("device", self.device)
+        if device not in ("cuda", "cpu") or device != self.device:
+            raise ProtocolError(f"setup device {device!r} differs from --device {self.device!r}")
+        init_seed = wire_int(header.get("init_seed", 0), "init_seed")
+        if self.role == "trusted":
+            self.atol = float(header.get("atol", self.atol))
+            self.rtol = float(header.get("rtol", self.rtol))
+        self.annotate = bool(header.get("annotate", False))
+        given_init = header.get("init_inputs")
+
+        self.module = self.load_source()
+        class_name = MODEL_CLASSES[self.role]
+        model_class = getattr(self.module, class_name, None)
+        if model_class is None:
+            raise WorkerError("compile_error", f"{self.source} defines no {class_name}")
+        make_init = getattr(self.module, "get_init_inputs", None)
+        try:
+            seed_everything(init_seed)
+            if callable(make_init):
+                init_inputs = list(make_init())
+            elif given_init is not None:
+                init_inputs = import_arrays(given_init, payload, "cpu", "init_inputs")
+            else:
+                init_inputs = []
+            if self.role == "trusted":
+                reply_init = [out.array(x, "bytes") for x in init_inputs]
+            init_inputs = [self.to_device(x) for x in init_inputs]
+            # Reseeded right before construction (as KernelBench does) so both sides' weights
+            # match whatever get_init_inputs drew.
+            seed_everything(init_seed)
+            with self.no_grad():
+                self.model = model_class(*init_inputs)
+                to = getattr(self.model, "to", None)
+                if callable(to) and self.is_torch_module(self.model):
+                    to(self.device)
+            synchronize()
+        except WorkerError:
+            raise
+        except Exception as e:
+            text = f"{type(e).__name__}: {e}"
+            raise user_error(e, "compile_error" if COMPILE_ERROR_TEXT.search(text) else "raised") from e
+        if callable(self.model):
+            self.target = self.model
+        elif callable(getattr(self.model, "forward", None)):
+            self.target = self.model.forward
+        else:
+            raise WorkerError("raised", f"{class_name} instances are neither callable nor have a forward method")
+        self.framework = self.module_framework()
+        reply: Dict[str, Any] = {"framework": self.framework, "python": platform.python_version()}
+        torch, np = loaded_torch(), loaded_numpy()
+        if torch is not None:
+            reply["torch"] = str(torch.__version__)
+            if self.device == "cuda" and torch.cuda.is_available():
+                reply["device_name"] = str(torch.cuda.get_device_name())
+        if np is not None:
+            reply["numpy"] = str(np.__version__)
+        if self.role == "trusted":
+            reply["init_inputs"] = reply_init
+        return reply
+
+    def trial(self, header: Dict[str, Any], payload: bytearray, out: Outgoing) -> Dict[str, Any]:
+        k = wire_int(header.get("trial"), "trial")
+        seed = wire_int(header.get("seed"), "seed")
+        transport = header.get("transport", "ipc" if self.device == "cuda" else "bytes")
+        if transport not in ("ipc", "bytes"):
+            raise ProtocolError(f"transport must be ipc or bytes, got {transport!r}")
+        get_inputs = getattr(self.module, "get_inputs", None)
+        if not callable(get_inputs):
+            raise WorkerError("raised", f"{self.source} defines no get_inputs()")
+        state = Trial()
+        try:
+            seed_everything(seed)
+            inputs = [self.to_device(x) for x in get_inputs()]
+            state.pristine = [clone(x) for x in inputs]
+            with self.in_handout_pool():
+                state.handout = [clone(x) for x in inputs]
+            state.run_inputs = inputs
+            with self.no_grad():
+                outputs = self.target(*state.run_inputs)
+            synchronize()
+            state.reference_outputs = [contiguous(o) for o in self.reference_arrays(outputs)]
+        except WorkerError:
+            raise
+        except Exception as e:
+            raise user_error(e) from e
+        state.handout_transport = transport
+        wires = [out.array(x, transport) for x in state.handout]
+        state.keep.extend(out.keep)
+        self.trials[k] = state
+        reply: Dict[str, Any] = {
+            "framework": framework_of(inputs),
+            "inputs": wires,
+            "input_specs": [spec_of(x) for x in state.pristine],
+            "reference_outputs": [spec_of(o, with_stats=True) for o in state.reference_outputs],
+        }
+        if transport == "ipc" and self.handout_pool_note:
+            reply["note"] = self.handout_pool_note
+        return reply
+
+    def check(self, header: Dict[str, Any], payload: bytearray, out: Outgoing) -> Dict[str, Any]:
+        state = self.trial_state(header)
+        try:
+            candidate = import_arrays(header.get("outputs"), payload, self.device, "outputs")
+            after = header.get("inputs_after")
+            inputs_after = None if after is None else import_arrays(after, payload, self.device, "inputs_after")
+        except ProtocolError as e:
+            raise WorkerError("bad_output", f"the candidate's arrays cannot be read: {e.message}") from e
+        except Exception as e:
+            raise user_error(e, "bad_output") from e
+        comparison = compare_outputs(candidate, state.reference_outputs, self.atol, self.rtol)
+        unchanged = all(same_bytes(h, p) for h, p in zip(state.handout, state.pristine))
+        note: Optional[str] = None
+        copied = [i for i, h in enumerate(state.handout) if is_array(h) and not (state.handout_transport == "ipc" and is_cuda(h))]
+        if copied or inputs_after is not None:
+            # Inputs that crossed as copies: only the candidate's own copies after the call can
+            # show a write, so they must come back.
+            if inputs_after is None or len(inputs_after) != len(state.pristine):
+                unchanged = False
+                note = "inputs_after missing or of the wrong count: the inputs cannot be shown unchanged"
+            else:
+                unchanged = unchanged and all(same_bytes(a, p) for a, p in zip(inputs_after, state.pristine))
+        specs = [spec_of(c, with_stats=True) if is_array(c) else value_spec_safe(c) for c in candidate]
+        del candidate, inputs_after
+        synchronize()
+        reply = {"comparison": comparison, "inputs_unchanged": unchanged, "candidate_outputs": specs}
+        if note:
+            reply["note"] = note
+        return reply
+
+    def call(self, header: Dict[str, Any], payload: bytearray, out: Outgoing) -> Dict[str, Any]:
+        k = wire_int(header.get("trial"), "trial")
+        poison = header.get("poison") or []
+        if not isinstance(poison, list) or not all(isinstance(p, dict) for p in poison):
+            raise ProtocolError("poison must be a list of specs")
+        sizes = [wire_int(p.get("nbytes", 0), "poison nbytes") for p in poison]
+        try:
+            inputs = import_arrays(header.get("inputs"), payload, self.device, "inputs")
+        except ProtocolError:
+            raise
+        except Exception as e:
+            raise user_error(e, "protocol") from e
+        state = Trial()
+        state.inputs = inputs
+        self.trials[k] = state
+        self.poison(sizes, self.framework_of_call(inputs))
+        try:
+            with self.range(f"polyprof/call/{k}"):
+                with self.no_grad():
+                    outputs = self.target(*inputs)
+                synchronize()
+        except Exception as e:
+            raise user_error(e) from e
+        with self.range(f"polyprof/export/{k}"):
+            wires = self.export_outputs(outputs, inputs, out, state)
+        return wires
+
+    def warmup(self, header: Dict[str, Any], payload: bytearray, out: Outgoing) -> Dict[str, Any]:
+        state = self.trial_state(header)
+        calls = wire_int(header.get("calls", 1), "calls")
+        try:
+            with self.range("polyprof/warmup"):
+                with self.no_grad():
+                    for _ in range(calls):
+                        self.target(*state.inputs)
+                synchronize()
+        except Exception as e:
+            raise user_error(e) from e
+        return {}
+
+    def time(self, header: Dict[str, Any], payload: bytearray, out: Outgoing) -> Dict[str, Any]:
+        state = self.trial_state(header)
+        repeat = wire_int(header.get("repeat", 100), "repeat")
+        warmup = wire_int(header.get("warmup", 10), "warmup")
+        flush_l2 = bool(header.get("flush_l2", True))
+        if repeat < 1:
+            raise ProtocolError("repeat must be >= 1")
+        inputs = state.run_inputs if self.role == "trusted" else state.inputs
+        framework = self.framework_of_call(inputs)
+        device_state = reset_device_state(self.device, framework)
+        target = self.target
+
+        def call() -> Any:
+            return target(*inputs)
+
+        try:
+            with self.range("polyprof/timing"), self.no_grad():
+                if self.device == "cuda" and framework == "torch":
+                    times, method, batch, last = time_call(loaded_torch(), call, repeat, warmup, flush_l2)
+                else:
+                    times, method, batch, last = time_call_host(call, repeat, warmup)
+                synchronize()
+        except Exception as e:
+            raise user_error(e) from e
+        reply: Dict[str, Any] = {
+            "times_ms": [float(t) for t in times],
+            "method": short_method(method),
+            "method_detail": method,
+            "batch": int(batch),
+            "device_state": device_state,
+        }
+        if self.role == "candidate":
+            reply.update(self.export_outputs(last, inputs, out, state))
+        return reply
+
+    def release(self, header: Dict[str, Any], payload: bytearray, out: Outgoing) -> Dict[str, Any]:
+        k = wire_int(header.get("trial"), "trial")
+        self.trials.pop(k, None)
+        torch = loaded_torch()
+        if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.synchronize()
+            torch.cuda.ipc_collect()
+        return {}
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def load_source(self) -> Any:
+        """Import the source file under the role's fixed module name; any failure is a
+        compile_error (a syntax error, a missing import, an extension that does not build)."""
+        name = MODULE_NAMES[self.role]
+        try:
+            spec = importlib.util.spec_from_file_location(name, self.source)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"{self.source} cannot be loaded as a Python module")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+        except BaseException as e:  # SystemExit from a source that exits on import, too
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            raise user_error(e, "compile_error") from e
+        return module
+
+    def module_framework(self) -> str:
+        """torch when the model is a torch module or the source imported torch, else numpy when
+        it imported numpy, else python (the setup answer; trials say what their inputs are)."""
+        torch, np = loaded_torch(), loaded_numpy()
+        names = vars(self.module).values()
+        if torch is not None and (self.is_torch_module(self.model) or any(v is torch for v in names)):
+            return "torch"
+        if np is not None and any(v is np for v in names):
+            return "numpy"
+        return "python"
+
+    def framework_of_call(self, inputs: List[Any]) -> str:
+        """The inputs' framework; the source's when no input is an array."""
+        framework = framework_of(inputs)
+        return self.framework if framework == "python" else framework
+
+    @staticmethod
+    def is_torch_module(x: Any) -> bool:
+        torch = loaded_torch()
+        return torch is not None and isinstance(x, torch.nn.Module)
+
+    def to_device(self, x: Any) -> Any:
+        if self.device == "cuda" and is_tensor(x) and not x.is_cuda:
+            return x.cuda()
+        return x
+
+    def no_grad(self) -> Any:
+        torch = loaded_torch()
+        return torch.no_grad() if torch is not None else contextlib.nullcontext()
+
+    @contextlib.contextmanager
+    def range(self, name: str) -> Iterator[None]:
+        """An NVTX range (the witness attributes kernels by it) when annotating, else nothing."""
+        torch = loaded_torch() if self.annotate else None
+        if torch is None or not torch.cuda.is_available():
+            yield
+            return
+        torch.cuda.nvtx.range_push(name)
+        try:
+            yield
+        finally:
+            torch.cuda.nvtx.range_pop()
+
+    def in_handout_pool(self) -> Any:
+        """Allocations for the handout copies, in a memory pool of their own on CUDA: an IPC
+        handle opens the whole allocator segment, which must not also hold the pristine inputs
+        or the reference outputs (the candidate could read or write them)."""
+        torch = loaded_torch()
+        if self.device != "cuda" or torch is None or not torch.cuda.is_available():
+            return contextlib.nullcontext()
+        if self.handout_pool is None and self.handout_pool_note is None:
+            try:
+                self.handout_pool = torch.cuda.MemPool()
+            except (AttributeError, RuntimeError) as e:
+                self.handout_pool_note = f"handout inputs share allocator segments with trusted memory (no torch.cuda.MemPool: {e})"
+        if self.handout_pool is None:
+            return contextlib.nullcontext()
+        return torch.cuda.use_mem_pool(self.handout_pool)
+
+    def trial_state(self, header: Dict[str, Any]) -> Trial:
+        k = wire_int(header.get("trial"), "trial")
+        state = self.trials.get(k)
+        if state is None:
+            raise ProtocolError(f"no trial {k} (not made, or released)")
+        return state
+
+    def reference_arrays(self, outputs: Any) -> List[Any]:
+        """The reference's outputs as a list of arrays (numpy scalars become 0-d arrays)."""
+        items = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+        np = loaded_numpy()
+        arrays = []
+        for o in items:
+            if np is not None and isinstance(o, np.generic):
+                o = np.asarray(o)
+            if not is_array(o):
+                raise WorkerError("raised", f"the reference returned a {type(o).__name__}, not an array")
+            arrays.append(o.detach() if is_tensor(o) else o)
+        return arrays
+
+    def candidate_arrays(self, outputs: Any, framework: str) -> List[Any]:
+        """The candidate's outputs, each exactly a torch.Tensor or numpy.ndarray: a subclass
+        could do its work lazily, when the checker reads it."""
+        items = list(outputs) if type(outputs) in (tuple, list) else [outputs]
+        torch, np = loaded_torch(), loaded_numpy()
+        scalar_types = set(np.sctypeDict.values()) if np is not None else set()
+        arrays = []
+        for index, o in enumerate(items):
+            if np is not None and type(o) in scalar_types:
+                o = np.asarray(o)
+            plain = (torch is not None and type(o) is torch.Tensor) or (np is not None and type(o) is np.ndarray)
+            if not plain:
+                raise WorkerError("bad_output", f"output {index} is a {type(o).__module__}.{type(o).__qualname__}, not a plain torch.Tensor or numpy.ndarray")
+            if framework == "torch" and type(o) is not torch.Tensor:
+                raise WorkerError("bad_output", f"output {index} is a numpy array; the inputs are torch tensors")
+            if framework == "numpy" and type(o) is not np.ndarray:
+                raise WorkerError("bad_output", f"output {index} is a torch tensor; the inputs are numpy arrays")
+            if is_tensor(o) and self.device == "cuda" and not o.is_cuda:
+                raise WorkerError("bad_output", f"output {index} is on {o.device}, not on the GPU")
+            if is_ndarray(o) and o.dtype.kind not in "biufc":
+                raise WorkerError("bad_output", f"output {index} has dtype {o.dtype} (numbers and booleans only)")
+            arrays.append(o)
+        return arrays
+
+    def export_outputs(self, outputs: Any, inputs: List[Any], out: Outgoing, state: Trial) -> Dict[str, Any]:
+        """Validate and export a call's outputs (kept until release); inputs that arrived as
+        copies go back too (``inputs_after``), so the checker sees writes into them."""
+        arrays = self.candidate_arrays(outputs, framework_of(inputs))
+        try:
+            synchronize()
+            exported = []
+            for index, o in enumerate(arrays):
+                if is_tensor(o) and not o.is_contiguous():
+                    out.notes.append(f"output {index} was not contiguous: exported as a contiguous copy")
+                    o = o.contiguous()
+                exported.append(out.array(o, "ipc" if is_cuda(o) else "bytes"))
+            reply: Dict[str, Any] = {"outputs": exported}
+            if any(is_array(x) and not is_cuda(x) for x in inputs):
+                reply["inputs_after"] = [out.array(x, "bytes") for x in inputs]
+            synchronize()
+        except WorkerError:
+            raise
+        except Exception as e:
+            raise user_error(e, "bad_output") from e
+        state.keep.extend(arrays)
+        state.keep.extend(out.keep)
+        if out.notes:
+            reply["note"] = "; ".join(out.notes)
+        return reply
+
+    def poison(self, sizes: List[int], framework: str) -> None:
+        """Fill blocks the size of each expected output with 0xFF bytes (NaN in floating point)
+        and free them, so the allocator hands this memory out next: an output the call never
+        writes then reads as poison. All are allocated before any is freed, so each output's
+        size class gets its own poisoned block."""
+        torch, np = loaded_torch(), loaded_numpy()
+        blocks = []
+        for n in sizes:
+            if n == 0:
+                continue
+            if framework == "torch" and torch is not None:
+                blocks.append(torch.full((n,), 255, dtype=torch.uint8, device="cuda" if self.device == "cuda" else "cpu"))
+            elif np is not None:
+                blocks.append(np.full(n, 255, dtype=np.uint8))
+            else:
+                blocks.append(bytearray(b"\xff" * n))
+        synchronize()
+        del blocks
+
+
+def value_spec_safe(x: Any) -> Dict[str, Any]:
+    try:
+        return value_spec(x)
+    except ValueError:
+        return {"dtype": type(x).__name__, "shape": [], "nbytes": 0}
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="polyprof eval worker (run by polyprof eval)")
+    parser.add_argument("--socket", required=True, help="the orchestrator's Unix socket")
+    parser.add_argument("--role", required=True, choices=("trusted", "candidate"))
+    parser.add_argument("--source", required=True, help="the reference (trusted) or candidate file")
+    parser.add_argument("--device", required=True, choices=("cuda", "cpu"))
+    return parser.parse_args(argv)
+
+
+def serve(sock: socket.socket, worker: Worker) -> int:
+    while True:
+        try:
+            header, payload = read_message(sock)
+        except EOFError:
+            return 0
+        except ProtocolError as e:
+            write_message(sock, {"ok": False, "error": e.to_json()}, [])
+            return EXIT_PROTOCOL
+        if header.get("op") == "bye":
+            write_message(sock, {"ok": True}, [])
+            return 0
+        chunks: List[bytes] = []
+        fault = False
+        try:
+            reply, out = worker.handle(header, payload)
+            answer: Dict[str, Any] = {"ok": True, **reply}
+            chunks = out.chunks
+        except WorkerError as e:
+            answer = {"ok": False, "error": e.to_json()}
+            fault = e.kind == "device_fault"
+        except Exception as e:  # the worker's own failure, or the device's under it
+            error = user_error(e)
+            answer = {"ok": False, "error": error.to_json()}
+            fault = error.kind == "device_fault"
+        try:
+            write_message(sock, answer, chunks)
+        except ValueError as e:  # a non-finite number in the answer
+            write_message(sock, {"ok": False, "error": {"kind": "raised", "message": f"answer not JSON: {e}"}}, [])
+        if fault:
+            # The CUDA context is unusable after a fault: end without running its teardown.
+            sys.stderr.flush()
+            os._exit(EXIT_DEVICE_FAULT)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parse_args(argv)
+    # The protocol is on the socket; stdout goes to stderr before any user code is imported, so
+    # a print in the problem's code lands in the log and nowhere else.
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(args.socket)
+    except OSError as e:
+        print(f"polyprof eval worker: cannot connect to {args.socket}: {e}", file=sys.stderr)
+        return EXIT_PROTOCOL
+    try:
+        return serve(sock, Worker(args.role, os.path.abspath(args.source), args.device))
+    finally:
+        sock.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

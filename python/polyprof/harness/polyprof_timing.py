@@ -1,0 +1,219 @@
+"""GPU and host timing of one callable: the one copy shared by ``polyprof.benchmark_kernel`` and
+the eval worker (``polyprof_eval_worker.py``, which polyprof writes beside this file).
+
+Standalone on purpose: it imports nothing of polyprof (the eval worker runs it from a bare
+directory) and takes ``torch`` as an argument, so a CPU-only problem never imports PyTorch.
+
+What the GPU path corrects (docs/python.md has the H200 measurements behind each choice):
+- warm-up calls run first and are not timed (compilation, autotuning, first-touch);
+- the L2 cache is flushed before every timed call by default, by *reading* a buffer twice the
+  L2's size: a write flush (``zero_``, what ``do_bench`` does) leaves the L2 full of dirty lines
+  whose write-back then runs inside the timed kernel (+15 % on an 8 M-element add);
+- the GPU is held busy (a spin kernel) while Python queues every timed call, so no event pair
+  waits for a launch that Python has not issued yet;
+- kernels under ``GRAPH_BELOW_MS`` (by a first estimate) are timed in CUDA graphs, where no launch
+  gap exists: ``batch`` pairs of (flush, call) against ``batch`` flushes alone, the difference
+  divided by the batch. With ``flush_l2=False`` the separator is a one-element fill instead.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, List, Optional, Tuple
+
+__all__ = [
+    "GRAPH_BELOW_MS",
+    "GRAPH_REPLAY_MS",
+    "HOLD_CYCLES_PER_CALL",
+    "time_call",
+    "time_call_host",
+]
+
+#: Kernels whose first estimate is below this are timed in CUDA graphs (ms): above it, the
+#: ~2 µs an event pair adds is under 2 %.
+GRAPH_BELOW_MS = 0.100
+#: Target GPU time of one graph replay (ms): long enough that the events' cost and the
+#: flushes' own variation average out. On the H200, 4 ms gave a CV of 2.0-4.1 % on 3-5 µs
+#: kernels, 32 ms 0.7-1.8 % (both measured side by side, 2026-12-01); a µs kernel then costs
+#: about 2 x repeat x 32 ms to time.
+GRAPH_REPLAY_MS = 32.0
+#: Spin cycles per timed call while Python queues the calls (about 0.2 ms at 2 GHz).
+HOLD_CYCLES_PER_CALL = 400_000
+
+#: (per-call times in ms, method, calls per graph replay or 1, output of the last timed call)
+Timing = Tuple[List[float], str, int, Any]
+
+
+def _l2_flusher(torch: Any) -> Callable[[], Any]:
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    l2 = int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
+    # Twice the L2, so whatever the replacement policy, nothing of the kernel's data survives;
+    # read, so that what survives is clean (evicting it costs the timed kernel nothing).
+    # int32 (its sum takes ~180 µs on the H200): a float32 sum (38 µs) or a zero_ (31 µs) right
+    # before the call made the graph difference read 7-23 % high on 1-32 M-element adds.
+    buffer = torch.ones(2 * l2 // 4, dtype=torch.int32, device="cuda")
+    return buffer.sum
+
+
+def _separator(torch: Any) -> Callable[[], Any]:
+    """A minimal kernel between calls when the L2 is not flushed."""
+    tiny = torch.zeros(1, device="cuda")
+    return tiny.zero_
+
+
+def _hold_gpu(torch: Any, calls: int) -> None:
+    """Keep the GPU busy while Python queues ``calls`` timed calls, so every event pair times GPU
+    work only (without it, the start event of a µs kernel waits for Python's next launch)."""
+    sleep = getattr(torch.cuda, "_sleep", None)
+    if sleep is not None:
+        sleep(min(2**40, HOLD_CYCLES_PER_CALL * max(1, calls)))
+
+
+def _time_events(torch: Any, call: Callable[[], Any], repeat: int, flush: Optional[Callable[[], Any]]) -> List[float]:
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(repeat)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(repeat)]
+    stream = torch.cuda.current_stream()
+    torch.cuda.synchronize()
+    _hold_gpu(torch, repeat)
+    for i in range(repeat):
+        if flush is not None:
+            flush()
+        starts[i].record(stream)
+        call()
+        ends[i].record(stream)
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) for s, e in zip(starts, ends)]
+
+
+def _median(values: List[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def _capture(torch: Any, body: Callable[[], Any], batch: int) -> Any:
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        body()  # capture needs the callable to have run once on the capturing stream
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(batch):
+            body()
+    graph.replay()
+    torch.cuda.synchronize()
+    return graph
+
+
+def _time_graph_pairs(
+    torch: Any, call: Callable[[], Any], repeat: int, separator: Callable[[], Any], estimate_ms: float
+) -> "tuple[List[float], int]":
+    """Per-call times from graphs of ``batch`` (separator, call) pairs minus graphs of ``batch``
+    separators: no launch gap, no overlap of one call with the next, the separator's own time
+    taken out. The paired graph is replayed last, so what its last call wrote is the output of
+    the last timed call."""
+    separator_ms = _median(_time_events(torch, separator, 5, None))
+    batch = max(1, min(1000, int(GRAPH_REPLAY_MS / max(estimate_ms + separator_ms, 1e-4))))
+
+    def pair() -> None:
+        separator()
+        call()
+
+    paired = _capture(torch, pair, batch)
+    alone = _capture(torch, separator, batch)
+    base = _median(_time_events(torch, alone.replay, repeat, None))
+    replays = _time_events(torch, paired.replay, repeat, None)
+    return [(t - base) / batch for t in replays], batch
+
+
+def _check_counts(repeat: Any, warmup: Any) -> None:
+    if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
+        raise ValueError(f"repeat must be an integer >= 1, got {repeat!r}")
+    if not isinstance(warmup, int) or isinstance(warmup, bool) or warmup < 0:
+        raise ValueError(f"warmup must be an integer >= 0, got {warmup!r}")
+
+
+def time_call(
+    torch: Any,
+    call: Callable[[], Any],
+    repeat: int,
+    warmup: int,
+    flush_l2: bool,
+    graph: Optional[bool] = None,
+    keep_output: bool = True,
+) -> Timing:
+    """GPU time of ``call()`` (a CUDA callable): ``repeat`` timed calls after ``warmup`` untimed
+    ones. ``graph``: ``True`` CUDA graphs of (flush, call) pairs against graphs of flushes alone,
+    ``False`` one call per event pair, ``None`` graphs when a first estimate is below
+    ``GRAPH_BELOW_MS`` (falling back to events when ``call`` cannot be captured).
+
+    Returns ``(times_ms, method, batch, last_output)``. ``last_output`` is what the last timed
+    call returned (``None`` with ``keep_output=False``); on the graph path, a copy of the output
+    buffer the graph's last call wrote during the last replay, so it outlives the graph."""
+    _check_counts(repeat, warmup)
+    last: List[Any] = [None]
+    timed = call
+    if keep_output:
+
+        def timed() -> Any:
+            # Drop the previous output first so the allocator can hand the same block back, as
+            # it does when the result is discarded.
+            last[0] = None
+            last[0] = call()
+            return last[0]
+
+    for _ in range(warmup):
+        call()
+    torch.cuda.synchronize()
+    flush = _l2_flusher(torch) if flush_l2 else None
+
+    estimate = _median(_time_events(torch, timed, 5, flush))
+    auto = graph is None
+    if auto:
+        graph = estimate < GRAPH_BELOW_MS
+
+    if graph:
+        separator = flush if flush is not None else _separator(torch)
+        try:
+            times, batch = _time_graph_pairs(torch, timed, repeat, separator, estimate)
+        except Exception as error:  # not capturable (synchronizes, allocates host memory, ...)
+            if not auto:
+                raise
+            torch.cuda.synchronize()
+            times = _time_events(torch, timed, repeat, flush)
+            return times, f"events (CUDA graph capture failed: {type(error).__name__})", 1, last[0]
+        what = "flush" if flush is not None else "separator"
+        output = _detach_from_graph(torch, last[0]) if keep_output else None
+        return times, f"cuda_graph {batch}x({what}+call) - {batch}x{what}", batch, output
+
+    times = _time_events(torch, timed, repeat, flush)
+    return times, "events", 1, last[0]
+
+
+def _detach_from_graph(torch: Any, output: Any) -> Any:
+    """A copy of a graph's output (a tensor or a tuple/list of them) in ordinary memory."""
+    if isinstance(output, torch.Tensor):
+        copy = output.clone()
+    elif isinstance(output, (tuple, list)):
+        copy = type(output)(o.clone() if isinstance(o, torch.Tensor) else o for o in output)
+    else:
+        copy = output
+    torch.cuda.synchronize()
+    return copy
+
+
+def time_call_host(call: Callable[[], Any], repeat: int, warmup: int) -> Timing:
+    """Wall time of ``call()`` on the host (``time.perf_counter`` around each call): the CPU
+    path, where the call's work is done when it returns. Method ``host``, batch 1."""
+    _check_counts(repeat, warmup)
+    for _ in range(warmup):
+        call()
+    times: List[float] = []
+    output: Any = None
+    for _ in range(repeat):
+        output = None
+        start = time.perf_counter()
+        output = call()
+        times.append((time.perf_counter() - start) * 1e3)
+    return times, "host", 1, output

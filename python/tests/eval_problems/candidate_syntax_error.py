@@ -1,0 +1,5 @@
+"""Does not compile."""
+
+class ModelNew(
+    def __call__(self, x):
+        return x

@@ -1,0 +1,429 @@
+"""The eval worker (python/polyprof/harness/polyprof_eval_worker.py) driven for real: a
+subprocess per role, a Unix socket server written here, the framing of docs/eval-harness.md.
+numpy problems run everywhere; the torch ones need torch (CUDA ones a GPU) and say so."""
+
+import importlib.util
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+HARNESS = Path(__file__).resolve().parents[1] / "polyprof" / "harness"
+WORKER = HARNESS / "polyprof_eval_worker.py"
+PROBLEMS = Path(__file__).resolve().parent / "eval_problems"
+ATOL = RTOL = 1e-4
+
+np = pytest.importorskip("numpy", reason="the eval worker's tests need numpy (pip install numpy)")
+
+
+def load_worker_module():
+    sys.path.insert(0, str(HARNESS))
+    try:
+        spec = importlib.util.spec_from_file_location("polyprof_eval_worker_under_test", WORKER)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(HARNESS))
+
+
+def clean_environment():
+    """The environment without any variable naming a seed (the orchestrator passes none)."""
+    return {k: v for k, v in os.environ.items() if "SEED" not in k.upper()}
+
+
+class Worker:
+    """One worker process and the orchestrator's end of its socket."""
+
+    def __init__(self, role, source, device="cpu"):
+        self.directory = tempfile.mkdtemp(prefix="ppw")  # short: a socket path has ~100 bytes
+        path = os.path.join(self.directory, "s")
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(path)
+        server.listen(1)
+        server.settimeout(120)
+        argv = [sys.executable, str(WORKER), "--socket", path, "--role", role, "--source", str(source), "--device", device]
+        self.process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_environment())
+        try:
+            self.conn, _ = server.accept()
+        finally:
+            server.close()
+            os.unlink(path)
+        self.conn.settimeout(300)
+        self.stdout = self.stderr = b""
+        self.finished = False
+
+    def send(self, header, payload=b""):
+        header = dict(header)
+        if payload:
+            header["payload_bytes"] = len(payload)
+        data = json.dumps(header).encode()
+        self.conn.sendall(struct.pack(">I", len(data)) + data + bytes(payload))
+
+    def receive(self):
+        (length,) = struct.unpack(">I", self._exact(4))
+        header = json.loads(self._exact(length).decode())
+        payload = self._exact(header.get("payload_bytes") or 0)
+        return header, payload
+
+    def request(self, header, payload=b""):
+        self.send(header, payload)
+        return self.receive()
+
+    def _exact(self, n):
+        data = b""
+        while len(data) < n:
+            chunk = self.conn.recv(n - len(data))
+            if not chunk:
+                raise EOFError("the worker closed the socket")
+            data += chunk
+        return data
+
+    def finish(self):
+        """Say bye (when still running), wait for the process; (stdout, stderr)."""
+        if not self.finished:
+            self.finished = True
+            if self.process.poll() is None:
+                try:
+                    self.send({"op": "bye"})
+                    self.receive()
+                except (OSError, EOFError, struct.error):
+                    pass
+            self.conn.close()
+            self.stdout, self.stderr = self.process.communicate(timeout=60)
+            shutil.rmtree(self.directory, ignore_errors=True)
+        return self.stdout, self.stderr
+
+
+@pytest.fixture
+def workers():
+    started = []
+
+    def start(role, source, device="cpu"):
+        w = Worker(role, PROBLEMS / source, device)
+        started.append(w)
+        return w
+
+    yield start
+    for w in started:
+        w.finish()
+
+
+def set_up(start, candidate, reference="reference_numpy.py", device="cpu", init_seed=42):
+    trusted = start("trusted", reference, device)
+    reply, payload = trusted.request({"op": "setup", "device": device, "init_seed": init_seed, "atol": ATOL, "rtol": RTOL})
+    assert reply["ok"], reply
+    cand = start("candidate", candidate, device)
+    header = {"op": "setup", "device": device, "init_seed": init_seed, "annotate": False, "init_inputs": reply["init_inputs"]}
+    cand_reply, _ = cand.request(header, payload)
+    return trusted, cand, reply, cand_reply
+
+
+def run_trial(trusted, candidate, k, seed, transport="bytes"):
+    """trial -> call -> check, the orchestrator's order; (trial, call, check) replies."""
+    trial, trial_payload = trusted.request({"op": "trial", "trial": k, "seed": seed, "transport": transport})
+    assert trial["ok"], trial
+    call, call_payload = candidate.request(
+        {"op": "call", "trial": k, "inputs": trial["inputs"], "poison": trial["reference_outputs"]}, trial_payload
+    )
+    check = None
+    if call["ok"]:
+        header = {"op": "check", "trial": k, "outputs": call["outputs"]}
+        if "inputs_after" in call:
+            header["inputs_after"] = call["inputs_after"]
+        check, _ = trusted.request(header, call_payload)
+        assert check["ok"], check
+    return trial, call, check
+
+
+def release(trusted, candidate, k):
+    for w in (trusted, candidate):
+        reply, _ = w.request({"op": "release", "trial": k})
+        assert reply == {"ok": True}, reply
+
+
+def test_honest_candidate_passes_and_its_prints_stay_off_the_protocol(workers):
+    trusted, cand, setup, cand_setup = set_up(workers, "candidate_honest.py")
+    assert setup["framework"] == "numpy" and setup["numpy"] == np.__version__ and "torch" not in setup
+    assert [i["transport"] for i in setup["init_inputs"]] == ["value", "value"]
+    assert cand_setup["ok"] and cand_setup["framework"] == "numpy", cand_setup
+    for k, seed in enumerate([11, 12]):
+        trial, call, check = run_trial(trusted, cand, k, seed)
+        assert call["ok"], call
+        comparison = check["comparison"]
+        assert comparison["passed"], comparison
+        assert comparison["mismatched_elements"] == 0 and comparison["total_elements"] == 8 * 16
+        assert comparison["poisoned_elements"] == 0
+        assert comparison["max_abs_diff"] < 1e-5
+        assert check["inputs_unchanged"] is True
+        ref_stats = trial["reference_outputs"][0]["stats"]
+        cand_stats = check["candidate_outputs"][0]["stats"]
+        assert ref_stats["nan_count"] == 0 and -0.5 <= ref_stats["min"] < ref_stats["max"] <= 0.5
+        assert abs(ref_stats["mean"] - cand_stats["mean"]) < 1e-5
+        release(trusted, cand, k)
+    stdout, stderr = cand.finish()
+    assert stdout == b"", "user prints must go to stderr"
+    assert b"candidate module imported" in stderr and b"a raw write to fd 1" in stderr
+
+
+def test_secret_seeds_make_different_inputs_and_the_same_seed_the_same(workers):
+    trusted = workers("trusted", "reference_numpy.py")
+    assert trusted.request({"op": "setup", "device": "cpu", "init_seed": 1, "atol": ATOL, "rtol": RTOL})[0]["ok"]
+    payloads = []
+    for k, seed in enumerate([1000, 2000, 1000]):
+        trial, payload = trusted.request({"op": "trial", "trial": k, "seed": seed, "transport": "bytes"})
+        spec = trial["inputs"][0]
+        assert spec["transport"] == "bytes" and spec["dtype"] == "float32" and spec["shape"] == [8, 16]
+        assert spec["nbytes"] == 8 * 16 * 4 and spec["stride"] == [16, 1]
+        assert trial["input_specs"][0]["shape"] == [8, 16] and "stats" not in trial["input_specs"][0]
+        payloads.append(payload[spec["offset"] : spec["offset"] + spec["nbytes"]])
+    assert payloads[0] != payloads[1]
+    assert payloads[0] == payloads[2]
+
+
+@pytest.mark.parametrize(
+    "candidate, mismatch",
+    [
+        ("candidate_wrong_shape.py", "shape"),
+        ("candidate_wrong_dtype.py", "dtype"),
+        ("candidate_two_outputs.py", "count"),
+        ("candidate_patches_checks.py", "values"),
+        ("candidate_env_seed.py", "values"),
+    ],
+)
+def test_wrong_outputs_fail_with_the_kind_of_mismatch(workers, candidate, mismatch):
+    trusted, cand, _, cand_setup = set_up(workers, candidate)
+    assert cand_setup["ok"], cand_setup
+    _, call, check = run_trial(trusted, cand, 0, 7)
+    assert call["ok"], call
+    comparison = check["comparison"]
+    assert comparison["passed"] is False and comparison["mismatch"] == mismatch, comparison
+    assert comparison["detail"]
+    if mismatch == "values":
+        assert comparison["mismatched_elements"] > 0
+
+
+def test_stale_memory_reads_as_poison(workers):
+    trusted, cand, _, _ = set_up(workers, "candidate_stale.py")
+    _, call, check = run_trial(trusted, cand, 0, 5)
+    comparison = check["comparison"]
+    assert comparison["passed"] is False and comparison["mismatch"] == "values"
+    assert comparison["poisoned_elements"] == comparison["total_elements"] == 8 * 16, comparison
+    assert check["candidate_outputs"][0]["stats"]["nan_count"] == 8 * 16
+
+
+def test_an_input_written_in_place_is_seen(workers):
+    trusted, cand, _, _ = set_up(workers, "candidate_inplace.py")
+    _, call, check = run_trial(trusted, cand, 0, 5)
+    assert check["comparison"]["passed"] is True
+    assert check["inputs_unchanged"] is False
+
+
+def test_missing_inputs_after_cannot_show_inputs_unchanged(workers):
+    trusted, cand, _, _ = set_up(workers, "candidate_honest.py")
+    trial, payload = trusted.request({"op": "trial", "trial": 0, "seed": 3, "transport": "bytes"})
+    call, call_payload = cand.request({"op": "call", "trial": 0, "inputs": trial["inputs"], "poison": []}, payload)
+    check, _ = trusted.request({"op": "check", "trial": 0, "outputs": call["outputs"]}, call_payload)
+    assert check["comparison"]["passed"] is True
+    assert check["inputs_unchanged"] is False and "inputs_after" in check["note"]
+
+
+def test_a_cached_result_fails_the_second_trial(workers):
+    trusted, cand, _, _ = set_up(workers, "candidate_cached.py")
+    _, _, first = run_trial(trusted, cand, 0, 100)
+    _, _, second = run_trial(trusted, cand, 1, 200)
+    assert first["comparison"]["passed"] is True
+    assert second["comparison"]["passed"] is False and second["comparison"]["mismatch"] == "values"
+
+
+def test_raising_candidate_is_raised_with_its_traceback(workers):
+    trusted, cand, _, _ = set_up(workers, "candidate_raises.py")
+    _, call, check = run_trial(trusted, cand, 0, 1)
+    assert call["ok"] is False and check is None
+    assert call["error"]["kind"] == "raised"
+    assert "the candidate's kernel gave up" in call["error"]["message"]
+    assert "candidate_raises.py" in call["error"]["traceback"]
+    # The worker is still there for the next request.
+    assert cand.request({"op": "release", "trial": 0})[0] == {"ok": True}
+
+
+def test_a_subclass_output_is_bad_output(workers):
+    trusted, cand, _, _ = set_up(workers, "candidate_subclass.py")
+    _, call, _ = run_trial(trusted, cand, 0, 1)
+    assert call["ok"] is False and call["error"]["kind"] == "bad_output"
+    assert "Lazy" in call["error"]["message"]
+
+
+def test_a_source_that_does_not_compile_is_compile_error(workers):
+    _, _, _, cand_setup = set_up(workers, "candidate_syntax_error.py")
+    assert cand_setup["ok"] is False and cand_setup["error"]["kind"] == "compile_error"
+    assert "SyntaxError" in cand_setup["error"]["message"]
+
+
+def test_time_returns_host_times_on_both_sides(workers):
+    trusted, cand, _, _ = set_up(workers, "candidate_honest.py")
+    _, _, check = run_trial(trusted, cand, 0, 9)
+    assert check["comparison"]["passed"]
+    for side in (trusted, cand):
+        reply, payload = side.request({"op": "time", "trial": 0, "repeat": 5, "warmup": 2, "flush_l2": True})
+        assert reply["ok"], reply
+        assert reply["method"] == "host" and reply["batch"] == 1
+        assert len(reply["times_ms"]) == 5 and all(t > 0 for t in reply["times_ms"])
+        assert reply["device_state"]["persisting_l2_reset"] is False and reply["device_state"]["note"]
+    # The candidate's last timed output comes back, checkable like a call's.
+    assert reply["outputs"][0]["shape"] == [8, 16]
+    header = {"op": "check", "trial": 0, "outputs": reply["outputs"], "inputs_after": reply["inputs_after"]}
+    timed_check, _ = trusted.request(header, payload)
+    assert timed_check["comparison"]["passed"] and timed_check["inputs_unchanged"]
+    warm, _ = cand.request({"op": "warmup", "trial": 0, "calls": 2})
+    assert warm == {"ok": True}
+
+
+def test_protocol_errors_are_answered_not_fatal(workers):
+    trusted = workers("trusted", "reference_numpy.py")
+    early, _ = trusted.request({"op": "trial", "trial": 0, "seed": 1})
+    assert early["ok"] is False and early["error"]["kind"] == "protocol"
+    unknown, _ = trusted.request({"op": "call", "trial": 0})
+    assert unknown["error"]["kind"] == "protocol" and "no op 'call'" in unknown["error"]["message"]
+    assert trusted.request({"op": "setup", "device": "cpu", "init_seed": 1})[0]["ok"]
+    missing, _ = trusted.request({"op": "check", "trial": 9, "outputs": []})
+    assert missing["error"]["kind"] == "protocol" and "no trial 9" in missing["error"]["message"]
+    trial, payload = trusted.request({"op": "trial", "trial": 0, "seed": 1, "transport": "bytes"})
+    forged = dict(trial["inputs"][0], nbytes=10**9)
+    bad, _ = trusted.request({"op": "check", "trial": 0, "outputs": [forged]}, payload)
+    assert bad["error"]["kind"] == "bad_output" and "run past" in bad["error"]["message"]
+    pickled = dict(trial["inputs"][0], transport="pickle")
+    bad, _ = trusted.request({"op": "check", "trial": 0, "outputs": [pickled]}, payload)
+    assert bad["error"]["kind"] == "bad_output"
+
+
+# -- the comparison itself, in process -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def worker_module():
+    return load_worker_module()
+
+
+def test_nan_is_equal_only_where_the_reference_is_nan(worker_module):
+    ref = np.array([1.0, np.nan, 3.0, np.inf], dtype=np.float32)
+    same = worker_module.compare_outputs([ref.copy()], [ref], 1e-3, 1e-3)
+    assert same["passed"] and same["max_abs_diff"] == 0.0
+    cand = np.array([np.nan, np.nan, 3.0, np.inf], dtype=np.float32)
+    result = worker_module.compare_outputs([cand], [ref], 1e-3, 1e-3)
+    assert result["passed"] is False and result["mismatched_elements"] == 1
+    flipped = np.array([1.0, 2.0, 3.0, -np.inf], dtype=np.float32)
+    result = worker_module.compare_outputs([flipped], [ref], 1e-3, 1e-3)
+    assert result["mismatched_elements"] == 2
+
+
+def test_tolerance_is_atol_plus_rtol_times_the_reference(worker_module):
+    ref = np.array([100.0, 0.0], dtype=np.float64)
+    inside = np.array([100.0 + 1.0 + 0.5, 0.5])  # atol 0.5 + rtol 0.01 * 100
+    outside = np.array([100.0 + 1.6, 0.6])
+    assert worker_module.compare_outputs([inside], [ref], 0.5, 0.01)["passed"]
+    result = worker_module.compare_outputs([outside], [ref], 0.5, 0.01)
+    assert result["mismatched_elements"] == 2
+    assert abs(result["max_abs_diff"] - 1.6) < 1e-12 and abs(result["max_rel_diff"] - 0.016) < 1e-12
+
+
+def test_poison_counts_all_ff_elements_the_reference_does_not_hold(worker_module):
+    ref = np.arange(4, dtype=np.float32)
+    cand = ref.copy()
+    cand.view(np.uint8)[4:12] = 0xFF  # elements 1 and 2
+    result = worker_module.compare_outputs([cand], [ref], 0.0, 0.0)
+    assert result["poisoned_elements"] == 2 and result["mismatched_elements"] == 2
+    ref_poison = cand.copy()
+    assert worker_module.compare_outputs([cand], [ref_poison], 0.0, 0.0)["poisoned_elements"] == 0
+
+
+def test_integers_compare_exactly_and_stats_ignore_nan(worker_module):
+    ref = np.array([1, 2, 2**40], dtype=np.int64)
+    assert worker_module.compare_outputs([ref + np.array([0, 0, 1])], [ref], 10.0, 10.0)["mismatched_elements"] == 1
+    stats = worker_module.array_stats(np.array([np.nan, 1.0, 3.0], dtype=np.float32))
+    assert stats == {**stats, "min": 1.0, "max": 3.0, "mean": 2.0, "nan_count": 1}
+    assert stats["digest"] == worker_module.array_stats(np.array([np.nan, 1.0, 3.0], dtype=np.float32))["digest"]
+    assert stats["digest"] != worker_module.array_stats(np.array([np.nan, 1.0, 4.0], dtype=np.float32))["digest"]
+    infinite = worker_module.array_stats(np.array([np.inf, 1.0]))
+    assert infinite["max"] is None and infinite["min"] == 1.0 and infinite["mean"] is None
+
+
+# -- torch ------------------------------------------------------------------------------------
+
+
+def torch_or_skip(cuda):
+    torch = pytest.importorskip("torch", reason="torch is not installed here (these run on the GPU machine)")
+    if cuda and not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    return torch
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_torch_honest_candidate_passes(workers, device):
+    torch_or_skip(device == "cuda")
+    transport = "ipc" if device == "cuda" else "bytes"
+    trusted, cand, setup, cand_setup = set_up(workers, "candidate_torch_honest.py", "reference_torch.py", device)
+    assert setup["framework"] == "torch" and cand_setup["ok"], cand_setup
+    for k, seed in enumerate([3, 4]):
+        trial, call, check = run_trial(trusted, cand, k, seed, transport)
+        assert trial["inputs"][0]["transport"] == transport and trial["inputs"][0]["dtype"] == "float32"
+        assert call["ok"], call
+        assert call["outputs"][0]["transport"] == transport
+        assert check["comparison"]["passed"], check
+        assert check["inputs_unchanged"] is True
+        assert trial["reference_outputs"][0]["stats"]["digest"] == check["candidate_outputs"][0]["stats"]["digest"] or (
+            check["comparison"]["max_abs_diff"] > 0
+        )
+        release(trusted, cand, k)
+    trial, call, check = run_trial(trusted, cand, 5, 5, transport)
+    for side in (trusted, cand):
+        reply, payload = side.request({"op": "time", "trial": 5, "repeat": 5, "warmup": 2, "flush_l2": True})
+        assert reply["ok"], reply
+        assert len(reply["times_ms"]) == 5
+        if device == "cuda":
+            assert reply["method"] in ("graph_pairs", "events"), reply["method_detail"]
+            assert reply["device_state"]["persisting_l2_reset"] is True, reply["device_state"]
+            assert reply["device_state"]["persisting_l2_limit_bytes"] == 0
+        else:
+            assert reply["method"] == "host"
+    header = {"op": "check", "trial": 5, "outputs": reply["outputs"]}
+    if "inputs_after" in reply:
+        header["inputs_after"] = reply["inputs_after"]
+    timed, _ = trusted.request(header, payload)
+    assert timed["comparison"]["passed"], timed
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_torch_hostile_candidates(workers, device):
+    torch_or_skip(device == "cuda")
+    transport = "ipc" if device == "cuda" else "bytes"
+    trusted, cand, _, _ = set_up(workers, "candidate_torch_inplace.py", "reference_torch.py", device)
+    _, _, check = run_trial(trusted, cand, 0, 1, transport)
+    assert check["comparison"]["passed"] and check["inputs_unchanged"] is False
+    trusted, cand, _, _ = set_up(workers, "candidate_torch_subclass.py", "reference_torch.py", device)
+    _, call, _ = run_trial(trusted, cand, 0, 1, transport)
+    assert call["error"]["kind"] == "bad_output"
+
+
+def test_torch_stale_output_on_the_gpu_reads_as_poison(workers):
+    torch_or_skip(True)
+    trusted, cand, _, _ = set_up(workers, "candidate_torch_stale.py", "reference_torch.py", "cuda")
+    _, _, check = run_trial(trusted, cand, 0, 1, "ipc")
+    comparison = check["comparison"]
+    assert comparison["passed"] is False
+    assert comparison["poisoned_elements"] == comparison["total_elements"], comparison
+
+
+def test_a_device_fault_is_reported_and_ends_the_worker(workers):
+    torch_or_skip(True)
+    trusted, cand, _, _ = set_up(workers, "candidate_torch_fault.py", "reference_torch.py", "cuda")
+    _, call, _ = run_trial(trusted, cand, 0, 1, "ipc")
+    assert call["ok"] is False and call["error"]["kind"] == "device_fault", call
+    assert cand.process.wait(timeout=60) == 3
