@@ -235,6 +235,14 @@ def test_missing_inputs_after_cannot_show_inputs_unchanged(workers):
     assert check["inputs_unchanged"] is False and "inputs_after" in check["note"]
 
 
+def test_a_non_contiguous_output_is_exported_as_a_contiguous_copy(workers):
+    trusted, cand, _, _ = set_up(workers, "candidate_noncontiguous.py")
+    _, call, check = run_trial(trusted, cand, 0, 5)
+    assert "not contiguous" in call["note"]
+    assert call["outputs"][0]["stride"] == [16, 1]
+    assert check["comparison"]["passed"] is True
+
+
 def test_a_cached_result_fails_the_second_trial(workers):
     trusted, cand, _, _ = set_up(workers, "candidate_cached.py")
     _, _, first = run_trial(trusted, cand, 0, 100)

@@ -923,8 +923,7 @@ class Worker:
                 init_inputs = import_arrays(given_init, payload, "cpu", "init_inputs")
             else:
                 init_inputs = []
-            if self.role == "trusted":
-                reply_init = [out.array(x, "bytes") for x in init_inputs]
+            reply_init = self.sendable(init_inputs, out) if self.role == "trusted" else None
             init_inputs = [self.to_device(x) for x in init_inputs]
             # Reseeded right before construction (as KernelBench does) so both sides' weights
             # match whatever get_init_inputs drew.
@@ -955,9 +954,23 @@ class Worker:
                 reply["device_name"] = str(torch.cuda.get_device_name())
         if np is not None:
             reply["numpy"] = str(np.__version__)
-        if self.role == "trusted":
+        if reply_init is not None:
             reply["init_inputs"] = reply_init
+        elif self.role == "trusted":
+            reply["note"] = "get_init_inputs() returned something that cannot cross as an array or JSON value: init_inputs left out"
         return reply
+
+    @staticmethod
+    def sendable(values: List[Any], out: Outgoing) -> Optional[List[Dict[str, Any]]]:
+        """The init inputs as wire arrays (bytes: they are small and built once), or None when
+        one cannot cross (a candidate with its own get_init_inputs does not need them)."""
+        mark = (len(out.chunks), out.size)
+        try:
+            return [out.array(x, "bytes") for x in values]
+        except ValueError:
+            del out.chunks[mark[0] :]
+            out.size = mark[1]
+            return None
 
     def trial(self, header: Dict[str, Any], payload: bytearray, out: Outgoing) -> Dict[str, Any]:
         k = wire_int(header.get("trial"), "trial")
@@ -1183,9 +1196,11 @@ class Worker:
             return contextlib.nullcontext()
         if self.handout_pool is None and self.handout_pool_note is None:
             try:
+                if not callable(getattr(torch.cuda, "use_mem_pool", None)):
+                    raise AttributeError(f"torch {torch.__version__} has no torch.cuda.use_mem_pool")
                 self.handout_pool = torch.cuda.MemPool()
             except (AttributeError, RuntimeError) as e:
-                self.handout_pool_note = f"handout inputs share allocator segments with trusted memory (no torch.cuda.MemPool: {e})"
+                self.handout_pool_note = f"handout inputs share allocator segments with trusted memory ({e})"
         if self.handout_pool is None:
             return contextlib.nullcontext()
         return torch.cuda.use_mem_pool(self.handout_pool)
@@ -1242,9 +1257,9 @@ class Worker:
             synchronize()
             exported = []
             for index, o in enumerate(arrays):
-                if is_tensor(o) and not o.is_contiguous():
+                if not (o.is_contiguous() if is_tensor(o) else o.flags.c_contiguous):
                     out.notes.append(f"output {index} was not contiguous: exported as a contiguous copy")
-                    o = o.contiguous()
+                    o = contiguous(o)
                 exported.append(out.array(o, "ipc" if is_cuda(o) else "bytes"))
             reply: Dict[str, Any] = {"outputs": exported}
             if any(is_array(x) and not is_cuda(x) for x in inputs):
