@@ -8,6 +8,9 @@
 #   own export, which is a different failure.)
 # Expected: correct; reported_time_below_witness (score ~0.05x the witnessed GEMM time) and
 #   suspicious_speedup (~20x). The reference is timed in the trusted process, out of reach.
+#   Also accepted (expected.json or_expect): a worker that took its own reference to
+#   elapsed_time before importing the candidate is not fooled at all: correct, no finding,
+#   speedup about 1.
 import torch
 import torch.nn as nn
 
