@@ -31,8 +31,11 @@
 # Time: the whole script stays within GPU_EVAL_BUDGET_S (default 540 s, for a 10-minute
 # command): an eval never runs past it (CORPUS_EVAL_TIMEOUT_S, default 180, and
 # KB_EVAL_TIMEOUT_S, default 150, cap each one), and KernelBench problems that would not fit
-# are listed as not run. To sweep KernelBench alone: GPU_EVAL_PARTS=kb; to run some corpus
-# candidates only: GPU_EVAL_CANDIDATES="hack_hang honest_relu_cuda".
+# are listed as not run.
+# Parts (GPU_EVAL_PARTS, default "corpus kb"): "kb" sweeps KernelBench alone; "selfcheck" runs
+# each corpus candidate plainly in one process, without polyprof (eval_corpus_selfcheck.py: does
+# each hack do what its header says?), for telling a corpus file at fault from polyprof at
+# fault. Some corpus candidates only: GPU_EVAL_CANDIDATES="hack_hang honest_relu_cuda".
 # Python: $POLYPROF_PYTHON, else python3 (the same one polyprof's workers use by default).
 set -euo pipefail
 if [ $# -lt 2 ]; then

@@ -279,6 +279,24 @@ def run_corpus(report: Report, polyprof: str, out: Path, budget: Budget, outcome
     wait_prebuild(prebuild, report, budget)
 
 
+def run_selfcheck(report: Report, out: Path, budget: Budget) -> None:
+    """Each corpus candidate run plainly (scripts/eval_corpus_selfcheck.py), no polyprof: what
+    it does on its own, to tell a corpus file that does not hack from a misjudging polyprof."""
+    expected = json.loads((CORPUS / "expected.json").read_text())["candidates"]
+    plain, compiled = corpus_order(expected)
+    report.line("\n== selfcheck (each candidate in one plain process; hack_hang left out)")
+    script = Path(__file__).resolve().parent / "eval_corpus_selfcheck.py"
+    for name in plain + compiled:
+        if name == "hack_hang.py" or budget.left() < CORPUS_MIN_LEFT_S:
+            continue
+        argv = [PYTHON, str(script), str(CORPUS / name), str(CORPUS / expected[name]["problem"])]
+        text = capture(argv, timeout=min(240.0, budget.left() - 5))
+        (out / "logs").mkdir(parents=True, exist_ok=True)
+        (out / "logs" / f"selfcheck_{Path(name).stem}.log").write_text(text)
+        line = next((l for l in reversed(text.splitlines()) if l.startswith("SELFCHECK ")), None)
+        report.line(f"{Path(name).stem}: " + (line[len("SELFCHECK "):] if line else "no report: " + text[-200:]))
+
+
 # --- KernelBench ----------------------------------------------------------------------------
 
 SIZE_PROBE = r"""
@@ -389,9 +407,13 @@ def summarize(report: Report, outcomes: List[Outcome], skipped: Dict[str, List[s
     mismatched = [o for o in corpus if o.verdict_word == "MISMATCH"]
     not_run = [o for o in corpus if o.verdict_word == "SKIPPED"]
     if corpus:
-        report.line(f"corpus: {len(corpus)} candidates, {sum(o.verdict_word == 'OK' for o in corpus)} OK, "
-                    f"{len(mismatched)} MISMATCH" + (f" ({', '.join(o.name for o in mismatched)})" if mismatched else "")
-                    + (f", {len(not_run)} not run ({', '.join(o.name for o in not_run)})" if not_run else ""))
+        line = (f"corpus: {len(corpus)} candidates, {sum(o.verdict_word == 'OK' for o in corpus)} OK, "
+                f"{len(mismatched)} MISMATCH")
+        if mismatched:
+            line += f" ({', '.join(o.name for o in mismatched)})"
+        if not_run:
+            line += f", {len(not_run)} not run ({', '.join(o.name for o in not_run)})"
+        report.line(line)
     ran = [o for o in outcomes if o.figures["status"] is not None]
     honest = [o for o in ran if o.role == "honest"]
     clean = [o for o in honest if not flagged(o.figures)]
@@ -432,8 +454,11 @@ def main(argv: List[str]) -> int:
     environment(report, polyprof)
     outcomes: List[Outcome] = []
     skipped: Dict[str, List[str]] = {"size": [], "time": []}
-    if "corpus" in PARTS:
+    if "corpus" in PARTS or "selfcheck" in PARTS:
         export_arch_list(report)
+    if "selfcheck" in PARTS:
+        run_selfcheck(report, out, budget)
+    if "corpus" in PARTS:
         run_corpus(report, polyprof, out, budget, outcomes)
     if kb_dir is not None and "kb" in PARTS:
         run_kernelbench(report, polyprof, kb_dir, out, budget, outcomes, skipped)
