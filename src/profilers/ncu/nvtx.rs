@@ -123,7 +123,7 @@ fn name_before_attributes(rest: &str) -> String {
         return rest.to_string();
     }
     // `name:PL:PV:CT:C:MT:name` with the name of k fields has 2k + 5 fields.
-    if (count - 5) % 2 == 0 {
+    if (count - 5).is_multiple_of(2) {
         let k = (count - 5) / 2;
         let name = fields[..k].join(":");
         if fields[k + 4] != "none" && fields[count - k..].join(":") == name {
