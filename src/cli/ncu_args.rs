@@ -48,7 +48,11 @@ pub struct NcuArgs {
     /// Profile at most this many matching launches.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub launch_count: Option<u64>,
-    /// Only kernels inside matching NVTX ranges (`regex:DOMAIN@.+/`); repeatable.
+    /// Record the NVTX ranges open at each launch (ncu's `--nvtx`): the record's `ranges`
+    /// (the launching thread's push/pop ranges), `process_ranges` and `thread_id`.
+    #[arg(long)]
+    pub nvtx: bool,
+    /// Only kernels inside matching NVTX ranges (`regex:DOMAIN@.+/`); repeatable; implies --nvtx.
     #[arg(long, value_name = "FILTER")]
     pub nvtx_include: Vec<String>,
     /// CUDA graphs: profile each kernel node (node) or each whole graph launch as one result
@@ -97,6 +101,7 @@ impl NcuArgs {
             }),
             launch_skip: self.launch_skip,
             launch_count: self.launch_count,
+            nvtx: self.nvtx,
             nvtx_include: self.nvtx_include.clone(),
             graph_profiling: match self.graph_profiling.as_str() {
                 "graph" => GraphProfiling::Graph,
@@ -154,6 +159,12 @@ mod tests {
         assert_eq!(options.kernel_name.as_deref(), Some("regex:matmul"));
         assert_eq!(options.launch_count, Some(2));
         assert_eq!(options.extra_args, ["--cache-control", "none"]);
+        assert!(!options.nvtx && options.records_nvtx());
+        let nvtx = Probe::try_parse_from(["x", "--nvtx"])
+            .unwrap()
+            .ncu
+            .to_options();
+        assert!(nvtx.nvtx && nvtx.nvtx_include.is_empty());
         assert!(options.validate().is_ok());
         let defaults = Probe::try_parse_from(["x"]).unwrap().ncu.to_options();
         assert_eq!(defaults, NcuOptions::default());

@@ -16,6 +16,7 @@ pub fn launches_from_records(records: &[KernelRecord]) -> Vec<WitnessLaunch> {
             short_name: r.short_name.clone(),
             duration_ns: r.duration_ns,
             ranges: r.ranges.clone(),
+            thread_id: r.thread_id,
             stream: r.stream.clone(),
             process_id: r.process_id,
         })

@@ -456,11 +456,20 @@ pub struct KernelRecord {
     /// kernel), outermost first; filled by the pipeline, empty when a parser produced the record.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub call_path: Vec<String>,
+    /// The launching thread's OS id, when the profiler names it (ncu: with `--nvtx`, for
+    /// launches inside a push/pop range). Unlike a range name, the program cannot choose it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<u64>,
     /// The push/pop annotation ranges (NVTX, ROCTx) open on the launching thread when the
     /// kernel was launched, outermost first, by name (`polyprof/call/3`); a non-default domain
     /// is written `domain@name`. Empty when none was open or the profiler does not record them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ranges: Vec<String>,
+    /// The start/end annotation ranges (NVTX `nvtxRangeStart`) open in the process when the
+    /// kernel was launched, whichever thread started them, in the profiler's order, named as
+    /// `ranges`. Kept apart from `ranges`: they are not the launching thread's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub process_ranges: Vec<String>,
 }
 
 fn one() -> u64 {
@@ -497,7 +506,9 @@ impl Default for KernelRecord {
             metrics: BTreeMap::new(),
             rules: Vec::new(),
             call_path: Vec::new(),
+            thread_id: None,
             ranges: Vec::new(),
+            process_ranges: Vec::new(),
         }
     }
 }

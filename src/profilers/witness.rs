@@ -19,7 +19,7 @@ pub fn witness_settings(profiler: &str) -> Option<ProfilerSettings> {
             let mut settings = ProfilerSettings::default();
             settings.ncu.preset = Preset::Metrics(vec![super::ncu::options::DURATION.to_string()]);
             settings.ncu.clock_control = ClockControl::None;
-            settings.ncu.extra_args = vec!["--nvtx".to_string()];
+            settings.ncu.nvtx = true;
             Some(settings)
         }
         _ => None,
@@ -38,7 +38,8 @@ mod tests {
             vec!["gpu__time_duration.sum".to_string()]
         );
         assert_eq!(settings.ncu.clock_control, ClockControl::None);
-        assert!(settings.ncu.extra_args.contains(&"--nvtx".to_string()));
+        assert!(settings.ncu.nvtx);
+        assert!(settings.ncu.extra_args.is_empty());
     }
 
     #[test]

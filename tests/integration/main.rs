@@ -37,6 +37,7 @@ mod ncu_details_page;
 mod ncu_diagnostics;
 mod ncu_fixture_inventory;
 mod ncu_kernel_names;
+mod ncu_nvtx;
 mod ncu_plan;
 mod ncu_proptest;
 mod ncu_raw_page;

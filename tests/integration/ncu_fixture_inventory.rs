@@ -30,6 +30,7 @@ fn every_ncu_fixture_is_used() {
     files(&root.join("tests/fixtures/ncu-h200"), &mut names);
     files(&root.join("tests/fixtures/ncu-cc120"), &mut names);
     files(&root.join("tests/fixtures/ncu-h200-names"), &mut names);
+    files(&root.join("tests/fixtures/ncu-h200-nvtx"), &mut names);
     assert!(names.len() >= 35, "{}", names.len());
     let unused: Vec<&String> = names
         .iter()

@@ -292,3 +292,61 @@ async fn missing_log_is_a_no_data_error_naming_the_file() {
     let text = err.to_string();
     assert!(text.contains("ncu.log") && text.contains("PATH"), "{text}");
 }
+
+#[test]
+fn nvtx_is_asked_once_whichever_way_it_is_given() {
+    let nvtx_count = |options: NcuOptions| {
+        plan_argvs(options)[0]
+            .iter()
+            .filter(|a| *a == "--nvtx")
+            .count()
+    };
+    assert_eq!(nvtx_count(NcuOptions::default()), 0);
+    assert_eq!(
+        nvtx_count(NcuOptions {
+            nvtx: true,
+            ..Default::default()
+        }),
+        1
+    );
+    assert_eq!(
+        nvtx_count(NcuOptions {
+            nvtx: true,
+            nvtx_include: vec!["regex:a@.+/".into()],
+            ..Default::default()
+        }),
+        1
+    );
+    assert_eq!(
+        nvtx_count(NcuOptions {
+            nvtx: true,
+            extra_args: vec!["--nvtx".into()],
+            ..Default::default()
+        }),
+        1
+    );
+    assert_eq!(
+        nvtx_count(NcuOptions {
+            nvtx_include: vec!["r/".into()],
+            extra_args: vec!["--nvtx".into()],
+            ..Default::default()
+        }),
+        1
+    );
+    // The typed option travels in run.json's settings and defaults to off.
+    let options: NcuOptions = serde_json::from_str("{}").unwrap();
+    assert!(!options.nvtx);
+}
+
+#[test]
+fn the_witness_profiles_durations_with_nvtx_at_free_clocks() {
+    let settings = polyprof::profilers::witness::witness_settings("ncu").unwrap();
+    let argv = plan_argvs(settings.ncu)[0].join(" ");
+    for part in [
+        "--metrics gpu__time_duration.sum --target-processes all --clock-control none",
+        " --nvtx ",
+    ] {
+        assert!(argv.contains(part), "`{part}` missing from {argv}");
+    }
+    assert_eq!(argv.matches("--nvtx").count(), 1, "{argv}");
+}

@@ -39,6 +39,9 @@ pub struct IdentityIndex {
     pub grid: Option<usize>,
     pub device: Option<usize>,
     pub cc: Option<usize>,
+    /// The NVTX columns (`--nvtx`), between `Host Name` and `Kernel Name`.
+    pub push_pop_ranges: Option<usize>,
+    pub start_end_ranges: Option<usize>,
 }
 
 impl IdentityIndex {
@@ -54,6 +57,12 @@ impl IdentityIndex {
             grid: find("Grid Size"),
             device: find("Device"),
             cc: find("CC"),
+            push_pop_ranges: header
+                .iter()
+                .position(|h| h.starts_with(super::nvtx::PUSH_POP_COLUMN)),
+            start_end_ranges: header
+                .iter()
+                .position(|h| h.starts_with(super::nvtx::START_END_COLUMN)),
         }
     }
 
@@ -73,6 +82,14 @@ impl IdentityIndex {
             grid: get(self.grid).and_then(|v| parse_dim3(&v)),
             block: get(self.block).and_then(|v| parse_dim3(&v)),
             calls: 1,
+            thread_id: get(self.push_pop_ranges)
+                .and_then(|cell| super::nvtx::launching_thread(&cell)),
+            ranges: get(self.push_pop_ranges)
+                .map(|cell| super::nvtx::push_pop_ranges(&cell))
+                .unwrap_or_default(),
+            process_ranges: get(self.start_end_ranges)
+                .map(|cell| super::nvtx::start_end_ranges(&cell))
+                .unwrap_or_default(),
             ..Default::default()
         }
     }

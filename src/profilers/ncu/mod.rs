@@ -12,6 +12,7 @@ pub mod fields;
 pub mod kernel_filter;
 pub mod merge;
 pub mod names;
+pub mod nvtx;
 pub mod occupancy;
 pub mod options;
 mod parallel;

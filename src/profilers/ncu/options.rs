@@ -339,6 +339,10 @@ pub struct NcuOptions {
     pub launch_skip: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch_count: Option<u64>,
+    /// `--nvtx`: record the NVTX ranges open at each launch (`KernelRecord::ranges`,
+    /// `process_ranges`, `thread_id`); implied by `nvtx_include`.
+    #[serde(default)]
+    pub nvtx: bool,
     /// `--nvtx --nvtx-include X` for each entry (`regex:DOMAIN@.+/`, `range/`, …).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nvtx_include: Vec<String>,
@@ -377,6 +381,7 @@ impl Default for NcuOptions {
             kernel_name_base: None,
             launch_skip: None,
             launch_count: None,
+            nvtx: false,
             nvtx_include: Vec::new(),
             graph_profiling: GraphProfiling::default(),
             keep_report: false,
@@ -491,6 +496,12 @@ impl NcuOptions {
             ));
         }
         Ok(())
+    }
+
+    /// ncu gets `--nvtx`: asked for, implied by an NVTX filter, or already among the extra
+    /// arguments (where it is left, since ncu refuses an option given twice).
+    pub fn records_nvtx(&self) -> bool {
+        self.nvtx || !self.nvtx_include.is_empty() || self.extra_args.iter().any(|a| a == "--nvtx")
     }
 
     /// A report is written when asked, and always for ncu's sets (the details page comes from it).

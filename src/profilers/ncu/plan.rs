@@ -99,8 +99,11 @@ pub fn profile_argv(options: &NcuOptions, output_dir: &Path, target: &[Arg]) -> 
     if let Some(count) = options.launch_count {
         argv.extend(["--launch-count".to_string(), count.to_string()]);
     }
-    if !options.nvtx_include.is_empty() {
+    // Once only: ncu refuses an option given twice, and `--ncu-arg --nvtx` already gives it.
+    if options.records_nvtx() && !options.extra_args.iter().any(|a| a == "--nvtx") {
         argv.push("--nvtx".to_string());
+    }
+    if !options.nvtx_include.is_empty() {
         for include in &options.nvtx_include {
             argv.extend(["--nvtx-include".to_string(), include.clone()]);
         }

@@ -10,7 +10,8 @@ use std::ops::Range;
 
 use super::context::{Context, MetricFilter};
 use super::fields::{self, Field, IdentityIndex};
-use super::row::Row;
+use super::nvtx;
+use super::row::{Cells, Row};
 use super::units::{normalize_unit, parse_number_bytes};
 use crate::model::number::{self, Problem};
 use crate::model::parsed::{Diagnostic, Severity};
@@ -57,6 +58,9 @@ pub struct RawTable {
     kept: usize,
     units_read: bool,
     display_name: Option<usize>,
+    /// The last NVTX column (`--nvtx`): a row with more cells than the header was split inside
+    /// the NVTX cells, and its columns past this one are read from the right.
+    last_range_column: Option<usize>,
 }
 
 /// A launch record built from its row alone ([`RawTable::build`], which can run on any thread),
@@ -66,7 +70,8 @@ pub struct Built {
     record: KernelRecord,
     /// Where the row's `Device` cell (the key of the device's session facts) lies in its data.
     device: Option<Range<usize>>,
-    /// Number of cells of the row (fewer than the header's: the row was cut off).
+    /// Number of cells of the row (fewer than the header's: the row was cut off; more: a cell
+    /// was split).
     cells: usize,
     /// Cells of normalized fields that hold no number a field may take: column, text, problem.
     bad: Vec<(usize, String, Problem)>,
@@ -90,12 +95,15 @@ impl RawTable {
     pub fn new(header: &[String], filter: &MetricFilter, requested: &HashSet<&str>) -> Self {
         let identity = IdentityIndex::from_header(header);
         let requested_counters: HashSet<&str> = requested.iter().map(|n| counter(n)).collect();
+        // `--nvtx` inserts its two columns among the identity columns.
+        let range_columns = header.iter().filter(|h| nvtx::is_range_column(h)).count();
         let columns: Vec<Column> = header
             .iter()
             .enumerate()
             .map(|(index, name)| {
-                let kind = if index < fields::IDENTITY_COLUMNS.len()
-                    && fields::IDENTITY_COLUMNS.contains(&name.as_str())
+                let kind = if nvtx::is_range_column(name)
+                    || (index < fields::IDENTITY_COLUMNS.len() + range_columns
+                        && fields::IDENTITY_COLUMNS.contains(&name.as_str()))
                 {
                     Kind::Identity
                 } else if is_device_column(name) {
@@ -152,6 +160,7 @@ impl RawTable {
             noted: vec![false; requested_columns.len()],
             requested_columns,
             units_read: false,
+            last_range_column: header.iter().rposition(|h| nvtx::is_range_column(h)),
         }
     }
 
@@ -207,7 +216,14 @@ impl RawTable {
     /// several threads can build rows of the same table at once. `seen` (one flag per requested
     /// column, see [`RawTable::seen_flags`]) marks requested columns that had a number.
     pub fn build(&self, row: &Row, seen: &mut [bool]) -> Built {
+        let row = &self.aligned(row);
         let mut record = self.identity.record(row);
+        if row.shift > 0 {
+            // The split NVTX cells cannot be told apart: no ranges rather than wrong ones.
+            record.ranges.clear();
+            record.process_ranges.clear();
+            record.thread_id = None;
+        }
         let device = self.identity.device.and_then(|index| row.span(index));
         if let Some(name) = fields::cell(row, self.display_name).filter(|n| !n.is_empty()) {
             record.device = Some(name.into_owned());
@@ -252,7 +268,7 @@ impl RawTable {
         Built {
             record,
             device,
-            cells: row.len(),
+            cells: row.row.len(),
             bad,
         }
     }
@@ -318,12 +334,40 @@ impl RawTable {
                 hint: Some("the profiler was probably killed while writing".to_string()),
                 metric: None,
             });
+        } else if cells > self.width() {
+            let launch = format!(
+                "launch {} of process {}",
+                record.launch_id,
+                record.process_id.map_or("?".to_string(), |p| p.to_string())
+            );
+            let message = if self.last_range_column.is_some() {
+                format!(
+                    "{launch} has {cells} cells for {} columns: a `\"` in an NVTX range name, \
+                     which ncu writes unescaped, split its range cell; the columns after the \
+                     ranges were read from the right and its ranges left out",
+                    self.width()
+                )
+            } else {
+                format!(
+                    "{launch} has {cells} cells for {} columns; ncu's CSV quoting broke and \
+                     its values may be misread",
+                    self.width()
+                )
+            };
+            context.push_diagnostic(Diagnostic {
+                severity: Severity::Warning,
+                kind: "split_row".to_string(),
+                message,
+                hint: Some("keep `\"` out of NVTX range names".to_string()),
+                metric: None,
+            });
         }
         (record, new_device)
     }
 
     /// The device's compute capability and attributes, once per device, into the session.
     pub fn record_device(&self, row: &Row, device_key: &str, context: &mut Context) {
+        let row = &self.aligned(row);
         if let Some(cc) = fields::cell(row, self.identity.cc) {
             context.session_insert(
                 format!("device.{device_key}.compute_capability"),
@@ -345,6 +389,55 @@ impl RawTable {
                 .unwrap_or(&column.name);
             context.session_insert(format!("device.{device_key}.{short}"), value);
         }
+    }
+}
+
+impl RawTable {
+    /// `row` with its columns past the NVTX columns shifted by the cells it has too many.
+    fn aligned<'r, 'a>(&self, row: &'r Row<'a>) -> Aligned<'r, 'a> {
+        let shift = match self.last_range_column {
+            Some(_) => row.len().saturating_sub(self.width()),
+            None => 0,
+        };
+        Aligned {
+            row,
+            after: self.last_range_column.unwrap_or(usize::MAX),
+            shift,
+        }
+    }
+}
+
+/// A row read through the header's column indices, past a split NVTX cell.
+struct Aligned<'r, 'a> {
+    row: &'r Row<'a>,
+    after: usize,
+    shift: usize,
+}
+
+impl<'a> Aligned<'_, 'a> {
+    fn at(&self, index: usize) -> usize {
+        if index > self.after {
+            index + self.shift
+        } else {
+            index
+        }
+    }
+
+    fn get(&self, index: usize) -> Option<&'a [u8]> {
+        self.row.get(self.at(index))
+    }
+
+    fn span(&self, index: usize) -> Option<Range<usize>> {
+        self.row.span(self.at(index))
+    }
+}
+
+impl Cells for Aligned<'_, '_> {
+    fn cell_bytes(&self, index: usize) -> Option<&[u8]> {
+        self.get(index)
+    }
+    fn cell_count(&self) -> usize {
+        self.row.len() - self.shift
     }
 }
 

@@ -67,7 +67,13 @@ pub const COLUMNS: &[&str] = &[
     "kind",
     "cpu_time_ns",
     "above_peak",
+    "ranges",
+    "process_ranges",
+    "thread_id",
 ];
+
+/// Joins a record's ranges in one cell, outermost first (range names hold `/`, so not ` / `).
+pub const RANGE_SEPARATOR: &str = " > ";
 
 pub struct CsvExporter;
 
@@ -187,6 +193,9 @@ impl Exporter for CsvExporter {
                         .above_peak
                         .map(|a| serde_label(&a))
                         .unwrap_or_default(),
+                    "ranges" => record.ranges.join(RANGE_SEPARATOR),
+                    "process_ranges" => record.process_ranges.join(RANGE_SEPARATOR),
+                    "thread_id" => opt(record.thread_id),
                     // Every column is named above or in the table (a test checks).
                     _ => String::new(),
                 }
