@@ -20,17 +20,17 @@ pub fn kind_of_worker_error(kind: &str) -> Option<FailureKind> {
     })
 }
 
-/// How a worker's process ended, in words (`killed by signal 11 (SIGSEGV)`).
+/// How a worker's process ended, in words (`was killed by signal 11 (SIGSEGV)`).
 pub fn ended_as(run: &ProfileRun) -> String {
     match &run.outcome {
         Some(Outcome::Signalled { signal } | Outcome::SupervisorKilled { signal }) => {
             let name = nix::sys::signal::Signal::try_from(*signal)
                 .map(|s| format!(" ({})", s.as_str()))
                 .unwrap_or_default();
-            format!("killed by signal {signal}{name}")
+            format!("was killed by signal {signal}{name}")
         }
         Some(Outcome::Exited { code }) => format!("exited with status {code}"),
-        Some(other) => other.to_string(),
+        Some(other) => format!("ended: {other}"),
         None => "did not start".to_string(),
     }
 }
@@ -101,7 +101,7 @@ pub fn from_start(role: Role, stage: Stage, error: &StartError, eval_dir: &Path)
             let started = !matches!(run.outcome, None | Some(Outcome::SpawnFailed { .. }));
             let why = match &run.outcome {
                 Some(Outcome::SpawnFailed { error, .. }) => format!(
-                    "cannot start it: {error}; give the Python interpreter with --python (or $POLYPROF_PYTHON)"
+                    "{error}; give the Python interpreter with --python (or $POLYPROF_PYTHON)"
                 ),
                 _ if !started => run
                     .errors
@@ -110,7 +110,7 @@ pub fn from_start(role: Role, stage: Stage, error: &StartError, eval_dir: &Path)
                     .collect::<Vec<_>>()
                     .join("; "),
                 _ => with_tail(
-                    format!("it {} before connecting", ended_as(run)),
+                    format!("its process {} before connecting", ended_as(run)),
                     &worker::stderr_tail(run, 12),
                 ),
             };

@@ -400,13 +400,19 @@ mod tests {
         let cancel = CancellationToken::new();
         let mut conn = Connection::new(ours, cancel.clone());
         let err = conn
-            .request(&Message::request("time", json!({})), Duration::from_millis(50))
+            .request(
+                &Message::request("time", json!({})),
+                Duration::from_millis(50),
+            )
             .await
             .unwrap_err();
         assert!(matches!(err, ProtocolError::Timeout { .. }), "{err}");
         cancel.cancel();
         let err = conn
-            .request(&Message::request("time", json!({})), Duration::from_millis(50))
+            .request(
+                &Message::request("time", json!({})),
+                Duration::from_millis(50),
+            )
             .await
             .unwrap_err();
         assert!(matches!(err, ProtocolError::Cancelled { .. }), "{err}");

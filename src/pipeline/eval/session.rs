@@ -397,9 +397,6 @@ impl Eval<'_> {
         environment.numpy = text("numpy");
         environment.device_name = text("device_name");
         self.evidence.problem.framework = text("framework").unwrap_or_default();
-        if let Some(worker) = self.trusted.as_mut() {
-            worker.pid = reply_pid(&reply);
-        }
         if let Some(init_inputs) = reply.get("init_inputs").filter(|v| !v.is_null()) {
             self.init_inputs = Some((init_inputs.clone(), reply.payload.clone()));
         }
@@ -425,19 +422,15 @@ impl Eval<'_> {
         }
         let request = Message::request("setup", fields).with_payload(payload);
         let limit = self.spec.options.setup_timeout;
-        let reply = match self.ask(role, stage, request, limit).await {
-            Ok(reply) => reply,
+        match self.ask(role, stage, request, limit).await {
+            Ok(_) => Ok(()),
             Err(mut failure) => {
                 if failure.kind == FailureKind::CompileError && stage == Stage::Setup {
                     failure.stage = Stage::Load;
                 }
-                return Err(failure);
+                Err(failure)
             }
-        };
-        if let Some(worker) = self.candidate.as_mut() {
-            worker.pid = reply_pid(&reply);
         }
-        Ok(())
     }
 
     /// `trials` correctness trials; the last one stays alive for timing (its index returned).
@@ -520,24 +513,28 @@ impl Eval<'_> {
         let started = Instant::now();
         let answer = self.ask(role, stage, call, limit).await?;
         self.evidence.trials[record].host_ms = Some(started.elapsed().as_secs_f64() * 1e3);
-        let outputs: Vec<Value> = self.field(role, stage, &answer, "outputs").await?;
-        self.check(index, record, outputs, answer.payload, stage)
-            .await?;
+        self.check(role, index, record, answer, stage).await?;
         Ok(index)
     }
 
-    /// The trusted worker compares `outputs` with trial `index`'s reference outputs; the
-    /// result goes into trial record `record`.
+    /// The trusted worker compares the outputs of `answer` (the reply of `role`'s `call` or
+    /// `time`) with trial `index`'s reference outputs; the result goes into trial record
+    /// `record`. Inputs that crossed as copies come back with the outputs (`inputs_after`), so
+    /// the checker sees writes into them.
     async fn check(
         &mut self,
+        role: Role,
         index: u32,
         record: usize,
-        outputs: Vec<Value>,
-        payload: Vec<u8>,
+        answer: Message,
         stage: Stage,
     ) -> std::result::Result<(), Failure> {
-        let request = Message::request("check", json!({"trial": index, "outputs": outputs}))
-            .with_payload(payload);
+        let outputs: Vec<Value> = self.field(role, stage, &answer, "outputs").await?;
+        let mut fields = json!({"trial": index, "outputs": outputs});
+        if let Some(after) = answer.get("inputs_after").filter(|v| !v.is_null()) {
+            fields["inputs_after"] = after.clone();
+        }
+        let request = Message::request("check", fields).with_payload(answer.payload);
         let limit = self.call_limit();
         let reply = self.ask(Role::Trusted, stage, request, limit).await?;
         let comparison: Comparison = self
@@ -622,8 +619,6 @@ impl Eval<'_> {
                     conditions_after,
                 });
                 if side == Side::Candidate {
-                    let outputs: Vec<Value> =
-                        self.field(role, Stage::Timing, &reply, "outputs").await?;
                     self.evidence.trials.push(TrialEvidence {
                         phase: TrialPhase::Timed,
                         candidate_outputs: Vec::new(),
@@ -633,7 +628,7 @@ impl Eval<'_> {
                         ..base.clone()
                     });
                     let record = self.evidence.trials.len() - 1;
-                    self.check(trial, record, outputs, reply.payload, Stage::Timing)
+                    self.check(role, trial, record, reply, Stage::Timing)
                         .await?;
                 }
             }
@@ -742,13 +737,6 @@ fn harness(stage: Stage, message: String) -> Failure {
         message,
         log: None,
     }
-}
-
-fn reply_pid(reply: &Message) -> Option<u32> {
-    reply
-        .get("pid")
-        .and_then(Value::as_u64)
-        .and_then(|p| u32::try_from(p).ok())
 }
 
 fn reply_op(reply: &Message) -> String {

@@ -4,7 +4,6 @@
 //! (0700) and its file is removed once the worker has connected, so nothing else can connect
 //! in its place.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -98,7 +97,8 @@ pub struct Worker {
     pub role: Role,
     pub run_dir: PathBuf,
     pub conn: Connection,
-    /// The worker's own pid (its `setup` reply says it).
+    /// The worker's own pid, from the socket's peer credentials (the process that connected,
+    /// also under a profiler that started it), not from anything the worker says.
     pub pid: Option<u32>,
     job: JoinHandle<ProfileRun>,
     kill_now: CancellationToken,
@@ -146,13 +146,18 @@ impl Launch {
             kill_now,
             ..RunOptions::default()
         };
+        // No `__pycache__` in the eval's harness directory.
+        options
+            .extra_env
+            .insert("PYTHONDONTWRITEBYTECODE".to_string(), "1".to_string());
         if self.role != Role::Trusted {
             options.env_policy = EnvPolicy::Untrusted {
                 allow: CANDIDATE_ENV_ALLOW.iter().map(|s| s.to_string()).collect(),
             };
             // Fresh malloc memory reads 0x7F… (a huge value, never a correct output).
-            options.extra_env =
-                BTreeMap::from([("MALLOC_PERTURB_".to_string(), "128".to_string())]);
+            options
+                .extra_env
+                .insert("MALLOC_PERTURB_".to_string(), "128".to_string());
         }
         options
     }
@@ -194,11 +199,16 @@ impl Launch {
                 Ok((stream, _)) => {
                     // Nobody else may connect in its place.
                     let _ = std::fs::remove_file(&socket);
+                    let pid = stream
+                        .peer_cred()
+                        .ok()
+                        .and_then(|c| c.pid())
+                        .and_then(|p| u32::try_from(p).ok());
                     Ok(Worker {
                         role: self.role,
                         run_dir,
                         conn: Connection::new(stream, self.cancel.clone()),
-                        pid: None,
+                        pid,
                         job,
                         kill_now,
                         _socket_dir: socket_dir,
@@ -362,7 +372,7 @@ mod tests {
     fn only_the_candidate_is_untrusted_and_perturbed() {
         let trusted = launch(Role::Trusted).run_options(Default::default(), Default::default());
         assert_eq!(trusted.env_policy, EnvPolicy::Inherit);
-        assert!(trusted.extra_env.is_empty());
+        assert!(!trusted.extra_env.contains_key("MALLOC_PERTURB_"));
         for role in [Role::Candidate, Role::Witness] {
             let options = launch(role).run_options(Default::default(), Default::default());
             assert!(matches!(options.env_policy, EnvPolicy::Untrusted { .. }));
