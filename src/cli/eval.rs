@@ -318,3 +318,58 @@ pub fn print_summary(out: &mut impl Write, outcome: &EvalOutcome) -> std::io::Re
     writeln!(out, "  files: {EVIDENCE_FILE}, {VERDICT_FILE}")?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use polyprof::eval::evidence::{Failure, Stage};
+
+    /// An eval outcome judged by the placeholder audit, with `failure` and `passed` set.
+    fn outcome(failure: Option<FailureKind>, passed: bool) -> EvalOutcome {
+        let mut evidence: EvalEvidence = serde_json::from_value(serde_json::json!({
+            "schema_version": 1,
+            "problem": {"reference": {"path": "r.py", "sha256": ""}, "candidate": {"path": "c.py", "sha256": ""}, "device": "cpu"},
+            "settings": {"trials": 1, "timing_blocks": 1, "repeat": 1, "warmup": 1, "atol": 0.01, "rtol": 0.01,
+                         "flush_l2": true, "witness_calls": 0, "witness_tolerance": 0.7, "suspicious_speedup": 10.0,
+                         "require_candidate_kernels": false, "min_plausible_ms": 0.001, "init_seed": 1},
+            "environment": {}
+        }))
+        .unwrap();
+        evidence.failure = failure.map(|kind| Failure {
+            stage: Stage::Correctness,
+            kind,
+            message: "m".into(),
+            log: None,
+        });
+        let mut verdict = polyprof::eval::judge(&evidence);
+        verdict.passed = passed;
+        EvalOutcome {
+            dir: PathBuf::from("e"),
+            evidence,
+            verdict,
+        }
+    }
+
+    #[test]
+    fn exit_status_says_passed_judged_or_not_run() {
+        assert_eq!(exit_code(&outcome(None, true)), EXIT_PASSED);
+        assert_eq!(exit_code(&outcome(None, false)), EXIT_NOT_PASSED);
+        for kind in [
+            FailureKind::Raised,
+            FailureKind::Timeout,
+            FailureKind::Crashed,
+        ] {
+            assert_eq!(exit_code(&outcome(Some(kind), false)), EXIT_NOT_PASSED);
+        }
+        for kind in [FailureKind::ReferenceError, FailureKind::Harness] {
+            assert_eq!(exit_code(&outcome(Some(kind), false)), EXIT_EVAL_FAILED);
+        }
+        let mut text = Vec::new();
+        print_summary(&mut text, &outcome(Some(FailureKind::Raised), false)).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("FAILED") && text.contains("Raised: m"),
+            "{text}"
+        );
+    }
+}
