@@ -5,10 +5,12 @@
 # proton-viewer, into its own virtual environment.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The eval tests (tests/integration/eval_cpu.rs) run numpy problems with python3 (or
+# $POLYPROF_TEST_PYTHON); in CI a missing numpy fails them.
 if command -v python3 >/dev/null; then
-  python3 -c 'import hatchet, pytest' 2>/dev/null ||
-    python3 -m pip install -q llnl-hatchet pytest ||
-    echo "note: could not install llnl-hatchet/pytest; their tests will be skipped" >&2
+  python3 -c 'import hatchet, pytest, numpy' 2>/dev/null ||
+    python3 -m pip install -q llnl-hatchet pytest numpy ||
+    echo "note: could not install llnl-hatchet/pytest/numpy; their tests will be skipped" >&2
 fi
 # proton-viewer (the `triton` wheel) reads the Proton export in report_proton_viewer; the test
 # installs it into this venv itself when missing, and says SKIPPED only if that fails.

@@ -33,6 +33,7 @@ from ._types import (
 )
 from .batch import BatchEntry, BatchIndex, batch
 from .benchmark import KernelBenchmark, benchmark_kernel
+from .eval import EvalResult, Finding, evaluate
 from .profiler_command import Profiler, get_profilers
 from .session import (
     ProfileSession,
@@ -66,6 +67,9 @@ __all__ = [
     "unregister_kernel_hook",
     "benchmark_kernel",
     "KernelBenchmark",
+    "evaluate",
+    "EvalResult",
+    "Finding",
     "RunResult",
     "ProfileRun",
     "RunError",

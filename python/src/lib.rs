@@ -6,6 +6,7 @@
 mod batch;
 mod bench;
 mod errors;
+mod eval;
 mod jobs;
 mod profiler;
 mod reports;
@@ -21,6 +22,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     batch::register(m)?;
     bench::register(m)?;
+    eval::register(m)?;
     runner::register(m)?;
     jobs::register(m)?;
     profiler::register(m)?;

@@ -11,6 +11,7 @@ pub mod demo_replay;
 pub mod demo_workload;
 pub mod diff;
 pub mod doctor;
+pub mod eval;
 pub mod metal;
 pub mod ncu_args;
 pub mod occupancy;
@@ -89,6 +90,9 @@ pub enum Command {
     Wrap(wrap::Args),
     /// Run a command, optionally under a profiler, supervised.
     Run(run::Args),
+    /// Judge a candidate kernel against a reference: correctness on secret inputs, interleaved
+    /// timing, a witness profiler; exit 0 only when it passes.
+    Eval(eval::Args),
     /// Parse saved profiler output into normalized records (no GPU needed).
     Parse(parse::Args),
     /// Theoretical CUDA occupancy for a launch configuration.
@@ -116,6 +120,7 @@ pub async fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Select(args) => select::execute(args).await,
         Command::Wrap(args) => wrap::execute(args).await,
         Command::Run(args) => run::execute(args).await,
+        Command::Eval(args) => eval::execute(args).await,
         Command::Parse(args) => parse::execute(args).await,
         Command::Occupancy(args) => occupancy::execute(args).await,
         Command::Report(args) => report::execute(args).await,

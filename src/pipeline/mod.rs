@@ -4,6 +4,7 @@
 pub mod api;
 pub mod artifacts;
 pub mod batch;
+pub mod eval;
 pub mod executor;
 pub mod host;
 pub mod job;

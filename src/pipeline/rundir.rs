@@ -170,7 +170,7 @@ pub fn next_free(dir: &Path) -> PathBuf {
 
 /// The numbered names after `dir`: `<name>.001`, `<name>.002`, … (from `.NNN + 1` when `dir`
 /// already ends in `.NNN`).
-fn successors(dir: &Path) -> impl Iterator<Item = PathBuf> {
+pub fn successors(dir: &Path) -> impl Iterator<Item = PathBuf> {
     let name = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

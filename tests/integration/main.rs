@@ -21,6 +21,7 @@ mod container_library;
 mod container_lifetime;
 mod container_mounts;
 mod demo;
+mod eval_cpu;
 mod foundation_cli;
 mod foundation_logging;
 mod foundation_quote;

@@ -4,6 +4,7 @@
 pub mod alone;
 pub mod batch;
 pub mod container;
+pub mod eval;
 pub mod ncu;
 pub mod runner;
 pub mod schema;

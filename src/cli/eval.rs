@@ -1,0 +1,375 @@
+//! `polyprof eval`: judge a candidate kernel against a reference (docs/eval-harness.md).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use polyprof::eval::evidence::{EvalEvidence, FailureKind};
+use polyprof::eval::verdict::{EvalVerdict, Status};
+use polyprof::pipeline::eval::{
+    Device, EVIDENCE_FILE, EvalOptions, EvalOutcome, EvalSpec, IfExists, VERDICT_FILE, evaluate,
+};
+
+use super::run::{TrackingMode, cancel_on_signals, parse_secs};
+
+/// The candidate passed: correct, and no finding.
+pub const EXIT_PASSED: u8 = 0;
+/// The candidate was judged and did not pass (incorrect, a finding, or it failed).
+pub const EXIT_NOT_PASSED: u8 = 1;
+/// The eval itself could not run (bad paths, no Python, the reference broken).
+pub const EXIT_EVAL_FAILED: u8 = 2;
+
+/// Arguments of `polyprof eval`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The reference problem (KernelBench format: Model, get_inputs, get_init_inputs).
+    #[arg(long, value_name = "REF.py")]
+    pub reference: PathBuf,
+    /// The candidate (ModelNew; get_init_inputs is taken from the reference when missing).
+    #[arg(long, value_name = "CAND.py")]
+    pub candidate: PathBuf,
+    /// Where the eval's files go [default: ./polyprof-runs/eval.<NNN>]; must be empty.
+    #[arg(long, help_heading = "Output")]
+    pub output_dir: Option<PathBuf>,
+    /// Print verdict.json on stdout instead of the summary.
+    #[arg(long, help_heading = "Output")]
+    pub json: bool,
+    /// Where the arrays live: cuda or cpu.
+    #[arg(long, default_value = "cuda")]
+    pub device: Device,
+    /// The Python interpreter of the workers [default: $POLYPROF_PYTHON, else python3].
+    #[arg(long, value_name = "PY")]
+    pub python: Option<PathBuf>,
+    /// The witness profiler (cuda only): ncu, or none for no witness pass.
+    #[arg(long, default_value = "ncu")]
+    pub profiler: String,
+    /// Limit of each call, check and timing block, seconds.
+    #[arg(long, value_parser = parse_secs, value_name = "S", default_value = "120")]
+    pub timeout: Duration,
+    /// Limit of starting a worker and its setup (imports, compilation), seconds.
+    #[arg(long, value_parser = parse_secs, value_name = "S", default_value = "600")]
+    pub setup_timeout: Duration,
+    /// Correctness trials, each on fresh inputs from a secret seed.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 3,
+        help_heading = "Trials and timing"
+    )]
+    pub trials: u32,
+    /// Interleaved timing blocks per side.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 5,
+        help_heading = "Trials and timing"
+    )]
+    pub blocks: u32,
+    /// Timed calls per block.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 50,
+        help_heading = "Trials and timing"
+    )]
+    pub repeat: u32,
+    /// Untimed calls before each block.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 5,
+        help_heading = "Trials and timing"
+    )]
+    pub warmup: u32,
+    /// Calls profiled by the witness, each on fresh inputs.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 3,
+        help_heading = "Trials and timing"
+    )]
+    pub witness_calls: u32,
+    /// Do not flush the L2 cache between timed calls.
+    #[arg(long, help_heading = "Trials and timing")]
+    pub no_flush_l2: bool,
+    /// Absolute tolerance of the comparison.
+    #[arg(
+        long,
+        value_name = "X",
+        default_value_t = 1e-2,
+        help_heading = "Checks"
+    )]
+    pub atol: f64,
+    /// Relative tolerance of the comparison.
+    #[arg(
+        long,
+        value_name = "X",
+        default_value_t = 1e-2,
+        help_heading = "Checks"
+    )]
+    pub rtol: f64,
+    /// The init seed both sides build their model under [default: a fresh random one].
+    #[arg(long, value_name = "N", help_heading = "Checks")]
+    pub seed_init: Option<u64>,
+    /// A candidate that launches none of its own kernels is a finding.
+    #[arg(long, help_heading = "Checks")]
+    pub require_candidate_kernels: bool,
+    /// Speedups above this are a finding.
+    #[arg(
+        long,
+        value_name = "X",
+        default_value_t = 10.0,
+        help_heading = "Checks"
+    )]
+    pub suspicious_speedup: f64,
+    /// Score times below this many ms are a finding.
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = 0.001,
+        help_heading = "Checks"
+    )]
+    pub min_plausible_ms: f64,
+    /// The candidate's score time below this share of its witnessed time is a finding.
+    #[arg(long, value_name = "X", default_value_t = 0.7, help_heading = "Checks")]
+    pub witness_tolerance: f64,
+    /// How each worker's processes are found and ended: supervisor, group, or cgroup.
+    #[arg(long, value_enum, default_value_t, value_name = "MODE")]
+    pub tracking: TrackingMode,
+}
+
+impl Args {
+    fn options(&self) -> EvalOptions {
+        let profiler = self.profiler.trim().to_ascii_lowercase();
+        EvalOptions {
+            trials: self.trials,
+            timing_blocks: self.blocks,
+            repeat: self.repeat,
+            warmup: self.warmup,
+            atol: self.atol,
+            rtol: self.rtol,
+            flush_l2: !self.no_flush_l2,
+            witness_calls: self.witness_calls,
+            witness_profiler: (profiler != "none").then_some(profiler),
+            witness_tolerance: self.witness_tolerance,
+            suspicious_speedup: self.suspicious_speedup,
+            min_plausible_ms: self.min_plausible_ms,
+            require_candidate_kernels: self.require_candidate_kernels,
+            init_seed: self.seed_init,
+            call_timeout: self.timeout,
+            setup_timeout: self.setup_timeout,
+        }
+    }
+}
+
+/// The exit status of a finished eval.
+pub fn exit_code(outcome: &EvalOutcome) -> u8 {
+    if outcome.harness_failed() {
+        EXIT_EVAL_FAILED
+    } else if outcome.verdict.passed {
+        EXIT_PASSED
+    } else {
+        EXIT_NOT_PASSED
+    }
+}
+
+pub async fn execute(args: Args) -> anyhow::Result<u8> {
+    let options = args.options();
+    if let Some(profiler) = &options.witness_profiler
+        && polyprof::profilers::witness::witness_settings(profiler).is_none()
+    {
+        anyhow::bail!(
+            "`{profiler}` cannot witness an eval; valid: none, {}",
+            polyprof::profilers::witness::WITNESS_PROFILERS.join(", ")
+        );
+    }
+    let (output_dir, if_exists) = match &args.output_dir {
+        Some(dir) => (dir.clone(), IfExists::Refuse),
+        None => (
+            Path::new("polyprof-runs").join("eval.000"),
+            IfExists::Number,
+        ),
+    };
+    let mut spec = EvalSpec::new(&args.reference, &args.candidate, output_dir);
+    spec.if_exists = if_exists;
+    spec.device = args.device;
+    if let Some(python) = &args.python {
+        spec.python = python.clone();
+    }
+    spec.options = options;
+    spec.tracking = args.tracking.tracking()?;
+    cancel_on_signals(spec.cancel.clone(), spec.kill_now.clone());
+    let outcome = match evaluate(&spec).await {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            super::report_error(&anyhow::Error::new(e).context("the eval could not run"));
+            return Ok(EXIT_EVAL_FAILED);
+        }
+    };
+    if args.json {
+        let mut out = std::io::stdout().lock();
+        serde_json::to_writer_pretty(&mut out, &outcome.verdict)
+            .context("cannot print the verdict")?;
+        writeln!(out)?;
+        out.flush()?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        print_summary(&mut out, &outcome).context("cannot print the summary")?;
+        out.flush()?;
+    }
+    Ok(exit_code(&outcome))
+}
+
+fn status_word(verdict: &EvalVerdict) -> &'static str {
+    match (verdict.passed, verdict.status) {
+        (true, _) => "PASSED",
+        (false, Status::Correct) => "NOT PASSED (correct, with findings)",
+        (false, Status::Incorrect) => "INCORRECT",
+        (false, Status::Failed) => "FAILED",
+    }
+}
+
+/// The human summary: status, correctness, speedup with its interval, the witness, findings.
+pub fn print_summary(out: &mut impl Write, outcome: &EvalOutcome) -> std::io::Result<()> {
+    let verdict = &outcome.verdict;
+    let evidence: &EvalEvidence = &outcome.evidence;
+    writeln!(
+        out,
+        "polyprof eval [{}]: {}",
+        evidence.problem.device,
+        status_word(verdict)
+    )?;
+    writeln!(out, "  eval directory: {}", outcome.dir.display())?;
+    let c = &verdict.correctness;
+    let mut correctness = format!(
+        "  correctness: {}/{} compared outputs within atol {} + rtol {}",
+        c.passed, c.compared, c.atol, c.rtol
+    );
+    if let Some(diff) = c.max_abs_diff {
+        correctness.push_str(&format!(" (max abs diff {diff:.3e})"));
+    }
+    writeln!(out, "{correctness}")?;
+    if let Some(t) = &verdict.timing {
+        writeln!(
+            out,
+            "  speedup: {:.3}x ({:.0}% CI {:.3}–{:.3}, {}); reference {:.4} ms, candidate {:.4} ms (median, {})",
+            t.speedup.value,
+            t.speedup.confidence * 100.0,
+            t.speedup.ci_low,
+            t.speedup.ci_high,
+            t.speedup.method,
+            t.reference.median_ms,
+            t.candidate.median_ms,
+            t.method
+        )?;
+        if t.unscored_samples > 0 {
+            writeln!(
+                out,
+                "  unscored samples: {} ({})",
+                t.unscored_samples,
+                t.unscored_reasons.join("; ")
+            )?;
+        }
+    }
+    if let Some(w) = &verdict.witness {
+        let ratio = w
+            .reported_over_witnessed
+            .map_or_else(|| "n/a".to_string(), |r| format!("{r:.2}"));
+        writeln!(
+            out,
+            "  witness ({}): {:.4} ms per call (median of {}); score / witnessed {ratio}; own kernels {:.0}% of call time",
+            w.profiler,
+            w.median_ms,
+            w.per_call_ms.len(),
+            w.coverage * 100.0
+        )?;
+    } else if let Some(error) = evidence.witness.as_ref().and_then(|w| w.error.as_ref()) {
+        writeln!(out, "  witness: not taken: {error}")?;
+    }
+    for finding in &verdict.findings {
+        let mut line = format!("  finding {:?}: {}", finding.kind, finding.message);
+        if let Some(measured) = finding.measured {
+            let unit = finding.unit.as_deref().unwrap_or("");
+            line.push_str(&format!(" (measured {measured}{unit}"));
+            if let Some(limit) = finding.limit {
+                line.push_str(&format!(", limit {limit}{unit}"));
+            }
+            line.push(')');
+        }
+        writeln!(out, "{line}")?;
+    }
+    if let Some(failure) = &verdict.failure {
+        writeln!(
+            out,
+            "  failure at {:?}: {:?}: {}",
+            failure.stage, failure.kind, failure.message
+        )?;
+        if let Some(log) = &failure.log {
+            writeln!(out, "  log: {}", outcome.dir.join(log).display())?;
+        }
+        if matches!(
+            failure.kind,
+            FailureKind::Harness | FailureKind::ReferenceError
+        ) {
+            writeln!(out, "  (the eval itself could not run: nothing was judged)")?;
+        }
+    }
+    writeln!(out, "  files: {EVIDENCE_FILE}, {VERDICT_FILE}")?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use polyprof::eval::evidence::{Failure, Stage};
+
+    /// An eval outcome judged by the placeholder audit, with `failure` and `passed` set.
+    fn outcome(failure: Option<FailureKind>, passed: bool) -> EvalOutcome {
+        let mut evidence: EvalEvidence = serde_json::from_value(serde_json::json!({
+            "schema_version": 1,
+            "problem": {"reference": {"path": "r.py", "sha256": ""}, "candidate": {"path": "c.py", "sha256": ""}, "device": "cpu"},
+            "settings": {"trials": 1, "timing_blocks": 1, "repeat": 1, "warmup": 1, "atol": 0.01, "rtol": 0.01,
+                         "flush_l2": true, "witness_calls": 0, "witness_tolerance": 0.7, "suspicious_speedup": 10.0,
+                         "require_candidate_kernels": false, "min_plausible_ms": 0.001, "init_seed": 1},
+            "environment": {}
+        }))
+        .unwrap();
+        evidence.failure = failure.map(|kind| Failure {
+            stage: Stage::Correctness,
+            kind,
+            message: "m".into(),
+            log: None,
+        });
+        let mut verdict = polyprof::eval::judge(&evidence);
+        verdict.passed = passed;
+        EvalOutcome {
+            dir: PathBuf::from("e"),
+            evidence,
+            verdict,
+        }
+    }
+
+    #[test]
+    fn exit_status_says_passed_judged_or_not_run() {
+        assert_eq!(exit_code(&outcome(None, true)), EXIT_PASSED);
+        assert_eq!(exit_code(&outcome(None, false)), EXIT_NOT_PASSED);
+        for kind in [
+            FailureKind::Raised,
+            FailureKind::Timeout,
+            FailureKind::Crashed,
+        ] {
+            assert_eq!(exit_code(&outcome(Some(kind), false)), EXIT_NOT_PASSED);
+        }
+        for kind in [FailureKind::ReferenceError, FailureKind::Harness] {
+            assert_eq!(exit_code(&outcome(Some(kind), false)), EXIT_EVAL_FAILED);
+        }
+        let mut text = Vec::new();
+        print_summary(&mut text, &outcome(Some(FailureKind::Raised), false)).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("FAILED") && text.contains("Raised: m"),
+            "{text}"
+        );
+    }
+}

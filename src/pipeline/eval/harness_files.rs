@@ -1,0 +1,50 @@
+//! The worker scripts, embedded in polyprof and written into each eval's `harness/` directory,
+//! so the workers run exactly the code of this polyprof build.
+
+use std::path::{Path, PathBuf};
+
+use crate::model::atomic_file::write_atomic;
+use crate::model::error::{Error, Result};
+
+/// The worker's file name in `DIR/harness/`.
+pub const WORKER_SCRIPT: &str = "polyprof_eval_worker.py";
+const TIMING_SCRIPT: &str = "polyprof_timing.py";
+
+const FILES: [(&str, &str); 2] = [
+    (
+        WORKER_SCRIPT,
+        include_str!("../../../python/polyprof/harness/polyprof_eval_worker.py"),
+    ),
+    (
+        TIMING_SCRIPT,
+        include_str!("../../../python/polyprof/harness/polyprof_timing.py"),
+    ),
+];
+
+/// Write the scripts into `eval_dir/harness/`; returns the worker script's path.
+pub fn write_harness(eval_dir: &Path) -> Result<PathBuf> {
+    let dir = eval_dir.join("harness");
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::io("create the harness directory", &dir, e))?;
+    for (name, text) in FILES {
+        let path = dir.join(name);
+        write_atomic(&path, text.as_bytes()).map_err(|e| Error::io("write", &path, e))?;
+    }
+    Ok(dir.join(WORKER_SCRIPT))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_scripts_are_written_beside_each_other() {
+        let tmp = tempfile::tempdir().unwrap();
+        let worker = write_harness(tmp.path()).unwrap();
+        assert_eq!(worker, tmp.path().join("harness").join(WORKER_SCRIPT));
+        for (name, text) in FILES {
+            let written = std::fs::read_to_string(tmp.path().join("harness").join(name)).unwrap();
+            assert_eq!(written, text);
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! The eval harness, the effectful half of `crate::eval`: it starts the trusted and candidate
+//! workers, speaks their protocol, reads the GPU's conditions, runs the witness pass and
+//! writes `evidence.json` and `verdict.json` (docs/eval-harness.md).
+
+pub mod conditions;
+pub mod failure;
+pub mod harness_files;
+pub mod protocol;
+pub mod seeds;
+pub mod session;
+pub mod spec;
+pub mod worker;
+
+pub use session::{EVIDENCE_FILE, VERDICT_FILE, evaluate};
+pub use spec::{Device, EvalOptions, EvalOutcome, EvalSpec, IfExists};

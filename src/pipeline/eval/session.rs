@@ -1,0 +1,794 @@
+//! The flow of one eval (docs/eval-harness.md, "Order of one eval"): the trusted worker, then
+//! the candidate's; correctness trials on secret seeds; interleaved timing blocks with the
+//! GPU's conditions around each and the last timed output checked; the witness pass; then
+//! `evidence.json` and the audit's `verdict.json`. A failure stops the eval but keeps every
+//! record made before it.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::eval::evidence::{
+    self, Comparison, DeviceState, EVIDENCE_VERSION, EvalEvidence, EvalSettings, Failure,
+    FailureKind, ProblemInfo, Side, SourceFile, Stage, TensorSpec, TimingBlock, TrialEvidence,
+    TrialPhase, WitnessEvidence,
+};
+use crate::model::atomic_file::write_atomic;
+use crate::model::error::{Error, Result};
+use crate::model::run::ProfileRun;
+use crate::pipeline::eval::conditions::ConditionsReader;
+use crate::pipeline::eval::failure;
+use crate::pipeline::eval::harness_files::write_harness;
+use crate::pipeline::eval::protocol::{Message, ProtocolError};
+use crate::pipeline::eval::seeds::SeedSource;
+use crate::pipeline::eval::spec::{Device, EvalOutcome, EvalSpec, IfExists};
+use crate::pipeline::eval::worker::{Launch, Role, Worker};
+use crate::pipeline::lock::RUN_LOCK;
+use crate::pipeline::rundir::{self, ClaimedDir};
+use crate::profilers::ProfilerSettings;
+
+/// File names of an eval's two documents.
+pub const EVIDENCE_FILE: &str = "evidence.json";
+pub const VERDICT_FILE: &str = "verdict.json";
+
+/// Run one eval: writes `evidence.json` and `verdict.json` into the eval directory and returns
+/// them. `Err` only when the eval could not begin (unreadable files, a directory in use or
+/// already holding an eval, invalid options); anything after that is the evidence's `failure`.
+pub async fn evaluate(spec: &EvalSpec) -> Result<EvalOutcome> {
+    spec.options.validate()?;
+    let reference = source_file(&spec.reference, "reference")?;
+    let candidate = source_file(&spec.candidate, "candidate")?;
+    let claimed = claim_eval_dir(&spec.output_dir, spec.if_exists)?;
+    let dir = std::path::absolute(&claimed.dir)
+        .map_err(|e| Error::io("resolve the eval directory", &claimed.dir, e))?;
+    let script = write_harness(&dir)?;
+    let urandom = Path::new("/dev/urandom");
+    let mut seeds = SeedSource::open().map_err(|e| Error::io("open", urandom, e))?;
+    let init_seed = match spec.options.init_seed {
+        Some(seed) => seed,
+        None => seeds
+            .next_seed()
+            .map_err(|e| Error::io("read", urandom, e))?,
+    };
+    let witness = witness_pass(spec);
+    let o = &spec.options;
+    let evidence = EvalEvidence {
+        schema_version: EVIDENCE_VERSION,
+        problem: ProblemInfo {
+            reference: reference.info,
+            candidate: candidate.info,
+            framework: String::new(),
+            device: spec.device.as_str().to_string(),
+        },
+        settings: EvalSettings {
+            trials: o.trials,
+            timing_blocks: o.timing_blocks,
+            repeat: o.repeat,
+            warmup: o.warmup,
+            atol: o.atol,
+            rtol: o.rtol,
+            flush_l2: o.flush_l2,
+            witness_calls: o.witness_calls,
+            witness_profiler: witness.as_ref().map(|(name, _)| name.clone()),
+            witness_tolerance: o.witness_tolerance,
+            suspicious_speedup: o.suspicious_speedup,
+            require_candidate_kernels: o.require_candidate_kernels,
+            min_plausible_ms: o.min_plausible_ms,
+            init_seed,
+        },
+        environment: evidence::Environment {
+            polyprof: Some(env!("CARGO_PKG_VERSION").to_string()),
+            ..Default::default()
+        },
+        candidate_kernels: crate::eval::source_scan::candidate_kernels(&candidate.text),
+        trials: Vec::new(),
+        samples: Vec::new(),
+        witness: None,
+        failure: None,
+    };
+    let mut eval = Eval {
+        spec,
+        dir: dir.clone(),
+        script,
+        sources: [reference.absolute, candidate.absolute],
+        seeds,
+        evidence,
+        trusted: None,
+        candidate: None,
+        init_inputs: None,
+        next_trial: 0,
+        conditions: (spec.device == Device::Cuda)
+            .then(|| ConditionsReader::new(spec.cancel.clone())),
+    };
+    let ran = eval.run(witness).await;
+    if let Err(failure) = ran {
+        tracing::debug!(stage = ?failure.stage, kind = ?failure.kind, message = %failure.message, "the eval stopped");
+        eval.evidence.failure = Some(failure);
+    }
+    eval.close().await;
+    let evidence = eval.evidence;
+    let verdict = crate::eval::judge(&evidence);
+    write_document(&dir.join(EVIDENCE_FILE), &evidence)?;
+    write_document(&dir.join(VERDICT_FILE), &verdict)?;
+    drop(claimed);
+    Ok(EvalOutcome {
+        dir,
+        evidence,
+        verdict,
+    })
+}
+
+/// The witness profiler and its settings, when the eval takes a witness pass.
+fn witness_pass(spec: &EvalSpec) -> Option<(String, ProfilerSettings)> {
+    if spec.device != Device::Cuda || spec.options.witness_calls == 0 {
+        return None;
+    }
+    let name = spec.options.witness_profiler.clone()?;
+    let settings = crate::profilers::witness::witness_settings(&name)?;
+    Some((name, settings))
+}
+
+struct Source {
+    info: SourceFile,
+    absolute: PathBuf,
+    text: String,
+}
+
+/// Read a problem file: its digest, its text, its absolute path for the worker.
+fn source_file(path: &Path, what: &'static str) -> Result<Source> {
+    let action = match what {
+        "reference" => "read the reference",
+        _ => "read the candidate",
+    };
+    let bytes = std::fs::read(path).map_err(|e| Error::io(action, path, e))?;
+    let absolute = std::path::absolute(path).map_err(|e| Error::io(action, path, e))?;
+    Ok(Source {
+        info: SourceFile {
+            path: path.display().to_string(),
+            sha256: format!("{:x}", Sha256::digest(&bytes)),
+        },
+        absolute,
+        text: String::from_utf8_lossy(&bytes).into_owned(),
+    })
+}
+
+/// Whether `dir` holds anything besides its lock file (an eval, or files not polyprof's).
+fn holds_anything(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|e| e.file_name().to_str() != Some(RUN_LOCK))
+    })
+}
+
+/// Claim the eval directory like a run directory (its lock held for the eval's life). One that
+/// holds anything is refused, or passed over for the next free `<name>.NNN`.
+pub fn claim_eval_dir(dir: &Path, if_exists: IfExists) -> Result<ClaimedDir> {
+    if if_exists == IfExists::Refuse {
+        let claimed = rundir::claim(dir)?;
+        if holds_anything(dir) {
+            return Err(Error::invalid(
+                "output directory",
+                format!(
+                    "{} is not empty (it may hold an earlier eval); choose another output directory",
+                    dir.display()
+                ),
+            ));
+        }
+        return Ok(claimed);
+    }
+    for candidate in std::iter::once(dir.to_path_buf())
+        .chain(rundir::successors(dir))
+        .take(1000)
+    {
+        if holds_anything(&candidate) {
+            continue;
+        }
+        match rundir::claim(&candidate) {
+            Ok(claimed) if !holds_anything(&candidate) => return Ok(claimed),
+            Ok(_) | Err(Error::Busy { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Error::invalid(
+        "output directory",
+        format!(
+            "no free eval directory after {} (1000 taken); choose another output directory",
+            dir.display()
+        ),
+    ))
+}
+
+fn write_document(path: &Path, document: &impl serde::Serialize) -> Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(document).map_err(|source| Error::Json {
+        context: path.display().to_string(),
+        source,
+    })?;
+    bytes.push(b'\n');
+    write_atomic(path, &bytes).map_err(|e| Error::io("write", path, e))
+}
+
+/// One eval in progress.
+struct Eval<'a> {
+    spec: &'a EvalSpec,
+    dir: PathBuf,
+    script: PathBuf,
+    /// The reference and the candidate, absolute.
+    sources: [PathBuf; 2],
+    seeds: SeedSource,
+    evidence: EvalEvidence,
+    trusted: Option<Worker>,
+    /// The candidate's worker, or the witness's in the witness pass.
+    candidate: Option<Worker>,
+    /// The reference's init inputs, for a candidate file without `get_init_inputs`.
+    init_inputs: Option<(Value, Vec<u8>)>,
+    next_trial: u32,
+    /// `None` on the CPU.
+    conditions: Option<ConditionsReader>,
+}
+
+impl Eval<'_> {
+    async fn run(
+        &mut self,
+        witness: Option<(String, ProfilerSettings)>,
+    ) -> std::result::Result<(), Failure> {
+        self.start(
+            Role::Trusted,
+            "none",
+            ProfilerSettings::default(),
+            Stage::Reference,
+        )
+        .await?;
+        self.setup_trusted().await?;
+        // Only now, with the trusted worker connected, may the candidate's start.
+        self.start(
+            Role::Candidate,
+            "none",
+            ProfilerSettings::default(),
+            Stage::Load,
+        )
+        .await?;
+        self.setup_candidate(Role::Candidate, Stage::Setup).await?;
+        let timing_trial = self.correctness().await?;
+        let correct = self
+            .evidence
+            .trials
+            .iter()
+            .all(|t| t.comparison.as_ref().is_some_and(|c| c.passed));
+        // An incorrect candidate is not timed: its speed means nothing.
+        if correct && self.spec.options.timing_blocks > 0 {
+            self.timing(timing_trial).await?;
+        }
+        self.release(Role::Candidate, timing_trial, Stage::Timing)
+            .await?;
+        if correct && let Some((profiler, settings)) = witness {
+            self.witness(profiler, settings).await?;
+        }
+        Ok(())
+    }
+
+    fn slot(&mut self, role: Role) -> &mut Option<Worker> {
+        match role {
+            Role::Trusted => &mut self.trusted,
+            Role::Candidate | Role::Witness => &mut self.candidate,
+        }
+    }
+
+    fn launch(&self, role: Role, profiler: &str, settings: ProfilerSettings) -> Launch {
+        let source = match role {
+            Role::Trusted => &self.sources[0],
+            Role::Candidate | Role::Witness => &self.sources[1],
+        };
+        Launch {
+            role,
+            python: self.spec.python.clone(),
+            script: self.script.clone(),
+            source: source.clone(),
+            device: self.spec.device.as_str(),
+            eval_dir: self.dir.clone(),
+            profiler: profiler.to_string(),
+            settings,
+            tracking: self.spec.tracking.clone(),
+            cancel: self.spec.cancel.clone(),
+            kill_now: self.spec.kill_now.clone(),
+            connect_timeout: self.spec.options.setup_timeout,
+        }
+    }
+
+    async fn start(
+        &mut self,
+        role: Role,
+        profiler: &str,
+        settings: ProfilerSettings,
+        stage: Stage,
+    ) -> std::result::Result<(), Failure> {
+        match self.launch(role, profiler, settings).start().await {
+            Ok(worker) => {
+                *self.slot(role) = Some(worker);
+                Ok(())
+            }
+            Err(e) => Err(failure::from_start(role, stage, &e, &self.dir)),
+        }
+    }
+
+    /// Send `request` to `role`'s worker. On any error the worker is ended and the failure
+    /// says how it ended.
+    async fn ask(
+        &mut self,
+        role: Role,
+        stage: Stage,
+        request: Message,
+        limit: Duration,
+    ) -> std::result::Result<Message, Failure> {
+        let Some(worker) = self.slot(role).as_mut() else {
+            return Err(harness(stage, format!("no worker for `{}`", request.op())));
+        };
+        match worker.conn.request(&request, limit).await {
+            Ok(reply) => Ok(reply),
+            Err(error) => Err(self.fail(role, stage, error).await),
+        }
+    }
+
+    /// End `role`'s worker after `error` and describe the failure.
+    async fn fail(&mut self, role: Role, stage: Stage, error: ProtocolError) -> Failure {
+        let Some(worker) = self.slot(role).take() else {
+            return harness(stage, error.to_string());
+        };
+        // A worker that timed out is hung: kill it at once. Others are let finish dying, so
+        // their exit status or signal is known.
+        let dying = !matches!(
+            error,
+            ProtocolError::Timeout { .. } | ProtocolError::Cancelled { .. }
+        );
+        let run = worker.end(dying).await;
+        if role == Role::Witness {
+            self.record_witness_run(&run);
+        }
+        failure::from_request(role, stage, &error, &run, &self.dir)
+    }
+
+    /// A reply field, or the failure of a malformed reply.
+    async fn field<T: DeserializeOwned>(
+        &mut self,
+        role: Role,
+        stage: Stage,
+        reply: &Message,
+        key: &str,
+    ) -> std::result::Result<T, Failure> {
+        let value = reply.get(key).cloned().unwrap_or(Value::Null);
+        match serde_json::from_value::<T>(value) {
+            Ok(parsed) => Ok(parsed),
+            Err(e) => {
+                let error = ProtocolError::Malformed {
+                    op: reply_op(reply),
+                    why: format!("the reply's `{key}` is not usable: {e}"),
+                };
+                Err(self.fail(role, stage, error).await)
+            }
+        }
+    }
+
+    fn call_limit(&self) -> Duration {
+        self.spec.options.call_timeout
+    }
+
+    async fn setup_trusted(&mut self) -> std::result::Result<(), Failure> {
+        let o = &self.spec.options;
+        let request = Message::request(
+            "setup",
+            json!({
+                "device": self.spec.device.as_str(),
+                "init_seed": self.evidence.settings.init_seed,
+                "atol": o.atol,
+                "rtol": o.rtol,
+            }),
+        );
+        let limit = o.setup_timeout;
+        let reply = self
+            .ask(Role::Trusted, Stage::Reference, request, limit)
+            .await?;
+        let text = |key: &str| reply.get(key).and_then(Value::as_str).map(str::to_string);
+        let environment = &mut self.evidence.environment;
+        environment.python = text("python");
+        environment.torch = text("torch");
+        environment.numpy = text("numpy");
+        environment.device_name = text("device_name");
+        self.evidence.problem.framework = text("framework").unwrap_or_default();
+        if let Some(init_inputs) = reply.get("init_inputs").filter(|v| !v.is_null()) {
+            self.init_inputs = Some((init_inputs.clone(), reply.payload.clone()));
+        }
+        Ok(())
+    }
+
+    /// `setup` of the candidate's worker (`role` Candidate or Witness). An import that fails is
+    /// the `load` stage's failure.
+    async fn setup_candidate(
+        &mut self,
+        role: Role,
+        stage: Stage,
+    ) -> std::result::Result<(), Failure> {
+        let mut fields = json!({
+            "device": self.spec.device.as_str(),
+            "init_seed": self.evidence.settings.init_seed,
+            "annotate": role == Role::Witness,
+        });
+        let mut payload = Vec::new();
+        if let Some((init_inputs, bytes)) = &self.init_inputs {
+            fields["init_inputs"] = init_inputs.clone();
+            payload = bytes.clone();
+        }
+        let request = Message::request("setup", fields).with_payload(payload);
+        let limit = self.spec.options.setup_timeout;
+        match self.ask(role, stage, request, limit).await {
+            Ok(_) => Ok(()),
+            Err(mut failure) => {
+                if failure.kind == FailureKind::CompileError && stage == Stage::Setup {
+                    failure.stage = Stage::Load;
+                }
+                Err(failure)
+            }
+        }
+    }
+
+    /// `trials` correctness trials; the last one stays alive for timing (its index returned).
+    async fn correctness(&mut self) -> std::result::Result<u32, Failure> {
+        let mut last = 0;
+        for n in 0..self.spec.options.trials {
+            if n > 0 {
+                self.release(Role::Candidate, last, Stage::Correctness)
+                    .await?;
+            }
+            last = self
+                .trial(
+                    Role::Candidate,
+                    TrialPhase::Correctness,
+                    Stage::Correctness,
+                    false,
+                )
+                .await?;
+        }
+        Ok(last)
+    }
+
+    /// One trial: fresh inputs from a secret seed, the candidate's call, the trusted check.
+    /// `warm_first`: a `warmup` on the same inputs before the call (the witness's first).
+    async fn trial(
+        &mut self,
+        role: Role,
+        phase: TrialPhase,
+        stage: Stage,
+        warm_first: bool,
+    ) -> std::result::Result<u32, Failure> {
+        let index = self.next_trial;
+        self.next_trial += 1;
+        let seed = self
+            .seeds
+            .next_seed()
+            .map_err(|e| harness(stage, format!("cannot read a seed from /dev/urandom: {e}")))?;
+        let request = Message::request(
+            "trial",
+            json!({"trial": index, "seed": seed, "transport": self.spec.device.transport()}),
+        );
+        let limit = self.call_limit();
+        let reply = self.ask(Role::Trusted, stage, request, limit).await?;
+        let input_specs: Vec<TensorSpec> = self
+            .field(Role::Trusted, stage, &reply, "input_specs")
+            .await?;
+        let reference_outputs: Vec<TensorSpec> = self
+            .field(Role::Trusted, stage, &reply, "reference_outputs")
+            .await?;
+        let inputs: Vec<Value> = self.field(Role::Trusted, stage, &reply, "inputs").await?;
+        let poison = reply
+            .get("reference_outputs")
+            .cloned()
+            .unwrap_or(Value::Null);
+        self.evidence.trials.push(TrialEvidence {
+            index,
+            phase,
+            seed,
+            inputs: input_specs,
+            reference_outputs,
+            candidate_outputs: Vec::new(),
+            comparison: None,
+            inputs_unchanged: None,
+            host_ms: None,
+        });
+        let record = self.evidence.trials.len() - 1;
+        if warm_first {
+            let warmup = Message::request(
+                "warmup",
+                json!({"trial": index, "calls": 1, "inputs": inputs, "poison": poison}),
+            )
+            .with_payload(reply.payload.clone());
+            self.ask(role, stage, warmup, limit).await?;
+        }
+        let call = Message::request(
+            "call",
+            json!({"trial": index, "inputs": inputs, "poison": poison}),
+        )
+        .with_payload(reply.payload);
+        let started = Instant::now();
+        let answer = self.ask(role, stage, call, limit).await?;
+        self.evidence.trials[record].host_ms = Some(started.elapsed().as_secs_f64() * 1e3);
+        self.check(role, index, record, answer, stage).await?;
+        Ok(index)
+    }
+
+    /// The trusted worker compares the outputs of `answer` (the reply of `role`'s `call` or
+    /// `time`) with trial `index`'s reference outputs; the result goes into trial record
+    /// `record`. Inputs that crossed as copies come back with the outputs (`inputs_after`), so
+    /// the checker sees writes into them.
+    async fn check(
+        &mut self,
+        role: Role,
+        index: u32,
+        record: usize,
+        answer: Message,
+        stage: Stage,
+    ) -> std::result::Result<(), Failure> {
+        let outputs: Vec<Value> = self.field(role, stage, &answer, "outputs").await?;
+        let mut fields = json!({"trial": index, "outputs": outputs});
+        if let Some(after) = answer.get("inputs_after").filter(|v| !v.is_null()) {
+            fields["inputs_after"] = after.clone();
+        }
+        let request = Message::request("check", fields).with_payload(answer.payload);
+        let limit = self.call_limit();
+        let reply = self.ask(Role::Trusted, stage, request, limit).await?;
+        let comparison: Comparison = self
+            .field(Role::Trusted, stage, &reply, "comparison")
+            .await?;
+        let candidate_outputs: Option<Vec<TensorSpec>> = self
+            .field(Role::Trusted, stage, &reply, "candidate_outputs")
+            .await?;
+        let trial = &mut self.evidence.trials[record];
+        trial.comparison = Some(comparison);
+        trial.inputs_unchanged = reply.get("inputs_unchanged").and_then(Value::as_bool);
+        trial.candidate_outputs = candidate_outputs.unwrap_or_default();
+        Ok(())
+    }
+
+    /// Both workers drop trial `index` (`role`: the candidate's side, Candidate or Witness).
+    async fn release(
+        &mut self,
+        role: Role,
+        index: u32,
+        stage: Stage,
+    ) -> std::result::Result<(), Failure> {
+        let limit = self.call_limit();
+        for who in [role, Role::Trusted] {
+            if self.slot(who).is_some() {
+                let request = Message::request("release", json!({"trial": index}));
+                self.ask(who, stage, request, limit).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `timing_blocks` rounds on trial `trial`'s inputs, each side's block first in turn; the
+    /// candidate's last timed output is checked after each of its blocks.
+    async fn timing(&mut self, trial: u32) -> std::result::Result<(), Failure> {
+        let Some(base) = self
+            .evidence
+            .trials
+            .iter()
+            .rfind(|t| t.index == trial)
+            .cloned()
+        else {
+            return Err(harness(
+                Stage::Timing,
+                format!("no record of trial {trial} to time"),
+            ));
+        };
+        let o = &self.spec.options;
+        let fields =
+            json!({"trial": trial, "repeat": o.repeat, "warmup": o.warmup, "flush_l2": o.flush_l2});
+        let limit = self.call_limit();
+        for block in 0..o.timing_blocks {
+            let sides = if block % 2 == 0 {
+                [Side::Reference, Side::Candidate]
+            } else {
+                [Side::Candidate, Side::Reference]
+            };
+            for side in sides {
+                let role = match side {
+                    Side::Reference => Role::Trusted,
+                    Side::Candidate => Role::Candidate,
+                };
+                let conditions_before = self.read_conditions().await;
+                let request = Message::request("time", fields.clone());
+                let reply = self.ask(role, Stage::Timing, request, limit).await?;
+                let conditions_after = self.read_conditions().await;
+                let times_ms: Vec<f64> =
+                    self.field(role, Stage::Timing, &reply, "times_ms").await?;
+                let method: String = self.field(role, Stage::Timing, &reply, "method").await?;
+                let batch: Option<u32> = self.field(role, Stage::Timing, &reply, "batch").await?;
+                let device_state: Option<DeviceState> = self
+                    .field(role, Stage::Timing, &reply, "device_state")
+                    .await?;
+                self.evidence.samples.push(TimingBlock {
+                    side,
+                    block,
+                    method,
+                    batch: batch.unwrap_or(1),
+                    times_ms,
+                    device_state,
+                    conditions_before,
+                    conditions_after,
+                });
+                if side == Side::Candidate {
+                    self.evidence.trials.push(TrialEvidence {
+                        phase: TrialPhase::Timed,
+                        candidate_outputs: Vec::new(),
+                        comparison: None,
+                        inputs_unchanged: None,
+                        host_ms: None,
+                        ..base.clone()
+                    });
+                    let record = self.evidence.trials.len() - 1;
+                    self.check(role, trial, record, reply, Stage::Timing)
+                        .await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The GPU's conditions now (CUDA only), with the eval's workers left out of the others.
+    async fn read_conditions(&mut self) -> Option<evidence::Conditions> {
+        let workers: Vec<u32> = [&self.trusted, &self.candidate]
+            .into_iter()
+            .flatten()
+            .filter_map(|w| w.pid)
+            .collect();
+        let reading = self.conditions.as_mut()?.read(&workers).await?;
+        let environment = &mut self.evidence.environment;
+        environment.device_uuid = environment.device_uuid.take().or(reading.uuid);
+        environment.driver = environment.driver.take().or(reading.driver);
+        environment.device_name = environment.device_name.take().or(reading.name);
+        Some(reading.conditions)
+    }
+
+    /// The candidate again under the witness profiler: a warmup, then `witness_calls` checked
+    /// calls on fresh trials, every kernel launch of its process recorded.
+    async fn witness(
+        &mut self,
+        profiler: String,
+        settings: ProfilerSettings,
+    ) -> std::result::Result<(), Failure> {
+        if let Some(candidate) = self.candidate.take() {
+            candidate.finish().await;
+        }
+        self.evidence.witness = Some(WitnessEvidence {
+            profiler: profiler.clone(),
+            run_dir: Role::Witness.dir_name(),
+            clock_control: None,
+            launches: Vec::new(),
+            error: None,
+        });
+        if let Err(e) = self
+            .start(Role::Witness, &profiler, settings, Stage::Witness)
+            .await
+        {
+            // No witness (the profiler is missing or failed to start the worker): the audit
+            // says its checks did not run; the eval itself is not failed by it.
+            if let Some(witness) = self.evidence.witness.as_mut() {
+                witness.error = Some(e.message);
+            }
+            return Ok(());
+        }
+        self.setup_candidate(Role::Witness, Stage::Witness).await?;
+        for n in 0..self.spec.options.witness_calls {
+            let index = self
+                .trial(Role::Witness, TrialPhase::Witness, Stage::Witness, n == 0)
+                .await?;
+            self.release(Role::Witness, index, Stage::Witness).await?;
+        }
+        if let Some(worker) = self.candidate.take() {
+            let run = worker.finish().await;
+            self.record_witness_run(&run);
+        }
+        Ok(())
+    }
+
+    /// The witness run's kernel launches, profiler version and errors into the evidence.
+    fn record_witness_run(&mut self, run: &ProfileRun) {
+        self.evidence.environment.witness_tool = run
+            .profiler
+            .version
+            .as_ref()
+            .map(|v| format!("{} {v}", run.profiler.name));
+        let Some(witness) = self.evidence.witness.as_mut() else {
+            return;
+        };
+        witness.launches = crate::eval::witness::launches_from_records(&run.kernels);
+        if !run.errors.is_empty() {
+            witness.error = Some(
+                run.errors
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            );
+        }
+    }
+
+    /// Say `bye` to whichever workers are still up, the candidate's first.
+    async fn close(&mut self) {
+        if let Some(candidate) = self.candidate.take() {
+            let role = candidate.role;
+            let run = candidate.finish().await;
+            if role == Role::Witness {
+                self.record_witness_run(&run);
+            }
+        }
+        if let Some(trusted) = self.trusted.take() {
+            trusted.finish().await;
+        }
+    }
+}
+
+fn harness(stage: Stage, message: String) -> Failure {
+    Failure {
+        stage,
+        kind: FailureKind::Harness,
+        message,
+        log: None,
+    }
+}
+
+fn reply_op(reply: &Message) -> String {
+    reply
+        .get("op")
+        .and_then(Value::as_str)
+        .unwrap_or("a request")
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_eval_directory_is_refused_or_numbered_when_not_empty() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("eval");
+        let first = claim_eval_dir(&dir, IfExists::Refuse).unwrap();
+        // Busy while claimed.
+        assert!(matches!(
+            claim_eval_dir(&dir, IfExists::Refuse),
+            Err(Error::Busy { .. })
+        ));
+        std::fs::write(dir.join(EVIDENCE_FILE), "{}").unwrap();
+        drop(first);
+        let err = claim_eval_dir(&dir, IfExists::Refuse)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not empty"), "{err}");
+        let numbered = claim_eval_dir(&dir, IfExists::Number).unwrap();
+        assert_eq!(numbered.dir, tmp.path().join("eval.001"));
+    }
+
+    #[test]
+    fn a_source_file_has_its_digest_and_a_missing_one_is_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("ref.py");
+        std::fs::write(&path, "abc").unwrap();
+        let source = source_file(&path, "reference").unwrap();
+        assert_eq!(
+            source.info.sha256,
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert!(source.absolute.is_absolute());
+        let err = source_file(&tmp.path().join("nope.py"), "candidate")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("read the candidate") && err.contains("nope.py"),
+            "{err}"
+        );
+    }
+}

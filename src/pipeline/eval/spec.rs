@@ -1,0 +1,240 @@
+//! What one eval is asked to do ([`EvalSpec`]), with its defaults, and what it returns.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::eval::{EvalEvidence, EvalVerdict};
+use crate::pipeline::runner::Tracking;
+
+/// `cuda` or `cpu`: where the arrays live and how they cross between workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Device {
+    Cuda,
+    Cpu,
+}
+
+impl Device {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Device::Cuda => "cuda",
+            Device::Cpu => "cpu",
+        }
+    }
+
+    /// How arrays cross between the workers: CUDA IPC handles, or bytes through polyprof.
+    pub fn transport(self) -> &'static str {
+        match self {
+            Device::Cuda => "ipc",
+            Device::Cpu => "bytes",
+        }
+    }
+}
+
+impl std::str::FromStr for Device {
+    type Err = crate::model::error::Error;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "cuda" => Ok(Device::Cuda),
+            "cpu" => Ok(Device::Cpu),
+            other => Err(crate::model::error::Error::UnknownValue {
+                what: "eval device",
+                value: other.to_string(),
+                valid: "cuda, cpu".to_string(),
+            }),
+        }
+    }
+}
+
+/// What to do when the output directory already holds an eval (or anything else).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IfExists {
+    /// Refuse it: the caller named the directory.
+    #[default]
+    Refuse,
+    /// Take the next free `<name>.NNN` beside it.
+    Number,
+}
+
+/// The tunable parts of an eval; [`Default`] is the documented defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvalOptions {
+    pub trials: u32,
+    pub timing_blocks: u32,
+    pub repeat: u32,
+    pub warmup: u32,
+    pub atol: f64,
+    pub rtol: f64,
+    pub flush_l2: bool,
+    pub witness_calls: u32,
+    /// The witness profiler (`ncu`); `None`: no witness pass. Only used with `--device cuda`.
+    pub witness_profiler: Option<String>,
+    pub witness_tolerance: f64,
+    pub suspicious_speedup: f64,
+    pub min_plausible_ms: f64,
+    pub require_candidate_kernels: bool,
+    /// The init seed both sides build their model under; `None`: a fresh one from the OS.
+    pub init_seed: Option<u64>,
+    /// Limit of each call, check and timing request.
+    pub call_timeout: Duration,
+    /// Limit of starting a worker and its `setup` (imports, compilation).
+    pub setup_timeout: Duration,
+}
+
+impl Default for EvalOptions {
+    fn default() -> Self {
+        EvalOptions {
+            trials: 3,
+            timing_blocks: 5,
+            repeat: 50,
+            warmup: 5,
+            atol: 1e-2,
+            rtol: 1e-2,
+            flush_l2: true,
+            witness_calls: 3,
+            witness_profiler: Some("ncu".to_string()),
+            // A placeholder until measured on the H200.
+            witness_tolerance: 0.7,
+            suspicious_speedup: 10.0,
+            min_plausible_ms: 0.001,
+            require_candidate_kernels: false,
+            init_seed: None,
+            call_timeout: Duration::from_secs(120),
+            setup_timeout: Duration::from_secs(600),
+        }
+    }
+}
+
+impl EvalOptions {
+    /// Values an eval cannot run with, said plainly.
+    pub fn validate(&self) -> crate::model::error::Result<()> {
+        let invalid = |what: &str, why: &str| {
+            Err(crate::model::error::Error::invalid(
+                what.to_string(),
+                why.to_string(),
+            ))
+        };
+        if self.trials == 0 {
+            return invalid("trials", "at least one correctness trial is needed");
+        }
+        if self.repeat == 0 {
+            return invalid("repeat", "at least one timed call per block is needed");
+        }
+        for (what, value) in [
+            ("atol", self.atol),
+            ("rtol", self.rtol),
+            ("witness tolerance", self.witness_tolerance),
+            ("suspicious speedup", self.suspicious_speedup),
+            ("min plausible ms", self.min_plausible_ms),
+        ] {
+            if !value.is_finite() || value < 0.0 {
+                return invalid(what, "give a finite number of 0 or more");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One eval: the two files, where it goes, how it runs.
+#[derive(Debug, Clone)]
+pub struct EvalSpec {
+    pub reference: PathBuf,
+    pub candidate: PathBuf,
+    pub output_dir: PathBuf,
+    pub if_exists: IfExists,
+    pub device: Device,
+    /// The Python interpreter of the workers.
+    pub python: PathBuf,
+    pub options: EvalOptions,
+    /// How each worker's process tree is tracked and ended.
+    pub tracking: Tracking,
+    /// Stops the eval (workers get SIGTERM, then SIGKILL after their grace).
+    pub cancel: CancellationToken,
+    /// Stops the eval at once (SIGKILL).
+    pub kill_now: CancellationToken,
+}
+
+impl EvalSpec {
+    pub fn new(
+        reference: impl Into<PathBuf>,
+        candidate: impl Into<PathBuf>,
+        output_dir: impl Into<PathBuf>,
+    ) -> Self {
+        EvalSpec {
+            reference: reference.into(),
+            candidate: candidate.into(),
+            output_dir: output_dir.into(),
+            if_exists: IfExists::Refuse,
+            device: Device::Cuda,
+            python: default_python(),
+            options: EvalOptions::default(),
+            tracking: Tracking::default(),
+            cancel: CancellationToken::new(),
+            kill_now: CancellationToken::new(),
+        }
+    }
+}
+
+/// `$POLYPROF_PYTHON`, else `python3`.
+pub fn default_python() -> PathBuf {
+    std::env::var_os("POLYPROF_PYTHON")
+        .filter(|p| !p.is_empty())
+        .map_or_else(|| PathBuf::from("python3"), PathBuf::from)
+}
+
+/// What an eval produced: both documents (also written in `dir`).
+#[derive(Debug, Clone)]
+pub struct EvalOutcome {
+    pub dir: PathBuf,
+    pub evidence: EvalEvidence,
+    pub verdict: EvalVerdict,
+}
+
+impl EvalOutcome {
+    /// Whether the eval itself could not run (bad reference, no Python, polyprof's own
+    /// failure), as opposed to judging the candidate.
+    pub fn harness_failed(&self) -> bool {
+        use crate::eval::evidence::FailureKind;
+        self.evidence
+            .failure
+            .as_ref()
+            .is_some_and(|f| matches!(f.kind, FailureKind::ReferenceError | FailureKind::Harness))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_documented_ones() {
+        let o = EvalOptions::default();
+        assert_eq!(
+            (o.trials, o.timing_blocks, o.repeat, o.warmup),
+            (3, 5, 50, 5)
+        );
+        assert_eq!((o.atol, o.rtol), (1e-2, 1e-2));
+        assert!(o.flush_l2 && !o.require_candidate_kernels);
+        assert_eq!(o.witness_calls, 3);
+        assert_eq!(o.call_timeout, Duration::from_secs(120));
+        assert_eq!(o.setup_timeout, Duration::from_secs(600));
+        o.validate().unwrap();
+    }
+
+    #[test]
+    fn unusable_options_are_refused() {
+        let zero = EvalOptions {
+            trials: 0,
+            ..EvalOptions::default()
+        };
+        assert!(zero.validate().unwrap_err().to_string().contains("trials"));
+        let nan = EvalOptions {
+            atol: f64::NAN,
+            ..EvalOptions::default()
+        };
+        assert!(nan.validate().unwrap_err().to_string().contains("atol"));
+        assert!("gpu".parse::<Device>().is_err());
+        assert_eq!("cpu".parse::<Device>().unwrap(), Device::Cpu);
+    }
+}

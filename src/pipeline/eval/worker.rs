@@ -1,0 +1,382 @@
+//! One eval worker: a Python process (`polyprof_eval_worker.py`) run as a supervised job of
+//! the pipeline (its own run directory, logs and `run.json`, optionally under a profiler),
+//! and the one socket connection it makes back. The socket lives in a fresh private directory
+//! (0700) and its file is removed once the worker has connected, so nothing else can connect
+//! in its place.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tokio::net::UnixListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::model::arg::Arg;
+use crate::model::run::ProfileRun;
+use crate::pipeline::eval::protocol::{Connection, Message};
+use crate::pipeline::job::{Job, pass_label, profile_claimed};
+use crate::pipeline::rundir;
+use crate::pipeline::runner::{EnvPolicy, RunOptions, Tracking};
+use crate::pipeline::target::ExecutionTarget;
+use crate::profilers::ProfilerSettings;
+
+/// How long a worker that said `bye` (or whose connection closed) may take to exit by itself
+/// before it is killed.
+const EXIT_WAIT: Duration = Duration::from_secs(15);
+
+/// What the untrusted workers may see of polyprof's environment besides the `untrusted`
+/// policy's own list: what torch, Triton and their compilers read. Credentials never pass.
+const CANDIDATE_ENV_ALLOW: [&str; 9] = [
+    "TORCH_*",
+    "TRITON_*",
+    "PYTORCH_*",
+    "CUDA_*",
+    "NVIDIA_*",
+    "CC",
+    "CXX",
+    "MAX_JOBS",
+    "XDG_CACHE_HOME",
+];
+
+/// Whose code a worker runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The reference, the inputs and the checks.
+    Trusted,
+    /// The candidate, for correctness and timing.
+    Candidate,
+    /// The candidate again, under the witness profiler.
+    Witness,
+}
+
+impl Role {
+    /// `--role` of the worker script.
+    pub fn arg(self) -> &'static str {
+        match self {
+            Role::Trusted => "trusted",
+            Role::Candidate | Role::Witness => "candidate",
+        }
+    }
+
+    /// The worker's run directory in the eval directory (`reference.000`).
+    pub fn dir_name(self) -> String {
+        let name = match self {
+            Role::Trusted => "reference",
+            Role::Candidate => "candidate",
+            Role::Witness => "witness",
+        };
+        pass_label(name, 0)
+    }
+}
+
+/// How to start one worker.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    pub role: Role,
+    pub python: PathBuf,
+    /// `DIR/harness/polyprof_eval_worker.py`.
+    pub script: PathBuf,
+    /// The reference or the candidate file (absolute).
+    pub source: PathBuf,
+    pub device: &'static str,
+    pub eval_dir: PathBuf,
+    /// `none`, or the witness profiler.
+    pub profiler: String,
+    pub settings: ProfilerSettings,
+    pub tracking: Tracking,
+    /// The eval's tokens; the worker gets its own children of them.
+    pub cancel: CancellationToken,
+    pub kill_now: CancellationToken,
+    /// Waiting for the worker to connect.
+    pub connect_timeout: Duration,
+}
+
+/// A running, connected worker.
+#[derive(Debug)]
+pub struct Worker {
+    pub role: Role,
+    pub run_dir: PathBuf,
+    pub conn: Connection,
+    /// The worker's own pid, from the socket's peer credentials (the process that connected,
+    /// also under a profiler that started it), not from anything the worker says.
+    pub pid: Option<u32>,
+    job: JoinHandle<ProfileRun>,
+    kill_now: CancellationToken,
+    _socket_dir: tempfile::TempDir,
+}
+
+/// Why a worker is not connected.
+#[derive(Debug)]
+pub enum StartError {
+    /// Its run could not be set up (socket, run directory): polyprof's failure.
+    Setup(String),
+    /// The process ended (or never started) before connecting; its run says how.
+    Ended(Box<ProfileRun>),
+    /// It did not connect in time and was killed.
+    Timeout(Box<ProfileRun>),
+    /// The eval was cancelled.
+    Cancelled(Box<ProfileRun>),
+}
+
+impl Launch {
+    /// The worker's argv: `python script --socket S --role R --source F --device D`.
+    pub fn argv(&self, socket: &Path) -> Vec<Arg> {
+        let mut argv: Vec<Arg> = vec![
+            self.python.as_os_str().into(),
+            self.script.as_os_str().into(),
+        ];
+        argv.push("--socket".into());
+        argv.push(socket.as_os_str().into());
+        argv.push("--role".into());
+        argv.push(self.role.arg().into());
+        argv.push("--source".into());
+        argv.push(self.source.as_os_str().into());
+        argv.push("--device".into());
+        argv.push(self.device.into());
+        argv
+    }
+
+    /// Run options: the trusted worker inherits polyprof's environment; the candidate's get
+    /// the `untrusted` policy and `MALLOC_PERTURB_`, so memory malloc hands out is never left
+    /// over from an earlier call. Nothing secret is in either.
+    fn run_options(&self, cancel: CancellationToken, kill_now: CancellationToken) -> RunOptions {
+        let mut options = RunOptions {
+            tracking: self.tracking.clone(),
+            cancel,
+            kill_now,
+            ..RunOptions::default()
+        };
+        // No `__pycache__` in the eval's harness directory.
+        options
+            .extra_env
+            .insert("PYTHONDONTWRITEBYTECODE".to_string(), "1".to_string());
+        if self.role != Role::Trusted {
+            options.env_policy = EnvPolicy::Untrusted {
+                allow: CANDIDATE_ENV_ALLOW.iter().map(|s| s.to_string()).collect(),
+            };
+            // Fresh malloc memory reads 0x7F… (a huge value, never a correct output).
+            options
+                .extra_env
+                .insert("MALLOC_PERTURB_".to_string(), "128".to_string());
+        }
+        options
+    }
+
+    /// Start the worker and wait for its connection.
+    pub async fn start(&self) -> Result<Worker, StartError> {
+        let socket_dir = tempfile::Builder::new()
+            .prefix("polyprof-eval-")
+            .tempdir()
+            .map_err(|e| StartError::Setup(format!("cannot create the socket's directory: {e}")))?;
+        private(socket_dir.path())?;
+        let socket = socket_dir.path().join("worker.sock");
+        let listener = UnixListener::bind(&socket).map_err(|e| {
+            StartError::Setup(format!("cannot listen on {}: {e}", socket.display()))
+        })?;
+        let run_dir = self.eval_dir.join(self.role.dir_name());
+        let claimed = rundir::claim(&run_dir).map_err(|e| StartError::Setup(e.to_string()))?;
+        let cancel = self.cancel.child_token();
+        let kill_now = self.kill_now.child_token();
+        let job = Job {
+            target: self.argv(&socket),
+            profiler: self.profiler.clone(),
+            settings: self.settings.clone(),
+            output_dir: run_dir.clone(),
+            label: Some(self.role.dir_name()),
+            run: self.run_options(cancel, kill_now.clone()),
+            call_path: Vec::new(),
+        };
+        let mut job =
+            tokio::spawn(
+                async move { profile_claimed(&job, &ExecutionTarget::Local, &claimed).await },
+            );
+        let stopped = |job: JoinHandle<ProfileRun>, kill_now: CancellationToken| async move {
+            kill_now.cancel();
+            Box::new(join(job, &run_dir_of(&self.eval_dir, self.role)).await)
+        };
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    // Nobody else may connect in its place.
+                    let _ = std::fs::remove_file(&socket);
+                    let pid = stream
+                        .peer_cred()
+                        .ok()
+                        .and_then(|c| c.pid())
+                        .and_then(|p| u32::try_from(p).ok());
+                    Ok(Worker {
+                        role: self.role,
+                        run_dir,
+                        conn: Connection::new(stream, self.cancel.clone()),
+                        pid,
+                        job,
+                        kill_now,
+                        _socket_dir: socket_dir,
+                    })
+                }
+                Err(e) => {
+                    let run = stopped(job, kill_now).await;
+                    Err(StartError::Setup(format!(
+                        "accepting the worker's connection failed: {e} (its run: {})",
+                        run.output_dir.display()
+                    )))
+                }
+            },
+            ended = &mut job => Err(StartError::Ended(Box::new(
+                ended.unwrap_or_else(|e| lost_run(&run_dir, &e.to_string())),
+            ))),
+            () = tokio::time::sleep(self.connect_timeout) => {
+                Err(StartError::Timeout(stopped(job, kill_now).await))
+            }
+            () = self.cancel.cancelled() => Err(StartError::Cancelled(stopped(job, kill_now).await)),
+        }
+    }
+}
+
+impl Worker {
+    /// Say `bye` and wait for the process to exit (killed if it does not within a while).
+    pub async fn finish(mut self) -> ProfileRun {
+        let bye = Message::request("bye", serde_json::json!({}));
+        if let Err(e) = self.conn.request(&bye, EXIT_WAIT).await {
+            tracing::debug!(role = ?self.role, error = %e, "the worker did not answer `bye`");
+        }
+        self.wait_or_kill(EXIT_WAIT).await
+    }
+
+    /// The worker failed: let a dying process finish dying (its outcome is the evidence),
+    /// kill a live one at once.
+    pub async fn end(self, dying: bool) -> ProfileRun {
+        let wait = if dying { EXIT_WAIT } else { Duration::ZERO };
+        self.wait_or_kill(wait).await
+    }
+
+    async fn wait_or_kill(self, wait: Duration) -> ProfileRun {
+        let Worker {
+            mut job,
+            kill_now,
+            run_dir,
+            conn,
+            ..
+        } = self;
+        drop(conn);
+        if !wait.is_zero()
+            && let Ok(done) = tokio::time::timeout(wait, &mut job).await
+        {
+            return done.unwrap_or_else(|e| lost_run(&run_dir, &e.to_string()));
+        }
+        kill_now.cancel();
+        join(job, &run_dir).await
+    }
+}
+
+fn run_dir_of(eval_dir: &Path, role: Role) -> PathBuf {
+    eval_dir.join(role.dir_name())
+}
+
+async fn join(job: JoinHandle<ProfileRun>, run_dir: &Path) -> ProfileRun {
+    job.await
+        .unwrap_or_else(|e| lost_run(run_dir, &e.to_string()))
+}
+
+/// The run document of a job whose task was lost (a panic): what is on disk is kept.
+fn lost_run(run_dir: &Path, why: &str) -> ProfileRun {
+    let mut run = ProfileRun::read(run_dir)
+        .unwrap_or_else(|_| ProfileRun::new("worker", "none", &[], run_dir));
+    run.fail(
+        crate::model::run::ErrorKind::Internal,
+        format!("the worker's job task failed: {why}"),
+    );
+    run
+}
+
+/// Mode 0700 on the socket's directory: only this user may reach the socket.
+fn private(dir: &Path) -> Result<(), StartError> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| StartError::Setup(format!("cannot make {} private: {e}", dir.display())))
+}
+
+/// The stderr log of a worker's run, relative to the eval directory when it is inside it.
+pub fn stderr_log(run: &ProfileRun, eval_dir: &Path) -> Option<String> {
+    let path = run
+        .steps
+        .iter()
+        .rev()
+        .find_map(|s| s.attempts.last())
+        .and_then(|a| a.stderr.log_path.clone())?;
+    let shown = path.strip_prefix(eval_dir).unwrap_or(&path);
+    Some(shown.display().to_string())
+}
+
+/// The last lines the worker wrote on stderr (a traceback, a crash message).
+pub fn stderr_tail(run: &ProfileRun, lines: usize) -> String {
+    let tail = run
+        .steps
+        .iter()
+        .rev()
+        .find_map(|s| s.attempts.last())
+        .map(|a| a.stderr.tail.clone())
+        .unwrap_or_default();
+    let skip = tail.len().saturating_sub(lines);
+    tail[skip..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn launch(role: Role) -> Launch {
+        Launch {
+            role,
+            python: "python3".into(),
+            script: "/e/harness/polyprof_eval_worker.py".into(),
+            source: "/p/cand.py".into(),
+            device: "cpu",
+            eval_dir: "/e".into(),
+            profiler: "none".into(),
+            settings: ProfilerSettings::default(),
+            tracking: Tracking::Group,
+            cancel: CancellationToken::new(),
+            kill_now: CancellationToken::new(),
+            connect_timeout: Duration::from_secs(1),
+        }
+    }
+
+    #[test]
+    fn the_argv_names_socket_role_source_and_device_only() {
+        let argv: Vec<String> = launch(Role::Witness)
+            .argv(Path::new("/tmp/x/worker.sock"))
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            argv,
+            [
+                "python3",
+                "/e/harness/polyprof_eval_worker.py",
+                "--socket",
+                "/tmp/x/worker.sock",
+                "--role",
+                "candidate",
+                "--source",
+                "/p/cand.py",
+                "--device",
+                "cpu"
+            ]
+        );
+        assert_eq!(Role::Trusted.dir_name(), "reference.000");
+        assert_eq!(Role::Witness.dir_name(), "witness.000");
+    }
+
+    #[test]
+    fn only_the_candidate_is_untrusted_and_perturbed() {
+        let trusted = launch(Role::Trusted).run_options(Default::default(), Default::default());
+        assert_eq!(trusted.env_policy, EnvPolicy::Inherit);
+        assert!(!trusted.extra_env.contains_key("MALLOC_PERTURB_"));
+        for role in [Role::Candidate, Role::Witness] {
+            let options = launch(role).run_options(Default::default(), Default::default());
+            assert!(matches!(options.env_policy, EnvPolicy::Untrusted { .. }));
+            assert!(options.extra_env.contains_key("MALLOC_PERTURB_"));
+        }
+    }
+}
