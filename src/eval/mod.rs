@@ -6,6 +6,7 @@ pub mod audit;
 pub mod calls;
 pub mod candidate_match;
 pub mod evidence;
+pub mod evidence_read;
 pub mod rules;
 pub mod sample_scoring;
 pub mod schema;

@@ -78,11 +78,10 @@ fn incorrect_output(trial: &TrialEvidence, comparison: &Comparison) -> Finding {
     let mismatch = comparison.mismatch.as_deref().unwrap_or("values");
     let what = match mismatch {
         "values" => format!(
-            "{} of {} element(s) outside atol + rtol·|reference| (max abs diff {}, max rel diff {})",
+            "{} of {} element(s) outside atol + rtol·|reference|{}",
             comparison.mismatched_elements,
             comparison.total_elements,
-            figure(comparison.max_abs_diff),
-            figure(comparison.max_rel_diff)
+            diffs(comparison)
         ),
         "shape" | "dtype" => format!("the output's {mismatch} differs from the reference's"),
         "count" => "the number of outputs differs from the reference's".to_string(),
@@ -123,8 +122,20 @@ fn trial_json(trial: &TrialEvidence, comparison: &Comparison) -> serde_json::Val
     })
 }
 
-fn figure(value: Option<f64>) -> String {
-    value.map_or_else(|| "unknown".to_string(), |v| format!("{v:.3e}"))
+/// ` (max abs diff …, max rel diff …)` with the figures the comparison has.
+fn diffs(comparison: &Comparison) -> String {
+    let parts: Vec<String> = [
+        ("max abs diff", comparison.max_abs_diff),
+        ("max rel diff", comparison.max_rel_diff),
+    ]
+    .into_iter()
+    .filter_map(|(label, value)| value.map(|v| format!("{label} {v:.3e}")))
+    .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join(", "))
+    }
 }
 
 pub fn phase_name(phase: TrialPhase) -> &'static str {
@@ -167,7 +178,11 @@ mod tests {
         assert_eq!(first.measured, Some(17.0));
         assert_eq!(first.evidence["trial"], 1);
         assert_eq!(first.evidence["seed"], 1001);
-        assert!(first.message.contains("17 of 1024"), "{}", first.message);
+        assert_eq!(
+            first.message,
+            "trial 1 (correctness): 17 of 1024 element(s) outside atol + rtol·|reference| \
+             (max abs diff 5.000e-1, max rel diff 2.000e0)"
+        );
         assert_eq!(
             outcome.findings[1].message,
             "trial 11 (witness): the output's shape differs from the reference's ([4, 4] vs [4])"
