@@ -3,10 +3,16 @@
 //! worker's own work (`polyprof/setup`, `warmup`, `timing`, `poison…`), or outside all of them.
 //!
 //! The candidate runs in the worker's process and can push ranges too, so the reading does not
-//! trust the innermost range alone: a launch under `polyprof/call/K` at any depth belongs to call
-//! K (a `polyprof/setup` pushed inside a call cannot hide the call's work), and a setup or
-//! warmup launch after the process's first call is outside (the witness pass sets up and warms
-//! up once, before its calls, so a background thread cannot dress its work as setup).
+//! trust the range names alone:
+//! - a launch from another thread than the worker's is outside whatever ranges it had open. The
+//!   worker serves on its process's main thread, whose OS thread id is the process id; the
+//!   candidate can name its ranges as it likes but cannot choose its thread ids (ncu gives the
+//!   thread only inside a range, so this needs both ids);
+//! - a launch under `polyprof/call/K` at any depth belongs to call K (a `polyprof/setup` pushed
+//!   inside a call cannot hide the call's work);
+//! - a setup or warmup launch after the process's first call is outside (the witness pass sets
+//!   up and warms up once, before its calls, so a thread cannot dress its work as setup even
+//!   where the profiler does not name threads).
 
 use std::collections::BTreeMap;
 
@@ -34,6 +40,8 @@ pub enum OutsideReason {
     UnknownRange(String),
     /// A setup or warmup range after the calls began.
     WorkerRangeAfterCalls(String),
+    /// Launched from a thread that is not the worker's (`thread`, in process `process`).
+    OtherThread { thread: u64, process: u32 },
 }
 
 impl OutsideReason {
@@ -43,6 +51,9 @@ impl OutsideReason {
             OutsideReason::UnknownRange(name) => format!("unknown range `{name}`"),
             OutsideReason::WorkerRangeAfterCalls(name) => {
                 format!("`{name}` after the calls began")
+            }
+            OutsideReason::OtherThread { thread, process } => {
+                format!("thread {thread}, not the worker's (process {process})")
             }
         }
     }
@@ -56,8 +67,13 @@ pub fn range_name(range: &str) -> &str {
         .trim()
 }
 
-/// Where `launch` ran by its ranges alone (before the order is considered).
-pub fn placement_by_ranges(launch: &WitnessLaunch) -> Placement {
+/// Where `launch` ran by its thread and ranges (before the order of launches is considered).
+pub fn launch_placement(launch: &WitnessLaunch) -> Placement {
+    if let (Some(thread), Some(process)) = (launch.thread_id, launch.process_id)
+        && thread != u64::from(process)
+    {
+        return Placement::Outside(OutsideReason::OtherThread { thread, process });
+    }
     let names: Vec<&str> = launch.ranges.iter().map(|r| range_name(r)).collect();
     let numbered = |prefix: &str| {
         names
@@ -122,14 +138,14 @@ pub fn place_launches<'a>(
     // The first call launch of each process: worker setup after it is no setup.
     let mut first_call: BTreeMap<Option<u32>, u64> = BTreeMap::new();
     for launch in &sorted {
-        if let Placement::Call(_) = placement_by_ranges(launch) {
+        if let Placement::Call(_) = launch_placement(launch) {
             first_call
                 .entry(launch.process_id)
                 .or_insert(launch.launch_id);
         }
     }
     for launch in sorted {
-        match placement_by_ranges(launch) {
+        match launch_placement(launch) {
             Placement::Call(call) => placed.calls.entry(call).or_default().push(launch),
             Placement::Export(call) => placed.exports.entry(call).or_default().push(launch),
             Placement::Worker(name) => {
@@ -155,7 +171,7 @@ mod tests {
 
     #[test]
     fn ranges_place_launches() {
-        let place = |ranges: &[&str]| placement_by_ranges(&launch(0, "k", ranges, 1.0));
+        let place = |ranges: &[&str]| launch_placement(&launch(0, "k", ranges, 1.0));
         assert_eq!(place(&["polyprof/call/3"]), Placement::Call(3));
         assert_eq!(
             place(&["<default domain>@polyprof/call/7"]),
@@ -179,6 +195,16 @@ mod tests {
         assert_eq!(
             place(&["polyprof/call/2", "mine", "polyprof/setup"]),
             Placement::Call(2)
+        );
+        // A harness range pushed on another thread is the candidate's.
+        let mut foreign = launch(0, "k", &["polyprof/call/1"], 1.0);
+        foreign.thread_id = Some(576);
+        assert_eq!(
+            launch_placement(&foreign),
+            Placement::Outside(OutsideReason::OtherThread {
+                thread: 576,
+                process: 575
+            })
         );
         assert_eq!(
             place(&["polyprof/call/x"]),

@@ -279,6 +279,11 @@ pub struct WitnessLaunch {
     /// The launching thread's open ranges, outermost first (`polyprof/call/3`).
     #[serde(default)]
     pub ranges: Vec<String>,
+    /// The launching thread's OS id, when the profiler named it (ncu: inside a range only). The
+    /// candidate chooses its range names but not this: a range of the harness's on another
+    /// thread than the one that ran the calls was pushed by the candidate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

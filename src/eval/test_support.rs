@@ -97,6 +97,8 @@ pub fn launch(
         short_name: short_name.to_string(),
         duration_ns: Some(duration_ns),
         ranges: ranges.iter().map(|r| r.to_string()).collect(),
+        // ncu names the thread only inside a range; the worker's is the process's main thread.
+        thread_id: (!ranges.is_empty()).then_some(575),
         stream: Some("7".into()),
         process_id: Some(575),
     }

@@ -16,6 +16,8 @@ pub fn launches_from_records(records: &[KernelRecord]) -> Vec<WitnessLaunch> {
             short_name: r.short_name.clone(),
             duration_ns: r.duration_ns,
             ranges: r.ranges.clone(),
+            // KernelRecord.thread_id comes with the ncu NVTX parser (branch eval-witness).
+            thread_id: None,
             stream: r.stream.clone(),
             process_id: r.process_id,
         })

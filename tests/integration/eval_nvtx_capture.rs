@@ -16,10 +16,13 @@ use crate::support::fixture;
 const RANGE_COLUMN: &str =
     "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg";
 
-/// `575  "<default domain>:polyprof/call/0:none:none:none:none:none:none" ` → the open ranges
-/// as `domain@name` (each quoted entry is `domain:name` and six payload and colour fields).
-fn ranges(cell: &str) -> Vec<String> {
-    cell.split('"')
+/// `575  "<default domain>:polyprof/call/0:none:none:none:none:none:none" ` → the thread id and
+/// the open ranges as `domain@name` (each quoted entry is `domain:name` and six payload and
+/// colour fields).
+fn thread_and_ranges(cell: &str) -> (Option<u64>, Vec<String>) {
+    let thread = cell.split_whitespace().next().and_then(|t| t.parse().ok());
+    let ranges = cell
+        .split('"')
         .skip(1)
         .step_by(2)
         .filter_map(|entry| {
@@ -27,7 +30,8 @@ fn ranges(cell: &str) -> Vec<String> {
             let (domain, name) = head.split_once(':')?;
             Some(format!("{domain}@{name}"))
         })
-        .collect()
+        .collect();
+    (thread, ranges)
 }
 
 fn launches() -> Vec<WitnessLaunch> {
@@ -55,12 +59,14 @@ fn launches() -> Vec<WitnessLaunch> {
         .map(|row| {
             let mangled = &row[kernel];
             let name = demangle(mangled).unwrap_or_else(|| mangled.to_string());
+            let (thread_id, ranges) = thread_and_ranges(&row[range]);
             WitnessLaunch {
                 launch_id: row[id].parse().unwrap(),
                 short_name: short_kernel_name(&name),
                 name,
                 duration_ns: Some(row[duration].replace(',', "").parse().unwrap()),
-                ranges: ranges(&row[range]),
+                ranges,
+                thread_id,
                 stream: Some(row[stream].to_string()),
                 process_id: Some(row[pid].parse().unwrap()),
             }
@@ -71,22 +77,25 @@ fn launches() -> Vec<WitnessLaunch> {
 #[test]
 fn the_csv_gives_each_launch_its_threads_ranges() {
     let launches = launches();
-    let by_id: Vec<(u64, Vec<String>)> = launches
+    let by_id: Vec<(u64, Option<u64>, Vec<String>)> = launches
         .iter()
-        .map(|l| (l.launch_id, l.ranges.clone()))
+        .map(|l| (l.launch_id, l.thread_id, l.ranges.clone()))
         .collect();
     let range = |name: &str| vec![format!("<default domain>@{name}")];
+    // The main thread's id is the process id (575); the background thread's launch has neither
+    // a range nor a thread.
     assert_eq!(
         by_id,
         [
-            (0, vec![]),
-            (1, range("polyprof/setup")),
-            (2, range("polyprof/call/0")),
-            (3, vec![]),
-            (4, range("polyprof/call/1")),
-            (5, vec![]),
+            (0, None, vec![]),
+            (1, Some(575), range("polyprof/setup")),
+            (2, Some(575), range("polyprof/call/0")),
+            (3, None, vec![]),
+            (4, Some(575), range("polyprof/call/1")),
+            (5, None, vec![]),
         ]
     );
+    assert!(launches.iter().all(|l| l.process_id == Some(575)));
     assert!(
         launches[3].short_name.contains("CUDAFunctorOnSelf_add"),
         "{}",

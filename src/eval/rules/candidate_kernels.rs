@@ -6,7 +6,7 @@
 use serde_json::json;
 
 use super::{Facts, LISTED_IDS, LISTED_NAMES, Measure, RuleOutcome, finding, listed};
-use crate::eval::calls::{Placement, placement_by_ranges};
+use crate::eval::calls::{Placement, launch_placement};
 use crate::eval::candidate_match::matching_candidate;
 use crate::eval::verdict::FindingKind;
 
@@ -40,7 +40,7 @@ pub fn check(facts: &Facts) -> RuleOutcome {
     let elsewhere: Vec<serde_json::Value> = all_launches
         .filter(|l| matching_candidate(&l.short_name, candidates).is_some())
         .map(|l| {
-            let placement = match placement_by_ranges(l) {
+            let placement = match launch_placement(l) {
                 Placement::Export(call) => format!("export of call {call}"),
                 Placement::Worker(name) => name,
                 Placement::Outside(reason) => reason.describe(),

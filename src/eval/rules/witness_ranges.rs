@@ -134,6 +134,22 @@ mod tests {
     }
 
     #[test]
+    fn a_harness_range_pushed_on_another_thread_is_outside() {
+        let mut e = evidence();
+        if let Some(w) = e.witness.as_mut() {
+            let mut spoof = launch(6, "relu_kernel", &["polyprof/poison"], 150_000.0);
+            spoof.thread_id = Some(9001);
+            w.launches.push(spoof);
+        }
+        let outcome = run(check, &e);
+        assert_eq!(kinds(&outcome), [FindingKind::KernelsOutsideCalls]);
+        assert_eq!(
+            outcome.findings[0].evidence["reasons"]["thread 9001, not the worker's (process 575)"],
+            1
+        );
+    }
+
+    #[test]
     fn without_witness_launches_it_does_not_run() {
         let mut e = evidence();
         if let Some(w) = e.witness.as_mut() {
