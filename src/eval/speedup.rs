@@ -29,6 +29,10 @@ pub enum SpeedupError {
         index: usize,
         value: f64,
     },
+    #[error(
+        "the speedup is beyond a finite number (reference and candidate times differ by more than 10^300)"
+    )]
+    Overflow,
 }
 
 /// Reference time over candidate time, from per-call samples of each (ms, any order).
@@ -53,6 +57,12 @@ pub fn hodges_lehmann_speedup(
         // Too few samples for a 95 % interval: the widest one the samples allow.
         None => (differences.kth(1), differences.kth(total)),
     };
+    if ![point, low, high]
+        .iter()
+        .all(|v| v.exp().is_finite() && v.exp() > 0.0)
+    {
+        return Err(SpeedupError::Overflow);
+    }
     Ok(Speedup {
         value: point.exp(),
         ci_low: low.exp(),
@@ -262,6 +272,10 @@ mod tests {
             }
         ));
         assert!(hodges_lehmann_speedup(&[f64::NAN], &[1.0]).is_err());
+        assert_eq!(
+            hodges_lehmann_speedup(&[1e300], &[1e-300]),
+            Err(SpeedupError::Overflow)
+        );
     }
 
     #[test]
