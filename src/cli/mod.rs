@@ -1,5 +1,6 @@
 //! Subcommands, one file each.
 
+pub mod audit;
 pub mod batch;
 pub mod batch_progress;
 pub mod batch_slurm;
@@ -12,6 +13,7 @@ pub mod demo_workload;
 pub mod diff;
 pub mod doctor;
 pub mod eval;
+pub mod eval_summary;
 pub mod metal;
 pub mod ncu_args;
 pub mod occupancy;
@@ -112,6 +114,8 @@ pub enum Command {
     Batch(batch::Args),
     /// Containers polyprof started: `prune` removes those a dead polyprof left.
     Containers(containers::Args),
+    /// Judge a saved eval (DIR/evidence.json) again; exit 0 only when it passed.
+    Audit(audit::Args),
 }
 
 pub async fn dispatch(command: Command) -> anyhow::Result<u8> {
@@ -130,6 +134,7 @@ pub async fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Metal(args) => metal::execute(args).await,
         Command::Containers(args) => containers::execute(args).await,
         Command::Batch(args) => batch::execute(args).await,
+        Command::Audit(args) => audit::execute(args).await,
     }
 }
 

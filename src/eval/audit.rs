@@ -1,28 +1,178 @@
-//! The audit: a pure function from recorded evidence to a verdict.
+//! The audit: a pure function from recorded evidence to a verdict. It derives the timing and
+//! witness summaries, runs every rule (each says whether it could run), and decides the status:
+//! failed when the eval stopped early, incorrect when any compared output did not match,
+//! correct otherwise; passed only when correct with no finding.
 
 use super::evidence::EvalEvidence;
+use super::rules::{Facts, RULES};
+use super::timing::timing_summary;
 use super::verdict::{Correctness, EvalVerdict, Status, VERDICT_VERSION};
+use super::witness_summary::witness_facts;
 
 /// Judge `evidence`. Pure: the same evidence always gives the same verdict.
 pub fn judge(evidence: &EvalEvidence) -> EvalVerdict {
+    let timing = timing_summary(evidence);
+    let witness = witness_facts(evidence, timing.as_ref().ok().map(|t| t.score_ms));
+    let facts = Facts {
+        evidence,
+        timing: timing.as_ref().map_err(String::as_str),
+        witness: witness.as_ref().map_err(String::as_str),
+    };
+    let mut checks = Vec::with_capacity(RULES.len());
+    let mut findings = Vec::new();
+    for rule in RULES {
+        let outcome = rule(&facts);
+        checks.push(outcome.check);
+        findings.extend(outcome.findings);
+    }
+    let correctness = correctness(evidence);
     let status = if evidence.failure.is_some() {
         Status::Failed
+    } else if correctness.passed < correctness.compared {
+        Status::Incorrect
     } else {
         Status::Correct
     };
     EvalVerdict {
         schema_version: VERDICT_VERSION,
-        passed: false,
+        passed: status == Status::Correct && findings.is_empty(),
         status,
-        correctness: Correctness {
-            atol: evidence.settings.atol,
-            rtol: evidence.settings.rtol,
-            ..Default::default()
-        },
-        timing: None,
-        witness: None,
-        checks: Vec::new(),
-        findings: Vec::new(),
+        correctness,
+        timing: timing.ok(),
+        witness: witness.ok().map(|w| w.summary),
+        checks,
+        findings,
         failure: evidence.failure.clone(),
+    }
+}
+
+/// Every compared trial, whatever its phase.
+fn correctness(evidence: &EvalEvidence) -> Correctness {
+    let comparisons: Vec<_> = evidence
+        .trials
+        .iter()
+        .filter_map(|t| t.comparison.as_ref())
+        .collect();
+    let largest = |values: &mut dyn Iterator<Item = Option<f64>>| {
+        values
+            .flatten()
+            .filter(|v| v.is_finite())
+            .fold(None, |max: Option<f64>, v| {
+                Some(max.map_or(v, |m| m.max(v)))
+            })
+    };
+    Correctness {
+        compared: count(comparisons.len()),
+        passed: count(comparisons.iter().filter(|c| c.passed).count()),
+        max_abs_diff: largest(&mut comparisons.iter().map(|c| c.max_abs_diff)),
+        max_rel_diff: largest(&mut comparisons.iter().map(|c| c.max_rel_diff)),
+        atol: evidence.settings.atol,
+        rtol: evidence.settings.rtol,
+    }
+}
+
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::evidence::{Failure, FailureKind, Stage, TrialPhase};
+    use crate::eval::test_support::{evidence, trial};
+    use crate::eval::verdict::FindingKind;
+
+    #[test]
+    fn an_honest_eval_passes_with_every_check_run() {
+        let verdict = judge(&evidence());
+        assert_eq!(verdict.status, Status::Correct);
+        assert!(verdict.findings.is_empty(), "{:#?}", verdict.findings);
+        assert!(verdict.passed);
+        assert_eq!(verdict.checks.len(), RULES.len());
+        assert!(
+            verdict.checks.iter().all(|c| c.ran),
+            "{:#?}",
+            verdict.checks
+        );
+        assert_eq!(verdict.correctness.compared, 6);
+        assert_eq!(verdict.correctness.passed, 6);
+        assert_eq!(verdict.correctness.max_abs_diff, Some(1e-4));
+        let timing = verdict.timing.unwrap();
+        assert!((timing.score_ms - 0.2).abs() < 1e-12);
+        assert_eq!(verdict.witness.unwrap().coverage, 1.0);
+    }
+
+    #[test]
+    fn a_failed_comparison_is_incorrect_and_not_passed() {
+        let mut e = evidence();
+        e.trials[0] = trial(0, TrialPhase::Correctness, false);
+        let verdict = judge(&e);
+        assert_eq!(verdict.status, Status::Incorrect);
+        assert!(!verdict.passed);
+        assert_eq!(verdict.correctness.passed, 5);
+        assert_eq!(verdict.correctness.max_abs_diff, Some(0.5));
+    }
+
+    #[test]
+    fn a_failure_wins_over_everything() {
+        let mut e = evidence();
+        e.trials[0] = trial(0, TrialPhase::Correctness, false);
+        e.failure = Some(Failure {
+            stage: Stage::Timing,
+            kind: FailureKind::Crashed,
+            message: "the candidate worker died (signal 11)".into(),
+            log: Some("candidate.000/stderr.log".into()),
+        });
+        let verdict = judge(&e);
+        assert_eq!(verdict.status, Status::Failed);
+        assert_eq!(verdict.failure, e.failure);
+        assert!(!verdict.passed);
+    }
+
+    #[test]
+    fn a_finding_alone_fails_a_correct_candidate() {
+        let mut e = evidence();
+        e.settings.suspicious_speedup = 2.0;
+        let verdict = judge(&e);
+        assert_eq!(verdict.status, Status::Correct);
+        assert!(!verdict.passed);
+        assert_eq!(verdict.findings[0].kind, FindingKind::SuspiciousSpeedup);
+    }
+
+    #[test]
+    fn a_cpu_eval_says_why_the_witness_checks_did_not_run() {
+        let mut e = evidence();
+        e.problem.device = "cpu".into();
+        e.witness = None;
+        for b in &mut e.samples {
+            b.device_state = None;
+        }
+        let verdict = judge(&e);
+        assert!(verdict.passed, "{:#?}", verdict.findings);
+        assert!(verdict.witness.is_none());
+        let skipped: Vec<(&str, &str)> = verdict
+            .checks
+            .iter()
+            .filter(|c| !c.ran)
+            .map(|c| (c.check.as_str(), c.why_not.as_deref().unwrap_or("")))
+            .collect();
+        assert_eq!(
+            skipped,
+            [
+                ("witness_time", "no witness on cpu"),
+                ("witness_ranges", "no witness on cpu"),
+                ("call_consistency", "no witness on cpu"),
+                ("candidate_kernels", "no witness on cpu"),
+                ("device_reset", "no timing block recorded its device state"),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_verdict_round_trips_through_json() {
+        let verdict = judge(&evidence());
+        let text = serde_json::to_string(&verdict).unwrap();
+        let back: EvalVerdict = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, verdict);
     }
 }

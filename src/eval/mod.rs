@@ -3,10 +3,21 @@
 //! process or knows a vendor; the harness that gathers the evidence is `pipeline::eval`.
 
 pub mod audit;
+pub mod calls;
+pub mod candidate_match;
 pub mod evidence;
+pub mod evidence_read;
+pub mod rules;
+pub mod sample_scoring;
+pub mod schema;
 pub mod source_scan;
+pub mod speedup;
+#[cfg(test)]
+mod test_support;
+pub mod timing;
 pub mod verdict;
 pub mod witness;
+pub mod witness_summary;
 
 pub use audit::judge;
 pub use evidence::EvalEvidence;

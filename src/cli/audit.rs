@@ -1,0 +1,49 @@
+//! `polyprof audit DIR`: judge a saved eval again, offline. Reads DIR/evidence.json, writes
+//! DIR/verdict.json, prints the verdict. Exit 0 only when it passed, 1 when not, 2 when the
+//! evidence cannot be read (or the verdict cannot be written).
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use polyprof::eval::evidence_read::parse_evidence;
+use polyprof::eval::judge;
+use polyprof::model::atomic_file::write_atomic;
+
+use super::eval_summary;
+use super::output;
+
+/// Exit code of a verdict that did not pass.
+pub const EXIT_NOT_PASSED: u8 = 1;
+
+/// Arguments of `polyprof audit`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The eval's output directory (holds evidence.json).
+    pub dir: PathBuf,
+    /// Print the verdict as JSON instead of a summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub async fn execute(args: Args) -> anyhow::Result<u8> {
+    let evidence_path = args.dir.join("evidence.json");
+    let text = std::fs::read_to_string(&evidence_path).with_context(|| {
+        format!(
+            "cannot read {}; pass the directory `polyprof eval --output-dir` wrote",
+            evidence_path.display()
+        )
+    })?;
+    let evidence = parse_evidence(&text)
+        .with_context(|| format!("cannot judge {}", evidence_path.display()))?;
+    let verdict = judge(&evidence);
+    let json = serde_json::to_string_pretty(&verdict)? + "\n";
+    let verdict_path = args.dir.join("verdict.json");
+    write_atomic(&verdict_path, json.as_bytes())
+        .with_context(|| format!("cannot write {}", verdict_path.display()))?;
+    if args.json {
+        output::print(&json)?;
+    } else {
+        output::print(&eval_summary::render(&verdict))?;
+    }
+    Ok(if verdict.passed { 0 } else { EXIT_NOT_PASSED })
+}

@@ -1,0 +1,217 @@
+//! A verdict for people: the outcome first, then correctness, timing, the witness, every
+//! finding and every check that could not run. Shared by `polyprof audit` and `polyprof eval`.
+
+use std::fmt::Write;
+
+use polyprof::eval::verdict::{EvalVerdict, Finding, Status};
+
+/// The verdict as a few lines of text (each ending in a newline).
+pub fn render(verdict: &EvalVerdict) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", headline(verdict));
+    if let Some(failure) = &verdict.failure {
+        let log = failure
+            .log
+            .as_deref()
+            .map(|l| format!(" (see {l})"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  failure      {} during {}: {}{log}",
+            snake(&failure.kind),
+            snake(&failure.stage),
+            failure.message
+        );
+    }
+    let c = &verdict.correctness;
+    let diffs = match (c.max_abs_diff, c.max_rel_diff) {
+        (Some(abs), Some(rel)) => format!("max abs diff {abs:.2e}, max rel diff {rel:.2e}; "),
+        (Some(abs), None) => format!("max abs diff {abs:.2e}; "),
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        out,
+        "  correctness  {}/{} outputs match ({diffs}atol {}, rtol {})",
+        c.passed, c.compared, c.atol, c.rtol
+    );
+    if let Some(t) = &verdict.timing {
+        let _ = writeln!(
+            out,
+            "  timing       score {:.4} ms (candidate median of {}), reference {:.4} ms; {}",
+            t.score_ms, t.candidate.samples, t.reference.median_ms, t.method
+        );
+        let s = &t.speedup;
+        let _ = writeln!(
+            out,
+            "  speedup      {:.2}× ({:.0} % CI {:.2}–{:.2}×, {})",
+            s.value,
+            s.confidence * 100.0,
+            s.ci_low,
+            s.ci_high,
+            s.method
+        );
+        if t.unscored_samples > 0 {
+            let _ = writeln!(
+                out,
+                "  unscored     {} sample(s): {}",
+                t.unscored_samples,
+                t.unscored_reasons.join("; ")
+            );
+        }
+    }
+    if let Some(w) = &verdict.witness {
+        let ratio = w
+            .reported_over_witnessed
+            .map(|r| format!("score/witness {r:.2}; "))
+            .unwrap_or_default();
+        let own = if w.candidate_kernels_launched.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", w.candidate_kernels_launched.join(", "))
+        };
+        let _ = writeln!(
+            out,
+            "  witness      {}: {} call(s), median {:.4} ms; {ratio}own kernels {:.0} % of call time{own}; {} launch(es) outside calls",
+            w.profiler,
+            w.per_call_ms.len(),
+            w.median_ms,
+            w.coverage * 100.0,
+            w.launches_outside_calls
+        );
+    }
+    for finding in &verdict.findings {
+        let _ = writeln!(out, "  finding      {}", finding_line(finding));
+    }
+    for check in verdict.checks.iter().filter(|c| !c.ran) {
+        let _ = writeln!(
+            out,
+            "  not checked  {}: {}",
+            check.check,
+            check.why_not.as_deref().unwrap_or("no reason recorded")
+        );
+    }
+    out
+}
+
+fn headline(verdict: &EvalVerdict) -> String {
+    let findings = verdict.findings.len();
+    match (verdict.status, verdict.passed) {
+        (Status::Correct, true) => "PASSED: correct, no finding".to_string(),
+        (Status::Correct, false) => format!("NOT PASSED: correct, but {findings} finding(s)"),
+        (Status::Incorrect, _) => format!(
+            "NOT PASSED: incorrect ({} of {} compared outputs differ), {findings} finding(s)",
+            verdict.correctness.compared - verdict.correctness.passed,
+            verdict.correctness.compared
+        ),
+        (Status::Failed, _) => format!("NOT PASSED: the eval failed, {findings} finding(s)"),
+    }
+}
+
+/// `value` with four significant digits (whole numbers as they are).
+fn figure(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e15 {
+        return format!("{value:.0}");
+    }
+    let magnitude = value.abs().log10().floor();
+    let decimals = if magnitude.is_finite() {
+        (3.0 - magnitude).clamp(0.0, 12.0) as usize
+    } else {
+        0
+    };
+    format!("{value:.decimals$}")
+}
+
+/// An enum as its JSON spelling (`timed_output_incorrect`).
+fn snake<T: serde::Serialize + std::fmt::Debug>(value: &T) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{value:?}"))
+}
+
+fn finding_line(finding: &Finding) -> String {
+    let kind = snake(&finding.kind);
+    let figures = match (finding.measured, finding.limit) {
+        (Some(measured), Some(limit)) => {
+            let unit = finding.unit.as_deref().unwrap_or("");
+            format!(
+                " [measured {} {unit}, limit {} {unit}]",
+                figure(measured),
+                figure(limit)
+            )
+        }
+        _ => String::new(),
+    };
+    format!("{kind}: {}{figures}", finding.message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use polyprof::eval::verdict::{CheckRun, Correctness, FindingKind, VERDICT_VERSION};
+
+    fn verdict() -> EvalVerdict {
+        EvalVerdict {
+            schema_version: VERDICT_VERSION,
+            passed: false,
+            status: Status::Correct,
+            correctness: Correctness {
+                compared: 4,
+                passed: 4,
+                max_abs_diff: Some(1e-4),
+                max_rel_diff: None,
+                atol: 0.01,
+                rtol: 0.01,
+            },
+            timing: None,
+            witness: None,
+            checks: vec![CheckRun {
+                check: "witness_time".into(),
+                ran: false,
+                why_not: Some("no witness on cpu".into()),
+            }],
+            findings: vec![Finding {
+                kind: FindingKind::SuspiciousSpeedup,
+                check: "suspicious_speedup".into(),
+                message: "speedup 40× is above 10×".into(),
+                measured: Some(40.0),
+                limit: Some(10.0),
+                unit: Some("x".into()),
+                evidence: serde_json::Value::Null,
+            }],
+            failure: None,
+        }
+    }
+
+    #[test]
+    fn the_summary_leads_with_the_outcome_and_lists_findings_and_skipped_checks() {
+        let text = render(&verdict());
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "NOT PASSED: correct, but 1 finding(s)");
+        assert_eq!(
+            lines[1],
+            "  correctness  4/4 outputs match (max abs diff 1.00e-4; atol 0.01, rtol 0.01)"
+        );
+        assert_eq!(
+            lines[2],
+            "  finding      suspicious_speedup: speedup 40× is above 10× [measured 40 x, limit 10 x]"
+        );
+        assert_eq!(lines[3], "  not checked  witness_time: no witness on cpu");
+    }
+
+    #[test]
+    fn figures_keep_four_significant_digits() {
+        assert_eq!(figure(39.81220657276995), "39.81");
+        assert_eq!(figure(0.0654364705966858), "0.06544");
+        assert_eq!(figure(201326592.0), "201326592");
+        assert_eq!(figure(0.5), "0.5000");
+    }
+
+    #[test]
+    fn a_passing_verdict_says_so() {
+        let mut v = verdict();
+        v.passed = true;
+        v.findings.clear();
+        assert!(render(&v).starts_with("PASSED: correct, no finding\n"));
+    }
+}

@@ -1,0 +1,180 @@
+//! `polyprof audit DIR` on committed evidence (tests/fixtures/eval/*/evidence.json, written by
+//! hand from H200-like figures): an honest candidate passes (exit 0), each hostile one is
+//! caught by the finding that names its trick (exit 1), unreadable evidence exits 2; the
+//! verdict.json written beside the evidence is the one printed with `--json`.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::support::{assert_exit, fixture, polyprof};
+
+/// A copy of fixture eval `name` in a fresh directory (the audit writes verdict.json there).
+fn eval_dir(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    std::fs::create_dir(&path).unwrap();
+    std::fs::copy(
+        fixture(&format!("eval/{name}/evidence.json")),
+        path.join("evidence.json"),
+    )
+    .unwrap();
+    (dir, path)
+}
+
+fn audit(dir: &Path, json: bool) -> std::process::Output {
+    let mut command = polyprof();
+    command.arg("audit").arg(dir);
+    if json {
+        command.arg("--json");
+    }
+    command.output().unwrap()
+}
+
+fn written_verdict(dir: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(dir.join("verdict.json")).unwrap()).unwrap()
+}
+
+fn finding_kinds(verdict: &Value) -> Vec<String> {
+    verdict["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn an_honest_candidate_passes() {
+    let (_keep, dir) = eval_dir("honest");
+    let out = audit(&dir, false);
+    assert_exit(&out, 0);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.starts_with("PASSED: correct, no finding\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("speedup      1.21×"), "{stdout}");
+    let verdict = written_verdict(&dir);
+    assert_eq!(verdict["passed"], true);
+    assert_eq!(verdict["status"], "correct");
+    assert_eq!(verdict["correctness"]["compared"], 10);
+    assert_eq!(verdict["witness"]["coverage"], 1.0);
+    assert_eq!(verdict["timing"]["speedup"]["method"], "hodges_lehmann_log");
+    assert!(
+        verdict["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["ran"] == true)
+    );
+}
+
+#[test]
+fn json_output_is_the_verdict_written() {
+    let (_keep, dir) = eval_dir("side-stream");
+    let out = audit(&dir, true);
+    assert_exit(&out, 1);
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(printed, written_verdict(&dir));
+}
+
+#[test]
+fn work_on_a_side_stream_is_caught_by_the_witness() {
+    let (_keep, dir) = eval_dir("side-stream");
+    assert_exit(&audit(&dir, false), 1);
+    let verdict = written_verdict(&dir);
+    assert_eq!(verdict["status"], "correct");
+    assert_eq!(verdict["passed"], false);
+    assert_eq!(
+        finding_kinds(&verdict),
+        ["reported_time_below_witness", "suspicious_speedup"]
+    );
+    let below = &verdict["findings"][0];
+    assert_eq!(below["check"], "witness_time");
+    assert!(below["measured"].as_f64().unwrap() < 0.1, "{below}");
+    assert_eq!(below["limit"], 0.5);
+}
+
+#[test]
+fn work_on_a_background_thread_is_caught_outside_the_calls() {
+    let (_keep, dir) = eval_dir("background-thread");
+    assert_exit(&audit(&dir, false), 1);
+    let verdict = written_verdict(&dir);
+    assert_eq!(
+        finding_kinds(&verdict),
+        [
+            "kernels_outside_calls",
+            "decoy_kernels",
+            "suspicious_speedup"
+        ]
+    );
+    let outside = &verdict["findings"][0];
+    assert_eq!(outside["measured"], 3.0);
+    assert_eq!(outside["evidence"]["names"][0], "layernorm_fwd_kernel");
+    assert_eq!(verdict["witness"]["launches_outside_calls"], 3);
+}
+
+#[test]
+fn stale_memory_is_incorrect_and_unwritten() {
+    let (_keep, dir) = eval_dir("stale-output");
+    let out = audit(&dir, false);
+    assert_exit(&out, 1);
+    let verdict = written_verdict(&dir);
+    assert_eq!(verdict["status"], "incorrect");
+    assert_eq!(
+        finding_kinds(&verdict),
+        [
+            "incorrect_output",
+            "incorrect_output",
+            "incorrect_output",
+            "unwritten_output"
+        ]
+    );
+    // No timing was recorded: the timing checks say so rather than pass.
+    let timing_check = verdict["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "suspicious_speedup")
+        .unwrap();
+    assert_eq!(timing_check["ran"], false);
+    assert_eq!(timing_check["why_not"], "no timing block was recorded");
+}
+
+#[test]
+fn a_crashed_eval_is_failed_with_its_failure() {
+    let (_keep, dir) = eval_dir("crashed");
+    let out = audit(&dir, false);
+    assert_exit(&out, 1);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("device_fault during correctness"),
+        "{stdout}"
+    );
+    let verdict = written_verdict(&dir);
+    assert_eq!(verdict["status"], "failed");
+    assert_eq!(verdict["failure"]["log"], "candidate.000/stderr.log");
+}
+
+#[test]
+fn unreadable_evidence_exits_2_and_writes_nothing() {
+    let (_keep, dir) = eval_dir("newer-version");
+    let out = audit(&dir, false);
+    assert_exit(&out, 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("schema version 2, newer than the 1"),
+        "{stderr}"
+    );
+    assert!(!dir.join("verdict.json").exists());
+
+    let empty = tempfile::tempdir().unwrap();
+    let out = audit(empty.path(), false);
+    assert_exit(&out, 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("evidence.json"), "{stderr}");
+
+    std::fs::write(empty.path().join("evidence.json"), "{\"schema_version\": 1").unwrap();
+    assert_exit(&audit(empty.path(), false), 2);
+}
