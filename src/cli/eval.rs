@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use anyhow::Context;
 use polyprof::eval::evidence::{EvalEvidence, FailureKind};
-use polyprof::eval::verdict::{EvalVerdict, Status};
 use polyprof::pipeline::eval::{
     Device, EVIDENCE_FILE, EvalOptions, EvalOutcome, EvalSpec, IfExists, VERDICT_FILE, evaluate,
 };
@@ -221,92 +220,24 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     Ok(exit_code(&outcome))
 }
 
-fn status_word(verdict: &EvalVerdict) -> &'static str {
-    match (verdict.passed, verdict.status) {
-        (true, _) => "PASSED",
-        (false, Status::Correct) => "NOT PASSED (correct, with findings)",
-        (false, Status::Incorrect) => "INCORRECT",
-        (false, Status::Failed) => "FAILED",
-    }
-}
-
-/// The human summary: status, correctness, speedup with its interval, the witness, findings.
+/// The human summary: the shared verdict text (`eval_summary::render`, also `polyprof audit`'s)
+/// and where the eval's files are.
 pub fn print_summary(out: &mut impl Write, outcome: &EvalOutcome) -> std::io::Result<()> {
     let verdict = &outcome.verdict;
     let evidence: &EvalEvidence = &outcome.evidence;
     writeln!(
         out,
-        "polyprof eval [{}]: {}",
+        "polyprof eval [{}] in {}",
         evidence.problem.device,
-        status_word(verdict)
+        outcome.dir.display()
     )?;
-    writeln!(out, "  eval directory: {}", outcome.dir.display())?;
-    let c = &verdict.correctness;
-    let mut correctness = format!(
-        "  correctness: {}/{} compared outputs within atol {} + rtol {}",
-        c.passed, c.compared, c.atol, c.rtol
-    );
-    if let Some(diff) = c.max_abs_diff {
-        correctness.push_str(&format!(" (max abs diff {diff:.3e})"));
-    }
-    writeln!(out, "{correctness}")?;
-    if let Some(t) = &verdict.timing {
-        writeln!(
-            out,
-            "  speedup: {:.3}x ({:.0}% CI {:.3}–{:.3}, {}); reference {:.4} ms, candidate {:.4} ms (median, {})",
-            t.speedup.value,
-            t.speedup.confidence * 100.0,
-            t.speedup.ci_low,
-            t.speedup.ci_high,
-            t.speedup.method,
-            t.reference.median_ms,
-            t.candidate.median_ms,
-            t.method
-        )?;
-        if t.unscored_samples > 0 {
-            writeln!(
-                out,
-                "  unscored samples: {} ({})",
-                t.unscored_samples,
-                t.unscored_reasons.join("; ")
-            )?;
-        }
-    }
-    if let Some(w) = &verdict.witness {
-        let ratio = w
-            .reported_over_witnessed
-            .map_or_else(|| "n/a".to_string(), |r| format!("{r:.2}"));
-        writeln!(
-            out,
-            "  witness ({}): {:.4} ms per call (median of {}); score / witnessed {ratio}; own kernels {:.0}% of call time",
-            w.profiler,
-            w.median_ms,
-            w.per_call_ms.len(),
-            w.coverage * 100.0
-        )?;
-    } else if let Some(error) = evidence.witness.as_ref().and_then(|w| w.error.as_ref()) {
-        writeln!(out, "  witness: not taken: {error}")?;
-    }
-    for finding in &verdict.findings {
-        let mut line = format!("  finding {:?}: {}", finding.kind, finding.message);
-        if let Some(measured) = finding.measured {
-            let unit = finding.unit.as_deref().unwrap_or("");
-            line.push_str(&format!(" (measured {measured}{unit}"));
-            if let Some(limit) = finding.limit {
-                line.push_str(&format!(", limit {limit}{unit}"));
-            }
-            line.push(')');
-        }
-        writeln!(out, "{line}")?;
+    write!(out, "{}", super::eval_summary::render(verdict))?;
+    if let Some(error) = evidence.witness.as_ref().and_then(|w| w.error.as_ref()) {
+        writeln!(out, "  witness not taken: {error}")?;
     }
     if let Some(failure) = &verdict.failure {
-        writeln!(
-            out,
-            "  failure at {:?}: {:?}: {}",
-            failure.stage, failure.kind, failure.message
-        )?;
         if let Some(log) = &failure.log {
-            writeln!(out, "  log: {}", outcome.dir.join(log).display())?;
+            writeln!(out, "  log          {}", outcome.dir.join(log).display())?;
         }
         if matches!(
             failure.kind,
@@ -315,7 +246,7 @@ pub fn print_summary(out: &mut impl Write, outcome: &EvalOutcome) -> std::io::Re
             writeln!(out, "  (the eval itself could not run: nothing was judged)")?;
         }
     }
-    writeln!(out, "  files: {EVIDENCE_FILE}, {VERDICT_FILE}")?;
+    writeln!(out, "  files        {EVIDENCE_FILE}, {VERDICT_FILE}")?;
     Ok(())
 }
 
@@ -368,7 +299,7 @@ mod tests {
         print_summary(&mut text, &outcome(Some(FailureKind::Raised), false)).unwrap();
         let text = String::from_utf8(text).unwrap();
         assert!(
-            text.contains("FAILED") && text.contains("Raised: m"),
+            text.contains("the eval failed") && text.contains("raised during correctness: m"),
             "{text}"
         );
     }

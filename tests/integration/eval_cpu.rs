@@ -200,7 +200,7 @@ fn a_candidate_that_raises_fails_with_its_traceback_in_the_kept_log() {
     assert!(dir.join(log).is_file());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("FAILED") && stdout.contains("Raised"),
+        stdout.contains("the eval failed") && stdout.contains("raised during"),
         "{stdout}"
     );
 }

@@ -793,11 +793,12 @@ def loaded_cudart_paths() -> List[str]:
     return paths
 
 
-def reset_device_state(device: str, framework: str) -> Dict[str, Any]:
+def reset_device_state(device: str, framework: str) -> Optional[Dict[str, Any]]:
     """An eval::evidence::DeviceState: persisting L2 lines reset, the persisting L2 limit set to
-    0 and read back, through the CUDA runtime the process loaded (so the same context)."""
+    0 and read back, through the CUDA runtime the process loaded (so the same context). None for
+    host timing: there is no device state, and none is judged."""
     if device != "cuda" or framework != "torch":
-        return {"persisting_l2_reset": False, "note": "host timing: no device state to reset"}
+        return None
     synchronize()
     paths = loaded_cudart_paths()
     if not paths:
@@ -908,7 +909,14 @@ class Worker:
             self.rtol = float(header.get("rtol", self.rtol))
         self.annotate = bool(header.get("annotate", False))
         given_init = header.get("init_inputs")
+        if self.annotate:
+            # Ranges need torch before the source is imported: the import itself (an inline
+            # extension's build, module-level tensors) launches kernels that belong to setup.
+            import torch  # noqa: F401
+        with self.range("polyprof/setup"):
+            return self.set_up_model(init_seed, given_init, payload, out)
 
+    def set_up_model(self, init_seed: int, given_init: Any, payload: bytearray, out: Outgoing) -> Dict[str, Any]:
         self.module = self.load_source()
         class_name = MODEL_CLASSES[self.role]
         model_class = getattr(self.module, class_name, None)
@@ -1056,7 +1064,8 @@ class Worker:
         state = Trial()
         state.inputs = inputs
         self.trials[k] = state
-        self.poison(sizes, self.framework_of_call(inputs))
+        with self.range(f"polyprof/poison/{k}"):
+            self.poison(sizes, self.framework_of_call(inputs))
         try:
             with self.range(f"polyprof/call/{k}"):
                 with self.no_grad():
@@ -1069,7 +1078,20 @@ class Worker:
         return wires
 
     def warmup(self, header: Dict[str, Any], payload: bytearray, out: Outgoing) -> Dict[str, Any]:
-        state = self.trial_state(header)
+        if header.get("inputs") is not None:
+            # The witness warms up before its first call, on that call's inputs (docs: the
+            # witness's warmup), so compilation and autotuning stay out of the calls.
+            try:
+                inputs = import_arrays(header.get("inputs"), payload, self.device, "inputs")
+            except ProtocolError:
+                raise
+            except Exception as e:
+                raise user_error(e, "protocol") from e
+            state = Trial()
+            state.inputs = inputs
+            self.trials[wire_int(header.get("trial"), "trial")] = state
+        else:
+            state = self.trial_state(header)
         calls = wire_int(header.get("calls", 1), "calls")
         try:
             with self.range("polyprof/warmup"):
