@@ -159,6 +159,13 @@ def loaded_numpy() -> Any:
     return sys.modules.get("numpy")
 
 
+def shares_storage(a: Any, b: Any) -> bool:
+    """Whether torch tensors ``a`` and ``b`` live in the same storage (one is a view of the other)."""
+    if not (is_tensor(a) and is_tensor(b)):
+        return False
+    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+
+
 def need_torch() -> Any:
     try:
         import torch
@@ -1282,6 +1289,11 @@ class Worker:
                 if not (o.is_contiguous() if is_tensor(o) else o.flags.c_contiguous):
                     out.notes.append(f"output {index} was not contiguous: exported as a contiguous copy")
                     o = contiguous(o)
+                elif is_cuda(o) and any(shares_storage(o, x) for x in inputs):
+                    # torch cannot export memory it imported over IPC; the checker still has to
+                    # see what the candidate returned (an input handed back as the answer).
+                    out.notes.append(f"output {index} is an input's memory: exported as a copy")
+                    o = o.clone()
                 exported.append(out.array(o, "ipc" if is_cuda(o) else "bytes"))
             reply: Dict[str, Any] = {"outputs": exported}
             if any(is_array(x) and not is_cuda(x) for x in inputs):
