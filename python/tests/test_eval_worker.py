@@ -284,7 +284,8 @@ def test_time_returns_host_times_on_both_sides(workers):
         assert reply["ok"], reply
         assert reply["method"] == "host" and reply["batch"] == 1
         assert len(reply["times_ms"]) == 5 and all(t > 0 for t in reply["times_ms"])
-        assert reply["device_state"]["persisting_l2_reset"] is False and reply["device_state"]["note"]
+        # Host timing has no device state to reset, and none is judged.
+        assert reply["device_state"] is None
     # The candidate's last timed output comes back, checkable like a call's.
     assert reply["outputs"][0]["shape"] == [8, 16]
     header = {"op": "check", "trial": 0, "outputs": reply["outputs"], "inputs_after": reply["inputs_after"]}
