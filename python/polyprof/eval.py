@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Optional
+import shutil
+from typing import Any, Callable, Dict, List, Optional
 
 from . import _native
+from ._eval_sources import problem_files
 from ._options import PathLike, supervisor
 
 #: Options of ``evaluate`` and the name the native layer knows them by.
@@ -97,17 +99,24 @@ class EvalResult:
 
 
 def evaluate(
-    reference: PathLike,
-    candidate: PathLike,
+    reference: Any,
+    candidate: Any,
     *,
     device: str = "cuda",
     output_dir: Optional[PathLike] = None,
+    get_inputs: Optional[Callable[..., Any]] = None,
+    get_init_inputs: Optional[Callable[..., Any]] = None,
     **options: Any,
 ) -> EvalResult:
     """Evaluate ``candidate`` (a KernelBench-format file with ``ModelNew``) against
     ``reference`` (``Model``, ``get_inputs``, ``get_init_inputs``) on ``device`` (``cuda`` or
     ``cpu``). Without ``output_dir`` the files go to the next free ``polyprof-runs/eval.NNN``;
     a given ``output_dir`` must be empty.
+
+    Either side may instead be a plain callable: a module-level function (called with the
+    inputs) or class (built with the init inputs, then called) defined in a file the worker
+    process can import; a callable reference needs ``get_inputs`` (and may take
+    ``get_init_inputs``), module-level functions too. Each runs in its own process, as a file.
 
     ``options`` (defaults as ``polyprof eval``): ``trials`` (3), ``timing_blocks`` (5),
     ``repeat`` (50), ``warmup`` (5), ``atol``/``rtol`` (1e-2), ``flush_l2`` (True),
@@ -129,11 +138,16 @@ def evaluate(
     exe = supervisor()
     if exe is not None:
         doc["supervisor"] = exe
-    text = _native.evaluate_json(
-        os.fspath(reference),
-        os.fspath(candidate),
-        device,
-        None if output_dir is None else os.fspath(output_dir),
-        json.dumps(doc),
-    )
+    reference, candidate, sources = problem_files(reference, candidate, get_inputs, get_init_inputs)
+    try:
+        text = _native.evaluate_json(
+            os.fspath(reference),
+            os.fspath(candidate),
+            device,
+            None if output_dir is None else os.fspath(output_dir),
+            json.dumps(doc),
+        )
+    finally:
+        if sources is not None:
+            shutil.rmtree(sources, ignore_errors=True)
     return EvalResult(json.loads(text))

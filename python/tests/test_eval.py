@@ -64,3 +64,23 @@ def test_usage_errors_raise(tmp_path):
     (tmp_path / "full" / "evidence.json").write_text("{}")
     with pytest.raises(ValueError, match="not empty"):
         polyprof.evaluate(PROBLEMS / "reference.py", PROBLEMS / "honest.py", device="cpu", output_dir=tmp_path / "full")
+
+
+def test_plain_callables_are_evaluated_in_their_own_processes(tmp_path):
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    try:
+        import eval_callables as c
+    finally:
+        sys.path.pop(0)
+    result = polyprof.evaluate(c.reference, c.candidate, get_inputs=c.inputs, device="cpu", output_dir=tmp_path / "ok", **QUICK)
+    assert result.status == "correct", result.failure
+    assert result.passed, result.findings
+    wrong = polyprof.evaluate(c.reference, c.wrong, get_inputs=c.inputs, device="cpu", output_dir=tmp_path / "wrong", **QUICK)
+    assert wrong.status == "incorrect" and not wrong.passed
+
+
+def test_callables_that_cannot_cross_a_process_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="module level"):
+        polyprof.evaluate(lambda x: x, PROBLEMS / "honest.py", get_inputs=lambda: [], device="cpu", output_dir=tmp_path / "e")
+    with pytest.raises(ValueError, match="get_inputs"):
+        polyprof.evaluate(print, PROBLEMS / "honest.py", device="cpu", output_dir=tmp_path / "e")
