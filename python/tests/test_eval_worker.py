@@ -182,7 +182,7 @@ def test_secret_seeds_make_different_inputs_and_the_same_seed_the_same(workers):
         spec = trial["inputs"][0]
         assert spec["transport"] == "bytes" and spec["dtype"] == "float32" and spec["shape"] == [8, 16]
         assert spec["nbytes"] == 8 * 16 * 4 and spec["stride"] == [16, 1]
-        assert trial["input_specs"][0]["shape"] == [8, 16] and "stats" not in trial["input_specs"][0]
+        assert trial["input_specs"][0]["shape"] == [8, 16] and "digest" in trial["input_specs"][0]["stats"]
         payloads.append(payload[spec["offset"] : spec["offset"] + spec["nbytes"]])
     assert payloads[0] != payloads[1]
     assert payloads[0] == payloads[2]

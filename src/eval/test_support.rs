@@ -2,9 +2,9 @@
 //! each test changing the one thing it is about.
 
 use super::evidence::{
-    Comparison, Conditions, DeviceState, EVIDENCE_VERSION, Environment, EvalEvidence, EvalSettings,
-    ProblemInfo, Side, SourceFile, TimingBlock, TrialEvidence, TrialPhase, WitnessEvidence,
-    WitnessLaunch,
+    ArrayStats, Comparison, Conditions, DeviceState, EVIDENCE_VERSION, Environment, EvalEvidence,
+    EvalSettings, ProblemInfo, Side, SourceFile, TensorSpec, TimingBlock, TrialEvidence,
+    TrialPhase, WitnessEvidence, WitnessLaunch,
 };
 
 pub fn settings() -> EvalSettings {
@@ -45,12 +45,34 @@ pub fn trial(index: u32, phase: TrialPhase, passed: bool) -> TrialEvidence {
         index,
         phase,
         seed: 1000 + u64::from(index),
-        inputs: Vec::new(),
-        reference_outputs: Vec::new(),
-        candidate_outputs: Vec::new(),
+        inputs: vec![array(&format!("input-{index}"), -1.0, 1.0)],
+        reference_outputs: vec![array(&format!("output-{index}"), 0.0, 1.0)],
+        candidate_outputs: vec![array(
+            &format!("{}-{index}", if passed { "output" } else { "wrong" }),
+            0.0,
+            1.0,
+        )],
         comparison: Some(comparison(passed)),
         inputs_unchanged: Some(true),
         host_ms: None,
+    }
+}
+
+/// A 4×4 float32 array with statistics: `digest` stands for its bytes.
+pub fn array(digest: &str, min: f64, max: f64) -> TensorSpec {
+    TensorSpec {
+        dtype: "float32".into(),
+        shape: vec![4, 4],
+        stride: vec![4, 1],
+        nbytes: 64,
+        value: None,
+        stats: Some(ArrayStats {
+            min: Some(min),
+            max: Some(max),
+            mean: Some((min + max) / 2.0),
+            nan_count: 0,
+            digest: digest.into(),
+        }),
     }
 }
 

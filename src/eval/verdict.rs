@@ -126,6 +126,9 @@ pub enum FindingKind {
     ImplausibleTime,
     UnscoredSamples,
     DeviceNotReset,
+    ConstantOutput,
+    OutputIndependentOfInputs,
+    OutputEqualsInput,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -1019,7 +1019,7 @@ class Worker:
         reply: Dict[str, Any] = {
             "framework": framework_of(inputs),
             "inputs": wires,
-            "input_specs": [spec_of(x) for x in state.pristine],
+            "input_specs": [spec_of(x, with_stats=True) for x in state.pristine],
             "reference_outputs": [spec_of(o, with_stats=True) for o in state.reference_outputs],
         }
         if transport == "ipc" and self.handout_pool_note:

@@ -6,6 +6,7 @@ pub mod candidate_kernels;
 pub mod correctness;
 pub mod device_reset;
 pub mod inputs;
+pub mod output_sanity;
 pub mod plausible_time;
 pub mod sample_conditions;
 pub mod suspicious_speedup;
@@ -60,9 +61,10 @@ impl RuleOutcome {
 pub type Rule = fn(&Facts) -> RuleOutcome;
 
 /// Every rule, in the order their checks are listed in a verdict.
-pub const RULES: [Rule; 10] = [
+pub const RULES: [Rule; 11] = [
     correctness::check,
     inputs::check,
+    output_sanity::check,
     witness_time::check,
     witness_ranges::check,
     call_consistency::check,
