@@ -29,7 +29,10 @@ fn audit_copy(capture: &Capture) -> (Option<i32>, Value) {
     )
     .unwrap();
     let out = polyprof().arg("audit").arg(dir.path()).output().unwrap();
-    (out.status.code(), read_json(&dir.path().join("verdict.json")))
+    (
+        out.status.code(),
+        read_json(&dir.path().join("verdict.json")),
+    )
 }
 
 #[test]
@@ -67,7 +70,10 @@ fn auditing_a_copy_of_each_capture_gives_its_recorded_verdict() {
             recorded["passed"].clone(),
         );
         if got != want {
-            wrong.push(format!("{}: audited {got:?}, recorded {want:?}", capture.name));
+            wrong.push(format!(
+                "{}: audited {got:?}, recorded {want:?}",
+                capture.name
+            ));
         }
         // 0 exactly when the candidate passed; every honest one passed.
         let passed = recorded["passed"] == true;
@@ -118,7 +124,10 @@ fn honest_captures_agree_with_the_witness() {
         assert_eq!(finding_kinds(&verdict), Vec::<String>::new(), "{name}");
         let witness = &verdict["witness"];
         let ratio = witness["reported_over_witnessed"].as_f64().unwrap();
-        assert!((0.97..=1.05).contains(&ratio), "{name}: score/witness {ratio}");
+        assert!(
+            (0.97..=1.05).contains(&ratio),
+            "{name}: score/witness {ratio}"
+        );
         let coverage = witness["coverage"].as_f64().unwrap();
         let wanted = if own_kernels.contains(&name.as_str()) {
             1.0

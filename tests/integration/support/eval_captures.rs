@@ -32,10 +32,7 @@ fn eval_dirs(dir: &Path) -> Vec<PathBuf> {
 pub fn captures() -> Vec<Capture> {
     let root = fixture("eval-h200");
     let named = |dir: PathBuf, prefix: &str, corpus: bool| Capture {
-        name: format!(
-            "{prefix}{}",
-            dir.file_name().unwrap().to_string_lossy()
-        ),
+        name: format!("{prefix}{}", dir.file_name().unwrap().to_string_lossy()),
         dir,
         corpus,
     };
