@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::support::eval_captures::{
     Capture, captures, expected_corpus, failure_kind, finding_kinds, matching_outcome, read_json,
 };
+use crate::support::schema;
 use crate::support::{assert_exit, fixture, polyprof};
 
 /// Honest: a corpus candidate expected.json calls honest, or a KernelBench problem (each is
@@ -48,6 +49,24 @@ fn the_captures_are_the_corpus_and_six_kernelbench_problems() {
     expected.sort();
     assert_eq!(corpus, expected);
     assert_eq!(all.iter().filter(|c| !c.corpus).count(), 6);
+}
+
+#[test]
+fn each_capture_validates_against_the_committed_schemas() {
+    let validator = |name: &str| {
+        jsonschema::validator_for(&schema::committed(name)).expect("a valid JSON Schema")
+    };
+    let evidence_schema = validator("eval-evidence.schema.json");
+    let verdict_schema = validator("eval-verdict.schema.json");
+    for capture in captures() {
+        for (file, validator) in [
+            ("evidence.json", &evidence_schema),
+            ("verdict.json", &verdict_schema),
+        ] {
+            let errors = schema::errors(validator, &read_json(&capture.dir.join(file)));
+            assert!(errors.is_empty(), "{} {file}: {errors:#?}", capture.name);
+        }
+    }
 }
 
 #[test]
