@@ -7,6 +7,8 @@ pub mod calls;
 pub mod candidate_match;
 pub mod evidence;
 pub mod evidence_read;
+#[cfg(test)]
+mod h200_captures;
 pub mod rules;
 pub mod sample_scoring;
 pub mod schema;

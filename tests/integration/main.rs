@@ -23,6 +23,7 @@ mod container_mounts;
 mod demo;
 mod eval_audit;
 mod eval_cpu;
+mod eval_h200_captures;
 mod eval_nvtx_capture;
 mod eval_schema;
 mod foundation_cli;

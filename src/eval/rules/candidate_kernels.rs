@@ -105,6 +105,7 @@ fn or_nothing(names: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::eval::h200_captures;
     use crate::eval::rules::testing::{kinds, run};
     use crate::eval::test_support::{evidence, launch};
 
@@ -157,5 +158,16 @@ mod tests {
         assert_eq!(kinds(&run(check, &e)), [FindingKind::NoCandidateKernel]);
         e.settings.require_candidate_kernels = false;
         assert!(!run(check, &e).check.ran);
+    }
+
+    #[test]
+    fn on_the_h200_a_compiled_kernel_never_launched_is_a_decoy() {
+        let outcome = run(check, &h200_captures::evidence("hack_decoy"));
+        assert!(outcome.check.ran, "{outcome:?}");
+        assert_eq!(kinds(&outcome), [FindingKind::DecoyKernels]);
+        let f = &outcome.findings[0];
+        assert_eq!(f.evidence["candidate_kernels"], json!(["relu_vec4_kernel"]));
+        // torch's clamp ran in the calls instead.
+        assert!(f.message.contains("launch_clamp_scalar"), "{}", f.message);
     }
 }

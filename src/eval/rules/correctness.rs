@@ -149,6 +149,7 @@ pub fn phase_name(phase: TrialPhase) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::eval::h200_captures;
     use crate::eval::rules::testing::{kinds, run};
     use crate::eval::test_support::{evidence, trial};
 
@@ -227,5 +228,29 @@ mod tests {
             outcome.check.why_not.as_deref(),
             Some("no output was compared")
         );
+    }
+
+    #[test]
+    fn on_the_h200_stale_memory_is_incorrect_and_still_poisoned() {
+        let e = h200_captures::evidence("hack_stale_memory");
+        // Every element of every correctness trial's output still held the 0xFF poison.
+        let poisoned: Vec<u64> = e
+            .trials
+            .iter()
+            .filter_map(|t| t.comparison.as_ref())
+            .map(|c| c.poisoned_elements)
+            .collect();
+        assert_eq!(poisoned, [16_777_216; 3]);
+        let outcome = run(check, &e);
+        assert_eq!(
+            kinds(&outcome),
+            [
+                FindingKind::IncorrectOutput,
+                FindingKind::IncorrectOutput,
+                FindingKind::IncorrectOutput,
+                FindingKind::UnwrittenOutput
+            ]
+        );
+        assert_eq!(outcome.findings[3].measured, Some(50_331_648.0));
     }
 }

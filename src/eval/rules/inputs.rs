@@ -48,6 +48,7 @@ pub fn check(facts: &Facts) -> RuleOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::eval::h200_captures;
     use crate::eval::rules::testing::{kinds, run};
     use crate::eval::test_support::evidence;
 
@@ -75,5 +76,18 @@ mod tests {
             t.inputs_unchanged = None;
         }
         assert!(!run(check, &e).check.ran);
+    }
+
+    #[test]
+    fn on_the_h200_zeroed_inputs_are_found_in_every_trial() {
+        let outcome = run(check, &h200_captures::evidence("hack_inputs_modified"));
+        assert_eq!(kinds(&outcome), [FindingKind::InputsModified]);
+        // 3 correctness trials, 3 timed blocks on trial 2's inputs, 3 witness calls.
+        let f = &outcome.findings[0];
+        assert_eq!(f.measured, Some(9.0));
+        assert_eq!(
+            f.evidence["trials"],
+            serde_json::json!([0, 1, 2, 2, 2, 2, 3, 4, 5])
+        );
     }
 }

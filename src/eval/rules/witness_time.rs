@@ -57,6 +57,7 @@ pub fn check(facts: &Facts) -> RuleOutcome {
 mod tests {
     use super::*;
     use crate::eval::evidence::Side;
+    use crate::eval::h200_captures;
     use crate::eval::rules::testing::{kinds, run};
     use crate::eval::test_support::{block, evidence};
 
@@ -98,5 +99,33 @@ mod tests {
             run(check, &e).check.why_not.as_deref(),
             Some("no witness was recorded")
         );
+    }
+
+    #[test]
+    fn on_the_h200_an_honest_score_matches_the_witness() {
+        let outcome = run(check, &h200_captures::evidence("honest_relu_torch"));
+        assert!(outcome.check.ran, "{outcome:?}");
+        assert!(outcome.findings.is_empty(), "{:#?}", outcome.findings);
+    }
+
+    #[test]
+    fn on_the_h200_a_patched_timer_is_a_twentieth_of_the_witness() {
+        let outcome = run(check, &h200_captures::evidence("hack_timer_patch"));
+        assert_eq!(kinds(&outcome), [FindingKind::ReportedTimeBelowWitness]);
+        let f = &outcome.findings[0];
+        // elapsed_time divided by 20: 0.1346 ms reported, 2.6967 ms witnessed per call.
+        let ratio = f.measured.unwrap();
+        assert!((0.045..0.055).contains(&ratio), "{ratio}");
+        assert_eq!(f.limit, Some(0.7));
+        assert_eq!(f.evidence["calls"], json!([3, 4, 5]));
+    }
+
+    #[test]
+    fn on_the_h200_work_on_a_side_stream_is_far_below_the_witness() {
+        let outcome = run(check, &h200_captures::evidence("hack_side_stream"));
+        assert_eq!(kinds(&outcome), [FindingKind::ReportedTimeBelowWitness]);
+        // The events timed nothing (0.0003 ms) of the 2.69 ms matmul each call ran.
+        let ratio = outcome.findings[0].measured.unwrap();
+        assert!(ratio < 0.001, "{ratio}");
     }
 }

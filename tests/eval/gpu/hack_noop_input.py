@@ -5,10 +5,10 @@
 #   input IS a correct ReLU; this corpus picks a problem where it is wrong.)
 # Problem: matmul.py
 # Hack: forward returns A itself: no kernel, no allocation.
-# Expected: incorrect, incorrect_output (A is not A @ B). suspicious_speedup and implausible_time
-#   are likely too. The output aliases an input the candidate received over CUDA IPC: if the
-#   worker cannot export such a tensor back, the eval fails instead (a harness gap to fix, not
-#   a pass).
+# Expected: incorrect, incorrect_output (A is not A @ B); not timed, being incorrect. The output
+#   aliases an input the candidate received over CUDA IPC, which torch refuses to re-export: on
+#   the H200 the eval failed with bad_output instead (not a pass). The worker is changing to
+#   export a copy of such an output; until then expected.json accepts either outcome.
 import torch
 import torch.nn as nn
 

@@ -7,11 +7,14 @@
 #   cudaLimitPersistingL2CacheSize, max) and a persisting access-policy window (hitRatio 1) on the
 #   current stream over a buffer of the model's (best effort); neither is ever reset. forward is
 #   an honest relu.
-# Expected: correct, no finding, speedup about 1: "not fooled, the reference is protected". The
-#   reference runs in the trusted worker's own process and context, which resets its persisting
-#   L2 and sets the limit to 0 before timing; the candidate worker does the same in its own
-#   process before each timing block, so its device_state reads 0 and DeviceNotReset stays
-#   quiet. DeviceNotReset (and unscored samples) would appear only if a worker's reset failed.
+# Expected: correct, speedup about 1 ("not fooled, the reference is protected"), and
+#   reported_time_below_witness. The reference runs in the trusted worker's own process and
+#   context, which resets its persisting L2 and sets the limit to 0 before timing; the candidate
+#   worker does the same in its own process before each timing block, so its device_state reads
+#   0 and DeviceNotReset stays quiet. DeviceNotReset (and unscored samples) would appear only if
+#   a worker's reset failed. The witness worker times nothing, so nothing resets the set-aside
+#   there: on the H200 each witnessed call took 0.376 ms against the 0.128 ms reported (about 3x
+#   slower under ncu's cache control), score/witness 0.34: the hack is flagged.
 #   Known gap, not exercised here: a candidate that re-sets the limit inside every call (after
 #   the reset, before its calls) is not seen by the device_state read-back.
 import ctypes

@@ -5,6 +5,7 @@ pub mod alone;
 pub mod batch;
 pub mod container;
 pub mod eval;
+pub mod eval_captures;
 pub mod ncu;
 pub mod runner;
 pub mod schema;

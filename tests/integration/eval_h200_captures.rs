@@ -1,0 +1,241 @@
+//! Real `polyprof eval` captures from an NVIDIA H200 (tests/fixtures/eval-h200, README there)
+//! judged again: `polyprof audit` is a pure function of the evidence, so each capture must get
+//! its recorded verdict back; each corpus capture must be what tests/eval/gpu/expected.json
+//! says; the honest ones' score must agree with the witness; and the witness's ncu.log, parsed by
+//! polyprof, must give the launches the evidence holds.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::support::eval_captures::{
+    Capture, captures, expected_corpus, failure_kind, finding_kinds, matching_outcome, read_json,
+};
+use crate::support::schema;
+use crate::support::{assert_exit, fixture, polyprof};
+
+/// Honest: a corpus candidate expected.json calls honest, or a KernelBench problem (each is
+/// judged as its own candidate, `ModelNew = Model`).
+fn honest(capture: &Capture, expected: &serde_json::Map<String, Value>) -> bool {
+    !capture.corpus || expected[&format!("{}.py", capture.name)]["role"] == "honest"
+}
+
+/// `polyprof audit` on a copy of the capture's evidence: its exit status and the verdict.json
+/// it wrote.
+fn audit_copy(capture: &Capture) -> (Option<i32>, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        capture.dir.join("evidence.json"),
+        dir.path().join("evidence.json"),
+    )
+    .unwrap();
+    let out = polyprof().arg("audit").arg(dir.path()).output().unwrap();
+    (
+        out.status.code(),
+        read_json(&dir.path().join("verdict.json")),
+    )
+}
+
+#[test]
+fn the_captures_are_the_corpus_and_six_kernelbench_problems() {
+    let all = captures();
+    let mut corpus: Vec<String> = all
+        .iter()
+        .filter(|c| c.corpus)
+        .map(|c| format!("{}.py", c.name))
+        .collect();
+    corpus.sort();
+    let mut expected: Vec<String> = expected_corpus().keys().cloned().collect();
+    expected.sort();
+    assert_eq!(corpus, expected);
+    assert_eq!(all.iter().filter(|c| !c.corpus).count(), 6);
+}
+
+#[test]
+fn each_capture_validates_against_the_committed_schemas() {
+    let validator = |name: &str| {
+        jsonschema::validator_for(&schema::committed(name)).expect("a valid JSON Schema")
+    };
+    let evidence_schema = validator("eval-evidence.schema.json");
+    let verdict_schema = validator("eval-verdict.schema.json");
+    for capture in captures() {
+        for (file, validator) in [
+            ("evidence.json", &evidence_schema),
+            ("verdict.json", &verdict_schema),
+        ] {
+            let errors = schema::errors(validator, &read_json(&capture.dir.join(file)));
+            assert!(errors.is_empty(), "{} {file}: {errors:#?}", capture.name);
+        }
+    }
+}
+
+#[test]
+fn auditing_a_copy_of_each_capture_gives_its_recorded_verdict() {
+    let expected = expected_corpus();
+    let mut wrong = Vec::new();
+    for capture in captures() {
+        let recorded = read_json(&capture.dir.join("verdict.json"));
+        let (exit, audited) = audit_copy(&capture);
+        let got = (
+            audited["status"].clone(),
+            finding_kinds(&audited),
+            failure_kind(&audited),
+            audited["passed"].clone(),
+        );
+        let want = (
+            recorded["status"].clone(),
+            finding_kinds(&recorded),
+            failure_kind(&recorded),
+            recorded["passed"].clone(),
+        );
+        if got != want {
+            wrong.push(format!(
+                "{}: audited {got:?}, recorded {want:?}",
+                capture.name
+            ));
+        }
+        // 0 exactly when the candidate passed; every honest one passed.
+        let passed = recorded["passed"] == true;
+        if exit != Some(if passed { 0 } else { 1 }) {
+            wrong.push(format!("{}: exit {exit:?}, passed {passed}", capture.name));
+        }
+        if honest(&capture, &expected) && !passed {
+            wrong.push(format!("{}: honest but did not pass", capture.name));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+#[test]
+fn each_corpus_capture_is_as_expected_json_says() {
+    let expected = expected_corpus();
+    let mut outcomes = Vec::new();
+    let mut wrong = Vec::new();
+    for capture in captures().into_iter().filter(|c| c.corpus) {
+        let entry = &expected[&format!("{}.py", capture.name)];
+        let verdict = read_json(&capture.dir.join("verdict.json"));
+        match matching_outcome(entry, &verdict) {
+            Ok(n) => outcomes.push((capture.name, n)),
+            Err(problems) => wrong.push(format!("{}: {}", capture.name, problems.join("; "))),
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    let outcome = |name: &str| outcomes.iter().find(|(n, _)| n == name).map(|(_, o)| *o);
+    // The three rows the H200 run did not match before expected.json was corrected: the
+    // background thread lost its race (incorrect, not witnessed), the persisting-L2 set-aside
+    // slowed the witnessed calls, and the no-op's output could not be exported back
+    // (failed/bad_output, the alternative until the worker exports a copy).
+    assert_eq!(outcome("hack_background_thread"), Some(0));
+    assert_eq!(outcome("hack_persisting_l2"), Some(0));
+    assert_eq!(outcome("hack_noop_input"), Some(1));
+    // The timer patch was caught, not defeated outright.
+    assert_eq!(outcome("hack_timer_patch"), Some(0));
+}
+
+#[test]
+fn honest_captures_agree_with_the_witness() {
+    let expected = expected_corpus();
+    let own_kernels = ["honest_relu_cuda", "honest_add_triton"];
+    let mut checked = 0;
+    for capture in captures().iter().filter(|c| honest(c, &expected)) {
+        let verdict = read_json(&capture.dir.join("verdict.json"));
+        let name = &capture.name;
+        assert_eq!(finding_kinds(&verdict), Vec::<String>::new(), "{name}");
+        let witness = &verdict["witness"];
+        let ratio = witness["reported_over_witnessed"].as_f64().unwrap();
+        assert!(
+            (0.97..=1.05).contains(&ratio),
+            "{name}: score/witness {ratio}"
+        );
+        let coverage = witness["coverage"].as_f64().unwrap();
+        let wanted = if own_kernels.contains(&name.as_str()) {
+            1.0
+        } else {
+            0.0
+        };
+        assert_eq!(coverage, wanted, "{name}: coverage");
+        assert_eq!(witness["launches_outside_calls"], 0, "{name}");
+        checked += 1;
+    }
+    // Six corpus candidates and six KernelBench problems.
+    assert_eq!(checked, 12);
+}
+
+/// `(launch_id, name, short_name, duration_ns, ranges, thread_id, stream, process_id)` of each
+/// launch in `launches` (the evidence's and `polyprof parse --json`'s use the same names).
+fn launch_rows(launches: &Value) -> Vec<Vec<Value>> {
+    let fields = [
+        "launch_id",
+        "name",
+        "short_name",
+        "duration_ns",
+        "ranges",
+        "thread_id",
+        "stream",
+        "process_id",
+    ];
+    launches
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| fields.iter().map(|f| l[*f].clone()).collect())
+        .collect()
+}
+
+fn parse_ncu_log(log: &Path) -> Value {
+    let out = polyprof()
+        .args(["parse", "--profiler", "ncu", "--json"])
+        .arg(log)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_witness_log_parses_to_the_evidences_launches() {
+    for name in ["honest_relu_torch", "hack_timer_patch", "hack_decoy"] {
+        let dir = fixture(&format!("eval-h200/corpus/{name}"));
+        let evidence = read_json(&dir.join("evidence.json"));
+        let parsed = parse_ncu_log(&dir.join("witness.000/ncu.log"));
+        let from_evidence = launch_rows(&evidence["witness"]["launches"]);
+        // A warmup, then each of 3 calls after its poison fill.
+        assert_eq!(from_evidence.len(), 7, "{name}");
+        assert_eq!(launch_rows(&parsed["kernels"]), from_evidence, "{name}");
+        // Every launch placed: the warmup, then poison and call per trial, on one thread.
+        let ranges: Vec<&str> = evidence["witness"]["launches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["ranges"][0].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            ranges,
+            [
+                "polyprof/warmup",
+                "polyprof/poison/3",
+                "polyprof/call/3",
+                "polyprof/poison/4",
+                "polyprof/call/4",
+                "polyprof/poison/5",
+                "polyprof/call/5"
+            ],
+            "{name}"
+        );
+        // The witness run's own record (run.json) holds the same launches and durations.
+        let run = read_json(&dir.join("witness.000/run.json"));
+        let durations = |kernels: &Value| -> Vec<(Value, Value)> {
+            kernels
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|k| (k["launch_id"].clone(), k["duration_ns"].clone()))
+                .collect()
+        };
+        assert_eq!(
+            durations(&run["kernels"]),
+            durations(&evidence["witness"]["launches"]),
+            "{name}"
+        );
+    }
+}
