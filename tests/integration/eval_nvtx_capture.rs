@@ -1,6 +1,6 @@
 //! A real witness capture: ncu 2025.3.1 on an H200 with `--nvtx`, around a stand-in for the
 //! candidate worker whose background thread launches a kernel while the main thread is inside
-//! `polyprof/call/1` (tests/fixtures/ncu-h200-eval: nvtx-threads.csv, made by nvtx_probe.py).
+//! `polyprof/call/1` (tests/fixtures/ncu-h200-nvtx: nvtx.log, made by nvtx_probe.py).
 //! The launches and their ranges are read from the CSV here (until the ncu parser fills
 //! `KernelRecord.ranges`), and the audit must place the thread's kernel outside every call.
 
@@ -35,7 +35,7 @@ fn thread_and_ranges(cell: &str) -> (Option<u64>, Vec<String>) {
 }
 
 fn launches() -> Vec<WitnessLaunch> {
-    let text = std::fs::read_to_string(fixture("ncu-h200-eval/nvtx-threads.csv")).unwrap();
+    let text = std::fs::read_to_string(fixture("ncu-h200-nvtx/nvtx.log")).unwrap();
     let csv_text: String = text
         .lines()
         .filter(|line| !line.starts_with("=="))
