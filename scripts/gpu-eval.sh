@@ -36,6 +36,8 @@
 # each corpus candidate plainly in one process, without polyprof (eval_corpus_selfcheck.py: does
 # each hack do what its header says?), for telling a corpus file at fault from polyprof at
 # fault. Some corpus candidates only: GPU_EVAL_CANDIDATES="hack_hang honest_relu_cuda".
+# A sweep longer than one call: KB_SKIP=N leaves out the first N runnable problems (smallest
+# first), so the next call continues where the last stopped (about 20 s per problem on the H200).
 # Python: $POLYPROF_PYTHON, else python3 (the same one polyprof's workers use by default).
 set -euo pipefail
 if [ $# -lt 2 ]; then
