@@ -25,8 +25,9 @@ pub struct Args {
     /// The reference problem (KernelBench format: Model, get_inputs, get_init_inputs).
     #[arg(long, value_name = "REF.py")]
     pub reference: PathBuf,
-    /// The candidate (ModelNew; get_init_inputs is taken from the reference when missing).
-    #[arg(long, value_name = "CAND.py")]
+    /// The candidate (ModelNew; get_init_inputs is taken from the reference when missing), or
+    /// a directory: every `*.py` in it, one after another, into OUTPUT_DIR/<stem>/.
+    #[arg(long, value_name = "CAND.py|DIR")]
     pub candidate: PathBuf,
     /// Where the eval's files go [default: ./polyprof-runs/eval.<NNN>]; must be empty.
     #[arg(long, help_heading = "Output")]
@@ -139,6 +140,23 @@ pub struct Args {
 }
 
 impl Args {
+    /// The eval of `candidate` into `output_dir` (refused when it holds anything).
+    pub fn spec(
+        &self,
+        candidate: &Path,
+        output_dir: PathBuf,
+        options: EvalOptions,
+    ) -> anyhow::Result<EvalSpec> {
+        let mut spec = EvalSpec::new(&self.reference, candidate, output_dir);
+        spec.device = self.device;
+        if let Some(python) = &self.python {
+            spec.python = python.clone();
+        }
+        spec.options = options;
+        spec.tracking = self.tracking.tracking()?;
+        Ok(spec)
+    }
+
     fn options(&self) -> EvalOptions {
         let profiler = self.profiler.trim().to_ascii_lowercase();
         EvalOptions {
@@ -183,6 +201,9 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             polyprof::profilers::witness::WITNESS_PROFILERS.join(", ")
         );
     }
+    if args.candidate.is_dir() {
+        return super::eval_many::execute(&args, options).await;
+    }
     let (output_dir, if_exists) = match &args.output_dir {
         Some(dir) => (dir.clone(), IfExists::Refuse),
         None => (
@@ -190,14 +211,8 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             IfExists::Number,
         ),
     };
-    let mut spec = EvalSpec::new(&args.reference, &args.candidate, output_dir);
+    let mut spec = args.spec(&args.candidate, output_dir, options)?;
     spec.if_exists = if_exists;
-    spec.device = args.device;
-    if let Some(python) = &args.python {
-        spec.python = python.clone();
-    }
-    spec.options = options;
-    spec.tracking = args.tracking.tracking()?;
     cancel_on_signals(spec.cancel.clone(), spec.kill_now.clone());
     let outcome = match evaluate(&spec).await {
         Ok(outcome) => outcome,

@@ -127,3 +127,72 @@ fn a_job_with_both_a_target_and_an_eval_is_refused_before_anything_runs() {
     assert!(stderr.contains("either `target`"), "{stderr}");
     assert!(!tmp.path().join("out/batch.json").exists());
 }
+
+#[test]
+fn a_directory_of_candidates_is_judged_one_by_one_into_one_table() {
+    let Some(python) = python_with_numpy() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let candidates = tmp.path().join("candidates");
+    std::fs::create_dir(&candidates).unwrap();
+    for name in ["honest.py", "inplace.py", "raises.py"] {
+        std::fs::copy(problem(name), candidates.join(name)).unwrap();
+    }
+    std::fs::write(candidates.join("README.txt"), "not a candidate").unwrap();
+    let out_dir = tmp.path().join("evals");
+    let out = crate::support::eval::eval_cpu(
+        &python,
+        &problem("reference.py"),
+        &candidates,
+        &out_dir,
+        &[],
+    );
+    // Some judged not passed (the raising one at least): 1.
+    assert_exit(&out, 1);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for name in ["honest.py", "inplace.py", "raises.py"] {
+        assert!(stdout.contains(name), "{stdout}");
+    }
+    assert!(stdout.contains("failed (raised)"), "{stdout}");
+    assert!(stdout.contains("candidate(s) passed"), "{stdout}");
+    let rows: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("evals.json")).unwrap()).unwrap();
+    let rows = rows.as_array().unwrap();
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| r["candidate"].as_str().unwrap().rsplit('/').next().unwrap())
+        .collect();
+    assert_eq!(names, ["honest.py", "inplace.py", "raises.py"]);
+    assert_eq!(rows[0]["status"], "correct");
+    assert!(rows[0]["speedup"]["ci_low"].is_number(), "{:?}", rows[0]);
+    assert_eq!(rows[1]["passed"], false);
+    assert_eq!(
+        (&rows[2]["status"], &rows[2]["passed"]),
+        (&"failed".into(), &false.into())
+    );
+    for stem in ["honest", "inplace", "raises"] {
+        assert!(out_dir.join(stem).join("verdict.json").is_file(), "{stem}");
+    }
+}
+
+#[test]
+fn a_directory_none_of_whose_candidates_can_run_exits_2() {
+    let Some(python) = python_with_numpy() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let candidates = tmp.path().join("c");
+    std::fs::create_dir(&candidates).unwrap();
+    std::fs::copy(problem("honest.py"), candidates.join("a.py")).unwrap();
+    let out_dir = tmp.path().join("evals");
+    let out = crate::support::eval::eval_cpu(
+        &python,
+        &problem("broken_reference.py"),
+        &candidates,
+        &out_dir,
+        &[],
+    );
+    assert_exit(&out, 2);
+    assert!(out_dir.join("evals.json").is_file());
+}
