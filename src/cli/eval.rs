@@ -12,12 +12,7 @@ use polyprof::pipeline::eval::{
 
 use super::run::{TrackingMode, cancel_on_signals, parse_secs};
 
-/// The candidate passed: correct, and no finding.
-pub const EXIT_PASSED: u8 = 0;
-/// The candidate was judged and did not pass (incorrect, a finding, or it failed).
-pub const EXIT_NOT_PASSED: u8 = 1;
-/// The eval itself could not run (bad paths, no Python, the reference broken).
-pub const EXIT_EVAL_FAILED: u8 = 2;
+pub use super::eval_exit::{EXIT_EVAL_FAILED, EXIT_NOT_PASSED, EXIT_PASSED};
 
 /// Arguments of `polyprof eval`.
 #[derive(Debug, clap::Args)]
@@ -140,23 +135,6 @@ pub struct Args {
 }
 
 impl Args {
-    /// The eval of `candidate` into `output_dir` (refused when it holds anything).
-    pub fn spec(
-        &self,
-        candidate: &Path,
-        output_dir: PathBuf,
-        options: EvalOptions,
-    ) -> anyhow::Result<EvalSpec> {
-        let mut spec = EvalSpec::new(&self.reference, candidate, output_dir);
-        spec.device = self.device;
-        if let Some(python) = &self.python {
-            spec.python = python.clone();
-        }
-        spec.options = options;
-        spec.tracking = self.tracking.tracking()?;
-        Ok(spec)
-    }
-
     fn options(&self) -> EvalOptions {
         let profiler = self.profiler.trim().to_ascii_lowercase();
         EvalOptions {
@@ -202,7 +180,24 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         );
     }
     if args.candidate.is_dir() {
-        return super::eval_many::execute(&args, options).await;
+        let tracking = args.tracking.tracking()?;
+        let make_spec = |candidate: &Path, dir: PathBuf| {
+            let mut spec = EvalSpec::new(&args.reference, candidate, dir);
+            spec.device = args.device;
+            if let Some(python) = &args.python {
+                spec.python = python.clone();
+            }
+            spec.options = options.clone();
+            spec.tracking = tracking.clone();
+            spec
+        };
+        return super::eval_many::execute(
+            &args.candidate,
+            args.output_dir.as_deref(),
+            args.json,
+            make_spec,
+        )
+        .await;
     }
     let (output_dir, if_exists) = match &args.output_dir {
         Some(dir) => (dir.clone(), IfExists::Refuse),
@@ -211,7 +206,13 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             IfExists::Number,
         ),
     };
-    let mut spec = args.spec(&args.candidate, output_dir, options)?;
+    let mut spec = EvalSpec::new(&args.reference, &args.candidate, output_dir);
+    spec.device = args.device;
+    if let Some(python) = &args.python {
+        spec.python = python.clone();
+    }
+    spec.options = options;
+    spec.tracking = args.tracking.tracking()?;
     spec.if_exists = if_exists;
     cancel_on_signals(spec.cancel.clone(), spec.kill_now.clone());
     let outcome = match evaluate(&spec).await {

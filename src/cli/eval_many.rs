@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};
-use polyprof::pipeline::eval::{EvalOptions, EvalOutcome, evaluate};
+use polyprof::pipeline::eval::{EvalOutcome, EvalSpec, evaluate};
 use serde::Serialize;
 
-use super::eval::{Args, EXIT_EVAL_FAILED, EXIT_NOT_PASSED, EXIT_PASSED};
+use super::eval_exit::{EXIT_EVAL_FAILED, EXIT_NOT_PASSED, EXIT_PASSED};
 use super::run::cancel_on_signals;
 
 /// File name of the rows in the output directory.
@@ -99,11 +99,17 @@ fn snake<T: Serialize + std::fmt::Debug>(value: &T) -> String {
         .unwrap_or_else(|| format!("{value:?}"))
 }
 
-/// Evaluate every candidate of `args.candidate` (a directory).
-pub async fn execute(args: &Args, options: EvalOptions) -> anyhow::Result<u8> {
-    let files = candidates(&args.candidate)?;
-    let root = match &args.output_dir {
-        Some(dir) => dir.clone(),
+/// Evaluate every candidate of `candidates_dir` into `output_dir` (default: the next free
+/// `polyprof-runs/evals.NNN`); `make_spec` gives one candidate's eval into its directory.
+pub async fn execute(
+    candidates_dir: &Path,
+    output_dir: Option<&Path>,
+    json_out: bool,
+    make_spec: impl Fn(&Path, PathBuf) -> EvalSpec,
+) -> anyhow::Result<u8> {
+    let files = candidates(candidates_dir)?;
+    let root = match output_dir {
+        Some(dir) => dir.to_path_buf(),
         None => free_dir(Path::new("polyprof-runs"))?,
     };
     std::fs::create_dir_all(&root)
@@ -120,7 +126,7 @@ pub async fn execute(args: &Args, options: EvalOptions) -> anyhow::Result<u8> {
             .file_stem()
             .map_or_else(|| "candidate".into(), |s| s.to_string_lossy().into_owned());
         let dir = root.join(&stem);
-        let mut spec = args.spec(file, dir.clone(), options.clone())?;
+        let mut spec = make_spec(file, dir.clone());
         spec.cancel = cancel.clone();
         spec.kill_now = kill_now.clone();
         let row = match evaluate(&spec).await {
@@ -144,7 +150,7 @@ pub async fn execute(args: &Args, options: EvalOptions) -> anyhow::Result<u8> {
     polyprof::model::atomic_file::write_atomic(&path, &json)
         .with_context(|| format!("cannot write {}", path.display()))?;
     let mut out = std::io::stdout().lock();
-    if args.json {
+    if json_out {
         out.write_all(&json)?;
         writeln!(out)?;
     } else {

@@ -1,119 +1,20 @@
-//! A batch job that is an eval (`eval` table instead of `target`): its table, how it becomes an
+//! A batch job that is an eval (`eval` table instead of `target`): how it becomes an
 //! [`EvalSpec`] (the pool's pinning for both workers, the job's timeout per call, the batch's
 //! cancellation), and how its verdict fills the job's entry.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::eval::evidence::FailureKind;
 use crate::model::batch::{BatchEntry, EntryState, EvalSummary, SpeedupSummary};
-use crate::pipeline::eval::spec::default_python;
-use crate::pipeline::eval::{Device as EvalDevice, EvalOptions, EvalOutcome, EvalSpec, evaluate};
+use crate::pipeline::eval::{EvalOutcome, EvalSpec, evaluate};
+use crate::pipeline::runner::RunOptions;
 use crate::profilers::devices::Device;
-use crate::profilers::registry::Vendor;
 
+use super::eval_table::EvalJob;
 use super::spec::JobSpec;
-use super::task::TaskOptions;
-
-/// A job's `eval` table. Paths are used as given, like a `target`'s words: a relative one is
-/// relative to where `polyprof batch` runs.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EvalJob {
-    /// The reference problem (KernelBench format).
-    pub reference: PathBuf,
-    /// The candidate (`ModelNew`).
-    pub candidate: PathBuf,
-    /// `cuda` (default) or `cpu`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device: Option<String>,
-    /// `ncu` (default on cuda) or `none`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub witness_profiler: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trials: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timing_blocks: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub repeat: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub atol: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rtol: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub require_candidate_kernels: Option<bool>,
-    /// The workers' interpreter (default: `$POLYPROF_PYTHON`, else `python3`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub python: Option<PathBuf>,
-}
-
-impl EvalJob {
-    /// Where the arrays live (`cuda` unless the table says otherwise).
-    pub fn eval_device(&self) -> Result<EvalDevice, String> {
-        self.device
-            .as_deref()
-            .unwrap_or("cuda")
-            .parse()
-            .map_err(|e: crate::model::error::Error| e.to_string())
-    }
-
-    /// The GPU vendor the eval needs: NVIDIA for `cuda`, none for `cpu`.
-    pub fn vendor(&self) -> Option<Vendor> {
-        (self.eval_device().ok()? == EvalDevice::Cuda).then_some(Vendor::Nvidia)
-    }
-
-    /// The workers' interpreter.
-    pub fn python(&self) -> PathBuf {
-        self.python.clone().unwrap_or_else(default_python)
-    }
-
-    /// The eval's options: the table's over the documented defaults.
-    pub fn options(&self, call_timeout: Option<Duration>) -> EvalOptions {
-        let defaults = EvalOptions::default();
-        let witness = self
-            .witness_profiler
-            .as_deref()
-            .map(|p| p.trim().to_ascii_lowercase());
-        EvalOptions {
-            trials: self.trials.unwrap_or(defaults.trials),
-            timing_blocks: self.timing_blocks.unwrap_or(defaults.timing_blocks),
-            repeat: self.repeat.unwrap_or(defaults.repeat),
-            atol: self.atol.unwrap_or(defaults.atol),
-            rtol: self.rtol.unwrap_or(defaults.rtol),
-            require_candidate_kernels: self
-                .require_candidate_kernels
-                .unwrap_or(defaults.require_candidate_kernels),
-            witness_profiler: match witness {
-                None => defaults.witness_profiler.clone(),
-                Some(p) if p == "none" => None,
-                Some(p) => Some(p),
-            },
-            call_timeout: call_timeout.unwrap_or(defaults.call_timeout),
-            ..defaults
-        }
-    }
-
-    /// Checks that need no file: the device, the witness profiler, the numbers.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.reference.as_os_str().is_empty() || self.candidate.as_os_str().is_empty() {
-            return Err("give both `reference` and `candidate` (paths of Python files)".into());
-        }
-        self.eval_device()?;
-        if let Some(Some(p)) = self.options(None).witness_profiler.as_deref().map(|p| {
-            crate::profilers::witness::witness_settings(p)
-                .is_none()
-                .then_some(p)
-        }) {
-            return Err(format!(
-                "`{p}` cannot witness an eval; valid `witness_profiler`: none, {}",
-                crate::profilers::witness::WITNESS_PROFILERS.join(", ")
-            ));
-        }
-        self.options(None).validate().map_err(|e| e.to_string())
-    }
-}
 
 /// Run the eval of `spec` into `dir` (its run directory, empty) and fill `entry` from the
 /// verdict. `device`: the pool's slot, whose pinning both workers get.
@@ -123,9 +24,10 @@ pub async fn run_eval_job(
     eval: &EvalJob,
     dir: &Path,
     device: Option<&Device>,
-    opts: &TaskOptions,
+    run: &RunOptions,
+    timeout: Option<Duration>,
 ) {
-    let eval_spec = match eval_spec(spec, eval, dir, device, opts) {
+    let eval_spec = match eval_spec(spec, eval, dir, device, run, timeout) {
         Ok(s) => s,
         Err(why) => {
             entry.state = EntryState::Failed;
@@ -150,24 +52,25 @@ pub fn eval_spec(
     eval: &EvalJob,
     dir: &Path,
     device: Option<&Device>,
-    opts: &TaskOptions,
+    run: &RunOptions,
+    timeout: Option<Duration>,
 ) -> Result<EvalSpec, String> {
     let call_timeout = spec
         .timeout_s
         .and_then(|s| Duration::try_from_secs_f64(s).ok())
-        .or(opts.timeout);
+        .or(timeout);
     let mut s = EvalSpec::new(&eval.reference, &eval.candidate, dir);
     s.device = eval.eval_device()?;
     s.python = eval.python();
     s.options = eval.options(call_timeout);
-    s.tracking = opts.run.tracking.clone();
+    s.tracking = run.tracking.clone();
     s.extra_env
         .extend(spec.env.iter().map(|(k, v)| (k.clone(), v.clone())));
     if let Some(d) = device {
         s.extra_env.extend(d.pin_env());
     }
-    s.cancel = opts.run.cancel.clone();
-    s.kill_now = opts.run.kill_now.clone();
+    s.cancel = run.cancel.clone();
+    s.kill_now = run.kill_now.clone();
     Ok(s)
 }
 
@@ -237,6 +140,8 @@ pub fn kind_name(kind: FailureKind) -> String {
 mod tests {
     use super::*;
     use crate::model::batch::EntryState;
+    use crate::pipeline::eval::Device as EvalDevice;
+    use crate::profilers::registry::Vendor;
 
     fn job(json: &str) -> Result<JobSpec, String> {
         serde_json::from_str::<JobSpec>(json)
@@ -307,13 +212,14 @@ mod tests {
     fn both_workers_get_the_devices_pinning_over_the_jobs_variables() {
         let s = job(r#"{"id": "e", "timeout_s": 9, "env": {"CUDA_VISIBLE_DEVICES": "7", "A": "1"}, "eval": {"reference": "r.py", "candidate": "c.py"}}"#).unwrap();
         let device = Device::gpu(Vendor::Nvidia, "2", None);
-        let opts = TaskOptions::default();
+        let opts = super::super::task::TaskOptions::default();
         let spec = eval_spec(
             &s,
             s.eval.as_ref().unwrap(),
             Path::new("runs/e"),
             Some(&device),
-            &opts,
+            &opts.run,
+            None,
         )
         .unwrap();
         assert_eq!(spec.extra_env["CUDA_VISIBLE_DEVICES"], "2");

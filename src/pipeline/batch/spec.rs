@@ -13,7 +13,7 @@ use crate::profilers::selection::{ProfilerPass, Selection, profiler_vendor};
 use crate::profilers::settings::BackendOverrides;
 use crate::profilers::{PROFILER_NAMES, ProfilerSettings};
 
-use super::eval_job::EvalJob;
+use super::eval_table::EvalJob;
 
 /// Longest job id (it names a directory).
 pub const MAX_ID_LEN: usize = 128;

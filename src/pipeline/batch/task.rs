@@ -143,7 +143,18 @@ pub async fn run_task(
         // claims an empty directory, and an eval cut off leaves no entry, so it reruns.
         entry.attempts = 1;
         match clear_dir(&dir) {
-            Ok(()) => run_eval_job(&mut entry, spec, eval, &dir, device, opts).await,
+            Ok(()) => {
+                run_eval_job(
+                    &mut entry,
+                    spec,
+                    eval,
+                    &dir,
+                    device,
+                    &opts.run,
+                    opts.timeout,
+                )
+                .await
+            }
             Err(e) => {
                 entry.state = EntryState::Crashed;
                 entry.errors = vec![format!(
