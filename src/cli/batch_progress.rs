@@ -179,6 +179,14 @@ impl Progress {
                     None => eprintln!("{text}"),
                 }
             }
+            PoolEvent::Healthy {
+                device,
+                after,
+                answer,
+            } => self.say(&format!(
+                "polyprof batch: device {} passed its health check after {after} ({answer}); it stays in the pool",
+                device.name()
+            )),
             PoolEvent::Warning(text) => self.say(&format!("polyprof batch: warning: {text}")),
         }
         self.refresh();

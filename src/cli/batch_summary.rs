@@ -5,11 +5,14 @@ use std::io::Write;
 
 use anyhow::Context;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};
-use polyprof::model::batch::{BatchEntry, BatchIndex, EntryState};
+use polyprof::model::batch::{BatchEntry, BatchIndex, EntryState, EvalSummary};
 
 /// What a row says about how a job ended: its top kernel when it succeeded, else the
 /// outcome and the first error.
 fn note(entry: &BatchEntry) -> String {
+    if let Some(eval) = &entry.eval {
+        return eval_note(eval, entry);
+    }
     if entry.state == EntryState::Succeeded {
         return entry.top_kernel.clone().unwrap_or_default();
     }
@@ -18,6 +21,31 @@ fn note(entry: &BatchEntry) -> String {
         parts.push(o.to_string());
     }
     if let Some(e) = entry.device_error.as_ref().or(entry.errors.last()) {
+        parts.push(e.chars().take(100).collect());
+    }
+    parts.join("; ")
+}
+
+/// An eval job's row: the verdict's status, the speedup with its interval, the findings, and
+/// why it stopped when it did.
+fn eval_note(eval: &EvalSummary, entry: &BatchEntry) -> String {
+    let mut parts = vec![if eval.passed {
+        "passed".to_string()
+    } else {
+        format!("not passed ({})", eval.status)
+    }];
+    if let Some(s) = &eval.speedup {
+        parts.push(format!(
+            "speedup {:.2}× [{:.2}–{:.2}]",
+            s.value, s.ci_low, s.ci_high
+        ));
+    }
+    if !eval.findings.is_empty() {
+        parts.push(format!("findings: {}", eval.findings.join(", ")));
+    }
+    if eval.failure.is_some()
+        && let Some(e) = entry.errors.last()
+    {
         parts.push(e.chars().take(100).collect());
     }
     parts.join("; ")
@@ -168,5 +196,42 @@ mod tests {
         let large = printed(&index_of(60, &["bad"]));
         assert!(!large.contains("ok59") && large.contains("bad"), "{large}");
         assert!(large.contains("60 succeeded jobs not listed"), "{large}");
+    }
+
+    #[test]
+    fn an_eval_row_says_status_speedup_and_findings() {
+        use polyprof::model::batch::SpeedupSummary;
+        let mut e = BatchEntry::pending("k", Default::default());
+        e.state = EntryState::Succeeded;
+        e.eval = Some(EvalSummary {
+            passed: false,
+            status: "correct".into(),
+            speedup: Some(SpeedupSummary {
+                value: 41.5,
+                ci_low: 39.0,
+                ci_high: 44.25,
+            }),
+            findings: vec!["suspicious_speedup".into()],
+            device: "cpu".into(),
+            ..Default::default()
+        });
+        assert_eq!(
+            note(&e),
+            "not passed (correct); speedup 41.50× [39.00–44.25]; findings: suspicious_speedup"
+        );
+        let mut failed = BatchEntry::pending("r", Default::default());
+        failed.state = EntryState::Failed;
+        failed
+            .errors
+            .push("the candidate failed: raised during correctness: boom".into());
+        failed.eval = Some(EvalSummary {
+            status: "failed".into(),
+            failure: Some("raised".into()),
+            ..Default::default()
+        });
+        assert_eq!(
+            note(&failed),
+            "not passed (failed); the candidate failed: raised during correctness: boom"
+        );
     }
 }

@@ -12,12 +12,7 @@ use polyprof::pipeline::eval::{
 
 use super::run::{TrackingMode, cancel_on_signals, parse_secs};
 
-/// The candidate passed: correct, and no finding.
-pub const EXIT_PASSED: u8 = 0;
-/// The candidate was judged and did not pass (incorrect, a finding, or it failed).
-pub const EXIT_NOT_PASSED: u8 = 1;
-/// The eval itself could not run (bad paths, no Python, the reference broken).
-pub const EXIT_EVAL_FAILED: u8 = 2;
+pub use super::eval_exit::{EXIT_EVAL_FAILED, EXIT_NOT_PASSED, EXIT_PASSED};
 
 /// Arguments of `polyprof eval`.
 #[derive(Debug, clap::Args)]
@@ -25,8 +20,9 @@ pub struct Args {
     /// The reference problem (KernelBench format: Model, get_inputs, get_init_inputs).
     #[arg(long, value_name = "REF.py")]
     pub reference: PathBuf,
-    /// The candidate (ModelNew; get_init_inputs is taken from the reference when missing).
-    #[arg(long, value_name = "CAND.py")]
+    /// The candidate (ModelNew; get_init_inputs is taken from the reference when missing), or
+    /// a directory: every `*.py` in it, one after another, into OUTPUT_DIR/<stem>/.
+    #[arg(long, value_name = "CAND.py|DIR")]
     pub candidate: PathBuf,
     /// Where the eval's files go [default: ./polyprof-runs/eval.<NNN>]; must be empty.
     #[arg(long, help_heading = "Output")]
@@ -183,6 +179,26 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             polyprof::profilers::witness::WITNESS_PROFILERS.join(", ")
         );
     }
+    if args.candidate.is_dir() {
+        let tracking = args.tracking.tracking()?;
+        let make_spec = |candidate: &Path, dir: PathBuf| {
+            let mut spec = EvalSpec::new(&args.reference, candidate, dir);
+            spec.device = args.device;
+            if let Some(python) = &args.python {
+                spec.python = python.clone();
+            }
+            spec.options = options.clone();
+            spec.tracking = tracking.clone();
+            spec
+        };
+        return super::eval_many::execute(
+            &args.candidate,
+            args.output_dir.as_deref(),
+            args.json,
+            make_spec,
+        )
+        .await;
+    }
     let (output_dir, if_exists) = match &args.output_dir {
         Some(dir) => (dir.clone(), IfExists::Refuse),
         None => (
@@ -191,13 +207,13 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         ),
     };
     let mut spec = EvalSpec::new(&args.reference, &args.candidate, output_dir);
-    spec.if_exists = if_exists;
     spec.device = args.device;
     if let Some(python) = &args.python {
         spec.python = python.clone();
     }
     spec.options = options;
     spec.tracking = args.tracking.tracking()?;
+    spec.if_exists = if_exists;
     cancel_on_signals(spec.cancel.clone(), spec.kill_now.clone());
     let outcome = match evaluate(&spec).await {
         Ok(outcome) => outcome,

@@ -13,6 +13,8 @@ pub mod demo_workload;
 pub mod diff;
 pub mod doctor;
 pub mod eval;
+pub mod eval_exit;
+pub mod eval_many;
 pub mod eval_summary;
 pub mod metal;
 pub mod ncu_args;

@@ -171,6 +171,43 @@ pub struct BatchEntry {
     /// changed since.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub definition_digest: Option<String>,
+    /// What an eval job's verdict said (`verdict.json` in the run directory has it all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval: Option<EvalSummary>,
+}
+
+/// An eval job's verdict in brief: enough for the summary table and for the pool to decide
+/// whether the device needs a health check.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EvalSummary {
+    /// Correct and no finding.
+    pub passed: bool,
+    /// `correct`, `incorrect` or `failed` (the verdict's status).
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speedup: Option<SpeedupSummary>,
+    /// The candidate's score time (ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score_ms: Option<f64>,
+    /// The kind of each finding (`suspicious_speedup`, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<String>,
+    /// Why the eval stopped early (`raised`, `timeout`, `device_fault`, …), when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+    /// Where the arrays lived: `cuda` or `cpu`.
+    pub device: String,
+    /// What the problem was written in (`torch`, `numpy`), as the trusted worker said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub framework: Option<String>,
+}
+
+/// The candidate's speedup over the reference, with its confidence interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SpeedupSummary {
+    pub value: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
 }
 
 impl BatchEntry {

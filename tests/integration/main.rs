@@ -22,6 +22,7 @@ mod container_lifetime;
 mod container_mounts;
 mod demo;
 mod eval_audit;
+mod eval_batch;
 mod eval_cpu;
 mod eval_h200_captures;
 mod eval_nvtx_capture;

@@ -68,6 +68,16 @@ fn finished_entry(root: &Path, spec: &JobSpec) -> Option<BatchEntry> {
     if entry.id != spec.id || !entry.state.kept_on_resume() {
         return None;
     }
+    // An eval job's result is its verdict.
+    if spec.eval.is_some() {
+        let verdict = root
+            .join(&entry.run_dir)
+            .join(crate::pipeline::eval::VERDICT_FILE);
+        let reads = std::fs::read(&verdict).ok().is_some_and(|bytes| {
+            serde_json::from_slice::<crate::eval::EvalVerdict>(&bytes).is_ok()
+        });
+        return (reads || entry.state == EntryState::Failed).then_some(entry);
+    }
     let passes: Vec<&str> = if entry.passes.is_empty() {
         vec![entry.run_dir.as_str()]
     } else {

@@ -4,6 +4,8 @@
 //!
 //! - `spec`: one job as the file describes it; `jobfile`: reading and checking the file.
 //! - `task`: one job, its passes and retries, its `entry.json`.
+//! - `eval_table`: a job's `eval` table; `eval_job`: running it, its verdict in the entry.
+//! - `health`: the check of a device after an eval job's device fault or hang.
 //! - `devices`: the pool's devices (discovery, `--devices`, CPU slots).
 //! - `index`: building, resuming and updating the index.
 //! - `pool`: the local scheduler (one job per device, quarantine, cancellation).
@@ -12,6 +14,9 @@
 
 pub mod api;
 pub mod devices;
+pub mod eval_job;
+pub mod eval_table;
+pub mod health;
 pub mod index;
 pub mod jobfile;
 pub mod pool;

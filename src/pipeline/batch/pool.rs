@@ -10,9 +10,12 @@ use std::sync::Arc;
 use tokio::task::JoinSet;
 
 use crate::model::batch::{BatchEntry, BatchIndex, DeviceStatus, EntryState, now_unix_s};
+use crate::model::probe::Probe;
+use crate::pipeline::probe::HostProbe;
 use crate::profilers::devices::Device;
 use crate::profilers::registry::Vendor;
 
+use super::health::{check_device, needs_check};
 use super::index::{Prepared, cancel_running};
 use super::spec::JobSpec;
 use super::task::{TaskOptions, run_task};
@@ -46,6 +49,13 @@ pub enum PoolEvent<'a> {
         from: &'a Device,
         reason: &'a str,
     },
+    /// A device an eval job left suspect (a device fault, a hang) answered its health check
+    /// and stays in the pool.
+    Healthy {
+        device: &'a Device,
+        after: &'a str,
+        answer: &'a str,
+    },
     /// A device was taken out of the pool.
     Quarantined {
         device: &'a Device,
@@ -54,6 +64,10 @@ pub enum PoolEvent<'a> {
     /// Something the user should know that does not stop the batch (an index write failed).
     Warning(&'a str),
 }
+
+/// What a health check found: what made the device suspect, and its answer or the reason
+/// it failed.
+type Checked = (String, Result<String, String>);
 
 /// Receives the pool's events; called on the scheduler's task, so it must be quick.
 pub type Observer = Arc<dyn Fn(&PoolEvent) + Send + Sync>;
@@ -220,7 +234,8 @@ pub async fn run_pool(
     };
     let max_parallel = opts.max_parallel.unwrap_or(usize::MAX).max(1);
     let mut queue: VecDeque<usize> = prepared.to_run.into_iter().collect();
-    let mut running: JoinSet<BatchEntry> = JoinSet::new();
+    let mut running: JoinSet<(BatchEntry, Option<Checked>)> = JoinSet::new();
+    let probe: Arc<dyn Probe> = Arc::new(HostProbe::with_cancel(cancel.clone()));
     let mut owner: HashMap<tokio::task::Id, (usize, usize)> = HashMap::new();
     let mut cancelled = cancel.is_cancelled();
     // Which jobs some device can take changes only at the start and after a device-level
@@ -258,9 +273,19 @@ pub async fn run_pool(
                     id: &spec.id,
                     device: &device,
                 });
-                let (root, o) = (pool.root.clone(), task_opts.clone());
-                let handle =
-                    running.spawn(async move { run_task(&spec, &root, Some(&device), &o).await });
+                let (root, o, probe) = (pool.root.clone(), task_opts.clone(), probe.clone());
+                // The slot stays busy through the health check: no job reaches a suspect device.
+                let handle = running.spawn(async move {
+                    let entry = run_task(&spec, &root, Some(&device), &o).await;
+                    let checked = match needs_check(&entry, &spec, &device) {
+                        Some(check) if !o.run.cancel.is_cancelled() => {
+                            let answer = check_device(probe, &device, &check).await;
+                            Some((check.after, answer))
+                        }
+                        _ => None,
+                    };
+                    (entry, checked)
+                });
                 owner.insert(handle.id(), (job, slot));
                 changed = true;
             }
@@ -302,9 +327,9 @@ pub async fn run_pool(
             }
         };
         let Some(joined) = joined else { break };
-        let (id, entry) = match joined {
-            Ok((id, entry)) => (id, Some(entry)),
-            Err(e) => (e.id(), None),
+        let (id, entry, checked) = match joined {
+            Ok((id, (entry, checked))) => (id, Some(entry), checked),
+            Err(e) => (e.id(), None, None),
         };
         let Some((job, slot)) = owner.remove(&id) else {
             continue;
@@ -319,6 +344,27 @@ pub async fn run_pool(
                 .push("internal error: the job's task ended without a result".to_string());
             e
         });
+        if let Some((after, answer)) = checked {
+            let device = pool.slots[slot].device.clone();
+            match answer {
+                Ok(answer) => pool.emit(PoolEvent::Healthy {
+                    device: &device,
+                    after: &after,
+                    answer: &answer,
+                }),
+                Err(why) => {
+                    let text = format!("failed its health check after {after}: {why}");
+                    if pool.slots[slot].quarantined.is_none() {
+                        pool.slots[slot].quarantined = Some(text.clone());
+                        recheck = true;
+                        pool.emit(PoolEvent::Quarantined {
+                            device: &device,
+                            reason: &text,
+                        });
+                    }
+                }
+            }
+        }
         if let Some(reason) = entry.device_error.clone() {
             let s = &mut pool.slots[slot];
             s.streak += 1;
@@ -423,6 +469,7 @@ mod tests {
                 PoolEvent::Finished { .. } => "finished",
                 PoolEvent::Moved { .. } => "moved",
                 PoolEvent::Quarantined { .. } => "quarantined",
+                PoolEvent::Healthy { .. } => "healthy",
                 PoolEvent::Warning(_) => "warning",
             };
             log.lock().unwrap().push(text);

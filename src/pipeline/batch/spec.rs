@@ -13,6 +13,8 @@ use crate::profilers::selection::{ProfilerPass, Selection, profiler_vendor};
 use crate::profilers::settings::BackendOverrides;
 use crate::profilers::{PROFILER_NAMES, ProfilerSettings};
 
+use super::eval_table::EvalJob;
+
 /// Longest job id (it names a directory).
 pub const MAX_ID_LEN: usize = 128;
 
@@ -24,7 +26,8 @@ pub struct JobSpec {
     /// Unique in the batch; names the run directory `runs/<id>` (letters, digits, `.`, `_`,
     /// `-`; not starting with `.`).
     pub id: String,
-    /// The command's argv, exactly as given.
+    /// The command's argv, exactly as given (or give `eval` instead).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub target: Vec<String>,
     /// Profiler name (`none`, `ncu`, …); or give `language` and `arch` instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -72,6 +75,9 @@ pub struct JobSpec {
     /// Extra attempts after a crash or timeout (default: the batch's `--retries`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retries: Option<u32>,
+    /// An eval of a candidate against a reference instead of a `target` command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval: Option<EvalJob>,
 }
 
 /// A string map that refuses a key given twice (JSON keeps the last one silently; TOML
@@ -105,7 +111,7 @@ fn unique_keys<'de, D: Deserializer<'de>>(
 }
 
 /// A job's own keys (its backend keys are [`BackendOverrides::KEYS`]).
-const JOB_KEYS: [&str; 13] = [
+const JOB_KEYS: [&str; 14] = [
     "id",
     "target",
     "profiler",
@@ -119,6 +125,7 @@ const JOB_KEYS: [&str; 13] = [
     "container",
     "labels",
     "retries",
+    "eval",
 ];
 
 /// `message` from reading a job, with every valid key listed when it refuses an unknown one
@@ -209,9 +216,12 @@ impl JobSpec {
     /// language + arch, sane timeouts. The message says what to change.
     pub fn validate(&self) -> std::result::Result<(), String> {
         check_id(&self.id)?;
+        if let Some(eval) = &self.eval {
+            return self.validate_eval(eval);
+        }
         if self.target.is_empty() || self.target[0].is_empty() {
             return Err(format!(
-                "job `{}`: `target` is empty; give the command as an array of strings",
+                "job `{}`: `target` is empty; give the command as an array of strings (or an `eval` table)",
                 self.id
             ));
         }
@@ -227,20 +237,7 @@ impl JobSpec {
                 self.id
             ));
         }
-        for (name, value) in &self.env {
-            if name.is_empty() || name.contains('=') || name.contains('\0') {
-                return Err(format!(
-                    "job `{}`: `env` name {name:?} is not a variable name (it must be non-empty, without `=` or NUL)",
-                    self.id
-                ));
-            }
-            if value.contains('\0') {
-                return Err(format!(
-                    "job `{}`: `env` value of `{name}` contains a NUL character, which no environment can carry",
-                    self.id
-                ));
-            }
-        }
+        self.validate_env()?;
         match (&self.profiler, &self.language, &self.arch) {
             (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
                 return Err(format!(
@@ -288,6 +285,64 @@ impl JobSpec {
         Ok(())
     }
 
+    fn validate_env(&self) -> std::result::Result<(), String> {
+        for (name, value) in &self.env {
+            if name.is_empty() || name.contains('=') || name.contains('\0') {
+                return Err(format!(
+                    "job `{}`: `env` name {name:?} is not a variable name (it must be non-empty, without `=` or NUL)",
+                    self.id
+                ));
+            }
+            if value.contains('\0') {
+                return Err(format!(
+                    "job `{}`: `env` value of `{name}` contains a NUL character, which no environment can carry",
+                    self.id
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// An eval job: no command and nothing that only a command takes; the table itself sane.
+    fn validate_eval(&self, eval: &EvalJob) -> std::result::Result<(), String> {
+        if !self.target.is_empty() {
+            return Err(format!(
+                "job `{}`: give either `target` (a command) or `eval` (a candidate to judge), not both",
+                self.id
+            ));
+        }
+        let command_only = [
+            ("profiler", self.profiler.is_some()),
+            ("language", self.language.is_some()),
+            ("arch", self.arch.is_some()),
+            ("profiler_type", self.profiler_type.is_some()),
+            ("inactivity_timeout_s", self.inactivity_timeout_s.is_some()),
+            ("end_marker", self.end_marker.is_some()),
+            ("container", self.container.is_some()),
+            (
+                "backend settings",
+                self.backend != BackendOverrides::default(),
+            ),
+        ];
+        if let Some((key, _)) = command_only.iter().find(|(_, given)| *given) {
+            return Err(format!(
+                "job `{}`: `{key}` applies to a `target` command, not to an `eval` job; remove it (the eval's witness profiler is `eval.witness_profiler`)",
+                self.id
+            ));
+        }
+        self.validate_env()?;
+        if let Some(v) = self.timeout_s
+            && !(v.is_finite() && v > 0.0 && v <= 7.0 * 24.0 * 3600.0)
+        {
+            return Err(format!(
+                "job `{}`: `timeout_s` = {v} is out of range; give seconds above 0, at most a week",
+                self.id
+            ));
+        }
+        eval.validate()
+            .map_err(|why| format!("job `{}`: `eval`: {why}", self.id))
+    }
+
     /// The profiler passes this job runs, each with its settings (the job's backend settings
     /// and end marker laid over the pass's own).
     pub fn passes(&self, selection: &Selection) -> Result<Vec<ProfilerPass>> {
@@ -323,6 +378,9 @@ impl JobSpec {
     /// The vendor whose GPU the job needs; `None`: CPU work (the `none` profiler, or a CPU
     /// profiler such as `vtune` with no arch).
     pub fn vendor(&self, selection: &Selection) -> Result<Option<Vendor>> {
+        if let Some(eval) = &self.eval {
+            return Ok(eval.vendor());
+        }
         if let (Some(language), Some(arch)) = (&self.language, &self.arch) {
             return Ok(Some(
                 selection
@@ -374,7 +432,7 @@ mod tests {
             r#"{"id": "a", "target": ["x"], "profiler": "ncu", "language": "cuda", "arch": "h200",
                 "profiler_type": "ncu", "timeout_s": 1, "inactivity_timeout_s": 1,
                 "env": {"A": "1"}, "end_marker": "pytest", "ncu": {}, "container": "img",
-                "labels": {"k": "v"}, "retries": 1}"#,
+                "labels": {"k": "v"}, "retries": 1, "eval": {"reference": "r.py", "candidate": "c.py"}}"#,
         )
         .unwrap();
         let json = serde_json::to_value(&every).unwrap();

@@ -19,6 +19,7 @@ use crate::pipeline::target::ExecutionTarget;
 use crate::profilers::devices::{Device, device_failure};
 use crate::profilers::selection::Selection;
 
+use super::eval_job::run_eval_job;
 use super::spec::JobSpec;
 
 /// What every job of a batch shares.
@@ -136,49 +137,80 @@ pub async fn run_task(
     entry.started_unix_s = Some(started);
     let retries = spec.retries.unwrap_or(opts.retries);
     let mut history: Vec<String> = Vec::new();
-    loop {
-        entry.attempts += 1;
-        if let Err(e) = clear_dir(&dir) {
-            entry.state = EntryState::Crashed;
-            entry.errors = vec![format!(
-                "cannot prepare the run directory {}: {e}",
-                dir.display()
-            )];
-            break;
+    if let Some(eval) = &spec.eval {
+        // One attempt: a judged candidate is a result, and a candidate that failed failed
+        // itself (retrying it would judge it again). No entry is written first: the eval
+        // claims an empty directory, and an eval cut off leaves no entry, so it reruns.
+        entry.attempts = 1;
+        match clear_dir(&dir) {
+            Ok(()) => {
+                run_eval_job(
+                    &mut entry,
+                    spec,
+                    eval,
+                    &dir,
+                    device,
+                    &opts.run,
+                    opts.timeout,
+                )
+                .await
+            }
+            Err(e) => {
+                entry.state = EntryState::Crashed;
+                entry.errors = vec![format!(
+                    "cannot prepare the run directory {}: {e}",
+                    dir.display()
+                )];
+            }
         }
-        // A batch killed from here on finds the job marked running.
-        let _ = entry.write_atomic(&dir);
-        let runs = run_passes(spec, root, &dir, device, opts).await;
-        summarize(&mut entry, &runs, &opts.device_errors);
-        if let Err(e) = &runs {
-            entry.state = EntryState::Crashed;
-            entry.errors = vec![e.clone()];
-        }
-        // Stopped by our cancellation (Ctrl-C, a scheduler's SIGTERM to an array task): cut
-        // off, whatever the command made of the signal (a shell exits 143), so `--resume`
-        // runs it again.
         if opts.run.cancel.is_cancelled() && entry.state != EntryState::Succeeded {
             entry.state = EntryState::Cancelled;
         }
-        let device_fault = entry.device_error.is_some();
-        let again = retryable(entry.state)
-            && entry.attempts <= retries
-            && !opts.run.cancel.is_cancelled()
-            && !(device_fault && opts.stop_on_device_error);
-        if !again {
-            break;
+    } else {
+        loop {
+            entry.attempts += 1;
+            if let Err(e) = clear_dir(&dir) {
+                entry.state = EntryState::Crashed;
+                entry.errors = vec![format!(
+                    "cannot prepare the run directory {}: {e}",
+                    dir.display()
+                )];
+                break;
+            }
+            // A batch killed from here on finds the job marked running.
+            let _ = entry.write_atomic(&dir);
+            let runs = run_passes(spec, root, &dir, device, opts).await;
+            summarize(&mut entry, &runs, &opts.device_errors);
+            if let Err(e) = &runs {
+                entry.state = EntryState::Crashed;
+                entry.errors = vec![e.clone()];
+            }
+            // Stopped by our cancellation (Ctrl-C, a scheduler's SIGTERM to an array task): cut
+            // off, whatever the command made of the signal (a shell exits 143), so `--resume`
+            // runs it again.
+            if opts.run.cancel.is_cancelled() && entry.state != EntryState::Succeeded {
+                entry.state = EntryState::Cancelled;
+            }
+            let device_fault = entry.device_error.is_some();
+            let again = retryable(entry.state)
+                && entry.attempts <= retries
+                && !opts.run.cancel.is_cancelled()
+                && !(device_fault && opts.stop_on_device_error);
+            if !again {
+                break;
+            }
+            history.push(format!(
+                "attempt {} {}: {}",
+                entry.attempts,
+                entry.state,
+                entry
+                    .errors
+                    .first()
+                    .cloned()
+                    .or_else(|| entry.outcome.as_ref().map(|o| o.to_string()))
+                    .unwrap_or_default()
+            ));
         }
-        history.push(format!(
-            "attempt {} {}: {}",
-            entry.attempts,
-            entry.state,
-            entry
-                .errors
-                .first()
-                .cloned()
-                .or_else(|| entry.outcome.as_ref().map(|o| o.to_string()))
-                .unwrap_or_default()
-        ));
     }
     // Earlier attempts' files are gone; what they ended with stays in the entry.
     if !history.is_empty() {

@@ -292,6 +292,7 @@ impl Eval<'_> {
             profiler: profiler.to_string(),
             settings,
             tracking: self.spec.tracking.clone(),
+            extra_env: self.spec.extra_env.clone(),
             cancel: self.spec.cancel.clone(),
             kill_now: self.spec.kill_now.clone(),
             connect_timeout: self.spec.options.setup_timeout,

@@ -1,5 +1,6 @@
 //! What one eval is asked to do ([`EvalSpec`]), with its defaults, and what it returns.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -149,6 +150,9 @@ pub struct EvalSpec {
     pub options: EvalOptions,
     /// How each worker's process tree is tracked and ended.
     pub tracking: Tracking,
+    /// Variables set for both workers on top of their environment policy (a batch pool's
+    /// device pinning: the same device for both sides).
+    pub extra_env: BTreeMap<String, String>,
     /// Stops the eval (workers get SIGTERM, then SIGKILL after their grace).
     pub cancel: CancellationToken,
     /// Stops the eval at once (SIGKILL).
@@ -170,6 +174,7 @@ impl EvalSpec {
             python: default_python(),
             options: EvalOptions::default(),
             tracking: Tracking::default(),
+            extra_env: BTreeMap::new(),
             cancel: CancellationToken::new(),
             kill_now: CancellationToken::new(),
         }

@@ -84,6 +84,8 @@ pub struct Launch {
     pub profiler: String,
     pub settings: ProfilerSettings,
     pub tracking: Tracking,
+    /// Set for the worker after its policy (the pool's device pinning); before the two below.
+    pub extra_env: std::collections::BTreeMap<String, String>,
     /// The eval's tokens; the worker gets its own children of them.
     pub cancel: CancellationToken,
     pub kill_now: CancellationToken,
@@ -144,6 +146,7 @@ impl Launch {
             tracking: self.tracking.clone(),
             cancel,
             kill_now,
+            extra_env: self.extra_env.clone(),
             ..RunOptions::default()
         };
         // No `__pycache__` in the eval's harness directory.
@@ -338,6 +341,7 @@ mod tests {
             profiler: "none".into(),
             settings: ProfilerSettings::default(),
             tracking: Tracking::Group,
+            extra_env: [("CUDA_VISIBLE_DEVICES".to_string(), "3".to_string())].into(),
             cancel: CancellationToken::new(),
             kill_now: CancellationToken::new(),
             connect_timeout: Duration::from_secs(1),
@@ -379,6 +383,9 @@ mod tests {
             let options = launch(role).run_options(Default::default(), Default::default());
             assert!(matches!(options.env_policy, EnvPolicy::Untrusted { .. }));
             assert!(options.extra_env.contains_key("MALLOC_PERTURB_"));
+            // The pool's pinning reaches the untrusted side too (set after the policy).
+            assert_eq!(options.extra_env["CUDA_VISIBLE_DEVICES"], "3");
         }
+        assert_eq!(trusted.extra_env["CUDA_VISIBLE_DEVICES"], "3");
     }
 }

@@ -1,0 +1,284 @@
+//! `polyprof eval --candidate DIR`: every `*.py` of DIR (sorted) judged one after another
+//! against the reference into `OUTPUT_DIR/<stem>/`, one summary table, and
+//! `OUTPUT_DIR/evals.json` (one row per candidate).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};
+use polyprof::pipeline::eval::{EvalOutcome, EvalSpec, evaluate};
+use serde::Serialize;
+
+use super::eval_exit::{EXIT_EVAL_FAILED, EXIT_NOT_PASSED, EXIT_PASSED};
+use super::run::cancel_on_signals;
+
+/// File name of the rows in the output directory.
+pub const EVALS_FILE: &str = "evals.json";
+
+/// One candidate's row (`evals.json`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    /// The candidate file, as found in the directory.
+    pub candidate: String,
+    /// Its eval directory.
+    pub dir: String,
+    pub passed: bool,
+    /// `correct`, `incorrect`, `failed`; `not_run` when the eval could not begin.
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speedup: Option<polyprof::model::batch::SpeedupSummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score_ms: Option<f64>,
+    pub findings: Vec<String>,
+    /// Why it stopped early (`raised`, …) or could not run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+    /// Whether the eval itself ran (not a harness or reference failure).
+    #[serde(skip)]
+    pub ran: bool,
+}
+
+/// The `*.py` files of `dir`, sorted by name.
+pub fn candidates(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot list the candidate directory {}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "py"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        anyhow::bail!(
+            "the candidate directory {} holds no `*.py` file; give a candidate file or a directory of them",
+            dir.display()
+        );
+    }
+    Ok(files)
+}
+
+/// The exit status of the whole directory: 0 when every candidate passed, 2 when none could
+/// be evaluated, else 1.
+pub fn exit_code(rows: &[Row]) -> u8 {
+    if rows.iter().all(|r| r.passed) {
+        EXIT_PASSED
+    } else if rows.iter().all(|r| !r.ran) {
+        EXIT_EVAL_FAILED
+    } else {
+        EXIT_NOT_PASSED
+    }
+}
+
+fn row_of(candidate: &Path, dir: &Path, outcome: &EvalOutcome) -> Row {
+    let verdict = &outcome.verdict;
+    Row {
+        candidate: candidate.display().to_string(),
+        dir: dir.display().to_string(),
+        passed: verdict.passed,
+        status: snake(&verdict.status),
+        speedup: verdict
+            .timing
+            .as_ref()
+            .map(|t| polyprof::model::batch::SpeedupSummary {
+                value: t.speedup.value,
+                ci_low: t.speedup.ci_low,
+                ci_high: t.speedup.ci_high,
+            }),
+        score_ms: verdict.timing.as_ref().map(|t| t.score_ms),
+        findings: verdict.findings.iter().map(|f| snake(&f.kind)).collect(),
+        failure: verdict.failure.as_ref().map(|f| snake(&f.kind)),
+        ran: !outcome.harness_failed(),
+    }
+}
+
+/// The JSON spelling of a verdict's enum (`inputs_modified`).
+fn snake<T: Serialize + std::fmt::Debug>(value: &T) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{value:?}"))
+}
+
+/// Evaluate every candidate of `candidates_dir` into `output_dir` (default: the next free
+/// `polyprof-runs/evals.NNN`); `make_spec` gives one candidate's eval into its directory.
+pub async fn execute(
+    candidates_dir: &Path,
+    output_dir: Option<&Path>,
+    json_out: bool,
+    make_spec: impl Fn(&Path, PathBuf) -> EvalSpec,
+) -> anyhow::Result<u8> {
+    let files = candidates(candidates_dir)?;
+    let root = match output_dir {
+        Some(dir) => dir.to_path_buf(),
+        None => free_dir(Path::new("polyprof-runs"))?,
+    };
+    std::fs::create_dir_all(&root)
+        .with_context(|| format!("cannot create the output directory {}", root.display()))?;
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let kill_now = tokio_util::sync::CancellationToken::new();
+    cancel_on_signals(cancel.clone(), kill_now.clone());
+    let mut rows = Vec::new();
+    for file in &files {
+        if cancel.is_cancelled() {
+            break;
+        }
+        let stem = file
+            .file_stem()
+            .map_or_else(|| "candidate".into(), |s| s.to_string_lossy().into_owned());
+        let dir = root.join(&stem);
+        let mut spec = make_spec(file, dir.clone());
+        spec.cancel = cancel.clone();
+        spec.kill_now = kill_now.clone();
+        let row = match evaluate(&spec).await {
+            Ok(outcome) => row_of(file, &outcome.dir, &outcome),
+            Err(e) => Row {
+                candidate: file.display().to_string(),
+                dir: dir.display().to_string(),
+                passed: false,
+                status: "not_run".into(),
+                speedup: None,
+                score_ms: None,
+                findings: Vec::new(),
+                failure: Some(e.to_string()),
+                ran: false,
+            },
+        };
+        rows.push(row);
+    }
+    let json = serde_json::to_vec_pretty(&rows).context("cannot serialize the rows")?;
+    let path = root.join(EVALS_FILE);
+    polyprof::model::atomic_file::write_atomic(&path, &json)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    let mut out = std::io::stdout().lock();
+    if json_out {
+        out.write_all(&json)?;
+        writeln!(out)?;
+    } else {
+        print_table(&mut out, &rows, &root)?;
+    }
+    out.flush()?;
+    if cancel.is_cancelled() {
+        return Ok(super::run::EXIT_CANCELLED);
+    }
+    Ok(exit_code(&rows))
+}
+
+/// The first `evals.NNN` under `parent` that does not exist yet.
+fn free_dir(parent: &Path) -> anyhow::Result<PathBuf> {
+    (0..1000)
+        .map(|n| parent.join(format!("evals.{n:03}")))
+        .find(|p| !p.exists())
+        .with_context(|| {
+            format!(
+                "no free evals.NNN under {}; give --output-dir",
+                parent.display()
+            )
+        })
+}
+
+/// One row per candidate: status, speedup with its interval, score, findings.
+pub fn print_table(out: &mut impl Write, rows: &[Row], root: &Path) -> std::io::Result<()> {
+    let mut table = Table::new();
+    table
+        .load_style(UTF8_BORDERS_ONLY)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_header([
+            "candidate",
+            "status",
+            "speedup (CI)",
+            "score ms",
+            "findings",
+        ]);
+    for r in rows {
+        let name = Path::new(&r.candidate)
+            .file_name()
+            .map_or_else(|| r.candidate.clone(), |n| n.to_string_lossy().into_owned());
+        let status = match (&r.failure, r.passed) {
+            (_, true) => "passed".to_string(),
+            (Some(f), false) => format!("{} ({f})", r.status),
+            (None, false) => format!("not passed ({})", r.status),
+        };
+        let speedup = r.speedup.map_or("-".to_string(), |s| {
+            format!("{:.2}× [{:.2}–{:.2}]", s.value, s.ci_low, s.ci_high)
+        });
+        table.add_row(vec![
+            Cell::new(name),
+            Cell::new(status),
+            Cell::new(speedup).set_alignment(CellAlignment::Right),
+            Cell::new(r.score_ms.map_or("-".to_string(), |ms| format!("{ms:.4}")))
+                .set_alignment(CellAlignment::Right),
+            Cell::new(if r.findings.is_empty() {
+                "-".to_string()
+            } else {
+                r.findings.join(", ")
+            }),
+        ]);
+    }
+    writeln!(out, "{table}")?;
+    let passed = rows.iter().filter(|r| r.passed).count();
+    writeln!(
+        out,
+        "polyprof eval: {passed} of {} candidate(s) passed; each eval in {}/<name>/, rows in {}",
+        rows.len(),
+        root.display(),
+        root.join(EVALS_FILE).display()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(passed: bool, ran: bool) -> Row {
+        Row {
+            candidate: "d/c.py".into(),
+            dir: "o/c".into(),
+            passed,
+            status: if passed { "correct" } else { "failed" }.into(),
+            speedup: None,
+            score_ms: None,
+            findings: Vec::new(),
+            failure: None,
+            ran,
+        }
+    }
+
+    #[test]
+    fn exit_status_over_a_directory() {
+        assert_eq!(exit_code(&[row(true, true), row(true, true)]), EXIT_PASSED);
+        assert_eq!(
+            exit_code(&[row(true, true), row(false, true)]),
+            EXIT_NOT_PASSED
+        );
+        assert_eq!(
+            exit_code(&[row(true, true), row(false, false)]),
+            EXIT_NOT_PASSED
+        );
+        assert_eq!(
+            exit_code(&[row(false, false), row(false, false)]),
+            EXIT_EVAL_FAILED
+        );
+    }
+
+    #[test]
+    fn candidates_are_the_sorted_python_files() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["b.py", "a.py", "notes.txt"] {
+            std::fs::write(dir.path().join(name), "").unwrap();
+        }
+        std::fs::create_dir(dir.path().join("sub.py")).unwrap();
+        let names: Vec<String> = candidates(dir.path())
+            .unwrap()
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["a.py", "b.py"]);
+        let empty = tempfile::tempdir().unwrap();
+        assert!(
+            candidates(empty.path())
+                .unwrap_err()
+                .to_string()
+                .contains("no `*.py`")
+        );
+    }
+}
