@@ -10,7 +10,9 @@ use polyprof::eval::verdict::{FindingKind, Status};
 use polyprof::model::run::ProfileRun;
 
 use crate::support::assert_exit;
-use crate::support::eval::{audited, documents, eval_cpu, problem, python_with_numpy};
+use crate::support::eval::{
+    CpuEval, audited, documents, eval_cpu, eval_problem, problem, python_with_numpy,
+};
 
 /// The candidate copied into a fresh directory (the honest one writes what it saw beside
 /// itself).
@@ -138,18 +140,14 @@ fn an_honest_candidate_is_judged_correct_and_never_sees_a_seed() {
 
 #[test]
 fn a_candidate_that_writes_into_its_input_is_caught() {
-    let Some(python) = python_with_numpy() else {
+    let Some(CpuEval {
+        dir,
+        out,
+        keep: _keep,
+    }) = eval_problem("inplace.py", &[])
+    else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("eval");
-    let out = eval_cpu(
-        &python,
-        &problem("reference.py"),
-        &problem("inplace.py"),
-        &dir,
-        &[],
-    );
     assert_exit(&out, 1);
     let (evidence, verdict) = documents(&dir);
     let first = &evidence.trials[0];
@@ -169,18 +167,14 @@ fn a_candidate_that_writes_into_its_input_is_caught() {
 
 #[test]
 fn a_candidate_that_raises_fails_with_its_traceback_in_the_kept_log() {
-    let Some(python) = python_with_numpy() else {
+    let Some(CpuEval {
+        dir,
+        out,
+        keep: _keep,
+    }) = eval_problem("raises.py", &[])
+    else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("eval");
-    let out = eval_cpu(
-        &python,
-        &problem("reference.py"),
-        &problem("raises.py"),
-        &dir,
-        &[],
-    );
     assert_exit(&out, 1);
     let (evidence, verdict) = documents(&dir);
     let failure = evidence.failure.as_ref().expect("a failure");
@@ -207,19 +201,15 @@ fn a_candidate_that_raises_fails_with_its_traceback_in_the_kept_log() {
 
 #[test]
 fn a_candidate_that_hangs_is_killed_at_the_call_limit() {
-    let Some(python) = python_with_numpy() else {
+    let started = Instant::now();
+    let Some(CpuEval {
+        dir,
+        out,
+        keep: _keep,
+    }) = eval_problem("hangs.py", &["--timeout", "2"])
+    else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("eval");
-    let started = Instant::now();
-    let out = eval_cpu(
-        &python,
-        &problem("reference.py"),
-        &problem("hangs.py"),
-        &dir,
-        &["--timeout", "2"],
-    );
     assert!(
         started.elapsed() < Duration::from_secs(60),
         "the eval took {:?}",
@@ -237,18 +227,14 @@ fn a_candidate_that_hangs_is_killed_at_the_call_limit() {
 
 #[test]
 fn a_candidate_that_segfaults_crashed_with_its_signal() {
-    let Some(python) = python_with_numpy() else {
+    let Some(CpuEval {
+        dir,
+        out,
+        keep: _keep,
+    }) = eval_problem("segfaults.py", &[])
+    else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("eval");
-    let out = eval_cpu(
-        &python,
-        &problem("reference.py"),
-        &problem("segfaults.py"),
-        &dir,
-        &[],
-    );
     assert_exit(&out, 1);
     let (evidence, _) = documents(&dir);
     let failure = evidence.failure.as_ref().expect("a failure");
@@ -258,18 +244,14 @@ fn a_candidate_that_segfaults_crashed_with_its_signal() {
 
 #[test]
 fn a_wrong_shape_is_incorrect_and_not_timed() {
-    let Some(python) = python_with_numpy() else {
+    let Some(CpuEval {
+        dir,
+        out,
+        keep: _keep,
+    }) = eval_problem("wrong_shape.py", &[])
+    else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("eval");
-    let out = eval_cpu(
-        &python,
-        &problem("reference.py"),
-        &problem("wrong_shape.py"),
-        &dir,
-        &[],
-    );
     assert_exit(&out, 1);
     let (evidence, verdict) = documents(&dir);
     assert!(evidence.failure.is_none());

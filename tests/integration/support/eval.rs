@@ -65,6 +65,34 @@ pub fn eval_cpu(
         .unwrap()
 }
 
+/// An eval of one of the test problems against `reference.py`, in a directory of its own.
+pub struct CpuEval {
+    /// The directory the eval is in; removed when dropped (bind it, as `keep: _keep`).
+    pub keep: tempfile::TempDir,
+    pub dir: PathBuf,
+    pub out: Output,
+}
+
+/// `polyprof eval --device cpu` of test problem `candidate` against `reference.py` (as
+/// [`eval_cpu`]); `None` where no Python with numpy is found (never in CI).
+pub fn eval_problem(candidate: &str, extra: &[&str]) -> Option<CpuEval> {
+    let python = python_with_numpy()?;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("eval");
+    let out = eval_cpu(
+        &python,
+        &problem("reference.py"),
+        &problem(candidate),
+        &dir,
+        extra,
+    );
+    Some(CpuEval {
+        keep: tmp,
+        dir,
+        out,
+    })
+}
+
 /// Both documents of an eval directory, read and typed.
 pub fn documents(dir: &Path) -> (EvalEvidence, EvalVerdict) {
     let read = |name: &str| {
