@@ -26,6 +26,13 @@ pub fn witness_settings(profiler: &str) -> Option<ProfilerSettings> {
     }
 }
 
+/// The clock policy the witness of `profiler` runs under, as the evidence records it: `none`
+/// (clocks left as the GPU runs them, like the timing) or `base` (locked); `None` when the
+/// profiler does not witness.
+pub fn witness_clock_control(profiler: &str) -> Option<&'static str> {
+    witness_settings(profiler).map(|settings| settings.ncu.clock_control.as_str())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -40,11 +47,13 @@ mod tests {
         assert_eq!(settings.ncu.clock_control, ClockControl::None);
         assert!(settings.ncu.nvtx);
         assert!(settings.ncu.extra_args.is_empty());
+        assert_eq!(witness_clock_control("ncu"), Some("none"));
     }
 
     #[test]
     fn profilers_without_ranges_do_not_witness() {
         assert!(witness_settings("none").is_none());
         assert!(witness_settings("vtune").is_none());
+        assert_eq!(witness_clock_control("vtune"), None);
     }
 }

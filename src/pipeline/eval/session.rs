@@ -665,7 +665,8 @@ impl Eval<'_> {
         self.evidence.witness = Some(WitnessEvidence {
             profiler: profiler.clone(),
             run_dir: Role::Witness.dir_name(),
-            clock_control: None,
+            clock_control: crate::profilers::witness::witness_clock_control(&profiler)
+                .map(str::to_string),
             launches: Vec::new(),
             error: None,
         });
