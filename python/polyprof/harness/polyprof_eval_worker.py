@@ -1062,15 +1062,8 @@ class Worker:
         if not isinstance(poison, list) or not all(isinstance(p, dict) for p in poison):
             raise ProtocolError("poison must be a list of specs")
         sizes = [wire_int(p.get("nbytes", 0), "poison nbytes") for p in poison]
-        try:
-            inputs = import_arrays(header.get("inputs"), payload, self.device, "inputs")
-        except ProtocolError:
-            raise
-        except Exception as e:
-            raise user_error(e, "protocol") from e
-        state = Trial()
-        state.inputs = inputs
-        self.trials[k] = state
+        state = self.receive_trial(k, header, payload)
+        inputs = state.inputs
         with self.range(f"polyprof/poison/{k}"):
             self.poison(sizes, self.framework_of_call(inputs))
         try:
@@ -1084,19 +1077,24 @@ class Worker:
             wires = self.export_outputs(outputs, inputs, out, state)
         return wires
 
+    def receive_trial(self, k: int, header: Dict[str, Any], payload: bytearray) -> Trial:
+        """Trial ``k`` made of the inputs the request carries (imported on this device)."""
+        try:
+            inputs = import_arrays(header.get("inputs"), payload, self.device, "inputs")
+        except ProtocolError:
+            raise
+        except Exception as e:
+            raise user_error(e, "protocol") from e
+        state = Trial()
+        state.inputs = inputs
+        self.trials[k] = state
+        return state
+
     def warmup(self, header: Dict[str, Any], payload: bytearray, out: Outgoing) -> Dict[str, Any]:
         if header.get("inputs") is not None:
             # The witness warms up before its first call, on that call's inputs (docs: the
             # witness's warmup), so compilation and autotuning stay out of the calls.
-            try:
-                inputs = import_arrays(header.get("inputs"), payload, self.device, "inputs")
-            except ProtocolError:
-                raise
-            except Exception as e:
-                raise user_error(e, "protocol") from e
-            state = Trial()
-            state.inputs = inputs
-            self.trials[wire_int(header.get("trial"), "trial")] = state
+            state = self.receive_trial(wire_int(header.get("trial"), "trial"), header, payload)
         else:
             state = self.trial_state(header)
         calls = wire_int(header.get("calls", 1), "calls")
