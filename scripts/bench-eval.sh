@@ -19,7 +19,8 @@
 #    --clock-control none --profile-from-start off` around BENCH_NCU_CALLS (default 5) calls
 #    after 3 warm-ups (cudaProfilerStart/Stop), the launches' durations summed per call;
 #  each time in ms and as a ratio to ncu's figure; then the wall time of the eval with the
-#  witness (w) and with `--profiler none` (-), and w/- (goal: <= 1.5).
+#  witness (w) and with `--profiler none` (-), and w/-; the goal bounds what the witness adds:
+#  w/- − 1 <= 1.5.
 # Inputs and weights under seed 42, on the GPU. Everything printed also goes to
 # OUTDIR/summary.txt; logs (and the ncu CSVs) under OUTDIR/logs, evals under OUTDIR/evals.
 # The script stays within BENCH_BUDGET_S (default 540 s): a problem that would not fit is

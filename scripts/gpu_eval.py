@@ -38,6 +38,8 @@ KB_N = int(setting("KB_N", "50"))
 # The first KB_SKIP runnable problems (in the smallest-first order) are left out: a sweep longer
 # than one device call continues where the last call stopped.
 KB_SKIP = int(setting("KB_SKIP", "0"))
+# Named problems instead of the evenly spaced selection: "level2/2 level2/3" (level/number).
+KB_PROBLEMS = setting("KB_PROBLEMS", "").split()
 KB_ARGS = shlex.split(setting("KB_ARGS", "--trials 2 --blocks 3 --repeat 20"))
 KB_EVAL_TIMEOUT_S = float(setting("KB_EVAL_TIMEOUT_S", "150"))
 KB_MAX_GB = float(setting("KB_MAX_GB", "8"))
@@ -340,6 +342,13 @@ def evenly(items: List[Path], count: int) -> List[Path]:
 
 
 def select_problems(kb_dir: Path, count: int) -> List[Path]:
+    if KB_PROBLEMS:
+        levels = {d.name: d for d in kb_levels(kb_dir)}
+        named = []
+        for item in KB_PROBLEMS:
+            level, _, number = item.partition("/")
+            named += sorted(levels[level].glob(f"{number}_*.py")) if level in levels else []
+        return named
     level1, level2 = (sorted(d.glob("*.py"), key=problem_number) for d in kb_levels(kb_dir))
     return evenly(level1, (count + 1) // 2) + evenly(level2, count // 2)
 

@@ -29,6 +29,18 @@ pub struct EvalEvidence {
     pub samples: Vec<TimingBlock>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub witness: Option<WitnessEvidence>,
+    /// The candidate's work pass: one call profiled with work counters (DRAM bytes, FLOPs per
+    /// precision, SM clock), caches flushed before each kernel. Run only for a candidate that
+    /// is correct and not already judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<WitnessEvidence>,
+    /// The reference's work pass, taken when the candidate's work needs comparing with it
+    /// (a lower precision than the task's dtypes: did the reference do the same?).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_work: Option<WitnessEvidence>,
+    /// The device's calibration the work checks rest on (`polyprof calibrate`), when cached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<crate::model::calibration::Calibration>,
     /// Why the eval stopped early, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
@@ -80,6 +92,15 @@ pub struct EvalSettings {
     pub min_plausible_ms: f64,
     /// The init seed (known to both sides: the candidate's weights must match the reference's).
     pub init_seed: u64,
+    /// Whether a correct candidate gets a work pass (counters) for the work and physics checks.
+    #[serde(default)]
+    pub work_pass: bool,
+    /// The FLOPs one call must do, as the user gave them (analytic count), for the FLOP floor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flops_per_call: Option<f64>,
+    /// TF32 tensor math counts as FP32 work (the task allows it).
+    #[serde(default)]
+    pub allow_tf32: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -261,6 +282,10 @@ pub struct WitnessEvidence {
     pub run_dir: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock_control: Option<String>,
+    /// The profiler's cache policy between kernels: `all` (flushed before each kernel, so DRAM
+    /// reads are first touches) or `none`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_control: Option<String>,
     /// Every kernel launch the profiler recorded in the candidate's process, in launch order.
     #[serde(default)]
     pub launches: Vec<WitnessLaunch>,
@@ -288,6 +313,26 @@ pub struct WitnessLaunch {
     pub stream: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process_id: Option<u32>,
+    /// Work counters (work pass only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<LaunchCounters>,
+}
+
+/// What one launch moved and computed, as the work pass's counters read it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LaunchCounters {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dram_bytes_read: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dram_bytes_write: Option<f64>,
+    #[serde(default)]
+    pub flops: crate::model::FlopCounts,
+    /// The SM clock the kernel ran at (Hz).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_clock_hz: Option<f64>,
+    /// The DRAM clock during the kernel (Hz).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dram_clock_hz: Option<f64>,
 }
 
 /// Where an eval stopped.

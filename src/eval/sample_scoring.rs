@@ -26,12 +26,21 @@ pub fn unscored_reasons(block: &TimingBlock) -> Vec<String> {
     reasons
 }
 
+/// Clock-event reasons a kernel's own load sets: the board at its power limit lowers the clock
+/// for both sides alike (their blocks interleave), and a power-hungry kernel runs there in its
+/// steady state (seen on the H200 with KernelBench's level1/69, a transposed 2-D convolution).
+/// Recorded in the evidence, but they do not unscore a block.
+const LOAD_REASONS: [&str; 1] = ["sw_power_cap"];
+
 fn condition_reasons(conditions: &Conditions, when: &str, reasons: &mut Vec<String>) {
-    if !conditions.throttle_reasons.is_empty() {
-        reasons.push(format!(
-            "throttled {when} ({})",
-            conditions.throttle_reasons.join(", ")
-        ));
+    let slowing: Vec<&str> = conditions
+        .throttle_reasons
+        .iter()
+        .map(String::as_str)
+        .filter(|reason| !LOAD_REASONS.contains(reason))
+        .collect();
+    if !slowing.is_empty() {
+        reasons.push(format!("throttled {when} ({})", slowing.join(", ")));
     }
     if !conditions.other_processes.is_empty() {
         let pids: Vec<String> = conditions
@@ -67,6 +76,21 @@ mod tests {
     #[test]
     fn a_clean_block_is_scored() {
         assert!(unscored_reasons(&block(Side::Candidate, 0, &[1.0])).is_empty());
+    }
+
+    #[test]
+    fn the_power_cap_a_kernel_runs_into_does_not_unscore_a_block() {
+        let mut b = block(Side::Candidate, 0, &[1.0]);
+        b.conditions_before = Some(Conditions {
+            throttle_reasons: vec!["sw_power_cap".into()],
+            ..conditions()
+        });
+        assert!(unscored_reasons(&b).is_empty());
+        b.conditions_after = Some(Conditions {
+            throttle_reasons: vec!["sw_power_cap".into(), "hw_slowdown".into()],
+            ..conditions()
+        });
+        assert_eq!(unscored_reasons(&b), ["throttled after (hw_slowdown)"]);
     }
 
     #[test]

@@ -23,6 +23,9 @@ pub fn settings() -> EvalSettings {
         require_candidate_kernels: false,
         min_plausible_ms: 0.001,
         init_seed: 42,
+        work_pass: false,
+        flops_per_call: None,
+        allow_tf32: false,
     }
 }
 
@@ -123,6 +126,7 @@ pub fn launch(
         thread_id: (!ranges.is_empty()).then_some(575),
         stream: Some("7".into()),
         process_id: Some(575),
+        counters: None,
     }
 }
 
@@ -133,6 +137,7 @@ pub fn witness() -> WitnessEvidence {
         profiler: "ncu".into(),
         run_dir: "witness.000".into(),
         clock_control: Some("none".into()),
+        cache_control: None,
         launches: vec![
             launch(0, "fill_kernel", &["polyprof/setup"], 5_000.0),
             launch(1, "relu_kernel", &["polyprof/warmup"], 200_000.0),
@@ -180,6 +185,9 @@ pub fn evidence() -> EvalEvidence {
             block(Side::Reference, 1, &[1.0, 1.02, 0.98]),
         ],
         witness: Some(witness()),
+        work: None,
+        reference_work: None,
+        calibration: None,
         failure: None,
     }
 }

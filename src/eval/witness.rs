@@ -19,6 +19,7 @@ pub fn launches_from_records(records: &[KernelRecord]) -> Vec<WitnessLaunch> {
             thread_id: r.thread_id,
             stream: r.stream.clone(),
             process_id: r.process_id,
+            counters: None,
         })
         .collect();
     launches.sort_by_key(|l| (l.process_id, l.launch_id));

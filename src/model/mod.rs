@@ -7,6 +7,7 @@ pub mod arg;
 pub mod artifacts;
 pub mod atomic_file;
 pub mod batch;
+pub mod calibration;
 pub mod device;
 pub mod error;
 pub mod fields;

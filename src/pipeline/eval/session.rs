@@ -78,6 +78,9 @@ pub async fn evaluate(spec: &EvalSpec) -> Result<EvalOutcome> {
             require_candidate_kernels: o.require_candidate_kernels,
             min_plausible_ms: o.min_plausible_ms,
             init_seed,
+            work_pass: false,
+            flops_per_call: None,
+            allow_tf32: false,
         },
         environment: evidence::Environment {
             polyprof: Some(env!("CARGO_PKG_VERSION").to_string()),
@@ -87,6 +90,9 @@ pub async fn evaluate(spec: &EvalSpec) -> Result<EvalOutcome> {
         trials: Vec::new(),
         samples: Vec::new(),
         witness: None,
+        work: None,
+        reference_work: None,
+        calibration: None,
         failure: None,
     };
     let mut eval = Eval {
@@ -667,6 +673,7 @@ impl Eval<'_> {
             run_dir: Role::Witness.dir_name(),
             clock_control: crate::profilers::witness::witness_clock_control(&profiler)
                 .map(str::to_string),
+            cache_control: None,
             launches: Vec::new(),
             error: None,
         });
