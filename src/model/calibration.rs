@@ -13,7 +13,17 @@ pub const TRUSTED_WITHIN: f64 = 0.05;
 
 /// What a calibration kernel's known work is checked against.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum CalibratedQuantity {
@@ -118,7 +128,11 @@ impl Calibration {
     /// The worst trust among the checks of `quantity`; `Untrusted` when none checked it.
     pub fn trust(&self, quantity: CalibratedQuantity) -> CounterTrust {
         let mut worst = None;
-        for check in self.checks.iter().filter(|check| check.quantity == quantity) {
+        for check in self
+            .checks
+            .iter()
+            .filter(|check| check.quantity == quantity)
+        {
             let trust = check.trust();
             worst = Some(match (worst, trust) {
                 (Some(CounterTrust::Untrusted), _) | (_, CounterTrust::Untrusted) => {
@@ -141,7 +155,11 @@ impl Calibration {
 mod tests {
     use super::*;
 
-    fn check(quantity: CalibratedQuantity, expected: f64, measured: Option<f64>) -> CalibrationCheck {
+    fn check(
+        quantity: CalibratedQuantity,
+        expected: f64,
+        measured: Option<f64>,
+    ) -> CalibrationCheck {
         CalibrationCheck {
             kernel: "copy".into(),
             quantity,
@@ -155,9 +173,18 @@ mod tests {
     #[test]
     fn trust_follows_the_relative_error() {
         let read = CalibratedQuantity::DramBytesRead;
-        assert_eq!(check(read, 1000.0, Some(1015.0)).trust(), CounterTrust::Good);
-        assert_eq!(check(read, 1000.0, Some(960.0)).trust(), CounterTrust::Usable);
-        assert_eq!(check(read, 1000.0, Some(1060.0)).trust(), CounterTrust::Untrusted);
+        assert_eq!(
+            check(read, 1000.0, Some(1015.0)).trust(),
+            CounterTrust::Good
+        );
+        assert_eq!(
+            check(read, 1000.0, Some(960.0)).trust(),
+            CounterTrust::Usable
+        );
+        assert_eq!(
+            check(read, 1000.0, Some(1060.0)).trust(),
+            CounterTrust::Untrusted
+        );
         assert_eq!(check(read, 1000.0, None).trust(), CounterTrust::Untrusted);
     }
 
@@ -172,7 +199,10 @@ mod tests {
             created_unix_s: 0,
             path: None,
             launch_floor_ns: Some(1500.0),
-            checks: vec![check(read, 1000.0, Some(1001.0)), check(read, 1000.0, Some(1030.0))],
+            checks: vec![
+                check(read, 1000.0, Some(1001.0)),
+                check(read, 1000.0, Some(1030.0)),
+            ],
         };
         assert_eq!(calibration.trust(read), CounterTrust::Usable);
         assert!(calibration.trusts(read));

@@ -69,6 +69,7 @@ fn launches() -> Vec<WitnessLaunch> {
                 thread_id,
                 stream: Some(row[stream].to_string()),
                 process_id: Some(row[pid].parse().unwrap()),
+                counters: None,
             }
         })
         .collect()
@@ -121,6 +122,7 @@ fn the_background_threads_kernel_is_outside_the_calls() {
         profiler: "ncu".into(),
         run_dir: "witness.000".into(),
         clock_control: Some("none".into()),
+        cache_control: None,
         launches: launches(),
         error: None,
     });
