@@ -27,6 +27,7 @@ mod eval_cpu;
 mod eval_h200_captures;
 mod eval_nvtx_capture;
 mod eval_schema;
+mod eval_work_counters;
 mod foundation_cli;
 mod foundation_logging;
 mod foundation_quote;
