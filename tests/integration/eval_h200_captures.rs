@@ -269,3 +269,47 @@ fn the_witness_log_parses_to_the_evidences_launches() {
         );
     }
 }
+
+/// The 44 problems of the second H200 session's sweep (sweep/, README there): the current
+/// audit, run on each evidence as a user would (`polyprof audit`), passes every one — correct,
+/// no finding — and each validates against the committed schemas. With the five distinct
+/// problems of the first session that is the honest set the eval is held to.
+#[test]
+fn every_problem_of_the_kernelbench_sweep_passes_the_current_audit() {
+    let root = fixture("eval-h200/sweep");
+    let evidence_schema =
+        jsonschema::validator_for(&schema::committed("eval-evidence.schema.json")).unwrap();
+    let mut names = Vec::new();
+    let mut flagged = Vec::new();
+    for entry in std::fs::read_dir(&root).unwrap().flatten() {
+        if !entry.path().is_dir() {
+            continue;
+        }
+        let capture = Capture {
+            name: entry.file_name().to_string_lossy().into_owned(),
+            dir: entry.path(),
+            corpus: false,
+        };
+        let evidence = read_json(&capture.dir.join("evidence.json"));
+        let errors = schema::errors(&evidence_schema, &evidence);
+        assert!(errors.is_empty(), "{}: {errors:#?}", capture.name);
+        let (exit, audited) = audit_copy(&capture);
+        if exit != Some(0) || audited["passed"] != true || !finding_kinds(&audited).is_empty() {
+            flagged.push(format!(
+                "{}: exit {exit:?}, {:?}",
+                capture.name,
+                finding_kinds(&audited)
+            ));
+        }
+        names.push(capture.name);
+    }
+    assert_eq!(names.len(), 44, "{names:?}");
+    assert!(flagged.is_empty(), "{flagged:#?}");
+    let first_session: std::collections::BTreeSet<String> = captures()
+        .into_iter()
+        .filter(|c| !c.corpus)
+        .map(|c| c.dir.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(first_session.len(), 5, "{first_session:?}");
+    assert!(names.iter().all(|n| !first_session.contains(n)));
+}
