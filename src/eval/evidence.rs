@@ -351,7 +351,8 @@ pub enum Stage {
     Correctness,
     Timing,
     Witness,
-    /// The work pass (the candidate under the work counters).
+    // The work pass (the candidate under the work counters). No doc comment: the schema keeps
+    // the stages one plain enum.
     Work,
 }
 
