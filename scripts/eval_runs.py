@@ -200,6 +200,15 @@ def precision_split(flops: Dict[str, float]) -> str:
     return " ".join(parts)
 
 
+def run_seconds(run_dir: Path) -> Optional[float]:
+    """How long a worker's profiled run took (its first step's last attempt, run.json), or None."""
+    try:
+        run = json.loads((run_dir / "run.json").read_text())
+        return float(run["steps"][0]["attempts"][-1]["timings"]["end_s"])
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return None
+
+
 def work_figures(eval_dir: Path) -> Dict[str, Any]:
     """The work pass of an eval directory per call: DRAM bytes read and written against the
     inputs' and outputs' bytes, the FLOPs' precision split, and the reference's split when its
@@ -215,7 +224,8 @@ def work_figures(eval_dir: Path) -> Dict[str, Any]:
         return {"note": "no work pass" + ("" if planned is None else f" (planned: {planned})")}
     trials = [t for t in evidence.get("trials") or [] if t.get("phase") == "work"]
     calls = [t["index"] for t in trials]
-    figures_: Dict[str, Any] = {"error": work.get("error"), "calls": len(calls)}
+    figures_: Dict[str, Any] = {"error": work.get("error"), "calls": len(calls),
+                                "seconds": run_seconds(eval_dir / (work.get("run_dir") or "work.000"))}
     if trials:
         figures_["input_bytes"] = sum(s.get("nbytes") or 0 for s in trials[0].get("inputs") or [])
         figures_["output_bytes"] = sum(s.get("nbytes") or 0 for s in trials[0].get("reference_outputs") or [])
@@ -231,6 +241,7 @@ def work_figures(eval_dir: Path) -> Dict[str, Any]:
         # Only the reference's one profiled run is in its profiler's window: every launch counts.
         figures_["reference_split"] = precision_split(_work_totals(reference, None)["flops"])
         figures_["reference_error"] = reference.get("error")
+        figures_["reference_seconds"] = run_seconds(eval_dir / (reference.get("run_dir") or "reference-work.000"))
     return figures_
 
 
@@ -251,9 +262,13 @@ def describe_work(work: Dict[str, Any]) -> str:
     text += f", {work['launches']} launches/{work['calls']} calls"
     if work.get("outside"):
         text += f" (+{work['outside']} outside the calls)"
+    if work.get("seconds") is not None:
+        text += f", {work['seconds']:.0f} s"
     text += f"; {work['split']}"
     if "reference_split" in work:
         text += f"; ref: {work['reference_split']}"
+        if work.get("reference_seconds") is not None:
+            text += f" ({work['reference_seconds']:.0f} s)"
         if work.get("reference_error"):
             text += f" (ref error: {str(work['reference_error'])[:80]})"
     if work.get("error"):
