@@ -121,3 +121,39 @@ impl EvalJob {
         self.options(None).validate().map_err(|e| e.to_string())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_work_pass_keys_reach_the_options() {
+        let table: EvalJob = serde_json::from_value(serde_json::json!({
+            "reference": "r.py", "candidate": "c.py",
+            "work_pass": false, "work_calls": 2, "flops_per_call": 1.5e9, "allow_tf32": true
+        }))
+        .unwrap();
+        let options = table.options(None);
+        assert!(!options.work_pass && options.allow_tf32);
+        assert_eq!(options.work_calls, 2);
+        assert_eq!(options.flops_per_call, Some(1.5e9));
+        let plain: EvalJob =
+            serde_json::from_value(serde_json::json!({"reference": "r.py", "candidate": "c.py"}))
+                .unwrap();
+        let defaults = EvalOptions::default();
+        let options = plain.options(None);
+        assert_eq!(
+            (
+                options.work_pass,
+                options.work_calls,
+                options.flops_per_call
+            ),
+            (defaults.work_pass, defaults.work_calls, None)
+        );
+        let bad: EvalJob = serde_json::from_value(serde_json::json!({
+            "reference": "r.py", "candidate": "c.py", "flops_per_call": -1.0
+        }))
+        .unwrap();
+        assert!(bad.validate().unwrap_err().contains("flops"));
+    }
+}
