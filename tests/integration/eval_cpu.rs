@@ -140,17 +140,16 @@ fn an_honest_candidate_is_judged_correct_and_never_sees_a_seed() {
 
 #[test]
 fn the_work_pass_options_are_recorded_and_the_cpu_takes_no_work_pass() {
-    let Some(CpuEval {
-        dir,
-        out,
-        keep: _keep,
-    }) = eval_problem(
-        "honest.py",
-        &["--work-calls", "2", "--flops", "65536", "--allow-tf32"],
-    )
-    else {
+    let Some(python) = python_with_numpy() else {
         return;
     };
+    // A staged copy: the honest candidate writes what it saw beside itself.
+    let tmp = tempfile::tempdir().unwrap();
+    let candidate = staged(tmp.path(), "honest.py");
+    let reference = problem("reference.py");
+    let dir = tmp.path().join("eval");
+    let extra = ["--work-calls", "2", "--flops", "65536", "--allow-tf32"];
+    let out = eval_cpu(&python, &reference, &candidate, &dir, &extra);
     let (evidence, verdict) = documents(&dir);
     assert_exit(&out, if verdict.passed { 0 } else { 1 });
     assert_eq!(verdict.status, Status::Correct);
@@ -166,12 +165,8 @@ fn the_work_pass_options_are_recorded_and_the_cpu_takes_no_work_pass() {
     assert!(evidence.trials.iter().all(|t| t.phase != TrialPhase::Work));
 
     // The defaults, and `--no-work-pass`, recorded as given.
-    let Some(CpuEval {
-        dir, keep: _keep2, ..
-    }) = eval_problem("honest.py", &["--no-work-pass"])
-    else {
-        return;
-    };
+    let dir = tmp.path().join("eval-off");
+    eval_cpu(&python, &reference, &candidate, &dir, &["--no-work-pass"]);
     let (evidence, _) = documents(&dir);
     assert_eq!(evidence.settings.work_calls, 1);
     assert_eq!(evidence.settings.flops_per_call, None);
