@@ -8,7 +8,10 @@
 #    `POLYPROF eval --reference <its problem> --candidate C --output-dir OUTDIR/<name> --json`
 #    ($CORPUS_ARGS, default `--blocks 3 --repeat 20`, plus the candidate's own `args` from
 #    expected.json), compared with tests/eval/gpu/expected.json: one row per candidate
-#    (candidate, expected, got, OK/MISMATCH, and why). The inline-CUDA candidates' extensions are
+#    (candidate, expected, got, OK/MISMATCH, and why, then the work pass per call: DRAM bytes
+#    read against the inputs' bytes, bytes written against the outputs', launches inside and
+#    outside the calls, the FLOPs' precision split, and the reference's split when its work
+#    pass was taken; from evidence.json). The inline-CUDA candidates' extensions are
 #    built first, in parallel and without a GPU (CUDA_VISIBLE_DEVICES=""), while the others run.
 # 2. With KERNELBENCH_DIR (holding KernelBench/level1 and level2, or those two folders): KB_N
 #    (default 50) problems, evenly spaced over level 1 then level 2, each judged as its own
@@ -18,7 +21,11 @@
 #    whose inputs and weights exceed KB_MAX_GB (default 8) are skipped (sizes from one probe
 #    process that builds everything on torch's meta device); the rest run smallest first. Each
 #    row: status, findings, reference and score medians, witness median, score/witness,
-#    speedup, wall time.
+#    speedup, wall time, the work pass's DRAM bytes read over the inputs' bytes (rd/in: about 1
+#    for a problem that reads each input once) and its FLOPs' precision split (the reference's
+#    in brackets when its work pass was taken). Issue 24's check on the H200: the honest rows read
+#    about their inputs in the task's precision; the corpus's half-input, constant, memset and
+#    underflow hacks read far less, the fp16-in-fp32 matmul shows tensor_fp16.
 # 3. A summary: corpus OK/MISMATCH counts; honest candidates (the corpus's and every
 #    KernelBench problem) with no finding and those flagged; hostile ones flagged and missed;
 #    the hostile ones expected to come back clean (not fooled, or out of issue 23's scope).

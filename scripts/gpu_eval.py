@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from eval_runs import Budget, EvalRun, Report, figures, ms, ratio, run_eval  # noqa: E402
+from eval_runs import (  # noqa: E402
+    Budget, EvalRun, Report, describe_work, figures, ms, ratio, run_eval, work_figures,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "eval" / "gpu"
@@ -278,6 +280,7 @@ def run_corpus(report: Report, polyprof: str, out: Path, budget: Budget, outcome
         detail = problems + ([f"extra: {','.join(extras)}"] if extras else [])
         detail.append(f"speedup {ratio(got['speedup'])}, score/witness {ratio(got['score_over_witness'])}, "
                       f"{run.wall_s:.0f} s")
+        detail.append(describe_work(work_figures(eval_dir)))
         report.line(CORPUS_ROW.format(stem, describe_expect(entry["expect"]), describe_got(got), word,
                                       "; ".join(detail)))
         outcomes.append(Outcome(stem, entry["role"], got, word, problems, entry["expect"]))
@@ -362,7 +365,7 @@ def probe_sizes(paths: List[Path], report: Report) -> Dict[str, Dict[str, Any]]:
     return {}
 
 
-KB_ROW = "{:<58} {:>6} {:<10} {:<36} {:>9} {:>9} {:>9} {:>6} {:>7} {:>5}"
+KB_ROW = "{:<58} {:>6} {:<10} {:<36} {:>9} {:>9} {:>9} {:>6} {:>7} {:>5} {:>6}  {}"
 
 
 def run_kernelbench(report: Report, polyprof: str, kb_dir: Path, out: Path, budget: Budget,
@@ -390,7 +393,7 @@ def run_kernelbench(report: Report, polyprof: str, kb_dir: Path, out: Path, budg
     cand_dir = out / "kb" / "candidates"
     cand_dir.mkdir(parents=True, exist_ok=True)
     report.line(KB_ROW.format("problem", "GB", "status", "findings", "ref ms", "score ms", "witn ms",
-                              "sc/wit", "speedup", "wall"))
+                              "sc/wit", "speedup", "wall", "rd/in", "work FLOPs (ref's)"))
     for total, path, size_error in runnable:
         name = f"{path.parent.name}_{path.stem}"
         if budget.left() < KB_MIN_LEFT_S:
@@ -406,10 +409,15 @@ def run_kernelbench(report: Report, polyprof: str, kb_dir: Path, out: Path, budg
         status = got["status"] or ("killed" if run.exit_code is None else f"exit {run.exit_code}")
         if got["failure_kind"]:
             status += f"/{got['failure_kind']}"
+        work = work_figures(eval_dir)
+        split = work.get("split") or work.get("note", "-")
+        if "reference_split" in work:
+            split += f" (ref: {work['reference_split']})"
         report.line(KB_ROW.format(name[:58], f"{total / 1e9:.2f}" if not size_error else "?", status[:10],
                                   ",".join(got["findings"])[:36] or "-", ms(got["reference_ms"]),
                                   ms(got["score_ms"]), ms(got["witness_ms"]), ratio(got["score_over_witness"]),
-                                  ratio(got["speedup"]), f"{run.wall_s:.0f}"))
+                                  ratio(got["speedup"]), f"{run.wall_s:.0f}", ratio(work.get("read_over_input")),
+                                  split))
         outcomes.append(Outcome(name, "honest", got))
 
 

@@ -37,6 +37,11 @@ _OPTION_NAMES = {
     "suspicious_speedup": "suspicious_speedup",
     "min_plausible_ms": "min_plausible_ms",
     "require_candidate_kernels": "require_candidate_kernels",
+    "work_pass": "work_pass",
+    "work_calls": "work_calls",
+    "flops_per_call": "flops_per_call",
+    "flops": "flops_per_call",
+    "allow_tf32": "allow_tf32",
     "init_seed": "init_seed",
     "seed_init": "init_seed",
     "timeout": "timeout_s",
@@ -122,7 +127,10 @@ def evaluate(
     ``repeat`` (50), ``warmup`` (5), ``atol``/``rtol`` (1e-2), ``flush_l2`` (True),
     ``witness_calls`` (3), ``witness_profiler`` (``"ncu"``; ``"none"`` for no witness),
     ``witness_tolerance`` (0.7), ``suspicious_speedup`` (10), ``min_plausible_ms`` (0.001),
-    ``require_candidate_kernels`` (False), ``init_seed`` (random), ``timeout`` (120 s per call),
+    ``require_candidate_kernels`` (False), ``work_pass`` (True: a correct candidate's calls
+    profiled with work counters on CUDA), ``work_calls`` (1), ``flops_per_call`` (or ``flops``:
+    the FLOPs one call must do, for the FLOP floor), ``allow_tf32`` (False), ``init_seed``
+    (random), ``timeout`` (120 s per call),
     ``setup_timeout`` (600 s), ``python`` (``$POLYPROF_PYTHON`` or ``python3``).
 
     A candidate that fails is *returned* (``status == "failed"``, ``failure``); unreadable

@@ -32,6 +32,10 @@ struct EvalArgs {
     suspicious_speedup: Option<f64>,
     min_plausible_ms: Option<f64>,
     require_candidate_kernels: Option<bool>,
+    work_pass: Option<bool>,
+    work_calls: Option<u32>,
+    flops_per_call: Option<f64>,
+    allow_tf32: Option<bool>,
     init_seed: Option<u64>,
     timeout_s: Option<f64>,
     setup_timeout_s: Option<f64>,
@@ -72,6 +76,10 @@ impl EvalArgs {
             require_candidate_kernels: self
                 .require_candidate_kernels
                 .unwrap_or(d.require_candidate_kernels),
+            work_pass: self.work_pass.unwrap_or(d.work_pass),
+            work_calls: self.work_calls.unwrap_or(d.work_calls),
+            flops_per_call: self.flops_per_call.or(d.flops_per_call),
+            allow_tf32: self.allow_tf32.unwrap_or(d.allow_tf32),
             init_seed: self.init_seed,
             call_timeout: match self.timeout_s {
                 Some(s) => seconds("timeout", s)?,

@@ -126,13 +126,15 @@ def set_up(start, candidate, reference="reference_numpy.py", device="cpu", init_
     return trusted, cand, reply, cand_reply
 
 
-def run_trial(trusted, candidate, k, seed, transport="bytes"):
-    """trial -> call -> check, the orchestrator's order; (trial, call, check) replies."""
+def run_trial(trusted, candidate, k, seed, transport="bytes", profile=None):
+    """trial -> call -> check, the orchestrator's order; (trial, call, check) replies. `profile`:
+    the call is made inside the profiler's window (the work pass's `profile` field)."""
     trial, trial_payload = trusted.request({"op": "trial", "trial": k, "seed": seed, "transport": transport})
     assert trial["ok"], trial
-    call, call_payload = candidate.request(
-        {"op": "call", "trial": k, "inputs": trial["inputs"], "poison": trial["reference_outputs"]}, trial_payload
-    )
+    request = {"op": "call", "trial": k, "inputs": trial["inputs"], "poison": trial["reference_outputs"]}
+    if profile is not None:
+        request["profile"] = profile
+    call, call_payload = candidate.request(request, trial_payload)
     check = None
     if call["ok"]:
         header = {"op": "check", "trial": k, "outputs": call["outputs"]}
@@ -295,6 +297,32 @@ def test_time_returns_host_times_on_both_sides(workers):
     assert warm == {"ok": True}
 
 
+NOTHING_PROFILED = "nothing was profiled"
+
+
+def test_a_profiled_call_on_the_cpu_runs_and_says_nothing_was_profiled(workers):
+    # The work pass's `profile` on `call` (candidate) and `trial` (trusted): on the CPU there is
+    # no CUDA profiler window to open, the request still runs and the answer says so.
+    trusted, cand, _, _ = set_up(workers, "candidate_honest.py")
+    _, plain, plain_check = run_trial(trusted, cand, 0, 5, profile=False)
+    assert plain["ok"] and NOTHING_PROFILED not in plain.get("note", ""), plain
+    release(trusted, cand, 0)
+    _, call, check = run_trial(trusted, cand, 1, 5, profile=True)
+    assert call["ok"], call
+    assert NOTHING_PROFILED in call["note"], call
+    assert check["comparison"]["passed"], check
+    # The same inputs, profiled or not: the same answer.
+    assert check["candidate_outputs"][0]["stats"]["digest"] == plain_check["candidate_outputs"][0]["stats"]["digest"]
+    reference, _ = trusted.request({"op": "trial", "trial": 2, "seed": 5, "transport": "bytes", "profile": True})
+    assert reference["ok"], reference
+    assert NOTHING_PROFILED in reference["note"], reference
+    assert reference["reference_outputs"][0]["stats"]["digest"] == check["candidate_outputs"][0]["stats"]["digest"] or (
+        check["comparison"]["max_abs_diff"] < 1e-5
+    )
+    unprofiled, _ = trusted.request({"op": "trial", "trial": 3, "seed": 5, "transport": "bytes"})
+    assert unprofiled["ok"] and "note" not in unprofiled, unprofiled
+
+
 def test_protocol_errors_are_answered_not_fatal(workers):
     trusted = workers("trusted", "reference_numpy.py")
     early, _ = trusted.request({"op": "trial", "trial": 0, "seed": 1})
@@ -419,6 +447,20 @@ def test_torch_hostile_candidates(workers, device):
     trusted, cand, _, _ = set_up(workers, "candidate_torch_subclass.py", "reference_torch.py", device)
     _, call, _ = run_trial(trusted, cand, 0, 1, transport)
     assert call["error"]["kind"] == "bad_output"
+
+
+def test_torch_profiled_call_and_reference_run_on_the_gpu(workers):
+    # cudaProfilerStart/Stop around the call (no profiler attached here: they succeed and
+    # change nothing); under `ncu --profile-from-start off` only these windows are profiled.
+    torch_or_skip(True)
+    trusted, cand, _, _ = set_up(workers, "candidate_torch_honest.py", "reference_torch.py", "cuda")
+    trusted.request({"op": "release", "trial": 0})
+    _, call, check = run_trial(trusted, cand, 0, 7, "ipc", profile=True)
+    assert call["ok"], call
+    assert NOTHING_PROFILED not in call.get("note", ""), call
+    assert check["comparison"]["passed"], check
+    reference, _ = trusted.request({"op": "trial", "trial": 1, "seed": 7, "transport": "ipc", "profile": True})
+    assert reference["ok"] and NOTHING_PROFILED not in reference.get("note", ""), reference
 
 
 def test_torch_stale_output_on_the_gpu_reads_as_poison(workers):

@@ -88,6 +88,23 @@ pub struct Args {
     /// Do not flush the L2 cache between timed calls.
     #[arg(long, help_heading = "Trials and timing")]
     pub no_flush_l2: bool,
+    /// No work pass (the counters of what a correct candidate's calls moved and computed).
+    #[arg(long, help_heading = "Work pass")]
+    pub no_work_pass: bool,
+    /// Calls profiled by the work pass, each on fresh inputs (0: no work pass).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        help_heading = "Work pass"
+    )]
+    pub work_calls: u32,
+    /// The FLOPs one call must do (an analytic count), for the FLOP floor.
+    #[arg(long = "flops", value_name = "N", help_heading = "Work pass")]
+    pub flops_per_call: Option<f64>,
+    /// TF32 tensor math counts as FP32 work (the task allows it).
+    #[arg(long, help_heading = "Work pass")]
+    pub allow_tf32: bool,
     /// Absolute tolerance of the comparison.
     #[arg(
         long,
@@ -151,6 +168,10 @@ impl Args {
             suspicious_speedup: self.suspicious_speedup,
             min_plausible_ms: self.min_plausible_ms,
             require_candidate_kernels: self.require_candidate_kernels,
+            work_pass: !self.no_work_pass,
+            work_calls: self.work_calls,
+            flops_per_call: self.flops_per_call,
+            allow_tf32: self.allow_tf32,
             init_seed: self.seed_init,
             call_timeout: self.timeout,
             setup_timeout: self.setup_timeout,

@@ -92,9 +92,13 @@ pub struct EvalSettings {
     pub min_plausible_ms: f64,
     /// The init seed (known to both sides: the candidate's weights must match the reference's).
     pub init_seed: u64,
-    /// Whether a correct candidate gets a work pass (counters) for the work and physics checks.
+    /// Whether a correct candidate gets a work pass (counters) for the work and physics checks:
+    /// asked for, and possible (CUDA, a profiler that takes one). False on the CPU.
     #[serde(default)]
     pub work_pass: bool,
+    /// Calls the work pass profiles (each on fresh inputs, each checked).
+    #[serde(default)]
+    pub work_calls: u32,
     /// The FLOPs one call must do, as the user gave them (analytic count), for the FLOP floor.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flops_per_call: Option<f64>,
@@ -133,6 +137,8 @@ pub enum TrialPhase {
     Timed,
     /// A call under the witness, compared too.
     Witness,
+    /// A call under the work pass's counters, compared too.
+    Work,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -345,6 +351,9 @@ pub enum Stage {
     Correctness,
     Timing,
     Witness,
+    // The work pass (the candidate under the work counters). No doc comment: the schema keeps
+    // the stages one plain enum.
+    Work,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

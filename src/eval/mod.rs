@@ -9,6 +9,7 @@ pub mod evidence;
 pub mod evidence_read;
 #[cfg(test)]
 mod h200_captures;
+pub mod precision;
 pub mod rules;
 pub mod sample_scoring;
 pub mod schema;

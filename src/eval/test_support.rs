@@ -24,6 +24,7 @@ pub fn settings() -> EvalSettings {
         min_plausible_ms: 0.001,
         init_seed: 42,
         work_pass: false,
+        work_calls: 0,
         flops_per_call: None,
         allow_tf32: false,
     }

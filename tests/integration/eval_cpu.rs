@@ -139,6 +139,56 @@ fn an_honest_candidate_is_judged_correct_and_never_sees_a_seed() {
 }
 
 #[test]
+fn the_work_pass_options_are_recorded_and_the_cpu_takes_no_work_pass() {
+    let Some(python) = python_with_numpy() else {
+        return;
+    };
+    // A staged copy: the honest candidate writes what it saw beside itself.
+    let tmp = tempfile::tempdir().unwrap();
+    let candidate = staged(tmp.path(), "honest.py");
+    let reference = problem("reference.py");
+    let dir = tmp.path().join("eval");
+    let extra = ["--work-calls", "2", "--flops", "65536", "--allow-tf32"];
+    let out = eval_cpu(&python, &reference, &candidate, &dir, &extra);
+    let (evidence, verdict) = documents(&dir);
+    assert_exit(&out, if verdict.passed { 0 } else { 1 });
+    assert_eq!(verdict.status, Status::Correct);
+    let settings = &evidence.settings;
+    assert_eq!(settings.work_calls, 2);
+    assert_eq!(settings.flops_per_call, Some(65536.0));
+    assert!(settings.allow_tf32);
+    // Asked for (the default), but there is no work pass on the CPU: none planned, none taken,
+    // no run directory, no trial of its phase.
+    assert!(!settings.work_pass);
+    assert!(evidence.work.is_none() && evidence.reference_work.is_none());
+    assert!(!dir.join("work.000").exists() && !dir.join("reference-work.000").exists());
+    assert!(evidence.trials.iter().all(|t| t.phase != TrialPhase::Work));
+
+    // The defaults, and `--no-work-pass`, recorded as given.
+    let dir = tmp.path().join("eval-off");
+    eval_cpu(&python, &reference, &candidate, &dir, &["--no-work-pass"]);
+    let (evidence, _) = documents(&dir);
+    assert_eq!(evidence.settings.work_calls, 1);
+    assert_eq!(evidence.settings.flops_per_call, None);
+    assert!(!evidence.settings.allow_tf32 && !evidence.settings.work_pass);
+    let refused = crate::support::polyprof()
+        .args([
+            "eval",
+            "--reference",
+            "r.py",
+            "--candidate",
+            "c.py",
+            "--flops",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    assert_exit(&refused, 2);
+    let text = String::from_utf8_lossy(&refused.stderr);
+    assert!(text.contains("flops per call"), "{text}");
+}
+
+#[test]
 fn a_candidate_that_writes_into_its_input_is_caught() {
     let Some(CpuEval {
         dir,

@@ -9,7 +9,8 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::support::eval_captures::{
-    Capture, captures, expected_corpus, failure_kind, finding_kinds, matching_outcome, read_json,
+    AWAITING_CAPTURE, Capture, captures, expected_corpus, failure_kind, finding_kinds,
+    matching_outcome, read_json,
 };
 use crate::support::schema;
 use crate::support::{assert_exit, fixture, polyprof};
@@ -45,7 +46,12 @@ fn the_captures_are_the_corpus_and_six_kernelbench_problems() {
         .map(|c| format!("{}.py", c.name))
         .collect();
     corpus.sort();
-    let mut expected: Vec<String> = expected_corpus().keys().cloned().collect();
+    // Entries added after the capture have none yet.
+    let mut expected: Vec<String> = expected_corpus()
+        .keys()
+        .filter(|n| !AWAITING_CAPTURE.contains(&n.as_str()) || corpus.contains(n))
+        .cloned()
+        .collect();
     expected.sort();
     assert_eq!(corpus, expected);
     assert_eq!(all.iter().filter(|c| !c.corpus).count(), 6);
@@ -142,7 +148,17 @@ fn each_corpus_capture_is_as_expected_json_says() {
     let mut outcomes = Vec::new();
     let mut wrong = Vec::new();
     for capture in captures().into_iter().filter(|c| c.corpus) {
-        let entry = &expected[&format!("{}.py", capture.name)];
+        let file = format!("{}.py", capture.name);
+        if AWAITING_CAPTURE.contains(&file.as_str()) {
+            // Its expectation needs a work pass this capture predates (else it leaves the list).
+            let evidence = read_json(&capture.dir.join("evidence.json"));
+            assert!(
+                evidence.get("work").is_none(),
+                "{file}: recaptured with a work pass"
+            );
+            continue;
+        }
+        let entry = &expected[&file];
         let verdict = read_json(&capture.dir.join("verdict.json"));
         match matching_outcome(entry, &verdict) {
             Ok(n) => outcomes.push((capture.name, n)),

@@ -993,6 +993,7 @@ class Worker:
         transport = header.get("transport", "ipc" if self.device == "cuda" else "bytes")
         if transport not in ("ipc", "bytes"):
             raise ProtocolError(f"transport must be ipc or bytes, got {transport!r}")
+        profile = bool(header.get("profile", False))
         get_inputs = getattr(self.module, "get_inputs", None)
         if not callable(get_inputs):
             raise WorkerError("raised", f"{self.source} defines no get_inputs()")
@@ -1004,9 +1005,11 @@ class Worker:
             with self.in_handout_pool():
                 state.handout = [clone(x) for x in inputs]
             state.run_inputs = inputs
-            with self.no_grad():
-                outputs = self.target(*state.run_inputs)
-            synchronize()
+            # The reference's work pass profiles this run alone, as the candidate's call.
+            with self.profiled(profile, out.notes), self.range(f"polyprof/call/{k}" if profile else ""):
+                with self.no_grad():
+                    outputs = self.target(*state.run_inputs)
+                synchronize()
             state.reference_outputs = [contiguous(o) for o in self.reference_arrays(outputs)]
         except WorkerError:
             raise
@@ -1022,8 +1025,9 @@ class Worker:
             "input_specs": [spec_of(x, with_stats=True) for x in state.pristine],
             "reference_outputs": [spec_of(o, with_stats=True) for o in state.reference_outputs],
         }
-        if transport == "ipc" and self.handout_pool_note:
-            reply["note"] = self.handout_pool_note
+        notes = ([self.handout_pool_note] if transport == "ipc" and self.handout_pool_note else []) + out.notes
+        if notes:
+            reply["note"] = "; ".join(notes)
         return reply
 
     def check(self, header: Dict[str, Any], payload: bytearray, out: Outgoing) -> Dict[str, Any]:
@@ -1062,12 +1066,13 @@ class Worker:
         if not isinstance(poison, list) or not all(isinstance(p, dict) for p in poison):
             raise ProtocolError("poison must be a list of specs")
         sizes = [wire_int(p.get("nbytes", 0), "poison nbytes") for p in poison]
+        profile = bool(header.get("profile", False))
         state = self.receive_trial(k, header, payload)
         inputs = state.inputs
         with self.range(f"polyprof/poison/{k}"):
             self.poison(sizes, self.framework_of_call(inputs))
         try:
-            with self.range(f"polyprof/call/{k}"):
+            with self.profiled(profile, out.notes), self.range(f"polyprof/call/{k}"):
                 with self.no_grad():
                     outputs = self.target(*inputs)
                 synchronize()
@@ -1203,8 +1208,9 @@ class Worker:
 
     @contextlib.contextmanager
     def range(self, name: str) -> Iterator[None]:
-        """An NVTX range (the witness attributes kernels by it) when annotating, else nothing."""
-        torch = loaded_torch() if self.annotate else None
+        """An NVTX range (the witness attributes kernels by it) when annotating, else nothing
+        (nothing for an empty name either)."""
+        torch = loaded_torch() if self.annotate and name else None
         if torch is None or not torch.cuda.is_available():
             yield
             return
@@ -1213,6 +1219,32 @@ class Worker:
             yield
         finally:
             torch.cuda.nvtx.range_pop()
+
+    @contextlib.contextmanager
+    def profiled(self, wanted: bool, notes: List[str]) -> Iterator[None]:
+        """The profiler's collection window, cudaProfilerStart ... cudaProfilerStop, around the
+        block when ``wanted``: the work pass runs ncu with ``--profile-from-start off``, so only
+        these windows are profiled (the window opens before the call's range is pushed, so the
+        range is seen). Without a CUDA device nothing is profiled, and a note says so. Code in
+        the window can stop the profiler itself, which only hides its own work from the
+        counters: the work checks then read too little work."""
+        torch = loaded_torch()
+        if not wanted:
+            yield
+            return
+        if self.device != "cuda" or torch is None or not torch.cuda.is_available():
+            notes.append("profile: no CUDA device in this worker, nothing was profiled")
+            yield
+            return
+        torch.cuda.profiler.start()
+        try:
+            yield
+        except BaseException:
+            # The block's own error is the one to report (a device fault makes stop fail too).
+            with contextlib.suppress(Exception):
+                torch.cuda.profiler.stop()
+            raise
+        torch.cuda.profiler.stop()
 
     def in_handout_pool(self) -> Any:
         """Allocations for the handout copies, in a memory pool of their own on CUDA: an IPC

@@ -143,6 +143,7 @@ pub fn phase_name(phase: TrialPhase) -> &'static str {
         TrialPhase::Correctness => "correctness",
         TrialPhase::Timed => "timed",
         TrialPhase::Witness => "witness",
+        TrialPhase::Work => "work",
     }
 }
 

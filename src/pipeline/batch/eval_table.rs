@@ -37,6 +37,16 @@ pub struct EvalJob {
     pub rtol: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub require_candidate_kernels: Option<bool>,
+    /// The work pass (default on for cuda); `false`: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_pass: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_calls: Option<u32>,
+    /// The FLOPs one call must do (an analytic count), for the FLOP floor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flops_per_call: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_tf32: Option<bool>,
     /// The workers' interpreter (default: `$POLYPROF_PYTHON`, else `python3`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub python: Option<PathBuf>,
@@ -78,6 +88,10 @@ impl EvalJob {
             require_candidate_kernels: self
                 .require_candidate_kernels
                 .unwrap_or(defaults.require_candidate_kernels),
+            work_pass: self.work_pass.unwrap_or(defaults.work_pass),
+            work_calls: self.work_calls.unwrap_or(defaults.work_calls),
+            flops_per_call: self.flops_per_call.or(defaults.flops_per_call),
+            allow_tf32: self.allow_tf32.unwrap_or(defaults.allow_tf32),
             witness_profiler: match witness {
                 None => defaults.witness_profiler.clone(),
                 Some(p) if p == "none" => None,
@@ -105,5 +119,41 @@ impl EvalJob {
             ));
         }
         self.options(None).validate().map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_work_pass_keys_reach_the_options() {
+        let table: EvalJob = serde_json::from_value(serde_json::json!({
+            "reference": "r.py", "candidate": "c.py",
+            "work_pass": false, "work_calls": 2, "flops_per_call": 1.5e9, "allow_tf32": true
+        }))
+        .unwrap();
+        let options = table.options(None);
+        assert!(!options.work_pass && options.allow_tf32);
+        assert_eq!(options.work_calls, 2);
+        assert_eq!(options.flops_per_call, Some(1.5e9));
+        let plain: EvalJob =
+            serde_json::from_value(serde_json::json!({"reference": "r.py", "candidate": "c.py"}))
+                .unwrap();
+        let defaults = EvalOptions::default();
+        let options = plain.options(None);
+        assert_eq!(
+            (
+                options.work_pass,
+                options.work_calls,
+                options.flops_per_call
+            ),
+            (defaults.work_pass, defaults.work_calls, None)
+        );
+        let bad: EvalJob = serde_json::from_value(serde_json::json!({
+            "reference": "r.py", "candidate": "c.py", "flops_per_call": -1.0
+        }))
+        .unwrap();
+        assert!(bad.validate().unwrap_err().contains("flops"));
     }
 }

@@ -140,10 +140,10 @@ pub fn from_start(role: Role, stage: Stage, error: &StartError, eval_dir: &Path)
 fn blame(role: Role, kind: FailureKind) -> FailureKind {
     match (role, kind) {
         (
-            Role::Trusted,
+            Role::Trusted | Role::ReferenceWork,
             FailureKind::BadOutput | FailureKind::DeviceFault | FailureKind::Harness,
         ) => kind,
-        (Role::Trusted, _) => FailureKind::ReferenceError,
+        (Role::Trusted | Role::ReferenceWork, _) => FailureKind::ReferenceError,
         (_, kind) => kind,
     }
 }
@@ -153,6 +153,8 @@ fn who(role: Role) -> &'static str {
         Role::Trusted => "the reference's worker",
         Role::Candidate => "the candidate's worker",
         Role::Witness => "the candidate's worker under the witness",
+        Role::Work => "the candidate's worker under the work counters",
+        Role::ReferenceWork => "the reference's worker under the work counters",
     }
 }
 

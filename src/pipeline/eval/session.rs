@@ -1,6 +1,7 @@
 //! The flow of one eval (docs/eval-harness.md, "Order of one eval"): the trusted worker, then
 //! the candidate's; correctness trials on secret seeds; interleaved timing blocks with the
-//! GPU's conditions around each and the last timed output checked; the witness pass; then
+//! GPU's conditions around each and the last timed output checked; the witness pass; the work
+//! pass (and the reference's, when the candidate's work needs comparing with it); then
 //! `evidence.json` and the audit's `verdict.json`. A failure stops the eval but keeps every
 //! record made before it.
 
@@ -54,6 +55,7 @@ pub async fn evaluate(spec: &EvalSpec) -> Result<EvalOutcome> {
             .map_err(|e| Error::io("read", urandom, e))?,
     };
     let witness = witness_pass(spec);
+    let work = work_pass(spec);
     let o = &spec.options;
     let evidence = EvalEvidence {
         schema_version: EVIDENCE_VERSION,
@@ -78,9 +80,10 @@ pub async fn evaluate(spec: &EvalSpec) -> Result<EvalOutcome> {
             require_candidate_kernels: o.require_candidate_kernels,
             min_plausible_ms: o.min_plausible_ms,
             init_seed,
-            work_pass: false,
-            flops_per_call: None,
-            allow_tf32: false,
+            work_pass: work.is_some(),
+            work_calls: o.work_calls,
+            flops_per_call: o.flops_per_call,
+            allow_tf32: o.allow_tf32,
         },
         environment: evidence::Environment {
             polyprof: Some(env!("CARGO_PKG_VERSION").to_string()),
@@ -104,12 +107,13 @@ pub async fn evaluate(spec: &EvalSpec) -> Result<EvalOutcome> {
         evidence,
         trusted: None,
         candidate: None,
+        reference_work: None,
         init_inputs: None,
         next_trial: 0,
         conditions: (spec.device == Device::Cuda)
             .then(|| ConditionsReader::new(spec.cancel.clone())),
     };
-    let ran = eval.run(witness).await;
+    let ran = eval.run(witness, work).await;
     if let Err(failure) = ran {
         tracing::debug!(stage = ?failure.stage, kind = ?failure.kind, message = %failure.message, "the eval stopped");
         eval.evidence.failure = Some(failure);
@@ -136,6 +140,22 @@ fn witness_pass(spec: &EvalSpec) -> Option<(String, ProfilerSettings)> {
     let settings = crate::profilers::witness::witness_settings(&name)?;
     Some((name, settings))
 }
+
+/// The work pass's profiler (the witness's) and its work settings, when the eval takes one:
+/// asked for, on CUDA, with at least one call.
+fn work_pass(spec: &EvalSpec) -> Option<(String, ProfilerSettings)> {
+    let o = &spec.options;
+    if spec.device != Device::Cuda || !o.work_pass || o.work_calls == 0 {
+        return None;
+    }
+    let name = o.witness_profiler.clone()?;
+    let settings = crate::profilers::witness::work_settings(&name)?;
+    Some((name, settings))
+}
+
+/// A work-pass request may take this many times the call limit: ncu replays every kernel once
+/// per pass its counters need (up to about 10 on the H200), each after a cache flush.
+const WORK_LIMIT_FACTOR: u32 = 10;
 
 struct Source {
     info: SourceFile,
@@ -227,8 +247,10 @@ struct Eval<'a> {
     seeds: SeedSource,
     evidence: EvalEvidence,
     trusted: Option<Worker>,
-    /// The candidate's worker, or the witness's in the witness pass.
+    /// The candidate's worker, or the witness's in the witness pass, or the work pass's.
     candidate: Option<Worker>,
+    /// The reference's worker under the work counters (the reference's work pass).
+    reference_work: Option<Worker>,
     /// The reference's init inputs, for a candidate file without `get_init_inputs`.
     init_inputs: Option<(Value, Vec<u8>)>,
     next_trial: u32,
@@ -240,6 +262,7 @@ impl Eval<'_> {
     async fn run(
         &mut self,
         witness: Option<(String, ProfilerSettings)>,
+        work: Option<(String, ProfilerSettings)>,
     ) -> std::result::Result<(), Failure> {
         self.start(
             Role::Trusted,
@@ -259,11 +282,7 @@ impl Eval<'_> {
         .await?;
         self.setup_candidate(Role::Candidate, Stage::Setup).await?;
         let timing_trial = self.correctness().await?;
-        let correct = self
-            .evidence
-            .trials
-            .iter()
-            .all(|t| t.comparison.as_ref().is_some_and(|c| c.passed));
+        let correct = self.correct_so_far();
         // An incorrect candidate is not timed: its speed means nothing.
         if correct && self.spec.options.timing_blocks > 0 {
             self.timing(timing_trial).await?;
@@ -273,20 +292,36 @@ impl Eval<'_> {
         if correct && let Some((profiler, settings)) = witness {
             self.witness(profiler, settings).await?;
         }
+        // Counters cost replay passes: only a candidate still correct after the witness gets
+        // them (a failure has ended the eval before this point).
+        if self.correct_so_far()
+            && let Some((profiler, settings)) = work
+        {
+            self.work(profiler, settings).await?;
+        }
         Ok(())
+    }
+
+    /// Every output compared so far matched.
+    fn correct_so_far(&self) -> bool {
+        self.evidence
+            .trials
+            .iter()
+            .all(|t| t.comparison.as_ref().is_some_and(|c| c.passed))
     }
 
     fn slot(&mut self, role: Role) -> &mut Option<Worker> {
         match role {
             Role::Trusted => &mut self.trusted,
-            Role::Candidate | Role::Witness => &mut self.candidate,
+            Role::Candidate | Role::Witness | Role::Work => &mut self.candidate,
+            Role::ReferenceWork => &mut self.reference_work,
         }
     }
 
     fn launch(&self, role: Role, profiler: &str, settings: ProfilerSettings) -> Launch {
         let source = match role {
-            Role::Trusted => &self.sources[0],
-            Role::Candidate | Role::Witness => &self.sources[1],
+            Role::Trusted | Role::ReferenceWork => &self.sources[0],
+            Role::Candidate | Role::Witness | Role::Work => &self.sources[1],
         };
         Launch {
             role,
@@ -351,9 +386,7 @@ impl Eval<'_> {
             ProtocolError::Timeout { .. } | ProtocolError::Cancelled { .. }
         );
         let run = worker.end(dying).await;
-        if role == Role::Witness {
-            self.record_witness_run(&run);
-        }
+        self.record_profiled_run(role, &run);
         failure::from_request(role, stage, &error, &run, &self.dir)
     }
 
@@ -380,6 +413,14 @@ impl Eval<'_> {
 
     fn call_limit(&self) -> Duration {
         self.spec.options.call_timeout
+    }
+
+    /// The limit of a call, check or trial request of `role`: longer under the work counters.
+    fn limit_of(&self, role: Role) -> Duration {
+        match role {
+            Role::Work | Role::ReferenceWork => self.call_limit().saturating_mul(WORK_LIMIT_FACTOR),
+            Role::Trusted | Role::Candidate | Role::Witness => self.call_limit(),
+        }
     }
 
     async fn setup_trusted(&mut self) -> std::result::Result<(), Failure> {
@@ -410,7 +451,7 @@ impl Eval<'_> {
         Ok(())
     }
 
-    /// `setup` of the candidate's worker (`role` Candidate or Witness). An import that fails is
+    /// `setup` of the candidate's worker (`role` Candidate, Witness or Work). An import that fails is
     /// the `load` stage's failure.
     async fn setup_candidate(
         &mut self,
@@ -420,7 +461,7 @@ impl Eval<'_> {
         let mut fields = json!({
             "device": self.spec.device.as_str(),
             "init_seed": self.evidence.settings.init_seed,
-            "annotate": role == Role::Witness,
+            "annotate": matches!(role, Role::Witness | Role::Work),
         });
         let mut payload = Vec::new();
         if let Some((init_inputs, bytes)) = &self.init_inputs {
@@ -461,7 +502,8 @@ impl Eval<'_> {
     }
 
     /// One trial: fresh inputs from a secret seed, the candidate's call, the trusted check.
-    /// `warm_first`: a `warmup` on the same inputs before the call (the witness's first).
+    /// `warm_first`: a `warmup` on the same inputs before the call (the witness's first). The
+    /// work pass's call is `profile`d: made inside the profiler's collection window.
     async fn trial(
         &mut self,
         role: Role,
@@ -504,6 +546,7 @@ impl Eval<'_> {
             host_ms: None,
         });
         let record = self.evidence.trials.len() - 1;
+        let limit = self.limit_of(role);
         if warm_first {
             let warmup = Message::request(
                 "warmup",
@@ -514,7 +557,7 @@ impl Eval<'_> {
         }
         let call = Message::request(
             "call",
-            json!({"trial": index, "inputs": inputs, "poison": poison}),
+            json!({"trial": index, "inputs": inputs, "poison": poison, "profile": role == Role::Work}),
         )
         .with_payload(reply.payload);
         let started = Instant::now();
@@ -668,15 +711,7 @@ impl Eval<'_> {
         if let Some(candidate) = self.candidate.take() {
             candidate.finish().await;
         }
-        self.evidence.witness = Some(WitnessEvidence {
-            profiler: profiler.clone(),
-            run_dir: Role::Witness.dir_name(),
-            clock_control: crate::profilers::witness::witness_clock_control(&profiler)
-                .map(str::to_string),
-            cache_control: None,
-            launches: Vec::new(),
-            error: None,
-        });
+        self.evidence.witness = Some(profiled_evidence(&profiler, Role::Witness));
         if let Err(e) = self
             .start(Role::Witness, &profiler, settings, Stage::Witness)
             .await
@@ -697,45 +732,201 @@ impl Eval<'_> {
         }
         if let Some(worker) = self.candidate.take() {
             let run = worker.finish().await;
-            self.record_witness_run(&run);
+            self.record_profiled_run(Role::Witness, &run);
         }
         Ok(())
     }
 
-    /// The witness run's kernel launches, profiler version and errors into the evidence.
-    fn record_witness_run(&mut self, run: &ProfileRun) {
-        self.evidence.environment.witness_tool = run
-            .profiler
-            .version
-            .as_ref()
-            .map(|v| format!("{} {v}", run.profiler.name));
-        let Some(witness) = self.evidence.witness.as_mut() else {
+    /// The work pass: the candidate again under the work counters, a warmup (not profiled),
+    /// then `work_calls` checked calls on fresh trials, each inside the profiler's window. A
+    /// pass that cannot be taken is recorded in `work.error`; a candidate that fails in it
+    /// fails the eval, as in the witness. Then the reference's work pass, when needed.
+    async fn work(
+        &mut self,
+        profiler: String,
+        settings: ProfilerSettings,
+    ) -> std::result::Result<(), Failure> {
+        if let Some(candidate) = self.candidate.take() {
+            let role = candidate.role;
+            let run = candidate.finish().await;
+            self.record_profiled_run(role, &run);
+        }
+        self.evidence.work = Some(profiled_evidence(&profiler, Role::Work));
+        // Only torch problems run CUDA kernels of their own to count; a numpy problem's arrays
+        // stay on the host.
+        let framework = self.evidence.problem.framework.clone();
+        if framework != "torch" {
+            self.set_profiled_error(
+                Role::Work,
+                format!("no work pass: the problem's framework is {framework}, not torch (its work is not CUDA kernels)"),
+            );
+            return Ok(());
+        }
+        if let Err(e) = self
+            .start(Role::Work, &profiler, settings.clone(), Stage::Work)
+            .await
+        {
+            self.set_profiled_error(Role::Work, e.message);
+            return Ok(());
+        }
+        self.setup_candidate(Role::Work, Stage::Work).await?;
+        for n in 0..self.spec.options.work_calls {
+            let index = self
+                .trial(Role::Work, TrialPhase::Work, Stage::Work, n == 0)
+                .await?;
+            self.release(Role::Work, index, Stage::Work).await?;
+        }
+        if let Some(worker) = self.candidate.take() {
+            let run = worker.finish().await;
+            self.record_profiled_run(Role::Work, &run);
+        }
+        if crate::eval::precision::needs_reference_work(&self.evidence) {
+            self.reference_work(&profiler, settings).await;
+        }
+        Ok(())
+    }
+
+    /// The reference's work pass: a trusted worker of its own under the work counters, one
+    /// reference run to warm up, then one inside the profiler's window (`trial` with
+    /// `profile`). Evidence only: whatever goes wrong is recorded in `reference_work.error`
+    /// and the eval goes on.
+    async fn reference_work(&mut self, profiler: &str, settings: ProfilerSettings) {
+        self.evidence.reference_work = Some(profiled_evidence(profiler, Role::ReferenceWork));
+        if let Err(failure) = self.reference_work_calls(profiler, settings).await {
+            self.set_profiled_error(Role::ReferenceWork, failure.message);
+        }
+        if let Some(worker) = self.reference_work.take() {
+            let run = worker.finish().await;
+            self.record_profiled_run(Role::ReferenceWork, &run);
+        }
+    }
+
+    async fn reference_work_calls(
+        &mut self,
+        profiler: &str,
+        settings: ProfilerSettings,
+    ) -> std::result::Result<(), Failure> {
+        let role = Role::ReferenceWork;
+        self.start(role, profiler, settings, Stage::Work).await?;
+        let o = &self.spec.options;
+        let setup = Message::request(
+            "setup",
+            json!({
+                "device": self.spec.device.as_str(),
+                "init_seed": self.evidence.settings.init_seed,
+                "atol": o.atol,
+                "rtol": o.rtol,
+                "annotate": true,
+            }),
+        );
+        let setup_limit = o.setup_timeout;
+        self.ask(role, Stage::Work, setup, setup_limit).await?;
+        let limit = self.limit_of(role);
+        for profile in [false, true] {
+            let index = self.next_trial;
+            self.next_trial += 1;
+            let seed = self.seeds.next_seed().map_err(|e| {
+                harness(
+                    Stage::Work,
+                    format!("cannot read a seed from /dev/urandom: {e}"),
+                )
+            })?;
+            let trial = Message::request(
+                "trial",
+                json!({"trial": index, "seed": seed, "transport": self.spec.device.transport(), "profile": profile}),
+            );
+            self.ask(role, Stage::Work, trial, limit).await?;
+            let release = Message::request("release", json!({"trial": index}));
+            self.ask(role, Stage::Work, release, limit).await?;
+        }
+        Ok(())
+    }
+
+    /// The evidence slot a profiled role's run goes into.
+    fn profiled_slot(&mut self, role: Role) -> Option<&mut WitnessEvidence> {
+        match role {
+            Role::Witness => self.evidence.witness.as_mut(),
+            Role::Work => self.evidence.work.as_mut(),
+            Role::ReferenceWork => self.evidence.reference_work.as_mut(),
+            Role::Trusted | Role::Candidate => None,
+        }
+    }
+
+    /// Why a profiled pass could not be (fully) taken, before what its run said, if anything.
+    fn set_profiled_error(&mut self, role: Role, error: String) {
+        if let Some(slot) = self.profiled_slot(role) {
+            slot.error = Some(match slot.error.take() {
+                Some(run_errors) => format!("{error}; {run_errors}"),
+                None => error,
+            });
+        }
+    }
+
+    /// A profiled run's kernel launches, profiler version and errors into the evidence (the
+    /// witness's, the work pass's or the reference's work pass's; nothing for the others).
+    fn record_profiled_run(&mut self, role: Role, run: &ProfileRun) {
+        if !matches!(role, Role::Witness | Role::Work | Role::ReferenceWork) {
+            return;
+        }
+        if let Some(version) = run.profiler.version.as_ref() {
+            self.evidence.environment.witness_tool =
+                Some(format!("{} {version}", run.profiler.name));
+        }
+        let Some(slot) = self.profiled_slot(role) else {
             return;
         };
-        witness.launches = crate::eval::witness::launches_from_records(&run.kernels);
+        slot.launches = crate::eval::witness::launches_from_records(&run.kernels);
         if !run.errors.is_empty() {
-            witness.error = Some(
-                run.errors
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            );
+            let errors = run
+                .errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ");
+            // An error recorded before (a failed request) comes first.
+            slot.error = Some(match slot.error.take() {
+                Some(earlier) => format!("{earlier}; {errors}"),
+                None => errors,
+            });
         }
     }
 
     /// Say `bye` to whichever workers are still up, the candidate's first.
     async fn close(&mut self) {
-        if let Some(candidate) = self.candidate.take() {
-            let role = candidate.role;
-            let run = candidate.finish().await;
-            if role == Role::Witness {
-                self.record_witness_run(&run);
+        for slot in [Role::Candidate, Role::ReferenceWork] {
+            if let Some(worker) = self.slot(slot).take() {
+                let role = worker.role;
+                let run = worker.finish().await;
+                self.record_profiled_run(role, &run);
             }
         }
         if let Some(trusted) = self.trusted.take() {
             trusted.finish().await;
         }
+    }
+}
+
+/// The evidence of a profiled pass before it runs: its profiler, run directory and controls.
+fn profiled_evidence(profiler: &str, role: Role) -> WitnessEvidence {
+    let (clock_control, cache_control) = match role {
+        Role::Work | Role::ReferenceWork => {
+            match crate::profilers::witness::work_controls(profiler) {
+                Some((clock, cache)) => (Some(clock), Some(cache)),
+                None => (None, None),
+            }
+        }
+        _ => (
+            crate::profilers::witness::witness_clock_control(profiler),
+            None,
+        ),
+    };
+    WitnessEvidence {
+        profiler: profiler.to_string(),
+        run_dir: role.dir_name(),
+        clock_control: clock_control.map(str::to_string),
+        cache_control: cache_control.map(str::to_string),
+        launches: Vec::new(),
+        error: None,
     }
 }
 

@@ -75,6 +75,15 @@ pub struct EvalOptions {
     pub suspicious_speedup: f64,
     pub min_plausible_ms: f64,
     pub require_candidate_kernels: bool,
+    /// A correct candidate gets a work pass (counters of what its calls moved and computed,
+    /// under the witness profiler); CUDA only.
+    pub work_pass: bool,
+    /// Calls the work pass profiles, each on fresh inputs, each checked (0: no work pass).
+    pub work_calls: u32,
+    /// The FLOPs one call must do (an analytic count the user gives), for the FLOP floor.
+    pub flops_per_call: Option<f64>,
+    /// TF32 tensor math counts as FP32 work (the task allows it).
+    pub allow_tf32: bool,
     /// The init seed both sides build their model under; `None`: a fresh one from the OS.
     pub init_seed: Option<u64>,
     /// Limit of each call, check and timing request.
@@ -100,6 +109,10 @@ impl Default for EvalOptions {
             suspicious_speedup: 10.0,
             min_plausible_ms: 0.001,
             require_candidate_kernels: false,
+            work_pass: true,
+            work_calls: 1,
+            flops_per_call: None,
+            allow_tf32: false,
             init_seed: None,
             call_timeout: Duration::from_secs(120),
             setup_timeout: Duration::from_secs(600),
@@ -121,6 +134,11 @@ impl EvalOptions {
         }
         if self.repeat == 0 {
             return invalid("repeat", "at least one timed call per block is needed");
+        }
+        if let Some(flops) = self.flops_per_call
+            && (!flops.is_finite() || flops <= 0.0)
+        {
+            return invalid("flops per call", "give a finite number above 0");
         }
         for (what, value) in [
             ("atol", self.atol),
@@ -222,6 +240,8 @@ mod tests {
         assert_eq!((o.atol, o.rtol), (1e-2, 1e-2));
         assert!(o.flush_l2 && !o.require_candidate_kernels);
         assert_eq!(o.witness_calls, 3);
+        assert!(o.work_pass && !o.allow_tf32 && o.flops_per_call.is_none());
+        assert_eq!(o.work_calls, 1);
         assert_eq!(o.call_timeout, Duration::from_secs(120));
         assert_eq!(o.setup_timeout, Duration::from_secs(600));
         o.validate().unwrap();
@@ -239,6 +259,11 @@ mod tests {
             ..EvalOptions::default()
         };
         assert!(nan.validate().unwrap_err().to_string().contains("atol"));
+        let flops = EvalOptions {
+            flops_per_call: Some(0.0),
+            ..EvalOptions::default()
+        };
+        assert!(flops.validate().unwrap_err().to_string().contains("flops"));
         assert!("gpu".parse::<Device>().is_err());
         assert_eq!("cpu".parse::<Device>().unwrap(), Device::Cpu);
     }

@@ -47,14 +47,18 @@ pub enum Role {
     Candidate,
     /// The candidate again, under the witness profiler.
     Witness,
+    /// The candidate again, under the work counters (the work pass).
+    Work,
+    /// The reference again, under the work counters (the reference's work pass).
+    ReferenceWork,
 }
 
 impl Role {
     /// `--role` of the worker script.
     pub fn arg(self) -> &'static str {
         match self {
-            Role::Trusted => "trusted",
-            Role::Candidate | Role::Witness => "candidate",
+            Role::Trusted | Role::ReferenceWork => "trusted",
+            Role::Candidate | Role::Witness | Role::Work => "candidate",
         }
     }
 
@@ -64,6 +68,8 @@ impl Role {
             Role::Trusted => "reference",
             Role::Candidate => "candidate",
             Role::Witness => "witness",
+            Role::Work => "work",
+            Role::ReferenceWork => "reference-work",
         };
         pass_label(name, 0)
     }
@@ -138,7 +144,7 @@ impl Launch {
         argv
     }
 
-    /// Run options: the trusted worker inherits polyprof's environment, the candidate's get the
+    /// Run options: the trusted workers inherit polyprof's environment, the candidate's get the
     /// `untrusted` policy; both get `MALLOC_PERTURB_`, so memory malloc hands out is never left
     /// over from an earlier call. Nothing secret is in either.
     fn run_options(&self, cancel: CancellationToken, kill_now: CancellationToken) -> RunOptions {
@@ -159,7 +165,7 @@ impl Launch {
         options
             .extra_env
             .insert("MALLOC_PERTURB_".to_string(), "128".to_string());
-        if self.role != Role::Trusted {
+        if self.role.arg() != "trusted" {
             options.env_policy = EnvPolicy::Untrusted {
                 allow: CANDIDATE_ENV_ALLOW.iter().map(|s| s.to_string()).collect(),
             };
@@ -372,14 +378,21 @@ mod tests {
         );
         assert_eq!(Role::Trusted.dir_name(), "reference.000");
         assert_eq!(Role::Witness.dir_name(), "witness.000");
+        assert_eq!(Role::Work.dir_name(), "work.000");
+        assert_eq!(Role::ReferenceWork.dir_name(), "reference-work.000");
+        assert_eq!(Role::Work.arg(), "candidate");
+        assert_eq!(Role::ReferenceWork.arg(), "trusted");
     }
 
     #[test]
     fn only_the_candidate_is_untrusted_and_both_are_perturbed() {
         let trusted = launch(Role::Trusted).run_options(Default::default(), Default::default());
         assert_eq!(trusted.env_policy, EnvPolicy::Inherit);
+        let reference_work =
+            launch(Role::ReferenceWork).run_options(Default::default(), Default::default());
+        assert_eq!(reference_work.env_policy, EnvPolicy::Inherit);
         assert!(trusted.extra_env.contains_key("MALLOC_PERTURB_"));
-        for role in [Role::Candidate, Role::Witness] {
+        for role in [Role::Candidate, Role::Witness, Role::Work] {
             let options = launch(role).run_options(Default::default(), Default::default());
             assert!(matches!(options.env_policy, EnvPolicy::Untrusted { .. }));
             assert!(options.extra_env.contains_key("MALLOC_PERTURB_"));
