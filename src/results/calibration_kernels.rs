@@ -190,6 +190,46 @@ pub struct DeviceFacts {
     pub memory_bytes: u64,
 }
 
+/// A device's calibration plan: the empty kernel first, then the known-work kernels. Saved
+/// beside the profiler's runs (`plan.json`), so a capture can be judged again offline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CalibrationPlan {
+    pub device_name: String,
+    pub facts: DeviceFacts,
+    pub kernels: Vec<CalibrationKernel>,
+}
+
+impl CalibrationPlan {
+    /// The plan for a device: [`floor_kernel`], then [`work_kernels`].
+    pub fn for_device(device_name: &str, facts: DeviceFacts) -> Self {
+        let mut kernels = vec![floor_kernel()];
+        kernels.extend(work_kernels(&facts));
+        CalibrationPlan {
+            device_name: device_name.to_string(),
+            facts,
+            kernels,
+        }
+    }
+
+    /// The launch floor's kernels (the first pass).
+    pub fn floor(&self) -> Vec<CalibrationKernel> {
+        self.kernels
+            .iter()
+            .filter(|k| k.kernel == KernelKind::Empty)
+            .copied()
+            .collect()
+    }
+
+    /// The known-work kernels (the counters pass).
+    pub fn work(&self) -> Vec<CalibrationKernel> {
+        self.kernels
+            .iter()
+            .filter(|k| k.kernel != KernelKind::Empty)
+            .copied()
+            .collect()
+    }
+}
+
 /// The launch floor's kernel (profiled alone, with the duration only).
 pub fn floor_kernel() -> CalibrationKernel {
     CalibrationKernel {
