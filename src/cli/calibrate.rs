@@ -72,6 +72,8 @@ struct Report<'a> {
     missing: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     repeated: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    warnings: Vec<String>,
 }
 
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
@@ -82,6 +84,10 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         force: args.force,
         cache_dir: args.cache_dir.clone(),
         cancel,
+        progress: Some(std::sync::Arc::new(|step: &str| {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "polyprof calibrate: {step}");
+        })),
     };
     let calibrated = match calibrate(&options).await {
         Ok(calibrated) => calibrated,
@@ -111,6 +117,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
                 .collect(),
             missing: calibrated.missing.clone(),
             repeated: calibrated.repeated.clone(),
+            warnings: calibrated.warnings.clone(),
         };
         super::output::println(&serde_json::to_string_pretty(&report)?)?;
     } else {
@@ -264,6 +271,9 @@ fn render(calibrated: &Calibrated, now_unix_s: u64) -> String {
             calibrated.missing.join(", ")
         );
     }
+    for warning in &calibrated.warnings {
+        let _ = writeln!(out, "warning: {warning}");
+    }
     if !calibrated.repeated.is_empty() {
         let _ = writeln!(
             out,
@@ -371,6 +381,7 @@ mod tests {
             work_dir: None,
             missing: Vec::new(),
             repeated: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 

@@ -84,21 +84,45 @@ pub async fn run_pass(pass: &'static str, job: &Job) -> Result<ProfileRun, Calib
     if job.run.cancel.is_cancelled() {
         return Err(CalibrateError::Cancelled);
     }
-    if !run.succeeded() {
-        let mut errors: Vec<String> = run.errors.iter().map(ToString::to_string).collect();
-        if let Some(outcome) = run.outcome.as_ref().filter(|o| !o.is_success()) {
-            errors.insert(0, format!("the program ended with {outcome:?}"));
-        }
-        if errors.is_empty() {
-            errors.push("nothing ran".into());
-        }
-        return Err(CalibrateError::Profile {
-            pass,
-            errors: errors.join("; "),
-            run_dir: run.output_dir.clone(),
-        });
+    match failure(pass, &run) {
+        Some(error) => Err(error),
+        None => Ok(run),
     }
-    Ok(run)
+}
+
+/// Run a pass that may fail part way: the run, and why it failed when it did. Only a pass that
+/// recorded no kernel at all is an error.
+pub async fn run_partial_pass(
+    pass: &'static str,
+    job: &Job,
+) -> Result<(ProfileRun, Option<CalibrateError>), CalibrateError> {
+    let run = profile(job).await;
+    if job.run.cancel.is_cancelled() {
+        return Err(CalibrateError::Cancelled);
+    }
+    match failure(pass, &run) {
+        Some(error) if run.kernels.is_empty() => Err(error),
+        failed => Ok((run, failed)),
+    }
+}
+
+/// Why a pass's run did not succeed (the program's own end first, then the run's errors).
+fn failure(pass: &'static str, run: &ProfileRun) -> Option<CalibrateError> {
+    if run.succeeded() {
+        return None;
+    }
+    let mut errors: Vec<String> = run.errors.iter().map(ToString::to_string).collect();
+    if let Some(outcome) = run.outcome.as_ref().filter(|o| !o.is_success()) {
+        errors.insert(0, format!("the program ended with {outcome:?}"));
+    }
+    if errors.is_empty() {
+        errors.push("nothing ran".into());
+    }
+    Some(CalibrateError::Profile {
+        pass,
+        errors: errors.join("; "),
+        run_dir: run.output_dir.clone(),
+    })
 }
 
 #[cfg(test)]

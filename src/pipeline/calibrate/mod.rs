@@ -34,8 +34,11 @@ use crate::results::devices::DeviceTable;
 /// The plan saved in the work directory, for judging the capture again offline.
 pub const PLAN_FILE: &str = "plan.json";
 
+/// Told each step as it starts (`compiling kernels.cu for sm_90a`), for a person waiting.
+pub type Progress = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
+
 /// What `polyprof calibrate` was asked.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct CalibrateOptions {
     /// The GPU as nvidia-smi's `-i` takes it (index or UUID); `None`: the first of
     /// `CUDA_VISIBLE_DEVICES`, else GPU 0.
@@ -45,6 +48,17 @@ pub struct CalibrateOptions {
     /// The cache folder; `None`: [`cache::default_dir`].
     pub cache_dir: Option<PathBuf>,
     pub cancel: CancellationToken,
+    pub progress: Option<Progress>,
+}
+
+impl std::fmt::Debug for CalibrateOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CalibrateOptions")
+            .field("device", &self.device)
+            .field("force", &self.force)
+            .field("cache_dir", &self.cache_dir)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A calibration, cached or measured now.
@@ -59,6 +73,9 @@ pub struct Calibrated {
     /// Measured now: planned kernels the profiler did not record, and those recorded twice.
     pub missing: Vec<String>,
     pub repeated: Vec<String>,
+    /// Measured now: what went wrong without stopping the calibration (a counters pass that
+    /// failed part way: the kernels it did not record are untrusted).
+    pub warnings: Vec<String>,
 }
 
 /// The tools a calibration needs, found.
@@ -72,6 +89,12 @@ struct Tools {
 /// Calibrate the GPU `options` name, or serve its cached calibration.
 pub async fn calibrate(options: &CalibrateOptions) -> Result<Calibrated, CalibrateError> {
     let cancel = &options.cancel;
+    let say = |step: &str| {
+        tracing::debug!(step, "calibration");
+        if let Some(progress) = &options.progress {
+            progress(step);
+        }
+    };
     let dir = match &options.cache_dir {
         Some(dir) => dir.clone(),
         None => cache::default_dir().ok_or(CalibrateError::NoCacheDir)?,
@@ -96,11 +119,17 @@ pub async fn calibrate(options: &CalibrateOptions) -> Result<Calibrated, Calibra
             work_dir: None,
             missing: Vec::new(),
             repeated: Vec::new(),
+            warnings: Vec::new(),
         });
     }
     let key = cache::key(&device_key, &driver, &tools.ncu);
     let _lock = cache::lock(&dir, &key)?;
     let work = fresh_work_dir(&dir, &key)?;
+    say(&format!(
+        "compiling the calibration kernels for {} ({})",
+        nvcc_arch(compute_capability),
+        gpu.name
+    ));
     let program =
         build::compile(&tools.nvcc, &nvcc_arch(compute_capability), &work, cancel).await?;
     // The UUID pins the same GPU for CUDA as for nvidia-smi (their orders can differ).
@@ -130,6 +159,7 @@ pub async fn calibrate(options: &CalibrateOptions) -> Result<Calibrated, Calibra
         &env,
         cancel,
     );
+    say("ncu pass 1 of 2: the launch floor (the empty kernel's launches)");
     let floor = measure::run_pass("launch floor", &floor_job).await?;
     let work_kernels = plan.work();
     let counters_job = measure::pass_job(
@@ -140,7 +170,13 @@ pub async fn calibrate(options: &CalibrateOptions) -> Result<Calibrated, Calibra
         &env,
         cancel,
     );
-    let counters = measure::run_pass("counters", &counters_job).await?;
+    say(&format!(
+        "ncu pass 2 of 2: the counters of {} known-work kernels",
+        work_kernels.len()
+    ));
+    // A kernel that fails (a GPU fault ends the program) costs only the checks after it.
+    let (counters, failed) = measure::run_partial_pass("counters", &counters_job).await?;
+    let warnings: Vec<String> = failed.iter().map(ToString::to_string).collect();
     let records: Vec<_> = floor.kernels.into_iter().chain(counters.kernels).collect();
     let peaks = DeviceTable::builtin()
         .ok()
@@ -169,6 +205,7 @@ pub async fn calibrate(options: &CalibrateOptions) -> Result<Calibrated, Calibra
         work_dir: Some(work),
         missing,
         repeated,
+        warnings,
     })
 }
 
