@@ -5,6 +5,7 @@ pub mod batch;
 pub mod batch_progress;
 pub mod batch_slurm;
 pub mod batch_summary;
+pub mod calibrate;
 pub mod container_args;
 pub mod containers;
 pub mod demo;
@@ -118,6 +119,9 @@ pub enum Command {
     Containers(containers::Args),
     /// Judge a saved eval (DIR/evidence.json) again; exit 0 only when it passed.
     Audit(audit::Args),
+    /// Run known-work micro-kernels under ncu, check each counter against the work, and cache
+    /// the result for this GPU, driver and ncu version; exit 1 when a counter is untrusted.
+    Calibrate(calibrate::Args),
 }
 
 pub async fn dispatch(command: Command) -> anyhow::Result<u8> {
@@ -137,6 +141,7 @@ pub async fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Containers(args) => containers::execute(args).await,
         Command::Batch(args) => batch::execute(args).await,
         Command::Audit(args) => audit::execute(args).await,
+        Command::Calibrate(args) => calibrate::execute(args).await,
     }
 }
 

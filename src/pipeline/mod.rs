@@ -4,6 +4,7 @@
 pub mod api;
 pub mod artifacts;
 pub mod batch;
+pub mod calibrate;
 pub mod eval;
 pub mod executor;
 pub mod host;

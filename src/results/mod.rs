@@ -2,6 +2,8 @@
 
 pub mod aggregate;
 pub mod benchmark;
+pub mod calibration;
+pub mod calibration_kernels;
 pub mod callpath;
 pub mod devices;
 pub mod diff;

@@ -16,6 +16,8 @@ mod batch_slurm;
 mod batch_slurm_cancel;
 mod batch_slurm_docker;
 mod batch_slurm_fallbacks;
+mod calibrate_cli;
+mod calibrate_h200;
 mod container_engine;
 mod container_library;
 mod container_lifetime;

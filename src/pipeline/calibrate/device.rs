@@ -1,0 +1,228 @@
+//! Which GPU is calibrated: its identity from `nvidia-smi` (name, UUID, driver, compute
+//! capability: the cache key and the architecture to compile for) and its sizes from the
+//! calibration program's own `info` (SMs, L2, memory: the plan's amounts). The parsers are pure.
+
+use std::path::Path;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::error::CalibrateError;
+use crate::model::probe::{ProbeError, ProbeRequest};
+use crate::pipeline::probe::run_probe;
+use crate::results::calibration_kernels::{DeviceFacts, parse_compute_capability};
+
+const QUERY_GPU: &str = "--query-gpu=index,name,uuid,driver_version,compute_cap";
+const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// One GPU as nvidia-smi names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuIdentity {
+    /// nvidia-smi's index (`0`).
+    pub index: String,
+    pub name: String,
+    pub uuid: Option<String>,
+    pub driver: Option<String>,
+    pub compute_capability: Option<(u32, u32)>,
+}
+
+/// The lines of `nvidia-smi --query-gpu=index,name,uuid,driver_version,compute_cap
+/// --format=csv,noheader,nounits`; `[N/A]` cells are `None`, malformed lines are skipped.
+pub fn parse_gpu_query(text: &str) -> Vec<GpuIdentity> {
+    let cell = |text: &str| {
+        let text = text.trim();
+        (!text.is_empty() && !text.starts_with('[')).then(|| text.to_string())
+    };
+    text.lines()
+        .filter_map(|line| {
+            let cells: Vec<&str> = line.split(',').collect();
+            if cells.len() != 5 {
+                return None;
+            }
+            Some(GpuIdentity {
+                index: cell(cells[0])?,
+                name: cell(cells[1])?,
+                uuid: cell(cells[2]),
+                driver: cell(cells[3]),
+                compute_capability: parse_compute_capability(cells[4]),
+            })
+        })
+        .collect()
+}
+
+/// What the calibration program's `info` printed (`key=value` lines).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgramInfo {
+    pub name: String,
+    pub uuid: Option<String>,
+    pub facts: DeviceFacts,
+}
+
+/// Parse the program's `info` output.
+pub fn parse_program_info(text: &str) -> Result<ProgramInfo, String> {
+    let value = |key: &str| {
+        text.lines()
+            .find_map(|line| line.trim().strip_prefix(key)?.strip_prefix('='))
+            .map(str::trim)
+            .ok_or_else(|| format!("`{key}` is missing"))
+    };
+    let number = |key: &str| -> Result<u64, String> {
+        let text = value(key)?;
+        text.parse()
+            .map_err(|_| format!("`{key}={text}` is not a number"))
+    };
+    let cc = value("compute_capability")?;
+    Ok(ProgramInfo {
+        name: value("name")?.to_string(),
+        uuid: value("uuid").ok().map(str::to_string),
+        facts: DeviceFacts {
+            compute_capability: parse_compute_capability(cc)
+                .ok_or_else(|| format!("`compute_capability={cc}` is not MAJOR.MINOR"))?,
+            sm_count: number("sm_count")?,
+            l2_bytes: number("l2_bytes")?,
+            memory_bytes: number("memory_bytes")?,
+        },
+    })
+}
+
+/// The GPU `device` (nvidia-smi's `-i`: an index or a UUID; the first GPU when `None`) as
+/// nvidia-smi sees it.
+pub async fn identify(
+    nvidia_smi: &Path,
+    device: Option<&str>,
+    cancel: &CancellationToken,
+) -> Result<GpuIdentity, CalibrateError> {
+    let mut args = vec![
+        QUERY_GPU.to_string(),
+        "--format=csv,noheader,nounits".into(),
+    ];
+    if let Some(device) = device {
+        args.extend(["-i".to_string(), device.to_string()]);
+    }
+    let mut request = ProbeRequest::new(nvidia_smi, &[], PROBE_TIMEOUT);
+    request.args = args;
+    let command = request.shown();
+    let output = run_blocking(request, cancel).await?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.success() {
+        return Err(CalibrateError::Device {
+            command,
+            why: format!(
+                "{}: {}{}",
+                output.status_text(),
+                stdout.trim(),
+                String::from_utf8_lossy(&output.stderr).trim()
+            ),
+        });
+    }
+    let gpus = parse_gpu_query(&stdout);
+    match gpus.into_iter().next() {
+        Some(gpu) if gpu.compute_capability.is_some() => Ok(gpu),
+        Some(gpu) => Err(CalibrateError::Device {
+            command,
+            why: format!(
+                "it gives no compute capability for {} (a driver older than R510 lacks \
+                 `compute_cap`; upgrade the driver)",
+                gpu.name
+            ),
+        }),
+        None => Err(CalibrateError::Device {
+            command,
+            why: format!("it listed no GPU: `{}`", stdout.trim()),
+        }),
+    }
+}
+
+/// Run the compiled program's `info` on the GPU chosen by `env` (`CUDA_VISIBLE_DEVICES`).
+pub async fn program_info(
+    program: &Path,
+    env: &std::collections::BTreeMap<String, String>,
+    cancel: &CancellationToken,
+) -> Result<ProgramInfo, CalibrateError> {
+    let mut request = ProbeRequest::new(program, &["info"], PROBE_TIMEOUT);
+    request.env = env.clone();
+    let output = run_blocking(request, cancel).await?;
+    let failed = |why: String| CalibrateError::Program {
+        what: "info".into(),
+        status: output.status_text(),
+        stderr: why,
+        program: program.to_path_buf(),
+    };
+    if !output.success() {
+        return Err(failed(
+            String::from_utf8_lossy(&output.stderr).trim().to_string(),
+        ));
+    }
+    parse_program_info(&String::from_utf8_lossy(&output.stdout)).map_err(failed)
+}
+
+/// [`run_probe`] off the async workers; a probe that cannot run is the tool's failure.
+pub(super) async fn run_blocking(
+    request: ProbeRequest,
+    cancel: &CancellationToken,
+) -> Result<crate::model::probe::ProbeOutput, CalibrateError> {
+    let program = request.program.clone();
+    let shown = request.shown();
+    let cancel = cancel.clone();
+    let ran = tokio::task::spawn_blocking(move || run_probe(&request, &cancel)).await;
+    match ran {
+        Ok(Ok(output)) => Ok(output),
+        Ok(Err(ProbeError::Cancelled { .. })) => Err(CalibrateError::Cancelled),
+        Ok(Err(error)) => Err(CalibrateError::Program {
+            what: shown,
+            status: "did not run".into(),
+            stderr: error.to_string(),
+            program,
+        }),
+        Err(error) => Err(CalibrateError::Program {
+            what: shown,
+            status: "did not run".into(),
+            stderr: format!("its task failed: {error}"),
+            program,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nvidia_smi_lines_give_the_identity() {
+        let text = "0, NVIDIA H200, GPU-4f3c2a1b-0000-1111-2222-333344445555, 580.95.05, 9.0\n\
+                    1, NVIDIA H200, [N/A], [N/A], 9.0\n\
+                    garbage\n";
+        let gpus = parse_gpu_query(text);
+        assert_eq!(gpus.len(), 2);
+        assert_eq!(
+            gpus[0],
+            GpuIdentity {
+                index: "0".into(),
+                name: "NVIDIA H200".into(),
+                uuid: Some("GPU-4f3c2a1b-0000-1111-2222-333344445555".into()),
+                driver: Some("580.95.05".into()),
+                compute_capability: Some((9, 0)),
+            }
+        );
+        assert_eq!(gpus[1].uuid, None);
+        assert_eq!(gpus[1].driver, None);
+    }
+
+    #[test]
+    fn the_programs_info_gives_the_sizes_and_says_what_is_missing() {
+        let text = "name=NVIDIA H200\ncompute_capability=9.0\nsm_count=132\nl2_bytes=52428800\n\
+                    memory_bytes=150011101184\nuuid=GPU-4f3c2a1b-0000-1111-2222-333344445555\n";
+        let info = parse_program_info(text).unwrap();
+        assert_eq!(info.name, "NVIDIA H200");
+        assert_eq!(info.facts.sm_count, 132);
+        assert_eq!(info.facts.compute_capability, (9, 0));
+        assert_eq!(
+            info.uuid.as_deref(),
+            Some("GPU-4f3c2a1b-0000-1111-2222-333344445555")
+        );
+        let err = parse_program_info("name=x\ncompute_capability=9.0\n").unwrap_err();
+        assert!(err.contains("sm_count"), "{err}");
+        let err = parse_program_info(&text.replace("132", "many")).unwrap_err();
+        assert!(err.contains("sm_count=many"), "{err}");
+    }
+}

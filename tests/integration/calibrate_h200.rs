@@ -1,0 +1,100 @@
+//! `polyprof calibrate` on the H200, judged again offline: the committed capture
+//! (tests/fixtures/calibrate-h200/, made by scripts/gpu-calibrate.sh) is parsed from ncu's own
+//! output and judged with the saved plan; the result must be the calibration the live run
+//! cached, and the counters the issue names must read within 2 % of the known work.
+//!
+//! Ignored until the capture is committed (the lead runs the script on the H200); remove the
+//! `ignore` attributes with the capture.
+
+use polyprof::model::calibration::{CalibratedQuantity, Calibration, CounterTrust};
+use polyprof::profilers::ncu::{ParseOptions, parse};
+use polyprof::results::calibration::judge;
+use polyprof::results::calibration_kernels::CalibrationPlan;
+use polyprof::results::devices::DeviceTable;
+
+use crate::support::fixture;
+
+const IGNORED: &str = "needs tests/fixtures/calibrate-h200 (scripts/gpu-calibrate.sh on the H200)";
+
+fn read(name: &str) -> Vec<u8> {
+    let path = fixture(&format!("calibrate-h200/{name}"));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e} ({IGNORED})", path.display()))
+}
+
+fn committed() -> Calibration {
+    serde_json::from_slice(&read("calibration.json")).unwrap()
+}
+
+fn judged_again() -> Calibration {
+    let plan: CalibrationPlan = serde_json::from_slice(&read("plan.json")).unwrap();
+    let mut records = Vec::new();
+    for log in ["floor/ncu.log", "counters/ncu.log"] {
+        let parsed = parse(&read(log), &ParseOptions::default());
+        assert!(
+            !parsed.kernels.is_empty(),
+            "{log}: {:?}",
+            parsed.diagnostics
+        );
+        records.extend(parsed.kernels);
+    }
+    let table = DeviceTable::builtin().unwrap();
+    let judged = judge(&plan.kernels, &records, table.lookup(&plan.device_name));
+    assert!(judged.missing.is_empty(), "{:?}", judged.missing);
+    Calibration {
+        checks: judged.checks,
+        launch_floor_ns: judged.launch_floor_ns,
+        ..committed()
+    }
+}
+
+#[test]
+#[ignore = "needs tests/fixtures/calibrate-h200 (scripts/gpu-calibrate.sh on the H200)"]
+fn the_captured_counters_judge_to_the_cached_calibration() {
+    let committed = committed();
+    let again = judged_again();
+    assert_eq!(again.launch_floor_ns, committed.launch_floor_ns);
+    assert_eq!(again.checks.len(), committed.checks.len());
+    for (a, c) in again.checks.iter().zip(&committed.checks) {
+        assert_eq!(
+            (&a.kernel, a.quantity, a.expected),
+            (&c.kernel, c.quantity, c.expected)
+        );
+        let close = |x: Option<f64>, y: Option<f64>| match (x, y) {
+            (Some(x), Some(y)) => (x - y).abs() <= 1e-9 * y.abs().max(1.0),
+            (x, y) => x == y,
+        };
+        assert!(close(a.measured, c.measured), "{a:?} vs {c:?}");
+        assert!(close(a.share_of_peak, c.share_of_peak), "{a:?} vs {c:?}");
+    }
+}
+
+#[test]
+#[ignore = "needs tests/fixtures/calibrate-h200 (scripts/gpu-calibrate.sh on the H200)"]
+fn copy_bytes_and_fp32_fp16_bf16_fp8_flops_read_within_two_percent_on_the_h200() {
+    let calibration = judged_again();
+    assert!(calibration.launch_floor_ns.is_some_and(|ns| ns > 0.0));
+    for quantity in [
+        CalibratedQuantity::DramBytesRead,
+        CalibratedQuantity::DramBytesWrite,
+        CalibratedQuantity::Fp32Flops,
+        CalibratedQuantity::Fp16Flops,
+        CalibratedQuantity::TensorBf16Flops,
+        CalibratedQuantity::TensorFp8Flops,
+    ] {
+        let checks: Vec<_> = calibration
+            .checks
+            .iter()
+            .filter(|c| c.quantity == quantity)
+            .collect();
+        assert!(!checks.is_empty(), "{quantity:?} was not checked");
+        assert_eq!(
+            calibration.trust(quantity),
+            CounterTrust::Good,
+            "{checks:?}"
+        );
+        // No known work ran faster than the device table allows.
+        for check in checks {
+            assert!(check.share_of_peak.is_some_and(|s| s <= 1.0), "{check:?}");
+        }
+    }
+}
