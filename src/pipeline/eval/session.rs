@@ -119,7 +119,10 @@ pub async fn evaluate(spec: &EvalSpec) -> Result<EvalOutcome> {
         eval.evidence.failure = Some(failure);
     }
     eval.close().await;
-    let evidence = eval.evidence;
+    let mut evidence = eval.evidence;
+    if evidence.work.is_some() {
+        evidence.calibration = cached_calibration(&evidence.environment);
+    }
     let verdict = crate::eval::judge(&evidence);
     write_document(&dir.join(EVIDENCE_FILE), &evidence)?;
     write_document(&dir.join(VERDICT_FILE), &verdict)?;
@@ -945,6 +948,20 @@ fn reply_op(reply: &Message) -> String {
         .and_then(Value::as_str)
         .unwrap_or("a request")
         .to_string()
+}
+
+/// The device's calibration (`polyprof calibrate`) for the GPU, driver and profiler version the
+/// eval ran under, when one is cached: the work checks cite it and skip untrusted counters.
+fn cached_calibration(
+    environment: &evidence::Environment,
+) -> Option<crate::model::calibration::Calibration> {
+    let device = environment
+        .device_uuid
+        .as_deref()
+        .or(environment.device_name.as_deref())?;
+    let driver = environment.driver.as_deref()?;
+    let tool = environment.witness_tool.as_deref()?;
+    crate::pipeline::calibrate::lookup(device, driver, tool)
 }
 
 #[cfg(test)]
