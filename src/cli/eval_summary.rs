@@ -265,7 +265,9 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("\n  in part      work_floor: not judged: writes: the outputs fit in the L2\n"),
+            text.contains(
+                "\n  in part      work_floor: not judged: writes: the outputs fit in the L2\n"
+            ),
             "{text}"
         );
     }

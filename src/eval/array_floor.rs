@@ -74,12 +74,7 @@ pub fn input_signature(trial: &TrialEvidence) -> String {
             None => {
                 let dims: Vec<String> = spec.shape.iter().map(u64::to_string).collect();
                 let strides: Vec<String> = spec.stride.iter().map(i64::to_string).collect();
-                format!(
-                    "{}[{}]/[{}]",
-                    spec.dtype,
-                    dims.join(","),
-                    strides.join(",")
-                )
+                format!("{}[{}]/[{}]", spec.dtype, dims.join(","), strides.join(","))
             }
         })
         .collect();
@@ -96,7 +91,7 @@ mod tests {
             dtype: dtype.into(),
             shape: shape.to_vec(),
             stride: stride.to_vec(),
-            nbytes: shape.iter().product::<u64>() * item,
+            nbytes: shape.iter().fold(item, |bytes, &n| bytes * n),
             value: None,
             stats: None,
         }
@@ -161,7 +156,8 @@ mod tests {
 
     #[test]
     fn a_call_reads_its_inputs_and_writes_the_reference_outputs() {
-        let mut trial = crate::eval::test_support::trial(0, super::super::evidence::TrialPhase::Timed, true);
+        let mut trial =
+            crate::eval::test_support::trial(0, super::super::evidence::TrialPhase::Timed, true);
         trial.inputs.push(spec("float32", &[16, 16], &[16, 1], 4));
         assert_eq!(
             call_floor(&trial),

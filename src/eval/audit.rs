@@ -101,8 +101,14 @@ mod tests {
         assert_eq!(
             skipped,
             [
-                ("work_floor", "the work pass was not asked for (work_pass off)"),
-                ("precision", "the work pass was not asked for (work_pass off)"),
+                (
+                    "work_floor",
+                    "the work pass was not asked for (work_pass off)"
+                ),
+                (
+                    "precision",
+                    "the work pass was not asked for (work_pass off)"
+                ),
             ]
         );
         assert!(verdict.calibration.is_none());
@@ -180,6 +186,23 @@ mod tests {
                 ("precision", "no work pass on cpu"),
                 ("device_reset", "no timing block recorded its device state"),
             ]
+        );
+    }
+
+    #[test]
+    fn a_kernel_that_did_half_the_work_is_correct_but_not_passed() {
+        // The H200's vector_add as the work of an add twice its size: correct outputs (the
+        // comparison is the test evidence's), half the bytes read and written.
+        use crate::eval::work_captures::{launch, tensor, work_evidence};
+        let x = tensor("float32", &[1 << 25], 4);
+        let e = work_evidence(&[x.clone(), x.clone()], &[x], &[launch("kernels", 0)]);
+        let verdict = judge(&e);
+        assert_eq!(verdict.status, Status::Correct);
+        assert!(!verdict.passed);
+        let kinds: Vec<FindingKind> = verdict.findings.iter().map(|f| f.kind).collect();
+        assert_eq!(
+            kinds,
+            [FindingKind::TooLittleWork, FindingKind::TooLittleWork]
         );
     }
 

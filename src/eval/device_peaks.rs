@@ -14,9 +14,10 @@ pub fn device_peaks(evidence: &EvalEvidence) -> Result<DevicePeaks, String> {
         return Err("the evidence names no device".to_string());
     };
     let table = DeviceTable::builtin().map_err(|e| format!("the device table: {e}"))?;
-    table.lookup(name).cloned().ok_or_else(|| {
-        format!("device `{name}` is not in the device table (configs/devices.toml)")
-    })
+    table
+        .lookup(name)
+        .cloned()
+        .ok_or_else(|| format!("device `{name}` is not in the device table (configs/devices.toml)"))
 }
 
 #[cfg(test)]

@@ -56,7 +56,7 @@ pub fn tensor(dtype: &str, shape: &[u64], item: u64) -> TensorSpec {
         dtype: dtype.into(),
         shape: shape.to_vec(),
         stride,
-        nbytes: shape.iter().product::<u64>() * item,
+        nbytes: shape.iter().fold(item, |bytes, &n| bytes * n),
         value: None,
         stats: None,
     }

@@ -51,7 +51,11 @@ impl RuleOutcome {
     }
 
     /// A check that ran with parts it could not judge (`not_judged`).
-    pub fn ran_in_part(check: &str, findings: Vec<Finding>, not_judged: Vec<String>) -> RuleOutcome {
+    pub fn ran_in_part(
+        check: &str,
+        findings: Vec<Finding>,
+        not_judged: Vec<String>,
+    ) -> RuleOutcome {
         let mut outcome = RuleOutcome::ran(check, findings);
         outcome.check.not_judged = not_judged;
         outcome

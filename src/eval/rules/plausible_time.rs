@@ -124,6 +124,31 @@ mod tests {
     }
 
     #[test]
+    fn a_score_below_the_calibrated_launch_floor_is_implausible() {
+        let mut e = evidence();
+        e.calibration = Some(crate::eval::test_support::calibration());
+        // 2 µs per empty kernel: 0.2 ms is plausible.
+        assert!(run(check, &e).findings.is_empty());
+        for b in e.samples.iter_mut().filter(|b| b.side == Side::Candidate) {
+            b.times_ms = vec![0.0015; b.times_ms.len()];
+        }
+        let outcome = run(check, &e);
+        assert_eq!(kinds(&outcome), [FindingKind::ImplausibleTime]);
+        let f = &outcome.findings[0];
+        assert_eq!(f.limit, Some(0.002));
+        assert_eq!(f.evidence["min_plausible_ms"], 0.001);
+        assert_eq!(f.evidence["calibration"]["tool"], "ncu 2025.3.1.0");
+        assert!(
+            f.message.contains("an empty kernel takes on this device"),
+            "{}",
+            f.message
+        );
+        // Without the calibration, 1.5 µs is above the 1 µs setting.
+        e.calibration = None;
+        assert!(run(check, &e).findings.is_empty());
+    }
+
+    #[test]
     fn a_block_of_zeros_is_implausible_even_without_a_score() {
         let mut e = evidence();
         e.samples[1] = block(Side::Candidate, 0, &[0.0, 0.0, 0.0]);

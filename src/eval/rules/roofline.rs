@@ -319,7 +319,8 @@ fn compute_floor(
         {
             return Err(why);
         }
-        let Some((time_ns, limited_by)) = peaks.min_compute_time_ns(&call.flops, limits.sm_clock_hz)
+        let Some((time_ns, limited_by)) =
+            peaks.min_compute_time_ns(&call.flops, limits.sm_clock_hz)
         else {
             let missing: Vec<&str> = counted
                 .iter()
@@ -360,4 +361,174 @@ fn counted(flops: &FlopCounts) -> Vec<(Precision, f64)> {
         .into_iter()
         .filter_map(|(p, n)| Some((p, n.filter(|n| *n > 0.0)?)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::rules::testing::{kinds, run};
+    use crate::eval::test_support::calibration;
+    use crate::eval::work_captures::{launch, set_score, tensor, work_evidence};
+    use crate::model::calibration::CalibratedQuantity;
+
+    const N: u64 = 1 << 24;
+
+    /// The H200's 8192³ FP8 matmul (`torch._scaled_mm`) as each call's work, timed at `ms`.
+    fn fp8_matmul_timed_at(ms: f64) -> EvalEvidence {
+        let a = tensor("float8_e4m3fn", &[8192, 8192], 1);
+        let mut b_t = a.clone();
+        b_t.stride = vec![1, 8192];
+        let scale = tensor("float32", &[], 4);
+        let mut e = work_evidence(
+            &[a, b_t, scale.clone(), scale],
+            &[tensor("bfloat16", &[8192, 8192], 2)],
+            &[launch("fp8_matmul", 4)],
+        );
+        set_score(&mut e, ms);
+        e
+    }
+
+    /// An add of two `n`-float vectors timed at `ms`, with no work pass.
+    fn add_timed_at(n: u64, ms: f64) -> EvalEvidence {
+        let x = tensor("float32", &[n], 4);
+        let mut e = work_evidence(&[x.clone(), x.clone()], &[x], &[]);
+        e.work = None;
+        e.settings.work_pass = false;
+        set_score(&mut e, ms);
+        e
+    }
+
+    #[test]
+    fn the_captured_fp8_matmul_at_its_own_time_is_below_the_roofline() {
+        // 750.6 µs: what ncu measured the kernel at.
+        let outcome = run(check, &fp8_matmul_timed_at(0.7506));
+        assert!(outcome.check.ran);
+        assert!(outcome.findings.is_empty(), "{:#?}", outcome.findings);
+        assert!(outcome.check.not_judged.is_empty(), "{:?}", outcome.check);
+    }
+
+    #[test]
+    fn a_time_the_tensor_cores_cannot_give_is_above_the_roofline() {
+        // Its 1.1017e12 FP8 FLOPs need 514.5 µs at 1979 TFLOP/s scaled from 1830 to 1980 MHz.
+        let outcome = run(check, &fp8_matmul_timed_at(0.3));
+        assert_eq!(kinds(&outcome), [FindingKind::AboveRoofline]);
+        let f = &outcome.findings[0];
+        let needed_ns = 1_101_659_111_424.0 / (1979.0 * 1980.0 / 1830.0 * 1e3);
+        assert!(
+            (f.measured.unwrap() - needed_ns / 0.3e6).abs() < 1e-9,
+            "{f:#?}"
+        );
+        assert_eq!(f.limit, Some(MARGIN));
+        assert_eq!(f.evidence["compute"]["limited_by"], "tensor_fp8");
+        assert_eq!(f.evidence["compute"]["calibration"], "uncalibrated");
+        assert_eq!(f.evidence["bytes"]["l2_bytes"], 62_914_560.0);
+        // Inputs 2 × 64 MiB + two scales, the bf16 output beyond the L2.
+        assert_eq!(
+            f.evidence["bytes"]["floor_bytes"],
+            2.0 * 67_108_864.0 + 8.0 + (134_217_728.0 - 62_914_560.0)
+        );
+        assert!(f.message.contains("tensor_fp8"), "{}", f.message);
+    }
+
+    #[test]
+    fn the_bytes_floor_needs_no_work_pass() {
+        // vector_add's own time on the H200 (58.8 µs) is within the roofline.
+        let outcome = run(check, &add_timed_at(N, 0.058784));
+        assert!(outcome.findings.is_empty(), "{:#?}", outcome.findings);
+        assert_eq!(
+            outcome.check.not_judged,
+            ["compute: the work pass was not asked for (work_pass off)"]
+        );
+        // 20 µs for 138.4 MB (inputs, and the output beyond the L2) is 6.9 TB/s on a 4.8 TB/s GPU.
+        let outcome = run(check, &add_timed_at(N, 0.02));
+        assert_eq!(kinds(&outcome), [FindingKind::AboveRoofline]);
+        let f = &outcome.findings[0];
+        let floor = 2.0 * 67_108_864.0 + (67_108_864.0 - 62_914_560.0);
+        assert!((f.measured.unwrap() - floor / 4800.0 / 20_000.0).abs() < 1e-9);
+        assert!(f.evidence["compute"].is_null());
+        assert!(f.message.contains("at 4800 GB/s"), "{}", f.message);
+    }
+
+    #[test]
+    fn each_timed_shape_is_judged_apart() {
+        let mut e = add_timed_at(N, 0.058784);
+        // Timed trial 3 ran on vectors 16× shorter, and its block reads 0.5 µs.
+        let small = tensor("float32", &[N / 16], 4);
+        for trial in e.trials.iter_mut().filter(|t| t.index == 3) {
+            trial.inputs = vec![small.clone(), small.clone()];
+            trial.reference_outputs = vec![small.clone()];
+        }
+        for block in e
+            .samples
+            .iter_mut()
+            .filter(|b| b.side == Side::Candidate && b.block == 1)
+        {
+            block.times_ms = vec![0.0005; block.times_ms.len()];
+        }
+        let outcome = run(check, &e);
+        assert_eq!(kinds(&outcome), [FindingKind::AboveRoofline]);
+        let f = &outcome.findings[0];
+        assert_eq!(f.evidence["trials"], json!([3]));
+        assert_eq!(f.evidence["score_ms"], 0.0005);
+        // 8 MiB of inputs, the 4 MiB output left in the L2.
+        assert_eq!(f.evidence["bytes"]["floor_bytes"], 8_388_608.0);
+    }
+
+    #[test]
+    fn an_untrusted_flop_counter_leaves_the_bytes_floor() {
+        let mut e = fp8_matmul_timed_at(0.3);
+        let mut c = calibration();
+        c.checks
+            .retain(|c| c.quantity != CalibratedQuantity::TensorFp8Flops);
+        e.calibration = Some(c);
+        let outcome = run(check, &e);
+        assert!(outcome.findings.is_empty(), "{:#?}", outcome.findings);
+        assert_eq!(outcome.check.not_judged.len(), 1);
+        assert!(
+            outcome.check.not_judged[0].contains("marks the tensor_fp8_flops counter untrusted"),
+            "{:?}",
+            outcome.check.not_judged
+        );
+    }
+
+    #[test]
+    fn without_a_flush_a_known_device_or_a_timed_trial_it_does_not_run() {
+        let mut e = add_timed_at(N, 0.02);
+        e.settings.flush_l2 = false;
+        assert!(
+            run(check, &e)
+                .check
+                .why_not
+                .unwrap()
+                .contains("--no-flush-l2")
+        );
+        let mut e = add_timed_at(N, 0.02);
+        e.environment.device_name = Some("GeForce GTX 480".into());
+        assert!(!run(check, &e).check.ran);
+        e.environment.device_name = None;
+        assert_eq!(
+            run(check, &e).check.why_not.as_deref(),
+            Some("the evidence names no device")
+        );
+        let mut e = add_timed_at(N, 0.02);
+        e.trials.retain(|t| t.phase != TrialPhase::Timed);
+        assert_eq!(
+            run(check, &e).check.why_not.as_deref(),
+            Some("no timed trial records the inputs that were timed")
+        );
+    }
+
+    #[test]
+    fn real_h200_scores_are_below_the_roofline() {
+        // 268 MB in, 268 MB out at 0.1275 ms: 0.77 of the bandwidth on this floor.
+        for name in ["honest_relu_torch", "hack_decoy"] {
+            let outcome = run(check, &crate::eval::h200_captures::evidence(name));
+            assert!(outcome.check.ran, "{name}: {:?}", outcome.check);
+            assert!(
+                outcome.findings.is_empty(),
+                "{name}: {:#?}",
+                outcome.findings
+            );
+        }
+    }
 }

@@ -383,11 +383,7 @@ mod tests {
     /// `vector_add` of the H200 capture as each call's work, on inputs of `n` floats each.
     fn vector_add_on(n: u64) -> EvalEvidence {
         let x = tensor("float32", &[n], 4);
-        work_evidence(
-            &[x.clone(), x.clone()],
-            &[x],
-            &[launch("kernels", 0)],
-        )
+        work_evidence(&[x.clone(), x.clone()], &[x], &[launch("kernels", 0)])
     }
 
     #[test]
@@ -413,7 +409,13 @@ mod tests {
         assert_eq!(reads.evidence["quantity"], "dram_bytes_read");
         assert_eq!(reads.evidence["calls"].as_array().unwrap().len(), 2);
         assert_eq!(reads.evidence["calibration"], "uncalibrated");
-        assert!(reads.message.starts_with("call 10 read 134.2 MB from DRAM, 50 % of the 268.4 MB"), "{}", reads.message);
+        assert!(
+            reads
+                .message
+                .starts_with("call 10 read 134.2 MB from DRAM, 50 % of the 268.4 MB"),
+            "{}",
+            reads.message
+        );
         let writes = &outcome.findings[1];
         assert_eq!(writes.evidence["quantity"], "dram_bytes_write");
         // Output 134,217,728 B less the 62,914,560 B L2.
@@ -429,8 +431,10 @@ mod tests {
         assert!(outcome.findings.is_empty(), "{:#?}", outcome.findings);
         assert_eq!(
             outcome.check.not_judged,
-            ["writes: the outputs exceed the L2 (62.9 MB) by less than 1.0 MB: they may stay \
-              there, unwritten, when the kernel ends"]
+            [
+                "writes: the outputs exceed the L2 (62.9 MB) by less than 1.0 MB: they may stay \
+              there, unwritten, when the kernel ends"
+            ]
         );
     }
 
@@ -459,16 +463,26 @@ mod tests {
         // Writes are 8 % off in the calibration: only the reads are judged.
         assert_eq!(kinds(&outcome), [FindingKind::TooLittleWork]);
         assert_eq!(outcome.findings[0].evidence["quantity"], "dram_bytes_read");
-        assert_eq!(outcome.findings[0].evidence["calibration"]["tool"], "ncu 2025.3.1.0");
+        assert_eq!(
+            outcome.findings[0].evidence["calibration"]["tool"],
+            "ncu 2025.3.1.0"
+        );
         assert_eq!(outcome.check.not_judged.len(), 1);
         assert!(outcome.check.not_judged[0].starts_with("writes: the calibration (NVIDIA H200"));
         // With reads distrusted too nothing is judged: the check says why.
         if let Some(c) = e.calibration.as_mut() {
-            c.checks.retain(|c| c.quantity != CalibratedQuantity::DramBytesRead);
+            c.checks
+                .retain(|c| c.quantity != CalibratedQuantity::DramBytesRead);
         }
         let outcome = run(check, &e);
         assert!(!outcome.check.ran);
-        assert!(outcome.check.why_not.unwrap().starts_with("reads: the calibration"));
+        assert!(
+            outcome
+                .check
+                .why_not
+                .unwrap()
+                .starts_with("reads: the calibration")
+        );
     }
 
     #[test]
@@ -479,7 +493,13 @@ mod tests {
         }
         let outcome = run(check, &e);
         assert!(!outcome.check.ran);
-        assert!(outcome.check.why_not.unwrap().contains("cache control none"));
+        assert!(
+            outcome
+                .check
+                .why_not
+                .unwrap()
+                .contains("cache control none")
+        );
         e.work = None;
         assert!(
             run(check, &e)
