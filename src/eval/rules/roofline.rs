@@ -30,6 +30,10 @@ pub const MARGIN: f64 = 1.10;
 
 pub fn check(facts: &Facts) -> RuleOutcome {
     let evidence = facts.evidence;
+    let peaks = match device_peaks(evidence) {
+        Ok(peaks) => peaks,
+        Err(why) => return RuleOutcome::skipped(CHECK, why),
+    };
     if !evidence.settings.flush_l2 {
         return RuleOutcome::skipped(
             CHECK,
@@ -37,10 +41,6 @@ pub fn check(facts: &Facts) -> RuleOutcome {
              DRAM bandwidth bounds nothing",
         );
     }
-    let peaks = match device_peaks(evidence) {
-        Ok(peaks) => peaks,
-        Err(why) => return RuleOutcome::skipped(CHECK, why),
-    };
     let timing = match facts.timing {
         Ok(timing) => timing,
         Err(why) => return RuleOutcome::skipped(CHECK, why),
