@@ -492,6 +492,22 @@ mod tests {
     }
 
     #[test]
+    fn a_precision_without_a_peak_leaves_the_compute_floor_unjudged() {
+        // The same FP8 work on an A100, whose table entry has no FP8 peak (no FP8 tensor cores).
+        let mut e = fp8_matmul_timed_at(0.3);
+        e.environment.device_name = Some("NVIDIA A100-SXM4-80GB".into());
+        let outcome = run(check, &e);
+        assert!(outcome.check.ran);
+        assert_eq!(
+            outcome.check.not_judged,
+            [format!(
+                "compute, inputs {}: the device table has no peak for tensor_fp8",
+                input_signature(&e.trials[0])
+            )]
+        );
+    }
+
+    #[test]
     fn without_a_flush_a_known_device_or_a_timed_trial_it_does_not_run() {
         let mut e = add_timed_at(N, 0.02);
         e.settings.flush_l2 = false;
