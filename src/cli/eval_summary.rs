@@ -79,6 +79,20 @@ pub fn render(verdict: &EvalVerdict) -> String {
             w.launches_outside_calls
         );
     }
+    if let Some(c) = &verdict.calibration {
+        let path = c
+            .path
+            .as_deref()
+            .map(|p| format!(", {p}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  calibration  {}, {}, created {}{path}",
+            c.device_name,
+            c.tool,
+            utc(c.created_unix_s)
+        );
+    }
     for finding in &verdict.findings {
         let _ = writeln!(out, "  finding      {}", finding_line(finding));
     }
@@ -89,6 +103,11 @@ pub fn render(verdict: &EvalVerdict) -> String {
             check.check,
             check.why_not.as_deref().unwrap_or("no reason recorded")
         );
+    }
+    for check in verdict.checks.iter().filter(|c| c.ran) {
+        for part in &check.not_judged {
+            let _ = writeln!(out, "  in part      {}: not judged: {part}", check.check);
+        }
     }
     out
 }
@@ -105,6 +124,26 @@ fn headline(verdict: &EvalVerdict) -> String {
         ),
         (Status::Failed, _) => format!("NOT PASSED: the eval failed, {findings} finding(s)"),
     }
+}
+
+/// Seconds since the epoch as `YYYY-MM-DD HH:MM UTC` (Howard Hinnant's days-to-civil).
+fn utc(unix_s: u64) -> String {
+    let days = (unix_s / 86_400) as i64;
+    let minutes = (unix_s % 86_400) / 60;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
+        minutes / 60,
+        minutes % 60
+    )
 }
 
 /// `value` with four significant digits (whole numbers as they are).
@@ -169,6 +208,7 @@ mod tests {
                 check: "witness_time".into(),
                 ran: false,
                 why_not: Some("no witness on cpu".into()),
+                not_judged: Vec::new(),
             }],
             findings: vec![Finding {
                 kind: FindingKind::SuspiciousSpeedup,
@@ -180,6 +220,7 @@ mod tests {
                 evidence: serde_json::Value::Null,
             }],
             failure: None,
+            calibration: None,
         }
     }
 
@@ -197,6 +238,45 @@ mod tests {
             "  finding      suspicious_speedup: speedup 40× is above 10× [measured 40 x, limit 10 x]"
         );
         assert_eq!(lines[3], "  not checked  witness_time: no witness on cpu");
+    }
+
+    #[test]
+    fn the_calibration_and_unjudged_parts_get_a_line_each() {
+        let mut v = verdict();
+        v.calibration = Some(polyprof::eval::verdict::CalibrationCitation {
+            device_name: "NVIDIA H200".into(),
+            tool: "ncu 2025.3.1.0".into(),
+            driver: None,
+            created_unix_s: 1_796_000_000,
+            path: Some("calibration/h200.json".into()),
+        });
+        v.checks.push(CheckRun {
+            check: "work_floor".into(),
+            ran: true,
+            why_not: None,
+            not_judged: vec!["writes: the outputs fit in the L2".into()],
+        });
+        let text = render(&v);
+        assert!(
+            text.contains(
+                "\n  calibration  NVIDIA H200, ncu 2025.3.1.0, created 2026-11-30 00:53 UTC, \
+                 calibration/h200.json\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "\n  in part      work_floor: not judged: writes: the outputs fit in the L2\n"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn epoch_seconds_read_as_utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00 UTC");
+        assert_eq!(utc(951_782_400), "2000-02-29 00:00 UTC");
+        assert_eq!(utc(1_796_000_000), "2026-11-30 00:53 UTC");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! failed when the eval stopped early, incorrect when any compared output did not match,
 //! correct otherwise; passed only when correct with no finding.
 
+use super::counter_trust::citation;
 use super::evidence::EvalEvidence;
 use super::rules::{Facts, RULES};
 use super::timing::timing_summary;
@@ -43,6 +44,7 @@ pub fn judge(evidence: &EvalEvidence) -> EvalVerdict {
         checks,
         findings,
         failure: evidence.failure.clone(),
+        calibration: evidence.calibration.as_ref().map(citation),
     }
 }
 
@@ -89,11 +91,27 @@ mod tests {
         assert!(verdict.findings.is_empty(), "{:#?}", verdict.findings);
         assert!(verdict.passed);
         assert_eq!(verdict.checks.len(), RULES.len());
-        assert!(
-            verdict.checks.iter().all(|c| c.ran),
-            "{:#?}",
-            verdict.checks
+        // Every check ran but the two that need a work pass (none was asked for).
+        let skipped: Vec<(&str, &str)> = verdict
+            .checks
+            .iter()
+            .filter(|c| !c.ran)
+            .map(|c| (c.check.as_str(), c.why_not.as_deref().unwrap_or("")))
+            .collect();
+        assert_eq!(
+            skipped,
+            [
+                (
+                    "work_floor",
+                    "the work pass was not asked for (work_pass off)"
+                ),
+                (
+                    "precision",
+                    "the work pass was not asked for (work_pass off)"
+                ),
+            ]
         );
+        assert!(verdict.calibration.is_none());
         assert_eq!(verdict.correctness.compared, 6);
         assert_eq!(verdict.correctness.passed, 6);
         assert_eq!(verdict.correctness.max_abs_diff, Some(1e-4));
@@ -163,9 +181,40 @@ mod tests {
                 ("witness_ranges", "no witness on cpu"),
                 ("call_consistency", "no witness on cpu"),
                 ("candidate_kernels", "no witness on cpu"),
+                ("work_floor", "no work pass on cpu"),
+                ("roofline", "no GPU peaks on cpu"),
+                ("precision", "no work pass on cpu"),
                 ("device_reset", "no timing block recorded its device state"),
             ]
         );
+    }
+
+    #[test]
+    fn a_kernel_that_did_half_the_work_is_correct_but_not_passed() {
+        // The H200's vector_add as the work of an add twice its size: correct outputs (the
+        // comparison is the test evidence's), half the bytes read and written.
+        use crate::eval::work_captures::{launch, tensor, work_evidence};
+        let x = tensor("float32", &[1 << 25], 4);
+        let e = work_evidence(&[x.clone(), x.clone()], &[x], &[launch("kernels", 0)]);
+        let verdict = judge(&e);
+        assert_eq!(verdict.status, Status::Correct);
+        assert!(!verdict.passed);
+        let kinds: Vec<FindingKind> = verdict.findings.iter().map(|f| f.kind).collect();
+        assert_eq!(
+            kinds,
+            [FindingKind::TooLittleWork, FindingKind::TooLittleWork]
+        );
+    }
+
+    #[test]
+    fn the_verdict_cites_the_calibration_it_used() {
+        let mut e = evidence();
+        e.calibration = Some(crate::eval::test_support::calibration());
+        let cited = judge(&e).calibration.unwrap();
+        assert_eq!(cited.device_name, "NVIDIA H200");
+        assert_eq!(cited.tool, "ncu 2025.3.1.0");
+        assert_eq!(cited.created_unix_s, 1_796_000_000);
+        assert_eq!(cited.path.as_deref(), Some("calibration/h200.json"));
     }
 
     #[test]

@@ -2,9 +2,12 @@
 //! ([`verdict`]) and the audit that turns one into the other ([`audit`]). Nothing here runs a
 //! process or knows a vendor; the harness that gathers the evidence is `pipeline::eval`.
 
+pub mod array_floor;
 pub mod audit;
 pub mod calls;
 pub mod candidate_match;
+pub mod counter_trust;
+pub mod device_peaks;
 pub mod evidence;
 pub mod evidence_read;
 #[cfg(test)]
@@ -21,6 +24,9 @@ pub mod timing;
 pub mod verdict;
 pub mod witness;
 pub mod witness_summary;
+#[cfg(test)]
+mod work_captures;
+pub mod work_pass;
 
 pub use audit::judge;
 pub use evidence::EvalEvidence;

@@ -23,6 +23,24 @@ pub struct EvalVerdict {
     pub findings: Vec<Finding>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
+    /// The device calibration the counter checks rested on, when the evidence had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<CalibrationCitation>,
+}
+
+/// The calibration (`polyprof calibrate`) a verdict's counter checks rested on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CalibrationCitation {
+    pub device_name: String,
+    /// The profiler and its version.
+    pub tool: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    /// Seconds since the epoch when it was measured.
+    pub created_unix_s: u64,
+    /// Where it was cached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -106,6 +124,10 @@ pub struct CheckRun {
     pub ran: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why_not: Option<String>,
+    /// Parts of a check that ran but could not be judged, each with why (a counter the
+    /// calibration marks untrusted, outputs that fit in the L2).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_judged: Vec<String>,
 }
 
 /// The kind of a finding; docs/eval.md says what each means, its rule and its margin.
@@ -129,6 +151,9 @@ pub enum FindingKind {
     ConstantOutput,
     OutputIndependentOfInputs,
     OutputEqualsInput,
+    TooLittleWork,
+    AboveRoofline,
+    PrecisionMismatch,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -57,6 +57,10 @@ pub struct DevicePeaks {
     /// `dram__cycles_elapsed.avg.per_second` reports it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_clock_mhz: Option<f64>,
+    /// The last-level (L2) cache, MiB: how much written data can stay on chip after a kernel
+    /// ends (the eval audit's write floors and physics check leave that much out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_cache_mib: Option<f64>,
     /// Where the figures come from (vendor page, or how they were measured).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub source: String,
@@ -157,6 +161,11 @@ impl DevicePeaks {
         }
     }
 
+    /// The L2 size in bytes, when the table gives it.
+    pub fn l2_cache_bytes(&self) -> Option<f64> {
+        self.l2_cache_mib.map(|mib| mib * 1024.0 * 1024.0)
+    }
+
     fn validate(&self, origin: &str) -> Result<()> {
         let peaks = [
             Some(self.memory_bandwidth_gbs),
@@ -173,6 +182,7 @@ impl DevicePeaks {
             self.tensor_clock_mhz,
             self.base_clock_mhz,
             self.memory_clock_mhz,
+            self.l2_cache_mib,
         ];
         if self.name.trim().is_empty() {
             return Err(config(origin, "a [[device]] entry has an empty `name`"));

@@ -61,13 +61,15 @@ fn an_honest_candidate_passes() {
     assert_eq!(verdict["correctness"]["compared"], 10);
     assert_eq!(verdict["witness"]["coverage"], 1.0);
     assert_eq!(verdict["timing"]["speedup"]["method"], "hodges_lehmann_log");
-    assert!(
-        verdict["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|c| c["ran"] == true)
-    );
+    // Every check ran but the two that need the work pass, which this eval did not take.
+    let skipped: Vec<&str> = verdict["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["ran"] != true)
+        .filter_map(|c| c["check"].as_str())
+        .collect();
+    assert_eq!(skipped, ["work_floor", "precision"]);
 }
 
 #[test]
@@ -88,7 +90,11 @@ fn work_on_a_side_stream_is_caught_by_the_witness() {
     assert_eq!(verdict["passed"], false);
     assert_eq!(
         finding_kinds(&verdict),
-        ["reported_time_below_witness", "suspicious_speedup"]
+        [
+            "reported_time_below_witness",
+            "suspicious_speedup",
+            "above_roofline"
+        ]
     );
     let below = &verdict["findings"][0];
     assert_eq!(below["check"], "witness_time");
@@ -106,7 +112,8 @@ fn work_on_a_background_thread_is_caught_outside_the_calls() {
         [
             "kernels_outside_calls",
             "decoy_kernels",
-            "suspicious_speedup"
+            "suspicious_speedup",
+            "above_roofline"
         ]
     );
     let outside = &verdict["findings"][0];
@@ -179,4 +186,89 @@ fn unreadable_evidence_exits_2_and_writes_nothing() {
 
     std::fs::write(empty.path().join("evidence.json"), "{\"schema_version\": 1").unwrap();
     assert_exit(&audit(empty.path(), false), 2);
+}
+
+/// The honest layernorm's evidence (fp32 16384×4096 in and out) with a work pass whose calls each
+/// ran the H200's captured `vector_add` (tests/fixtures/eval-work): 134 MB read where the input
+/// holds 268 MB, as a kernel that processed half its input would.
+fn half_the_work(calibration: Option<Value>) -> (tempfile::TempDir, PathBuf) {
+    let (keep, dir) = eval_dir("honest");
+    let path = dir.join("evidence.json");
+    let mut evidence: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let captured: Vec<Value> =
+        serde_json::from_slice(&std::fs::read(fixture("eval-work/kernels.launches.json")).unwrap())
+            .unwrap();
+    let launches: Vec<Value> = [7, 8, 9]
+        .iter()
+        .map(|call| {
+            let mut launch = captured[0].clone();
+            launch["launch_id"] = serde_json::json!(call);
+            launch["ranges"] = serde_json::json!([format!("polyprof/call/{call}")]);
+            launch["thread_id"] = launch["process_id"].clone();
+            launch
+        })
+        .collect();
+    evidence["settings"]["work_pass"] = Value::Bool(true);
+    evidence["work"] = serde_json::json!({
+        "profiler": "ncu",
+        "run_dir": "work.000",
+        "cache_control": "all",
+        "launches": launches,
+    });
+    if let Some(calibration) = calibration {
+        evidence["calibration"] = calibration;
+    }
+    std::fs::write(&path, serde_json::to_vec(&evidence).unwrap()).unwrap();
+    (keep, dir)
+}
+
+#[test]
+fn a_kernel_that_read_half_its_input_did_too_little_work() {
+    let (_keep, dir) = half_the_work(None);
+    let out = audit(&dir, false);
+    assert_exit(&out, 1);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("finding      too_little_work: call 7 read 134.2 MB from DRAM, 50 % of the 268.4 MB its inputs hold"),
+        "{stdout}"
+    );
+    let verdict = written_verdict(&dir);
+    assert_eq!(verdict["status"], "correct");
+    let kinds = finding_kinds(&verdict);
+    assert!(kinds.iter().all(|k| k == "too_little_work"), "{kinds:?}");
+    assert_eq!(
+        verdict["findings"][0]["evidence"]["calibration"],
+        "uncalibrated"
+    );
+    assert!(verdict.get("calibration").is_none());
+}
+
+#[test]
+fn a_calibration_that_distrusts_the_read_counter_is_cited_and_judges_nothing_from_it() {
+    let calibration = serde_json::json!({
+        "device_name": "NVIDIA H200",
+        "tool": "ncu 2025.3.1.0",
+        "created_unix_s": 1_796_000_000u64,
+        "path": "calibration/h200.json",
+        "checks": [
+            {"kernel": "copy", "quantity": "dram_bytes_read", "expected": 1e9, "measured": 1.2e9},
+            {"kernel": "copy", "quantity": "dram_bytes_write", "expected": 1e9, "measured": 1.2e9}
+        ]
+    });
+    let (_keep, dir) = half_the_work(Some(calibration));
+    let out = audit(&dir, false);
+    assert_exit(&out, 0);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(
+            "\n  calibration  NVIDIA H200, ncu 2025.3.1.0, created 2026-11-30 00:53 UTC, calibration/h200.json\n"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("not checked  work_floor: reads: the calibration (NVIDIA H200, ncu 2025.3.1.0) marks the dram_bytes_read counter untrusted"),
+        "{stdout}"
+    );
+    let verdict = written_verdict(&dir);
+    assert_eq!(verdict["calibration"]["path"], "calibration/h200.json");
 }

@@ -99,3 +99,45 @@ fn rng_fills_with_hfma2_mma_moves_do_not() {
     );
     assert!(!needs_reference_work(&fills), "{flops:?}");
 }
+
+/// The work-pass launches the audit's unit tests read (tests/fixtures/eval-work, compiled into
+/// src/eval/work_captures.rs): each is `launches_from_records` of a real H200 capture, and must
+/// stay what the parser gives today. Regenerate with
+/// `UPDATE_WORK_LAUNCHES=1 cargo test --test integration eval_work_counters`.
+#[test]
+fn the_audit_tests_launches_are_the_parsed_captures() {
+    let pairs = [
+        (
+            "ncu-h200/raw_page_selected_metrics.stdout",
+            "eval-work/kernels.launches.json",
+        ),
+        (
+            "ncu-h200-fp8/fp8_clock_none.csv",
+            "eval-work/fp8_matmul.launches.json",
+        ),
+        (
+            "ncu-h200-tensor/mm_tensor.csv",
+            "eval-work/mm_tensor.launches.json",
+        ),
+    ];
+    let mut stale = Vec::new();
+    for (capture, committed) in pairs {
+        let parsed = launches(capture);
+        assert!(
+            parsed.iter().all(|l| l.counters.is_some()),
+            "{capture}: every launch carries counters"
+        );
+        let text = serde_json::to_string_pretty(&parsed).unwrap() + "\n";
+        let path = fixture(committed);
+        if std::env::var_os("UPDATE_WORK_LAUNCHES").is_some() {
+            std::fs::write(&path, &text).unwrap();
+        }
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+            stale.push(committed);
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "{stale:?} differ from the parsed captures; regenerate with UPDATE_WORK_LAUNCHES=1"
+    );
+}

@@ -8,10 +8,13 @@ pub mod device_reset;
 pub mod inputs;
 pub mod output_sanity;
 pub mod plausible_time;
+pub mod precision;
+pub mod roofline;
 pub mod sample_conditions;
 pub mod suspicious_speedup;
 pub mod witness_ranges;
 pub mod witness_time;
+pub mod work_floor;
 
 use serde_json::Value;
 
@@ -41,9 +44,21 @@ impl RuleOutcome {
                 check: check.to_string(),
                 ran: true,
                 why_not: None,
+                not_judged: Vec::new(),
             },
             findings,
         }
+    }
+
+    /// A check that ran with parts it could not judge (`not_judged`).
+    pub fn ran_in_part(
+        check: &str,
+        findings: Vec<Finding>,
+        not_judged: Vec<String>,
+    ) -> RuleOutcome {
+        let mut outcome = RuleOutcome::ran(check, findings);
+        outcome.check.not_judged = not_judged;
+        outcome
     }
 
     pub fn skipped(check: &str, why_not: impl Into<String>) -> RuleOutcome {
@@ -52,6 +67,7 @@ impl RuleOutcome {
                 check: check.to_string(),
                 ran: false,
                 why_not: Some(why_not.into()),
+                not_judged: Vec::new(),
             },
             findings: Vec::new(),
         }
@@ -61,7 +77,7 @@ impl RuleOutcome {
 pub type Rule = fn(&Facts) -> RuleOutcome;
 
 /// Every rule, in the order their checks are listed in a verdict.
-pub const RULES: [Rule; 11] = [
+pub const RULES: [Rule; 14] = [
     correctness::check,
     inputs::check,
     output_sanity::check,
@@ -71,6 +87,9 @@ pub const RULES: [Rule; 11] = [
     candidate_kernels::check,
     suspicious_speedup::check,
     plausible_time::check,
+    work_floor::check,
+    roofline::check,
+    precision::check,
     sample_conditions::check,
     device_reset::check,
 ];

@@ -1,10 +1,11 @@
-//! Times no kernel can take: a score below the floor a launch costs (`min_plausible_ms`), or a
-//! candidate block whose median is zero or negative (a timer that was stopped early, patched,
-//! or underflowed).
+//! Times no kernel can take: a score below the floor a launch costs (`min_plausible_ms`, or the
+//! device's calibrated launch floor when it is higher), or a candidate block whose median is
+//! zero or negative (a timer that was stopped early, patched, or underflowed).
 
 use serde_json::json;
 
 use super::{Facts, Measure, RuleOutcome, finding};
+use crate::eval::counter_trust::calibration_note;
 use crate::eval::evidence::Side;
 use crate::eval::verdict::FindingKind;
 use crate::results::stats::percentile_of_sorted;
@@ -22,7 +23,21 @@ pub fn check(facts: &Facts) -> RuleOutcome {
         return RuleOutcome::skipped(CHECK, "no candidate timing block was recorded");
     }
     let mut findings = Vec::new();
-    let floor = evidence.settings.min_plausible_ms;
+    let setting = evidence.settings.min_plausible_ms;
+    // The device's own floor, when calibrated: an empty kernel's time.
+    let launch_floor_ms = evidence
+        .calibration
+        .as_ref()
+        .and_then(|c| c.launch_floor_ns)
+        .filter(|ns| ns.is_finite() && *ns > 0.0)
+        .map(|ns| ns / 1e6);
+    let (floor, source) = match launch_floor_ms {
+        Some(launch) if launch > setting => (
+            launch,
+            "an empty kernel takes on this device (calibration)".to_string(),
+        ),
+        _ => (setting, "any kernel launch takes".to_string()),
+    };
     if let Ok(timing) = facts.timing
         && (timing.score_ms <= 0.0 || timing.score_ms < floor)
     {
@@ -30,7 +45,7 @@ pub fn check(facts: &Facts) -> RuleOutcome {
             FindingKind::ImplausibleTime,
             CHECK,
             format!(
-                "the candidate's score, {:.6} ms, is below the {floor} ms any kernel launch takes",
+                "the candidate's score, {:.6} ms, is below the {floor} ms {source}",
                 timing.score_ms
             ),
             Measure {
@@ -38,7 +53,12 @@ pub fn check(facts: &Facts) -> RuleOutcome {
                 limit: floor,
                 unit: "ms",
             },
-            json!({ "score_ms": timing.score_ms }),
+            json!({
+                "score_ms": timing.score_ms,
+                "min_plausible_ms": setting,
+                "launch_floor_ms": launch_floor_ms,
+                "calibration": evidence.calibration.as_ref().map(|_| calibration_note(evidence)),
+            }),
         ));
     }
     let zero_blocks: Vec<(u32, f64)> = blocks
@@ -101,6 +121,31 @@ mod tests {
         let outcome = run(check, &e);
         assert_eq!(kinds(&outcome), [FindingKind::ImplausibleTime]);
         assert_eq!(outcome.findings[0].limit, Some(0.5));
+    }
+
+    #[test]
+    fn a_score_below_the_calibrated_launch_floor_is_implausible() {
+        let mut e = evidence();
+        e.calibration = Some(crate::eval::test_support::calibration());
+        // 2 µs per empty kernel: 0.2 ms is plausible.
+        assert!(run(check, &e).findings.is_empty());
+        for b in e.samples.iter_mut().filter(|b| b.side == Side::Candidate) {
+            b.times_ms = vec![0.0015; b.times_ms.len()];
+        }
+        let outcome = run(check, &e);
+        assert_eq!(kinds(&outcome), [FindingKind::ImplausibleTime]);
+        let f = &outcome.findings[0];
+        assert_eq!(f.limit, Some(0.002));
+        assert_eq!(f.evidence["min_plausible_ms"], 0.001);
+        assert_eq!(f.evidence["calibration"]["tool"], "ncu 2025.3.1.0");
+        assert!(
+            f.message.contains("an empty kernel takes on this device"),
+            "{}",
+            f.message
+        );
+        // Without the calibration, 1.5 µs is above the 1 µs setting.
+        e.calibration = None;
+        assert!(run(check, &e).findings.is_empty());
     }
 
     #[test]
