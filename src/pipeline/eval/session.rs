@@ -715,29 +715,48 @@ impl Eval<'_> {
             candidate.finish().await;
         }
         self.evidence.witness = Some(profiled_evidence(&profiler, Role::Witness));
-        if let Err(e) = self
-            .start(Role::Witness, &profiler, settings, Stage::Witness)
-            .await
-        {
-            // No witness (the profiler is missing or failed to start the worker): the audit
-            // says its checks did not run; the eval itself is not failed by it.
-            if let Some(witness) = self.evidence.witness.as_mut() {
-                witness.error = Some(e.message);
-            }
-            return Ok(());
+        // No witness (the profiler is missing or failed to start the worker): the audit says
+        // its checks did not run; the eval itself is not failed by it.
+        let calls = self.spec.options.witness_calls;
+        self.profiled_calls(
+            Role::Witness,
+            TrialPhase::Witness,
+            Stage::Witness,
+            calls,
+            &profiler,
+            settings,
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// The candidate's worker under `profiler`: set up, then `calls` checked calls on fresh
+    /// trials (the first preceded by a warmup), then ended and its run recorded in `role`'s
+    /// evidence. A worker that cannot start is recorded there as the error, not a failure
+    /// (`Ok(false)`); a candidate that fails in it fails the eval.
+    async fn profiled_calls(
+        &mut self,
+        role: Role,
+        phase: TrialPhase,
+        stage: Stage,
+        calls: u32,
+        profiler: &str,
+        settings: ProfilerSettings,
+    ) -> std::result::Result<bool, Failure> {
+        if let Err(e) = self.start(role, profiler, settings, stage).await {
+            self.set_profiled_error(role, e.message);
+            return Ok(false);
         }
-        self.setup_candidate(Role::Witness, Stage::Witness).await?;
-        for n in 0..self.spec.options.witness_calls {
-            let index = self
-                .trial(Role::Witness, TrialPhase::Witness, Stage::Witness, n == 0)
-                .await?;
-            self.release(Role::Witness, index, Stage::Witness).await?;
+        self.setup_candidate(role, stage).await?;
+        for n in 0..calls {
+            let index = self.trial(role, phase, stage, n == 0).await?;
+            self.release(role, index, stage).await?;
         }
         if let Some(worker) = self.candidate.take() {
             let run = worker.finish().await;
-            self.record_profiled_run(Role::Witness, &run);
+            self.record_profiled_run(role, &run);
         }
-        Ok(())
+        Ok(true)
     }
 
     /// The work pass: the candidate again under the work counters, a warmup (not profiled),
@@ -765,23 +784,19 @@ impl Eval<'_> {
             );
             return Ok(());
         }
-        if let Err(e) = self
-            .start(Role::Work, &profiler, settings.clone(), Stage::Work)
-            .await
+        let calls = self.spec.options.work_calls;
+        if !self
+            .profiled_calls(
+                Role::Work,
+                TrialPhase::Work,
+                Stage::Work,
+                calls,
+                &profiler,
+                settings.clone(),
+            )
+            .await?
         {
-            self.set_profiled_error(Role::Work, e.message);
             return Ok(());
-        }
-        self.setup_candidate(Role::Work, Stage::Work).await?;
-        for n in 0..self.spec.options.work_calls {
-            let index = self
-                .trial(Role::Work, TrialPhase::Work, Stage::Work, n == 0)
-                .await?;
-            self.release(Role::Work, index, Stage::Work).await?;
-        }
-        if let Some(worker) = self.candidate.take() {
-            let run = worker.finish().await;
-            self.record_profiled_run(Role::Work, &run);
         }
         if crate::eval::precision::needs_reference_work(&self.evidence) {
             self.reference_work(&profiler, settings).await;
