@@ -45,7 +45,8 @@
 # fault. Some corpus candidates only: GPU_EVAL_CANDIDATES="hack_hang honest_relu_cuda".
 # A sweep longer than one call: KB_SKIP=N leaves out the first N runnable problems (smallest
 # first), so the next call continues where the last stopped (about 20 s per problem on the H200).
-# Named problems instead of the evenly spaced selection: KB_PROBLEMS="level2/2 level2/3".
+# Named problems instead of the evenly spaced selection: KB_PROBLEMS="level2/2 level2/3"; the N
+# smallest of both levels (by the size probe): KB_SMALLEST=N (with KB_SKIP to continue).
 # Python: $POLYPROF_PYTHON, else python3 (the same one polyprof's workers use by default).
 set -euo pipefail
 if [ $# -lt 2 ]; then

@@ -42,6 +42,9 @@ KB_N = int(setting("KB_N", "50"))
 KB_SKIP = int(setting("KB_SKIP", "0"))
 # Named problems instead of the evenly spaced selection: "level2/2 level2/3" (level/number).
 KB_PROBLEMS = setting("KB_PROBLEMS", "").split()
+# The N smallest problems of both levels (inputs and weights, from the size probe) instead of
+# the evenly spaced selection: a sweep that must reach a count within a time budget.
+KB_SMALLEST = int(setting("KB_SMALLEST", "0"))
 KB_ARGS = shlex.split(setting("KB_ARGS", "--trials 2 --blocks 3 --repeat 20"))
 KB_EVAL_TIMEOUT_S = float(setting("KB_EVAL_TIMEOUT_S", "150"))
 KB_MAX_GB = float(setting("KB_MAX_GB", "8"))
@@ -353,6 +356,8 @@ def select_problems(kb_dir: Path, count: int) -> List[Path]:
             named += sorted(levels[level].glob(f"{number}_*.py")) if level in levels else []
         return named
     level1, level2 = (sorted(d.glob("*.py"), key=problem_number) for d in kb_levels(kb_dir))
+    if KB_SMALLEST:
+        return level1 + level2
     return evenly(level1, (count + 1) // 2) + evenly(level2, count // 2)
 
 
@@ -387,6 +392,9 @@ def run_kernelbench(report: Report, polyprof: str, kb_dir: Path, out: Path, budg
             runnable.append((total, path, size.get("error") or ("" if size else "no size")))
     # Smallest first: more problems fit in the budget, and the slow host-side input draws last.
     runnable.sort(key=lambda item: (item[0], str(item[1])))
+    if KB_SMALLEST:
+        report.line(f"KB_SMALLEST={KB_SMALLEST}: the {KB_SMALLEST} smallest of {len(runnable)} runnable problems")
+        runnable = runnable[:KB_SMALLEST]
     if KB_SKIP:
         report.line(f"KB_SKIP={KB_SKIP}: the first {KB_SKIP} runnable problems are left to an earlier call")
         runnable = runnable[KB_SKIP:]
