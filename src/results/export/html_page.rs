@@ -13,9 +13,9 @@ body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222;max-width:1400px
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em}
 table{border-collapse:collapse;margin:.5em 0}
 th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
-td.n{text-align:right;font-variant-numeric:tabular-nums}
+td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 th[data-sort]{cursor:pointer;background:#f4f4f4}th[data-sort]:hover{background:#e8e8e8}
-td.name{font-family:ui-monospace,monospace;word-break:break-all;max-width:50em}
+td.name{font-family:ui-monospace,monospace;overflow-wrap:anywhere;max-width:40em}
 .note{color:#555}.bad{color:#b00020;font-weight:600}.good{color:#1b7f3b}
 .legend span{display:inline-block;margin-right:1em}
 .legend i{display:inline-block;width:.8em;height:.8em;border-radius:50%;margin-right:.3em}
