@@ -26,6 +26,7 @@ pub mod parse_output;
 pub mod parse_run;
 pub mod parse_vtune;
 pub mod report;
+pub mod report_batch;
 pub mod run;
 pub mod select;
 pub mod width;

@@ -4,6 +4,7 @@ pub mod chrome;
 pub mod csv;
 pub mod hatchet;
 pub mod html;
+pub mod html_batch;
 pub mod html_diff;
 pub mod html_page;
 pub mod html_timeline;
