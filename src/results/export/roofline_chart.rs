@@ -146,8 +146,8 @@ pub fn chart(
         .collect();
     let bandwidth_gbs = peaks.bandwidth_at(dram_ghz.map(|g| g * 1e9));
     let mut clock_note = match sm_ghz {
-        Some(g) => format!("compute roofs at the SM clock the run had, {g:.2} GHz (median)"),
-        None => "compute roofs at the published peaks (no SM clock measured)".to_string(),
+        Some(g) => format!("Compute roofs at the SM clock the run had, {g:.2} GHz (median)"),
+        None => "Compute roofs at the published peaks (no SM clock measured)".to_string(),
     };
     clock_note.push_str(&match dram_ghz {
         Some(g) => format!("; bandwidth roof at the DRAM clock {g:.2} GHz"),
