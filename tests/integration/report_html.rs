@@ -435,3 +435,73 @@ fn a_batch_root_reports_only_as_html() {
     assert_exit(&out, 2);
     assert!(String::from_utf8_lossy(&out.stderr).contains("--format html"));
 }
+
+#[test]
+fn a_tensor_capture_gets_a_roof_per_precision_at_the_clock_it_ran() {
+    // Real FP8 matmul on the H200 with unlocked clocks (tests/fixtures/ncu-h200-fp8/README.md).
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("fp8");
+    let out = polyprof()
+        .args(["parse", "--profiler", "ncu"])
+        .arg(fixture("ncu-h200-fp8/fp8_clock_none.csv"))
+        .arg("--run-dir")
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let page = write(
+        dir.path(),
+        &[
+            "report",
+            run.to_str().unwrap(),
+            "--format",
+            "html",
+            "fp8.html",
+        ],
+    );
+    let loaded = open(dir.path(), &page);
+    assert_clean(&loaded);
+    assert!(
+        loaded
+            .dom
+            .contains("Compute roofs at the SM clock the run had, 1.95 GHz"),
+        "clock not stated"
+    );
+    let roof_re = Regex::new(r#"<g class="roof" [^>]*>"#).unwrap();
+    let roofs: Vec<_> = roof_re
+        .find_iter(&loaded.dom)
+        .map(|m| attributes(m.as_str()))
+        .collect();
+    let labels: Vec<&str> = roofs.iter().map(|r| r["data-label"].as_str()).collect();
+    assert!(labels[0].starts_with("fp32 "), "{labels:?}");
+    assert!(
+        labels.iter().any(|l| l.starts_with("tensor fp8 ")),
+        "{labels:?}"
+    );
+    let bandwidth: f64 = Regex::new(r#"data-bandwidth-gbs="([0-9.e+-]+)""#)
+        .unwrap()
+        .captures(&loaded.dom)
+        .unwrap()[1]
+        .parse()
+        .unwrap();
+    let top = roofs
+        .iter()
+        .map(|r| number(r, "data-gflops"))
+        .fold(0.0, f64::max);
+    let points = points(&loaded.dom);
+    assert_eq!(points.len(), 3);
+    for point in &points {
+        let ceiling = (bandwidth * number(point, "data-ai")).min(top);
+        assert!(
+            number(point, "data-gflops") <= ceiling,
+            "{point:?} above {ceiling}"
+        );
+    }
+    // The FP8 matmul is compute-bound under the FP8 roof, far above the FP32 one.
+    let matmul = points
+        .iter()
+        .max_by(|a, b| number(a, "data-gflops").total_cmp(&number(b, "data-gflops")))
+        .unwrap();
+    assert_eq!(matmul["data-bound"], "compute");
+    assert!(number(matmul, "data-gflops") > number(&roofs[0], "data-gflops"));
+}

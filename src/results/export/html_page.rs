@@ -25,6 +25,7 @@ td.name{font-family:ui-monospace,monospace;overflow-wrap:anywhere;max-width:40em
  font:12px ui-monospace,monospace;white-space:pre;display:none;z-index:9;max-width:60em;
  overflow:hidden}
 #errors{color:#b00020}
+pre.header{white-space:pre-wrap;overflow-wrap:anywhere}
 "#;
 
 /// Sortable tables, timelines, and the error and readiness record.

@@ -319,7 +319,19 @@ fn draw(
         .flat_map(|s| &s.points)
         .map(|p| p.gpu_time_ns)
         .sum();
-    circles.push_str("<g class=\"points\">");
+    // The roofs' figures for readers of the DOM (their lines are plotters' polylines).
+    circles.push_str(&format!(
+        "<g class=\"roofs\" data-bandwidth-gbs=\"{}\">",
+        chart.bandwidth_gbs
+    ));
+    for roof in &chart.roofs {
+        circles.push_str(&format!(
+            "<g class=\"roof\" data-label=\"{}\" data-gflops=\"{}\"></g>",
+            escape(&roof.label),
+            roof.gflops_per_s
+        ));
+    }
+    circles.push_str("</g><g class=\"points\">");
     for (series_index, series) in chart.series.iter().enumerate() {
         for point in &series.points {
             let (cx, cy) = plot.backend_coord(&(point.intensity, point.gflops_per_s));
@@ -371,9 +383,13 @@ fn draw(
         for point in &chart.series[0].points {
             let (cx, cy) = plot.backend_coord(&(point.intensity, point.gflops_per_s));
             let name: String = point.short_name.chars().take(40).collect();
+            // Near the right edge the label goes to the left of its point.
+            let (x, anchor) = match cx > (WIDTH as i32) * 2 / 3 {
+                true => (cx - 12, "end"),
+                false => (cx + 10, "start"),
+            };
             circles.push_str(&format!(
-                "<text x=\"{}\" y=\"{}\">{}</text>",
-                cx + 10,
+                "<text x=\"{x}\" y=\"{}\" text-anchor=\"{anchor}\">{}</text>",
                 cy + 4,
                 escape(&name)
             ));
