@@ -335,12 +335,7 @@ fn draw(
     for (series_index, series) in chart.series.iter().enumerate() {
         for point in &series.points {
             let (cx, cy) = plot.backend_coord(&(point.intensity, point.gflops_per_s));
-            let share = if total > 0.0 {
-                point.gpu_time_ns / total
-            } else {
-                0.0
-            };
-            let radius = 4.0 + 14.0 * share.sqrt();
+            let radius = radius(point.gpu_time_ns, total);
             // The second series of a diff is drawn hollow.
             let fill = match series_index {
                 0 => format!(
@@ -384,9 +379,10 @@ fn draw(
             let (cx, cy) = plot.backend_coord(&(point.intensity, point.gflops_per_s));
             let name: String = point.short_name.chars().take(40).collect();
             // Near the right edge the label goes to the left of its point.
+            let gap = radius(point.gpu_time_ns, total).ceil() as i32 + 4;
             let (x, anchor) = match cx > (WIDTH as i32) * 2 / 3 {
-                true => (cx - 12, "end"),
-                false => (cx + 10, "start"),
+                true => (cx - gap, "end"),
+                false => (cx + gap, "start"),
             };
             circles.push_str(&format!(
                 "<text x=\"{x}\" y=\"{}\" text-anchor=\"{anchor}\">{}</text>",
@@ -397,6 +393,16 @@ fn draw(
         circles.push_str("</g>");
     }
     Ok(())
+}
+
+/// A point's radius: its area grows with its share of the chart's GPU time.
+fn radius(gpu_time_ns: f64, total_ns: f64) -> f64 {
+    let share = if total_ns > 0.0 {
+        gpu_time_ns / total_ns
+    } else {
+        0.0
+    };
+    4.0 + 14.0 * share.sqrt()
 }
 
 /// Text for HTML and SVG content and attribute values.
