@@ -67,9 +67,6 @@ pub fn peaks_for(
 }
 
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
-    if super::report_batch::is_batch_root(&args.run_dir) {
-        return super::report_batch::execute(&args);
-    }
     let run = ProfileRun::read(&args.run_dir)?;
     tracing::debug!(run_dir = %args.run_dir.display(), kernels = run.kernels.len(), "read the run document");
     let table = device_table(args.devices.as_deref())?;
