@@ -505,3 +505,72 @@ fn a_tensor_capture_gets_a_roof_per_precision_at_the_clock_it_ran() {
     assert_eq!(matmul["data-bound"], "compute");
     assert!(number(matmul, "data-gflops") > number(&roofs[0], "data-gflops"));
 }
+
+#[test]
+fn the_eval_batch_page_puts_the_failed_candidate_first_and_shows_speedups() {
+    let Some(python) = crate::support::eval::python_with_numpy() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let problem = crate::support::eval::problem;
+    let eval_job = |id: &str, candidate: PathBuf| {
+        serde_json::json!({
+            "id": id,
+            "timeout_s": 60,
+            "eval": {
+                "reference": problem("reference.py"),
+                "candidate": candidate,
+                "device": "cpu",
+                "trials": 3,
+                "timing_blocks": 2,
+                "repeat": 3,
+                "python": python,
+            }
+        })
+    };
+    let honest = dir.path().join("honest.py");
+    std::fs::copy(problem("honest.py"), &honest).unwrap();
+    let file = crate::support::batch::write_jobs(
+        dir.path(),
+        &[
+            eval_job("honest", honest),
+            eval_job("inplace", problem("inplace.py")),
+            eval_job("raises", problem("raises.py")),
+        ],
+    );
+    let root = dir.path().join("root");
+    let out = crate::support::batch::batch(&file, &root)
+        .args(["--devices", "cpu", "--jobs", "2", "-q"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 1);
+    let page = root.join("index.html");
+    let out = polyprof()
+        .arg("report")
+        .arg(&root)
+        .args(["--format", "html", "-o"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let loaded = open(dir.path(), &page);
+    assert_clean(&loaded);
+    let rows = Regex::new(r#"<tr data-job="([^"]+)""#).unwrap();
+    let order: Vec<String> = rows
+        .captures_iter(&loaded.dom)
+        .map(|c| c[1].to_string())
+        .collect();
+    assert_eq!(order, ["raises", "inplace", "honest"]);
+    let honest_row = &loaded.dom[loaded.dom.find("data-job=\"honest\"").unwrap()..];
+    let honest_row = &honest_row[..honest_row.find("</tr>").unwrap()];
+    assert!(honest_row.contains("succeeded (passed)"), "{honest_row}");
+    assert!(
+        Regex::new(r"\d+\.\d\d× \[").unwrap().is_match(honest_row),
+        "{honest_row}"
+    );
+    assert!(
+        honest_row.contains("href=\"runs/honest/verdict.json\""),
+        "{honest_row}"
+    );
+    assert!(loaded.dom.contains("not passed"));
+}
