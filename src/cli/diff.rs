@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use polyprof::results::ProfileRun;
 use polyprof::results::diff::{DEFAULT_THRESHOLD_PCT, DiffOptions, diff_runs};
+use polyprof::results::export::{Report, html_diff};
 
 use super::width::table_width_for;
 
@@ -33,9 +34,31 @@ pub struct Args {
     /// Full kernel names in the table instead of names fitted to the terminal width.
     #[arg(long)]
     pub wide: bool,
-    /// Print the comparison as JSON instead of a table.
+    /// Print the comparison as JSON instead of a table (same as `--format json`).
     #[arg(long)]
     pub json: bool,
+    /// Output format: the terminal table, JSON, or one self-contained HTML page (per-kernel
+    /// change with its noise band, the verdict and why, both rooflines overlaid).
+    #[arg(long, short = 'f', value_enum, default_value_t = DiffFormat::Table)]
+    pub format: DiffFormat,
+    /// Write to FILE instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Device for the rooflines of the HTML page (default: each run's device).
+    #[arg(long, value_name = "NAME")]
+    pub device: Option<String>,
+    /// A TOML device table that adds to or replaces built-in entries.
+    #[arg(long, value_name = "FILE")]
+    pub devices: Option<PathBuf>,
+}
+
+/// Output formats of `polyprof diff`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum DiffFormat {
+    #[default]
+    Table,
+    Json,
+    Html,
 }
 
 fn parse_threshold(text: &str) -> Result<f64, String> {
@@ -104,16 +127,42 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     // Both runs are usually `ncu.000`; the paths tell them apart.
     diff.a = format!("{} ({})", args.run_a.display(), diff.a);
     diff.b = format!("{} ({})", args.run_b.display(), diff.b);
-    let text = if args.json {
-        serde_json::to_string_pretty(&diff)? + "\n"
+    let format = if args.json {
+        DiffFormat::Json
     } else {
-        diff.render(table_width_for(args.wide))
+        args.format
     };
-    let mut stdout = std::io::stdout().lock();
-    stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-        .context("write the comparison to standard output")?;
+    let text = match format {
+        DiffFormat::Json => serde_json::to_string_pretty(&diff)? + "\n",
+        DiffFormat::Table => diff.render(match args.output {
+            Some(_) => None,
+            None => table_width_for(args.wide),
+        }),
+        DiffFormat::Html => {
+            let table = super::report::device_table(args.devices.as_deref())?;
+            let peaks_a = super::report::peaks_for(&table, &a, args.device.as_deref())?;
+            let peaks_b = super::report::peaks_for(&table, &b, args.device.as_deref())?;
+            html_diff::render(
+                &diff,
+                &Report::from_run(a, peaks_a),
+                &Report::from_run(b, peaks_b),
+            )?
+        }
+    };
+    match &args.output {
+        Some(path) => {
+            polyprof::model::atomic_file::write_atomic(path, text.as_bytes())
+                .with_context(|| format!("write the comparison to {}", path.display()))?;
+            eprintln!("polyprof: wrote {} ({format:?})", path.display());
+        }
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            stdout
+                .write_all(text.as_bytes())
+                .and_then(|()| stdout.flush())
+                .context("write the comparison to standard output")?;
+        }
+    }
     Ok(if diff.regressed() { EXIT_REGRESSED } else { 0 })
 }
 

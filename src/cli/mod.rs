@@ -26,6 +26,7 @@ pub mod parse_output;
 pub mod parse_run;
 pub mod parse_vtune;
 pub mod report;
+pub mod report_batch;
 pub mod run;
 pub mod select;
 pub mod width;
@@ -133,6 +134,10 @@ pub async fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Eval(args) => eval::execute(args).await,
         Command::Parse(args) => parse::execute(args).await,
         Command::Occupancy(args) => occupancy::execute(args).await,
+        // A batch root reports as one page of its jobs.
+        Command::Report(args) if report_batch::is_batch_root(&args.run_dir) => {
+            report_batch::execute(&args)
+        }
         Command::Report(args) => report::execute(args).await,
         Command::Diff(args) => diff::execute(args).await,
         Command::Demo(args) => demo::execute(args).await,

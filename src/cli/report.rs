@@ -1,4 +1,5 @@
-//! `polyprof report RUN_DIR`: the run as a table, JSON, CSV, Hatchet literal or Chrome trace.
+//! `polyprof report RUN_DIR`: the run as a table, JSON, CSV, Hatchet literal, Chrome trace,
+//! HTML page or SVG roofline; a batch root as an HTML page of its jobs.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -12,7 +13,8 @@ use polyprof::results::{Profile, ProfileRun};
 /// Arguments of `polyprof report`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// A run directory (with run.json) or a run.json file.
+    /// A run directory (with run.json) or a run.json file; or a batch root (with batch.json),
+    /// reported as `--format html`.
     pub run_dir: PathBuf,
     /// Output format.
     #[arg(long, short = 'f', value_enum, default_value_t = Format::Table)]
@@ -102,4 +104,23 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         }
     }
     Ok(0)
+}
+
+/// Write a rendered report to `path` (atomically) or standard output.
+pub fn write_output(path: Option<&Path>, bytes: &[u8], format: Format) -> anyhow::Result<()> {
+    match path {
+        Some(path) => {
+            polyprof::model::atomic_file::write_atomic(path, bytes)
+                .with_context(|| format!("write the report to {}", path.display()))?;
+            eprintln!("polyprof: wrote {} ({format:?})", path.display());
+        }
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            stdout
+                .write_all(bytes)
+                .and_then(|()| stdout.flush())
+                .context("write the report to standard output")?;
+        }
+    }
+    Ok(())
 }

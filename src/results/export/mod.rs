@@ -3,10 +3,17 @@
 pub mod chrome;
 pub mod csv;
 pub mod hatchet;
+pub mod html;
+pub mod html_batch;
+pub mod html_diff;
+pub mod html_page;
+pub mod html_timeline;
 pub mod json;
 pub mod memory_table;
 pub mod proton;
+pub mod roofline_chart;
 pub mod stable_tree;
+pub mod svg;
 pub mod table;
 
 use std::io::Write;
@@ -39,6 +46,10 @@ pub enum Format {
     Proton,
     /// Chrome trace / Perfetto JSON.
     Chrome,
+    /// One self-contained HTML page: roofline, timelines, sortable kernel table.
+    Html,
+    /// The roofline chart alone, as SVG.
+    Svg,
 }
 
 from_str_via_value_enum!(Format, "report format");
@@ -51,6 +62,8 @@ impl Format {
             Format::Json | Format::Hatchet | Format::Proton => "json",
             Format::Csv => "csv",
             Format::Chrome => "trace.json",
+            Format::Html => "html",
+            Format::Svg => "svg",
         }
     }
 }
@@ -225,6 +238,8 @@ pub fn exporter(format: Format) -> Box<dyn Exporter> {
         Format::Hatchet => Box::new(hatchet::HatchetExporter),
         Format::Proton => Box::new(proton::ProtonExporter),
         Format::Chrome => Box::new(chrome::ChromeExporter),
+        Format::Html => Box::new(html::HtmlExporter),
+        Format::Svg => Box::new(svg::SvgExporter),
     }
 }
 

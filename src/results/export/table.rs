@@ -59,7 +59,7 @@ fn wall_s(run: &ProfileRun) -> Option<f64> {
         .map(|a| a.timings.end_s)
 }
 
-fn header(report: &Report) -> String {
+pub(crate) fn header(report: &Report) -> String {
     let mut lines = Vec::new();
     match &report.run {
         Some(run) => {

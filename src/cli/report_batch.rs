@@ -1,0 +1,102 @@
+//! `polyprof report BATCH_ROOT --format html`: the batch page, and each job's own run page
+//! (`report.html` beside each pass's run.json) for it to link to.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use polyprof::model::batch::{BATCH_FILE, BatchIndex};
+use polyprof::results::ProfileRun;
+use polyprof::results::export::html_batch::{self, JobLinks};
+use polyprof::results::export::{self, Format, Report};
+
+use super::report::{Args, device_table, peaks_for};
+
+/// The file name of each job's own page.
+pub const JOB_REPORT: &str = "report.html";
+
+/// Whether `dir` is a batch root (it holds the batch index).
+pub fn is_batch_root(dir: &Path) -> bool {
+    dir.join(BATCH_FILE).is_file()
+}
+
+pub fn execute(args: &Args) -> anyhow::Result<u8> {
+    anyhow::ensure!(
+        args.format == Format::Html,
+        "{} is a batch root: it reports as --format html (one page of every job); for one \
+         job's run pass its run directory ({}/runs/<id>), for the table `polyprof batch` prints \
+         use `polyprof batch --resume` or read batch.json",
+        args.run_dir.display(),
+        args.run_dir.display()
+    );
+    let root = args.run_dir.as_path();
+    let index = BatchIndex::read(root)?;
+    let table = device_table(args.devices.as_deref())?;
+    // Links are relative when the page sits in the batch root, absolute otherwise.
+    let page_dir = match &args.output {
+        Some(path) => path.parent().map(Path::to_path_buf).unwrap_or_default(),
+        None => PathBuf::from("."),
+    };
+    let relative = same_dir(&page_dir, root);
+    let mut links = JobLinks::new();
+    for entry in index.jobs.values() {
+        let passes = match entry.passes.is_empty() {
+            true => vec![entry.run_dir.clone()],
+            false => entry.passes.clone(),
+        };
+        let mut job_links = Vec::new();
+        for pass in &passes {
+            let dir = root.join(pass);
+            let href = |file: &str| match relative {
+                true => format!("{pass}/{file}"),
+                false => dir
+                    .join(file)
+                    .canonicalize()
+                    .map(|p| format!("file://{}", p.display()))
+                    .unwrap_or_else(|_| dir.join(file).display().to_string()),
+            };
+            let label = Path::new(pass)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| pass.clone());
+            if dir.join("run.json").is_file() {
+                match write_job_report(args, &table, &dir) {
+                    Ok(()) => job_links.push((format!("{label} report"), href(JOB_REPORT))),
+                    Err(error) => {
+                        tracing::warn!(job = %entry.id, "no report for {}: {error:#}", dir.display())
+                    }
+                }
+            }
+            if dir.join("verdict.json").is_file() {
+                job_links.push(("verdict.json".to_string(), href("verdict.json")));
+            }
+        }
+        links.insert(entry.id.clone(), job_links);
+    }
+    let html = html_batch::render(&index, &root.display().to_string(), &links);
+    super::report::write_output(args.output.as_deref(), html.as_bytes(), Format::Html)?;
+    Ok(0)
+}
+
+fn write_job_report(
+    args: &Args,
+    table: &polyprof::results::devices::DeviceTable,
+    dir: &Path,
+) -> anyhow::Result<()> {
+    let run = ProfileRun::read(dir)?;
+    let peaks = peaks_for(table, &run, args.device.as_deref())?;
+    let report = Report::from_run(run, peaks);
+    export::write_file(&report, Format::Html, &dir.join(JOB_REPORT))
+        .with_context(|| format!("write {}", dir.join(JOB_REPORT).display()))
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    let canonical = |p: &Path| {
+        let p = if p.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            p
+        };
+        p.canonicalize().ok()
+    };
+    matches!((canonical(a), canonical(b)), (Some(x), Some(y)) if x == y)
+}

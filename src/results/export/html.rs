@@ -1,0 +1,175 @@
+//! `--format html`: one self-contained page of a run: what ran and how it ended (with its
+//! diagnostics), the roofline, the timelines and the sortable kernel table with full names.
+
+use std::fmt::Write as _;
+use std::io::Write;
+
+use crate::model::error::{Error, Result};
+use crate::results::aggregate::KeyAverages;
+use crate::results::event::FrameKind;
+use crate::results::export::html_page::{legend, number_cell, page, text_cell, timeline};
+use crate::results::export::html_timeline::timelines;
+use crate::results::export::roofline_chart::{self, Series, escape, render_svg};
+use crate::results::export::{Exporter, Format, Report, memory_table, table};
+use crate::results::units;
+
+pub struct HtmlExporter;
+
+impl Exporter for HtmlExporter {
+    fn format(&self) -> Format {
+        Format::Html
+    }
+
+    fn export(&self, report: &Report, out: &mut dyn Write) -> Result<()> {
+        let html = render(report)?;
+        out.write_all(html.as_bytes())
+            .map_err(|e| Error::io("write", "the HTML report", e))
+    }
+}
+
+/// The page of one run.
+pub fn render(report: &Report) -> Result<String> {
+    let averages = report
+        .profile
+        .key_averages(Default::default())
+        .with_peaks(report.peaks.clone());
+    let label = report
+        .run
+        .as_ref()
+        .map(|r| r.label.clone())
+        .unwrap_or_else(|| report.profile.name.clone());
+    let mut body = String::new();
+    let _ = write!(
+        body,
+        "<h2>Run</h2><pre class=\"header\">{}</pre>",
+        escape(&table::header(report))
+    );
+    for row in &averages.rows {
+        if let Some(warning) = row.roofline.above_peak_warning() {
+            let _ = write!(
+                body,
+                "<p class=\"bad\">{}: {}</p>",
+                escape(&row.label()),
+                escape(&warning)
+            );
+        }
+    }
+    let points = roofline_chart::series(&label, &averages, &report.profile.events);
+    body.push_str(&roofline_section(report, &averages, vec![points])?);
+    let (cpu, gpu) = timelines(report);
+    if cpu.slice_count() + gpu.slice_count() > 0 {
+        body.push_str("<h2>Timeline</h2>");
+        body.push_str(&timeline(&gpu));
+        body.push_str(&timeline(&cpu));
+    }
+    body.push_str(&kernel_table(&averages, report));
+    if let Some(run) = &report.run {
+        let memory = memory_table::render(run);
+        if !memory.is_empty() {
+            let _ = write!(
+                body,
+                "<h2>Memory commands</h2><pre>{}</pre>",
+                escape(&memory)
+            );
+        }
+    }
+    Ok(page(&format!("polyprof report — {label}"), &body))
+}
+
+/// The roofline of `series` (a run, or both sides of a diff) with its legend and notes.
+pub(crate) fn roofline_section(
+    report: &Report,
+    averages: &KeyAverages,
+    series: Vec<Series>,
+) -> Result<String> {
+    roofline_section_of(report.peaks.as_ref(), &[averages], series)
+}
+
+pub(crate) fn roofline_section_of(
+    peaks: Option<&crate::results::devices::DevicePeaks>,
+    averages: &[&KeyAverages],
+    series: Vec<Series>,
+) -> Result<String> {
+    let mut html = String::from("<h2>Roofline</h2>");
+    let Some(chart) = roofline_chart::chart(peaks, averages, series) else {
+        html.push_str(
+            "<p class=\"note\">No device peaks for this run's device: pass --device NAME \
+             (e.g. --device H200) or --devices FILE to draw the roofline.</p>",
+        );
+        return Ok(html);
+    };
+    let _ = write!(
+        html,
+        "<p class=\"note\">{}. One point per kernel name (its launches added up), its area \
+         proportional to its GPU time; hover a point for its full name and figures.</p>",
+        escape(&chart.clock_note)
+    );
+    html.push_str(&legend());
+    if chart.series.len() > 1 {
+        html.push_str("<p class=\"note\">Filled: the first run (A); hollow: the second (B).</p>");
+    }
+    html.push_str(&render_svg(&chart)?);
+    for series in &chart.series {
+        if !series.unplaced.is_empty() {
+            let _ = write!(
+                html,
+                "<p class=\"note\">Not placed ({}; no FLOPs, DRAM bytes or GPU time): {}</p>",
+                escape(&series.label),
+                escape(&series.unplaced.join(", "))
+            );
+        }
+    }
+    Ok(html)
+}
+
+fn kernel_table(averages: &KeyAverages, report: &Report) -> String {
+    let rows: Vec<_> = averages
+        .sorted(report.sort_by)
+        .into_iter()
+        .filter(|r| r.kind == FrameKind::Kernel)
+        .collect();
+    if rows.is_empty() {
+        return "<h2>Kernels</h2><p>no kernel records</p>".to_string();
+    }
+    let mut html = String::from(
+        "<h2>Kernels</h2><p class=\"note\">Click a column to sort. One row per kernel name; \
+         throughput over GPU time; the verdict is the launches' (docs/verdicts.md).</p>\
+         <table class=\"sortable kernels\"><thead><tr>\
+         <th data-sort>Name</th><th data-sort>Calls</th><th data-sort>GPU total</th>\
+         <th data-sort>GPU mean</th><th data-sort>GFLOP/s</th><th data-sort>GB/s</th>\
+         <th data-sort>FLOP/byte</th><th data-sort>% peak BW</th><th data-sort>% peak FLOP</th>\
+         <th data-sort>Verdict</th></tr></thead><tbody>",
+    );
+    let opt = |value: Option<f64>, show: fn(f64) -> String| {
+        number_cell(value, &value.map(show).unwrap_or_else(|| "-".to_string()))
+    };
+    for row in rows {
+        let point = &row.roofline;
+        let name = roofline_chart::full_name(&report.profile.events, &row.name);
+        let mut verdict = point.verdict();
+        if row.verdicts.len() > 1 {
+            let shares: Vec<String> = row
+                .verdicts
+                .iter()
+                .map(|v| format!("{} × {}", v.launches, v.label))
+                .collect();
+            verdict.push_str(&format!(" (launches: {})", shares.join(", ")));
+        }
+        let _ = write!(
+            html,
+            "<tr><td class=\"name\">{}</td>{}{}{}{}{}{}{}{}{}</tr>",
+            escape(&name),
+            number_cell(Some(row.calls as f64), &row.calls.to_string()),
+            opt(row.gpu_total_ns, units::time_ns),
+            opt(row.gpu_mean_ns, units::time_ns),
+            opt(point.gflops_per_s, |v| units::significant(v, 4)),
+            opt(point.gb_per_s, |v| units::significant(v, 4)),
+            opt(point.arithmetic_intensity, |v| units::significant(v, 3)),
+            opt(point.pct_peak_bandwidth, units::pct),
+            opt(point.pct_peak_compute, units::pct),
+            text_cell(&verdict),
+        );
+    }
+    html.push_str("</tbody></table>");
+    html
+}

@@ -1,0 +1,203 @@
+//! `polyprof report BATCH_ROOT --format html`: every job of a batch (profiling or eval) on
+//! one page: state, time, speedup and findings, jobs that did not succeed first, each linking
+//! to its own report.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::model::batch::{BatchEntry, BatchIndex, EntryState};
+use crate::results::export::html_page::{number_cell, page, text_cell};
+use crate::results::export::roofline_chart::escape;
+use crate::results::units;
+
+/// Links of one job: (label, href relative to the page).
+pub type JobLinks = BTreeMap<String, Vec<(String, String)>>;
+
+/// Where a job goes in the page: the ones to look at first.
+fn rank(entry: &BatchEntry) -> u8 {
+    match entry.state {
+        EntryState::Crashed => 0,
+        EntryState::Failed => 1,
+        EntryState::TimedOut => 2,
+        EntryState::Lost => 3,
+        EntryState::Cancelled => 4,
+        EntryState::Running => 6,
+        EntryState::Pending => 7,
+        // An eval job that ran to its end but did not pass is a failure of the candidate.
+        EntryState::Succeeded if entry.eval.as_ref().is_some_and(|e| !e.passed) => 5,
+        EntryState::Succeeded => 8,
+    }
+}
+
+/// The jobs in page order: by [`rank`], then in the job file's order.
+pub fn ordered(index: &BatchIndex) -> Vec<&BatchEntry> {
+    let position: BTreeMap<&str, usize> = index
+        .order
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (id.as_str(), i))
+        .collect();
+    let mut entries: Vec<&BatchEntry> = index.jobs.values().collect();
+    entries.sort_by_key(|e| {
+        (
+            rank(e),
+            position.get(e.id.as_str()).copied().unwrap_or(usize::MAX),
+        )
+    });
+    entries
+}
+
+/// The page of `index`; `links` holds each job's reports, by job id.
+pub fn render(index: &BatchIndex, root: &str, links: &JobLinks) -> String {
+    let mut body = String::new();
+    let counts = index.counts();
+    let summary: Vec<String> = counts
+        .iter()
+        .map(|(state, count)| format!("{count} {state}"))
+        .collect();
+    let not_passed = index
+        .jobs
+        .values()
+        .filter(|e| e.eval.as_ref().is_some_and(|v| !v.passed))
+        .count();
+    let _ = write!(
+        body,
+        "<p>{} jobs from <code>{}</code> ({:?} backend): {}{}.</p>\
+         <p class=\"note\">Jobs that did not succeed come first (crashed, failed, timed out, \
+         lost, cancelled, eval candidates that did not pass), then the job file's order. Click \
+         a column to sort.</p>",
+        index.jobs.len(),
+        escape(&index.job_file),
+        index.backend,
+        escape(&summary.join(", ")),
+        if not_passed > 0 {
+            format!("; {not_passed} eval candidate(s) not passed")
+        } else {
+            String::new()
+        }
+    );
+    body.push_str(
+        "<table class=\"sortable batch\"><thead><tr><th data-sort>Job</th>\
+         <th data-sort>State</th><th data-sort>Device</th><th data-sort>Attempts</th>\
+         <th data-sort>Time</th><th data-sort>Kernels</th><th data-sort>Kernel time</th>\
+         <th data-sort>Speedup</th><th data-sort>Findings</th><th data-sort>Note</th>\
+         <th>Report</th></tr></thead><tbody>",
+    );
+    for entry in ordered(index) {
+        let state = match &entry.eval {
+            Some(eval) if eval.passed => format!("{} (passed)", entry.state),
+            Some(eval) => format!("{} (not passed: {})", entry.state, eval.status),
+            None => entry.state.to_string(),
+        };
+        let bad = rank(entry) < 6;
+        let speedup = entry.eval.as_ref().and_then(|e| e.speedup);
+        let findings = entry
+            .eval
+            .as_ref()
+            .map(|e| e.findings.join(", "))
+            .unwrap_or_default();
+        let job_links: String = links
+            .get(&entry.id)
+            .map(|list| {
+                list.iter()
+                    .map(|(label, href)| {
+                        format!("<a href=\"{}\">{}</a>", escape(href), escape(label))
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default();
+        let _ = write!(
+            body,
+            "<tr data-job=\"{id}\" data-state=\"{state_name}\"><td class=\"name\">{id}</td>\
+             <td class=\"{class}\">{state}</td>{device}{attempts}{time}{kernels}{ktime}{speedup}\
+             {findings}{note}<td>{job_links}</td></tr>",
+            id = escape(&entry.id),
+            state_name = entry.state,
+            class = if bad { "bad" } else { "" },
+            state = escape(&state),
+            device = text_cell(entry.device.as_deref().unwrap_or("-")),
+            attempts = number_cell(Some(entry.attempts as f64), &entry.attempts.to_string()),
+            time = number_cell(
+                entry.duration_s,
+                &units::or_dash(entry.duration_s.map(|s| format!("{s:.2} s")))
+            ),
+            kernels = number_cell(Some(entry.kernels as f64), &entry.kernels.to_string()),
+            ktime = number_cell(
+                entry.total_kernel_ns,
+                &units::or_dash(entry.total_kernel_ns.map(units::time_ns))
+            ),
+            speedup = number_cell(
+                speedup.map(|s| s.value),
+                &units::or_dash(
+                    speedup.map(|s| format!("{:.2}× [{:.2}–{:.2}]", s.value, s.ci_low, s.ci_high))
+                )
+            ),
+            findings = text_cell(&findings),
+            note = text_cell(&note(entry)),
+        );
+    }
+    body.push_str("</tbody></table>");
+    page(&format!("polyprof batch — {root}"), &body)
+}
+
+/// How a job ended in a few words: its top kernel, or its outcome and last error.
+fn note(entry: &BatchEntry) -> String {
+    if entry.state == EntryState::Succeeded && entry.eval.as_ref().is_none_or(|e| e.passed) {
+        return entry
+            .top_kernel
+            .as_ref()
+            .map(|k| format!("top kernel {k}"))
+            .unwrap_or_default();
+    }
+    let mut parts = Vec::new();
+    if let Some(outcome) = &entry.outcome {
+        parts.push(outcome.to_string());
+    }
+    if let Some(failure) = entry.eval.as_ref().and_then(|e| e.failure.as_ref()) {
+        parts.push(format!("stopped: {failure}"));
+    }
+    if let Some(error) = entry.device_error.as_ref().or(entry.errors.last()) {
+        parts.push(error.chars().take(300).collect());
+    }
+    parts.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::batch::{Backend, EvalSummary};
+
+    fn entry(id: &str, state: EntryState, passed: Option<bool>) -> BatchEntry {
+        BatchEntry {
+            state,
+            eval: passed.map(|passed| EvalSummary {
+                passed,
+                status: if passed { "correct" } else { "incorrect" }.to_string(),
+                device: "cuda".to_string(),
+                ..Default::default()
+            }),
+            ..BatchEntry::pending(id, Default::default())
+        }
+    }
+
+    #[test]
+    fn jobs_that_did_not_succeed_come_first_then_the_job_file_order() {
+        let index = BatchIndex::new(
+            "jobs.toml",
+            Backend::Local,
+            [
+                entry("a", EntryState::Succeeded, None),
+                entry("b", EntryState::Failed, None),
+                entry("c", EntryState::Succeeded, Some(false)),
+                entry("d", EntryState::Crashed, None),
+                entry("e", EntryState::Succeeded, Some(true)),
+            ],
+        );
+        let ids: Vec<&str> = ordered(&index).iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["d", "b", "c", "a", "e"]);
+        let html = render(&index, "root", &JobLinks::new());
+        assert!(html.find("data-job=\"d\"") < html.find("data-job=\"a\""));
+        assert!(html.contains("not passed: incorrect"));
+    }
+}

@@ -1,0 +1,167 @@
+//! The shell every HTML page shares: one self-contained document (style and script inline, no
+//! network), sortable tables, zoomable timelines drawn on a canvas, and a record of script
+//! errors in the page itself (`#errors`, `data-ready` on `<body>`) that tests read back.
+
+use std::fmt::Write as _;
+
+use crate::results::export::html_timeline::Timeline;
+use crate::results::export::roofline_chart::{bound_colour, escape};
+use crate::results::roofline::Bound;
+
+const STYLE: &str = r#"
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222;max-width:1400px}
+h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em}
+table{border-collapse:collapse;margin:.5em 0}
+th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
+td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+th[data-sort]{cursor:pointer;background:#f4f4f4}th[data-sort]:hover{background:#e8e8e8}
+td.name{font-family:ui-monospace,monospace;overflow-wrap:anywhere;max-width:40em}
+.note{color:#555}.bad{color:#b00020;font-weight:600}.good{color:#1b7f3b}
+.legend span{display:inline-block;margin-right:1em}
+.legend i{display:inline-block;width:.8em;height:.8em;border-radius:50%;margin-right:.3em}
+.timeline{position:relative;border:1px solid #ccc;margin:.5em 0}
+.timeline canvas{display:block;width:100%}
+.tip{position:fixed;pointer-events:none;background:#fff;border:1px solid #888;padding:4px 6px;
+ font:12px ui-monospace,monospace;white-space:pre;display:none;z-index:9;max-width:60em;
+ overflow:hidden}
+#errors{color:#b00020}
+pre.header{white-space:pre-wrap;overflow-wrap:anywhere}
+"#;
+
+/// Sortable tables, timelines, and the error and readiness record.
+const SCRIPT: &str = r#"
+(function(){
+const errs=[];
+window.addEventListener('error',e=>{errs.push(String(e.message));
+ const el=document.getElementById('errors');if(el){el.textContent=errs.join('\n');el.dataset.count=errs.length;}});
+function val(td){const v=td.dataset.v;return v===undefined?td.textContent:(v===''?NaN:Number(v));}
+document.querySelectorAll('table.sortable').forEach(t=>{
+ t.querySelectorAll('th[data-sort]').forEach((th,col)=>{th.addEventListener('click',()=>{
+  const body=t.tBodies[0];const rows=[...body.rows];const desc=th.dataset.dir!=='desc';
+  th.dataset.dir=desc?'desc':'asc';const i=th.cellIndex;
+  rows.sort((a,b)=>{const x=val(a.cells[i]),y=val(b.cells[i]);
+   if(typeof x==='number'&&typeof y==='number'){if(isNaN(x))return 1;if(isNaN(y))return -1;return desc?y-x:x-y;}
+   return desc?String(y).localeCompare(String(x)):String(x).localeCompare(String(y));});
+  rows.forEach(r=>body.appendChild(r));});});});
+const tip=document.createElement('div');tip.className='tip';document.body.appendChild(tip);
+function fmt(us){if(us>=1e6)return (us/1e6).toFixed(3)+' s';if(us>=1e3)return (us/1e3).toFixed(3)+' ms';return us.toFixed(3)+' µs';}
+document.querySelectorAll('.timeline').forEach(box=>{
+ const d=JSON.parse(box.querySelector('script').textContent);
+ const s=d.slices,n=s.length/4,laneH=18,labelW=220;
+ const cv=box.querySelector('canvas');const ctx=cv.getContext('2d');
+ let end=0;for(let k=0;k<n;k++)end=Math.max(end,s[4*k+1]+s[4*k+2]);if(end<=0)end=1;
+ let t0=0,t1=end*1.02;
+ const colours=['#4e79a7','#f28e2b','#e15759','#76b7b2','#59a14f','#edc948','#b07aa1','#ff9da7','#9c755f','#bab0ac'];
+ function size(){cv.width=box.clientWidth;cv.height=laneH*(d.lanes.length+1)+4;}
+ function x(t){return labelW+(t-t0)/(t1-t0)*(cv.width-labelW);}
+ function draw(){ctx.clearRect(0,0,cv.width,cv.height);ctx.font='11px sans-serif';
+  for(let k=0;k<n;k++){const a=s[4*k+1],w=s[4*k+2];if(a+w<t0||a>t1)continue;
+   const l=s[4*k],px=Math.max(labelW,x(a)),pw=Math.max(1,x(a+w)-px);
+   ctx.fillStyle=colours[s[4*k+3]%colours.length];ctx.fillRect(px,laneH*l+2,pw,laneH-4);}
+  ctx.fillStyle='#fff';ctx.fillRect(0,0,labelW,cv.height);ctx.fillStyle='#222';
+  d.lanes.forEach((name,l)=>ctx.fillText(name.slice(0,38),4,laneH*l+13));
+  const y=laneH*d.lanes.length+14;ctx.fillText(fmt(t0),labelW,y);
+  const r=fmt(t1);ctx.fillText(r,cv.width-ctx.measureText(r).width-4,y);}
+ function at(ev){const r=cv.getBoundingClientRect();const px=ev.clientX-r.left,py=ev.clientY-r.top;
+  const l=Math.floor(py/laneH);const t=t0+(px-labelW)/(cv.width-labelW)*(t1-t0);const tol=(t1-t0)/(cv.width-labelW)*2;
+  for(let k=0;k<n;k++){if(s[4*k]===l&&s[4*k+1]-tol<=t&&t<=s[4*k+1]+s[4*k+2]+tol)return k;}return -1;}
+ cv.addEventListener('wheel',ev=>{ev.preventDefault();const r=cv.getBoundingClientRect();
+  const f=Math.max(0,(ev.clientX-r.left-labelW)/(cv.width-labelW));const c=t0+f*(t1-t0);
+  const z=ev.deltaY<0?0.7:1/0.7;const w=Math.max(1e-3,(t1-t0)*z);t0=c-f*w;t1=t0+w;draw();},{passive:false});
+ let drag=null;cv.addEventListener('mousedown',ev=>{drag=[ev.clientX,t0,t1];});
+ window.addEventListener('mouseup',()=>{drag=null;});
+ cv.addEventListener('mousemove',ev=>{if(drag){const dt=(ev.clientX-drag[0])/(cv.width-labelW)*(drag[2]-drag[1]);
+   t0=drag[1]-dt;t1=drag[2]-dt;draw();return;}
+  const k=at(ev);if(k<0){tip.style.display='none';return;}
+  tip.textContent=d.names[s[4*k+3]]+'\n'+d.lanes[s[4*k]]+'\nstart '+fmt(s[4*k+1])+', duration '+fmt(s[4*k+2]);
+  tip.style.left=(ev.clientX+12)+'px';tip.style.top=(ev.clientY+12)+'px';tip.style.display='block';});
+ cv.addEventListener('mouseleave',()=>{tip.style.display='none';});
+ cv.addEventListener('dblclick',()=>{t0=0;t1=end*1.02;draw();});
+ size();draw();window.addEventListener('resize',()=>{size();draw();});
+ box.dataset.slices=n;box.dataset.lanes=d.lanes.length;});
+document.querySelectorAll('svg.roofline circle.point').forEach(c=>{
+ c.addEventListener('mousemove',ev=>{tip.textContent=c.querySelector('title').textContent;
+  tip.style.left=(ev.clientX+12)+'px';tip.style.top=(ev.clientY+12)+'px';tip.style.display='block';});
+ c.addEventListener('mouseleave',()=>{tip.style.display='none';});});
+document.body.offsetHeight;
+document.body.dataset.renderMs=performance.now().toFixed(1);
+document.body.dataset.ready='1';
+})();
+"#;
+
+/// A whole page: `body` (HTML) under `title`, with the shared style and script.
+pub fn page(title: &str, body: &str) -> String {
+    let mut html = String::with_capacity(body.len() + STYLE.len() + SCRIPT.len() + 512);
+    let _ = write!(
+        html,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width\">\
+         <meta name=\"generator\" content=\"polyprof {version}\">\
+         <title>{title}</title><style>{STYLE}</style></head>\n<body>\
+         <h1>{title}</h1><pre id=\"errors\" data-count=\"0\"></pre>\n{body}\n\
+         <script>{SCRIPT}</script></body></html>\n",
+        version = env!("CARGO_PKG_VERSION"),
+        title = escape(title),
+    );
+    html
+}
+
+/// A timeline panel: its data as JSON inside the box the script draws into.
+pub fn timeline(panel: &Timeline) -> String {
+    if panel.slices.is_empty() {
+        return String::new();
+    }
+    // `</` cannot end the script element early inside JSON strings when escaped.
+    let data = serde_json::to_string(panel)
+        .unwrap_or_default()
+        .replace("</", "<\\/");
+    let note = match panel.note.is_empty() {
+        true => String::new(),
+        false => format!("<p class=\"note\">{}</p>", escape(&panel.note)),
+    };
+    format!(
+        "<h3>{title}</h3><p class=\"note\">{count} slices. Wheel: zoom at the cursor; drag: pan; \
+         double click: everything; hover: name and times.</p>{note}\
+         <div class=\"timeline\" data-slices=\"0\"><canvas height=\"40\"></canvas>\
+         <script type=\"application/json\">{data}</script></div>",
+        title = escape(&panel.title),
+        count = panel.slice_count(),
+    )
+}
+
+/// The verdict colours, as the roofline draws them.
+pub fn legend() -> String {
+    let mut html = String::from("<p class=\"legend\">");
+    for bound in [
+        Bound::Memory,
+        Bound::Compute,
+        Bound::Latency,
+        Bound::Unknown,
+    ] {
+        let _ = write!(
+            html,
+            "<span><i style=\"background:{}\"></i>{}</span>",
+            bound_colour(bound),
+            match bound {
+                Bound::Unknown => "unknown".to_string(),
+                bound => format!("{bound}-bound"),
+            }
+        );
+    }
+    html.push_str("</p>");
+    html
+}
+
+/// A table cell holding a number: shown as `text`, sorted by `value` (missing: last).
+pub fn number_cell(value: Option<f64>, text: &str) -> String {
+    let v = value
+        .filter(|v| v.is_finite())
+        .map(|v| v.to_string())
+        .unwrap_or_default();
+    format!("<td class=\"n\" data-v=\"{v}\">{}</td>", escape(text))
+}
+
+/// A plain text cell.
+pub fn text_cell(text: &str) -> String {
+    format!("<td>{}</td>", escape(text))
+}
