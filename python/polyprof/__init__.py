@@ -241,5 +241,6 @@ def diff(
 
 def report(run: RunLike, *, format: str = "table", device: Optional[str] = None) -> str:
     """A run rendered as ``polyprof report`` does: ``table``, ``json``, ``csv``, ``hatchet``
-    (llnl-hatchet literal) or ``chrome`` (Perfetto)."""
+    (llnl-hatchet literal), ``chrome`` (Perfetto), ``html`` (a self-contained page: roofline,
+    timelines, kernel table) or ``svg`` (the roofline alone)."""
     return _native.render(_run_json(run), format, device).decode("utf-8")

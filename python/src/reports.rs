@@ -72,7 +72,8 @@ fn diff_json(
     Ok((json, diff.render(None), diff.regressed()))
 }
 
-/// Render a run (JSON document) in `format` (`table`, `json`, `csv`, `hatchet`, `chrome`),
+/// Render a run (JSON document) in `format` (`table`, `json`, `csv`, `hatchet`, `chrome`,
+/// `html`, `svg`),
 /// with the device's peaks from the built-in table (or `device`).
 #[pyfunction]
 #[pyo3(signature = (run_json, format = "table", device = None))]
