@@ -39,6 +39,9 @@ def test_report_formats_render(tmp_path):
     chrome = json.loads(polyprof.report(run, format="chrome"))
     assert "traceEvents" in chrome
     assert "short_name" in polyprof.report(BASE, format="csv").splitlines()[0]
+    page = polyprof.report(run, format="html")
+    assert page.lstrip().lower().startswith("<!doctype html")
+    assert "<script src=" not in page  # self-contained: nothing fetched
 
 
 def test_unknown_format_is_a_value_error():
