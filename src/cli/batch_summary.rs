@@ -5,7 +5,7 @@ use std::io::Write;
 
 use anyhow::Context;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};
-use polyprof::model::batch::{BatchEntry, BatchIndex, EntryState, EvalSummary};
+use polyprof::model::batch::{BatchEntry, BatchIndex, CascadeSummary, EntryState, EvalSummary};
 
 /// What a row says about how a job ended: its top kernel when it succeeded, else the
 /// outcome and the first error.
@@ -83,16 +83,53 @@ pub fn finish(index: &BatchIndex, root: &str, json: bool, cancelled: bool) -> an
     if cancelled {
         return Ok(super::run::EXIT_CANCELLED);
     }
+    // A job the cascade skipped is the cascade's answer, not a failure (the stage that
+    // decided has its own entry).
     let all_ok = index
         .jobs
         .values()
-        .all(|e| e.state == EntryState::Succeeded);
+        .all(|e| matches!(e.state, EntryState::Succeeded | EntryState::Skipped));
     Ok(if all_ok { 0 } else { EXIT_SOME_FAILED })
 }
 
 /// Up to this many jobs every job gets a row; in a larger batch only the jobs that did not
 /// succeed do (the index has them all).
 pub const ALL_ROWS_UP_TO: usize = 50;
+
+/// The cascade's lines: per stage, the jobs that ran, passed and were skipped, and the device
+/// seconds the skips saved.
+fn print_cascade(out: &mut impl Write, cascade: &CascadeSummary) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "  cascade: {:<8} {:>6} {:>7} {:>8} {:>10}",
+        "stage", "ran", "passed", "skipped", "device s"
+    )?;
+    for s in &cascade.stages {
+        writeln!(
+            out,
+            "           {:<8} {:>6} {:>7} {:>8} {:>10.1}",
+            s.stage, s.ran, s.passed, s.skipped, s.device_s
+        )?;
+    }
+    let mut line = format!(
+        "  the cascade saved about {:.1} device seconds (per stage: its mean time per job that ran × the jobs it skipped)",
+        cascade.saved_device_s
+    );
+    if !cascade.unestimated.is_empty() {
+        line.push_str(&format!(
+            "; not counted: {} (no job of the stage ran to measure)",
+            cascade.unestimated.join(", ")
+        ));
+    }
+    writeln!(out, "{line}")?;
+    if let Some(cache) = cascade.saved_by_cache_s {
+        writeln!(
+            out,
+            "  the profile cache saved about {cache:.1} device seconds"
+        )?;
+    }
+    Ok(())
+}
 
 /// Print the summary of `index` to `out`; `root` is where the batch lives.
 pub fn print(out: &mut impl Write, index: &BatchIndex, root: &str) -> std::io::Result<()> {
@@ -109,7 +146,7 @@ pub fn print(out: &mut impl Write, index: &BatchIndex, root: &str) -> std::io::R
         let Some(e) = index.jobs.get(id) else {
             continue;
         };
-        if !all && e.state == EntryState::Succeeded {
+        if !all && matches!(e.state, EntryState::Succeeded | EntryState::Skipped) {
             hidden += 1;
             continue;
         }
@@ -130,7 +167,7 @@ pub fn print(out: &mut impl Write, index: &BatchIndex, root: &str) -> std::io::R
     if hidden > 0 {
         writeln!(
             out,
-            "  ({hidden} succeeded jobs not listed; `--json` or {root}/batch.json has every job)"
+            "  ({hidden} succeeded or skipped jobs not listed; `--json` or {root}/batch.json has every job)"
         )?;
     }
     for d in &index.devices {
@@ -145,6 +182,9 @@ pub fn print(out: &mut impl Write, index: &BatchIndex, root: &str) -> std::io::R
             line.push_str(&format!(" — quarantined ({why})"));
         }
         writeln!(out, "{line}")?;
+    }
+    if let Some(cascade) = &index.cascade {
+        print_cascade(out, cascade)?;
     }
     let counts: Vec<String> = index
         .counts()
@@ -195,7 +235,10 @@ mod tests {
         assert!(small.contains("4 jobs: 3 succeeded, 1 failed"), "{small}");
         let large = printed(&index_of(60, &["bad"]));
         assert!(!large.contains("ok59") && large.contains("bad"), "{large}");
-        assert!(large.contains("60 succeeded jobs not listed"), "{large}");
+        assert!(
+            large.contains("60 succeeded or skipped jobs not listed"),
+            "{large}"
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::problem::ProblemSpec;
 use super::spec::JobSpec;
 
 /// A job file that cannot be used; the message names `file:line` and what to fix.
@@ -90,6 +91,18 @@ fn parse_json_lines(text: &str) -> Result<Vec<LoadedJob>, (usize, String)> {
         if trimmed.is_empty() || trimmed.starts_with('#') {
             continue;
         }
+        if is_problem_line(trimmed) {
+            let problem: ProblemLine = serde_json::from_str(trimmed).map_err(|e| {
+                (
+                    line,
+                    format!("not a valid problem (`{{\"problem\": {{\"id\": …, \"reference\": …, \"candidates\": […], \"stages\": […]}}}}`): {e}"),
+                )
+            })?;
+            for spec in problem.problem.expand().map_err(|e| (line, e))? {
+                jobs.push(LoadedJob { spec, line });
+            }
+            continue;
+        }
         let spec: JobSpec = serde_json::from_str(trimmed).map_err(|e| {
             (
                 line,
@@ -103,11 +116,29 @@ fn parse_json_lines(text: &str) -> Result<Vec<LoadedJob>, (usize, String)> {
     Ok(jobs)
 }
 
+/// A JSON Lines `problem` line: `{"problem": {...}}`, the shape of a TOML `[[problem]]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProblemLine {
+    problem: ProblemSpec,
+}
+
+/// Whether a JSON line is a `problem` (an object whose only key is `problem`).
+fn is_problem_line(line: &str) -> bool {
+    #[derive(Deserialize)]
+    struct Keys {
+        problem: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_str::<Keys>(line).is_ok_and(|k| k.problem.is_some())
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TomlFile {
     #[serde(default)]
     job: Vec<toml::Spanned<JobSpec>>,
+    #[serde(default)]
+    problem: Vec<toml::Spanned<ProblemSpec>>,
 }
 
 fn parse_toml(text: &str) -> Result<Vec<LoadedJob>, (usize, String)> {
@@ -118,14 +149,34 @@ fn parse_toml(text: &str) -> Result<Vec<LoadedJob>, (usize, String)> {
             super::spec::with_valid_keys(format!("not a valid TOML job file: {}", e.message())),
         )
     })?;
-    Ok(file
+    let mut jobs: Vec<((usize, usize), LoadedJob)> = file
         .job
         .into_iter()
-        .map(|spanned| LoadedJob {
-            line: line_of(text, spanned.span().start),
-            spec: spanned.into_inner(),
+        .map(|spanned| {
+            let start = spanned.span().start;
+            let job = LoadedJob {
+                line: line_of(text, start),
+                spec: spanned.into_inner(),
+            };
+            ((start, 0), job)
         })
-        .collect())
+        .collect();
+    for spanned in file.problem {
+        let start = spanned.span().start;
+        let line = line_of(text, start);
+        for (n, spec) in spanned
+            .into_inner()
+            .expand()
+            .map_err(|e| (line, e))?
+            .into_iter()
+            .enumerate()
+        {
+            jobs.push(((start, n), LoadedJob { spec, line }));
+        }
+    }
+    // The file's order, jobs and problems as they come.
+    jobs.sort_by_key(|(start, _)| *start);
+    Ok(jobs.into_iter().map(|(_, job)| job).collect())
 }
 
 /// 1-based line number of byte `offset` in `text`.

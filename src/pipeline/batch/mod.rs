@@ -13,6 +13,7 @@
 //! - `slurm`: the Slurm backend (a job array; submit, poll, cancel, collect).
 
 pub mod api;
+pub mod cascade;
 pub mod devices;
 pub mod eval_job;
 pub mod eval_table;
@@ -20,6 +21,7 @@ pub mod health;
 pub mod index;
 pub mod jobfile;
 pub mod pool;
+pub mod problem;
 pub mod slurm;
 pub mod spec;
 pub mod task;

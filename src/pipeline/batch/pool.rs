@@ -15,6 +15,7 @@ use crate::pipeline::probe::HostProbe;
 use crate::profilers::devices::Device;
 use crate::profilers::registry::Vendor;
 
+use super::cascade::{Cascade, Decision, skipped_entry, summary};
 use super::health::{check_device, needs_check};
 use super::index::{Prepared, cancel_running};
 use super::spec::JobSpec;
@@ -30,6 +31,9 @@ pub struct PoolOptions {
     pub quarantine_after: u32,
     /// At most this many jobs at once; `None`: one per device.
     pub max_parallel: Option<usize>,
+    /// Run every stage of every problem's candidates, skipping none (`--all-stages`: the
+    /// cascade's baseline).
+    pub all_stages: bool,
 }
 
 /// What the pool reports while it runs (for progress displays).
@@ -92,6 +96,8 @@ struct Pool<'a> {
     /// What each moved job's earlier devices did to it, and how many attempts they took.
     moves: HashMap<usize, (u32, Vec<String>)>,
     observer: Option<Observer>,
+    /// The cascade over the problems' stages (`None`: no job is a stage).
+    cascade: Option<Cascade>,
     warned: bool,
     /// Changes not yet in batch.json, and when it was last written.
     dirty: bool,
@@ -159,6 +165,50 @@ impl Pool<'_> {
         }
     }
 
+    /// Whether the cascade lets queued job `job` start now.
+    fn ready(&self, job: usize) -> bool {
+        self.cascade
+            .as_ref()
+            .is_none_or(|c| c.decide(self.specs, job, &self.index) == Decision::Run)
+    }
+
+    /// Take the jobs the cascade skips out of `queue`, recording them `skipped` (a skip can
+    /// decide the next stage's, so until none is left). Whether any was.
+    fn settle_cascade(&mut self, queue: &mut VecDeque<usize>) -> bool {
+        let Some(cascade) = self.cascade.take() else {
+            return false;
+        };
+        let mut any = false;
+        loop {
+            let skips: Vec<(usize, crate::model::batch::CascadeSkip)> = queue
+                .iter()
+                .filter_map(|&j| match cascade.decide(self.specs, j, &self.index) {
+                    Decision::Skip(skip) => Some((j, skip)),
+                    Decision::Run | Decision::Wait => None,
+                })
+                .collect();
+            if skips.is_empty() {
+                break;
+            }
+            any = true;
+            let gone: BTreeSet<usize> = skips.iter().map(|(j, _)| *j).collect();
+            queue.retain(|j| !gone.contains(j));
+            for (job, skip) in skips {
+                let spec = &self.specs[job];
+                let mut entry = skipped_entry(spec, skip);
+                entry.finished_unix_s = Some(now_unix_s());
+                // Its own entry.json, as every job's: a skip is a result `--resume` reads
+                // (and decides again).
+                let dir = super::task::run_dir(&self.root, &spec.id);
+                let _ = std::fs::create_dir_all(&dir).map(|()| entry.write_atomic(&dir));
+                self.emit(PoolEvent::Finished { entry: &entry });
+                self.index.jobs.insert(spec.id.clone(), entry);
+            }
+        }
+        self.cascade = Some(cascade);
+        any
+    }
+
     /// Record a job that cannot run anywhere (no device of its vendor is left).
     fn unrunnable(&mut self, job: usize) {
         let spec = &self.specs[job];
@@ -176,7 +226,7 @@ impl Pool<'_> {
             .jobs
             .get(&spec.id)
             .cloned()
-            .unwrap_or_else(|| BatchEntry::pending(&spec.id, spec.labels.clone()));
+            .unwrap_or_else(|| spec.pending_entry());
         entry.state = EntryState::Crashed;
         entry.errors.push(format!(
             "no device left in the pool can run it: it needs {needs}, the pool has {}; give --devices or fix the devices, then --resume",
@@ -228,6 +278,7 @@ pub async fn run_pool(
         tried: HashMap::new(),
         moves: HashMap::new(),
         observer,
+        cascade: Cascade::new(specs, opts.all_stages),
         warned: false,
         dirty: false,
         written: tokio::time::Instant::now(),
@@ -244,7 +295,7 @@ pub async fn run_pool(
     pool.write_index();
     loop {
         if !cancelled {
-            let mut changed = false;
+            let mut changed = pool.settle_cascade(&mut queue);
             for slot in 0..pool.slots.len() {
                 if running.len() >= max_parallel {
                     break;
@@ -252,7 +303,10 @@ pub async fn run_pool(
                 if pool.slots[slot].busy || pool.slots[slot].quarantined.is_some() {
                     continue;
                 }
-                let Some(pos) = queue.iter().position(|&j| pool.usable(j, slot)) else {
+                let Some(pos) = queue
+                    .iter()
+                    .position(|&j| pool.usable(j, slot) && pool.ready(j))
+                else {
                     continue;
                 };
                 let Some(job) = queue.remove(pos) else {
@@ -265,7 +319,7 @@ pub async fn run_pool(
                     .index
                     .jobs
                     .entry(spec.id.clone())
-                    .or_insert_with(|| BatchEntry::pending(&spec.id, spec.labels.clone()));
+                    .or_insert_with(|| spec.pending_entry());
                 entry.state = EntryState::Running;
                 entry.device = Some(device.name());
                 entry.started_unix_s = Some(now_unix_s());
@@ -309,6 +363,11 @@ pub async fn run_pool(
             }
             if changed {
                 pool.changed();
+                // A job ended here (skipped, or no device can take it) may decide the
+                // cascade's next stage of others still queued: look again before stopping.
+                if running.is_empty() && !queue.is_empty() && pool.cascade.is_some() {
+                    continue;
+                }
             }
         }
         if running.is_empty() {
@@ -337,7 +396,7 @@ pub async fn run_pool(
         let spec = &specs[job];
         pool.slots[slot].busy = false;
         let entry = entry.unwrap_or_else(|| {
-            let mut e = BatchEntry::pending(&spec.id, spec.labels.clone());
+            let mut e = spec.pending_entry();
             e.state = EntryState::Crashed;
             e.device = Some(pool.slots[slot].device.name());
             e.errors
@@ -427,6 +486,7 @@ pub async fn run_pool(
     }
     // Nothing runs any more; an entry still marked running was cut off.
     cancel_running(&mut pool.index);
+    pool.index.cascade = summary(specs, &pool.index);
     pool.write_index();
     pool.index
 }
@@ -460,6 +520,7 @@ mod tests {
             task: TaskOptions::default(),
             quarantine_after: 1,
             max_parallel: None,
+            all_stages: false,
         };
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = seen.clone();
