@@ -72,6 +72,9 @@ fn why_not(entry: &BatchEntry) -> String {
         };
     }
     let mut text = entry.state.to_string();
+    if let Some(o) = &entry.outcome {
+        text.push_str(&format!(", {o}"));
+    }
     if let Some(e) = entry.errors.last() {
         text.push_str(&format!(": {}", e.chars().take(160).collect::<String>()));
     }
@@ -122,17 +125,14 @@ impl Cascade {
             return Decision::Wait;
         }
         if prev.state == EntryState::Skipped {
-            let decided_by = prev
-                .cascade
-                .as_ref()
-                .and_then(|c| c.skip.as_ref())
-                .map_or_else(|| prev_stage.stage.to_string(), |s| s.decided_by.clone());
-            return Decision::Skip(CascadeSkip {
-                decided_by,
+            // The stage that decided, and why, carry on to the later stages.
+            let earlier = prev.cascade.as_ref().and_then(|c| c.skip.clone());
+            return Decision::Skip(earlier.unwrap_or_else(|| CascadeSkip {
+                decided_by: prev_stage.stage.to_string(),
                 reason: format!("stage `{}` was skipped", prev_stage.stage),
                 figure: None,
                 limit: None,
-            });
+            }));
         }
         if !passed(prev_stage, prev) {
             return Decision::Skip(CascadeSkip {
@@ -365,6 +365,11 @@ mod tests {
             panic!("not skipped")
         };
         assert_eq!(skip.decided_by, "check");
+        assert!(
+            skip.reason.contains("stage `check` did not pass"),
+            "{}",
+            skip.reason
+        );
         // Without a rule, every candidate that was timed is profiled.
         ended(&mut index, "mm.b.check", true, None);
         ended(&mut index, "mm.b.time", true, Some(9.0));

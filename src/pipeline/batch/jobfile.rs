@@ -266,4 +266,52 @@ mod tests {
             "{err}"
         );
     }
+
+    #[test]
+    fn problems_expand_in_the_files_order_in_both_formats() {
+        let jobs = jsonl(concat!(
+            "{\"id\": \"first\", \"target\": [\"true\"]}\n",
+            "{\"problem\": {\"id\": \"mm\", \"reference\": \"r.py\", \"candidates\": [\"c/a.py\", \"c/b.py\"], \"stages\": [\"check\", \"time\"]}}\n",
+            "{\"id\": \"last\", \"target\": [\"true\"]}\n",
+        ))
+        .unwrap();
+        let ids: Vec<(&str, usize)> = jobs.iter().map(|j| (j.spec.id.as_str(), j.line)).collect();
+        assert_eq!(
+            ids,
+            [
+                ("first", 1),
+                ("mm.a.check", 2),
+                ("mm.a.time", 2),
+                ("mm.b.check", 2),
+                ("mm.b.time", 2),
+                ("last", 3)
+            ]
+        );
+        let toml = concat!(
+            "[[problem]]\nid = \"mm\"\nreference = \"r.py\"\ncandidates = [\"c/a.py\"]\n",
+            "stages = [\"time\", \"profile\"]\nprofile = { top_k = 1 }\n",
+            "eval = { device = \"cpu\", trials = 2 }\n\n",
+            "[[job]]\nid = \"after\"\ntarget = [\"true\"]\n",
+        );
+        let jobs = parse(Path::new("jobs.toml"), toml).unwrap();
+        let ids: Vec<&str> = jobs.iter().map(|j| j.spec.id.as_str()).collect();
+        assert_eq!(ids, ["mm.a.time", "mm.a.profile", "after"]);
+        assert_eq!(jobs[0].spec.eval.as_ref().unwrap().trials, Some(2));
+        // A problem's mistake is named with its line.
+        let err = jsonl("\n{\"problem\": {\"id\": \"mm\", \"reference\": \"r.py\", \"candidates\": [], \"stages\": [\"check\"]}}\n")
+            .unwrap_err();
+        assert!(
+            err.starts_with("jobs.jsonl:2: ") && err.contains("`candidates` is empty"),
+            "{err}"
+        );
+        let err = jsonl("{\"problem\": {\"id\": \"mm\", \"refrence\": \"r.py\"}}\n").unwrap_err();
+        assert!(err.contains("refrence"), "{err}");
+        // A job id a problem's expansion takes is a duplicate like any other.
+        let err = jsonl(concat!(
+            "{\"id\": \"mm.a.time\", \"target\": [\"true\"]}\n",
+            "{\"problem\": {\"id\": \"mm\", \"reference\": \"r.py\", \"candidates\": [\"a.py\"], \"stages\": [\"time\"]}}\n",
+        ))
+        .unwrap_err();
+        assert!(err.contains("duplicate job id `mm.a.time`"), "{err}");
+    }
 }
