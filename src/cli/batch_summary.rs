@@ -112,7 +112,7 @@ fn print_cascade(out: &mut impl Write, cascade: &CascadeSummary) -> std::io::Res
         )?;
     }
     let mut line = format!(
-        "  the cascade saved about {:.1} device seconds (per stage: its mean time per job that ran × the jobs it skipped)",
+        "  the cascade saved about {:.1} device seconds (a job skipped after a failed stage: what that failure took; after the profile rule: its stage's mean time)",
         cascade.saved_device_s
     );
     if !cascade.unestimated.is_empty() {

@@ -216,9 +216,10 @@ pub struct CascadeSkip {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CascadeSummary {
     pub stages: Vec<StageCounts>,
-    /// Device seconds the skipped stages would have cost: per stage, the mean duration of the
-    /// jobs of that stage that ran, times the jobs it skipped (stages of which nothing ran
-    /// count nothing and are named in `unestimated`).
+    /// Device seconds the skipped jobs would have cost, estimated: an eval stage skipped after
+    /// an earlier stage failed, as much as that failed job took (the eval would have stopped
+    /// at the same point); any other, the mean duration of the jobs of its stage that ran
+    /// (stages of which nothing ran count nothing and are named in `unestimated`).
     pub saved_device_s: f64,
     /// Stages with skipped jobs but no run to estimate their cost from.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

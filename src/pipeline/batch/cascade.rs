@@ -244,9 +244,15 @@ pub fn skipped_entry(spec: &JobSpec, skip: CascadeSkip) -> BatchEntry {
 }
 
 /// Per stage: the jobs that ran, passed and were skipped, their device time, and the device
-/// seconds the skips saved (each stage's mean measured duration × its skipped jobs).
+/// seconds the skips saved. What a skipped job would have cost: an eval stage skipped because
+/// an earlier stage failed would have failed the same way (an eval stops at the failed
+/// correctness check, or at the import of a candidate that does not compile), so about that
+/// failed job's own duration; any other skip (a command stage, the profile rule), the mean
+/// duration of the jobs of its stage that ran.
 pub fn summary(specs: &[JobSpec], index: &BatchIndex) -> Option<CascadeSummary> {
     let mut per: Vec<(Stage, StageCounts)> = Vec::new();
+    let mut took: HashMap<(&str, &str, &str), f64> = HashMap::new();
+    let mut skips: Vec<(&StageRef, &CascadeSkip)> = Vec::new();
     for spec in specs {
         let (Some(stage), Some(entry)) = (&spec.stage, index.jobs.get(&spec.id)) else {
             continue;
@@ -266,11 +272,18 @@ pub fn summary(specs: &[JobSpec], index: &BatchIndex) -> Option<CascadeSummary> 
         };
         let counts = &mut per[at].1;
         match entry.state {
-            EntryState::Skipped => counts.skipped += 1,
+            EntryState::Skipped => {
+                counts.skipped += 1;
+                if let Some(skip) = entry.cascade.as_ref().and_then(|c| c.skip.as_ref()) {
+                    skips.push((stage, skip));
+                }
+            }
             state if state.is_final() && entry.attempts > 0 => {
                 counts.ran += 1;
                 counts.passed += usize::from(passed(stage, entry));
-                counts.device_s += entry.duration_s.unwrap_or(0.0);
+                let d = entry.duration_s.unwrap_or(0.0);
+                counts.device_s += d;
+                took.insert((&stage.problem, &stage.candidate, stage.stage.name()), d);
             }
             _ => {}
         }
@@ -279,16 +292,32 @@ pub fn summary(specs: &[JobSpec], index: &BatchIndex) -> Option<CascadeSummary> 
         return None;
     }
     per.sort_by_key(|(s, _)| *s);
+    let mean = |stage: Stage| {
+        per.iter()
+            .find(|(s, c)| *s == stage && c.ran > 0)
+            .map(|(_, c)| c.device_s / c.ran as f64)
+    };
     let mut saved = 0.0;
-    let mut unestimated = Vec::new();
-    for (_, c) in &per {
-        if c.skipped == 0 {
-            continue;
-        }
-        if c.ran == 0 {
-            unestimated.push(c.stage.clone());
-        } else {
-            saved += c.device_s / c.ran as f64 * c.skipped as f64;
+    let mut unestimated: Vec<String> = Vec::new();
+    for (stage, skip) in skips {
+        let failed_before = stage.eval && skip.decided_by != Stage::Profile.name();
+        let like_the_failure = failed_before
+            .then(|| {
+                took.get(&(
+                    stage.problem.as_str(),
+                    stage.candidate.as_str(),
+                    skip.decided_by.as_str(),
+                ))
+            })
+            .flatten()
+            .copied();
+        match like_the_failure.or_else(|| mean(stage.stage)) {
+            Some(s) => saved += s,
+            None => {
+                if !unestimated.iter().any(|u| u == stage.stage.name()) {
+                    unestimated.push(stage.stage.to_string());
+                }
+            }
         }
     }
     Some(CascadeSummary {
@@ -419,18 +448,21 @@ mod tests {
         ended(&mut index, "mm.a.profile", true, None);
         ended(&mut index, "mm.b.check", true, None);
         ended(&mut index, "mm.b.time", true, Some(2.0));
-        ended(&mut index, "mm.c.check", false, None);
-        ended(&mut index, "mm.d.check", false, None);
-        for id in [
-            "mm.b.profile",
-            "mm.c.time",
-            "mm.c.profile",
-            "mm.d.time",
-            "mm.d.profile",
+        for id in ["mm.c.check", "mm.d.check"] {
+            ended(&mut index, id, false, None);
+            // An incorrect candidate's eval stops early: cheaper than a full one.
+            index.jobs.get_mut(id).unwrap().duration_s = Some(0.5);
+        }
+        for (id, decided_by) in [
+            ("mm.b.profile", "profile"),
+            ("mm.c.time", "check"),
+            ("mm.c.profile", "check"),
+            ("mm.d.time", "check"),
+            ("mm.d.profile", "check"),
         ] {
             let spec = specs.iter().find(|s| s.id == id).unwrap();
             let skip = CascadeSkip {
-                decided_by: "check".into(),
+                decided_by: decided_by.into(),
                 reason: "test".into(),
                 ..Default::default()
             };
@@ -446,9 +478,10 @@ mod tests {
             counts,
             [("check", 4, 2, 0), ("time", 2, 2, 2), ("profile", 1, 1, 3)]
         );
-        // time: 2 s mean × 2 skipped; profile: 2 s × 3.
+        // b's profile, out by the rule: the profile stage's mean, 2 s; the four stages after
+        // a failed check would have stopped as the check did: 0.5 s each.
         assert!(
-            (s.saved_device_s - 10.0).abs() < 1e-9,
+            (s.saved_device_s - 4.0).abs() < 1e-9,
             "{}",
             s.saved_device_s
         );
