@@ -17,6 +17,7 @@
 #   N       candidates (default 12), MARGIN (default 0.5), JOBS (CPU slots, default 2)
 #   BIN     polyprof binary (default target/release/polyprof, built if missing)
 #   PYTHON  the workers' interpreter (default python3; needs numpy, or torch for cuda)
+#   KEEP    a folder to copy both batch roots into (cascade/, all/) before the work dir goes
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,7 +32,14 @@ if [[ -z "${BIN:-}" ]]; then
   BIN=$PWD/target/release/polyprof
 fi
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/polyprof-bench-cascade.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+keep() {
+  if [[ -n "${KEEP:-}" ]]; then
+    mkdir -p "$KEEP" && cp -r "$WORK/jobs.jsonl" "$WORK/c" "$KEEP/" 2>/dev/null || true
+    for root in cascade all; do [[ -d "$WORK/$root" ]] && cp -r "$WORK/$root" "$KEEP/"; done
+  fi
+  rm -rf "$WORK"
+}
+trap keep EXIT
 mkdir -p "$WORK/c"
 
 case "$DEVICE" in
