@@ -9,8 +9,8 @@ use crate::model::batch::{
     BatchEntry, BatchIndex, CascadeSkip, CascadeSummary, EntryState, StageCounts,
 };
 
-use super::problem::{Stage, StageRef};
 use super::spec::JobSpec;
+use super::stage::{Stage, StageRef};
 
 /// What the cascade says of a queued job now.
 #[derive(Debug, Clone, PartialEq)]

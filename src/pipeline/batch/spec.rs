@@ -14,7 +14,7 @@ use crate::profilers::settings::BackendOverrides;
 use crate::profilers::{PROFILER_NAMES, ProfilerSettings};
 
 use super::eval_table::EvalJob;
-use super::problem::StageRef;
+use super::stage::StageRef;
 use crate::model::batch::BatchEntry;
 
 /// Longest job id (it names a directory).
