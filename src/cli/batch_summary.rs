@@ -277,4 +277,47 @@ mod tests {
             "not passed (failed); the candidate failed: raised during correctness: boom"
         );
     }
+
+    #[test]
+    fn the_cascade_lines_count_each_stage_and_what_was_saved() {
+        use polyprof::model::batch::{CascadeSummary, StageCounts};
+        let mut index = index_of(2, &[]);
+        let stage = |name: &str, ran, passed, skipped, device_s| StageCounts {
+            stage: name.into(),
+            ran,
+            passed,
+            skipped,
+            device_s,
+        };
+        index.cascade = Some(CascadeSummary {
+            stages: vec![
+                stage("check", 4, 3, 0, 8.0),
+                stage("profile", 1, 1, 2, 30.0),
+            ],
+            saved_device_s: 60.0,
+            unestimated: vec!["time".into()],
+            saved_by_cache_s: None,
+        });
+        let text = printed(&index);
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.trim_start().starts_with("profile"))
+            .collect();
+        assert_eq!(
+            lines,
+            ["           profile       1       1        2       30.0"],
+            "{text}"
+        );
+        assert!(
+            text.contains("the cascade saved about 60.0 device seconds"),
+            "{text}"
+        );
+        assert!(text.contains("not counted: time"), "{text}");
+        assert!(!text.contains("profile cache"), "{text}");
+        // A skipped job is the cascade's answer, not a failure: exit 0.
+        let mut e = BatchEntry::pending("s", Default::default());
+        e.state = EntryState::Skipped;
+        index.jobs.insert("s".into(), e);
+        assert_eq!(finish(&index, "root", true, false).unwrap(), 0);
+    }
 }
