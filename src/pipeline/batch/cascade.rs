@@ -24,8 +24,11 @@ pub enum Decision {
 /// The cascade of a batch: where each stage's job is.
 #[derive(Debug, Clone, Default)]
 pub struct Cascade {
-    /// (problem, candidate, level) → job position.
-    by_stage: HashMap<(String, String, usize), usize>,
+    /// Job position → the position of the same candidate's previous stage (decided once:
+    /// the scheduler asks after every job's end).
+    before: HashMap<usize, usize>,
+    /// Whether any job is a stage.
+    any: bool,
     /// problem → the positions of its candidates' `time` jobs, in file order.
     times: HashMap<String, Vec<usize>>,
     /// Every stage runs for every candidate (`--all-stages`): the cascade only labels.
@@ -88,16 +91,25 @@ impl Cascade {
             all_stages,
             ..Default::default()
         };
+        let mut by_stage: HashMap<(&str, &str, usize), usize> = HashMap::new();
         for (i, spec) in specs.iter().enumerate() {
             let Some(s) = &spec.stage else { continue };
-            cascade
-                .by_stage
-                .insert((s.problem.clone(), s.candidate.clone(), s.level), i);
+            cascade.any = true;
+            by_stage.insert((&s.problem, &s.candidate, s.level), i);
             if s.stage == Stage::Time {
                 cascade.times.entry(s.problem.clone()).or_default().push(i);
             }
         }
-        (!cascade.by_stage.is_empty()).then_some(cascade)
+        for (i, spec) in specs.iter().enumerate() {
+            if let Some(s) = &spec.stage
+                && s.level > 0
+                && let Some(&b) =
+                    by_stage.get(&(s.problem.as_str(), s.candidate.as_str(), s.level - 1))
+            {
+                cascade.before.insert(i, b);
+            }
+        }
+        cascade.any.then_some(cascade)
     }
 
     /// Whether job `job` runs now, waits, or is skipped, given what `index` says of the
@@ -110,12 +122,7 @@ impl Cascade {
             return Decision::Run;
         }
         let entry_of = |i: usize| index.jobs.get(&specs[i].id);
-        let key = (
-            stage.problem.clone(),
-            stage.candidate.clone(),
-            stage.level - 1,
-        );
-        let Some(&before) = self.by_stage.get(&key) else {
+        let Some(&before) = self.before.get(&job) else {
             return Decision::Run;
         };
         let (Some(prev_stage), Some(prev)) = (&specs[before].stage, entry_of(before)) else {
