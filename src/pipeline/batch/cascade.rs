@@ -12,6 +12,16 @@ use crate::model::batch::{
 use super::spec::JobSpec;
 use super::stage::{Stage, StageRef};
 
+/// A problem's ranking of times (see [`Cascade::ranking`]).
+#[derive(Debug, Clone)]
+pub struct Ranking {
+    timed: Vec<(f64, usize)>,
+    unit: &'static str,
+}
+
+/// Rankings by problem, made once per state of the index.
+pub type Rankings = HashMap<String, Option<Ranking>>;
+
 /// What the cascade says of a queued job now.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
@@ -27,6 +37,10 @@ pub struct Cascade {
     /// Job position → the position of the same candidate's previous stage (decided once:
     /// the scheduler asks after every job's end).
     before: HashMap<usize, usize>,
+    /// Job position → the same candidate's next stage.
+    after: HashMap<usize, usize>,
+    /// problem → its candidates' `profile` jobs (decided when its last time stage ends).
+    profiles: HashMap<String, Vec<usize>>,
     /// Whether any job is a stage.
     any: bool,
     /// problem → the positions of its candidates' `time` jobs, in file order.
@@ -99,6 +113,13 @@ impl Cascade {
             if s.stage == Stage::Time {
                 cascade.times.entry(s.problem.clone()).or_default().push(i);
             }
+            if s.stage == Stage::Profile {
+                cascade
+                    .profiles
+                    .entry(s.problem.clone())
+                    .or_default()
+                    .push(i);
+            }
         }
         for (i, spec) in specs.iter().enumerate() {
             if let Some(s) = &spec.stage
@@ -107,14 +128,42 @@ impl Cascade {
                     by_stage.get(&(s.problem.as_str(), s.candidate.as_str(), s.level - 1))
             {
                 cascade.before.insert(i, b);
+                cascade.after.insert(b, i);
             }
         }
         cascade.any.then_some(cascade)
     }
 
+    /// The jobs whose decision may change now that job `job` has ended (or was skipped): the
+    /// candidate's next stage and, when `job` was its problem's last time stage to end, the
+    /// problem's profile jobs.
+    pub fn dependents(&self, specs: &[JobSpec], job: usize, index: &BatchIndex) -> Vec<usize> {
+        let mut out: Vec<usize> = self.after.get(&job).copied().into_iter().collect();
+        if let Some(s) = &specs[job].stage
+            && s.stage == Stage::Time
+            && let Some(profiles) = self.profiles.get(&s.problem)
+            && self.ranking(specs, &s.problem, index).is_some()
+        {
+            out.extend(profiles);
+        }
+        out
+    }
+
     /// Whether job `job` runs now, waits, or is skipped, given what `index` says of the
     /// others.
     pub fn decide(&self, specs: &[JobSpec], job: usize, index: &BatchIndex) -> Decision {
+        self.decide_with(specs, job, index, &mut Rankings::new())
+    }
+
+    /// [`Cascade::decide`] for many jobs against one state of the index: each problem's
+    /// ranking of times is made once (`rankings`, empty at first) for all its profile jobs.
+    pub fn decide_with(
+        &self,
+        specs: &[JobSpec],
+        job: usize,
+        index: &BatchIndex,
+        rankings: &mut Rankings,
+    ) -> Decision {
         let Some(stage) = &specs[job].stage else {
             return Decision::Run;
         };
@@ -154,29 +203,21 @@ impl Cascade {
             });
         }
         if stage.stage == Stage::Profile && prev_stage.stage == Stage::Time {
-            return self.profile_rule(specs, stage, index);
+            return self.profile_rule(specs, stage, before, index, rankings);
         }
         Decision::Run
     }
 
-    /// The margin and top-K rule, once every candidate of the problem has been timed.
-    fn profile_rule(&self, specs: &[JobSpec], stage: &StageRef, index: &BatchIndex) -> Decision {
-        let rule = stage.rule;
-        if rule.margin.is_none() && rule.top_k.is_none() {
-            return Decision::Run;
-        }
-        let times = self
-            .times
-            .get(&stage.problem)
-            .map_or(&[][..], Vec::as_slice);
+    /// A problem's candidates that passed their `time` stage, fastest first (ties in file
+    /// order), and the figures' unit; `None` while one of its time stages has not ended.
+    fn ranking(&self, specs: &[JobSpec], problem: &str, index: &BatchIndex) -> Option<Ranking> {
+        let times = self.times.get(problem).map_or(&[][..], Vec::as_slice);
         let mut timed: Vec<(f64, usize)> = Vec::new();
         let mut unit = "ms";
         for &t in times {
-            let (Some(s), Some(e)) = (&specs[t].stage, index.jobs.get(&specs[t].id)) else {
-                return Decision::Wait;
-            };
+            let (s, e) = (specs[t].stage.as_ref()?, index.jobs.get(&specs[t].id)?);
             if !e.state.is_final() {
-                return Decision::Wait;
+                return None;
             }
             if passed(s, e)
                 && let Some((figure, u)) = time_figure(s, e)
@@ -186,13 +227,31 @@ impl Cascade {
             }
         }
         timed.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        let mine = times.iter().copied().find(|&t| {
-            specs[t]
-                .stage
-                .as_ref()
-                .is_some_and(|s| s.candidate == stage.candidate)
-        });
-        let Some(rank) = mine.and_then(|m| timed.iter().position(|&(_, t)| t == m)) else {
+        Some(Ranking { timed, unit })
+    }
+
+    /// The margin and top-K rule for the profile job whose time job is `time_job`, once
+    /// every candidate of the problem has been timed.
+    fn profile_rule(
+        &self,
+        specs: &[JobSpec],
+        stage: &StageRef,
+        time_job: usize,
+        index: &BatchIndex,
+        rankings: &mut Rankings,
+    ) -> Decision {
+        let rule = stage.rule;
+        if rule.margin.is_none() && rule.top_k.is_none() {
+            return Decision::Run;
+        }
+        let ranking = rankings
+            .entry(stage.problem.clone())
+            .or_insert_with(|| self.ranking(specs, &stage.problem, index));
+        let Some(Ranking { timed, unit }) = ranking.as_ref() else {
+            return Decision::Wait;
+        };
+        let unit = *unit;
+        let Some(rank) = timed.iter().position(|&(_, t)| t == time_job) else {
             // Its time stage passed (decide checked), so it is ranked; anything else is a bug
             // of the file's shape, and profiling is the safe answer.
             return Decision::Run;
@@ -430,7 +489,24 @@ mod tests {
         ended(&mut index, "mm.d.check", true, None);
         // d is not timed yet: nobody's profile decision can be made.
         assert_eq!(decision(&c, &specs, &index, "mm.a.profile"), Decision::Wait);
+        let pos = |id: &str| specs.iter().position(|s| s.id == id).unwrap();
+        // Before the last time stage ends, only the candidate's next stage waits on it.
+        assert_eq!(
+            c.dependents(&specs, pos("mm.a.time"), &index),
+            [pos("mm.a.profile")]
+        );
+        assert_eq!(
+            c.dependents(&specs, pos("mm.d.check"), &index),
+            [pos("mm.d.time")]
+        );
         ended(&mut index, "mm.d.time", true, Some(12.0));
+        // The last one decides every profile job of the problem.
+        let mut after_last = c.dependents(&specs, pos("mm.d.time"), &index);
+        after_last.sort_unstable();
+        after_last.dedup();
+        let mut profiles = ["a", "b", "c", "d"].map(|n| pos(&format!("mm.{n}.profile")));
+        profiles.sort_unstable();
+        assert_eq!(after_last, profiles);
         assert_eq!(decision(&c, &specs, &index, "mm.a.profile"), Decision::Run);
         assert_eq!(decision(&c, &specs, &index, "mm.d.profile"), Decision::Run);
         // b is within the margin (14 ≤ 15) but third: out by the top 2.

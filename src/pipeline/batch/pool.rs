@@ -3,7 +3,7 @@
 //! level quarantined and their work moved to the others, and a cancellation that leaves the
 //! index consistent.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -15,7 +15,7 @@ use crate::pipeline::probe::HostProbe;
 use crate::profilers::devices::Device;
 use crate::profilers::registry::Vendor;
 
-use super::cascade::{Cascade, Decision, skipped_entry, summary};
+use super::cascade::{Cascade, Decision, Rankings, skipped_entry, summary};
 use super::health::{check_device, needs_check};
 use super::index::{Prepared, cancel_running};
 use super::spec::JobSpec;
@@ -98,6 +98,12 @@ struct Pool<'a> {
     observer: Option<Observer>,
     /// The cascade over the problems' stages (`None`: no job is a stage).
     cascade: Option<Cascade>,
+    /// Queued jobs the cascade lets start.
+    ready_now: HashSet<usize>,
+    /// Queued jobs whose cascade decision may have changed.
+    to_decide: Vec<usize>,
+    /// Writes of skipped entries under way.
+    writes: Vec<tokio::task::JoinHandle<()>>,
     warned: bool,
     /// Changes not yet in batch.json, and when it was last written.
     dirty: bool,
@@ -167,46 +173,71 @@ impl Pool<'_> {
 
     /// Whether the cascade lets queued job `job` start now.
     fn ready(&self, job: usize) -> bool {
-        self.cascade
-            .as_ref()
-            .is_none_or(|c| c.decide(self.specs, job, &self.index) == Decision::Run)
+        self.cascade.is_none() || self.ready_now.contains(&job)
     }
 
-    /// Take the jobs the cascade skips out of `queue`, recording them `skipped` (a skip can
-    /// decide the next stage's, so until none is left). Whether any was.
+    /// Job `job` has ended (or cannot run anywhere): the cascade decides the jobs that
+    /// waited on it at the next round.
+    fn ended(&mut self, job: usize) {
+        if let Some(c) = &self.cascade {
+            let next = c.dependents(self.specs, job, &self.index);
+            self.to_decide.extend(next);
+        }
+    }
+
+    /// Decide the jobs waiting for a decision (all at first; later those whose earlier stage
+    /// just ended): note the ones that may start, take the skipped ones out of `queue` and
+    /// record them `skipped` (deciding their own dependents in turn). Whether any was skipped.
     fn settle_cascade(&mut self, queue: &mut VecDeque<usize>) -> bool {
         let Some(cascade) = self.cascade.take() else {
             return false;
         };
-        let mut any = false;
-        loop {
-            let skips: Vec<(usize, crate::model::batch::CascadeSkip)> = queue
-                .iter()
-                .filter_map(|&j| match cascade.decide(self.specs, j, &self.index) {
-                    Decision::Skip(skip) => Some((j, skip)),
-                    Decision::Run | Decision::Wait => None,
-                })
-                .collect();
-            if skips.is_empty() {
-                break;
+        let mut skipped: BTreeSet<usize> = BTreeSet::new();
+        let mut writes: Vec<(PathBuf, BatchEntry)> = Vec::new();
+        let mut rankings = Rankings::new();
+        while let Some(job) = self.to_decide.pop() {
+            let spec = &self.specs[job];
+            // Only a job still queued (kept and finished ones are decided for good).
+            if self
+                .index
+                .jobs
+                .get(&spec.id)
+                .is_none_or(|e| e.state != EntryState::Pending)
+            {
+                continue;
             }
-            any = true;
-            let gone: BTreeSet<usize> = skips.iter().map(|(j, _)| *j).collect();
-            queue.retain(|j| !gone.contains(j));
-            for (job, skip) in skips {
-                let spec = &self.specs[job];
-                let mut entry = skipped_entry(spec, skip);
-                entry.finished_unix_s = Some(now_unix_s());
-                // Its own entry.json, as every job's: a skip is a result `--resume` reads
-                // (and decides again).
-                let dir = super::task::run_dir(&self.root, &spec.id);
-                let _ = std::fs::create_dir_all(&dir).map(|()| entry.write_atomic(&dir));
-                self.emit(PoolEvent::Finished { entry: &entry });
-                self.index.jobs.insert(spec.id.clone(), entry);
+            match cascade.decide_with(self.specs, job, &self.index, &mut rankings) {
+                Decision::Run => {
+                    self.ready_now.insert(job);
+                }
+                Decision::Wait => {}
+                Decision::Skip(skip) => {
+                    let mut entry = skipped_entry(spec, skip);
+                    entry.finished_unix_s = Some(now_unix_s());
+                    self.emit(PoolEvent::Finished { entry: &entry });
+                    writes.push((super::task::run_dir(&self.root, &spec.id), entry.clone()));
+                    self.index.jobs.insert(spec.id.clone(), entry);
+                    skipped.insert(job);
+                    // A time stage that ends can complete its problem's ranking.
+                    rankings.clear();
+                    let next = cascade.dependents(self.specs, job, &self.index);
+                    self.to_decide.extend(next);
+                }
             }
         }
         self.cascade = Some(cascade);
-        any
+        if skipped.is_empty() {
+            return false;
+        }
+        queue.retain(|j| !skipped.contains(j));
+        // Each skip has its entry.json, as every job: written off the scheduler's thread
+        // (each write is fsynced; a thousand skips at once would stall the pool for seconds).
+        self.writes.push(tokio::task::spawn_blocking(move || {
+            for (dir, entry) in writes {
+                let _ = std::fs::create_dir_all(&dir).map(|()| entry.write_atomic(&dir));
+            }
+        }));
+        true
     }
 
     /// Record a job that cannot run anywhere (no device of its vendor is left).
@@ -279,6 +310,9 @@ pub async fn run_pool(
         moves: HashMap::new(),
         observer,
         cascade: Cascade::new(specs, opts.all_stages),
+        ready_now: HashSet::new(),
+        to_decide: prepared.to_run.iter().rev().copied().collect(),
+        writes: Vec::new(),
         warned: false,
         dirty: false,
         written: tokio::time::Instant::now(),
@@ -358,6 +392,7 @@ pub async fn run_pool(
                 queue.retain(|j| !stuck_set.contains(j));
                 for job in stuck {
                     pool.unrunnable(job);
+                    pool.ended(job);
                 }
                 changed = true;
             }
@@ -482,7 +517,11 @@ pub async fn run_pool(
         }
         pool.emit(PoolEvent::Finished { entry: &entry });
         pool.index.jobs.insert(spec.id.clone(), entry);
+        pool.ended(job);
         pool.changed();
+    }
+    for write in std::mem::take(&mut pool.writes) {
+        let _ = write.await;
     }
     // Nothing runs any more; an entry still marked running was cut off.
     cancel_running(&mut pool.index);
