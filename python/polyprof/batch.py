@@ -28,7 +28,8 @@ __all__ = ["batch", "BatchIndex", "BatchEntry"]
 
 class BatchEntry(Document):
     """One job of a batch: its final ``state`` (``succeeded``, ``failed``, ``timed_out``,
-    ``crashed``, ``cancelled``, ``lost``, ``pending``, ``running``), where its run went
+    ``crashed``, ``cancelled``, ``lost``, ``skipped`` (a stage the cascade left out; ``cascade``
+    says why), ``pending``, ``running``), where its run went
     (``run_dir``, relative to the batch root), the device, attempts and key figures."""
 
     _nested = {"outcome": Outcome}
@@ -49,6 +50,7 @@ class BatchEntry(Document):
     errors: List[str]
     device_error: Optional[str]
     labels: Dict[str, str]
+    cascade: Optional[Dict[str, Any]]
 
     @property
     def succeeded(self) -> bool:
@@ -65,6 +67,7 @@ class BatchIndex(Document):
     backend: str
     jobs: Dict[str, BatchEntry]
     devices: List[Dict[str, Any]]
+    cascade: Optional[Dict[str, Any]]
 
     def __init__(self, data: Dict[str, Any], root: Optional[str] = None):
         super().__init__(data)

@@ -102,6 +102,7 @@ fn batch_json(
         task,
         quarantine_after: args.quarantine_after.unwrap_or(3),
         max_parallel: None,
+        all_stages: false,
     };
     let index = runtime::block_on_cancellable(py, cancel, async move {
         run_batch(&specs, &output_dir, &opts, &pool).await

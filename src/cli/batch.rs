@@ -40,6 +40,10 @@ pub struct Args {
     /// the rest (crashed, lost, cancelled, unfinished, missing) again.
     #[arg(long)]
     pub resume: bool,
+    /// Run every stage of every candidate of the job file's problems, skipping none (the
+    /// cascade's baseline: what it saves is measured against this).
+    #[arg(long)]
+    pub all_stages: bool,
     /// Print the index (batch.json) on stdout at the end instead of the summary table.
     #[arg(long)]
     pub json: bool,
@@ -103,6 +107,12 @@ fn positive_secs(text: &str) -> Result<Duration, String> {
 
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let specs = batch::load(&args.jobs)?;
+    if args.slurm.slurm && specs.iter().any(|s| s.stage.is_some()) {
+        anyhow::bail!(
+            "{}: the stages of a `problem` run on the local pool only (the cascade decides each stage from the one before); run it without --slurm, or list plain jobs",
+            args.jobs.display()
+        );
+    }
     if args.slurm.slurm && args.task_index.is_none() && args.task_id.is_none() {
         let common = super::batch_slurm::Common {
             jobs: &args.jobs,
@@ -163,6 +173,7 @@ async fn run_local(args: &Args, specs: &[JobSpec], opts: TaskOptions) -> anyhow:
         task: opts,
         quarantine_after: args.quarantine_after,
         max_parallel: None,
+        all_stages: args.all_stages,
     };
     let index = open.run(specs, &pool_opts, Some(progress.observer())).await;
     progress.finish();

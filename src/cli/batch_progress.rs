@@ -134,7 +134,8 @@ impl Progress {
             }
             PoolEvent::Finished { entry } => {
                 let device = entry.device.clone().unwrap_or_default();
-                let ok = entry.state == EntryState::Succeeded;
+                // A job the cascade skipped ran nowhere and failed nothing.
+                let ok = matches!(entry.state, EntryState::Succeeded | EntryState::Skipped);
                 if let Ok(mut r) = self.running.lock() {
                     r.remove(&entry.id);
                 }

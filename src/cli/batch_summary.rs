@@ -5,7 +5,7 @@ use std::io::Write;
 
 use anyhow::Context;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};
-use polyprof::model::batch::{BatchEntry, BatchIndex, EntryState, EvalSummary};
+use polyprof::model::batch::{BatchEntry, BatchIndex, CascadeSummary, EntryState, EvalSummary};
 
 /// What a row says about how a job ended: its top kernel when it succeeded, else the
 /// outcome and the first error.
@@ -83,16 +83,53 @@ pub fn finish(index: &BatchIndex, root: &str, json: bool, cancelled: bool) -> an
     if cancelled {
         return Ok(super::run::EXIT_CANCELLED);
     }
+    // A job the cascade skipped is the cascade's answer, not a failure (the stage that
+    // decided has its own entry).
     let all_ok = index
         .jobs
         .values()
-        .all(|e| e.state == EntryState::Succeeded);
+        .all(|e| matches!(e.state, EntryState::Succeeded | EntryState::Skipped));
     Ok(if all_ok { 0 } else { EXIT_SOME_FAILED })
 }
 
 /// Up to this many jobs every job gets a row; in a larger batch only the jobs that did not
 /// succeed do (the index has them all).
 pub const ALL_ROWS_UP_TO: usize = 50;
+
+/// The cascade's lines: per stage, the jobs that ran, passed and were skipped, and the device
+/// seconds the skips saved.
+fn print_cascade(out: &mut impl Write, cascade: &CascadeSummary) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "  cascade: {:<8} {:>6} {:>7} {:>8} {:>10}",
+        "stage", "ran", "passed", "skipped", "device s"
+    )?;
+    for s in &cascade.stages {
+        writeln!(
+            out,
+            "           {:<8} {:>6} {:>7} {:>8} {:>10.1}",
+            s.stage, s.ran, s.passed, s.skipped, s.device_s
+        )?;
+    }
+    let mut line = format!(
+        "  the cascade saved about {:.1} device seconds (a job skipped after a failed stage: what that failure took; after the profile rule: its stage's mean time)",
+        cascade.saved_device_s
+    );
+    if !cascade.unestimated.is_empty() {
+        line.push_str(&format!(
+            "; not counted: {} (no job of the stage ran to measure)",
+            cascade.unestimated.join(", ")
+        ));
+    }
+    writeln!(out, "{line}")?;
+    if let Some(cache) = cascade.saved_by_cache_s {
+        writeln!(
+            out,
+            "  the profile cache saved about {cache:.1} device seconds"
+        )?;
+    }
+    Ok(())
+}
 
 /// Print the summary of `index` to `out`; `root` is where the batch lives.
 pub fn print(out: &mut impl Write, index: &BatchIndex, root: &str) -> std::io::Result<()> {
@@ -109,7 +146,7 @@ pub fn print(out: &mut impl Write, index: &BatchIndex, root: &str) -> std::io::R
         let Some(e) = index.jobs.get(id) else {
             continue;
         };
-        if !all && e.state == EntryState::Succeeded {
+        if !all && matches!(e.state, EntryState::Succeeded | EntryState::Skipped) {
             hidden += 1;
             continue;
         }
@@ -130,7 +167,7 @@ pub fn print(out: &mut impl Write, index: &BatchIndex, root: &str) -> std::io::R
     if hidden > 0 {
         writeln!(
             out,
-            "  ({hidden} succeeded jobs not listed; `--json` or {root}/batch.json has every job)"
+            "  ({hidden} succeeded or skipped jobs not listed; `--json` or {root}/batch.json has every job)"
         )?;
     }
     for d in &index.devices {
@@ -145,6 +182,9 @@ pub fn print(out: &mut impl Write, index: &BatchIndex, root: &str) -> std::io::R
             line.push_str(&format!(" — quarantined ({why})"));
         }
         writeln!(out, "{line}")?;
+    }
+    if let Some(cascade) = &index.cascade {
+        print_cascade(out, cascade)?;
     }
     let counts: Vec<String> = index
         .counts()
@@ -195,7 +235,10 @@ mod tests {
         assert!(small.contains("4 jobs: 3 succeeded, 1 failed"), "{small}");
         let large = printed(&index_of(60, &["bad"]));
         assert!(!large.contains("ok59") && large.contains("bad"), "{large}");
-        assert!(large.contains("60 succeeded jobs not listed"), "{large}");
+        assert!(
+            large.contains("60 succeeded or skipped jobs not listed"),
+            "{large}"
+        );
     }
 
     #[test]
@@ -233,5 +276,48 @@ mod tests {
             note(&failed),
             "not passed (failed); the candidate failed: raised during correctness: boom"
         );
+    }
+
+    #[test]
+    fn the_cascade_lines_count_each_stage_and_what_was_saved() {
+        use polyprof::model::batch::{CascadeSummary, StageCounts};
+        let mut index = index_of(2, &[]);
+        let stage = |name: &str, ran, passed, skipped, device_s| StageCounts {
+            stage: name.into(),
+            ran,
+            passed,
+            skipped,
+            device_s,
+        };
+        index.cascade = Some(CascadeSummary {
+            stages: vec![
+                stage("check", 4, 3, 0, 8.0),
+                stage("profile", 1, 1, 2, 30.0),
+            ],
+            saved_device_s: 60.0,
+            unestimated: vec!["time".into()],
+            saved_by_cache_s: None,
+        });
+        let text = printed(&index);
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.trim_start().starts_with("profile"))
+            .collect();
+        assert_eq!(
+            lines,
+            ["           profile       1       1        2       30.0"],
+            "{text}"
+        );
+        assert!(
+            text.contains("the cascade saved about 60.0 device seconds"),
+            "{text}"
+        );
+        assert!(text.contains("not counted: time"), "{text}");
+        assert!(!text.contains("profile cache"), "{text}");
+        // A skipped job is the cascade's answer, not a failure: exit 0.
+        let mut e = BatchEntry::pending("s", Default::default());
+        e.state = EntryState::Skipped;
+        index.jobs.insert("s".into(), e);
+        assert_eq!(finish(&index, "root", true, false).unwrap(), 0);
     }
 }

@@ -67,6 +67,9 @@ pub enum EntryState {
     Cancelled,
     /// Its result never arrived (a Slurm node failure); rerun by `--resume`.
     Lost,
+    /// Not run: a stage of the cascade left it out (`cascade.skip` says which stage, which
+    /// figure against which limit); decided again by `--resume`.
+    Skipped,
 }
 
 impl EntryState {
@@ -96,6 +99,7 @@ impl EntryState {
             EntryState::Crashed => "crashed",
             EntryState::Cancelled => "cancelled",
             EntryState::Lost => "lost",
+            EntryState::Skipped => "skipped",
         }
     }
 }
@@ -174,6 +178,68 @@ pub struct BatchEntry {
     /// What an eval job's verdict said (`verdict.json` in the run directory has it all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eval: Option<EvalSummary>,
+    /// The cascade stage this job is (a job of a `problem` of the job file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cascade: Option<CascadeStage>,
+}
+
+/// Which stage of which candidate of which problem a job is, and why it did not run when the
+/// cascade skipped it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CascadeStage {
+    pub problem: String,
+    pub candidate: String,
+    /// `compile`, `check`, `time` or `profile`.
+    pub stage: String,
+    /// Why the cascade skipped it (state `skipped`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skip: Option<CascadeSkip>,
+}
+
+/// Why a stage did not run: the stage whose result decided, the figure and the limit it
+/// failed (for the profile rule: the candidate's time against the margin or the top K).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CascadeSkip {
+    /// The stage that decided (`check`: it did not pass; `profile`: the margin or top-K rule).
+    pub decided_by: String,
+    /// In words, with the figures.
+    pub reason: String,
+    /// The candidate's figure (its time, ms or s) where a figure decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub figure: Option<f64>,
+    /// The limit it was held against (the best time × (1 + margin), or the K-th best time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<f64>,
+}
+
+/// The cascade in figures, per stage (in the problems' stage order).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CascadeSummary {
+    pub stages: Vec<StageCounts>,
+    /// Device seconds the skipped jobs would have cost, estimated: an eval stage skipped after
+    /// an earlier stage failed, as much as that failed job took (the eval would have stopped
+    /// at the same point); any other, the mean duration of the jobs of its stage that ran
+    /// (stages of which nothing ran count nothing and are named in `unestimated`).
+    pub saved_device_s: f64,
+    /// Stages with skipped jobs but no run to estimate their cost from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unestimated: Vec<String>,
+    /// Device seconds a profile cache saved; absent until the batch has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saved_by_cache_s: Option<f64>,
+}
+
+/// One stage's counts over every problem of the batch.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct StageCounts {
+    pub stage: String,
+    /// Jobs of the stage that ran (in this run or kept from an earlier one).
+    pub ran: usize,
+    /// Of those, the ones that passed (what lets the next stage run).
+    pub passed: usize,
+    pub skipped: usize,
+    /// Their device time, seconds (the sum of the entries' `duration_s`).
+    pub device_s: f64,
 }
 
 /// An eval job's verdict in brief: enough for the summary table and for the pool to decide
@@ -268,6 +334,9 @@ pub struct BatchIndex {
     pub order: Vec<String>,
     #[serde(default)]
     pub devices: Vec<DeviceStatus>,
+    /// The cascade's counts and savings, for a job file with `problem`s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cascade: Option<CascadeSummary>,
 }
 
 impl BatchIndex {

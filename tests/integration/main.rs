@@ -6,6 +6,7 @@ mod support;
 
 mod amd_rocprofv3;
 mod amd_rocprofv3_proptest;
+mod batch_cascade;
 mod batch_container;
 mod batch_integrity;
 mod batch_jobfile;

@@ -106,6 +106,7 @@ mod tests {
             task: TaskOptions::default(),
             quarantine_after: 3,
             max_parallel: None,
+            all_stages: false,
         };
         let index = run_batch(&specs, root.path(), &opts, &pool).await.unwrap();
         assert!(

@@ -131,7 +131,7 @@ pub fn prepare(
             Earlier::Changed | Earlier::Unfinished => {
                 changed += usize::from(matches!(earlier, Earlier::Changed));
                 to_run.push(i);
-                entries.push(BatchEntry::pending(&spec.id, spec.labels.clone()));
+                entries.push(spec.pending_entry());
             }
         }
     }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::problem::ProblemSpec;
 use super::spec::JobSpec;
 
 /// A job file that cannot be used; the message names `file:line` and what to fix.
@@ -90,6 +91,18 @@ fn parse_json_lines(text: &str) -> Result<Vec<LoadedJob>, (usize, String)> {
         if trimmed.is_empty() || trimmed.starts_with('#') {
             continue;
         }
+        if is_problem_line(trimmed) {
+            let problem: ProblemLine = serde_json::from_str(trimmed).map_err(|e| {
+                (
+                    line,
+                    format!("not a valid problem (`{{\"problem\": {{\"id\": …, \"reference\": …, \"candidates\": […], \"stages\": […]}}}}`): {e}"),
+                )
+            })?;
+            for spec in problem.problem.expand().map_err(|e| (line, e))? {
+                jobs.push(LoadedJob { spec, line });
+            }
+            continue;
+        }
         let spec: JobSpec = serde_json::from_str(trimmed).map_err(|e| {
             (
                 line,
@@ -103,11 +116,29 @@ fn parse_json_lines(text: &str) -> Result<Vec<LoadedJob>, (usize, String)> {
     Ok(jobs)
 }
 
+/// A JSON Lines `problem` line: `{"problem": {...}}`, the shape of a TOML `[[problem]]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProblemLine {
+    problem: ProblemSpec,
+}
+
+/// Whether a JSON line is a `problem` (an object whose only key is `problem`).
+fn is_problem_line(line: &str) -> bool {
+    #[derive(Deserialize)]
+    struct Keys {
+        problem: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_str::<Keys>(line).is_ok_and(|k| k.problem.is_some())
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TomlFile {
     #[serde(default)]
     job: Vec<toml::Spanned<JobSpec>>,
+    #[serde(default)]
+    problem: Vec<toml::Spanned<ProblemSpec>>,
 }
 
 fn parse_toml(text: &str) -> Result<Vec<LoadedJob>, (usize, String)> {
@@ -118,14 +149,34 @@ fn parse_toml(text: &str) -> Result<Vec<LoadedJob>, (usize, String)> {
             super::spec::with_valid_keys(format!("not a valid TOML job file: {}", e.message())),
         )
     })?;
-    Ok(file
+    let mut jobs: Vec<((usize, usize), LoadedJob)> = file
         .job
         .into_iter()
-        .map(|spanned| LoadedJob {
-            line: line_of(text, spanned.span().start),
-            spec: spanned.into_inner(),
+        .map(|spanned| {
+            let start = spanned.span().start;
+            let job = LoadedJob {
+                line: line_of(text, start),
+                spec: spanned.into_inner(),
+            };
+            ((start, 0), job)
         })
-        .collect())
+        .collect();
+    for spanned in file.problem {
+        let start = spanned.span().start;
+        let line = line_of(text, start);
+        for (n, spec) in spanned
+            .into_inner()
+            .expand()
+            .map_err(|e| (line, e))?
+            .into_iter()
+            .enumerate()
+        {
+            jobs.push(((start, n), LoadedJob { spec, line }));
+        }
+    }
+    // The file's order, jobs and problems as they come.
+    jobs.sort_by_key(|(start, _)| *start);
+    Ok(jobs.into_iter().map(|(_, job)| job).collect())
 }
 
 /// 1-based line number of byte `offset` in `text`.
@@ -214,5 +265,53 @@ mod tests {
             err.starts_with("jobs.toml:") && err.contains("bogus"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn problems_expand_in_the_files_order_in_both_formats() {
+        let jobs = jsonl(concat!(
+            "{\"id\": \"first\", \"target\": [\"true\"]}\n",
+            "{\"problem\": {\"id\": \"mm\", \"reference\": \"r.py\", \"candidates\": [\"c/a.py\", \"c/b.py\"], \"stages\": [\"check\", \"time\"]}}\n",
+            "{\"id\": \"last\", \"target\": [\"true\"]}\n",
+        ))
+        .unwrap();
+        let ids: Vec<(&str, usize)> = jobs.iter().map(|j| (j.spec.id.as_str(), j.line)).collect();
+        assert_eq!(
+            ids,
+            [
+                ("first", 1),
+                ("mm.a.check", 2),
+                ("mm.a.time", 2),
+                ("mm.b.check", 2),
+                ("mm.b.time", 2),
+                ("last", 3)
+            ]
+        );
+        let toml = concat!(
+            "[[problem]]\nid = \"mm\"\nreference = \"r.py\"\ncandidates = [\"c/a.py\"]\n",
+            "stages = [\"time\", \"profile\"]\nprofile = { top_k = 1 }\n",
+            "eval = { device = \"cpu\", trials = 2 }\n\n",
+            "[[job]]\nid = \"after\"\ntarget = [\"true\"]\n",
+        );
+        let jobs = parse(Path::new("jobs.toml"), toml).unwrap();
+        let ids: Vec<&str> = jobs.iter().map(|j| j.spec.id.as_str()).collect();
+        assert_eq!(ids, ["mm.a.time", "mm.a.profile", "after"]);
+        assert_eq!(jobs[0].spec.eval.as_ref().unwrap().trials, Some(2));
+        // A problem's mistake is named with its line.
+        let err = jsonl("\n{\"problem\": {\"id\": \"mm\", \"reference\": \"r.py\", \"candidates\": [], \"stages\": [\"check\"]}}\n")
+            .unwrap_err();
+        assert!(
+            err.starts_with("jobs.jsonl:2: ") && err.contains("`candidates` is empty"),
+            "{err}"
+        );
+        let err = jsonl("{\"problem\": {\"id\": \"mm\", \"refrence\": \"r.py\"}}\n").unwrap_err();
+        assert!(err.contains("refrence"), "{err}");
+        // A job id a problem's expansion takes is a duplicate like any other.
+        let err = jsonl(concat!(
+            "{\"id\": \"mm.a.time\", \"target\": [\"true\"]}\n",
+            "{\"problem\": {\"id\": \"mm\", \"reference\": \"r.py\", \"candidates\": [\"a.py\"], \"stages\": [\"time\"]}}\n",
+        ))
+        .unwrap_err();
+        assert!(err.contains("duplicate job id `mm.a.time`"), "{err}");
     }
 }

@@ -5,6 +5,9 @@
 //! - `spec`: one job as the file describes it; `jobfile`: reading and checking the file.
 //! - `task`: one job, its passes and retries, its `entry.json`.
 //! - `eval_table`: a job's `eval` table; `eval_job`: running it, its verdict in the entry.
+//! - `problem`: a job file's `problem` (one reference, many candidates, their stages) and the
+//!   jobs it expands to; `stage`: the stages and the profile rule; `cascade`: which stage of
+//!   which candidate runs, waits or is skipped, and the summary per stage.
 //! - `health`: the check of a device after an eval job's device fault or hang.
 //! - `devices`: the pool's devices (discovery, `--devices`, CPU slots).
 //! - `index`: building, resuming and updating the index.
@@ -13,6 +16,7 @@
 //! - `slurm`: the Slurm backend (a job array; submit, poll, cancel, collect).
 
 pub mod api;
+pub mod cascade;
 pub mod devices;
 pub mod eval_job;
 pub mod eval_table;
@@ -20,8 +24,10 @@ pub mod health;
 pub mod index;
 pub mod jobfile;
 pub mod pool;
+pub mod problem;
 pub mod slurm;
 pub mod spec;
+pub mod stage;
 pub mod task;
 
 pub use api::{BatchOptions, OpenBatch, run_batch};

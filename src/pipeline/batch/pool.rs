@@ -3,7 +3,7 @@
 //! level quarantined and their work moved to the others, and a cancellation that leaves the
 //! index consistent.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -15,6 +15,7 @@ use crate::pipeline::probe::HostProbe;
 use crate::profilers::devices::Device;
 use crate::profilers::registry::Vendor;
 
+use super::cascade::{Cascade, Decision, Rankings, skipped_entry, summary};
 use super::health::{check_device, needs_check};
 use super::index::{Prepared, cancel_running};
 use super::spec::JobSpec;
@@ -30,6 +31,9 @@ pub struct PoolOptions {
     pub quarantine_after: u32,
     /// At most this many jobs at once; `None`: one per device.
     pub max_parallel: Option<usize>,
+    /// Run every stage of every problem's candidates, skipping none (`--all-stages`: the
+    /// cascade's baseline).
+    pub all_stages: bool,
 }
 
 /// What the pool reports while it runs (for progress displays).
@@ -92,6 +96,14 @@ struct Pool<'a> {
     /// What each moved job's earlier devices did to it, and how many attempts they took.
     moves: HashMap<usize, (u32, Vec<String>)>,
     observer: Option<Observer>,
+    /// The cascade over the problems' stages (`None`: no job is a stage).
+    cascade: Option<Cascade>,
+    /// Queued jobs the cascade lets start.
+    ready_now: HashSet<usize>,
+    /// Queued jobs whose cascade decision may have changed.
+    to_decide: Vec<usize>,
+    /// Writes of skipped entries under way.
+    writes: Vec<tokio::task::JoinHandle<()>>,
     warned: bool,
     /// Changes not yet in batch.json, and when it was last written.
     dirty: bool,
@@ -159,6 +171,75 @@ impl Pool<'_> {
         }
     }
 
+    /// Whether the cascade lets queued job `job` start now.
+    fn ready(&self, job: usize) -> bool {
+        self.cascade.is_none() || self.ready_now.contains(&job)
+    }
+
+    /// Job `job` has ended (or cannot run anywhere): the cascade decides the jobs that
+    /// waited on it at the next round.
+    fn ended(&mut self, job: usize) {
+        if let Some(c) = &self.cascade {
+            let next = c.dependents(self.specs, job, &self.index);
+            self.to_decide.extend(next);
+        }
+    }
+
+    /// Decide the jobs waiting for a decision (all at first; later those whose earlier stage
+    /// just ended): note the ones that may start, take the skipped ones out of `queue` and
+    /// record them `skipped` (deciding their own dependents in turn). Whether any was skipped.
+    fn settle_cascade(&mut self, queue: &mut VecDeque<usize>) -> bool {
+        let Some(cascade) = self.cascade.take() else {
+            return false;
+        };
+        let mut skipped: BTreeSet<usize> = BTreeSet::new();
+        let mut writes: Vec<(PathBuf, BatchEntry)> = Vec::new();
+        let mut rankings = Rankings::new();
+        while let Some(job) = self.to_decide.pop() {
+            let spec = &self.specs[job];
+            // Only a job still queued (kept and finished ones are decided for good).
+            if self
+                .index
+                .jobs
+                .get(&spec.id)
+                .is_none_or(|e| e.state != EntryState::Pending)
+            {
+                continue;
+            }
+            match cascade.decide_with(self.specs, job, &self.index, &mut rankings) {
+                Decision::Run => {
+                    self.ready_now.insert(job);
+                }
+                Decision::Wait => {}
+                Decision::Skip(skip) => {
+                    let mut entry = skipped_entry(spec, skip);
+                    entry.finished_unix_s = Some(now_unix_s());
+                    self.emit(PoolEvent::Finished { entry: &entry });
+                    writes.push((super::task::run_dir(&self.root, &spec.id), entry.clone()));
+                    self.index.jobs.insert(spec.id.clone(), entry);
+                    skipped.insert(job);
+                    // A time stage that ends can complete its problem's ranking.
+                    rankings.clear();
+                    let next = cascade.dependents(self.specs, job, &self.index);
+                    self.to_decide.extend(next);
+                }
+            }
+        }
+        self.cascade = Some(cascade);
+        if skipped.is_empty() {
+            return false;
+        }
+        queue.retain(|j| !skipped.contains(j));
+        // Each skip has its entry.json, as every job: written off the scheduler's thread
+        // (each write is fsynced; a thousand skips at once would stall the pool for seconds).
+        self.writes.push(tokio::task::spawn_blocking(move || {
+            for (dir, entry) in writes {
+                let _ = std::fs::create_dir_all(&dir).map(|()| entry.write_atomic(&dir));
+            }
+        }));
+        true
+    }
+
     /// Record a job that cannot run anywhere (no device of its vendor is left).
     fn unrunnable(&mut self, job: usize) {
         let spec = &self.specs[job];
@@ -176,7 +257,7 @@ impl Pool<'_> {
             .jobs
             .get(&spec.id)
             .cloned()
-            .unwrap_or_else(|| BatchEntry::pending(&spec.id, spec.labels.clone()));
+            .unwrap_or_else(|| spec.pending_entry());
         entry.state = EntryState::Crashed;
         entry.errors.push(format!(
             "no device left in the pool can run it: it needs {needs}, the pool has {}; give --devices or fix the devices, then --resume",
@@ -228,6 +309,10 @@ pub async fn run_pool(
         tried: HashMap::new(),
         moves: HashMap::new(),
         observer,
+        cascade: Cascade::new(specs, opts.all_stages),
+        ready_now: HashSet::new(),
+        to_decide: prepared.to_run.iter().rev().copied().collect(),
+        writes: Vec::new(),
         warned: false,
         dirty: false,
         written: tokio::time::Instant::now(),
@@ -244,7 +329,7 @@ pub async fn run_pool(
     pool.write_index();
     loop {
         if !cancelled {
-            let mut changed = false;
+            let mut changed = pool.settle_cascade(&mut queue);
             for slot in 0..pool.slots.len() {
                 if running.len() >= max_parallel {
                     break;
@@ -252,7 +337,10 @@ pub async fn run_pool(
                 if pool.slots[slot].busy || pool.slots[slot].quarantined.is_some() {
                     continue;
                 }
-                let Some(pos) = queue.iter().position(|&j| pool.usable(j, slot)) else {
+                let Some(pos) = queue
+                    .iter()
+                    .position(|&j| pool.usable(j, slot) && pool.ready(j))
+                else {
                     continue;
                 };
                 let Some(job) = queue.remove(pos) else {
@@ -265,7 +353,7 @@ pub async fn run_pool(
                     .index
                     .jobs
                     .entry(spec.id.clone())
-                    .or_insert_with(|| BatchEntry::pending(&spec.id, spec.labels.clone()));
+                    .or_insert_with(|| spec.pending_entry());
                 entry.state = EntryState::Running;
                 entry.device = Some(device.name());
                 entry.started_unix_s = Some(now_unix_s());
@@ -304,11 +392,17 @@ pub async fn run_pool(
                 queue.retain(|j| !stuck_set.contains(j));
                 for job in stuck {
                     pool.unrunnable(job);
+                    pool.ended(job);
                 }
                 changed = true;
             }
             if changed {
                 pool.changed();
+                // A job ended here (skipped, or no device can take it) may decide the
+                // cascade's next stage of others still queued: look again before stopping.
+                if running.is_empty() && !queue.is_empty() && pool.cascade.is_some() {
+                    continue;
+                }
             }
         }
         if running.is_empty() {
@@ -337,7 +431,7 @@ pub async fn run_pool(
         let spec = &specs[job];
         pool.slots[slot].busy = false;
         let entry = entry.unwrap_or_else(|| {
-            let mut e = BatchEntry::pending(&spec.id, spec.labels.clone());
+            let mut e = spec.pending_entry();
             e.state = EntryState::Crashed;
             e.device = Some(pool.slots[slot].device.name());
             e.errors
@@ -423,10 +517,15 @@ pub async fn run_pool(
         }
         pool.emit(PoolEvent::Finished { entry: &entry });
         pool.index.jobs.insert(spec.id.clone(), entry);
+        pool.ended(job);
         pool.changed();
+    }
+    for write in std::mem::take(&mut pool.writes) {
+        let _ = write.await;
     }
     // Nothing runs any more; an entry still marked running was cut off.
     cancel_running(&mut pool.index);
+    pool.index.cascade = summary(specs, &pool.index);
     pool.write_index();
     pool.index
 }
@@ -460,6 +559,7 @@ mod tests {
             task: TaskOptions::default(),
             quarantine_after: 1,
             max_parallel: None,
+            all_stages: false,
         };
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = seen.clone();

@@ -14,6 +14,8 @@ use crate::profilers::settings::BackendOverrides;
 use crate::profilers::{PROFILER_NAMES, ProfilerSettings};
 
 use super::eval_table::EvalJob;
+use super::stage::StageRef;
+use crate::model::batch::BatchEntry;
 
 /// Longest job id (it names a directory).
 pub const MAX_ID_LEN: usize = 128;
@@ -78,11 +80,16 @@ pub struct JobSpec {
     /// An eval of a candidate against a reference instead of a `target` command.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eval: Option<EvalJob>,
+    /// The cascade stage this job is, for a job a `problem` of the job file expanded to;
+    /// never given as a key (what the stage runs is in the job's other keys, and so in its
+    /// digest).
+    #[serde(skip)]
+    pub stage: Option<StageRef>,
 }
 
 /// A string map that refuses a key given twice (JSON keeps the last one silently; TOML
 /// already refuses), as the job's own keys are refused.
-fn unique_keys<'de, D: Deserializer<'de>>(
+pub(crate) fn unique_keys<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> std::result::Result<BTreeMap<String, String>, D::Error> {
     struct Unique;
@@ -201,6 +208,13 @@ impl JobSpec {
         let bytes = serde_json::to_vec(&definition).unwrap_or_default();
         let digest = sha2::Sha256::digest(&bytes);
         digest.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// The job's entry before it runs (with its cascade stage, if it is one).
+    pub fn pending_entry(&self) -> BatchEntry {
+        let mut entry = BatchEntry::pending(&self.id, self.labels.clone());
+        entry.cascade = self.stage.as_ref().map(StageRef::entry_stage);
+        entry
     }
 
     /// A `none` job running `target`.

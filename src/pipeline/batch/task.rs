@@ -117,7 +117,7 @@ pub async fn run_task(
     opts: &TaskOptions,
 ) -> BatchEntry {
     let dir = run_dir(root, &spec.id);
-    let mut entry = BatchEntry::pending(&spec.id, spec.labels.clone());
+    let mut entry = spec.pending_entry();
     entry.definition_digest = Some(spec.definition_digest());
     // One runner per job, whoever runs it (a pool's slot, a Slurm array task, a task of an
     // earlier array still alive): the loser writes nothing, the run directory is the holder's.
@@ -402,7 +402,7 @@ fn severity(state: EntryState) -> u8 {
         EntryState::TimedOut => 2,
         EntryState::Crashed | EntryState::Lost => 3,
         EntryState::Cancelled => 4,
-        EntryState::Pending | EntryState::Running => 5,
+        EntryState::Pending | EntryState::Running | EntryState::Skipped => 5,
     }
 }
 
