@@ -21,11 +21,13 @@ fn rank(entry: &BatchEntry) -> u8 {
         EntryState::TimedOut => 2,
         EntryState::Lost => 3,
         EntryState::Cancelled => 4,
-        EntryState::Running => 6,
-        EntryState::Pending => 7,
+        // Left out by the batch's cascade (an earlier stage failed, or too slow to profile).
+        EntryState::Skipped => 6,
+        EntryState::Running => 7,
+        EntryState::Pending => 8,
         // An eval job that ran to its end but did not pass is a failure of the candidate.
         EntryState::Succeeded if entry.eval.as_ref().is_some_and(|e| !e.passed) => 5,
-        EntryState::Succeeded => 8,
+        EntryState::Succeeded => 9,
     }
 }
 
