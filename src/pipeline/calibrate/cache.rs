@@ -14,7 +14,7 @@ use crate::pipeline::lock::{HeldLock, try_lock};
 /// The cache's folder under polyprof's cache root.
 pub const CALIBRATION_DIR: &str = "calibration";
 /// Work directories (sources, program, profiler runs), one per key, under the cache folder.
-pub const WORK_DIR: &str = "work";
+pub const WORK_DIR: &str = "measurements";
 
 /// `$XDG_CACHE_HOME/polyprof/calibration`, else `$HOME/.cache/polyprof/calibration`.
 pub fn default_dir() -> Option<PathBuf> {

@@ -284,7 +284,7 @@ fn visible_device() -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
-/// `<dir>/work/<key>`, emptied of an earlier calibration's files.
+/// `<dir>/measurements/<key>`, emptied of an earlier calibration's files.
 fn fresh_work_dir(dir: &Path, key: &str) -> Result<PathBuf, CalibrateError> {
     let work = dir.join(cache::WORK_DIR).join(key);
     let io = |action, source| CalibrateError::Cache {
