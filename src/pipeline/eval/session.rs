@@ -426,18 +426,46 @@ impl Eval<'_> {
         }
     }
 
-    async fn setup_trusted(&mut self) -> std::result::Result<(), Failure> {
+    /// The trusted side's `setup`: the device, the init seed and the tolerance; `annotate`
+    /// asks it to mark its reference calls for a profiler (the reference's work pass).
+    fn reference_setup(&self, annotate: bool) -> Message {
         let o = &self.spec.options;
-        let request = Message::request(
-            "setup",
-            json!({
-                "device": self.spec.device.as_str(),
-                "init_seed": self.evidence.settings.init_seed,
-                "atol": o.atol,
-                "rtol": o.rtol,
-            }),
-        );
-        let limit = o.setup_timeout;
+        let mut body = json!({
+            "device": self.spec.device.as_str(),
+            "init_seed": self.evidence.settings.init_seed,
+            "atol": o.atol,
+            "rtol": o.rtol,
+        });
+        if annotate {
+            body["annotate"] = json!(true);
+        }
+        Message::request("setup", body)
+    }
+
+    /// A fresh trial's index, its new secret seed and its `trial` request to the trusted side;
+    /// `profile` asks for the reference's own run to be profiled.
+    fn trial_request(
+        &mut self,
+        stage: Stage,
+        profile: Option<bool>,
+    ) -> std::result::Result<(u32, u64, Message), Failure> {
+        let index = self.next_trial;
+        self.next_trial += 1;
+        let seed = self
+            .seeds
+            .next_seed()
+            .map_err(|e| harness(stage, format!("cannot read a seed from /dev/urandom: {e}")))?;
+        let mut body =
+            json!({"trial": index, "seed": seed, "transport": self.spec.device.transport()});
+        if let Some(profile) = profile {
+            body["profile"] = json!(profile);
+        }
+        Ok((index, seed, Message::request("trial", body)))
+    }
+
+    async fn setup_trusted(&mut self) -> std::result::Result<(), Failure> {
+        let request = self.reference_setup(false);
+        let limit = self.spec.options.setup_timeout;
         let reply = self
             .ask(Role::Trusted, Stage::Reference, request, limit)
             .await?;
@@ -514,16 +542,7 @@ impl Eval<'_> {
         stage: Stage,
         warm_first: bool,
     ) -> std::result::Result<u32, Failure> {
-        let index = self.next_trial;
-        self.next_trial += 1;
-        let seed = self
-            .seeds
-            .next_seed()
-            .map_err(|e| harness(stage, format!("cannot read a seed from /dev/urandom: {e}")))?;
-        let request = Message::request(
-            "trial",
-            json!({"trial": index, "seed": seed, "transport": self.spec.device.transport()}),
-        );
+        let (index, seed, request) = self.trial_request(stage, None)?;
         let limit = self.call_limit();
         let reply = self.ask(Role::Trusted, stage, request, limit).await?;
         let input_specs: Vec<TensorSpec> = self
@@ -826,33 +845,12 @@ impl Eval<'_> {
     ) -> std::result::Result<(), Failure> {
         let role = Role::ReferenceWork;
         self.start(role, profiler, settings, Stage::Work).await?;
-        let o = &self.spec.options;
-        let setup = Message::request(
-            "setup",
-            json!({
-                "device": self.spec.device.as_str(),
-                "init_seed": self.evidence.settings.init_seed,
-                "atol": o.atol,
-                "rtol": o.rtol,
-                "annotate": true,
-            }),
-        );
-        let setup_limit = o.setup_timeout;
+        let setup = self.reference_setup(true);
+        let setup_limit = self.spec.options.setup_timeout;
         self.ask(role, Stage::Work, setup, setup_limit).await?;
         let limit = self.limit_of(role);
         for profile in [false, true] {
-            let index = self.next_trial;
-            self.next_trial += 1;
-            let seed = self.seeds.next_seed().map_err(|e| {
-                harness(
-                    Stage::Work,
-                    format!("cannot read a seed from /dev/urandom: {e}"),
-                )
-            })?;
-            let trial = Message::request(
-                "trial",
-                json!({"trial": index, "seed": seed, "transport": self.spec.device.transport(), "profile": profile}),
-            );
+            let (index, _, trial) = self.trial_request(Stage::Work, Some(profile))?;
             self.ask(role, Stage::Work, trial, limit).await?;
             let release = Message::request("release", json!({"trial": index}));
             self.ask(role, Stage::Work, release, limit).await?;

@@ -29,15 +29,7 @@ impl Exporter for HtmlExporter {
 
 /// The page of one run.
 pub fn render(report: &Report) -> Result<String> {
-    let averages = report
-        .profile
-        .key_averages(Default::default())
-        .with_peaks(report.peaks.clone());
-    let label = report
-        .run
-        .as_ref()
-        .map(|r| r.label.clone())
-        .unwrap_or_else(|| report.profile.name.clone());
+    let (averages, label) = roofline_chart::run_kernels(report);
     let mut body = String::new();
     let _ = write!(
         body,

@@ -63,6 +63,22 @@ pub struct RooflineChart {
 
 /// The series of a report's kernels: one point per kernel name, from the same rows (and
 /// verdicts) as the table.
+/// A report's kernels averaged per name, with the device's peaks for their verdicts, and the
+/// label its points go under (the run's, else the profile's name): what the run page and the
+/// SVG roofline both chart.
+pub fn run_kernels(report: &crate::results::export::Report) -> (KeyAverages, String) {
+    let averages = report
+        .profile
+        .key_averages(Default::default())
+        .with_peaks(report.peaks.clone());
+    let label = report
+        .run
+        .as_ref()
+        .map(|r| r.label.clone())
+        .unwrap_or_else(|| report.profile.name.clone());
+    (averages, label)
+}
+
 pub fn series(label: &str, averages: &KeyAverages, events: &[Event]) -> Series {
     let mut points = Vec::new();
     let mut unplaced = Vec::new();

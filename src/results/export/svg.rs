@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use crate::model::error::{Error, Result};
-use crate::results::export::roofline_chart::{chart, render_svg, series};
+use crate::results::export::roofline_chart::{chart, render_svg, run_kernels, series};
 use crate::results::export::{Exporter, Format, Report};
 
 pub struct SvgExporter;
@@ -14,15 +14,7 @@ impl Exporter for SvgExporter {
     }
 
     fn export(&self, report: &Report, out: &mut dyn Write) -> Result<()> {
-        let averages = report
-            .profile
-            .key_averages(Default::default())
-            .with_peaks(report.peaks.clone());
-        let label = report
-            .run
-            .as_ref()
-            .map(|r| r.label.clone())
-            .unwrap_or_else(|| report.profile.name.clone());
+        let (averages, label) = run_kernels(report);
         let points = series(&label, &averages, &report.profile.events);
         let chart = chart(report.peaks.as_ref(), &[&averages], vec![points]).ok_or_else(|| {
             Error::invalid(
