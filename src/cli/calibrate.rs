@@ -296,12 +296,11 @@ fn row(check: &CalibrationCheck) -> Vec<Cell> {
         _ => "FLOP",
     };
     let right = |text: String| Cell::new(text).set_alignment(CellAlignment::Right);
-    let error = match (check.measured, check.expected > 0.0) {
-        (Some(measured), true) => {
-            format!(
-                "{:+.2} %",
-                100.0 * (measured - check.expected) / check.expected
-            )
+    // Signed: below the reading is +, above it −; zero inside an interval reading.
+    let error = match (check.measured, check.relative_error()) {
+        (Some(measured), Some(off)) => {
+            let sign = if measured > check.expected { 1.0 } else { -1.0 };
+            format!("{:+.2} %", 100.0 * sign * off + 0.0)
         }
         _ => "—".to_string(),
     };
@@ -314,11 +313,13 @@ fn row(check: &CalibrationCheck) -> Vec<Cell> {
         Cell::new(&check.kernel),
         Cell::new(check.quantity.as_str()),
         right(format!("{:.4e} {unit}", check.expected)),
-        right(
-            check
-                .measured
-                .map_or_else(|| "not read".to_string(), |m| format!("{m:.4e} {unit}")),
-        ),
+        right(check.measured.map_or_else(
+            || "not read".to_string(),
+            |m| match check.measured_upper.filter(|u| *u > m) {
+                Some(upper) => format!("{m:.4e}–{upper:.4e} {unit}"),
+                None => format!("{m:.4e} {unit}"),
+            },
+        )),
         right(error),
         Cell::new(trust),
         right(
@@ -360,6 +361,7 @@ mod tests {
             quantity,
             expected,
             measured,
+            measured_upper: None,
             duration_ns: Some(1e6),
             share_of_peak: share,
         }

@@ -25,6 +25,12 @@ pub fn evidence(name: &str) -> EvalEvidence {
         "hack_inputs_modified" => {
             include_str!("../../tests/fixtures/eval-h200/corpus/hack_inputs_modified/evidence.json")
         }
+        "hack_memset" => {
+            include_str!("../../tests/fixtures/eval-h200/corpus/hack_memset/evidence.json")
+        }
+        "honest_mean_torch" => {
+            include_str!("../../tests/fixtures/eval-h200/corpus/honest_mean_torch/evidence.json")
+        }
         other => panic!("no H200 capture {other} is compiled in; add it to h200_captures.rs"),
     };
     parse_evidence(text).unwrap_or_else(|e| panic!("the {name} capture: {e}"))

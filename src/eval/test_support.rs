@@ -206,6 +206,7 @@ pub fn calibration() -> Calibration {
             quantity,
             expected,
             measured: Some(measured),
+            measured_upper: None,
             duration_ns: None,
             share_of_peak: None,
         }

@@ -77,6 +77,10 @@ pub struct CalibrationCheck {
     /// What the counter read; `None` when the profiler gave nothing for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured: Option<f64>,
+    /// Where the counter reads an interval rather than one figure, its upper end (`measured` is
+    /// the lower): FP16 FLOPs, whose `HFMA2.MMA` instructions may be FMAs or constant moves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_upper: Option<f64>,
     /// The kernel's time as the profiler measured it, for the achieved rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ns: Option<f64>,
@@ -86,10 +90,19 @@ pub struct CalibrationCheck {
 }
 
 impl CalibrationCheck {
-    /// |measured − expected| / expected; `None` when nothing was measured.
+    /// |measured − expected| / expected, the distance to the nearer end of an interval reading
+    /// (zero inside it); `None` when nothing was measured.
     pub fn relative_error(&self) -> Option<f64> {
-        let measured = self.measured?;
-        (self.expected > 0.0).then(|| (measured - self.expected).abs() / self.expected)
+        let lower = self.measured?;
+        let upper = self.measured_upper.unwrap_or(lower).max(lower);
+        let off = if self.expected < lower {
+            lower - self.expected
+        } else if self.expected > upper {
+            self.expected - upper
+        } else {
+            0.0
+        };
+        (self.expected > 0.0).then(|| off / self.expected)
     }
 
     pub fn trust(&self) -> CounterTrust {
@@ -165,6 +178,7 @@ mod tests {
             quantity,
             expected,
             measured,
+            measured_upper: None,
             duration_ns: None,
             share_of_peak: None,
         }

@@ -181,10 +181,12 @@ pub struct FlopCounts {
     pub tensor_int8: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tensor_fp64: Option<f64>,
-    /// Part of `fp16` that is not FP16 math: the compiler materializes constants with
-    /// `HFMA2.MMA Rd, -RZ, RZ, imm, imm` (a move through the tensor pipe), which the SASS FP16
-    /// FMA counter counts. Excluded from [`vector_fp16`](Self::vector_fp16) and the totals;
-    /// an upper bound (32 threads × 2 FLOPs per such warp instruction).
+    /// Part of `fp16` issued as `HFMA2.MMA`: mostly not FP16 math (the compiler materializes
+    /// constants with `HFMA2.MMA Rd, -RZ, RZ, imm, imm`, a move through the tensor pipe, which
+    /// the SASS FP16 FMA counter counts), but ptxas also issues real packed FMAs there (seen
+    /// on the H200: half of a half2 FMA loop). No counter tells the two apart, so FP16 FLOPs
+    /// are an interval: [`vector_fp16`](Self::vector_fp16) (without these) to `fp16` (with).
+    /// 32 threads × 4 FLOPs per such warp instruction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fp16_hfma2_mma: Option<f64>,
 }

@@ -73,6 +73,7 @@ pub fn judge(
                 quantity,
                 expected: work,
                 measured: record.and_then(|r| measured(quantity, r)),
+                measured_upper: record.and_then(|r| measured_upper(quantity, r)),
                 duration_ns,
                 share_of_peak: share,
             });
@@ -95,6 +96,14 @@ pub fn measured(quantity: CalibratedQuantity, record: &KernelRecord) -> Option<f
         Q::TensorBf16Flops => flops.tensor_bf16,
         Q::TensorTf32Flops => flops.tensor_tf32,
         Q::TensorFp8Flops => flops.tensor_fp8,
+    }
+}
+
+/// The upper end of an interval reading: FP16 FLOPs with every `HFMA2.MMA` counted as FMAs.
+pub fn measured_upper(quantity: CalibratedQuantity, record: &KernelRecord) -> Option<f64> {
+    match quantity {
+        CalibratedQuantity::Fp16Flops => record.flops.fp16,
+        _ => None,
     }
 }
 

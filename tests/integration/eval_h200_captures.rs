@@ -9,8 +9,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::support::eval_captures::{
-    AWAITING_CAPTURE, Capture, captures, expected_corpus, failure_kind, finding_kinds,
-    matching_outcome, read_json,
+    Capture, captures, expected_corpus, failure_kind, finding_kinds, matching_outcome, read_json,
 };
 use crate::support::schema;
 use crate::support::{assert_exit, fixture, polyprof};
@@ -46,12 +45,7 @@ fn the_captures_are_the_corpus_and_six_kernelbench_problems() {
         .map(|c| format!("{}.py", c.name))
         .collect();
     corpus.sort();
-    // Entries added after the capture have none yet.
-    let mut expected: Vec<String> = expected_corpus()
-        .keys()
-        .filter(|n| !AWAITING_CAPTURE.contains(&n.as_str()) || corpus.contains(n))
-        .cloned()
-        .collect();
+    let mut expected: Vec<String> = expected_corpus().keys().cloned().collect();
     expected.sort();
     assert_eq!(corpus, expected);
     assert_eq!(all.iter().filter(|c| !c.corpus).count(), 6);
@@ -149,15 +143,6 @@ fn each_corpus_capture_is_as_expected_json_says() {
     let mut wrong = Vec::new();
     for capture in captures().into_iter().filter(|c| c.corpus) {
         let file = format!("{}.py", capture.name);
-        if AWAITING_CAPTURE.contains(&file.as_str()) {
-            // Its expectation needs a work pass this capture predates (else it leaves the list).
-            let evidence = read_json(&capture.dir.join("evidence.json"));
-            assert!(
-                evidence.get("work").is_none(),
-                "{file}: recaptured with a work pass"
-            );
-            continue;
-        }
         let entry = &expected[&file];
         let verdict = read_json(&capture.dir.join("verdict.json"));
         match matching_outcome(entry, &verdict) {
@@ -203,8 +188,8 @@ fn honest_captures_agree_with_the_witness() {
         assert_eq!(witness["launches_outside_calls"], 0, "{name}");
         checked += 1;
     }
-    // Six corpus candidates and six KernelBench problems.
-    assert_eq!(checked, 12);
+    // Eight corpus candidates and six KernelBench problems.
+    assert_eq!(checked, 14);
 }
 
 /// `(launch_id, name, short_name, duration_ns, ranges, thread_id, stream, process_id)` of each
@@ -319,7 +304,7 @@ fn every_problem_of_the_kernelbench_sweep_passes_the_current_audit() {
         }
         names.push(capture.name);
     }
-    assert_eq!(names.len(), 44, "{names:?}");
+    assert_eq!(names.len(), 45, "{names:?}");
     assert!(flagged.is_empty(), "{flagged:#?}");
     let first_session: std::collections::BTreeSet<String> = captures()
         .into_iter()

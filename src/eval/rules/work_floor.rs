@@ -10,7 +10,7 @@ use super::{Facts, Measure, RuleOutcome, finding};
 use crate::eval::array_floor::call_floor;
 use crate::eval::counter_trust::{calibration_note, precision_name, untrusted, untrusted_flops};
 use crate::eval::device_peaks::device_peaks;
-use crate::eval::evidence::{EvalEvidence, TrialEvidence};
+use crate::eval::evidence::{EvalEvidence, TrialEvidence, TrialPhase};
 use crate::eval::verdict::{Finding, FindingKind};
 use crate::eval::work_pass::{WorkCall, candidate_work, work_calls};
 use crate::model::calibration::CalibratedQuantity;
@@ -26,6 +26,9 @@ pub const MIN_FLOOR_BYTES: f64 = 1024.0 * 1024.0;
 
 pub fn check(facts: &Facts) -> RuleOutcome {
     let evidence = facts.evidence;
+    if let Some(outcome) = no_kernel_in_the_calls(evidence) {
+        return outcome;
+    }
     let pass = match candidate_work(evidence) {
         Ok(pass) => pass,
         Err(why) => return RuleOutcome::skipped(CHECK, why),
@@ -68,6 +71,59 @@ pub fn check(facts: &Facts) -> RuleOutcome {
         return RuleOutcome::skipped(CHECK, parts.not_judged.join("; "));
     }
     RuleOutcome::ran_in_part(CHECK, parts.findings, parts.not_judged)
+}
+
+/// A work pass that ran its calls to correct outputs and recorded no kernel at all: no kernel
+/// read the inputs (a memset, a copy engine or the host made the outputs; seen on the H200 for
+/// a `torch.zeros` candidate). Judged only for inputs of `MIN_FLOOR_BYTES` or more and counters
+/// the calibration trusts; `None` when the pass recorded launches, failed or ran no call.
+fn no_kernel_in_the_calls(evidence: &EvalEvidence) -> Option<RuleOutcome> {
+    let pass = evidence.work.as_ref()?;
+    if pass.error.is_some() || !pass.launches.is_empty() {
+        return None;
+    }
+    let calls: Vec<&TrialEvidence> = evidence
+        .trials
+        .iter()
+        .filter(|t| t.phase == TrialPhase::Work)
+        .collect();
+    let (call, floor) = calls
+        .iter()
+        .map(|t| (t.index, call_floor(t).read as f64))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    if floor < MIN_FLOOR_BYTES {
+        return None;
+    }
+    if let Some(why) = untrusted(evidence, CalibratedQuantity::DramBytesRead) {
+        return Some(RuleOutcome::skipped(CHECK, format!("reads: {why}")));
+    }
+    let shortfall = Shortfall {
+        call,
+        measured: 0.0,
+        floor,
+        launch_ids: Vec::new(),
+    };
+    let finding = shortfall_finding(
+        evidence,
+        vec![shortfall],
+        "B",
+        |s| {
+            format!(
+                "no kernel ran inside the work pass's {} call(s) ({}): no kernel read the inputs' \
+                 {} (call {}); the outputs came from a memset, a copy or the host",
+                calls.len(),
+                pass.profiler,
+                megabytes(s.floor),
+                s.call
+            )
+        },
+        json!({ "quantity": "dram_bytes_read", "launches": 0 }),
+    );
+    Some(RuleOutcome::ran_in_part(
+        CHECK,
+        finding.into_iter().collect(),
+        Vec::new(),
+    ))
 }
 
 /// What the three comparisons found, and which could not be made.
@@ -357,13 +413,18 @@ fn flops(
 }
 
 /// Every FLOP (and tensor integer op) the call's counters read; `None` when none was counted.
+/// FP16 at the upper end of its interval (`HFMA2.MMA` counted as FMAs): a floor must not
+/// accuse a kernel of work it may have done.
 fn counted_flops(call: &WorkCall) -> Option<f64> {
-    let counts: Vec<f64> = call
-        .flops
+    let flops = &call.flops;
+    let mut counts: Vec<f64> = flops
         .by_precision()
         .into_iter()
         .filter_map(|(_, count)| count)
         .collect();
+    if let (Some(all), Some(vector)) = (flops.fp16, flops.vector_fp16()) {
+        counts.push(all - vector);
+    }
     (!counts.is_empty()).then(|| counts.iter().sum())
 }
 
@@ -384,6 +445,23 @@ mod tests {
     fn vector_add_on(n: u64) -> EvalEvidence {
         let x = tensor("float32", &[n], 4);
         work_evidence(&[x.clone(), x.clone()], &[x], &[launch("kernels", 0)])
+    }
+
+    #[test]
+    fn a_memset_candidate_whose_calls_ran_no_kernel_is_flagged() {
+        // H200 capture: `torch.zeros` outputs; the work pass's ncu saw no launch at all.
+        let e = crate::eval::h200_captures::evidence("hack_memset");
+        let outcome = run(check, &e);
+        assert_eq!(kinds(&outcome), [FindingKind::TooLittleWork]);
+        let finding = &outcome.findings[0];
+        assert!(
+            finding.message.contains("no kernel ran inside"),
+            "{}",
+            finding.message
+        );
+        // The mean problem, honest: its one reduction read its input once.
+        let honest = crate::eval::h200_captures::evidence("honest_mean_torch");
+        assert_eq!(kinds(&run(check, &honest)), []);
     }
 
     #[test]

@@ -163,6 +163,7 @@ mod tests {
                 quantity: CalibratedQuantity::DramBytesRead,
                 expected: 1e9,
                 measured: Some(1.001e9),
+                measured_upper: None,
                 duration_ns: Some(3e5),
                 share_of_peak: Some(0.7),
             }],

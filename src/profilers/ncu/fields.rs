@@ -182,7 +182,11 @@ pub fn field_for_metric(name: &str) -> Option<Field> {
             }
             for (precision, ops) in [FP16_OPS, FP32_OPS, FP64_OPS].iter().enumerate() {
                 if let Some(op) = ops.iter().position(|o| *o == name) {
-                    let per_inst = if op == 2 { 2 } else { 1 };
+                    // An FMA is 2 FLOPs; every SASS FP16 instruction is packed (HADD2, HMUL2,
+                    // HFMA2: two halves), so it counts twice again. A scalar half op leaves one
+                    // half idle: FP16 FLOPs are the packed capacity, as the FP16 peak is.
+                    let fma = if op == 2 { 2 } else { 1 };
+                    let per_inst = if precision == 0 { 2 * fma } else { fma };
                     return Some(Field::Flops(precision as u8, per_inst));
                 }
             }
@@ -262,10 +266,10 @@ pub fn apply(record: &mut KernelRecord, field: Field, value: f64) {
             };
             set(slot);
         }
-        // Every such warp instruction was counted as up to 32 thread HFMAs of 2 FLOPs each.
+        // Every such warp instruction was counted as up to 32 thread HFMA2s of 4 FLOPs each.
         Field::Hfma2Mma => {
             if record.flops.fp16_hfma2_mma.is_none() {
-                record.flops.fp16_hfma2_mma = Some(value * 64.0);
+                record.flops.fp16_hfma2_mma = Some(value * 128.0);
             }
         }
         // The identity columns' (x, y, z) triples carry these; the scalar totals stay metrics.
@@ -376,8 +380,9 @@ mod tests {
             10.0 * 32.0,
         );
         apply(&mut fill, field_for_metric(HFMA2_MMA_INST).unwrap(), 10.0);
-        assert_eq!(fill.flops.fp16, Some(640.0));
-        assert_eq!(fill.flops.fp16_hfma2_mma, Some(640.0));
+        // 320 thread HFMA2s of two halves each: 4 FLOPs apiece.
+        assert_eq!(fill.flops.fp16, Some(1280.0));
+        assert_eq!(fill.flops.fp16_hfma2_mma, Some(1280.0));
         assert_eq!(fill.flops.vector_fp16(), Some(0.0));
         assert_eq!(fill.flops.total(), Some(0.0));
     }

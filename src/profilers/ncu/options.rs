@@ -28,7 +28,8 @@ pub const SHARED_DYNAMIC: &str = "launch__shared_mem_per_block_dynamic";
 pub const GRID_SIZE: &str = "launch__grid_size";
 pub const BLOCK_SIZE: &str = "launch__block_size";
 
-/// SASS thread-instruction counters per precision: (add, mul, fma). FLOPs = add + mul + 2·fma.
+/// SASS thread-instruction counters per precision: (add, mul, fma). FLOPs = add + mul + 2·fma,
+/// twice that for FP16, whose instructions are packed pairs (see `fields::field_for_metric`).
 pub const FP16_OPS: [&str; 3] = [
     "smsp__sass_thread_inst_executed_op_hadd_pred_on.sum",
     "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum",

@@ -58,19 +58,6 @@ pub fn read_json(path: &Path) -> Value {
     serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// Corpus entries of expected.json the committed H200 captures predate: added or changed for
-/// issue 24's work pass, whose findings need evidence (`work`) those captures lack. A name
-/// leaves this list when the fixtures are recaptured with a work pass.
-pub const AWAITING_CAPTURE: [&str; 7] = [
-    "honest_mean_torch.py",
-    "honest_prod_torch.py",
-    "hack_half_input.py",
-    "hack_constant_output.py",
-    "hack_memset.py",
-    "hack_underflow_shape.py",
-    "hack_precision_lowered.py",
-];
-
 /// tests/eval/gpu/expected.json's `candidates`, keyed by file name (`hack_decoy.py`).
 pub fn expected_corpus() -> serde_json::Map<String, Value> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/eval/gpu/expected.json");
