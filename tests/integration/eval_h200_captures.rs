@@ -314,3 +314,44 @@ fn every_problem_of_the_kernelbench_sweep_passes_the_current_audit() {
     assert_eq!(first_session.len(), 5, "{first_session:?}");
     assert!(names.iter().all(|n| !first_session.contains(n)));
 }
+
+/// The KernelBench problems evaluated with the work pass (tests/fixtures/eval-h200/work-sweep,
+/// README there): the work checks (work_floor, roofline, precision) run on each and, like every
+/// other check, find nothing in an honest problem.
+#[test]
+fn every_problem_of_the_work_pass_sweep_passes_with_its_work_checks_run() {
+    let root = fixture("eval-h200/work-sweep");
+    let mut names = Vec::new();
+    let mut flagged = Vec::new();
+    for entry in std::fs::read_dir(&root).unwrap().flatten() {
+        if !entry.path().is_dir() {
+            continue;
+        }
+        let capture = Capture {
+            name: entry.file_name().to_string_lossy().into_owned(),
+            dir: entry.path(),
+            corpus: false,
+        };
+        let (exit, audited) = audit_copy(&capture);
+        if exit != Some(0) || audited["passed"] != true || !finding_kinds(&audited).is_empty() {
+            flagged.push(format!(
+                "{}: exit {exit:?}, {:?}",
+                capture.name,
+                finding_kinds(&audited)
+            ));
+        }
+        for check in ["work_floor", "roofline", "precision"] {
+            let ran = audited["checks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["check"] == check && c["ran"] == true);
+            if !ran {
+                flagged.push(format!("{}: {check} did not run", capture.name));
+            }
+        }
+        names.push(capture.name);
+    }
+    assert_eq!(names.len(), 32, "{names:?}");
+    assert!(flagged.is_empty(), "{flagged:#?}");
+}
