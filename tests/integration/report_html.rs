@@ -545,12 +545,19 @@ fn close(a: f64, b: f64) -> bool {
 /// Each chart holds exactly the kernels with FLOPs of its precision, each placed by those FLOPs
 /// over its bytes and time, under its one roof; there is one chart per precision present.
 fn assert_charts_match(charts: &[Chart], work: &Work) {
-    let present: std::collections::BTreeSet<&String> =
-        work.values().flat_map(|(flops, _, _)| flops.keys()).collect();
+    let present: std::collections::BTreeSet<&String> = work
+        .values()
+        .flat_map(|(flops, _, _)| flops.keys())
+        .collect();
     let drawn: std::collections::BTreeSet<&String> = charts.iter().map(|c| &c.precision).collect();
     assert_eq!(drawn, present, "one chart per precision present");
     for chart in charts {
-        assert_eq!(chart.roofs.len(), 1, "{}: one compute roof", chart.precision);
+        assert_eq!(
+            chart.roofs.len(),
+            1,
+            "{}: one compute roof",
+            chart.precision
+        );
         let roof = &chart.roofs[0];
         let label = chart.precision.replace('_', " ");
         assert!(roof["data-label"].starts_with(&label), "{roof:?}");
@@ -577,9 +584,16 @@ fn assert_charts_match(charts: &[Chart], work: &Work) {
                 .unwrap_or_else(|| panic!("{}: no point for {name}", chart.precision));
             assert_eq!(point["data-precision"], chart.precision);
             assert!(close(number(point, "data-ai"), ai), "{name}: {point:?}");
-            assert!(close(number(point, "data-gflops"), gflops), "{name}: {point:?}");
+            assert!(
+                close(number(point, "data-gflops"), gflops),
+                "{name}: {point:?}"
+            );
             let ceiling = (chart.bandwidth * ai).min(top);
-            assert!(gflops <= ceiling, "{name} above {ceiling} in {}", chart.precision);
+            assert!(
+                gflops <= ceiling,
+                "{name} above {ceiling} in {}",
+                chart.precision
+            );
         }
     }
 }
@@ -631,7 +645,10 @@ fn a_fp8_capture_gets_a_chart_per_precision_placed_by_that_precisions_flops() {
         fp8.caption
     );
     let fp8_roof = number(&fp8.roofs[0], "data-gflops");
-    assert!((fp8_roof / (1979e3 * 1.479 / 1.83) - 1.0).abs() < 0.01, "{fp8_roof}");
+    assert!(
+        (fp8_roof / (1979e3 * 1.479 / 1.83) - 1.0).abs() < 0.01,
+        "{fp8_roof}"
+    );
     eprintln!(
         "fp8 page: {} charts: {:?}",
         charts.len(),
@@ -647,7 +664,13 @@ fn the_tensor_capture_has_a_chart_per_matmul_precision_and_says_why_nothing_is_p
     let run = parsed(dir.path(), "tensor", "ncu-h200-tensor/mm_tensor.csv");
     let page = write(
         dir.path(),
-        &["report", run.to_str().unwrap(), "--format", "html", "t.html"],
+        &[
+            "report",
+            run.to_str().unwrap(),
+            "--format",
+            "html",
+            "t.html",
+        ],
     );
     let loaded = open(dir.path(), &page);
     assert_clean(&loaded);
@@ -684,7 +707,13 @@ fn a_run_on_two_gpus_gets_a_chart_per_gpu() {
     std::fs::write(run.join("run.json"), doc.to_string()).unwrap();
     let page = write(
         dir.path(),
-        &["report", run.to_str().unwrap(), "--format", "html", "two.html"],
+        &[
+            "report",
+            run.to_str().unwrap(),
+            "--format",
+            "html",
+            "two.html",
+        ],
     );
     let loaded = open(dir.path(), &page);
     assert_clean(&loaded);
@@ -726,7 +755,13 @@ fn the_svg_of_several_precisions_stacks_one_panel_per_precision() {
     let run = parsed(dir.path(), "fp8", "ncu-h200-fp8/fp8_clock_none.csv");
     let svg = write(
         dir.path(),
-        &["report", run.to_str().unwrap(), "--format", "svg", "fp8.svg"],
+        &[
+            "report",
+            run.to_str().unwrap(),
+            "--format",
+            "svg",
+            "fp8.svg",
+        ],
     );
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.starts_with("<svg "), "{}", &text[..80]);
@@ -738,8 +773,10 @@ fn the_svg_of_several_precisions_stacks_one_panel_per_precision() {
         .map(|m| attributes(m.as_str()))
         .collect();
     let work = work_by_name(&run);
-    let present: std::collections::BTreeSet<&String> =
-        work.values().flat_map(|(flops, _, _)| flops.keys()).collect();
+    let present: std::collections::BTreeSet<&String> = work
+        .values()
+        .flat_map(|(flops, _, _)| flops.keys())
+        .collect();
     assert_eq!(panels.len(), present.len(), "{panels:?}");
     // One under the other, each with the points of its precision.
     for (index, panel) in panels.iter().enumerate() {
@@ -804,7 +841,11 @@ fn the_timeline_zooms_in_chromium_to_one_five_microsecond_kernel_among_ten_thous
              const i=d.names.indexOf('{NEEDLE}');const s=d.slices;\
              for(let k=0;k<s.length/4;k++)if(s[4*k+3]===i)return [s[4*k],s[4*k+1],s[4*k+2]];}})()"
         ));
-        (v[0].as_f64().unwrap(), v[1].as_f64().unwrap(), v[2].as_f64().unwrap())
+        (
+            v[0].as_f64().unwrap(),
+            v[1].as_f64().unwrap(),
+            v[2].as_f64().unwrap(),
+        )
     };
     assert_eq!(duration, 5.0);
     // Zoomed out, 10,000 launches over about 2 s: the 5 µs kernel is far below a pixel.
@@ -822,8 +863,14 @@ fn the_timeline_zooms_in_chromium_to_one_five_microsecond_kernel_among_ten_thous
     assert!(canvas_y > top);
     let y = top + 18.0 * lane + 9.0;
     let at = |browser: &mut Browser, t: f64| {
-        let t0: f64 = browser.eval(&format!("+{gpu}.dataset.t0")).as_f64().unwrap();
-        let t1: f64 = browser.eval(&format!("+{gpu}.dataset.t1")).as_f64().unwrap();
+        let t0: f64 = browser
+            .eval(&format!("+{gpu}.dataset.t0"))
+            .as_f64()
+            .unwrap();
+        let t1: f64 = browser
+            .eval(&format!("+{gpu}.dataset.t1"))
+            .as_f64()
+            .unwrap();
         left + 220.0 + (t - t0) / (t1 - t0) * (width - 220.0)
     };
     // Wheel up over the kernel until it is drawn a few pixels wide, as a person would.
@@ -841,12 +888,19 @@ fn the_timeline_zooms_in_chromium_to_one_five_microsecond_kernel_among_ten_thous
     let (x, w) = found;
     assert!(x >= 220.0 && x + w <= width, "{x} {w}");
     // Its neighbours are in view too: the kernel sits in the timeline, not alone.
-    assert!(in_view(&mut browser).len() >= 3, "{:?}", in_view(&mut browser));
+    assert!(
+        in_view(&mut browser).len() >= 3,
+        "{:?}",
+        in_view(&mut browser)
+    );
     // Hovering it names it with its times.
     browser.hover(left + x + w / 2.0, y);
     let tip = browser.eval("document.querySelector('.tip').textContent");
     let tip = tip.as_str().unwrap();
-    assert!(tip.starts_with(NEEDLE) && tip.contains("duration 5.000 µs"), "{tip}");
+    assert!(
+        tip.starts_with(NEEDLE) && tip.contains("duration 5.000 µs"),
+        "{tip}"
+    );
     browser.screenshot(&dir.path().join("needle-wheel.png"));
 
     // Dragging pans: the kernel moves with the mouse.
@@ -880,7 +934,10 @@ fn the_timeline_zooms_in_chromium_to_one_five_microsecond_kernel_among_ten_thous
     // − halves its width.
     browser.click_on(".timeline button.out");
     let (_, out_w) = needle_in_view(&mut browser).unwrap();
-    assert!((out_w * 2.0 / found_w - 1.0).abs() < 0.02, "{found_w} → {out_w}");
+    assert!(
+        (out_w * 2.0 / found_w - 1.0).abs() < 0.02,
+        "{found_w} → {out_w}"
+    );
     browser.screenshot(&dir.path().join("needle-find.png"));
     let errors = browser.eval("document.getElementById('errors').dataset.count");
     assert_eq!(errors, "0");

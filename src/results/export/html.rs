@@ -9,7 +9,7 @@ use crate::results::aggregate::KeyAverages;
 use crate::results::event::FrameKind;
 use crate::results::export::html_page::{legend, number_cell, page, text_cell, timeline};
 use crate::results::export::html_timeline::timelines;
-use crate::results::export::roofline_chart::{self, Side, escape, render_svg};
+use crate::results::export::roofline_chart::{self, ChartSide, escape, render_svg};
 use crate::results::export::{Exporter, Format, Report, memory_table, table};
 use crate::results::units;
 
@@ -46,7 +46,7 @@ pub fn render(report: &Report) -> Result<String> {
             );
         }
     }
-    let side = Side {
+    let side = ChartSide {
         label: &label,
         events: &report.profile.events,
     };
@@ -75,7 +75,7 @@ pub fn render(report: &Report) -> Result<String> {
 /// `split_devices`) and precision, with the legend and notes.
 pub(crate) fn roofline_section(
     peaks: Option<&crate::results::devices::DevicePeaks>,
-    sides: &[Side<'_>],
+    sides: &[ChartSide<'_>],
     split_devices: bool,
 ) -> Result<String> {
     let mut html = String::from("<h2>Roofline</h2>");

@@ -10,7 +10,7 @@ use crate::results::diff::{
 use crate::results::export::Report;
 use crate::results::export::html::roofline_section;
 use crate::results::export::html_page::{number_cell, page, text_cell};
-use crate::results::export::roofline_chart::{Side, escape};
+use crate::results::export::roofline_chart::{ChartSide, escape};
 use crate::results::units;
 
 /// The page of `diff`, with the runs' reports for the rooflines (peaks from A's, else B's).
@@ -127,11 +127,11 @@ pub fn render(diff: &RunDiff, a: &Report, b: &Report) -> Result<String> {
     }
     // Both runs in the same charts (their devices merged): A's peaks, else B's.
     let sides = [
-        Side {
+        ChartSide {
             label: "A",
             events: &a.profile.events,
         },
-        Side {
+        ChartSide {
             label: "B",
             events: &b.profile.events,
         },

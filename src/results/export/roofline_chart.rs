@@ -129,7 +129,7 @@ pub fn run_label(report: &crate::results::export::Report) -> String {
 }
 
 /// One side of the charts: its label and its events (kernels are taken from them).
-pub struct Side<'a> {
+pub struct ChartSide<'a> {
     pub label: &'a str,
     pub events: &'a [Event],
 }
@@ -146,7 +146,11 @@ struct Group {
 /// when `split_devices`, else all in one), each with the roofs of `peaks` at the clock its
 /// kernels had; `None` without peaks. With no FLOPs counted at all there is one FP32 chart per
 /// device, without points.
-pub fn charts(peaks: Option<&DevicePeaks>, sides: &[Side<'_>], split_devices: bool) -> Option<Charts> {
+pub fn charts(
+    peaks: Option<&DevicePeaks>,
+    sides: &[ChartSide<'_>],
+    split_devices: bool,
+) -> Option<Charts> {
     let peaks = peaks?;
     let mut groups: Vec<Group> = Vec::new();
     let mut without_flops = Vec::new();
@@ -169,7 +173,11 @@ pub fn charts(peaks: Option<&DevicePeaks>, sides: &[Side<'_>], split_devices: bo
                 .collect();
             let averages = key_averages(&events, GroupBy::Name).with_peaks(Some(peaks.clone()));
             for row in &averages.rows {
-                let counted = row.flops.by_precision().iter().any(|(p, _)| count(&row.flops, *p).is_some());
+                let counted = row
+                    .flops
+                    .by_precision()
+                    .iter()
+                    .any(|(p, _)| count(&row.flops, *p).is_some());
                 if !counted {
                     unplaced.push(full_name(&events, &row.name));
                 }
@@ -218,7 +226,7 @@ pub fn charts(peaks: Option<&DevicePeaks>, sides: &[Side<'_>], split_devices: bo
 
 fn chart(
     peaks: &DevicePeaks,
-    sides: &[Side<'_>],
+    sides: &[ChartSide<'_>],
     groups: &[&Group],
     device: &Option<String>,
     several_devices: bool,
@@ -564,14 +572,14 @@ fn draw(
                 share = point.share,
                 title = escape(&format!(
                     "{} ({})\n{} launches, GPU time {}\n{precision}: {} FLOP/byte, {} GFLOP/s \
-                     ({} of its FLOPs)\n{}",
+                     ({} % of its FLOPs)\n{}",
                     point.name,
                     series.label,
                     point.launches,
                     units::time_ns(point.gpu_time_ns),
                     sig(point.intensity),
                     sig(point.gflops_per_s),
-                    format!("{} %", units::pct(point.share * 100.0)),
+                    units::pct(point.share * 100.0),
                     point.verdict,
                     precision = precision_label(chart.precision),
                 )),
@@ -643,7 +651,7 @@ mod tests {
     }
 
     fn run_charts(report: &Report) -> Charts {
-        let side = Side {
+        let side = ChartSide {
             label: "ncu.000",
             events: &report.profile.events,
         };

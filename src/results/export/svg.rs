@@ -5,7 +5,7 @@
 use std::io::Write;
 
 use crate::model::error::{Error, Result};
-use crate::results::export::roofline_chart::{Side, charts, render_svg_stack, run_label};
+use crate::results::export::roofline_chart::{ChartSide, charts, render_svg_stack, run_label};
 use crate::results::export::{Exporter, Format, Report};
 
 pub struct SvgExporter;
@@ -17,7 +17,7 @@ impl Exporter for SvgExporter {
 
     fn export(&self, report: &Report, out: &mut dyn Write) -> Result<()> {
         let label = run_label(report);
-        let side = Side {
+        let side = ChartSide {
             label: &label,
             events: &report.profile.events,
         };

@@ -138,7 +138,10 @@ impl Browser {
     fn note(&mut self, event: &Value) {
         match event["method"].as_str() {
             Some("Runtime.consoleAPICalled") => {
-                let args = event["params"]["args"].as_array().cloned().unwrap_or_default();
+                let args = event["params"]["args"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
                 let text: Vec<String> = args.iter().map(|a| a["value"].to_string()).collect();
                 self.console.push(text.join(" "));
             }
