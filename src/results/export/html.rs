@@ -88,12 +88,11 @@ pub(crate) fn roofline_section(
     };
     let _ = write!(
         html,
-        "<p class=\"note\">{count} chart{s}: one per device and precision the kernels counted \
-         FLOPs in, each with that precision's compute roof. A kernel's point in a chart is \
-         placed by its FLOPs of that precision (so a matmul with an FP32 epilogue is in the \
-         tensor chart and, far lower, in the FP32 one); one point per kernel name (its launches \
-         added up), its area proportional to its GPU time, its colour the kernel's verdict; \
-         hover a point for its full name and figures.</p>",
+        "<p class=\"note\">{count} chart{s}, one per device and precision the kernels counted \
+         FLOPs in, each with that precision's compute roof; a kernel is placed in each chart by \
+         its FLOPs of that precision. One point per kernel name (its launches added up), its \
+         area proportional to its GPU time, its colour the kernel's verdict; hover a point for \
+         its full name and figures.</p>",
         count = charts.charts.len(),
         s = if charts.charts.len() == 1 { "" } else { "s" },
     );
