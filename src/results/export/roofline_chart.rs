@@ -710,6 +710,45 @@ mod tests {
     }
 
     #[test]
+    fn precisions_are_named_as_the_json_flop_counts_name_them() {
+        let flops = FlopCounts {
+            tensor_fp8: Some(1.0),
+            fp16: Some(2.0),
+            ..Default::default()
+        };
+        let keys = serde_json::to_value(flops).unwrap();
+        for precision in [Precision::TensorFp8, Precision::Fp16] {
+            assert!(keys.get(precision_id(precision)).is_some(), "{precision:?}");
+        }
+        assert_eq!(precision_label(Precision::TensorBf16), "tensor bf16");
+        assert_eq!(precision_label(Precision::Fp64), "fp64");
+    }
+
+    #[test]
+    fn several_charts_stack_as_nested_panels_and_one_stays_alone() {
+        let report = report(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/runs/h200-baseline"
+        ));
+        let chart = run_charts(&report).charts.remove(0);
+        let alone = render_svg_stack(std::slice::from_ref(&chart)).unwrap();
+        assert!(
+            alone.starts_with("<svg class=\"roofline\""),
+            "{}",
+            &alone[..60]
+        );
+        let fp64 = RooflineChart {
+            precision: Precision::Fp64,
+            ..chart.clone()
+        };
+        let stack = render_svg_stack(&[chart, fp64]).unwrap();
+        assert!(stack.starts_with("<svg xmlns="));
+        assert!(stack.contains("height=\"1120\""));
+        assert!(stack.contains("<svg x=\"0\" y=\"560\" class=\"roofline\""));
+        assert_eq!(stack.matches("data-precision=\"fp64\"").count(), 1 + 4);
+    }
+
+    #[test]
     fn ticks_are_short() {
         assert_eq!(tick(0.01), "0.01");
         assert_eq!(tick(1.0), "1");
