@@ -5,6 +5,7 @@
 #      scripts/bench-ncu-parse.sh makes it), parsed by `polyprof parse`
 #   3. a diff of two real runs: the two raw-page captures of tests/fixtures/ncu-h200 parsed
 #   4. a batch of 20 CPU jobs (3 of them failing) and its page
+#   5. the real FP8 capture (tests/fixtures/ncu-h200-fp8): one roofline chart per precision
 # Load time: the page's own figure (data-render-ms on <body>: performance.now() once the
 # script has drawn everything and forced a layout) and the wall time of `chromium --dump-dom`
 # (browser start included), each the median of REPEATS (default 3) loads.
@@ -38,13 +39,14 @@ load() {
 }
 
 report() {
-  local label=$1 page=$2 loads render wall points
+  local label=$1 page=$2 loads render wall points charts
   loads=$(for _ in $(seq "$repeats"); do load "$page"; done)
   render=$(sort -n -k1,1 <<<"$loads" | sed -n "$(((repeats + 1) / 2))p" | cut -d' ' -f1)
   wall=$(sort -n -k2,2 <<<"$loads" | sed -n "$(((repeats + 1) / 2))p" | cut -d' ' -f2)
   points=$(grep -o '<circle class="point"' "$page" | wc -l || true)
-  printf '%-34s %10s bytes  render %8s ms  chromium wall %6s ms  %s roofline points\n' \
-    "$label" "$(stat -c %s "$page")" "$render" "$wall" "$points"
+  charts=$(grep -o 'class="roofline-chart"' "$page" | wc -l || true)
+  printf '%-34s %10s bytes  render %8s ms  chromium wall %6s ms  %s charts, %s points\n' \
+    "$label" "$(stat -c %s "$page")" "$render" "$wall" "$charts" "$points"
 }
 
 echo "chromium: $("$chromium" --version 2>/dev/null | head -1); cores: $(nproc); load: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -71,3 +73,8 @@ done >"$work/jobs.jsonl"
 "$bin" batch "$work/jobs.jsonl" --devices cpu --jobs 2 -q --output-dir "$work/batch" >/dev/null || true
 "$bin" report "$work/batch" --format html -o "$work/batch/index.html" 2>/dev/null
 report "batch of 20 jobs" "$work/batch/index.html"
+
+"$bin" parse --profiler ncu tests/fixtures/ncu-h200-fp8/fp8_clock_none.csv --run-dir "$work/fp8" \
+  >/dev/null 2>&1
+"$bin" report "$work/fp8" --format html -o "$work/fp8.html" 2>/dev/null
+report "FP8 capture (5 launches)" "$work/fp8.html"

@@ -9,7 +9,7 @@ use crate::results::aggregate::KeyAverages;
 use crate::results::event::FrameKind;
 use crate::results::export::html_page::{legend, number_cell, page, text_cell, timeline};
 use crate::results::export::html_timeline::timelines;
-use crate::results::export::roofline_chart::{self, Series, escape, render_svg};
+use crate::results::export::roofline_chart::{self, ChartSide, escape, render_svg};
 use crate::results::export::{Exporter, Format, Report, memory_table, table};
 use crate::results::units;
 
@@ -46,8 +46,11 @@ pub fn render(report: &Report) -> Result<String> {
             );
         }
     }
-    let points = roofline_chart::series(&label, &averages, &report.profile.events);
-    body.push_str(&roofline_section(report, &averages, vec![points])?);
+    let side = ChartSide {
+        label: &label,
+        events: &report.profile.events,
+    };
+    body.push_str(&roofline_section(report.peaks.as_ref(), &[side], true)?);
     let (cpu, gpu) = timelines(report);
     if cpu.slice_count() + gpu.slice_count() > 0 {
         body.push_str("<h2>Timeline</h2>");
@@ -68,22 +71,15 @@ pub fn render(report: &Report) -> Result<String> {
     Ok(page(&format!("polyprof report — {label}"), &body))
 }
 
-/// The roofline of `series` (a run, or both sides of a diff) with its legend and notes.
+/// The rooflines of `sides` (a run, or both sides of a diff): one chart per device (when
+/// `split_devices`) and precision, with the legend and notes.
 pub(crate) fn roofline_section(
-    report: &Report,
-    averages: &KeyAverages,
-    series: Vec<Series>,
-) -> Result<String> {
-    roofline_section_of(report.peaks.as_ref(), &[averages], series)
-}
-
-pub(crate) fn roofline_section_of(
     peaks: Option<&crate::results::devices::DevicePeaks>,
-    averages: &[&KeyAverages],
-    series: Vec<Series>,
+    sides: &[ChartSide<'_>],
+    split_devices: bool,
 ) -> Result<String> {
     let mut html = String::from("<h2>Roofline</h2>");
-    let Some(chart) = roofline_chart::chart(peaks, averages, series) else {
+    let Some(charts) = roofline_chart::charts(peaks, sides, split_devices) else {
         html.push_str(
             "<p class=\"note\">No device peaks for this run's device: pass --device NAME \
              (e.g. --device H200) or --devices FILE to draw the roofline.</p>",
@@ -92,24 +88,50 @@ pub(crate) fn roofline_section_of(
     };
     let _ = write!(
         html,
-        "<p class=\"note\">{}. One point per kernel name (its launches added up), its area \
-         proportional to its GPU time; hover a point for its full name and figures.</p>",
-        escape(&chart.clock_note)
+        "<p class=\"note\">{count} chart{s}, one per device and precision the kernels counted \
+         FLOPs in, each with that precision's compute roof; a kernel is placed in each chart by \
+         its FLOPs of that precision. One point per kernel name (its launches added up), its \
+         area proportional to its GPU time, its colour the kernel's verdict; hover a point for \
+         its full name and figures.</p>",
+        count = charts.charts.len(),
+        s = if charts.charts.len() == 1 { "" } else { "s" },
     );
     html.push_str(&legend());
-    if chart.series.len() > 1 {
+    if sides.len() > 1 {
         html.push_str("<p class=\"note\">Filled: the first run (A); hollow: the second (B).</p>");
     }
-    html.push_str(&render_svg(&chart)?);
-    for series in &chart.series {
-        if !series.unplaced.is_empty() {
-            let _ = write!(
-                html,
-                "<p class=\"note\">Not placed ({}; no FLOPs, DRAM bytes or GPU time): {}</p>",
-                escape(&series.label),
-                escape(&series.unplaced.join(", "))
-            );
+    html.push_str("<div class=\"rooflines\">");
+    for chart in &charts.charts {
+        let _ = write!(
+            html,
+            "<figure class=\"roofline-chart\" data-device=\"{device}\" data-precision=\"{id}\">\
+             <figcaption><b>{device} — {label}</b>. {note}.</figcaption>",
+            device = escape(&chart.device),
+            id = roofline_chart::precision_id(chart.precision),
+            label = escape(&roofline_chart::precision_label(chart.precision)),
+            note = escape(&chart.clock_note),
+        );
+        html.push_str(&render_svg(chart)?);
+        for series in &chart.series {
+            if !series.unplaced.is_empty() {
+                let _ = write!(
+                    html,
+                    "<p class=\"note\">Not placed ({}; no DRAM bytes or GPU time): {}</p>",
+                    escape(&series.label),
+                    escape(&series.unplaced.join(", "))
+                );
+            }
         }
+        html.push_str("</figure>");
+    }
+    html.push_str("</div>");
+    for (label, names) in &charts.without_flops {
+        let _ = write!(
+            html,
+            "<p class=\"note\">Not placed ({}; no FLOPs counted): {}</p>",
+            escape(label),
+            escape(&names.join(", "))
+        );
     }
     Ok(html)
 }

@@ -8,9 +8,9 @@ use crate::results::diff::{
     Change, FEW_LAUNCHES, FEW_LAUNCHES_FLOOR_FACTOR, KernelChange, RunDiff, Side,
 };
 use crate::results::export::Report;
-use crate::results::export::html::roofline_section_of;
+use crate::results::export::html::roofline_section;
 use crate::results::export::html_page::{number_cell, page, text_cell};
-use crate::results::export::roofline_chart::{self, escape};
+use crate::results::export::roofline_chart::{ChartSide, escape};
 use crate::results::units;
 
 /// The page of `diff`, with the runs' reports for the rooflines (peaks from A's, else B's).
@@ -125,22 +125,21 @@ pub fn render(diff: &RunDiff, a: &Report, b: &Report) -> Result<String> {
             escape(&regressed_steps.join(", "))
         );
     }
-    let averages_a = a
-        .profile
-        .key_averages(Default::default())
-        .with_peaks(a.peaks.clone());
-    let averages_b = b
-        .profile
-        .key_averages(Default::default())
-        .with_peaks(b.peaks.clone().or(a.peaks.clone()));
-    let series = vec![
-        roofline_chart::series("A", &averages_a, &a.profile.events),
-        roofline_chart::series("B", &averages_b, &b.profile.events),
+    // Both runs in the same charts (their devices merged): A's peaks, else B's.
+    let sides = [
+        ChartSide {
+            label: "A",
+            events: &a.profile.events,
+        },
+        ChartSide {
+            label: "B",
+            events: &b.profile.events,
+        },
     ];
-    body.push_str(&roofline_section_of(
+    body.push_str(&roofline_section(
         a.peaks.as_ref().or(b.peaks.as_ref()),
-        &[&averages_a, &averages_b],
-        series,
+        &sides,
+        false,
     )?);
     Ok(page("polyprof diff", &body))
 }

@@ -21,6 +21,12 @@ td.name{font-family:ui-monospace,monospace;overflow-wrap:anywhere;max-width:40em
 .legend i{display:inline-block;width:.8em;height:.8em;border-radius:50%;margin-right:.3em}
 .timeline{position:relative;border:1px solid #ccc;margin:.5em 0}
 .timeline canvas{display:block;width:100%}
+.tools{display:flex;gap:.4em;align-items:center;padding:3px;border-bottom:1px solid #eee}
+.tools button{min-width:2.2em}.tools input{width:22em}.tools .view{color:#555}
+.sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
+.rooflines{display:flex;flex-wrap:wrap;gap:1em}
+.roofline-chart{margin:0;flex:1 1 600px;max-width:900px}
+.roofline-chart svg{width:100%;height:auto}
 .tip{position:fixed;pointer-events:none;background:#fff;border:1px solid #888;padding:4px 6px;
  font:12px ui-monospace,monospace;white-space:pre;display:none;z-index:9;max-width:60em;
  overflow:hidden}
@@ -44,30 +50,49 @@ document.querySelectorAll('table.sortable').forEach(t=>{
    return desc?String(y).localeCompare(String(x)):String(x).localeCompare(String(y));});
   rows.forEach(r=>body.appendChild(r));});});});
 const tip=document.createElement('div');tip.className='tip';document.body.appendChild(tip);
-function fmt(us){if(us>=1e6)return (us/1e6).toFixed(3)+' s';if(us>=1e3)return (us/1e3).toFixed(3)+' ms';return us.toFixed(3)+' µs';}
+function fmt(us){if(us>=1e6)return (us/1e6).toFixed(6)+' s';if(us>=1e3)return (us/1e3).toFixed(4)+' ms';return us.toFixed(3)+' µs';}
 document.querySelectorAll('.timeline').forEach(box=>{
  const d=JSON.parse(box.querySelector('script').textContent);
  const s=d.slices,n=s.length/4,laneH=18,labelW=220;
  const cv=box.querySelector('canvas');const ctx=cv.getContext('2d');
+ const q=sel=>box.querySelector(sel);const list=q('.in-view'),status=q('.view'),find=q('input');
  let end=0;for(let k=0;k<n;k++)end=Math.max(end,s[4*k+1]+s[4*k+2]);if(end<=0)end=1;
- let t0=0,t1=end*1.02;
+ let t0=0,t1=end*1.02,hit=-1;
  const colours=['#4e79a7','#f28e2b','#e15759','#76b7b2','#59a14f','#edc948','#b07aa1','#ff9da7','#9c755f','#bab0ac'];
  function size(){cv.width=box.clientWidth;cv.height=laneH*(d.lanes.length+1)+4;}
  function x(t){return labelW+(t-t0)/(t1-t0)*(cv.width-labelW);}
+ // Slices at least this wide (px) are listed in the DOM (.in-view, for screen readers and
+ // tests), up to a number that stays cheap to rebuild at every wheel step.
+ const LIST_PX=2,LIST_MAX=200;
  function draw(){ctx.clearRect(0,0,cv.width,cv.height);ctx.font='11px sans-serif';
+  const shown=[];
   for(let k=0;k<n;k++){const a=s[4*k+1],w=s[4*k+2];if(a+w<t0||a>t1)continue;
-   const l=s[4*k],px=Math.max(labelW,x(a)),pw=Math.max(1,x(a+w)-px);
-   ctx.fillStyle=colours[s[4*k+3]%colours.length];ctx.fillRect(px,laneH*l+2,pw,laneH-4);}
+   const l=s[4*k],px=Math.max(labelW,x(a)),pw=Math.max(1,Math.min(cv.width,x(a+w))-px);
+   ctx.fillStyle=colours[s[4*k+3]%colours.length];ctx.fillRect(px,laneH*l+2,pw,laneH-4);
+   if(k===hit){ctx.strokeStyle='#000';ctx.lineWidth=2;ctx.strokeRect(px,laneH*l+2,pw,laneH-4);}
+   if(pw>=LIST_PX&&shown.length<=LIST_MAX)shown.push([k,px,pw]);
+   // Names inside slices wide enough to hold a few letters.
+   if(pw>40){const name=d.names[s[4*k+3]];ctx.save();ctx.beginPath();ctx.rect(px,laneH*l,pw,laneH);ctx.clip();
+    ctx.fillStyle='#fff';ctx.fillText(name,px+3,laneH*l+13);ctx.restore();}}
   ctx.fillStyle='#fff';ctx.fillRect(0,0,labelW,cv.height);ctx.fillStyle='#222';
   d.lanes.forEach((name,l)=>ctx.fillText(name.slice(0,38),4,laneH*l+13));
   const y=laneH*d.lanes.length+14;ctx.fillText(fmt(t0),labelW,y);
-  const r=fmt(t1);ctx.fillText(r,cv.width-ctx.measureText(r).width-4,y);}
+  const r=fmt(t1);ctx.fillText(r,cv.width-ctx.measureText(r).width-4,y);
+  box.dataset.t0=t0;box.dataset.t1=t1;
+  status.textContent=fmt(t0)+' – '+fmt(t1)+' ('+fmt(t1-t0)+' wide)';
+  list.replaceChildren();list.dataset.more=shown.length>LIST_MAX?'1':'0';
+  if(shown.length<=LIST_MAX)shown.forEach(([k,px,pw])=>{const li=document.createElement('li');
+   li.textContent=d.names[s[4*k+3]];li.dataset.lane=s[4*k];li.dataset.x=px.toFixed(1);li.dataset.w=pw.toFixed(1);
+   li.dataset.start=s[4*k+1];li.dataset.dur=s[4*k+2];list.appendChild(li);});}
+ function view(a,b){const w=Math.max(1e-3,b-a);t0=a;t1=a+w;draw();}
+ function zoom(f,z){const c=t0+f*(t1-t0),w=Math.max(1e-3,(t1-t0)*z);view(c-f*w,c-f*w+w);}
  function at(ev){const r=cv.getBoundingClientRect();const px=ev.clientX-r.left,py=ev.clientY-r.top;
   const l=Math.floor(py/laneH);const t=t0+(px-labelW)/(cv.width-labelW)*(t1-t0);const tol=(t1-t0)/(cv.width-labelW)*2;
   for(let k=0;k<n;k++){if(s[4*k]===l&&s[4*k+1]-tol<=t&&t<=s[4*k+1]+s[4*k+2]+tol)return k;}return -1;}
+ // One wheel notch (100 px) zooms by 0.7 at the cursor; finer deltas (touchpads) by less.
  cv.addEventListener('wheel',ev=>{ev.preventDefault();const r=cv.getBoundingClientRect();
-  const f=Math.max(0,(ev.clientX-r.left-labelW)/(cv.width-labelW));const c=t0+f*(t1-t0);
-  const z=ev.deltaY<0?0.7:1/0.7;const w=Math.max(1e-3,(t1-t0)*z);t0=c-f*w;t1=t0+w;draw();},{passive:false});
+  const f=Math.max(0,(ev.clientX-r.left-labelW)/(cv.width-labelW));
+  const dy=Math.max(-300,Math.min(300,ev.deltaY*(ev.deltaMode===1?33:1)));zoom(f,Math.pow(0.7,-dy/100));},{passive:false});
  let drag=null;cv.addEventListener('mousedown',ev=>{drag=[ev.clientX,t0,t1];});
  window.addEventListener('mouseup',()=>{drag=null;});
  cv.addEventListener('mousemove',ev=>{if(drag){const dt=(ev.clientX-drag[0])/(cv.width-labelW)*(drag[2]-drag[1]);
@@ -76,9 +101,20 @@ document.querySelectorAll('.timeline').forEach(box=>{
   tip.textContent=d.names[s[4*k+3]]+'\n'+d.lanes[s[4*k]]+'\nstart '+fmt(s[4*k+1])+', duration '+fmt(s[4*k+2]);
   tip.style.left=(ev.clientX+12)+'px';tip.style.top=(ev.clientY+12)+'px';tip.style.display='block';});
  cv.addEventListener('mouseleave',()=>{tip.style.display='none';});
- cv.addEventListener('dblclick',()=>{t0=0;t1=end*1.02;draw();});
- size();draw();window.addEventListener('resize',()=>{size();draw();});
- box.dataset.slices=n;box.dataset.lanes=d.lanes.length;});
+ function all(){hit=-1;view(0,end*1.02);}
+ cv.addEventListener('dblclick',all);
+ q('button.in').addEventListener('click',()=>zoom(0.5,0.5));
+ q('button.out').addEventListener('click',()=>zoom(0.5,2));
+ q('button.all').addEventListener('click',all);
+ // Find: the next slice whose name holds the text, centred and zoomed to 1/8 of the view.
+ function next(){const text=find.value.trim().toLowerCase();if(!text)return;
+  for(let i=1;i<=n;i++){const k=(hit+i)%n;if(d.names[s[4*k+3]].toLowerCase().includes(text)){
+   hit=k;const a=s[4*k+1],w=Math.max(s[4*k+2],1e-3);view(a-3.5*w,a+4.5*w);box.dataset.found=d.names[s[4*k+3]];return;}}
+  box.dataset.found='';status.textContent='no slice named like “'+find.value+'”';}
+ find.addEventListener('keydown',ev=>{if(ev.key==='Enter')next();});
+ q('button.find').addEventListener('click',next);
+ box.dataset.slices=n;box.dataset.lanes=d.lanes.length;
+ size();draw();window.addEventListener('resize',()=>{size();draw();});});
 document.querySelectorAll('svg.roofline circle.point').forEach(c=>{
  c.addEventListener('mousemove',ev=>{tip.textContent=c.querySelector('title').textContent;
   tip.style.left=(ev.clientX+12)+'px';tip.style.top=(ev.clientY+12)+'px';tip.style.display='block';});
@@ -121,8 +157,16 @@ pub fn timeline(panel: &Timeline) -> String {
     };
     format!(
         "<h3>{title}</h3><p class=\"note\">{count} slices. Wheel: zoom at the cursor; drag: pan; \
-         double click: everything; hover: name and times.</p>{note}\
-         <div class=\"timeline\" data-slices=\"0\"><canvas height=\"40\"></canvas>\
+         double click or ⤢: everything; + and −: zoom at the centre; find: the next slice whose \
+         name holds the text, zoomed to; hover: name and times.</p>{note}\
+         <div class=\"timeline\" data-slices=\"0\"><div class=\"tools\">\
+         <button class=\"in\" title=\"zoom in\">+</button>\
+         <button class=\"out\" title=\"zoom out\">−</button>\
+         <button class=\"all\" title=\"everything\">⤢</button>\
+         <input type=\"search\" placeholder=\"find a kernel or step by name\" aria-label=\"find\">\
+         <button class=\"find\">find</button><span class=\"view\"></span></div>\
+         <canvas height=\"40\"></canvas>\
+         <ul class=\"in-view sr\" aria-label=\"slices in view\"></ul>\
          <script type=\"application/json\">{data}</script></div>",
         title = escape(&panel.title),
         count = panel.slice_count(),

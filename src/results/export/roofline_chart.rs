@@ -1,31 +1,38 @@
-//! The roofline chart as SVG: log-log axes, the bandwidth roof and one compute roof per
-//! precision at the clock the run had, one point per kernel name sized by its GPU time and
-//! coloured by its verdict. Axes, roofs and labels are drawn by plotters; the points are
-//! `<circle>` elements placed through plotters' own coordinate mapping and carrying their
-//! figures (`data-name`, `data-ai`, `data-gflops`) and a `<title>`, so a browser shows the
-//! full name on hover and a test can read them back from the DOM.
+//! The roofline charts as SVG, one per device and precision: log-log axes, the bandwidth roof
+//! and that precision's compute roof at the clock its kernels had, one point per kernel name
+//! placed by its FLOPs of that precision (a kernel that counted FLOPs in several precisions is
+//! in each of their charts), sized by its GPU time and coloured by its verdict. Axes, roofs and
+//! labels are drawn by plotters; the points are `<circle>` elements placed through plotters' own
+//! coordinate mapping and carrying their figures (`data-name`, `data-ai`, `data-gflops`) and a
+//! `<title>`, so a browser shows the full name on hover and a test can read them back from the
+//! DOM.
+
+use std::collections::BTreeSet;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::model::error::{Error, Result};
-use crate::model::record::Precision;
-use crate::results::aggregate::KeyAverages;
+use crate::model::record::{FlopCounts, Precision};
+use crate::results::aggregate::{GroupBy, KeyAverages, key_averages};
 use crate::results::devices::DevicePeaks;
 use crate::results::event::{Event, FrameKind};
-use crate::results::roofline::{Bound, RooflinePoint};
+use crate::results::roofline::{Bound, ClockState};
 use crate::results::units;
 
-/// One kernel name's point.
+/// One kernel name's point in one precision's chart.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChartPoint {
     /// The full kernel name.
     pub name: String,
     /// The name the table rows go by (the record's `name`, usually without parameters).
     pub short_name: String,
-    /// FLOPs per DRAM byte.
+    /// FLOPs of the chart's precision per DRAM byte.
     pub intensity: f64,
+    /// FLOPs of the chart's precision per ns.
     pub gflops_per_s: f64,
+    /// The chart's precision's part of the kernel's FLOPs (0..=1).
+    pub share: f64,
     pub gpu_time_ns: f64,
     pub launches: u64,
     pub bound: Bound,
@@ -38,7 +45,8 @@ pub struct ChartPoint {
 pub struct Series {
     pub label: String,
     pub points: Vec<ChartPoint>,
-    /// Kernel names that could not be placed (no FLOPs, no bytes or no GPU time).
+    /// Kernel names with FLOPs of this precision that could not be placed (no DRAM bytes or no
+    /// GPU time).
     pub unplaced: Vec<String>,
 }
 
@@ -49,60 +57,269 @@ pub struct Roof {
     pub gflops_per_s: f64,
 }
 
-/// Everything the chart draws.
+/// Everything one chart draws.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RooflineChart {
+    /// The device's name in the peaks table, with the run's device id when the run used several
+    /// (`H200 · GPU 1`).
     pub device: String,
+    /// The run's device id (`0`), when its kernels say.
+    pub device_id: Option<String>,
+    pub precision: Precision,
     /// DRAM bandwidth at the chart's DRAM clock, GB/s.
     pub bandwidth_gbs: f64,
-    pub roofs: Vec<Roof>,
+    /// `None`: the device table has no peak for this precision.
+    pub roof: Option<Roof>,
     pub series: Vec<Series>,
     /// Which clock the roofs are at, in words.
     pub clock_note: String,
 }
 
-/// The series of a report's kernels: one point per kernel name, from the same rows (and
-/// verdicts) as the table.
+/// The charts of a run or a diff, and the kernels that none of them places.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Charts {
+    pub charts: Vec<RooflineChart>,
+    /// Per side: kernel names without any FLOPs counted.
+    pub without_flops: Vec<(String, Vec<String>)>,
+}
+
+/// A precision as charts and roofs name it: `fp32`, `tensor bf16`.
+pub fn precision_label(precision: Precision) -> String {
+    match precision.is_tensor() {
+        true => format!("tensor {}", precision.data_type()),
+        false => precision.data_type().to_string(),
+    }
+}
+
+/// The same as an identifier (`tensor_bf16`), as `--format json` names precisions.
+pub fn precision_id(precision: Precision) -> String {
+    serde_json::to_value(precision)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| precision_label(precision).replace(' ', "_"))
+}
+
+fn count(flops: &FlopCounts, precision: Precision) -> Option<f64> {
+    flops
+        .by_precision()
+        .into_iter()
+        .find(|(p, _)| *p == precision)
+        .and_then(|(_, c)| c)
+        .filter(|c| *c > 0.0)
+}
+
 /// A report's kernels averaged per name, with the device's peaks for their verdicts, and the
-/// label its points go under (the run's, else the profile's name): what the run page and the
-/// SVG roofline both chart.
+/// label its points go under (the run's, else the profile's name): what the run page's table
+/// shows.
 pub fn run_kernels(report: &crate::results::export::Report) -> (KeyAverages, String) {
     let averages = report
         .profile
         .key_averages(Default::default())
         .with_peaks(report.peaks.clone());
-    let label = report
+    (averages, run_label(report))
+}
+
+/// The label a run's points go under.
+pub fn run_label(report: &crate::results::export::Report) -> String {
+    report
         .run
         .as_ref()
         .map(|r| r.label.clone())
-        .unwrap_or_else(|| report.profile.name.clone());
-    (averages, label)
+        .unwrap_or_else(|| report.profile.name.clone())
 }
 
-pub fn series(label: &str, averages: &KeyAverages, events: &[Event]) -> Series {
-    let mut points = Vec::new();
-    let mut unplaced = Vec::new();
-    for row in averages.rows.iter().filter(|r| r.kind == FrameKind::Kernel) {
-        let name = full_name(events, &row.name);
-        let point = &row.roofline;
-        match (point.arithmetic_intensity, point.gflops_per_s) {
-            (Some(ai), Some(gflops)) if ai > 0.0 && gflops > 0.0 => points.push(ChartPoint {
-                name,
-                short_name: row.name.clone(),
-                intensity: ai,
-                gflops_per_s: gflops,
-                gpu_time_ns: row.gpu_total_ns.unwrap_or(0.0),
-                launches: row.calls,
-                bound: point.bound,
-                verdict: point.verdict(),
-            }),
-            _ => unplaced.push(name),
+/// One side of the charts: its label and its events (kernels are taken from them).
+pub struct ChartSide<'a> {
+    pub label: &'a str,
+    pub events: &'a [Event],
+}
+
+/// The kernel rows of one side on one device.
+struct Group {
+    side: usize,
+    device: Option<String>,
+    averages: KeyAverages,
+    events: Vec<Event>,
+}
+
+/// One chart per device and precision present in `sides` (the devices of the kernels' records
+/// when `split_devices`, else all in one), each with the roofs of `peaks` at the clock its
+/// kernels had; `None` without peaks. With no FLOPs counted at all there is one FP32 chart per
+/// device, without points.
+pub fn charts(
+    peaks: Option<&DevicePeaks>,
+    sides: &[ChartSide<'_>],
+    split_devices: bool,
+) -> Option<Charts> {
+    let peaks = peaks?;
+    let mut groups: Vec<Group> = Vec::new();
+    let mut without_flops = Vec::new();
+    for (index, side) in sides.iter().enumerate() {
+        let kernels: Vec<&Event> = side
+            .events
+            .iter()
+            .filter(|e| e.kind() == FrameKind::Kernel)
+            .collect();
+        let devices: BTreeSet<Option<String>> = match split_devices {
+            true => kernels.iter().map(|e| e.device.clone()).collect(),
+            false => BTreeSet::from([None]),
+        };
+        let mut unplaced = Vec::new();
+        for device in devices {
+            let events: Vec<Event> = kernels
+                .iter()
+                .filter(|e| !split_devices || e.device == device)
+                .map(|e| (*e).clone())
+                .collect();
+            let averages = key_averages(&events, GroupBy::Name).with_peaks(Some(peaks.clone()));
+            for row in &averages.rows {
+                let counted = row
+                    .flops
+                    .by_precision()
+                    .iter()
+                    .any(|(p, _)| count(&row.flops, *p).is_some());
+                if !counted {
+                    unplaced.push(full_name(&events, &row.name));
+                }
+            }
+            groups.push(Group {
+                side: index,
+                device,
+                averages,
+                events,
+            });
+        }
+        unplaced.sort();
+        unplaced.dedup();
+        if !unplaced.is_empty() {
+            without_flops.push((side.label.to_string(), unplaced));
         }
     }
-    Series {
-        label: label.to_string(),
-        points,
-        unplaced,
+    let devices: BTreeSet<Option<String>> = groups.iter().map(|g| g.device.clone()).collect();
+    let several = devices.len() > 1;
+    let mut charts = Vec::new();
+    for device in devices {
+        let on_device: Vec<&Group> = groups.iter().filter(|g| g.device == device).collect();
+        let mut precisions: Vec<Precision> = FlopCounts::default()
+            .by_precision()
+            .into_iter()
+            .map(|(p, _)| p)
+            .filter(|p| {
+                on_device
+                    .iter()
+                    .flat_map(|g| &g.averages.rows)
+                    .any(|row| count(&row.flops, *p).is_some())
+            })
+            .collect();
+        if precisions.is_empty() {
+            precisions.push(Precision::Fp32);
+        }
+        for precision in precisions {
+            charts.push(chart(peaks, sides, &on_device, &device, several, precision));
+        }
+    }
+    Some(Charts {
+        charts,
+        without_flops,
+    })
+}
+
+fn chart(
+    peaks: &DevicePeaks,
+    sides: &[ChartSide<'_>],
+    groups: &[&Group],
+    device: &Option<String>,
+    several_devices: bool,
+    precision: Precision,
+) -> RooflineChart {
+    let rows = || {
+        groups
+            .iter()
+            .flat_map(|g| &g.averages.rows)
+            .filter(move |row| count(&row.flops, precision).is_some())
+    };
+    let sm_ghz = median(rows().filter_map(|r| r.roofline.sm_clock_ghz));
+    let dram_ghz = median(rows().filter_map(|r| r.roofline.dram_clock_ghz));
+    let locked = rows().any(|r| r.roofline.clock_state == Some(ClockState::LockedBase));
+    let label = precision_label(precision);
+    let unit = if precision == Precision::TensorInt8 {
+        "TOP/s"
+    } else {
+        "TFLOP/s"
+    };
+    let roof = peaks
+        .peak_at(precision, sm_ghz.map(|g| g * 1e9))
+        .map(|tflops| Roof {
+            label: format!("{label} {tflops:.1} {unit}"),
+            gflops_per_s: tflops * 1e3,
+        });
+    let bandwidth_gbs = peaks.bandwidth_at(dram_ghz.map(|g| g * 1e9));
+    let mut clock_note = match (&roof, sm_ghz) {
+        (None, _) => format!("No {label} peak for the {} in the device table", peaks.name),
+        (Some(_), Some(g)) => format!(
+            "Compute roof at the SM clock the run had, {g:.2} GHz (median of these kernels)"
+        ),
+        (Some(_), None) => "Compute roof at the published peak (no SM clock measured)".to_string(),
+    };
+    clock_note.push_str(&match dram_ghz {
+        Some(g) => format!("; bandwidth roof at the DRAM clock {g:.2} GHz"),
+        None => "; bandwidth roof at the published peak".to_string(),
+    });
+    if locked {
+        clock_note.push_str("; clocks locked at base by the profiler");
+    }
+    let mut series: Vec<Series> = sides
+        .iter()
+        .map(|side| Series {
+            label: side.label.to_string(),
+            points: Vec::new(),
+            unplaced: Vec::new(),
+        })
+        .collect();
+    for group in groups {
+        let series = &mut series[group.side];
+        for row in group
+            .averages
+            .rows
+            .iter()
+            .filter(|r| r.kind == FrameKind::Kernel)
+        {
+            let Some(flops) = count(&row.flops, precision) else {
+                continue;
+            };
+            let name = full_name(&group.events, &row.name);
+            let bytes = row.bytes.filter(|b| *b > 0.0);
+            let time = row.gpu_total_ns.filter(|t| *t > 0.0);
+            let (Some(bytes), Some(time)) = (bytes, time) else {
+                series.unplaced.push(name);
+                continue;
+            };
+            let total = row.flops.total().unwrap_or(0.0) + row.flops.tensor_int8.unwrap_or(0.0);
+            series.points.push(ChartPoint {
+                name,
+                short_name: row.name.clone(),
+                intensity: flops / bytes,
+                gflops_per_s: flops / time,
+                share: if total > 0.0 { flops / total } else { 1.0 },
+                gpu_time_ns: time,
+                launches: row.calls,
+                bound: row.roofline.bound,
+                verdict: row.roofline.verdict(),
+            });
+        }
+    }
+    let device_name = match (several_devices, device) {
+        (true, Some(id)) => format!("{} · GPU {id}", peaks.name),
+        _ => peaks.name.clone(),
+    };
+    RooflineChart {
+        device: device_name,
+        device_id: device.clone(),
+        precision,
+        bandwidth_gbs,
+        roof,
+        series,
+        clock_note,
     }
 }
 
@@ -115,70 +332,6 @@ pub(crate) fn full_name(events: &[Event], short: &str) -> String {
         .and_then(|v| v.as_str())
         .unwrap_or(short)
         .to_string()
-}
-
-/// The chart for `peaks` with the roofs at the median clock the rows' verdicts were scaled to
-/// (the published clock when none was measured); `None` without peaks.
-pub fn chart(
-    peaks: Option<&DevicePeaks>,
-    averages: &[&KeyAverages],
-    series: Vec<Series>,
-) -> Option<RooflineChart> {
-    let peaks = peaks?;
-    let rows = || {
-        averages
-            .iter()
-            .flat_map(|a| a.rows.iter())
-            .filter(|r| r.kind == FrameKind::Kernel)
-            .map(|r| &r.roofline)
-    };
-    let sm_ghz = median(rows().filter_map(|p: &RooflinePoint| p.sm_clock_ghz));
-    let dram_ghz = median(rows().filter_map(|p: &RooflinePoint| p.dram_clock_ghz));
-    let locked =
-        rows().any(|p| p.clock_state == Some(crate::results::roofline::ClockState::LockedBase));
-    // The precisions the kernels were judged by, FP32 always (the usual reference roof).
-    let mut precisions: Vec<Precision> = vec![Precision::Fp32];
-    for point in rows() {
-        if let Some(p) = point.precision
-            && !precisions.contains(&p)
-        {
-            precisions.push(p);
-        }
-    }
-    let roofs = precisions
-        .into_iter()
-        .filter_map(|p| {
-            let tflops = peaks.peak_at(p, sm_ghz.map(|g| g * 1e9))?;
-            Some(Roof {
-                label: format!(
-                    "{}{} {:.1} TFLOP/s",
-                    if p.is_tensor() { "tensor " } else { "" },
-                    p.data_type(),
-                    tflops
-                ),
-                gflops_per_s: tflops * 1e3,
-            })
-        })
-        .collect();
-    let bandwidth_gbs = peaks.bandwidth_at(dram_ghz.map(|g| g * 1e9));
-    let mut clock_note = match sm_ghz {
-        Some(g) => format!("Compute roofs at the SM clock the run had, {g:.2} GHz (median)"),
-        None => "Compute roofs at the published peaks (no SM clock measured)".to_string(),
-    };
-    clock_note.push_str(&match dram_ghz {
-        Some(g) => format!("; bandwidth roof at the DRAM clock {g:.2} GHz"),
-        None => "; bandwidth roof at the published peak".to_string(),
-    });
-    if locked {
-        clock_note.push_str("; clocks locked at base by the profiler");
-    }
-    Some(RooflineChart {
-        device: peaks.name.clone(),
-        bandwidth_gbs,
-        roofs,
-        series,
-        clock_note,
-    })
 }
 
 fn median(values: impl Iterator<Item = f64>) -> Option<f64> {
@@ -221,7 +374,7 @@ const WIDTH: u32 = 900;
 const MAX_LABELLED_POINTS: usize = 12;
 const HEIGHT: u32 = 560;
 
-/// The chart as a standalone SVG document.
+/// One chart as a standalone SVG document.
 pub fn render_svg(chart: &RooflineChart) -> Result<String> {
     let (x_range, y_range) = ranges(chart);
     let mut svg = String::new();
@@ -242,13 +395,40 @@ pub fn render_svg(chart: &RooflineChart) -> Result<String> {
         .rfind("</svg>")
         .ok_or_else(|| Error::invalid("roofline chart", "plotters wrote no closing </svg> tag"))?;
     svg.insert_str(end, &circles);
-    // An id and a class make the chart findable in a page holding several.
-    Ok(svg.replacen("<svg ", "<svg class=\"roofline\" ", 1))
+    // A class and the chart's device and precision make it findable in a page holding several.
+    let attributes = format!(
+        "<svg class=\"roofline\" data-device=\"{}\" data-precision=\"{}\" ",
+        escape(&chart.device),
+        precision_id(chart.precision)
+    );
+    Ok(svg.replacen("<svg ", &attributes, 1))
+}
+
+/// Several charts as one SVG document, one panel under the other (`--format svg` of a run with
+/// several devices or precisions); one chart alone is [`render_svg`]'s document.
+pub fn render_svg_stack(charts: &[RooflineChart]) -> Result<String> {
+    if let [chart] = charts {
+        return render_svg(chart);
+    }
+    let height = HEIGHT as usize * charts.len();
+    let mut svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"rooflines\" width=\"{WIDTH}\" \
+         height=\"{height}\" viewBox=\"0 0 {WIDTH} {height}\">\n"
+    );
+    for (index, chart) in charts.iter().enumerate() {
+        let panel = render_svg(chart)?;
+        // A nested <svg> is a viewport of its own at (x, y): each panel keeps its coordinates.
+        let y = HEIGHT as usize * index;
+        svg.push_str(&panel.replacen("<svg ", &format!("<svg x=\"0\" y=\"{y}\" "), 1));
+        svg.push('\n');
+    }
+    svg.push_str("</svg>\n");
+    Ok(svg)
 }
 
 type Range = (f64, f64);
 
-/// Axis ranges covering every point and the ridge points of every roof, in whole decades.
+/// Axis ranges covering every point and the ridge point of the roof, in whole decades.
 fn ranges(chart: &RooflineChart) -> (Range, Range) {
     let mut xs: Vec<f64> = Vec::new();
     let mut ys: Vec<f64> = Vec::new();
@@ -256,7 +436,7 @@ fn ranges(chart: &RooflineChart) -> (Range, Range) {
         xs.push(point.intensity);
         ys.push(point.gflops_per_s);
     }
-    for roof in &chart.roofs {
+    if let Some(roof) = &chart.roof {
         xs.push(roof.gflops_per_s / chart.bandwidth_gbs);
         ys.push(roof.gflops_per_s);
     }
@@ -285,7 +465,14 @@ fn draw(
 ) -> DrawResult {
     root.fill(&WHITE)?;
     let mut plot = ChartBuilder::on(root)
-        .caption(format!("Roofline — {}", chart.device), ("sans-serif", 20))
+        .caption(
+            format!(
+                "Roofline — {} — {}",
+                chart.device,
+                precision_label(chart.precision)
+            ),
+            ("sans-serif", 20),
+        )
         .margin(12)
         .x_label_area_size(48)
         .y_label_area_size(72)
@@ -293,9 +480,17 @@ fn draw(
             (x_range.0..x_range.1).log_scale(),
             (y_range.0..y_range.1).log_scale(),
         )?;
+    let label = precision_label(chart.precision);
+    let (per_byte, per_second) = match chart.precision {
+        Precision::TensorInt8 => ("int8 OP / DRAM byte".to_string(), "int8 GOP/s".to_string()),
+        _ => (
+            format!("{label} FLOP / DRAM byte"),
+            format!("{label} GFLOP/s"),
+        ),
+    };
     plot.configure_mesh()
-        .x_desc("arithmetic intensity (FLOP / DRAM byte)")
-        .y_desc("GFLOP/s")
+        .x_desc(per_byte)
+        .y_desc(per_second)
         .x_label_formatter(&|v| tick(*v))
         .y_label_formatter(&|v| tick(*v))
         .light_line_style(RGBColor(240, 240, 240))
@@ -308,13 +503,12 @@ fn draw(
             .collect()
     };
     let roof_style = ShapeStyle::from(&RGBColor(60, 60, 60)).stroke_width(2);
-    for (index, roof) in chart.roofs.iter().enumerate() {
-        let style = if index == 0 {
-            roof_style
-        } else {
-            ShapeStyle::from(&RGBColor(150, 150, 150)).stroke_width(1)
-        };
-        plot.draw_series(LineSeries::new(samples(roof.gflops_per_s), style))?;
+    // Without a compute peak only the bandwidth roof is drawn, up to the top of the chart.
+    plot.draw_series(LineSeries::new(
+        samples(chart.roof.as_ref().map_or(y_range.1, |r| r.gflops_per_s)),
+        roof_style,
+    ))?;
+    if let Some(roof) = &chart.roof {
         let ridge = roof.gflops_per_s / chart.bandwidth_gbs;
         let (x, y) = plot.backend_coord(&(ridge, roof.gflops_per_s));
         root.draw(&Text::new(
@@ -340,7 +534,7 @@ fn draw(
         "<g class=\"roofs\" data-bandwidth-gbs=\"{}\">",
         chart.bandwidth_gbs
     ));
-    for roof in &chart.roofs {
+    if let Some(roof) = &chart.roof {
         circles.push_str(&format!(
             "<g class=\"roof\" data-label=\"{}\" data-gflops=\"{}\"></g>",
             escape(&roof.label),
@@ -364,7 +558,8 @@ fn draw(
                 "<circle class=\"point\" cx=\"{cx}\" cy=\"{cy}\" r=\"{radius:.1}\" {fill} \
                  stroke=\"{colour}\" data-series=\"{series}\" data-name=\"{name}\" data-short=\"{short}\" \
                  data-ai=\"{ai}\" data-gflops=\"{gflops}\" data-gpu-ns=\"{time}\" \
-                 data-bound=\"{bound}\"><title>{title}</title></circle>",
+                 data-bound=\"{bound}\" data-precision=\"{precision}\" data-share=\"{share}\">\
+                 <title>{title}</title></circle>",
                 colour = bound_colour(point.bound),
                 series = escape(&series.label),
                 name = escape(&point.name),
@@ -373,15 +568,20 @@ fn draw(
                 gflops = point.gflops_per_s,
                 time = point.gpu_time_ns,
                 bound = point.bound,
+                precision = precision_id(chart.precision),
+                share = point.share,
                 title = escape(&format!(
-                    "{} ({})\n{} launches, GPU time {}\n{} FLOP/byte, {} GFLOP/s\n{}",
+                    "{} ({})\n{} launches, GPU time {}\n{precision}: {} FLOP/byte, {} GFLOP/s \
+                     ({} % of its FLOPs)\n{}",
                     point.name,
                     series.label,
                     point.launches,
                     units::time_ns(point.gpu_time_ns),
                     sig(point.intensity),
                     sig(point.gflops_per_s),
-                    point.verdict
+                    units::pct(point.share * 100.0),
+                    point.verdict,
+                    precision = precision_label(chart.precision),
                 )),
             ));
         }
@@ -444,25 +644,35 @@ mod tests {
     use crate::results::devices::DeviceTable;
     use crate::results::export::Report;
 
-    fn baseline() -> (Report, KeyAverages) {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/runs/h200-baseline"
-        );
+    fn report(path: &str) -> Report {
         let run = ProfileRun::read(std::path::Path::new(path)).unwrap();
         let peaks = DeviceTable::builtin().unwrap().lookup("H200").cloned();
-        let report = Report::from_run(run, peaks.clone());
-        let averages = report
-            .profile
-            .key_averages(Default::default())
-            .with_peaks(peaks);
-        (report, averages)
+        Report::from_run(run, peaks)
+    }
+
+    fn run_charts(report: &Report) -> Charts {
+        let side = ChartSide {
+            label: "ncu.000",
+            events: &report.profile.events,
+        };
+        charts(report.peaks.as_ref(), &[side], true).unwrap()
     }
 
     #[test]
-    fn the_h200_capture_places_its_four_kernels_under_its_roofs() {
-        let (report, averages) = baseline();
-        let series = series("ncu.000", &averages, &report.profile.events);
+    fn the_h200_capture_places_its_four_kernels_under_the_fp32_roof() {
+        let report = report(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/runs/h200-baseline"
+        ));
+        let charts = run_charts(&report);
+        // FP32 only: one chart, on the run's one device.
+        assert_eq!(charts.charts.len(), 1);
+        let chart = &charts.charts[0];
+        assert_eq!(
+            (chart.precision, chart.device.as_str()),
+            (Precision::Fp32, "H200")
+        );
+        let series = &chart.series[0];
         let mut names: Vec<&str> = series
             .points
             .iter()
@@ -486,20 +696,56 @@ mod tests {
                 .any(|p| p.name
                     == "void matmul_tiled<32>(const float *, const float *, float *, int)")
         );
-        let chart = chart(report.peaks.as_ref(), &[&averages], vec![series]).unwrap();
-        assert!(
-            chart.roofs[0].label.starts_with("fp32"),
-            "{:?}",
-            chart.roofs
-        );
-        for point in &chart.series[0].points {
-            let roof = (chart.bandwidth_gbs * point.intensity).min(chart.roofs[0].gflops_per_s);
-            assert!(point.gflops_per_s <= roof, "{point:?} above {roof}");
+        let roof = chart.roof.as_ref().unwrap();
+        assert!(roof.label.starts_with("fp32"), "{roof:?}");
+        for point in &series.points {
+            let ceiling = (chart.bandwidth_gbs * point.intensity).min(roof.gflops_per_s);
+            assert!(point.gflops_per_s <= ceiling, "{point:?} above {ceiling}");
         }
-        let svg = render_svg(&chart).unwrap();
+        let svg = render_svg(chart).unwrap();
         assert_eq!(svg.matches("<circle class=\"point\"").count(), 4);
         assert!(svg.contains("data-short=\"matmul_tiled&lt;32&gt;\""));
+        assert!(svg.contains("data-precision=\"fp32\""));
         assert!(svg.trim_end().ends_with("</svg>"));
+    }
+
+    #[test]
+    fn precisions_are_named_as_the_json_flop_counts_name_them() {
+        let flops = FlopCounts {
+            tensor_fp8: Some(1.0),
+            fp16: Some(2.0),
+            ..Default::default()
+        };
+        let keys = serde_json::to_value(flops).unwrap();
+        for precision in [Precision::TensorFp8, Precision::Fp16] {
+            assert!(keys.get(precision_id(precision)).is_some(), "{precision:?}");
+        }
+        assert_eq!(precision_label(Precision::TensorBf16), "tensor bf16");
+        assert_eq!(precision_label(Precision::Fp64), "fp64");
+    }
+
+    #[test]
+    fn several_charts_stack_as_nested_panels_and_one_stays_alone() {
+        let report = report(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/runs/h200-baseline"
+        ));
+        let chart = run_charts(&report).charts.remove(0);
+        let alone = render_svg_stack(std::slice::from_ref(&chart)).unwrap();
+        assert!(
+            alone.starts_with("<svg class=\"roofline\""),
+            "{}",
+            &alone[..60]
+        );
+        let fp64 = RooflineChart {
+            precision: Precision::Fp64,
+            ..chart.clone()
+        };
+        let stack = render_svg_stack(&[chart, fp64]).unwrap();
+        assert!(stack.starts_with("<svg xmlns="));
+        assert!(stack.contains("height=\"1120\""));
+        assert!(stack.contains("<svg x=\"0\" y=\"560\" class=\"roofline\""));
+        assert_eq!(stack.matches("data-precision=\"fp64\"").count(), 1 + 4);
     }
 
     #[test]

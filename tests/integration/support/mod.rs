@@ -3,6 +3,7 @@
 
 pub mod alone;
 pub mod batch;
+pub mod browser;
 pub mod container;
 pub mod eval;
 pub mod eval_captures;
