@@ -47,7 +47,8 @@
 # first), so the next call continues where the last stopped (about 20 s per problem on the H200).
 # Named problems instead of the evenly spaced selection: KB_PROBLEMS="level2/2 level2/3"; the N
 # smallest of both levels (by the size probe): KB_SMALLEST=N (with KB_SKIP to continue).
-# Python: $POLYPROF_PYTHON, else python3 (the same one polyprof's workers use by default).
+# First `polyprof calibrate` (the default cache, which every eval's audit cites; GPU_EVAL_CALIBRATE=0
+# leaves it out). Python: $POLYPROF_PYTHON, else python3 (the same one polyprof's workers use by default).
 set -euo pipefail
 if [ $# -lt 2 ]; then
   echo "usage: $0 POLYPROF OUTDIR [KERNELBENCH_DIR]" >&2
