@@ -88,7 +88,11 @@ fn twenty_jobs_over_two_workers_each_on_its_own_gpu() {
         .collect();
     assert_eq!(by_name["j07"]["metadata"]["gen"], "7");
     assert_eq!(by_name["j07"]["metadata"]["polyprof.task"], "7");
-    assert_eq!(by_name["j07"]["entrypoint_num_gpus"], 1.0);
+    let entrypoint = by_name["j07"]["entrypoint"].as_str().unwrap();
+    assert!(
+        entrypoint.starts_with("exec ") && entrypoint.contains("--task-index 7"),
+        "{entrypoint}"
+    );
 
     // A custom resource only worker 1 has: every job there, no GPU asked, none pinned.
     let few: Vec<_> = (0..4)
