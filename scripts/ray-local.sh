@@ -14,7 +14,7 @@
 #
 # `up` prints the dashboard address (http://127.0.0.2:$((POLYPROF_RAY_PORT + 1))).
 # POLYPROF_RAY_VENV (default ${CARGO_TARGET_DIR:-target}/tmp/ray-venv) is the virtual
-# environment; POLYPROF_RAY_PORT (default 6390) the head's GCS port; worker N uses the ports
+# environment; POLYPROF_RAY_PORT (default 7390) the head's GCS port; worker N uses the ports
 # from POLYPROF_RAY_PORT + 100 * N. Workers are started one after the other: two raylets that
 # start together on one host can pick the same socket name and both die.
 set -euo pipefail
@@ -23,7 +23,7 @@ cmd="${1:-}"
 dir="${2:-}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 venv="${POLYPROF_RAY_VENV:-${CARGO_TARGET_DIR:-$root/target}/tmp/ray-venv}"
-base="${POLYPROF_RAY_PORT:-6390}"
+base="${POLYPROF_RAY_PORT:-7390}"
 head_ip=127.0.0.2
 dashboard="http://$head_ip:$((base + 1))"
 export RAY_USAGE_STATS_ENABLED=0
