@@ -184,7 +184,10 @@ fn ray_batch(
         format!("--retries={}", args.retries),
     ];
     if let Some(t) = args.timeout_s {
-        argv.push(format!("--timeout={}", seconds("timeout", t)?.as_secs_f64()));
+        argv.push(format!(
+            "--timeout={}",
+            seconds("timeout", t)?.as_secs_f64()
+        ));
     }
     for text in &args.device_errors {
         argv.push(format!("--device-error={text}"));

@@ -20,7 +20,12 @@ use super::run::cancel_on_signals;
 pub struct RayArgs {
     /// Submit each job as a Ray job to the cluster whose dashboard is ADDRESS
     /// (`http://HEAD:8265`, as `ray job submit --address` takes it) instead of running them here.
-    #[arg(long, value_name = "ADDRESS", conflicts_with = "slurm", group = "scheduler")]
+    #[arg(
+        long,
+        value_name = "ADDRESS",
+        conflicts_with = "slurm",
+        group = "scheduler"
+    )]
     pub ray: Option<String>,
     /// GPUs each job asks Ray for (entrypoint_num_gpus); Ray pins them in CUDA_VISIBLE_DEVICES.
     /// 0 on a cluster without GPUs (then give --ray-cpus or --ray-resource).
@@ -60,11 +65,7 @@ pub async fn execute(
     if ray.ray_gpus < 0.0 || ray.ray_gpus.is_nan() {
         anyhow::bail!("--ray-gpus {}: give 0 or more", ray.ray_gpus);
     }
-    let time_limit = shared
-        .time
-        .as_deref()
-        .map(parse_time_limit)
-        .transpose()?;
+    let time_limit = shared.time.as_deref().map(parse_time_limit).transpose()?;
     polyprof::pipeline::rundir::check_usable(args.output_dir)?;
     std::fs::create_dir_all(args.output_dir)
         .with_context(|| format!("cannot create {}", args.output_dir.display()))?;

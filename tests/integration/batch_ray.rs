@@ -43,7 +43,10 @@ fn twenty_jobs_over_two_workers_each_on_its_own_gpu() {
     let out = cluster.batch(&file, &root).output().unwrap();
     crate::support::assert_exit(&out, 0);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("at most 4 jobs submitted at once"), "{stderr}");
+    assert!(
+        stderr.contains("at most 4 jobs submitted at once"),
+        "{stderr}"
+    );
     let index = index(&root);
     assert_eq!(index.backend, Backend::Ray);
     let want: String = odd.iter().map(|w| format!("[{w}]")).collect();
@@ -107,7 +110,10 @@ fn twenty_jobs_over_two_workers_each_on_its_own_gpu() {
         .unwrap();
     crate::support::assert_exit(&out, 0);
     for e in index_of(&root).jobs.values() {
-        assert_eq!(e.ray.as_ref().unwrap().node_ip.as_deref(), Some("127.0.0.3"));
+        assert_eq!(
+            e.ray.as_ref().unwrap().node_ip.as_deref(),
+            Some("127.0.0.3")
+        );
         assert_eq!(e.device, None, "{}", e.id);
         let stdout =
             std::fs::read_to_string(root.join(format!("runs/{}/run.1.stdout.log", e.id))).unwrap();
@@ -141,9 +147,9 @@ fn a_worker_killed_mid_batch_loses_its_jobs_and_resume_reruns_them() {
     // Four GPUs, four jobs: two on each worker, all running.
     let running = wait_for(&root, LIMIT, |i| {
         i.jobs.values().all(|e| e.state == EntryState::Running)
-            && i.jobs.values().all(|e| {
-                e.ray.as_ref().is_some_and(|r| r.node_ip.is_some())
-            })
+            && i.jobs
+                .values()
+                .all(|e| e.ray.as_ref().is_some_and(|r| r.node_ip.is_some()))
     });
     let on_w2: BTreeSet<String> = running
         .jobs
@@ -220,7 +226,11 @@ fn ctrl_c_stops_the_jobs_and_the_time_limit_stops_one() {
     let mut never = 0;
     for e in index.jobs.values() {
         assert_eq!(e.state, EntryState::Cancelled, "{}: {:?}", e.id, e);
-        never += usize::from(e.errors.iter().any(|t| t.contains("before it was submitted")));
+        never += usize::from(
+            e.errors
+                .iter()
+                .any(|t| t.contains("before it was submitted")),
+        );
     }
     assert_eq!(never, 2, "the two beyond the window were never submitted");
     let ray_jobs = cluster.jobs_of(&root);

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::model::batch::{BatchEntry, EntryState, RUNS_DIR, RayJobInfo, SlurmTaskInfo, now_unix_s};
+use crate::model::batch::{
+    BatchEntry, EntryState, RUNS_DIR, RayJobInfo, SlurmTaskInfo, now_unix_s,
+};
 use crate::model::outcome::Outcome;
 use crate::model::run::ProfileRun;
 use crate::pipeline::container::ContainerJob;

@@ -35,7 +35,9 @@ pub fn ray_available(test: &str) -> bool {
         }
     });
     if let Err(why) = installed {
-        eprintln!("SKIPPED {test}: Ray could not be installed (scripts/ray-local.sh install): {why}");
+        eprintln!(
+            "SKIPPED {test}: Ray could not be installed (scripts/ray-local.sh install): {why}"
+        );
     }
     installed.is_ok()
 }
@@ -69,8 +71,16 @@ impl RayCluster {
 
     /// Kill worker `n` (1 or 2) and everything it started, as a node that dies.
     pub fn stop_worker(&self, n: u32) {
-        let out = script(&["stop-node", self.dir.path().to_str().unwrap(), &n.to_string()]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = script(&[
+            "stop-node",
+            self.dir.path().to_str().unwrap(),
+            &n.to_string(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     /// Every job Ray keeps (`GET /api/jobs/`), read with the venv's Python (no HTTP client in
@@ -84,7 +94,11 @@ impl RayCluster {
             ])
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         serde_json::from_slice(&out.stdout).unwrap()
     }
 

@@ -434,7 +434,10 @@ mod tests {
             .filter_map(|j| parse_submission_id("0123456789ab", j.submission_id.as_deref()?))
             .collect();
         assert_eq!(ours.len(), 2, "{ours:?}");
-        assert!(list.len() > ours.len(), "other jobs of the cluster are listed too");
+        assert!(
+            list.len() > ours.len(),
+            "other jobs of the cluster are listed too"
+        );
     }
 
     #[test]
@@ -454,7 +457,10 @@ mod tests {
     #[test]
     fn capacity_counts_live_nodes_by_the_scarcest_resource() {
         let nodes = parse_nodes(&fixture("nodes.json")).unwrap();
-        assert!(nodes.iter().any(|n| !n.alive()), "the capture has a dead node");
+        assert!(
+            nodes.iter().any(|n| !n.alive()),
+            "the capture has a dead node"
+        );
         let gpus = Resources {
             gpus: Some(1.0),
             ..Default::default()

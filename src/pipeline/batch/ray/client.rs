@@ -28,7 +28,9 @@ pub struct RayClient {
 
 impl std::fmt::Debug for RayClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RayClient").field("base", &self.base).finish()
+        f.debug_struct("RayClient")
+            .field("base", &self.base)
+            .finish()
     }
 }
 
@@ -201,7 +203,12 @@ impl RayClient {
     pub async fn job(&self, submission_id: &str) -> Result<Option<JobDetails>, RayError> {
         let what = format!("GET /api/jobs/{submission_id}");
         let (status, body) = self
-            .call(Method::GET, &format!("/api/jobs/{submission_id}"), None, &what)
+            .call(
+                Method::GET,
+                &format!("/api/jobs/{submission_id}"),
+                None,
+                &what,
+            )
             .await?;
         if status == StatusCode::NOT_FOUND {
             return Ok(None);

@@ -21,9 +21,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::model::batch::{
-    Backend, BatchEntry, BatchIndex, EntryState, RayBatchInfo, RayJobInfo,
-};
+use crate::model::batch::{Backend, BatchEntry, BatchIndex, EntryState, RayBatchInfo, RayJobInfo};
 use crate::model::error::Error;
 use crate::model::outcome::Outcome;
 use crate::pipeline::batch::index::Prepared;
@@ -446,7 +444,11 @@ pub async fn run_ray(
                 continue;
             };
             let judged = judge(t, spec, old, &answer, &nodes, &round);
-            if let Some(Judged { mut entry, from_ray }) = judged {
+            if let Some(Judged {
+                mut entry,
+                from_ray,
+            }) = judged
+            {
                 if from_ray {
                     // Ray's own output says why (polyprof not found on the node, …).
                     let note = keep_log(&client, root, &t.submission_id).await;
@@ -690,7 +692,9 @@ fn cut_off(entry: &BatchEntry) -> bool {
     entry.state == EntryState::Cancelled
         || matches!(
             entry.outcome,
-            None | Some(Outcome::Signalled { .. } | Outcome::SupervisorKilled { .. } | Outcome::Cancelled)
+            None | Some(
+                Outcome::Signalled { .. } | Outcome::SupervisorKilled { .. } | Outcome::Cancelled
+            )
         )
 }
 
@@ -750,8 +754,8 @@ fn write_index(index: &mut BatchIndex, root: &Path, say: &impl Fn(&RayEvent)) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use super::super::api::parse_job;
+    use super::*;
 
     fn fixture(name: &str) -> JobDetails {
         parse_job(
@@ -785,15 +789,35 @@ mod tests {
         nodes.ips.insert(node, "127.0.0.4".into());
         let answer = Answer::Known(Some(died));
         let long = Duration::from_secs(3600);
-        assert!(judge(&mut t, &spec, &old, &answer, &nodes, &round(root.path(), false, long)).is_none());
-        let lost = judge(&mut t, &spec, &old, &answer, &nodes, &round(root.path(), false, Duration::ZERO))
-            .unwrap();
+        assert!(
+            judge(
+                &mut t,
+                &spec,
+                &old,
+                &answer,
+                &nodes,
+                &round(root.path(), false, long)
+            )
+            .is_none()
+        );
+        let lost = judge(
+            &mut t,
+            &spec,
+            &old,
+            &answer,
+            &nodes,
+            &round(root.path(), false, Duration::ZERO),
+        )
+        .unwrap();
         assert!(lost.from_ray);
         assert_eq!(lost.entry.state, EntryState::Lost);
         let text = lost.entry.errors.join("\n");
         assert!(text.contains("JOB_SUPERVISOR_ACTOR_DIED"), "{text}");
         assert!(text.contains("on 127.0.0.4"), "{text}");
-        assert_eq!(lost.entry.ray.unwrap().node_ip.as_deref(), Some("127.0.0.4"));
+        assert_eq!(
+            lost.entry.ray.unwrap().node_ip.as_deref(),
+            Some("127.0.0.4")
+        );
         // The entry this submission wrote is the truth, whatever Ray said; one written by an
         // earlier submission is not.
         let mut done = BatchEntry::pending("j", BTreeMap::new());
@@ -807,7 +831,10 @@ mod tests {
         done.write_atomic(&dir).unwrap();
         let zero = round(root.path(), false, Duration::ZERO);
         assert_eq!(
-            judge(&mut t, &spec, &old, &answer, &nodes, &zero).unwrap().entry.state,
+            judge(&mut t, &spec, &old, &answer, &nodes, &zero)
+                .unwrap()
+                .entry
+                .state,
             EntryState::Lost
         );
         done.ray = Some(RayJobInfo {
@@ -832,24 +859,57 @@ mod tests {
         let mut t = Tracked::new("s".into());
         for _ in 0..3 {
             assert!(
-                judge(&mut t, &spec, &running, &Answer::Unanswered, &nodes, &round(root.path(), false, zero))
-                    .is_none()
+                judge(
+                    &mut t,
+                    &spec,
+                    &running,
+                    &Answer::Unanswered,
+                    &nodes,
+                    &round(root.path(), false, zero)
+                )
+                .is_none()
             );
         }
         let stopped = Answer::Known(Some(fixture("job-stopped.json")));
-        let cancelled = judge(&mut t, &spec, &running, &stopped, &nodes, &round(root.path(), true, zero))
-            .unwrap();
+        let cancelled = judge(
+            &mut t,
+            &spec,
+            &running,
+            &stopped,
+            &nodes,
+            &round(root.path(), true, zero),
+        )
+        .unwrap();
         assert_eq!(cancelled.entry.state, EntryState::Cancelled);
         let mut t = Tracked::new("s".into());
         t.timed_out = true;
-        let timed_out = judge(&mut t, &spec, &running, &stopped, &nodes, &round(root.path(), false, zero))
-            .unwrap();
+        let timed_out = judge(
+            &mut t,
+            &spec,
+            &running,
+            &stopped,
+            &nodes,
+            &round(root.path(), false, zero),
+        )
+        .unwrap();
         assert_eq!(timed_out.entry.state, EntryState::TimedOut);
-        assert!(timed_out.entry.errors[0].contains("time limit of 5 s"), "{:?}", timed_out.entry.errors);
+        assert!(
+            timed_out.entry.errors[0].contains("time limit of 5 s"),
+            "{:?}",
+            timed_out.entry.errors
+        );
         // Ray forgot the job entirely: lost (cancelled after our stop).
         let mut t = Tracked::new("s".into());
         let forgot = Answer::Known(None);
-        let lost = judge(&mut t, &spec, &running, &forgot, &nodes, &round(root.path(), false, zero)).unwrap();
+        let lost = judge(
+            &mut t,
+            &spec,
+            &running,
+            &forgot,
+            &nodes,
+            &round(root.path(), false, zero),
+        )
+        .unwrap();
         assert_eq!(lost.entry.state, EntryState::Lost);
     }
 }
