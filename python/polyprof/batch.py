@@ -51,6 +51,10 @@ class BatchEntry(Document):
     device_error: Optional[str]
     labels: Dict[str, str]
     cascade: Optional[Dict[str, Any]]
+    #: A Ray batch's job: ``submission_id``, ``status``, ``error_type``, ``node_id``, ``node_ip``.
+    ray: Optional[Dict[str, Any]]
+    #: A Slurm batch's task: ``array_job_id``, ``task_id``, ``state``, ``node``.
+    slurm: Optional[Dict[str, Any]]
 
     @property
     def succeeded(self) -> bool:
@@ -68,6 +72,8 @@ class BatchIndex(Document):
     jobs: Dict[str, BatchEntry]
     devices: List[Dict[str, Any]]
     cascade: Optional[Dict[str, Any]]
+    #: A Ray batch's cluster: ``address``, ``batch_key``.
+    ray: Optional[Dict[str, Any]]
 
     def __init__(self, data: Dict[str, Any], root: Optional[str] = None):
         super().__init__(data)

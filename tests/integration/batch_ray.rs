@@ -49,6 +49,15 @@ fn twenty_jobs_over_two_workers_each_on_its_own_gpu() {
     );
     let index = index(&root);
     assert_eq!(index.backend, Backend::Ray);
+    // A Ray batch's index is what the committed schema says batch.json is.
+    let validator = jsonschema::validator_for(&crate::support::schema::committed(
+        "batch.schema.json",
+    ))
+    .unwrap();
+    let written: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.join("batch.json")).unwrap()).unwrap();
+    let problems = crate::support::schema::errors(&validator, &written);
+    assert!(problems.is_empty(), "{problems:#?}");
     let want: String = odd.iter().map(|w| format!("[{w}]")).collect();
     let mut windows = Vec::new();
     for e in index.jobs.values() {
