@@ -50,10 +50,8 @@ fn twenty_jobs_over_two_workers_each_on_its_own_gpu() {
     let index = index(&root);
     assert_eq!(index.backend, Backend::Ray);
     // A Ray batch's index is what the committed schema says batch.json is.
-    let validator = jsonschema::validator_for(&crate::support::schema::committed(
-        "batch.schema.json",
-    ))
-    .unwrap();
+    let validator =
+        jsonschema::validator_for(&crate::support::schema::committed("batch.schema.json")).unwrap();
     let written: serde_json::Value =
         serde_json::from_slice(&std::fs::read(root.join("batch.json")).unwrap()).unwrap();
     let problems = crate::support::schema::errors(&validator, &written);

@@ -6,11 +6,13 @@
 //! - `api`: the wire types, submission ids, metadata and states (pure).
 //! - `client`: the HTTP calls.
 //! - `driver`: submit (a window at a time), poll, stop, collect.
+//! - `judge`: one job's state from its entry.json and Ray's answer.
 
 pub mod api;
 pub mod client;
 pub mod driver;
 pub mod error;
+mod judge;
 
 pub use api::Resources;
 pub use client::RayClient;
