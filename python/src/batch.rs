@@ -154,21 +154,29 @@ fn ray_batch(
         .canonicalize()
         .map_err(|e| errors::to_py(polyprof::Error::io("resolve", &output_dir, e)))?;
     // Parsed before anything is written: a bad list changes nothing on disk.
-    let (specs, job_file) = specs_of(jobs_file.clone(), jobs_jsonl)?;
-    let jobs = match (jobs_file, jobs_jsonl) {
-        (Some(path), _) => path
+    let (specs, _) = specs_of(jobs_file.clone(), jobs_jsonl)?;
+    let written = root.join(RAY_DIR).join("jobs.jsonl");
+    let jobs = match &jobs_file {
+        Some(path) => path
             .canonicalize()
-            .map_err(|e| errors::to_py(polyprof::Error::io("resolve", &path, e)))?,
-        (None, Some(text)) => {
-            let path = root.join(RAY_DIR).join("jobs.jsonl");
-            std::fs::create_dir_all(root.join(RAY_DIR))
-                .map_err(|e| errors::to_py(polyprof::Error::io("create", root.join(RAY_DIR), e)))?;
-            polyprof::model::atomic_file::write_atomic(&path, text.as_bytes())
-                .map_err(|e| errors::to_py(polyprof::Error::io("write", &path, e)))?;
-            path
-        }
-        (None, None) => return Err(errors::usage("give a job file or a list of jobs")),
+            .map_err(|e| errors::to_py(polyprof::Error::io("resolve", path, e)))?,
+        None => written.clone(),
     };
+    // The root's lock first: a driver still running on it has nodes reading its job file.
+    let prepared = index::prepare(
+        &root,
+        &jobs.display().to_string(),
+        &specs,
+        Backend::Ray,
+        args.resume,
+    )
+    .map_err(errors::to_py)?;
+    if let (None, Some(text)) = (&jobs_file, jobs_jsonl) {
+        std::fs::create_dir_all(root.join(RAY_DIR))
+            .map_err(|e| errors::to_py(polyprof::Error::io("create", root.join(RAY_DIR), e)))?;
+        polyprof::model::atomic_file::write_atomic(&written, text.as_bytes())
+            .map_err(|e| errors::to_py(polyprof::Error::io("write", &written, e)))?;
+    }
     let text = |p: &Path| {
         p.to_str()
             .map(str::to_string)
@@ -218,8 +226,6 @@ fn ray_batch(
         .map_err(errors::to_py)?;
     run.resume = args.resume;
     let cancel = run.cancel.clone();
-    let prepared = index::prepare(&root, &job_file, &specs, Backend::Ray, args.resume)
-        .map_err(errors::to_py)?;
     let index = runtime::block_on_cancellable(py, cancel, async move {
         run_ray(&specs, prepared, &run, None).await
     })?
