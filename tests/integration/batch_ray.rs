@@ -274,7 +274,7 @@ fn a_killed_driver_resumes_without_submitting_twice() {
     let cluster = RayCluster::up();
     let work = tempfile::tempdir().unwrap();
     let dir = work.path();
-    let (ids, file) = counted_jobs(dir, "d", 4, "sleep 8");
+    let (ids, file) = counted_jobs(dir, "d", 4, "sleep 15");
     let root = dir.join("root");
     let mut child = cluster
         .batch(&file, &root)
@@ -289,6 +289,7 @@ fn a_killed_driver_resumes_without_submitting_twice() {
             .count()
             == 2
     });
+    // Long enough (15 s jobs) that both are still live when the second driver asks Ray.
     child.kill().unwrap();
     child.wait().unwrap();
     // Without --resume the root is refused (it holds a batch); with it, the live jobs are
