@@ -51,6 +51,10 @@ class BatchEntry(Document):
     device_error: Optional[str]
     labels: Dict[str, str]
     cascade: Optional[Dict[str, Any]]
+    #: A Ray batch's job: ``submission_id``, ``status``, ``error_type``, ``node_id``, ``node_ip``.
+    ray: Optional[Dict[str, Any]]
+    #: A Slurm batch's task: ``array_job_id``, ``task_id``, ``state``, ``node``.
+    slurm: Optional[Dict[str, Any]]
 
     @property
     def succeeded(self) -> bool:
@@ -68,6 +72,8 @@ class BatchIndex(Document):
     jobs: Dict[str, BatchEntry]
     devices: List[Dict[str, Any]]
     cascade: Optional[Dict[str, Any]]
+    #: A Ray batch's cluster: ``address``, ``batch_key``.
+    ray: Optional[Dict[str, Any]]
 
     def __init__(self, data: Dict[str, Any], root: Optional[str] = None):
         super().__init__(data)
@@ -115,6 +121,13 @@ def batch(
     device_errors: Sequence[str] = (),
     env_policy: str = "inherit",
     allow_env: Sequence[str] = (),
+    ray: Optional[str] = None,
+    ray_gpus: Optional[float] = None,
+    ray_cpus: Optional[float] = None,
+    ray_resources: Optional[Mapping[str, float]] = None,
+    max_parallel: Optional[int] = None,
+    time_limit: Optional[str] = None,
+    polyprof_bin: Optional[PathLike] = None,
 ) -> BatchIndex:
     """Run ``jobs`` into ``output_dir`` (one run directory per job under ``runs/``, plus
     ``batch.json``): one job per GPU at a time, each pinned through its vendor's visibility
@@ -122,7 +135,15 @@ def batch(
     ``parallel`` CPU slots when there is no GPU (``devices="cpu"``). A job's crash, hang or
     timeout never stops the batch; ``resume=True`` keeps what an earlier, interrupted run of the
     same root finished. The GIL is released while it runs; Ctrl-C cancels the running jobs and
-    raises ``KeyboardInterrupt`` (``batch.json`` then says which were cancelled)."""
+    raises ``KeyboardInterrupt`` (``batch.json`` then says which were cancelled).
+
+    ``ray="http://head:8265"`` sends each job to that Ray cluster as one Ray job instead
+    (docs/ray.md): ``ray_gpus`` (1), ``ray_cpus`` and ``ray_resources`` are what each job asks
+    Ray for, ``max_parallel`` caps the jobs in flight, ``time_limit`` (``"30"`` minutes,
+    ``"1:00:00"``) stops a job running longer, ``polyprof_bin`` is polyprof's executable as the
+    nodes see it (default: the one in this package). The batch root, the job file and that
+    executable must be on a filesystem the nodes share; a list of jobs is written to
+    ``output_dir/ray/jobs.jsonl``. An unreachable cluster raises ``ConnectionError``."""
     if isinstance(devices, (list, tuple)):
         devices = ",".join(str(d) for d in devices)
     options: Dict[str, Any] = {"resume": bool(resume), "retries": int(retries)}
@@ -136,6 +157,30 @@ def batch(
             options[key] = value
     if device_errors:
         options["device_errors"] = list(device_errors)
+    if ray is not None:
+        if polyprof_bin is None:
+            from ._cli import executable
+
+            try:
+                polyprof_bin = executable()
+            except SystemExit:
+                raise RuntimeError(
+                    "polyprof's executable is not in this installation; give polyprof_bin= (its path as the Ray nodes see it)"
+                ) from None
+        options["ray"] = str(ray)
+        options["polyprof_bin"] = os.fspath(polyprof_bin)
+        for key, value in (
+            ("ray_gpus", None if ray_gpus is None else float(ray_gpus)),
+            ("ray_cpus", None if ray_cpus is None else float(ray_cpus)),
+            ("max_parallel", max_parallel),
+            ("time_limit", None if time_limit is None else str(time_limit)),
+        ):
+            if value is not None:
+                options[key] = value
+        if ray_resources:
+            options["ray_resources"] = {str(k): float(v) for k, v in ray_resources.items()}
+    elif any(v is not None for v in (ray_gpus, ray_cpus, ray_resources, max_parallel, time_limit, polyprof_bin)):
+        raise ValueError("ray_gpus, ray_cpus, ray_resources, max_parallel, time_limit and polyprof_bin go with ray=")
     run = run_options(env_policy=env_policy, allow_env=allow_env)
     root = os.fspath(output_dir)
     if isinstance(jobs, (str, bytes, os.PathLike)):

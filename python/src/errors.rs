@@ -40,6 +40,19 @@ pub fn to_py(error: Error) -> PyErr {
     }
 }
 
+/// The Python exception for a Ray batch's error: a cluster that does not answer is
+/// `ConnectionError`, a bad address or live jobs of the root `ValueError`.
+pub fn ray_to_py(error: polyprof::pipeline::batch::ray::RayError) -> PyErr {
+    use polyprof::pipeline::batch::ray::RayError;
+    let message = error.to_string();
+    match error {
+        RayError::Other(e) => to_py(e),
+        RayError::Unreachable { .. } => pyo3::exceptions::PyConnectionError::new_err(message),
+        RayError::Address { .. } | RayError::StillRunning { .. } => PyValueError::new_err(message),
+        _ => PolyprofError::new_err(message),
+    }
+}
+
 /// A usage error in arguments the binding itself checks.
 pub fn usage(message: impl Into<String>) -> PyErr {
     PyValueError::new_err(message.into())

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use polyprof::model::batch::{BatchEntry, EntryState, SlurmTaskInfo};
+use polyprof::model::batch::{BatchEntry, EntryState, RayJobInfo, SlurmTaskInfo};
 use polyprof::pipeline::batch::devices::DeviceChoice;
 use polyprof::pipeline::batch::pool::PoolOptions;
 use polyprof::pipeline::batch::{self, BatchOptions, JobSpec, OpenBatch, TaskOptions, run_task};
@@ -80,8 +80,13 @@ pub struct Args {
     /// As `--task-index`, by job id.
     #[arg(long, hide = true, value_name = "ID")]
     pub task_id: Option<String>,
+    /// The Ray job this task runs as (set by the `--ray` driver in each entrypoint).
+    #[arg(long, hide = true, value_name = "ID")]
+    pub ray_submission_id: Option<String>,
     #[command(flatten)]
     pub slurm: Box<super::batch_slurm::SlurmArgs>,
+    #[command(flatten)]
+    pub ray: Box<super::batch_ray::RayArgs>,
 }
 
 /// `--jobs N`: 0 slots would run nothing and wait forever.
@@ -107,13 +112,14 @@ fn positive_secs(text: &str) -> Result<Duration, String> {
 
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let specs = batch::load(&args.jobs)?;
-    if args.slurm.slurm && specs.iter().any(|s| s.stage.is_some()) {
+    let remote = args.slurm.slurm || args.ray.ray.is_some();
+    if remote && specs.iter().any(|s| s.stage.is_some()) {
         anyhow::bail!(
-            "{}: the stages of a `problem` run on the local pool only (the cascade decides each stage from the one before); run it without --slurm, or list plain jobs",
+            "{}: the stages of a `problem` run on the local pool only (the cascade decides each stage from the one before); run it without --slurm/--ray, or list plain jobs",
             args.jobs.display()
         );
     }
-    if args.slurm.slurm && args.task_index.is_none() && args.task_id.is_none() {
+    if remote && args.task_index.is_none() && args.task_id.is_none() {
         let common = super::batch_slurm::Common {
             jobs: &args.jobs,
             output_dir: &args.output_dir,
@@ -126,9 +132,11 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             device_errors: &args.device_errors,
             env_policy: &args.env_policy,
             env_allow: &args.env_allow,
-            slurm: &args.slurm,
         };
-        return super::batch_slurm::execute(common, &specs).await;
+        if args.ray.ray.is_some() {
+            return super::batch_ray::execute(common, &args.slurm, &args.ray, &specs).await;
+        }
+        return super::batch_slurm::execute(common, &args.slurm, &specs).await;
     }
     let opts = task_options(&args)?;
     if args.task_index.is_some() || args.task_id.is_some() {
@@ -199,6 +207,7 @@ fn task_options(args: &Args) -> anyhow::Result<TaskOptions> {
         stop_on_device_error: false,
         node: polyprof::pipeline::host::hostname(),
         slurm: None,
+        ray: None,
     })
 }
 
@@ -223,6 +232,13 @@ async fn run_one(args: &Args, specs: &[JobSpec], opts: &TaskOptions) -> anyhow::
     let device = device_from_env(|name| std::env::var(name).ok());
     let opts = &TaskOptions {
         slurm: slurm_task_from_env(),
+        ray: args
+            .ray_submission_id
+            .as_ref()
+            .map(|submission_id| RayJobInfo {
+                submission_id: submission_id.clone(),
+                ..Default::default()
+            }),
         ..opts.clone()
     };
     // A scheduler stops a task with SIGTERM (scancel, a time limit, a preemption): the run is

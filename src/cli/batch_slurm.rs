@@ -18,8 +18,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::run::{TrackingMode, cancel_on_signals};
 
-/// The options of `polyprof batch` that the Slurm driver uses (given by src/cli/batch.rs, so
-/// this file does not import it back).
+/// The options of `polyprof batch` that the Slurm and Ray drivers use (given by
+/// src/cli/batch.rs, so these files do not import it back).
 #[derive(Debug, Clone)]
 pub struct Common<'a> {
     pub jobs: &'a Path,
@@ -34,14 +34,13 @@ pub struct Common<'a> {
     pub device_errors: &'a [String],
     pub env_policy: &'a EnvPolicy,
     pub env_allow: &'a [String],
-    pub slurm: &'a SlurmArgs,
 }
 
 /// The Slurm options of `polyprof batch`.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct SlurmArgs {
     /// Submit the jobs as a Slurm job array (sbatch) instead of running them on this host.
-    #[arg(long)]
+    #[arg(long, group = "scheduler")]
     pub slurm: bool,
     /// Slurm partition (`sbatch --partition`).
     #[arg(long, requires = "slurm", value_name = "NAME")]
@@ -49,8 +48,9 @@ pub struct SlurmArgs {
     /// Slurm account (`sbatch --account`).
     #[arg(long, requires = "slurm", value_name = "NAME")]
     pub account: Option<String>,
-    /// Time limit per task, as sbatch reads it (`30`, `1:00:00`); a task past it is timed_out.
-    #[arg(long, requires = "slurm", value_name = "LIMIT")]
+    /// Time limit per task, as sbatch reads it (`30` minutes, `1:00:00`); a task past it is
+    /// timed_out (Slurm's limit; with --ray the driver stops the Ray job).
+    #[arg(long, requires = "scheduler", value_name = "LIMIT")]
     pub time: Option<String>,
     /// GPUs per task (`sbatch --gpus-per-task`); each task sees its own in CUDA_VISIBLE_DEVICES.
     #[arg(long, requires = "slurm", conflicts_with = "gres", value_name = "N")]
@@ -67,20 +67,20 @@ pub struct SlurmArgs {
         value_name = "ARG"
     )]
     pub sbatch_args: Vec<String>,
-    /// At most N tasks at once (`--array=…%N`).
-    #[arg(long, requires = "slurm", value_name = "N")]
+    /// At most N tasks at once (`--array=…%N`; with --ray: jobs submitted and not finished
+    /// [default: what the cluster's live nodes hold]).
+    #[arg(long, requires = "scheduler", value_name = "N")]
     pub max_parallel: Option<u32>,
     /// polyprof's path as the nodes see it [default: this executable].
-    #[arg(long, requires = "slurm", value_name = "PATH")]
+    #[arg(long, requires = "scheduler", value_name = "PATH")]
     pub polyprof_bin: Option<PathBuf>,
-    /// Seconds between polls of squeue.
-    #[arg(long, requires = "slurm", value_parser = super::run::parse_secs, default_value = "0.5", value_name = "S")]
+    /// Seconds between polls of squeue (of the Ray jobs, with --ray).
+    #[arg(long, requires = "scheduler", value_parser = super::run::parse_secs, default_value = "0.5", value_name = "S")]
     pub poll: Duration,
 }
 
 /// Run the batch through Slurm.
-pub async fn execute(args: Common<'_>, specs: &[JobSpec]) -> anyhow::Result<u8> {
-    let slurm = &args.slurm;
+pub async fn execute(args: Common<'_>, slurm: &SlurmArgs, specs: &[JobSpec]) -> anyhow::Result<u8> {
     polyprof::pipeline::rundir::check_usable(args.output_dir)?;
     std::fs::create_dir_all(args.output_dir)
         .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
@@ -140,7 +140,7 @@ pub async fn execute(args: Common<'_>, specs: &[JobSpec]) -> anyhow::Result<u8> 
 }
 
 /// `polyprof batch JOBS --output-dir ROOT --quiet` plus the options every task shares.
-fn task_argv(
+pub(super) fn task_argv(
     args: &Common,
     polyprof: &Path,
     jobs: &Path,

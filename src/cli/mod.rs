@@ -3,6 +3,7 @@
 pub mod audit;
 pub mod batch;
 pub mod batch_progress;
+pub mod batch_ray;
 pub mod batch_slurm;
 pub mod batch_summary;
 pub mod calibrate;

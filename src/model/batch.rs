@@ -30,6 +30,8 @@ pub enum Backend {
     Local,
     /// A Slurm job array.
     Slurm,
+    /// Ray jobs through a Ray cluster's Job Submission API.
+    Ray,
 }
 
 /// Where one job stands.
@@ -122,6 +124,34 @@ pub struct SlurmTaskInfo {
     pub node: Option<String>,
 }
 
+/// What Ray said about the Ray job that ran a batch job.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RayJobInfo {
+    /// The Ray job's submission id (`polyprof-<batch key>-<task index>-<n>`).
+    pub submission_id: String,
+    /// Ray's job status (`PENDING`, `RUNNING`, `SUCCEEDED`, `FAILED`, `STOPPED`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// Ray's error type of a failed job (`JOB_SUPERVISOR_ACTOR_DIED`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_type: Option<String>,
+    /// The Ray node the job's entrypoint ran on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_id: Option<String>,
+    /// That node's address, as Ray lists it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_ip: Option<String>,
+}
+
+/// The Ray cluster a batch went to.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RayBatchInfo {
+    /// The dashboard address given (`http://host:8265`).
+    pub address: String,
+    /// The key every submission id and metadata of this batch root carries.
+    pub batch_key: String,
+}
+
 /// One job of a batch.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BatchEntry {
@@ -170,6 +200,9 @@ pub struct BatchEntry {
     pub labels: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slurm: Option<SlurmTaskInfo>,
+    /// The Ray job that ran it (a `--ray` batch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ray: Option<RayJobInfo>,
     /// Digest of the job's definition as it ran (command, profiler, settings, environment;
     /// not its id, labels or retries): `--resume` reruns a finished job whose definition has
     /// changed since.
@@ -327,6 +360,9 @@ pub struct BatchIndex {
     pub backend: Backend,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slurm_job_id: Option<String>,
+    /// The Ray cluster of a `--ray` batch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ray: Option<RayBatchInfo>,
     /// Job id → entry (iteration is by id; the job file's order is `order`).
     pub jobs: BTreeMap<String, BatchEntry>,
     /// Job ids in the order of the job file (`--task-index N` counts in it).

@@ -139,6 +139,7 @@ pub fn prepare(
     if let Some(old) = old {
         index.started_unix_s = old.started_unix_s;
         index.slurm_job_id = old.slurm_job_id;
+        index.ray = old.ray;
     }
     Ok(Prepared {
         index,

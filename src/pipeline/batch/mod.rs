@@ -14,6 +14,7 @@
 //! - `pool`: the local scheduler (one job per device, quarantine, cancellation).
 //! - `api`: all of it in one call (`run_batch`), or in two (`OpenBatch::open`, `run`).
 //! - `slurm`: the Slurm backend (a job array; submit, poll, cancel, collect).
+//! - `ray`: the Ray backend (one Ray job per job through the Job Submission API).
 
 pub mod api;
 pub mod cascade;
@@ -25,6 +26,7 @@ pub mod index;
 pub mod jobfile;
 pub mod pool;
 pub mod problem;
+pub mod ray;
 pub mod slurm;
 pub mod spec;
 pub mod stage;

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::model::batch::{BatchEntry, EntryState, RUNS_DIR, SlurmTaskInfo, now_unix_s};
+use crate::model::batch::{
+    BatchEntry, EntryState, RUNS_DIR, RayJobInfo, SlurmTaskInfo, now_unix_s,
+};
 use crate::model::outcome::Outcome;
 use crate::model::run::ProfileRun;
 use crate::pipeline::container::ContainerJob;
@@ -45,6 +47,9 @@ pub struct TaskOptions {
     /// `SLURM_ARRAY_TASK_ID`), recorded in the entry so a driver tells its own task's entry
     /// from one a cancelled task of an earlier array wrote late.
     pub slurm: Option<SlurmTaskInfo>,
+    /// The Ray job this job runs as (its submission id, given on the task's command line), for
+    /// the same reason.
+    pub ray: Option<RayJobInfo>,
 }
 
 impl Default for TaskOptions {
@@ -60,6 +65,7 @@ impl Default for TaskOptions {
             device_errors: Vec::new(),
             stop_on_device_error: false,
             slurm: None,
+            ray: None,
             node: None,
         }
     }
@@ -132,6 +138,7 @@ pub async fn run_task(
     entry.device = device.map(Device::name);
     entry.node = opts.node.clone();
     entry.slurm = opts.slurm.clone();
+    entry.ray = opts.ray.clone();
     entry.state = EntryState::Running;
     let started = now_unix_s();
     entry.started_unix_s = Some(started);

@@ -8,6 +8,7 @@ pub mod container;
 pub mod eval;
 pub mod eval_captures;
 pub mod ncu;
+pub mod ray;
 pub mod runner;
 pub mod schema;
 pub mod slurm;

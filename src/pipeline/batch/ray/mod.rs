@@ -1,0 +1,20 @@
+//! The Ray backend of `polyprof batch`: each job of the file becomes one Ray job, submitted
+//! through the dashboard's Job Submission REST API, whose entrypoint runs `polyprof batch JOBS
+//! --output-dir ROOT --task-index N` on a node holding the resources it asks (one GPU by
+//! default); results come back through the shared batch root, as with Slurm.
+//!
+//! - `api`: the wire types, submission ids, metadata and states (pure).
+//! - `client`: the HTTP calls.
+//! - `driver`: submit (a window at a time), poll, stop, collect.
+//! - `judge`: one job's state from its entry.json and Ray's answer.
+
+pub mod api;
+pub mod client;
+pub mod driver;
+pub mod error;
+mod judge;
+
+pub use api::Resources;
+pub use client::RayClient;
+pub use driver::{RAY_DIR, RayEvent, RayObserver, RayRun, run_ray};
+pub use error::RayError;

@@ -1,0 +1,348 @@
+//! `polyprof batch --ray` against a real Ray cluster on this machine (scripts/ray-local.sh: a
+//! head and two workers on loopback addresses, two declared GPUs per worker), brought up by
+//! each test: 20 jobs across both workers each pinned to its own GPU, labels in Ray's metadata,
+//! custom-resource pinning, a worker killed mid-batch (lost, rerun by --resume), Ctrl-C, the
+//! time limit, a killed driver resumed without a duplicate, and an unreachable cluster.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use polyprof::model::batch::{Backend, EntryState};
+
+use crate::support::batch::{counted_jobs, index, interrupt, runs_of, sh_job, write_jobs};
+use crate::support::ray::{RayCluster, ray_available};
+use crate::support::slurm::wait_for;
+
+const LIMIT: Duration = Duration::from_secs(180);
+
+/// 20 jobs spread over both workers, each pinned by Ray to one of its node's GPUs (read back
+/// from the job's own output), argv words verbatim, labels in the Ray job's metadata; then
+/// four jobs pinned by a custom resource to worker 1 alone.
+#[test]
+fn twenty_jobs_over_two_workers_each_on_its_own_gpu() {
+    if !ray_available("batch_ray::twenty_jobs_over_two_workers_each_on_its_own_gpu") {
+        return;
+    }
+    let cluster = RayCluster::up();
+    let work = tempfile::tempdir().unwrap();
+    let odd = ["it's", "$HOME", "`id`", "--x=(16, 32)"];
+    let jobs: Vec<_> = (0..20)
+        .map(|i| {
+            let mut target = vec![
+                "sh".to_string(),
+                "-c".to_string(),
+                r#"printf '[%s]' "$@"; echo " gpu=$CUDA_VISIBLE_DEVICES"; sleep 1"#.to_string(),
+                "sh".to_string(),
+            ];
+            target.extend(odd.iter().map(|s| s.to_string()));
+            serde_json::json!({"id": format!("j{i:02}"), "target": target, "labels": {"gen": i.to_string()}})
+        })
+        .collect();
+    let file = write_jobs(work.path(), &jobs);
+    let root = work.path().join("root");
+    let out = cluster.batch(&file, &root).output().unwrap();
+    crate::support::assert_exit(&out, 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("at most 4 jobs submitted at once"),
+        "{stderr}"
+    );
+    let index = index(&root);
+    assert_eq!(index.backend, Backend::Ray);
+    // A Ray batch's index is what the committed schema says batch.json is.
+    let validator =
+        jsonschema::validator_for(&crate::support::schema::committed("batch.schema.json")).unwrap();
+    let written: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.join("batch.json")).unwrap()).unwrap();
+    let problems = crate::support::schema::errors(&validator, &written);
+    assert!(problems.is_empty(), "{problems:#?}");
+    let want: String = odd.iter().map(|w| format!("[{w}]")).collect();
+    let mut windows = Vec::new();
+    for e in index.jobs.values() {
+        assert_eq!(e.state, EntryState::Succeeded, "{}: {:?}", e.id, e.errors);
+        let ray = e.ray.as_ref().expect("ray info");
+        assert!(ray.submission_id.ends_with("-0"), "{ray:?}");
+        let node = ray.node_ip.clone().expect("the node the job ran on");
+        let device = e.device.clone().expect("the GPU Ray pinned");
+        let gpu = device.strip_prefix("nvidia:").expect("an NVIDIA device");
+        let stdout =
+            std::fs::read_to_string(root.join(format!("runs/{}/run.1.stdout.log", e.id))).unwrap();
+        assert_eq!(stdout.trim(), format!("{want} gpu={gpu}"), "{}", e.id);
+        windows.push((
+            e.started_unix_s.unwrap(),
+            e.finished_unix_s.unwrap(),
+            node,
+            device,
+        ));
+    }
+    let nodes: BTreeSet<&str> = windows.iter().map(|w| w.2.as_str()).collect();
+    assert_eq!(
+        nodes,
+        BTreeSet::from(["127.0.0.3", "127.0.0.4"]),
+        "both workers ran jobs"
+    );
+    // Jobs that overlapped in time on one node had different GPUs.
+    for (i, a) in windows.iter().enumerate() {
+        for b in &windows[i + 1..] {
+            if a.2 == b.2 && a.0 < b.1 && b.0 < a.1 {
+                assert_ne!(a.3, b.3, "two jobs at once on one GPU: {a:?} {b:?}");
+            }
+        }
+    }
+    // The labels are in Ray's metadata, where the dashboard shows them.
+    let ray_jobs = cluster.jobs_of(&root);
+    assert_eq!(ray_jobs.len(), 20, "one Ray job per job, none twice");
+    let by_name: BTreeMap<String, &serde_json::Value> = ray_jobs
+        .iter()
+        .map(|j| (j["metadata"]["job_name"].as_str().unwrap().to_string(), j))
+        .collect();
+    assert_eq!(by_name["j07"]["metadata"]["gen"], "7");
+    assert_eq!(by_name["j07"]["metadata"]["polyprof.task"], "7");
+    let entrypoint = by_name["j07"]["entrypoint"].as_str().unwrap();
+    assert!(
+        entrypoint.starts_with("exec ") && entrypoint.contains("--task-index 7"),
+        "{entrypoint}"
+    );
+
+    // A custom resource only worker 1 has: every job there, no GPU asked, none pinned.
+    let few: Vec<_> = (0..4)
+        .map(|i| sh_job(&format!("c{i}"), "echo gpu=${CUDA_VISIBLE_DEVICES:-none}"))
+        .collect();
+    let file = write_jobs(work.path(), &few);
+    let root = work.path().join("custom");
+    let out = cluster
+        .batch(&file, &root)
+        .args(["--ray-gpus", "0", "--ray-resource", "polyprof_w1=1", "-q"])
+        .output()
+        .unwrap();
+    crate::support::assert_exit(&out, 0);
+    for e in index_of(&root).jobs.values() {
+        assert_eq!(
+            e.ray.as_ref().unwrap().node_ip.as_deref(),
+            Some("127.0.0.3")
+        );
+        assert_eq!(e.device, None, "{}", e.id);
+        let stdout =
+            std::fs::read_to_string(root.join(format!("runs/{}/run.1.stdout.log", e.id))).unwrap();
+        assert_eq!(stdout.trim(), "gpu=none");
+    }
+}
+
+fn index_of(root: &std::path::Path) -> polyprof::model::batch::BatchIndex {
+    index(root)
+}
+
+/// A worker killed while its jobs run: they end `lost` (Ray's supervisor died with the node),
+/// the other worker's finish; `--resume` runs just the lost ones again, on the live worker.
+#[test]
+fn a_worker_killed_mid_batch_loses_its_jobs_and_resume_reruns_them() {
+    if !ray_available("batch_ray::a_worker_killed_mid_batch_loses_its_jobs_and_resume_reruns_them")
+    {
+        return;
+    }
+    let cluster = RayCluster::up();
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let (ids, file) = counted_jobs(dir, "n", 4, "sleep 15");
+    let root = dir.join("root");
+    let mut child = cluster
+        .batch(&file, &root)
+        .arg("-q")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Four GPUs, four jobs: two on each worker, all running.
+    let running = wait_for(&root, LIMIT, |i| {
+        i.jobs.values().all(|e| e.state == EntryState::Running)
+            && i.jobs
+                .values()
+                .all(|e| e.ray.as_ref().is_some_and(|r| r.node_ip.is_some()))
+    });
+    let on_w2: BTreeSet<String> = running
+        .jobs
+        .values()
+        .filter(|e| e.ray.as_ref().unwrap().node_ip.as_deref() == Some("127.0.0.4"))
+        .map(|e| e.id.clone())
+        .collect();
+    assert_eq!(on_w2.len(), 2, "{running:?}");
+    cluster.stop_worker(2);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "some jobs did not succeed");
+    let index = index(&root);
+    for e in index.jobs.values() {
+        if on_w2.contains(&e.id) {
+            assert_eq!(e.state, EntryState::Lost, "{}: {:?}", e.id, e.errors);
+            let text = e.errors.join("\n");
+            assert!(text.contains("JOB_SUPERVISOR_ACTOR_DIED"), "{text}");
+            assert!(text.contains("on 127.0.0.4"), "{text}");
+        } else {
+            assert_eq!(e.state, EntryState::Succeeded, "{}: {:?}", e.id, e.errors);
+        }
+    }
+    let out = cluster
+        .batch(&file, &root)
+        .args(["--resume", "-q"])
+        .output()
+        .unwrap();
+    crate::support::assert_exit(&out, 0);
+    let index = crate::support::batch::index(&root);
+    for id in &ids {
+        let e = &index.jobs[id];
+        assert_eq!(e.state, EntryState::Succeeded, "{id}");
+        let ray = e.ray.as_ref().unwrap();
+        if on_w2.contains(id) {
+            assert_eq!(runs_of(dir, id), 2, "{id}");
+            assert!(ray.submission_id.ends_with("-1"), "{ray:?}");
+            assert_eq!(ray.node_ip.as_deref(), Some("127.0.0.3"));
+        } else {
+            assert_eq!(runs_of(dir, id), 1, "{id} kept, not run again");
+            assert!(ray.submission_id.ends_with("-0"), "{ray:?}");
+        }
+    }
+}
+
+/// Ctrl-C stops every submitted Ray job and submits no more: all end `cancelled`, exit 130,
+/// and Ray runs nothing of the batch. A job past `--time` is stopped and `timed_out`.
+#[test]
+fn ctrl_c_stops_the_jobs_and_the_time_limit_stops_one() {
+    if !ray_available("batch_ray::ctrl_c_stops_the_jobs_and_the_time_limit_stops_one") {
+        return;
+    }
+    let cluster = RayCluster::up();
+    let work = tempfile::tempdir().unwrap();
+    let jobs: Vec<_> = (0..6)
+        .map(|i| sh_job(&format!("s{i}"), "sleep 60"))
+        .collect();
+    let file = write_jobs(work.path(), &jobs);
+    let root = work.path().join("root");
+    let mut child = cluster
+        .batch(&file, &root)
+        .arg("-q")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&root, LIMIT, |i| {
+        i.jobs
+            .values()
+            .filter(|e| e.state == EntryState::Running)
+            .count()
+            == 4
+    });
+    assert_eq!(interrupt(&mut child), Some(130));
+    let index = index(&root);
+    let mut never = 0;
+    for e in index.jobs.values() {
+        assert_eq!(e.state, EntryState::Cancelled, "{}: {:?}", e.id, e);
+        never += usize::from(
+            e.errors
+                .iter()
+                .any(|t| t.contains("before it was submitted")),
+        );
+    }
+    assert_eq!(never, 2, "the two beyond the window were never submitted");
+    let ray_jobs = cluster.jobs_of(&root);
+    assert_eq!(ray_jobs.len(), 4);
+    for j in &ray_jobs {
+        assert_eq!(j["status"], "STOPPED", "{j}");
+    }
+
+    let file = write_jobs(work.path(), &[sh_job("slow", "sleep 60")]);
+    let root = work.path().join("timed");
+    let out = cluster
+        .batch(&file, &root)
+        .args(["--time", "0:03", "-q"])
+        .output()
+        .unwrap();
+    crate::support::assert_exit(&out, 1);
+    let e = &index_of(&root).jobs["slow"];
+    assert_eq!(e.state, EntryState::TimedOut, "{e:?}");
+    assert!(
+        e.errors.iter().any(|t| t.contains("time limit of 3 s")),
+        "{:?}",
+        e.errors
+    );
+    assert_eq!(cluster.jobs_of(&root)[0]["status"], "STOPPED");
+}
+
+/// A driver killed outright leaves its Ray jobs running; `--resume` follows those (it does
+/// not submit them again) and submits only the jobs never submitted. Every job runs once.
+#[test]
+fn a_killed_driver_resumes_without_submitting_twice() {
+    if !ray_available("batch_ray::a_killed_driver_resumes_without_submitting_twice") {
+        return;
+    }
+    let cluster = RayCluster::up();
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let (ids, file) = counted_jobs(dir, "d", 4, "sleep 15");
+    let root = dir.join("root");
+    let mut child = cluster
+        .batch(&file, &root)
+        .args(["--max-parallel", "2", "-q"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&root, LIMIT, |i| {
+        i.jobs
+            .values()
+            .filter(|e| e.state == EntryState::Running)
+            .count()
+            == 2
+    });
+    // Long enough (15 s jobs) that both are still live when the second driver asks Ray.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Without --resume the root is refused (it holds a batch); with it, the live jobs are
+    // followed.
+    let out = cluster
+        .batch(&file, &root)
+        .args(["--resume"])
+        .output()
+        .unwrap();
+    crate::support::assert_exit(&out, 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("still live from an earlier driver").count(),
+        2,
+        "{stderr}"
+    );
+    let index = index(&root);
+    for id in &ids {
+        assert_eq!(index.jobs[id].state, EntryState::Succeeded, "{id}");
+        assert_eq!(runs_of(dir, id), 1, "{id} ran once");
+    }
+    let ray_jobs = cluster.jobs_of(&root);
+    assert_eq!(ray_jobs.len(), 4, "no job submitted twice: {ray_jobs:?}");
+}
+
+/// A cluster that does not answer: a clear error naming the address, before anything is
+/// submitted or written (no Ray needed).
+#[test]
+fn an_unreachable_cluster_is_a_clear_error() {
+    let work = tempfile::tempdir().unwrap();
+    let file = write_jobs(work.path(), &[sh_job("a", "true")]);
+    let root = work.path().join("root");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let address = format!("http://127.0.0.1:{port}");
+    let out = crate::support::batch::batch(&file, &root)
+        .args(["--ray", &address])
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("cannot reach the Ray dashboard at {address}")),
+        "{stderr}"
+    );
+    assert!(!root.join("batch.json").exists());
+    assert!(!root.join("runs").exists());
+    // A Ray Client address is refused with what to give instead.
+    let out = crate::support::batch::batch(&file, &root)
+        .args(["--ray", "ray://127.0.0.1:10001"])
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("dashboard"));
+}
