@@ -35,6 +35,7 @@ pub struct Common<'a> {
     pub env_policy: &'a EnvPolicy,
     pub env_allow: &'a [String],
     pub slurm: &'a SlurmArgs,
+    pub ci: &'a super::ci_output::CiArgs,
 }
 
 /// The Slurm options of `polyprof batch`.
@@ -136,6 +137,7 @@ pub async fn execute(args: Common<'_>, specs: &[JobSpec]) -> anyhow::Result<u8> 
         &args.output_dir.display().to_string(),
         args.json,
         cancel.is_cancelled(),
+        args.ci,
     )
 }
 
