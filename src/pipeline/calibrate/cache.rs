@@ -16,8 +16,18 @@ pub const CALIBRATION_DIR: &str = "calibration";
 /// Work directories (sources, program, profiler runs), one per key, under the cache folder.
 pub const WORK_DIR: &str = "measurements";
 
-/// `$XDG_CACHE_HOME/polyprof/calibration`, else `$HOME/.cache/polyprof/calibration`.
+/// The configured `cache_dir` (`polyprof config`), else `$XDG_CACHE_HOME/polyprof/calibration`,
+/// else `$HOME/.cache/polyprof/calibration`.
 pub fn default_dir() -> Option<PathBuf> {
+    match crate::pipeline::config::Config::load() {
+        Ok(config) => {
+            if let Some(dir) = config.cache_dir.value {
+                return Some(dir);
+            }
+        }
+        // `calibrate` itself reports a bad configuration; the eval's lookup goes on without it.
+        Err(e) => tracing::warn!("the calibration cache's folder ignores the configuration: {e}"),
+    }
     let base = std::env::var_os("XDG_CACHE_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
