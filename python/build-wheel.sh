@@ -13,10 +13,15 @@ if [[ "${1:-}" == "--release" ]]; then
   shift
 fi
 out="${1:-target/wheels}"
-command -v maturin >/dev/null || python3 -m pip install -q "maturin>=1.9.4,<2"
+target="${CARGO_TARGET_DIR:-target}"
+# maturin from PATH, else from a virtual environment of its own (never into the active Python).
+if ! command -v maturin >/dev/null; then
+  tools="$target/tmp/maturin-venv"
+  [[ -x "$tools/bin/maturin" ]] || { python3 -m venv "$tools" && "$tools/bin/python" -m pip install -q "maturin>=1.9.4,<2"; }
+  PATH="$(cd "$tools/bin" && pwd):$PATH"
+fi
 cargo build --quiet --profile "$profile" --bin polyprof --bin polyprof-supervise
 dir=$([[ $profile == dev ]] && echo debug || echo release)
-target="${CARGO_TARGET_DIR:-target}"
 # The executables are staged in the source tree only while maturin runs: left there, a later
 # `pip install ./python` would pack whatever build was staged last.
 staged=python/polyprof/bin

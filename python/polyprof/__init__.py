@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 from . import _native
 from ._native import PolyprofError, ProfilerUnavailable
 from ._options import EndMarkerArg, PathLike, argv_list, run_options, split
 from ._types import (
+    DiffSide,
+    KernelChange,
     KernelRecord,
     Outcome,
     ProfileRun,
@@ -30,6 +32,7 @@ from ._types import (
     RunError,
     RunResult,
     StreamCapture,
+    UnmatchedKernel,
 )
 from .batch import BatchEntry, BatchIndex, batch
 from .benchmark import KernelBenchmark, benchmark_kernel
@@ -77,6 +80,9 @@ __all__ = [
     "Outcome",
     "StreamCapture",
     "RunDiff",
+    "KernelChange",
+    "DiffSide",
+    "UnmatchedKernel",
     "PolyprofError",
     "ProfilerUnavailable",
 ]
@@ -132,7 +138,7 @@ async def run_async(
     return RunResult(json.loads(text))
 
 
-def _graces_of(profiler: str, output_dir: PathLike):
+def _graces_of(profiler: str, output_dir: PathLike) -> Callable[[], Tuple[float, float]]:
     return lambda: _native.NativeProfiler(profiler, os.fspath(output_dir)).graces()
 
 
@@ -232,9 +238,9 @@ def diff(
     below ``min_change_ns`` never count, kernels shorter than ``min_duration_ns`` left out),
     with the verdict ``polyprof diff`` gives (``result.regressed``; ``str(result)`` is its
     table)."""
-    names = [None if isinstance(x, ProfileRun) else os.fspath(x) for x in (a, b)]
+    a_name, b_name = (None if isinstance(x, ProfileRun) else os.fspath(x) for x in (a, b))
     data, text, regressed = _native.diff_json(
-        _run_json(a), _run_json(b), float(threshold), *names, min_change_ns, min_duration_ns
+        _run_json(a), _run_json(b), float(threshold), a_name, b_name, min_change_ns, min_duration_ns
     )
     return RunDiff(json.loads(data), regressed=regressed, text=text)
 
