@@ -8,11 +8,6 @@ cd "$(dirname "$0")/.."
 work=target/python-tests
 rm -rf "$work/wheels"
 mkdir -p "$work"
-# maturin in a virtual environment of its own, not in whatever interpreter is active.
-tools="$work/tools"
-[[ -x "$tools/bin/maturin" ]] || { python3 -m venv "$tools" && "$tools/bin/python" -m pip install -q "maturin>=1.9.4,<2"; }
-PATH="$(cd "$tools/bin" && pwd):$PATH"
-export PATH
 wheel=$(python/build-wheel.sh "$work/wheels" | tail -1)
 # Its metadata, licenses and stripped executables; nothing left staged for `pip install ./python`.
 python3 scripts/check-wheel.py "$wheel"
