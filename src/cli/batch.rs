@@ -117,7 +117,10 @@ pub async fn execute(mut args: Args) -> anyhow::Result<u8> {
     // A `language` job that names no profiler type takes the one configured for its language.
     for spec in &mut specs {
         if spec.profiler_type.is_none()
-            && let Some(profiler) = spec.language.as_deref().and_then(|l| config.profiler_for(l))
+            && let Some(profiler) = spec
+                .language
+                .as_deref()
+                .and_then(|l| config.profiler_for(l))
         {
             spec.profiler_type = Some(profiler.to_string());
         }

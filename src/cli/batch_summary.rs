@@ -327,6 +327,9 @@ mod tests {
         let mut e = BatchEntry::pending("s", Default::default());
         e.state = EntryState::Skipped;
         index.jobs.insert("s".into(), e);
-        assert_eq!(finish(&index, "root", true, false, &Default::default()).unwrap(), 0);
+        assert_eq!(
+            finish(&index, "root", true, false, &Default::default()).unwrap(),
+            0
+        );
     }
 }

@@ -19,7 +19,8 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let config = Config::load()?;
     let mut out = std::io::stdout().lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &config).context("cannot print the configuration")?;
+        serde_json::to_writer_pretty(&mut out, &config)
+            .context("cannot print the configuration")?;
         writeln!(out)?;
         return Ok(0);
     }

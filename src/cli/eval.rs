@@ -231,10 +231,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     }
     let (output_dir, if_exists) = match &args.output_dir {
         Some(dir) => (dir.clone(), IfExists::Refuse),
-        None => (
-            output_root.join("eval.000"),
-            IfExists::Number,
-        ),
+        None => (output_root.join("eval.000"), IfExists::Number),
     };
     let mut spec = EvalSpec::new(&args.reference, &args.candidate, output_dir);
     spec.device = args.device;

@@ -152,13 +152,13 @@ pub async fn execute(
                     &e.to_string(),
                 ));
                 Row {
-                candidate: file.display().to_string(),
-                dir: dir.display().to_string(),
-                passed: false,
-                status: "not_run".into(),
-                speedup: None,
-                score_ms: None,
-                findings: Vec::new(),
+                    candidate: file.display().to_string(),
+                    dir: dir.display().to_string(),
+                    passed: false,
+                    status: "not_run".into(),
+                    speedup: None,
+                    score_ms: None,
+                    findings: Vec::new(),
                     failure: Some(e.to_string()),
                     ran: false,
                 }

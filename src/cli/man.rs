@@ -52,7 +52,11 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
             let pages = write_pages(&command, dir)?;
-            eprintln!("polyprof man: wrote {} pages into {}", pages.len(), dir.display());
+            eprintln!(
+                "polyprof man: wrote {} pages into {}",
+                pages.len(),
+                dir.display()
+            );
         }
     }
     Ok(0)

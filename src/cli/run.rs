@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use polyprof::model::outcome::{Outcome, StreamCapture};
+use polyprof::pipeline::config::Config;
 use polyprof::pipeline::job::pass_label;
 use polyprof::pipeline::job::profile_claimed;
 use polyprof::pipeline::runner::Tracking;
 use polyprof::pipeline::runner::echo::{self, Echo};
-use polyprof::pipeline::config::Config;
 use polyprof::pipeline::{EnvPolicy, Job, RunOptions, rundir};
 use polyprof::profilers::{self, EndMarker, Graces, ProfilerSettings};
 use polyprof::results::ProfileRun;

@@ -135,7 +135,10 @@ mod tests {
 
     #[test]
     fn passed_failed_and_not_run_are_told_apart() {
-        assert_eq!(case("c.py", &verdict(true), Some(2.0)).result, CaseResult::Passed);
+        assert_eq!(
+            case("c.py", &verdict(true), Some(2.0)).result,
+            CaseResult::Passed
+        );
 
         let mut found = verdict(false);
         found.findings.push(Finding {
@@ -168,7 +171,12 @@ mod tests {
         });
         let error = case("c.py", &harness, None);
         assert_eq!(error.result.name(), "error");
-        assert!(error.result.message().contains("harness during setup: no python"));
+        assert!(
+            error
+                .result
+                .message()
+                .contains("harness during setup: no python")
+        );
 
         let suite = suite("r.py", vec![failed, error]);
         assert!(suite.summary[0].contains("1 not passed, 1 could not be evaluated"));

@@ -208,10 +208,13 @@ impl Config {
             };
             let source = Source::Env(name.clone());
             let text = || {
-                value.to_str().map(str::to_string).ok_or_else(|| Error::Config {
-                    origin: name.clone(),
-                    message: "the value is not UTF-8".to_string(),
-                })
+                value
+                    .to_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| Error::Config {
+                        origin: name.clone(),
+                        message: "the value is not UTF-8".to_string(),
+                    })
             };
             match key {
                 "CLOCK_CONTROL" => {
@@ -281,13 +284,11 @@ impl Config {
 
     /// The configuration of this process: its working directory and environment.
     pub fn load() -> Result<Config> {
-        let cwd = std::env::current_dir()
-            .map_err(|e| Error::io("read the working directory", ".", e))?;
+        let cwd =
+            std::env::current_dir().map_err(|e| Error::io("read the working directory", ".", e))?;
         let vars: Vec<(String, OsString)> = std::env::vars_os()
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v)))
-            .filter(|(k, _)| {
-                k.starts_with(ENV_PREFIX) || k == "XDG_CONFIG_HOME" || k == "HOME"
-            })
+            .filter(|(k, _)| k.starts_with(ENV_PREFIX) || k == "XDG_CONFIG_HOME" || k == "HOME")
             .collect();
         Config::load_from(&cwd, &vars)
     }
@@ -427,22 +428,16 @@ mod tests {
             "{error}"
         );
         let empty = tempfile::tempdir().unwrap();
-        let error = Config::load_from(
-            empty.path(),
-            &vars(&[("POLYPROF_ENV_POLICY", "leaky")]),
-        )
-        .unwrap_err()
-        .to_string();
+        let error = Config::load_from(empty.path(), &vars(&[("POLYPROF_ENV_POLICY", "leaky")]))
+            .unwrap_err()
+            .to_string();
         assert!(
             error.contains("POLYPROF_ENV_POLICY") && error.contains("inherit, clean, untrusted"),
             "{error}"
         );
-        let error = Config::load_from(
-            empty.path(),
-            &vars(&[("POLYPROF_PROFILER_CUDA", "nsys")]),
-        )
-        .unwrap_err()
-        .to_string();
+        let error = Config::load_from(empty.path(), &vars(&[("POLYPROF_PROFILER_CUDA", "nsys")]))
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("profiler.cuda is `nsys`"), "{error}");
     }
 }

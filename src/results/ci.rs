@@ -8,11 +8,19 @@
 pub enum CaseResult {
     Passed,
     /// The thing judged failed (a kernel regressed, a job failed, a candidate did not pass).
-    Failed { message: String, detail: String },
+    Failed {
+        message: String,
+        detail: String,
+    },
     /// Not judged (a kernel with no time on one side, a job the cascade skipped).
-    Skipped { message: String },
+    Skipped {
+        message: String,
+    },
     /// The judging itself could not be done (polyprof, the profiler or the infrastructure).
-    Error { message: String, detail: String },
+    Error {
+        message: String,
+        detail: String,
+    },
 }
 
 impl CaseResult {
@@ -97,7 +105,12 @@ impl CiSuite {
 
     /// Cases per result: (passed, failed, skipped, error).
     pub fn counts(&self) -> (usize, usize, usize, usize) {
-        let count = |name: &str| self.cases.iter().filter(|c| c.result.name() == name).count();
+        let count = |name: &str| {
+            self.cases
+                .iter()
+                .filter(|c| c.result.name() == name)
+                .count()
+        };
         (
             count("passed"),
             count("failed"),

@@ -171,8 +171,18 @@ mod tests {
                 ("cut", "skipped")
             ]
         );
-        assert!(suite.cases[1].result.message().contains("exited with code 3"));
-        assert!(suite.cases[3].result.message().contains("time stage: 2.0 ms"));
+        assert!(
+            suite.cases[1]
+                .result
+                .message()
+                .contains("exited with code 3")
+        );
+        assert!(
+            suite.cases[3]
+                .result
+                .message()
+                .contains("time stage: 2.0 ms")
+        );
         assert_eq!(suite.cases[3].classname, "polyprof.batch.mm.profile");
         assert_eq!(suite.cases[0].time_s, Some(1.5));
     }

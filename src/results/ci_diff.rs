@@ -3,7 +3,9 @@
 //! kernels, one case per process step, failed when it stopped being accepted.
 
 use crate::results::ci::{CaseResult, CiCase, CiSuite};
-use crate::results::diff::{Change, KernelChange, RunDiff, Unmatched};
+use crate::results::diff::{
+    Change, FEW_LAUNCHES, FEW_LAUNCHES_FLOOR_FACTOR, KernelChange, RunDiff, Unmatched,
+};
 use crate::results::units;
 
 const CLASSNAME: &str = "polyprof.diff";
@@ -31,19 +33,25 @@ fn case_name(short: &str, name: &str, grid: Option<[u64; 3]>, block: Option<[u64
 
 fn kernel_case(diff: &RunDiff, kernel: &KernelChange) -> CiCase {
     let moved = format!(
-        "median {} → {} ({}, {} launches in A, {} in B)",
+        "median {} → {} ({}; launches: {} in A, {} in B)",
         time(kernel.a.gpu_time_ns),
         time(kernel.b.gpu_time_ns),
         signed_pct(kernel.gpu_time_change_pct),
         kernel.a.count,
         kernel.b.count
     );
+    // The floor the diff applied: doubled for a kernel with few launches on a side.
+    let floor_ns = if kernel.a.count < FEW_LAUNCHES || kernel.b.count < FEW_LAUNCHES {
+        diff.floor_ns * FEW_LAUNCHES_FLOOR_FACTOR
+    } else {
+        diff.floor_ns
+    };
     let result = match kernel.change {
         Change::Regressed => CaseResult::failed(
             format!(
                 "regressed: {moved}; beyond the {} % threshold, the {} floor{}",
                 diff.threshold_pct,
-                units::time_ns(diff.floor_ns),
+                units::time_ns(floor_ns),
                 if kernel.significant == Some(true) {
                     " and both runs' launch spread (IQR)"
                 } else {
@@ -203,8 +211,15 @@ mod tests {
             message.contains("10.00 us → 20.00 us (+100.0 %") && message.contains("5 % threshold"),
             "{message}"
         );
-        assert_eq!(suite.cases[0].cells, ["10.00 us", "20.00 us", "+100.0 %", "regressed"]);
+        assert_eq!(
+            suite.cases[0].cells,
+            ["10.00 us", "20.00 us", "+100.0 %", "regressed"]
+        );
         assert!(suite.failed());
-        assert!(suite.summary[1].contains("1 regressed"), "{:?}", suite.summary);
+        assert!(
+            suite.summary[1].contains("1 regressed"),
+            "{:?}",
+            suite.summary
+        );
     }
 }

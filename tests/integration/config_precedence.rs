@@ -10,7 +10,12 @@ use crate::support::{assert_exit, polyprof};
 
 /// `polyprof ARGS` in `cwd`, with `home` as HOME (its `.config/polyprof/config.toml` the user
 /// file) and only the `POLYPROF_*` variables of `env`.
-fn polyprof_in(cwd: &Path, home: &Path, env: &[(&str, &str)], args: &[&str]) -> std::process::Output {
+fn polyprof_in(
+    cwd: &Path,
+    home: &Path,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> std::process::Output {
     let mut command = polyprof();
     command
         .current_dir(cwd)
@@ -39,8 +44,11 @@ fn file_then_environment_then_flag() {
     let home = tempfile::tempdir().unwrap();
     let user = home.path().join(".config/polyprof");
     std::fs::create_dir_all(&user).unwrap();
-    std::fs::write(user.join("config.toml"), "clock_control = \"none\"\noutput_root = \"user-runs\"\n")
-        .unwrap();
+    std::fs::write(
+        user.join("config.toml"),
+        "clock_control = \"none\"\noutput_root = \"user-runs\"\n",
+    )
+    .unwrap();
     let project = tempfile::tempdir().unwrap();
     let sub = project.path().join("src/deep");
     std::fs::create_dir_all(&sub).unwrap();
@@ -60,11 +68,17 @@ fn file_then_environment_then_flag() {
     assert!(project.path().join("file-runs/none.000/run.json").is_file());
 
     // A variable over the files, relative to the working directory.
-    let env = [("POLYPROF_OUTPUT_ROOT", "env-runs"), ("POLYPROF_ENV_POLICY", "inherit")];
+    let env = [
+        ("POLYPROF_OUTPUT_ROOT", "env-runs"),
+        ("POLYPROF_ENV_POLICY", "inherit"),
+    ];
     let seen = config_json(&sub, home.path(), &env);
     assert_eq!(seen["output_root"]["value"], "env-runs");
     assert_eq!(seen["output_root"]["source"]["kind"], "env");
-    assert_eq!(seen["output_root"]["source"]["from"], "POLYPROF_OUTPUT_ROOT");
+    assert_eq!(
+        seen["output_root"]["source"]["from"],
+        "POLYPROF_OUTPUT_ROOT"
+    );
     let out = polyprof_in(&sub, home.path(), &env, &["run", "-q", "--", "true"]);
     assert_exit(&out, 0);
     assert!(sub.join("env-runs/none.000/run.json").is_file());
@@ -85,7 +99,11 @@ fn file_then_environment_then_flag() {
 fn env_policy_from_file_then_environment_then_flag() {
     let home = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();
-    std::fs::write(project.path().join("polyprof.toml"), "env_policy = \"clean\"\n").unwrap();
+    std::fs::write(
+        project.path().join("polyprof.toml"),
+        "env_policy = \"clean\"\n",
+    )
+    .unwrap();
     // What the command sees of a variable polyprof has: `clean` drops it, `inherit` passes it.
     let sees_mark = |env: &[(&str, &str)], flag: &[&str]| {
         let mut args = vec!["run", "--output-dir"];
@@ -101,9 +119,15 @@ fn env_policy_from_file_then_environment_then_flag() {
         String::from_utf8_lossy(&out.stdout).contains("mark=[here]")
     };
     assert!(!sees_mark(&[], &[]), "the file's clean policy drops it");
-    assert!(sees_mark(&[("POLYPROF_ENV_POLICY", "inherit")], &[]), "the variable's inherit passes it");
     assert!(
-        !sees_mark(&[("POLYPROF_ENV_POLICY", "inherit")], &["--env-policy", "clean"]),
+        sees_mark(&[("POLYPROF_ENV_POLICY", "inherit")], &[]),
+        "the variable's inherit passes it"
+    );
+    assert!(
+        !sees_mark(
+            &[("POLYPROF_ENV_POLICY", "inherit")],
+            &["--env-policy", "clean"]
+        ),
         "the flag's clean drops it"
     );
 }

@@ -21,7 +21,10 @@ fn bash_completes(script: &std::path::Path, words: &[&str]) -> Vec<String> {
         words[words.len() - 1],
         words[words.len().saturating_sub(2)],
     );
-    let out = Command::new("bash").args(["-c", &program]).output().unwrap();
+    let out = Command::new("bash")
+        .args(["-c", &program])
+        .output()
+        .unwrap();
     assert_exit(&out, 0);
     String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -46,11 +49,18 @@ fn bash_completes_subcommands_and_their_flags() {
 
 #[test]
 fn zsh_and_fish_scripts_name_every_subcommand() {
-    for (shell, head) in [("zsh", "#compdef polyprof"), ("fish", "complete -c polyprof")] {
+    for (shell, head) in [
+        ("zsh", "#compdef polyprof"),
+        ("fish", "complete -c polyprof"),
+    ] {
         let out = polyprof().args(["completions", shell]).output().unwrap();
         assert_exit(&out, 0);
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(text.contains(head), "{shell}: {}", &text[..text.len().min(300)]);
+        assert!(
+            text.contains(head),
+            "{shell}: {}",
+            &text[..text.len().min(300)]
+        );
         for sub in ["diff", "batch", "eval", "config", "man"] {
             assert!(text.contains(sub), "{shell} script lacks {sub}");
         }
@@ -59,11 +69,12 @@ fn zsh_and_fish_scripts_name_every_subcommand() {
     assert_exit(&out, 2);
 }
 
-/// The page rendered by groff as text, or `None` when groff is missing.
+/// The page rendered by groff as text (`-k`: UTF-8 input, as `man` reads pages), or `None` when
+/// groff is missing.
 fn groff(page: &[u8]) -> Option<String> {
     use std::io::Write;
     let mut child = Command::new("groff")
-        .args(["-man", "-Tutf8", "-ww"])
+        .args(["-k", "-man", "-Tutf8", "-ww", "-P", "-cbou"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -73,8 +84,13 @@ fn groff(page: &[u8]) -> Option<String> {
     child.stdin.take().unwrap().write_all(page).unwrap();
     let out = child.wait_with_output().unwrap();
     assert_exit(&out, 0);
-    assert!(out.stderr.is_empty(), "groff warned: {}", String::from_utf8_lossy(&out.stderr));
-    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+    assert!(
+        out.stderr.is_empty(),
+        "groff warned: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Plain text: no bold or underline (`-P -cbou`), roff's minus and hyphen as ASCII.
+    Some(String::from_utf8_lossy(&out.stdout).replace(['\u{2212}', '\u{2010}'], "-"))
 }
 
 #[test]
@@ -83,7 +99,10 @@ fn man_pages_render_with_every_command() {
     assert_exit(&out, 0);
     assert!(String::from_utf8_lossy(&out.stdout).starts_with(".ie \\n(.g .ds Aq"));
     if let Some(text) = groff(&out.stdout) {
-        assert!(text.contains("polyprof-diff(1)") && text.contains("polyprof-batch(1)"), "{text}");
+        assert!(
+            text.contains("polyprof-diff(1)") && text.contains("polyprof-batch(1)"),
+            "{text}"
+        );
     }
     let dir = tempfile::tempdir().unwrap();
     let out = polyprof()
@@ -92,12 +111,23 @@ fn man_pages_render_with_every_command() {
         .output()
         .unwrap();
     assert_exit(&out, 0);
-    for page in ["polyprof.1", "polyprof-diff.1", "polyprof-batch.1", "polyprof-metal-analyze.1"] {
+    for page in [
+        "polyprof.1",
+        "polyprof-diff.1",
+        "polyprof-batch.1",
+        "polyprof-metal-analyze.1",
+    ] {
         assert!(dir.path().join(page).is_file(), "{page} missing");
     }
-    assert!(!dir.path().join("polyprof-demo-workload.1").exists(), "a hidden command got a page");
+    assert!(
+        !dir.path().join("polyprof-demo-workload.1").exists(),
+        "a hidden command got a page"
+    );
     let diff = std::fs::read(dir.path().join("polyprof-diff.1")).unwrap();
     if let Some(text) = groff(&diff) {
-        assert!(text.contains("--junit") && text.contains("--threshold"), "{text}");
+        assert!(
+            text.contains("--junit") && text.contains("--threshold"),
+            "{text}"
+        );
     }
 }

@@ -23,7 +23,11 @@ fn every_arch_both_accept_has_one_vendor() {
     let mut both = 0;
     for (arch, vendor) in &arches {
         if let Some(device) = table.lookup(arch) {
-            assert_eq!(device.vendor, vendor.key(), "{arch}: select and the table disagree");
+            assert_eq!(
+                device.vendor,
+                vendor.key(),
+                "{arch}: select and the table disagree"
+            );
             both += 1;
         }
     }
@@ -64,10 +68,15 @@ fn todays_gpus_are_in_select_and_the_device_table() {
         assert_eq!(out.status.code(), Some(0), "{arch}: {out:?}");
         let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(doc["vendor"], vendor, "{arch}");
-        let peaks = table.lookup(arch).unwrap_or_else(|| panic!("{arch} not in the table"));
+        let peaks = table
+            .lookup(arch)
+            .unwrap_or_else(|| panic!("{arch} not in the table"));
         assert_eq!(peaks.name, device);
         assert!(peaks.memory_bandwidth_gbs > 0.0 && peaks.source.starts_with("https://"));
         // "NVIDIA GB200" is not the B200: no word boundary inside "GB200".
-        assert_eq!(table.lookup(reported).map(|d| d.name.as_str()), Some(device));
+        assert_eq!(
+            table.lookup(reported).map(|d| d.name.as_str()),
+            Some(device)
+        );
     }
 }

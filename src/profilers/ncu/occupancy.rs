@@ -342,9 +342,12 @@ mod tests {
         assert_eq!(parse_cc("9.0").unwrap(), (9, 0));
         assert_eq!(parse_cc("sm_90").unwrap(), (9, 0));
         assert_eq!(parse_cc("86").unwrap(), (8, 6));
+        assert_eq!(parse_cc("sm_120").unwrap(), (12, 0));
+        assert_eq!(parse_cc("100").unwrap(), (10, 0));
         assert!(parse_cc("nine").is_err());
-        let err = limits_for((12, 0)).unwrap_err().to_string();
-        assert!(err.contains("9.0"), "{err}");
+        assert_eq!(limits_for((12, 0)).unwrap().max_warps, 48);
+        let err = limits_for((11, 0)).unwrap_err().to_string();
+        assert!(err.contains("9.0, 10.0, 12.0"), "{err}");
     }
 
     #[test]

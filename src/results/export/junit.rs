@@ -104,11 +104,23 @@ mod tests {
             cells: vec!["+0.1 %".into()],
         });
         let xml = render(&suite).unwrap();
-        assert!(xml.contains(r#"tests="2""#) && xml.contains(r#"failures="1""#), "{xml}");
-        assert!(xml.contains("k&lt;&lt;&lt;(1,1,1),(32,1,1)&gt;&gt;&gt;"), "{xml}");
-        assert!(xml.contains(r#"message="regressed: 1 us → 2 us &amp; more""#), "{xml}");
+        assert!(
+            xml.contains(r#"tests="2""#) && xml.contains(r#"failures="1""#),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("k&lt;&lt;&lt;(1,1,1),(32,1,1)&gt;&gt;&gt;"),
+            "{xml}"
+        );
+        assert!(
+            xml.contains(r#"message="regressed: 1 us → 2 us &amp; more""#),
+            "{xml}"
+        );
         assert!(xml.contains("void k&lt;float&gt;()"), "{xml}");
-        assert!(xml.contains(r#"<property name="change" value="+100.0 %"/>"#), "{xml}");
+        assert!(
+            xml.contains(r#"<property name="change" value="+100.0 %"/>"#),
+            "{xml}"
+        );
         assert!(xml.contains(r#"time="1.500""#), "{xml}");
     }
 }

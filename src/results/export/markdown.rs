@@ -100,7 +100,12 @@ pub fn render(suite: &CiSuite) -> String {
     let reasons: Vec<String> = suite
         .cases
         .iter()
-        .filter(|c| matches!(c.result, CaseResult::Failed { .. } | CaseResult::Error { .. }))
+        .filter(|c| {
+            matches!(
+                c.result,
+                CaseResult::Failed { .. } | CaseResult::Error { .. }
+            )
+        })
         .map(|c| {
             format!(
                 "- {} **{}**: {}\n",
@@ -155,7 +160,10 @@ mod tests {
             .cases
             .push(case("b", CaseResult::failed("exited with code 3", "")));
         let text = render(&suite);
-        assert!(text.starts_with("## ❌ polyprof batch: 1 failed, 1 passed\n"), "{text}");
+        assert!(
+            text.starts_with("## ❌ polyprof batch: 1 failed, 1 passed\n"),
+            "{text}"
+        );
         assert!(text.contains("| ✅ | a | 1 \\| 2 |"), "{text}");
         assert!(text.contains("- ❌ **b**: exited with code 3"), "{text}");
     }
@@ -164,7 +172,9 @@ mod tests {
     fn a_large_result_lists_only_what_did_not_pass() {
         let mut suite = CiSuite::new("polyprof batch", &["state"]);
         for i in 0..=ALL_ROWS_UP_TO {
-            suite.cases.push(case(&format!("job{i}"), CaseResult::Passed));
+            suite
+                .cases
+                .push(case(&format!("job{i}"), CaseResult::Passed));
         }
         suite.cases.push(case("bad", CaseResult::failed("x", "")));
         let text = render(&suite);
