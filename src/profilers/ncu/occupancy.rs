@@ -37,7 +37,7 @@ const KIB: u64 = 1024;
 /// `fabiodrg/cuda-calculator` and `NVIDIA/cccl` (sm_90); allocation granularities are the CC 8.x
 /// ones, which reproduce ncu's limits on sm_90. CC 10.0 (B200, GB200) and 12.0 (RTX 50xx): the
 /// CUDA C++ Programming Guide's "Technical Specifications per Compute Capability" table
-/// (https://docs.nvidia.com/cuda/cuda-c-programming-guide/#features-and-technical-specifications),
+/// (<https://docs.nvidia.com/cuda/cuda-c-programming-guide/#features-and-technical-specifications>),
 /// 12.0's block and warp limits also as ncu reports them on an RTX 5090 (tests/fixtures/ncu-cc120:
 /// `Block Limit SM` 24, `Block Limit Warps` 12 for 4-warp blocks).
 pub const LIMITS: &[SmLimits] = &[
