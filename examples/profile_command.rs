@@ -9,7 +9,10 @@ use polyprof::{Job, profile};
 async fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (profiler, command) = match args.iter().position(|a| a == "--") {
-        Some(i) => (args.first().filter(|_| i > 0).cloned(), args[i + 1..].to_vec()),
+        Some(i) => (
+            args.first().filter(|_| i > 0).cloned(),
+            args[i + 1..].to_vec(),
+        ),
         None => (None, args),
     };
     if command.is_empty() {

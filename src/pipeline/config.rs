@@ -329,10 +329,13 @@ impl Config {
             ),
             (
                 "cache_dir".to_string(),
-                path(
-                    &self.cache_dir.value,
-                    "($XDG_CACHE_HOME/polyprof/calibration, else ~/.cache/polyprof/calibration)",
-                ),
+                match &self.cache_dir.value {
+                    Some(dir) => dir.display().to_string(),
+                    None => crate::pipeline::calibrate::cache::xdg_dir().map_or_else(
+                        || "(none: set XDG_CACHE_HOME or HOME)".to_string(),
+                        |d| d.display().to_string(),
+                    ),
+                },
                 &self.cache_dir.source,
             ),
         ];

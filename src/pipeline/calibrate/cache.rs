@@ -28,6 +28,12 @@ pub fn default_dir() -> Option<PathBuf> {
         // `calibrate` itself reports a bad configuration; the eval's lookup goes on without it.
         Err(e) => tracing::warn!("the calibration cache's folder ignores the configuration: {e}"),
     }
+    xdg_dir()
+}
+
+/// `$XDG_CACHE_HOME/polyprof/calibration`, else `$HOME/.cache/polyprof/calibration`: the
+/// default when no `cache_dir` is configured.
+pub fn xdg_dir() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
