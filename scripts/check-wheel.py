@@ -51,7 +51,7 @@ def check(path: str, max_mb: float | None) -> list[str]:
         if meta_name is None:
             return [f"{path}: no .dist-info/METADATA"]
         meta = email.parser.Parser().parsestr(wheel.read(meta_name).decode())
-        if meta.get("Description-Content-Type", "") != "text/markdown":
+        if not meta.get("Description-Content-Type", "").startswith("text/markdown"):
             problems.append("Description-Content-Type is not text/markdown (readme missing?)")
         if "# polyprof" not in (meta.get_payload() or ""):
             problems.append("the long description is not the README")
