@@ -21,6 +21,9 @@ pub const PROJECT_FILE: &str = "polyprof.toml";
 pub const USER_FILE: &str = "config.toml";
 /// Prefix of the variables: `POLYPROF_CLOCK_CONTROL`, `POLYPROF_PROFILER_PYTORCH`, …
 pub const ENV_PREFIX: &str = "POLYPROF_";
+/// The calibration cache's folder under polyprof's cache root (`$XDG_CACHE_HOME/polyprof/`).
+pub const CALIBRATION_DIR: &str = "calibration";
+
 /// The default output root of `run` and `eval`.
 pub const DEFAULT_OUTPUT_ROOT: &str = "polyprof-runs";
 
@@ -331,7 +334,7 @@ impl Config {
                 "cache_dir".to_string(),
                 match &self.cache_dir.value {
                     Some(dir) => dir.display().to_string(),
-                    None => crate::pipeline::calibrate::cache::xdg_dir().map_or_else(
+                    None => default_cache_dir().map_or_else(
                         || "(none: set XDG_CACHE_HOME or HOME)".to_string(),
                         |d| d.display().to_string(),
                     ),
@@ -348,6 +351,20 @@ impl Config {
         }
         rows
     }
+}
+
+/// `$XDG_CACHE_HOME/polyprof/calibration`, else `$HOME/.cache/polyprof/calibration`: the
+/// calibration cache when no `cache_dir` is configured.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|home| PathBuf::from(home).join(".cache"))
+        })?;
+    Some(base.join("polyprof").join(CALIBRATION_DIR))
 }
 
 fn read_if_present(path: &Path) -> Result<Option<String>> {

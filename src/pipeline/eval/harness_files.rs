@@ -17,10 +17,7 @@ const FILES: [(&str, &str); 2] = [
         WORKER_SCRIPT,
         include_str!("harness/polyprof_eval_worker.py"),
     ),
-    (
-        TIMING_SCRIPT,
-        include_str!("harness/polyprof_timing.py"),
-    ),
+    (TIMING_SCRIPT, include_str!("harness/polyprof_timing.py")),
 ];
 
 /// Write the scripts into `eval_dir/harness/`; returns the worker script's path.
