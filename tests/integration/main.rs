@@ -33,6 +33,7 @@ mod eval_h200_captures;
 mod eval_nvtx_capture;
 mod eval_schema;
 mod eval_work_counters;
+mod examples_run;
 mod foundation_cli;
 mod foundation_completions;
 mod foundation_devices;
