@@ -8,8 +8,10 @@ cd "$(dirname "$0")/.."
 work=target/python-tests
 rm -rf "$work/wheels"
 mkdir -p "$work"
-python3 -m pip install -q "maturin>=1.9.4,<2" 2>/dev/null || true
 wheel=$(python/build-wheel.sh "$work/wheels" | tail -1)
+# Its metadata, licenses and stripped executables; nothing left staged for `pip install ./python`.
+python3 scripts/check-wheel.py "$wheel"
+[[ ! -e python/polyprof/bin ]] || { echo "python/polyprof/bin was left behind by build-wheel.sh" >&2; exit 1; }
 interpreters=(python3)
 for version in 3.9 3.13; do
   found=$(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$version".*/bin/python"$version" 2>/dev/null | tail -1 || true)

@@ -1,20 +1,29 @@
 #!/usr/bin/env bash
 # The README's test command: every unit and integration test.
-# The Hatchet export test loads files with llnl-hatchet and the runner tests drive a real pytest;
-# both are installed from PyPI when missing (the tests say SKIPPED when they cannot be), and so is
-# proton-viewer, into its own virtual environment.
+# The tests' Python packages go into a virtual environment of their own (never into whatever
+# interpreter is active), which leads PATH while the tests run, so their `python3` is its:
+# llnl-hatchet (the Hatchet export), pytest (the runner tests drive a real one), numpy (the eval
+# tests' problems; in CI a missing numpy fails them), junitparser and markdown (the CI outputs
+# read by real consumers). Each is installed once; the tests say SKIPPED when one is missing
+# outside CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The eval tests (tests/integration/eval_cpu.rs) run numpy problems with python3 (or
-# $POLYPROF_TEST_PYTHON); in CI a missing numpy fails them.
+target="${CARGO_TARGET_DIR:-target}"
+venv="$target/tmp/test-venv"
 if command -v python3 >/dev/null; then
-  python3 -c 'import hatchet, pytest, numpy' 2>/dev/null ||
-    python3 -m pip install -q llnl-hatchet pytest numpy ||
-    echo "note: could not install llnl-hatchet/pytest/numpy; their tests will be skipped" >&2
+  if ! "$venv/bin/python" -c 'import hatchet, pytest, numpy, junitparser, markdown' 2>/dev/null; then
+    { python3 -m venv "$venv" &&
+      "$venv/bin/python" -m pip install -q llnl-hatchet pytest numpy junitparser markdown; } ||
+      echo "note: could not install the tests' Python packages; their tests will be skipped" >&2
+  fi
+  if [[ -x "$venv/bin/python" ]]; then
+    PATH="$(cd "$venv/bin" && pwd):$PATH"
+    export PATH
+  fi
 fi
 # proton-viewer (the `triton` wheel) reads the Proton export in report_proton_viewer; the test
 # installs it into this venv itself when missing, and says SKIPPED only if that fails.
-proton_venv="${CARGO_TARGET_DIR:-target}/tmp/proton-venv"
+proton_venv="$target/tmp/proton-venv"
 if command -v python3 >/dev/null && ! "$proton_venv/bin/python" -c 'import triton.profiler.viewer' 2>/dev/null; then
   { python3 -m venv "$proton_venv" &&
     "$proton_venv/bin/python" -m pip install -q triton llnl-hatchet; } ||

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 from . import _native
 from ._native import PolyprofError, ProfilerUnavailable
 from ._options import EndMarkerArg, PathLike, argv_list, run_options, split
 from ._types import (
+    DiffSide,
+    KernelChange,
     KernelRecord,
     Outcome,
     ProfileRun,
@@ -30,6 +32,7 @@ from ._types import (
     RunError,
     RunResult,
     StreamCapture,
+    UnmatchedKernel,
 )
 from .batch import BatchEntry, BatchIndex, batch
 from .benchmark import KernelBenchmark, benchmark_kernel
@@ -77,6 +80,9 @@ __all__ = [
     "Outcome",
     "StreamCapture",
     "RunDiff",
+    "KernelChange",
+    "DiffSide",
+    "UnmatchedKernel",
     "PolyprofError",
     "ProfilerUnavailable",
 ]
@@ -105,7 +111,21 @@ def run(
     """Run ``argv`` supervised: its own process group, both streams drained, the end marker
     watched (``"pytest"`` for pytest's summary), SIGTERM → grace → SIGKILL to the group on a
     timeout, every captured byte kept. The GIL is released while it runs; Ctrl-C stops the
-    process group and raises ``KeyboardInterrupt``."""
+    process group and raises ``KeyboardInterrupt``.
+
+    Parameters (times in seconds, ``None`` for no limit): ``argv`` the command as a list (never
+    a shell string); ``end_marker`` ``"pytest"``, ``"literal:TEXT"``, ``"regex:RE"`` or plain text;
+    ``timeout`` the overall limit; ``inactivity_timeout`` the longest silence on both streams;
+    ``marker_grace`` how long the process may take to exit after the end marker; ``kill_grace``
+    SIGTERM to SIGKILL; ``env_policy`` ``inherit``, ``clean`` or ``untrusted`` (what the command
+    sees of this process's environment), ``allow_env`` names (``NAME*`` a prefix) passed anyway;
+    ``env`` variables to set; ``cwd`` the working directory; ``log_dir`` / ``log_name`` where the
+    full stdout and stderr logs go.
+
+    Returns a ``RunResult``: ``outcome`` (``kind``, ``code``, ``signal``, ``after_s``),
+    ``returncode`` (as ``subprocess``), ``success``, ``timings`` (s since spawn), ``stdout`` and
+    ``stderr`` (head and tail lines, byte counts, log paths), ``leaked``, ``warnings``. A command
+    that fails is returned, not raised; bad arguments raise ``ValueError``."""
     options = _run_options_of(locals())
     return RunResult(json.loads(_native.run_json(argv_list(argv), options)))
 
@@ -132,7 +152,7 @@ async def run_async(
     return RunResult(json.loads(text))
 
 
-def _graces_of(profiler: str, output_dir: PathLike):
+def _graces_of(profiler: str, output_dir: PathLike) -> Callable[[], Tuple[float, float]]:
     return lambda: _native.NativeProfiler(profiler, os.fspath(output_dir)).graces()
 
 
@@ -157,7 +177,13 @@ def profile(
     ``cwd`` (the runner); ``end_marker``, ``marker_grace``, ``kill_grace`` (override the
     profiler's); ``ncu`` (a dict of Nsight Compute options, as in run.json's plan),
     ``metric_group``, ``extra_args``. A run that fails is returned with its ``errors``.
-    Inside ``profile_session()``, the run's kernels join the session's call paths."""
+    Inside ``profile_session()``, the run's kernels join the session's call paths.
+
+    Returns a ``ProfileRun`` (``run.json``): ``outcome``, ``steps``, ``kernels`` (each a
+    ``KernelRecord`` in base units: ``duration_ns``, ``dram_bytes``, ``flops`` per precision,
+    percentages as 0-100), ``errors`` (typed: ``kind`` and ``message``), ``warnings``,
+    ``output_dir``. An unknown profiler raises ``ValueError``, one that cannot run here
+    ``ProfilerUnavailable``."""
     if output_dir is None:
         output_dir, if_exists = os.path.join("polyprof-runs", f"{profiler}.000"), "number"
     settings_json, options_json = split(options, _graces_of(profiler, output_dir))
@@ -186,7 +212,9 @@ def profile_all(
     **options: Any,
 ) -> Dict[str, ProfileRun]:
     """Every pass selection gives for ``language`` × ``arch`` (× ``profiler_type``), one after
-    the other, each in ``<output_root>/<profiler>.<NNN>``; returns ``{label: run}``."""
+    the other, each in ``<output_root>/<profiler>.<NNN>``; returns ``{label: run}``, a
+    ``ProfileRun`` per pass labelled ``<profiler>`` or ``<profiler>:<metric group>``.
+    ``options`` as for ``profile``. An unknown language or arch raises ``ValueError``."""
     settings_json, options_json = split(options, lambda: (10.0, 2.0))
     overrides = settings_json if settings_json != "{}" else None
     text = _native.profile_all_json(
@@ -231,10 +259,16 @@ def diff(
     """Compare two runs kernel by kernel (medians over launches, ``threshold`` percent, changes
     below ``min_change_ns`` never count, kernels shorter than ``min_duration_ns`` left out),
     with the verdict ``polyprof diff`` gives (``result.regressed``; ``str(result)`` is its
-    table)."""
-    names = [None if isinstance(x, ProfileRun) else os.fspath(x) for x in (a, b)]
+    table).
+
+    ``a`` is the baseline, ``b`` the candidate: run directories, ``run.json`` paths or loaded
+    ``ProfileRun``s. Returns a ``RunDiff``: ``kernels`` (``KernelChange``: ``a`` and ``b`` sides
+    with ``gpu_time_ns`` medians, ``gpu_time_change_pct``, ``change`` ``regressed`` /
+    ``improved`` / ``unchanged`` / ``noise`` / ``no_time``), ``only_in_a``, ``only_in_b``,
+    ``gpu_time_a_ns``, ``gpu_time_b_ns``, ``regressions``, ``improvements``, ``regressed``."""
+    a_name, b_name = (None if isinstance(x, ProfileRun) else os.fspath(x) for x in (a, b))
     data, text, regressed = _native.diff_json(
-        _run_json(a), _run_json(b), float(threshold), *names, min_change_ns, min_duration_ns
+        _run_json(a), _run_json(b), float(threshold), a_name, b_name, min_change_ns, min_duration_ns
     )
     return RunDiff(json.loads(data), regressed=regressed, text=text)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -25,7 +25,7 @@ def marker(value: EndMarkerArg) -> str:
     return "literal:" + value
 
 
-def argv_list(argv: Union[Sequence[str], str]) -> list:
+def argv_list(argv: Union[Sequence[str], str]) -> List[str]:
     if isinstance(argv, (str, bytes)):
         raise ValueError(
             "argv must be a list of arguments, not one string (polyprof never runs a shell "
@@ -120,7 +120,7 @@ RUN_KEYS = ("timeout", "inactivity_timeout", "env_policy", "allow_env", "env", "
 PLAN_KEYS = ("end_marker", "marker_grace", "kill_grace")
 
 
-def split(options: Mapping[str, Any], default_graces: Any) -> tuple:
+def split(options: Mapping[str, Any], default_graces: Any) -> Tuple[str, str]:
     """(settings_json, run_options_json) from ``profile(**options)``. The end marker and graces
     belong to the profiler's plan (they override its own); the rest to the runner.
     ``default_graces()`` gives the profiler's own ``(marker_grace_s, kill_grace_s)``."""

@@ -8,7 +8,7 @@ fields newer than this module.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 __all__ = [
     "Document",
@@ -21,7 +21,9 @@ __all__ = [
     "StepRun",
     "RunError",
     "ProfileRun",
+    "DiffSide",
     "KernelChange",
+    "UnmatchedKernel",
     "RunDiff",
 ]
 
@@ -33,6 +35,8 @@ class Document:
     _nested: Dict[str, Any] = {}
 
     __slots__ = ("_data", "_cache")
+    _data: Dict[str, Any]
+    _cache: Dict[str, Any]
 
     def __init__(self, data: Dict[str, Any]):
         if not isinstance(data, dict):
@@ -40,7 +44,14 @@ class Document:
         object.__setattr__(self, "_data", data)
         object.__setattr__(self, "_cache", {})
 
-    def __getattr__(self, name: str) -> Any:
+    # Hidden from type checkers: they see only the fields each class annotates, so a misspelt
+    # attribute is a type error (`mypy --strict`); at run time every field of the document reads.
+    if not TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any:
+            return self._field(name)
+
+    def _field(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
         cache = self._cache
@@ -315,25 +326,86 @@ class ProfileRun(Document):
         return _report(self, format=format, device=device)
 
 
+class DiffSide(Document):
+    """One kernel's launches in one run of a diff; times in ns, rates in GFLOP/s and GB/s."""
+
+    #: Launches with a GPU time.
+    count: int
+    #: Median GPU time over the launches.
+    gpu_time_ns: Optional[float]
+    min_ns: Optional[float]
+    p90_ns: Optional[float]
+    iqr_ns: Optional[float]
+    #: Sum over the launches.
+    total_ns: float
+    gflops_per_s: Optional[float]
+    gb_per_s: Optional[float]
+
+
 class KernelChange(Document):
+    """One kernel (name and launch configuration) matched in both runs of a diff."""
+
+    _nested = {"a": DiffSide, "b": DiffSide}
+
     name: str
-    a: Optional[Dict[str, Any]]
-    b: Optional[Dict[str, Any]]
-    delta_pct: Optional[float]
+    short_name: str
+    grid: Optional[List[int]]
+    block: Optional[List[int]]
+    a: DiffSide
+    b: DiffSide
+    #: (median B - median A) / median A x 100; positive is slower.
+    gpu_time_change_pct: Optional[float]
+    #: median B - median A, ns.
+    gpu_time_change_ns: Optional[float]
+    #: Whether the launches' spread check applied and passed.
+    significant: Optional[bool]
+    gflops_change_pct: Optional[float]
+    gbps_change_pct: Optional[float]
+    #: ``regressed``, ``improved``, ``unchanged``, ``noise`` or ``no_time``.
     change: str
+
+
+class UnmatchedKernel(Document):
+    """A kernel in one run of a diff only."""
+
+    _nested = {"side": DiffSide}
+
+    name: str
+    short_name: str
+    grid: Optional[List[int]]
+    block: Optional[List[int]]
+    side: DiffSide
 
 
 class RunDiff(Document):
     """``polyprof diff``'s comparison; ``regressed`` is the CI verdict."""
 
-    _nested = {"kernels": [KernelChange]}
+    _nested = {"kernels": [KernelChange], "only_in_a": [UnmatchedKernel], "only_in_b": [UnmatchedKernel]}
 
+    #: The runs compared (their paths and labels).
     a: str
     b: str
+    #: The limits: percent of A's median, and the absolute floor and minimum duration in ns.
     threshold_pct: float
+    floor_ns: float
+    min_duration_ns: float
+    #: GPU time of every kernel launch per run, ns, and its change in percent.
+    gpu_time_a_ns: float
+    gpu_time_b_ns: float
+    gpu_time_change_pct: Optional[float]
     kernels: List[KernelChange]
+    only_in_a: List[UnmatchedKernel]
+    only_in_b: List[UnmatchedKernel]
+    #: Kernels left out by ``min_duration_ns``.
+    filtered: int
+    regressions: int
+    improvements: int
 
     __slots__ = ("regressed", "text")
+    #: Whether a kernel (or a process step) regressed beyond the limits: the CI verdict.
+    regressed: bool
+    #: The comparison as ``polyprof diff`` prints it.
+    text: str
 
     def __init__(self, data: Dict[str, Any], regressed: bool = False, text: str = ""):
         super().__init__(data)

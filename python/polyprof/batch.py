@@ -58,7 +58,7 @@ class BatchEntry(Document):
 
     @property
     def succeeded(self) -> bool:
-        return self._data.get("state") == "succeeded"
+        return bool(self._data.get("state") == "succeeded")
 
 
 class BatchIndex(Document):
@@ -80,6 +80,8 @@ class BatchIndex(Document):
         object.__setattr__(self, "_root", root)
 
     __slots__ = ("_root",)
+    #: The batch root it was read from, when it was.
+    _root: Optional[str]
 
     @property
     def entries(self) -> List[BatchEntry]:

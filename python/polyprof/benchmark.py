@@ -82,7 +82,7 @@ class KernelBenchmark:
         return KernelBenchmark(json.loads(doc), method)
 
 
-def _torch():
+def _torch() -> Any:
     try:
         import torch
     except ImportError as e:  # pragma: no cover - depends on the environment

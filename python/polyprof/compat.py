@@ -65,7 +65,7 @@ async def robust_subprocess_run(
     cwd: Optional[str] = None,
     env: Optional[Dict[str, str]] = None,
     **kwargs: Any,
-) -> Tuple[subprocess.CompletedProcess, Optional[str]]:
+) -> Tuple["subprocess.CompletedProcess[str]", Optional[str]]:
     """Run ``cmd`` supervised; returns ``(CompletedProcess, message)`` like the old function.
     ``env``, when given, is the child's whole environment (as with ``subprocess``)."""
     if kwargs:

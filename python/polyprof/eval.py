@@ -97,7 +97,8 @@ class EvalResult:
     def evidence(self) -> Dict[str, Any]:
         """evidence.json, read from the eval directory."""
         with open(self.evidence_path, encoding="utf-8") as f:
-            return json.load(f)
+            evidence: Dict[str, Any] = json.load(f)
+        return evidence
 
     def __repr__(self) -> str:
         return f"EvalResult(status={self.status!r}, passed={self.passed}, speedup={self.speedup!r}, findings={[f.kind for f in self.findings]})"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Optional, Type
+from typing import Any, Dict, List, Optional, Tuple, Type
 
 from . import _native
 from ._native import ProfilerUnavailable
@@ -58,7 +58,8 @@ class Profiler:
 
     def plan(self, argv: List[str]) -> Dict[str, Any]:
         """The plan as data: steps with argv vectors, env, end marker, graces."""
-        return json.loads(self._native.plan_json([os.fspath(a) for a in argv]))
+        plan: Dict[str, Any] = json.loads(self._native.plan_json([os.fspath(a) for a in argv]))
+        return plan
 
     def env_vars(self) -> Dict[str, str]:
         return dict(self._native.env_vars())
@@ -67,9 +68,10 @@ class Profiler:
         """``"pytest"``, a literal substring, or ``None``."""
         return self._native.end_marker()
 
-    def graces(self) -> tuple:
-        """``(marker_grace_s, kill_grace_s)`` for this profiler."""
-        return tuple(self._native.graces())
+    def graces(self) -> Tuple[float, float]:
+        """``(marker_grace_s, kill_grace_s)`` for this profiler, seconds."""
+        marker_grace_s, kill_grace_s = self._native.graces()
+        return (marker_grace_s, kill_grace_s)
 
     def prepare(self, host_output_dir: "os.PathLike[str] | str") -> None:
         self._native.prepare(os.fspath(host_output_dir))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import os
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from . import _native
 
@@ -43,7 +43,7 @@ class KeyAverages:
 
     def table(self, sort_by: str = "gpu_time") -> str:
         """The rows as a text table (``sort_by``: gpu_time, cpu_time, calls, gflops, gbps, name)."""
-        return self._profile.key_averages_table(self.group_by, sort_by)
+        return str(self._profile.key_averages_table(self.group_by, sort_by))
 
     def rows(self) -> List[Dict[str, Any]]:
         return list(self._doc.get("rows", []))
@@ -51,7 +51,7 @@ class KeyAverages:
     def by_name(self) -> Dict[str, Dict[str, Any]]:
         return {row["name"]: row for row in self.rows()}
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Dict[str, Any]]:
         return iter(self.rows())
 
     def __len__(self) -> int:
@@ -102,8 +102,8 @@ class ProfileSession:
         *,
         flops: Optional[float] = None,
         bytes: Optional[float] = None,
-        grid: Optional[tuple] = None,
-        block: Optional[tuple] = None,
+        grid: Optional[Tuple[int, int, int]] = None,
+        block: Optional[Tuple[int, int, int]] = None,
     ) -> None:
         """Record a kernel launch the caller timed, under the current call path."""
         if self._native is None or self._profile is not None:
@@ -116,10 +116,11 @@ class ProfileSession:
 
     def tree(self) -> str:
         """The call tree as text (inclusive and exclusive figures per node)."""
-        return self._current().tree_text()
+        return str(self._current().tree_text())
 
     def events(self) -> List[Dict[str, Any]]:
-        return json.loads(self._current().events_json())
+        events: List[Dict[str, Any]] = json.loads(self._current().events_json())
+        return events
 
     def export_hatchet(self, path: "os.PathLike[str] | str", device: Optional[str] = None) -> None:
         """Write the Hatchet literal (``hatchet.GraphFrame.from_literal``)."""

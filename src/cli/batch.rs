@@ -67,9 +67,10 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t, value_name = "MODE")]
     pub tracking: TrackingMode,
     /// What the jobs see of polyprof's environment: inherit, clean, untrusted (for generated
-    /// code: no credential-like variables).
-    #[arg(long, default_value = "inherit", value_name = "POLICY")]
-    pub env_policy: EnvPolicy,
+    /// code: no credential-like variables) [default: `env_policy` of the configuration
+    /// (`polyprof config`), else inherit].
+    #[arg(long, value_name = "POLICY")]
+    pub env_policy: Option<EnvPolicy>,
     /// Also pass this variable from polyprof's environment (clean/untrusted; `NAME*` is a prefix).
     #[arg(long, value_name = "NAME")]
     pub env_allow: Vec<String>,
@@ -87,6 +88,8 @@ pub struct Args {
     pub slurm: Box<super::batch_slurm::SlurmArgs>,
     #[command(flatten)]
     pub ray: Box<super::batch_ray::RayArgs>,
+    #[command(flatten)]
+    pub ci: super::ci_output::CiArgs,
 }
 
 /// `--jobs N`: 0 slots would run nothing and wait forever.
@@ -110,8 +113,23 @@ fn positive_secs(text: &str) -> Result<Duration, String> {
     Ok(secs)
 }
 
-pub async fn execute(args: Args) -> anyhow::Result<u8> {
-    let specs = batch::load(&args.jobs)?;
+pub async fn execute(mut args: Args) -> anyhow::Result<u8> {
+    let config = polyprof::pipeline::config::Config::load()?;
+    if args.env_policy.is_none() {
+        args.env_policy = Some(config.env_policy.value.parse()?);
+    }
+    let mut specs = batch::load(&args.jobs)?;
+    // A `language` job that names no profiler type takes the one configured for its language.
+    for spec in &mut specs {
+        if spec.profiler_type.is_none()
+            && let Some(profiler) = spec
+                .language
+                .as_deref()
+                .and_then(|l| config.profiler_for(l))
+        {
+            spec.profiler_type = Some(profiler.to_string());
+        }
+    }
     let remote = args.slurm.slurm || args.ray.ray.is_some();
     if remote && specs.iter().any(|s| s.stage.is_some()) {
         anyhow::bail!(
@@ -130,8 +148,9 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             timeout: args.timeout,
             tracking: args.tracking,
             device_errors: &args.device_errors,
-            env_policy: &args.env_policy,
+            env_policy: args.env_policy.as_ref().unwrap_or(&EnvPolicy::Inherit),
             env_allow: &args.env_allow,
+            ci: &args.ci,
         };
         if args.ray.ray.is_some() {
             return super::batch_ray::execute(common, &args.slurm, &args.ray, &specs).await;
@@ -190,6 +209,7 @@ async fn run_local(args: &Args, specs: &[JobSpec], opts: TaskOptions) -> anyhow:
         &args.output_dir.display().to_string(),
         args.json,
         cancel.is_cancelled(),
+        &args.ci,
     )
 }
 
@@ -198,7 +218,11 @@ fn task_options(args: &Args) -> anyhow::Result<TaskOptions> {
         selection: Arc::new(Selection::load(None)?),
         run: RunOptions {
             tracking: args.tracking.tracking()?,
-            env_policy: args.env_policy.with_allow(args.env_allow.clone()),
+            env_policy: args
+                .env_policy
+                .clone()
+                .unwrap_or(EnvPolicy::Inherit)
+                .with_allow(args.env_allow.clone()),
             ..RunOptions::default()
         },
         timeout: args.timeout,

@@ -118,6 +118,7 @@ pub async fn execute(
         &args.output_dir.display().to_string(),
         args.json,
         cancel.is_cancelled(),
+        args.ci,
     )
 }
 

@@ -34,6 +34,7 @@ pub struct Common<'a> {
     pub device_errors: &'a [String],
     pub env_policy: &'a EnvPolicy,
     pub env_allow: &'a [String],
+    pub ci: &'a super::ci_output::CiArgs,
 }
 
 /// The Slurm options of `polyprof batch`.
@@ -136,6 +137,7 @@ pub async fn execute(args: Common<'_>, slurm: &SlurmArgs, specs: &[JobSpec]) -> 
         &args.output_dir.display().to_string(),
         args.json,
         cancel.is_cancelled(),
+        args.ci,
     )
 }
 

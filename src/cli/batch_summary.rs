@@ -72,7 +72,16 @@ pub fn kept_note(kept: usize, changed: usize) -> String {
 
 /// How a batch ends, local or on Slurm: the index (`--json`) or the summary table on stdout,
 /// then the exit status (0 when every job succeeded).
-pub fn finish(index: &BatchIndex, root: &str, json: bool, cancelled: bool) -> anyhow::Result<u8> {
+pub fn finish(
+    index: &BatchIndex,
+    root: &str,
+    json: bool,
+    cancelled: bool,
+    ci: &super::ci_output::CiArgs,
+) -> anyhow::Result<u8> {
+    if ci.wanted() {
+        ci.write(&polyprof::results::ci_batch::suite(index))?;
+    }
     let mut out = std::io::stdout().lock();
     if json {
         serde_json::to_writer_pretty(&mut out, index).context("cannot print the index")?;
@@ -318,6 +327,9 @@ mod tests {
         let mut e = BatchEntry::pending("s", Default::default());
         e.state = EntryState::Skipped;
         index.jobs.insert("s".into(), e);
-        assert_eq!(finish(&index, "root", true, false).unwrap(), 0);
+        assert_eq!(
+            finish(&index, "root", true, false, &Default::default()).unwrap(),
+            0
+        );
     }
 }

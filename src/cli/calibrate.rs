@@ -82,7 +82,10 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let options = CalibrateOptions {
         device: args.device.clone(),
         force: args.force,
-        cache_dir: args.cache_dir.clone(),
+        cache_dir: match &args.cache_dir {
+            Some(dir) => Some(dir.clone()),
+            None => polyprof::pipeline::config::Config::load()?.cache_dir.value,
+        },
         cancel,
         progress: Some(std::sync::Arc::new(|step: &str| {
             use std::io::Write;

@@ -30,12 +30,18 @@ pub struct Args {
     /// Which profiler: auto (ncu when usable, else none), ncu or none.
     #[arg(long, default_value = "auto", value_parser = ["auto", "ncu", "none"])]
     pub profiler: String,
-    /// ncu clock control (base locks clocks; none is needed on MIG and some VMs).
-    #[arg(long, default_value = "base", value_parser = ["base", "none"])]
-    pub clock_control: String,
+    /// ncu clock control (base locks clocks; none is needed on MIG and some VMs)
+    /// [default: `clock_control` of the configuration (`polyprof config`), else base].
+    #[arg(long, value_parser = ["base", "none"])]
+    pub clock_control: Option<String>,
 }
 
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
+    let config = polyprof::pipeline::config::Config::load()?;
+    let clock_control = args
+        .clock_control
+        .clone()
+        .unwrap_or_else(|| config.clock_control.value.clone());
     let ncu_usable = match args.profiler.as_str() {
         "none" => false,
         choice => {
@@ -59,7 +65,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         job.profiler = "ncu".into();
         job.settings = ProfilerSettings {
             ncu: NcuOptions {
-                clock_control: if args.clock_control == "none" {
+                clock_control: if clock_control == "none" {
                     ClockControl::None
                 } else {
                     ClockControl::Base

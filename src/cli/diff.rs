@@ -50,6 +50,8 @@ pub struct Args {
     /// A TOML device table that adds to or replaces built-in entries.
     #[arg(long, value_name = "FILE")]
     pub devices: Option<PathBuf>,
+    #[command(flatten)]
+    pub ci: super::ci_output::CiArgs,
 }
 
 /// Output formats of `polyprof diff`.
@@ -127,6 +129,9 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     // Both runs are usually `ncu.000`; the paths tell them apart.
     diff.a = format!("{} ({})", args.run_a.display(), diff.a);
     diff.b = format!("{} ({})", args.run_b.display(), diff.b);
+    if args.ci.wanted() {
+        args.ci.write(&polyprof::results::ci_diff::suite(&diff))?;
+    }
     let format = if args.json {
         DiffFormat::Json
     } else {

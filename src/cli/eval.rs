@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
+use polyprof::eval::ci_case;
 use polyprof::eval::evidence::{EvalEvidence, FailureKind};
 use polyprof::pipeline::eval::{
     Device, EVIDENCE_FILE, EvalOptions, EvalOutcome, EvalSpec, IfExists, VERDICT_FILE, evaluate,
@@ -24,7 +25,8 @@ pub struct Args {
     /// a directory: every `*.py` in it, one after another, into OUTPUT_DIR/<stem>/.
     #[arg(long, value_name = "CAND.py|DIR")]
     pub candidate: PathBuf,
-    /// Where the eval's files go [default: ./polyprof-runs/eval.<NNN>]; must be empty.
+    /// Where the eval's files go [default: OUTPUT_ROOT/eval.<NNN>, OUTPUT_ROOT the configured
+    /// `output_root`, else ./polyprof-runs]; must be empty.
     #[arg(long, help_heading = "Output")]
     pub output_dir: Option<PathBuf>,
     /// Print verdict.json on stdout instead of the summary.
@@ -149,6 +151,8 @@ pub struct Args {
     /// How each worker's processes are found and ended: supervisor, group, or cgroup.
     #[arg(long, value_enum, default_value_t, value_name = "MODE")]
     pub tracking: TrackingMode,
+    #[command(flatten)]
+    pub ci: super::ci_output::CiArgs,
 }
 
 impl Args {
@@ -200,6 +204,8 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             polyprof::profilers::witness::WITNESS_PROFILERS.join(", ")
         );
     }
+    let config = polyprof::pipeline::config::Config::load()?;
+    let output_root = config.output_root.value;
     if args.candidate.is_dir() {
         let tracking = args.tracking.tracking()?;
         let make_spec = |candidate: &Path, dir: PathBuf| {
@@ -215,17 +221,17 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         return super::eval_many::execute(
             &args.candidate,
             args.output_dir.as_deref(),
+            &output_root,
             args.json,
+            &args.ci,
+            &args.reference,
             make_spec,
         )
         .await;
     }
     let (output_dir, if_exists) = match &args.output_dir {
         Some(dir) => (dir.clone(), IfExists::Refuse),
-        None => (
-            Path::new("polyprof-runs").join("eval.000"),
-            IfExists::Number,
-        ),
+        None => (output_root.join("eval.000"), IfExists::Number),
     };
     let mut spec = EvalSpec::new(&args.reference, &args.candidate, output_dir);
     spec.device = args.device;
@@ -236,13 +242,25 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     spec.tracking = args.tracking.tracking()?;
     spec.if_exists = if_exists;
     cancel_on_signals(spec.cancel.clone(), spec.kill_now.clone());
+    let candidate = args.candidate.display().to_string();
+    let reference = args.reference.display().to_string();
+    let started = std::time::Instant::now();
     let outcome = match evaluate(&spec).await {
         Ok(outcome) => outcome,
         Err(e) => {
+            if args.ci.wanted() {
+                let case = ci_case::not_run_case(&candidate, &e.to_string());
+                args.ci.write(&ci_case::suite(&reference, vec![case]))?;
+            }
             super::report_error(&anyhow::Error::new(e).context("the eval could not run"));
             return Ok(EXIT_EVAL_FAILED);
         }
     };
+    if args.ci.wanted() {
+        let seconds = started.elapsed().as_secs_f64();
+        let case = ci_case::case(&candidate, &outcome.verdict, Some(seconds));
+        args.ci.write(&ci_case::suite(&reference, vec![case]))?;
+    }
     if args.json {
         let mut out = std::io::stdout().lock();
         serde_json::to_writer_pretty(&mut out, &outcome.verdict)

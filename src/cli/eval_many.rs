@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};
+use polyprof::eval::ci_case;
 use polyprof::pipeline::eval::{EvalOutcome, EvalSpec, evaluate};
 use serde::Serialize;
 
@@ -100,17 +101,20 @@ fn snake<T: Serialize + std::fmt::Debug>(value: &T) -> String {
 }
 
 /// Evaluate every candidate of `candidates_dir` into `output_dir` (default: the next free
-/// `polyprof-runs/evals.NNN`); `make_spec` gives one candidate's eval into its directory.
+/// `OUTPUT_ROOT/evals.NNN`, the configured output root); `make_spec` gives one candidate's eval into its directory.
 pub async fn execute(
     candidates_dir: &Path,
     output_dir: Option<&Path>,
+    output_root: &Path,
     json_out: bool,
+    ci: &super::ci_output::CiArgs,
+    reference: &Path,
     make_spec: impl Fn(&Path, PathBuf) -> EvalSpec,
 ) -> anyhow::Result<u8> {
     let files = candidates(candidates_dir)?;
     let root = match output_dir {
         Some(dir) => dir.to_path_buf(),
-        None => free_dir(Path::new("polyprof-runs"))?,
+        None => free_dir(output_root)?,
     };
     std::fs::create_dir_all(&root)
         .with_context(|| format!("cannot create the output directory {}", root.display()))?;
@@ -118,6 +122,7 @@ pub async fn execute(
     let kill_now = tokio_util::sync::CancellationToken::new();
     cancel_on_signals(cancel.clone(), kill_now.clone());
     let mut rows = Vec::new();
+    let mut cases = Vec::new();
     for file in &files {
         if cancel.is_cancelled() {
             break;
@@ -129,21 +134,40 @@ pub async fn execute(
         let mut spec = make_spec(file, dir.clone());
         spec.cancel = cancel.clone();
         spec.kill_now = kill_now.clone();
-        let row = match evaluate(&spec).await {
-            Ok(outcome) => row_of(file, &outcome.dir, &outcome),
-            Err(e) => Row {
-                candidate: file.display().to_string(),
-                dir: dir.display().to_string(),
-                passed: false,
-                status: "not_run".into(),
-                speedup: None,
-                score_ms: None,
-                findings: Vec::new(),
-                failure: Some(e.to_string()),
-                ran: false,
-            },
+        let started = std::time::Instant::now();
+        let result = evaluate(&spec).await;
+        let seconds = started.elapsed().as_secs_f64();
+        let row = match result {
+            Ok(outcome) => {
+                cases.push(ci_case::case(
+                    &file.display().to_string(),
+                    &outcome.verdict,
+                    Some(seconds),
+                ));
+                row_of(file, &outcome.dir, &outcome)
+            }
+            Err(e) => {
+                cases.push(ci_case::not_run_case(
+                    &file.display().to_string(),
+                    &e.to_string(),
+                ));
+                Row {
+                    candidate: file.display().to_string(),
+                    dir: dir.display().to_string(),
+                    passed: false,
+                    status: "not_run".into(),
+                    speedup: None,
+                    score_ms: None,
+                    findings: Vec::new(),
+                    failure: Some(e.to_string()),
+                    ran: false,
+                }
+            }
         };
         rows.push(row);
+    }
+    if ci.wanted() {
+        ci.write(&ci_case::suite(&reference.display().to_string(), cases))?;
     }
     let json = serde_json::to_vec_pretty(&rows).context("cannot serialize the rows")?;
     let path = root.join(EVALS_FILE);

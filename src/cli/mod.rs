@@ -7,6 +7,9 @@ pub mod batch_ray;
 pub mod batch_slurm;
 pub mod batch_summary;
 pub mod calibrate;
+pub mod ci_output;
+pub mod completions;
+pub mod config;
 pub mod container_args;
 pub mod containers;
 pub mod demo;
@@ -18,6 +21,7 @@ pub mod eval;
 pub mod eval_exit;
 pub mod eval_many;
 pub mod eval_summary;
+pub mod man;
 pub mod metal;
 pub mod ncu_args;
 pub mod occupancy;
@@ -124,6 +128,13 @@ pub enum Command {
     /// Run known-work micro-kernels under ncu, check each counter against the work, and cache
     /// the result for this GPU, driver and ncu version; exit 1 when a counter is untrusted.
     Calibrate(calibrate::Args),
+    /// The effective defaults (polyprof.toml, the user config, POLYPROF_* variables) and where
+    /// each came from.
+    Config(config::Args),
+    /// Print the shell completion script: `polyprof completions bash > …` (docs/install.md).
+    Completions(completions::Args),
+    /// Print the manual page (or write one per command with --output-dir).
+    Man(man::Args),
 }
 
 pub async fn dispatch(command: Command) -> anyhow::Result<u8> {
@@ -148,6 +159,9 @@ pub async fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Batch(args) => batch::execute(args).await,
         Command::Audit(args) => audit::execute(args).await,
         Command::Calibrate(args) => calibrate::execute(args).await,
+        Command::Config(args) => config::execute(args).await,
+        Command::Completions(args) => completions::execute(args).await,
+        Command::Man(args) => man::execute(args).await,
     }
 }
 

@@ -33,9 +33,10 @@ pub struct NcuArgs {
     /// Profile the program only, or it and all its child processes.
     #[arg(long, value_name = "WHICH", value_parser = ["all", "application-only"], default_value = "all")]
     pub target_processes: String,
-    /// Lock GPU clocks to base (comparable numbers) or leave them alone (needed on MIG).
-    #[arg(long, value_name = "MODE", value_parser = ["base", "none"], default_value = "base")]
-    pub clock_control: String,
+    /// Lock GPU clocks to base (comparable numbers) or leave them alone (needed on MIG)
+    /// [default: `clock_control` of the configuration (`polyprof config`), else base].
+    #[arg(long, value_name = "MODE", value_parser = ["base", "none"])]
+    pub clock_control: Option<String>,
     /// Only kernels with this name; `regex:PATTERN` matches a substring (ncu's `-k`).
     #[arg(long = "kernel", value_name = "NAME|regex:RE")]
     pub kernel: Option<String>,
@@ -89,8 +90,8 @@ impl NcuArgs {
                 "application-only" => TargetProcesses::ApplicationOnly,
                 _ => TargetProcesses::All,
             },
-            clock_control: match self.clock_control.as_str() {
-                "none" => ClockControl::None,
+            clock_control: match self.clock_control.as_deref() {
+                Some("none") => ClockControl::None,
                 _ => ClockControl::Base,
             },
             kernel_name: self.kernel.clone(),

@@ -1,4 +1,4 @@
-//! `polyprof occupancy`: theoretical CUDA occupancy of a launch configuration (CC 7.0–9.0).
+//! `polyprof occupancy`: theoretical CUDA occupancy of a launch configuration (CC 7.0–12.0).
 
 use comfy_table::{Table, presets::UTF8_BORDERS_ONLY};
 use polyprof::profilers::ncu::occupancy::{LaunchConfig, calculate, limits_for, parse_cc};
@@ -6,7 +6,8 @@ use polyprof::profilers::ncu::occupancy::{LaunchConfig, calculate, limits_for, p
 /// Arguments of `polyprof occupancy`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Compute capability: 9.0, 90 or sm_90.
+    /// Compute capability: 7.0, 7.2, 7.5, 8.0, 8.6, 8.7, 8.9, 9.0, 10.0 or 12.0 (also as 90 or
+    /// sm_90).
     #[arg(long, value_name = "CC")]
     pub cc: String,
     /// Registers per thread (ncu's launch__registers_per_thread, or cuobjdump's REG rounded by

@@ -40,10 +40,15 @@ pub struct Args {
     pub wide: bool,
 }
 
-/// The device table, with the user's file when given.
+/// The built-in device table with `user`'s entries over it (`--devices FILE`, else the
+/// configured `devices`).
 pub fn device_table(user: Option<&Path>) -> anyhow::Result<DeviceTable> {
     let table = DeviceTable::builtin()?;
-    Ok(match user {
+    let configured = match user {
+        Some(_) => None,
+        None => polyprof::pipeline::config::Config::load()?.devices.value,
+    };
+    Ok(match user.or(configured.as_deref()) {
         Some(path) => table.with_overrides(DeviceTable::load(path)?),
         None => table,
     })

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use polyprof::model::outcome::{Outcome, StreamCapture};
+use polyprof::pipeline::config::Config;
 use polyprof::pipeline::job::pass_label;
 use polyprof::pipeline::job::profile_claimed;
 use polyprof::pipeline::runner::Tracking;
@@ -131,9 +132,10 @@ pub struct SupervisionArgs {
     /// After SIGTERM: how long before SIGKILL [default: the profiler's].
     #[arg(long, value_parser = parse_secs, value_name = "S")]
     pub kill_grace: Option<Duration>,
-    /// What the command sees of polyprof's environment: inherit, clean, untrusted.
-    #[arg(long, default_value = "inherit")]
-    pub env_policy: EnvPolicy,
+    /// What the command sees of polyprof's environment: inherit, clean, untrusted
+    /// [default: `env_policy` of the configuration (`polyprof config`), else inherit].
+    #[arg(long, value_name = "POLICY")]
+    pub env_policy: Option<EnvPolicy>,
     /// Also pass this variable from polyprof's environment (clean/untrusted; `NAME*` is a prefix).
     #[arg(long, value_name = "NAME")]
     pub env_allow: Vec<String>,
@@ -223,8 +225,13 @@ impl SupervisionArgs {
         }
     }
 
-    pub fn run_options(&self) -> anyhow::Result<RunOptions> {
-        let env_policy = self.env_policy.with_allow(self.env_allow.clone());
+    /// The run options, `config` giving what the flags leave out.
+    pub fn run_options(&self, config: &Config) -> anyhow::Result<RunOptions> {
+        let env_policy = match &self.env_policy {
+            Some(policy) => policy.clone(),
+            None => config.env_policy.value.parse()?,
+        }
+        .with_allow(self.env_allow.clone());
         let tracking = self.tracking.tracking()?;
         Ok(RunOptions {
             timeout: self.timeout,
@@ -260,9 +267,10 @@ pub fn supervisor_exe() -> anyhow::Result<PathBuf> {
     Ok(if small.is_file() { small } else { me })
 }
 
-/// `./polyprof-runs/<profiler>.<NNN>`, claimed atomically (concurrent runs get distinct ones).
-fn default_output_dir(profiler: &str) -> anyhow::Result<PathBuf> {
-    let root = PathBuf::from("polyprof-runs");
+/// `ROOT/<profiler>.<NNN>` (ROOT: the configured output root, `./polyprof-runs` by default),
+/// claimed atomically (concurrent runs get distinct ones).
+fn default_output_dir(root: &Path, profiler: &str) -> anyhow::Result<PathBuf> {
+    let root = root.to_path_buf();
     std::fs::create_dir_all(&root).with_context(|| format!("cannot create {}", root.display()))?;
     let prefix = format!("{profiler}.");
     let mut next = std::fs::read_dir(&root)
@@ -409,14 +417,18 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             profilers::PROFILER_NAMES.join(", ")
         );
     }
-    let mut run_options = args.supervision.run_options()?;
+    let config = Config::load()?;
+    let mut run_options = args.supervision.run_options(&config)?;
     let claimed = match &args.output_dir {
         Some(dir) => claim_output_dir(dir, args.force)?,
-        None => rundir::claim(&default_output_dir(&profiler)?)?,
+        None => rundir::claim(&default_output_dir(&config.output_root.value, &profiler)?)?,
     };
     let output_dir = claimed.dir.clone();
+    let mut ncu = args.ncu.clone();
+    ncu.clock_control
+        .get_or_insert_with(|| config.clock_control.value.clone());
     let mut settings = ProfilerSettings {
-        ncu: args.ncu.to_options(),
+        ncu: ncu.to_options(),
         ..ProfilerSettings::default()
     };
     args.supervision

@@ -104,7 +104,12 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         anyhow::bail!("--language and --arch are required");
     };
     let table = Selection::load(args.config.as_deref())?;
-    let selected = table.select(language, arch, args.profiler.as_deref())?;
+    let config = polyprof::pipeline::config::Config::load()?;
+    let profiler = args
+        .profiler
+        .as_deref()
+        .or_else(|| config.profiler_for(language));
+    let selected = table.select(language, arch, profiler)?;
     if args.json {
         super::output::println(&serde_json::to_string_pretty(&to_json(
             &selected,

@@ -6,6 +6,7 @@ pub mod array_floor;
 pub mod audit;
 pub mod calls;
 pub mod candidate_match;
+pub mod ci_case;
 pub mod counter_trust;
 pub mod device_peaks;
 pub mod evidence;

@@ -341,7 +341,7 @@ impl Precision {
 }
 
 /// What a record is: a kernel, or a memory command the device ran between kernels. Memory
-/// commands travel in their own list ([`ParsedOutput::memory_commands`]
+/// commands travel in their own list ([`crate::model::parsed::ParsedOutput::memory_commands`]
 /// (crate::model::parsed::ParsedOutput::memory_commands)), so nothing that counts kernels
 /// counts them.
 #[derive(

@@ -5,6 +5,7 @@ pub mod api;
 pub mod artifacts;
 pub mod batch;
 pub mod calibrate;
+pub mod config;
 pub mod eval;
 pub mod executor;
 pub mod host;

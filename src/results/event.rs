@@ -20,9 +20,9 @@ pub enum FrameKind {
     Pass,
     /// One profiled process.
     Process,
-    /// A user scope ([`scope`]).
+    /// A user scope ([`crate::results::callpath::scope`]).
     Scope,
-    /// A user function range ([`record_function`]).
+    /// A user function range ([`crate::results::callpath::record_function`]).
     Function,
     /// A GPU kernel.
     Kernel,

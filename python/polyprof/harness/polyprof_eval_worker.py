@@ -163,7 +163,7 @@ def shares_storage(a: Any, b: Any) -> bool:
     """Whether torch tensors ``a`` and ``b`` live in the same storage (one is a view of the other)."""
     if not (is_tensor(a) and is_tensor(b)):
         return False
-    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+    return bool(a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr())
 
 
 def need_torch() -> Any:
@@ -286,7 +286,7 @@ def host_bytes(x: Any) -> bytes:
     if is_tensor(x):
         n = numel(x) * item_size(x)
         return ctypes.string_at(x.data_ptr(), n) if n else b""
-    return x.tobytes()
+    return bytes(x.tobytes())
 
 
 def chunks(n: int) -> Iterator[Tuple[int, int]]:
@@ -659,7 +659,7 @@ def same_bytes(a: Any, b: Any) -> bool:
     if not is_array(a) or not is_array(b):
         if is_array(a) or is_array(b):
             return False
-        return json_value(a) == json_value(b)
+        return bool(json_value(a) == json_value(b))
     if is_tensor(a) != is_tensor(b) or dtype_name(a) != dtype_name(b) or shape_of(a) != shape_of(b):
         return False
     a, b = contiguous(a), contiguous(b)
@@ -904,6 +904,12 @@ class Worker:
         out = Outgoing()
         return handler(header, payload, out), out
 
+    def callable_target(self) -> Callable[..., Any]:
+        """What a call runs: the model (or its forward); set up before any call (`handle`)."""
+        if self.target is None:
+            raise ProtocolError("a call before setup")
+        return self.target
+
     def setup(self, header: Dict[str, Any], payload: bytearray, out: Outgoing) -> Dict[str, Any]:
         if self.target is not None:
             raise ProtocolError("setup twice")
@@ -1008,7 +1014,7 @@ class Worker:
             # The reference's work pass profiles this run alone, as the candidate's call.
             with self.profiled(profile, out.notes), self.range(f"polyprof/call/{k}" if profile else ""):
                 with self.no_grad():
-                    outputs = self.target(*state.run_inputs)
+                    outputs = self.callable_target()(*state.run_inputs)
                 synchronize()
             state.reference_outputs = [contiguous(o) for o in self.reference_arrays(outputs)]
         except WorkerError:
@@ -1074,7 +1080,7 @@ class Worker:
         try:
             with self.profiled(profile, out.notes), self.range(f"polyprof/call/{k}"):
                 with self.no_grad():
-                    outputs = self.target(*inputs)
+                    outputs = self.callable_target()(*inputs)
                 synchronize()
         except Exception as e:
             raise user_error(e) from e
@@ -1107,7 +1113,7 @@ class Worker:
             with self.range("polyprof/warmup"):
                 with self.no_grad():
                     for _ in range(calls):
-                        self.target(*state.inputs)
+                        self.callable_target()(*state.inputs)
                 synchronize()
         except Exception as e:
             raise user_error(e) from e
@@ -1123,7 +1129,7 @@ class Worker:
         inputs = state.run_inputs if self.role == "trusted" else state.inputs
         framework = self.framework_of_call(inputs)
         device_state = reset_device_state(self.device, framework)
-        target = self.target
+        target = self.callable_target()
 
         def call() -> Any:
             return target(*inputs)

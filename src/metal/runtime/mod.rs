@@ -27,7 +27,7 @@ pub const NOT_MACOS: &str = "Metal needs macOS with Xcode's command-line tools \
 
 /// Threadgroup sizes `--sweep-tg` tries.
 pub const SWEEP_SIZES: [u64; 5] = [64, 128, 256, 512, 1024];
-/// Default timed calls and warm-ups of [`benchmark_kernel`].
+/// Default timed calls and warm-ups of `benchmark_kernel` (macOS).
 pub const DEFAULT_REPEAT: i64 = 100;
 pub const DEFAULT_WARMUP: i64 = 10;
 /// Environment variable Metal requires before it captures outside Xcode.

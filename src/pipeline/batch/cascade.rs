@@ -12,7 +12,7 @@ use crate::model::batch::{
 use super::spec::JobSpec;
 use super::stage::{Stage, StageRef};
 
-/// A problem's ranking of times (see [`Cascade::ranking`]).
+/// A problem's ranking of times (see `Cascade::ranking`).
 #[derive(Debug, Clone)]
 pub struct Ranking {
     timed: Vec<(f64, usize)>,

@@ -11,22 +11,23 @@ use crate::model::atomic_file::write_atomic;
 use crate::model::calibration::Calibration;
 use crate::pipeline::lock::{HeldLock, try_lock};
 
-/// The cache's folder under polyprof's cache root.
-pub const CALIBRATION_DIR: &str = "calibration";
+pub use crate::pipeline::config::CALIBRATION_DIR;
 /// Work directories (sources, program, profiler runs), one per key, under the cache folder.
 pub const WORK_DIR: &str = "measurements";
 
-/// `$XDG_CACHE_HOME/polyprof/calibration`, else `$HOME/.cache/polyprof/calibration`.
+/// The configured `cache_dir` (`polyprof config`), else `$XDG_CACHE_HOME/polyprof/calibration`,
+/// else `$HOME/.cache/polyprof/calibration`.
 pub fn default_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|v| !v.is_empty())
-                .map(|home| PathBuf::from(home).join(".cache"))
-        })?;
-    Some(base.join("polyprof").join(CALIBRATION_DIR))
+    match crate::pipeline::config::Config::load() {
+        Ok(config) => {
+            if let Some(dir) = config.cache_dir.value {
+                return Some(dir);
+            }
+        }
+        // `calibrate` itself reports a bad configuration; the eval's lookup goes on without it.
+        Err(e) => tracing::warn!("the calibration cache's folder ignores the configuration: {e}"),
+    }
+    crate::pipeline::config::default_cache_dir()
 }
 
 /// The file-name key of a calibration: `<uuid or name>--<driver>--<tool>`, safe characters only.

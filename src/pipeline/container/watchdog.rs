@@ -20,7 +20,7 @@ use bollard::query_parameters::RemoveContainerOptionsBuilder;
 
 use super::engine::Engine;
 
-/// argv[1] that selects the watchdog mode.
+/// `argv[1]` that selects the watchdog mode.
 pub const WATCHDOG_MODE: &str = "__polyprof-container-watchdog";
 /// After polyprof died: how long a name that the engine does not know (yet) is retried.
 pub const CREATE_WINDOW: Duration = Duration::from_secs(20);

@@ -1,5 +1,7 @@
 //! The worker scripts, embedded in polyprof and written into each eval's `harness/` directory,
-//! so the workers run exactly the code of this polyprof build.
+//! so the workers run exactly the code of this polyprof build. They live in the Python package
+//! (python/polyprof/harness/); `harness/` beside this file links to them, so the crate's package
+//! (which leaves out python/, a crate of its own) still holds them.
 
 use std::path::{Path, PathBuf};
 
@@ -13,12 +15,9 @@ const TIMING_SCRIPT: &str = "polyprof_timing.py";
 const FILES: [(&str, &str); 2] = [
     (
         WORKER_SCRIPT,
-        include_str!("../../../python/polyprof/harness/polyprof_eval_worker.py"),
+        include_str!("harness/polyprof_eval_worker.py"),
     ),
-    (
-        TIMING_SCRIPT,
-        include_str!("../../../python/polyprof/harness/polyprof_timing.py"),
-    ),
+    (TIMING_SCRIPT, include_str!("harness/polyprof_timing.py")),
 ];
 
 /// Write the scripts into `eval_dir/harness/`; returns the worker script's path.

@@ -153,7 +153,7 @@ fn set_cloexec(fd: std::os::fd::RawFd, on: bool) -> io::Result<()> {
 }
 
 /// Start the command from the long-lived spawner thread (plain spawn if that thread is gone).
-/// `inherit`: a close-on-exec descriptor the child must inherit (see [`spawn_inheriting`]).
+/// `inherit`: a close-on-exec descriptor the child must inherit (see `spawn_inheriting`).
 pub async fn spawn(mut cmd: Command, inherit: Option<std::os::fd::RawFd>) -> io::Result<Child> {
     if let Some(tx) = spawner() {
         let (reply, rx) = oneshot::channel();

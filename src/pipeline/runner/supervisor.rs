@@ -18,7 +18,7 @@ use super::cgroup::{self, RunCgroup};
 use super::tree;
 use crate::model::outcome::{Escape, KilledProcess};
 
-/// argv[1] that selects the hidden mode.
+/// `argv[1]` that selects the hidden mode.
 pub const HIDDEN_MODE: &str = "__polyprof-supervise";
 /// The signal that tells the supervisor to kill everything now; also its parent-death signal.
 pub const KILL_NOW: libc::c_int = libc::SIGUSR1;

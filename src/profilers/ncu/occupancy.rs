@@ -1,4 +1,4 @@
-//! Theoretical occupancy of a CUDA launch for compute capabilities 7.0 to 9.0, following the
+//! Theoretical occupancy of a CUDA launch for compute capabilities 7.0 to 12.0, following the
 //! structure of NVIDIA's occupancy calculator: block limits from warps, registers and shared
 //! memory, the smallest one wins. Checked against ncu's `launch__occupancy_limit_*` values in the
 //! H200 fixtures (tests/ncu_occupancy.rs).
@@ -33,9 +33,13 @@ pub struct SmLimits {
 
 const KIB: u64 = 1024;
 
-/// CC 7.0–9.0. Values from NVIDIA's CUDA programming guide tables as carried by
+/// CC 7.0–12.0. Values from NVIDIA's CUDA programming guide tables as carried by
 /// `fabiodrg/cuda-calculator` and `NVIDIA/cccl` (sm_90); allocation granularities are the CC 8.x
-/// ones, which reproduce ncu's limits on sm_90.
+/// ones, which reproduce ncu's limits on sm_90. CC 10.0 (B200, GB200) and 12.0 (RTX 50xx): the
+/// CUDA C++ Programming Guide's "Technical Specifications per Compute Capability" table
+/// (<https://docs.nvidia.com/cuda/cuda-c-programming-guide/#features-and-technical-specifications>),
+/// 12.0's block and warp limits also as ncu reports them on an RTX 5090 (tests/fixtures/ncu-cc120:
+/// `Block Limit SM` 24, `Block Limit Warps` 12 for 4-warp blocks).
 pub const LIMITS: &[SmLimits] = &[
     VOLTA,
     SmLimits {
@@ -78,6 +82,22 @@ pub const LIMITS: &[SmLimits] = &[
         carveouts_kib: &[0, 8, 16, 32, 64, 100, 132, 164, 196, 228],
         max_shared_per_block_optin: 227 * KIB,
         ..AMPERE
+    },
+    // Data-center Blackwell: Hopper's SM limits and its 228 KiB of shared memory.
+    SmLimits {
+        cc: (10, 0),
+        max_shared: 228 * KIB,
+        carveouts_kib: &[0, 8, 16, 32, 64, 100, 132, 164, 196, 228],
+        max_shared_per_block_optin: 227 * KIB,
+        ..AMPERE
+    },
+    // Consumer Blackwell: 48 warps and 24 blocks per SM, 100 KiB of shared memory (as CC 8.9).
+    SmLimits {
+        cc: (12, 0),
+        max_threads: 1536,
+        max_warps: 48,
+        max_blocks: 24,
+        ..GA10X_SHARED
     },
 ];
 
@@ -322,9 +342,12 @@ mod tests {
         assert_eq!(parse_cc("9.0").unwrap(), (9, 0));
         assert_eq!(parse_cc("sm_90").unwrap(), (9, 0));
         assert_eq!(parse_cc("86").unwrap(), (8, 6));
+        assert_eq!(parse_cc("sm_120").unwrap(), (12, 0));
+        assert_eq!(parse_cc("100").unwrap(), (10, 0));
         assert!(parse_cc("nine").is_err());
-        let err = limits_for((12, 0)).unwrap_err().to_string();
-        assert!(err.contains("9.0"), "{err}");
+        assert_eq!(limits_for((12, 0)).unwrap().max_warps, 48);
+        let err = limits_for((11, 0)).unwrap_err().to_string();
+        assert!(err.contains("9.0, 10.0, 12.0"), "{err}");
     }
 
     #[test]

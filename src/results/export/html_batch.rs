@@ -31,7 +31,7 @@ fn rank(entry: &BatchEntry) -> u8 {
     }
 }
 
-/// The jobs in page order: by [`rank`], then in the job file's order.
+/// The jobs in page order: by `rank`, then in the job file's order.
 pub fn ordered(index: &BatchIndex) -> Vec<&BatchEntry> {
     let position: BTreeMap<&str, usize> = index
         .order

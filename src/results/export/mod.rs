@@ -9,6 +9,8 @@ pub mod html_diff;
 pub mod html_page;
 pub mod html_timeline;
 pub mod json;
+pub mod junit;
+pub mod markdown;
 pub mod memory_table;
 pub mod proton;
 pub mod roofline_chart;
@@ -227,6 +229,12 @@ pub trait Exporter {
     fn format(&self) -> Format;
     /// Write `report` to `out`.
     fn export(&self, report: &Report, out: &mut dyn Write) -> Result<()>;
+}
+
+/// One output format of a CI result (`diff`, `batch`, `eval`): JUnit XML, a Markdown summary.
+pub trait CiExporter {
+    /// Write `suite` to `out`.
+    fn export(&self, suite: &crate::results::ci::CiSuite, out: &mut dyn Write) -> Result<()>;
 }
 
 /// The exporter of `format`.

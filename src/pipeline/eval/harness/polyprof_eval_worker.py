@@ -1,0 +1,1 @@
+../../../../python/polyprof/harness/polyprof_eval_worker.py
