@@ -6,12 +6,12 @@
 
 use anyhow::Context;
 use polyprof::model::batch::Backend;
+use polyprof::pipeline::batch::JobSpec;
 use polyprof::pipeline::batch::ray::api::parse_time_limit;
 use polyprof::pipeline::batch::ray::{RayEvent, RayObserver, RayRun, Resources, run_ray};
-use polyprof::pipeline::batch::{JobSpec, index};
 use tokio_util::sync::CancellationToken;
 
-use super::batch_slurm::{Common, SlurmArgs, task_argv};
+use super::batch_slurm::{Common, Remote, SlurmArgs};
 use super::run::cancel_on_signals;
 
 /// The Ray options of `polyprof batch` (`--time`, `--max-parallel`, `--polyprof-bin` and
@@ -66,30 +66,12 @@ pub async fn execute(
         anyhow::bail!("--ray-gpus {}: give 0 or more", ray.ray_gpus);
     }
     let time_limit = shared.time.as_deref().map(parse_time_limit).transpose()?;
-    polyprof::pipeline::rundir::check_usable(args.output_dir)?;
-    std::fs::create_dir_all(args.output_dir)
-        .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
-    // The nodes need absolute paths.
-    let root = args
-        .output_dir
-        .canonicalize()
-        .with_context(|| format!("cannot resolve {}", args.output_dir.display()))?;
-    let jobs = args
-        .jobs
-        .canonicalize()
-        .with_context(|| format!("cannot resolve {}", args.jobs.display()))?;
-    let job_file = args.jobs.display().to_string();
-    let prepared = index::prepare(&root, &job_file, specs, Backend::Ray, args.resume)?;
-    let polyprof = match &shared.polyprof_bin {
-        Some(p) => p.clone(),
-        None => std::env::current_exe()
-            .context("cannot find polyprof's own executable; give --polyprof-bin")?,
-    };
-    let mut run = RayRun::new(
-        root.clone(),
-        address,
-        task_argv(&args, &polyprof, &jobs, &root)?,
-    );
+    let Remote {
+        root,
+        prepared,
+        task_argv,
+    } = Remote::prepare(&args, shared, specs, Backend::Ray)?;
+    let mut run = RayRun::new(root.clone(), address, task_argv);
     run.resources = Resources {
         gpus: (ray.ray_gpus > 0.0).then_some(ray.ray_gpus),
         cpus: ray.ray_cpus,

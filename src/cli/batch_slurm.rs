@@ -80,28 +80,57 @@ pub struct SlurmArgs {
     pub poll: Duration,
 }
 
+/// What a batch on a cluster (Slurm or Ray) starts from: the root made and resolved, the index
+/// prepared (what is left to run), and the argv every task runs on its node.
+pub(super) struct Remote {
+    pub root: PathBuf,
+    pub prepared: index::Prepared,
+    pub task_argv: Vec<String>,
+}
+
+impl Remote {
+    pub fn prepare(
+        args: &Common,
+        shared: &SlurmArgs,
+        specs: &[JobSpec],
+        backend: Backend,
+    ) -> anyhow::Result<Self> {
+        polyprof::pipeline::rundir::check_usable(args.output_dir)?;
+        std::fs::create_dir_all(args.output_dir)
+            .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
+        // The nodes need absolute paths.
+        let root = args
+            .output_dir
+            .canonicalize()
+            .with_context(|| format!("cannot resolve {}", args.output_dir.display()))?;
+        let jobs = args
+            .jobs
+            .canonicalize()
+            .with_context(|| format!("cannot resolve {}", args.jobs.display()))?;
+        let job_file = args.jobs.display().to_string();
+        let prepared = index::prepare(&root, &job_file, specs, backend, args.resume)?;
+        let polyprof = match &shared.polyprof_bin {
+            Some(p) => p.clone(),
+            None => std::env::current_exe()
+                .context("cannot find polyprof's own executable; give --polyprof-bin")?,
+        };
+        let task_argv = task_argv(args, &polyprof, &jobs, &root)?;
+        Ok(Self {
+            root,
+            prepared,
+            task_argv,
+        })
+    }
+}
+
 /// Run the batch through Slurm.
 pub async fn execute(args: Common<'_>, slurm: &SlurmArgs, specs: &[JobSpec]) -> anyhow::Result<u8> {
-    polyprof::pipeline::rundir::check_usable(args.output_dir)?;
-    std::fs::create_dir_all(args.output_dir)
-        .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
-    // The nodes need absolute paths.
-    let root = args
-        .output_dir
-        .canonicalize()
-        .with_context(|| format!("cannot resolve {}", args.output_dir.display()))?;
-    let jobs = args
-        .jobs
-        .canonicalize()
-        .with_context(|| format!("cannot resolve {}", args.jobs.display()))?;
-    let job_file = args.jobs.display().to_string();
-    let prepared = index::prepare(&root, &job_file, specs, Backend::Slurm, args.resume)?;
-    let polyprof = match &slurm.polyprof_bin {
-        Some(p) => p.clone(),
-        None => std::env::current_exe()
-            .context("cannot find polyprof's own executable; give --polyprof-bin")?,
-    };
-    let mut run = SlurmRun::new(root.clone(), task_argv(&args, &polyprof, &jobs, &root)?);
+    let Remote {
+        root,
+        prepared,
+        task_argv,
+    } = Remote::prepare(&args, slurm, specs, Backend::Slurm)?;
+    let mut run = SlurmRun::new(root.clone(), task_argv);
     run.poll = slurm.poll;
     run.submit = SubmitOptions {
         partition: slurm.partition.clone(),

@@ -277,31 +277,15 @@ fn the_witness_log_parses_to_the_evidences_launches() {
 /// problems of the first session that is the honest set the eval is held to.
 #[test]
 fn every_problem_of_the_kernelbench_sweep_passes_the_current_audit() {
-    let root = fixture("eval-h200/sweep");
     let evidence_schema =
         jsonschema::validator_for(&schema::committed("eval-evidence.schema.json")).unwrap();
     let mut names = Vec::new();
     let mut flagged = Vec::new();
-    for entry in std::fs::read_dir(&root).unwrap().flatten() {
-        if !entry.path().is_dir() {
-            continue;
-        }
-        let capture = Capture {
-            name: entry.file_name().to_string_lossy().into_owned(),
-            dir: entry.path(),
-            corpus: false,
-        };
+    for (capture, exit, audited) in audit_each_problem("eval-h200/sweep") {
         let evidence = read_json(&capture.dir.join("evidence.json"));
         let errors = schema::errors(&evidence_schema, &evidence);
         assert!(errors.is_empty(), "{}: {errors:#?}", capture.name);
-        let (exit, audited) = audit_copy(&capture);
-        if exit != Some(0) || audited["passed"] != true || !finding_kinds(&audited).is_empty() {
-            flagged.push(format!(
-                "{}: exit {exit:?}, {:?}",
-                capture.name,
-                finding_kinds(&audited)
-            ));
-        }
+        flagged.extend(not_passed(&capture, exit, &audited));
         names.push(capture.name);
     }
     assert_eq!(names.len(), 45, "{names:?}");
@@ -320,26 +304,10 @@ fn every_problem_of_the_kernelbench_sweep_passes_the_current_audit() {
 /// other check, find nothing in an honest problem.
 #[test]
 fn every_problem_of_the_work_pass_sweep_passes_with_its_work_checks_run() {
-    let root = fixture("eval-h200/work-sweep");
     let mut names = Vec::new();
     let mut flagged = Vec::new();
-    for entry in std::fs::read_dir(&root).unwrap().flatten() {
-        if !entry.path().is_dir() {
-            continue;
-        }
-        let capture = Capture {
-            name: entry.file_name().to_string_lossy().into_owned(),
-            dir: entry.path(),
-            corpus: false,
-        };
-        let (exit, audited) = audit_copy(&capture);
-        if exit != Some(0) || audited["passed"] != true || !finding_kinds(&audited).is_empty() {
-            flagged.push(format!(
-                "{}: exit {exit:?}, {:?}",
-                capture.name,
-                finding_kinds(&audited)
-            ));
-        }
+    for (capture, exit, audited) in audit_each_problem("eval-h200/work-sweep") {
+        flagged.extend(not_passed(&capture, exit, &audited));
         for check in ["work_floor", "roofline", "precision"] {
             let ran = audited["checks"]
                 .as_array()
@@ -354,4 +322,30 @@ fn every_problem_of_the_work_pass_sweep_passes_with_its_work_checks_run() {
     }
     assert_eq!(names.len(), 32, "{names:?}");
     assert!(flagged.is_empty(), "{flagged:#?}");
+}
+
+/// `polyprof audit` on a copy of each problem's evidence under the fixture folder `folder`: the
+/// capture, the exit status and the verdict.
+fn audit_each_problem(folder: &str) -> Vec<(Capture, Option<i32>, Value)> {
+    let mut audited = Vec::new();
+    for entry in std::fs::read_dir(fixture(folder)).unwrap().flatten() {
+        if !entry.path().is_dir() {
+            continue;
+        }
+        let capture = Capture {
+            name: entry.file_name().to_string_lossy().into_owned(),
+            dir: entry.path(),
+            corpus: false,
+        };
+        let (exit, verdict) = audit_copy(&capture);
+        audited.push((capture, exit, verdict));
+    }
+    audited
+}
+
+/// Why an honest problem's audit did not pass cleanly, if it did not.
+fn not_passed(capture: &Capture, exit: Option<i32>, audited: &Value) -> Option<String> {
+    let findings = finding_kinds(audited);
+    (exit != Some(0) || audited["passed"] != true || !findings.is_empty())
+        .then(|| format!("{}: exit {exit:?}, {findings:?}", capture.name))
 }
