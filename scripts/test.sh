@@ -29,6 +29,9 @@ if command -v python3 >/dev/null && ! "$proton_venv/bin/python" -c 'import trito
     "$proton_venv/bin/python" -m pip install -q triton llnl-hatchet; } ||
     echo "note: could not install proton-viewer; its test will be skipped" >&2
 fi
+# The examples as programs (tests/integration/examples_run.rs runs them; `cargo test` builds
+# them only as test targets, under hashed names).
+cargo build --examples
 cargo test --all-targets
 # The Python binding: the abi3 wheel built once, its pytest suite on each CPython found.
 scripts/test-python.sh

@@ -367,10 +367,16 @@ pub fn default_cache_dir() -> Option<PathBuf> {
     Some(base.join("polyprof").join(CALIBRATION_DIR))
 }
 
+/// A file this user may not read is passed over with a warning, as git does: polyprof run as
+/// another user (`sudo -u`, a setuid test) keeps the caller's HOME, whose files it cannot open.
 fn read_if_present(path: &Path) -> Result<Option<String>> {
     match std::fs::read_to_string(path) {
         Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            tracing::warn!(path = %path.display(), "configuration file not readable; passed over: {e}");
+            Ok(None)
+        }
         Err(e) => Err(Error::io("read the configuration file", path, e)),
     }
 }

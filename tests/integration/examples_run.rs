@@ -1,8 +1,8 @@
 //! The three programs of `examples/` run and do what they say: `compare_runs` gates the bundled
 //! regressed capture and writes its JUnit file, `batch_from_rust` runs its three jobs, and
-//! `profile_command` records a command. `cargo test --all-targets` (scripts/test.sh) builds them
-//! next to this test binary; run alone (`--test integration`), a missing one is SKIPPED, in CI
-//! a failure.
+//! `profile_command` records a command. `cargo build --examples` (scripts/test.sh) builds them
+//! next to this test binary (`cargo test` builds examples only as test targets, under hashed
+//! names); run alone (`--test integration`), a missing one is SKIPPED, in CI a failure.
 
 use std::path::PathBuf;
 
@@ -17,11 +17,11 @@ fn example(name: &str) -> Option<PathBuf> {
     }
     assert!(
         std::env::var_os("CI").is_none(),
-        "{} is missing: build the examples (cargo test --all-targets)",
+        "{} is missing: build the examples (cargo build --examples)",
         path.display()
     );
     eprintln!(
-        "SKIPPED: {} is not built (cargo test --all-targets builds it)",
+        "SKIPPED: {} is not built (cargo build --examples builds it)",
         path.display()
     );
     None
