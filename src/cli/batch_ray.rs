@@ -129,12 +129,10 @@ fn observer(quiet: bool, total: usize) -> RayObserver {
                     .ray
                     .as_ref()
                     .and_then(|r| r.node_ip.as_deref())
-                    .or(entry.node.as_deref())
-                    .map(|n| format!(" on {n}"))
-                    .unwrap_or_default();
+                    .or(entry.node.as_deref());
                 eprintln!(
-                    "polyprof batch: [{n}/{total}] {}: {}{node}",
-                    entry.id, entry.state
+                    "{}",
+                    super::batch_summary::finished_line(n, total, entry, node)
                 );
             }
             RayEvent::Changed { .. } => {}

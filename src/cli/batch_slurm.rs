@@ -228,14 +228,9 @@ fn observer(quiet: bool, total: usize, root: &Path) -> SlurmObserver {
             ),
             SlurmEvent::Changed { entry } if entry.state.is_final() => {
                 let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                let node = entry
-                    .node
-                    .as_deref()
-                    .map(|n| format!(" on {n}"))
-                    .unwrap_or_default();
                 eprintln!(
-                    "polyprof batch: [{n}/{total}] {}: {}{node}",
-                    entry.id, entry.state
+                    "{}",
+                    super::batch_summary::finished_line(n, total, entry, entry.node.as_deref())
                 );
             }
             SlurmEvent::Changed { .. } => {}

@@ -209,6 +209,15 @@ pub fn print(out: &mut impl Write, index: &BatchIndex, root: &str) -> std::io::R
     )
 }
 
+/// The stderr line for the `n`th of `total` jobs to finish on a cluster, with its node if known.
+pub fn finished_line(n: usize, total: usize, entry: &BatchEntry, node: Option<&str>) -> String {
+    let node = node.map(|n| format!(" on {n}")).unwrap_or_default();
+    format!(
+        "polyprof batch: [{n}/{total}] {}: {}{node}",
+        entry.id, entry.state
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -170,15 +170,25 @@ impl RayClient {
         }
     }
 
+    /// `method path` answered with success and a JSON body, parsed; `what` names it in errors.
+    async fn json(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+        what: &str,
+    ) -> Result<serde_json::Value, RayError> {
+        let (status, text) = self.call(method, path, body, what).await?;
+        if !status.is_success() {
+            return Err(Self::http_error(what, status, &text));
+        }
+        serde_json::from_str(&text).map_err(|e| self.protocol(what, e))
+    }
+
     /// `GET /api/version`: Ray's version.
     pub async fn version(&self) -> Result<String, RayError> {
         let what = "GET /api/version";
-        let (status, body) = self.call(Method::GET, "/api/version", None, what).await?;
-        if !status.is_success() {
-            return Err(Self::http_error(what, status, &body));
-        }
-        let value: serde_json::Value =
-            serde_json::from_str(&body).map_err(|e| self.protocol(what, e))?;
+        let value = self.json(Method::GET, "/api/version", None, what).await?;
         value
             .get("ray_version")
             .and_then(|v| v.as_str())
@@ -234,20 +244,11 @@ impl RayClient {
     /// `POST /api/jobs/{id}/stop`: Ray sends the entrypoint SIGTERM (SIGKILL after
     /// `RAY_JOB_STOP_WAIT_TIME_S`, 3 s by default). Whether a running job was stopped.
     pub async fn stop(&self, submission_id: &str) -> Result<bool, RayError> {
-        let what = format!("POST /api/jobs/{submission_id}/stop");
-        let (status, body) = self
-            .call(
-                Method::POST,
-                &format!("/api/jobs/{submission_id}/stop"),
-                Some(Vec::new()),
-                &what,
-            )
+        let path = format!("/api/jobs/{submission_id}/stop");
+        let what = format!("POST {path}");
+        let value = self
+            .json(Method::POST, &path, Some(Vec::new()), &what)
             .await?;
-        if !status.is_success() {
-            return Err(Self::http_error(&what, status, &body));
-        }
-        let value: serde_json::Value =
-            serde_json::from_str(&body).map_err(|e| self.protocol(&what, e))?;
         Ok(value
             .get("stopped")
             .and_then(|v| v.as_bool())
@@ -256,20 +257,9 @@ impl RayClient {
 
     /// `GET /api/jobs/{id}/logs`: the entrypoint's output so far.
     pub async fn logs(&self, submission_id: &str) -> Result<String, RayError> {
-        let what = format!("GET /api/jobs/{submission_id}/logs");
-        let (status, body) = self
-            .call(
-                Method::GET,
-                &format!("/api/jobs/{submission_id}/logs"),
-                None,
-                &what,
-            )
-            .await?;
-        if !status.is_success() {
-            return Err(Self::http_error(&what, status, &body));
-        }
-        let value: serde_json::Value =
-            serde_json::from_str(&body).map_err(|e| self.protocol(&what, e))?;
+        let path = format!("/api/jobs/{submission_id}/logs");
+        let what = format!("GET {path}");
+        let value = self.json(Method::GET, &path, None, &what).await?;
         Ok(value
             .get("logs")
             .and_then(|v| v.as_str())
