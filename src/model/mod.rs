@@ -18,6 +18,7 @@ pub mod outcome;
 pub mod parsed;
 pub mod plan;
 pub mod probe;
+pub mod profile_cache;
 pub mod record;
 pub mod run;
 pub mod run_error;

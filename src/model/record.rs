@@ -472,6 +472,10 @@ pub struct KernelRecord {
     /// `ranges`. Kept apart from `ranges`: they are not the launching thread's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub process_ranges: Vec<String>,
+    /// Where the record came from when the run used the profile cache (profiled in this run, a
+    /// repeat of a launch profiled in it, or a cache hit and the run that profiled it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<super::profile_cache::RecordOrigin>,
 }
 
 fn one() -> u64 {
@@ -511,6 +515,7 @@ impl Default for KernelRecord {
             thread_id: None,
             ranges: Vec::new(),
             process_ranges: Vec::new(),
+            cache: None,
         }
     }
 }

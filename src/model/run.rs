@@ -79,6 +79,9 @@ pub struct ProfileRun {
     pub output_dir: PathBuf,
     pub artifacts: Vec<RawArtifact>,
     pub kernels: Vec<KernelRecord>,
+    /// The profile cache's figures, when the run used it (`--profile-cache`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_cache: Option<crate::model::profile_cache::ProfileCacheSummary>,
     /// Memory copies, fills and barriers (never counted as kernels).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory_commands: Vec<KernelRecord>,
@@ -120,6 +123,7 @@ impl ProfileRun {
             output_dir: output_dir.to_path_buf(),
             artifacts: Vec::new(),
             kernels: Vec::new(),
+            profile_cache: None,
             memory_commands: Vec::new(),
             diagnostics: Vec::new(),
             session: Default::default(),

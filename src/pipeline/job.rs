@@ -35,6 +35,9 @@ pub struct Job {
     /// The job's own call-path frames (outermost first) that the kernels are placed under;
     /// empty: one frame named after the target command.
     pub call_path: Vec<String>,
+    /// Profile each kernel fingerprint once and serve repeats from the profile cache (profilers
+    /// with a fingerprint pass: ncu); `None`: profile every launch the settings select.
+    pub profile_cache: Option<crate::pipeline::profile_cache::ProfileCacheOptions>,
 }
 
 impl Job {
@@ -47,6 +50,7 @@ impl Job {
             label: None,
             run: RunOptions::default(),
             call_path: Vec::new(),
+            profile_cache: None,
         }
     }
 }

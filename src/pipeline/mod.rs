@@ -12,6 +12,7 @@ pub mod host;
 pub mod job;
 pub mod lock;
 pub mod probe;
+pub mod profile_cache;
 pub mod profiler;
 pub mod rundir;
 pub mod runner;

@@ -1,0 +1,178 @@
+/* polyprof's fingerprint pass: a CUDA injection library (CUDA_INJECTION64_PATH) that logs, for
+ * each kernel launch, the module image it runs and how it was launched, without profiling it.
+ *
+ * Writes into $POLYPROF_FINGERPRINT_DIR:
+ *   launches-<pid>.tsv   one line per event, tab-separated:
+ *     M <module-id> <cubin-file> <cubin-bytes>       a module was loaded (its image saved once)
+ *     L <seq> <module-id> <gx> <gy> <gz> <bx> <by> <bz> <dynamic-smem> <symbol>
+ *     G <seq> <api>                                  a graph launch: its kernels are not seen
+ *     E <message>                                    the pass could not do its work
+ *   cubin-<crc>-<bytes>.bin  each distinct module image, written once (polyprof hashes it).
+ * The module of a launch is found with cuFuncGetModule; a function whose module was loaded
+ * before the subscription is logged with module-id -1 (polyprof then does not cache it). */
+#define _GNU_SOURCE
+#include <cuda.h>
+#include <cupti.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_MODULES 65536
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static FILE *log_file;
+static char dir[4096];
+static CUmodule modules[MAX_MODULES];
+static uint32_t module_ids[MAX_MODULES];
+static int module_count;
+static unsigned long long sequence;
+
+static int module_id_of(CUmodule module) {
+  for (int i = module_count - 1; i >= 0; i--)
+    if (modules[i] == module) return (int)module_ids[i];
+  return -1;
+}
+
+/* Save the image under a name of its CRC and size, once: a later process finds it there. */
+static void save_cubin(const void *cubin, size_t size, char *name, size_t name_len) {
+  CUpti_GetCubinCrcParams params;
+  memset(&params, 0, sizeof params);
+  params.size = CUpti_GetCubinCrcParamsSize;
+  params.cubinSize = size;
+  params.cubin = cubin;
+  unsigned long long crc = 0;
+  if (cuptiGetCubinCrc(&params) == CUPTI_SUCCESS) crc = (unsigned long long)params.cubinCrc;
+  snprintf(name, name_len, "cubin-%016llx-%zu.bin", crc, size);
+  char path[8192], tmp[8300];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  if (access(path, F_OK) == 0) return;
+  snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+  if (fd < 0) return;
+  const char *p = cubin;
+  size_t left = size;
+  while (left > 0) {
+    ssize_t n = write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    p += n;
+    left -= (size_t)n;
+  }
+  close(fd);
+  if (left == 0) rename(tmp, path); else unlink(tmp);
+}
+
+static void on_module_loaded(const CUpti_ResourceData *data) {
+  const CUpti_ModuleResourceData *module = data->resourceDescriptor;
+  if (module == NULL || module->pCubin == NULL || module->cubinSize == 0) return;
+  char name[128];
+  save_cubin(module->pCubin, module->cubinSize, name, sizeof name);
+  pthread_mutex_lock(&lock);
+  if (module_count < MAX_MODULES) {
+    modules[module_count] = data->resourceHandle.module;
+    module_ids[module_count] = module->moduleId;
+    module_count++;
+  }
+  fprintf(log_file, "M\t%u\t%s\t%zu\n", module->moduleId, name, module->cubinSize);
+  fflush(log_file);
+  pthread_mutex_unlock(&lock);
+}
+
+static void log_launch(const CUpti_CallbackData *info, CUfunction function, unsigned gx,
+                       unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                       unsigned smem) {
+  CUmodule module = NULL;
+  int id = -1;
+  pthread_mutex_lock(&lock);
+  if (cuFuncGetModule(&module, function) == CUDA_SUCCESS) id = module_id_of(module);
+  const char *symbol = info->symbolName ? info->symbolName : "?";
+  fprintf(log_file, "L\t%llu\t%d\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%s\n", sequence++, id, gx, gy, gz,
+          bx, by, bz, smem, symbol);
+  fflush(log_file);
+  pthread_mutex_unlock(&lock);
+}
+
+static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                              const void *cbdata) {
+  (void)userdata;
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+    if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED) on_module_loaded(cbdata);
+    return;
+  }
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  const CUpti_CallbackData *info = cbdata;
+  if (info->callbackSite != CUPTI_API_ENTER) return;
+  switch (cbid) {
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
+    const cuLaunchKernel_params *p = info->functionParams;
+    log_launch(info, p->f, p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY,
+               p->blockDimZ, p->sharedMemBytes);
+    break;
+  }
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
+    const cuLaunchCooperativeKernel_params *p = info->functionParams;
+    log_launch(info, p->f, p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY,
+               p->blockDimZ, p->sharedMemBytes);
+    break;
+  }
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+  case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+    const cuLaunchKernelEx_params *p = info->functionParams;
+    const CUlaunchConfig *c = p->config;
+    if (c != NULL)
+      log_launch(info, p->f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
+                 c->blockDimZ, c->sharedMemBytes);
+    break;
+  }
+  case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+  case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+    pthread_mutex_lock(&lock);
+    fprintf(log_file, "G\t%llu\tcuGraphLaunch\n", sequence++);
+    fflush(log_file);
+    pthread_mutex_unlock(&lock);
+    break;
+  default:
+    break;
+  }
+}
+
+int InitializeInjection(void) {
+  const char *out = getenv("POLYPROF_FINGERPRINT_DIR");
+  if (out == NULL || out[0] == '\0') return 0;
+  snprintf(dir, sizeof dir, "%s", out);
+  char path[8192];
+  snprintf(path, sizeof path, "%s/launches-%d.tsv", dir, (int)getpid());
+  log_file = fopen(path, "w");
+  if (log_file == NULL) return 0;
+  CUpti_SubscriberHandle subscriber;
+  CUptiResult status = cuptiSubscribe(&subscriber, (CUpti_CallbackFunc)callback, NULL);
+  if (status != CUPTI_SUCCESS) {
+    const char *why = "?";
+    cuptiGetResultString(status, &why);
+    fprintf(log_file, "E\tcuptiSubscribe failed: %s\n", why);
+    fflush(log_file);
+    return 0;
+  }
+  cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED);
+  const CUpti_CallbackId launches[] = {
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+      CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+  };
+  for (size_t i = 0; i < sizeof launches / sizeof launches[0]; i++)
+    cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, launches[i]);
+  return 1;
+}
