@@ -61,6 +61,7 @@ pub async fn profile_all(
             label: Some(key.clone()),
             run: options.run.clone(),
             call_path: options.call_path.clone(),
+            profile_cache: None,
         };
         runs.insert(key, profile(&job).await);
     }

@@ -327,6 +327,7 @@ async fn run_passes(
             label: Some(format!("{}/{label}", spec.id)),
             run: run.clone(),
             call_path: Vec::new(),
+            profile_cache: None,
         };
         let done = profile_on(&job, &target).await;
         // Where the pass really ran (a directory another run held is passed over).

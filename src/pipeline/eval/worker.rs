@@ -196,6 +196,7 @@ impl Launch {
             label: Some(self.role.dir_name()),
             run: self.run_options(cancel, kill_now.clone()),
             call_path: Vec::new(),
+            profile_cache: None,
         };
         let mut job =
             tokio::spawn(
