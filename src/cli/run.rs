@@ -465,6 +465,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         label: args.label.clone(),
         run: run_options,
         call_path: Vec::new(),
+        profile_cache: None,
     };
     // Whatever the tracking mode: a container must not outlive a polyprof killed hard.
     let target = args.container.target(supervisor_exe().ok()).await?;
