@@ -106,3 +106,35 @@ fn copy_bytes_and_fp32_fp16_bf16_fp8_flops_read_within_two_percent_on_the_h200()
         }
     }
 }
+
+/// The live `polyprof calibrate --json` after the FP16 fix (a later H200, `live-after-fp16-fix.json`):
+/// every counter the issue names within 2 % of its known work, the packed FP16 loop inside its
+/// interval, the launch floor measured, nothing untrusted and nothing above the peak.
+#[test]
+fn the_live_calibration_after_the_fp16_fix_trusts_every_counter() {
+    let document: serde_json::Value =
+        serde_json::from_slice(&read("live-after-fp16-fix.json")).unwrap();
+    let calibration: Calibration =
+        serde_json::from_value(document["calibration"].clone()).unwrap();
+    assert_eq!(document["untrusted"], serde_json::json!([]));
+    assert_eq!(document["above_peak"], serde_json::json!([]));
+    assert!(calibration.launch_floor_ns.is_some_and(|ns| ns > 0.0));
+    for quantity in [
+        CalibratedQuantity::DramBytesRead,
+        CalibratedQuantity::DramBytesWrite,
+        CalibratedQuantity::Fp32Flops,
+        CalibratedQuantity::Fp16Flops,
+        CalibratedQuantity::TensorFp16Flops,
+        CalibratedQuantity::TensorBf16Flops,
+        CalibratedQuantity::TensorFp8Flops,
+    ] {
+        assert_eq!(calibration.trust(quantity), CounterTrust::Good, "{quantity:?}");
+    }
+    let packed = calibration
+        .checks
+        .iter()
+        .find(|c| c.kernel == "fma_fp16x2")
+        .unwrap();
+    let (low, high) = (packed.measured.unwrap(), packed.measured_upper.unwrap());
+    assert!(low < packed.expected && packed.expected <= high, "{packed:?}");
+}

@@ -305,6 +305,7 @@ fn every_problem_of_the_kernelbench_sweep_passes_the_current_audit() {
 #[test]
 fn every_problem_of_the_work_pass_sweep_passes_with_its_work_checks_run() {
     let mut names = Vec::new();
+    let mut cited = 0;
     let mut flagged = Vec::new();
     for (capture, exit, audited) in audit_each_problem("eval-h200/work-sweep") {
         flagged.extend(not_passed(&capture, exit, &audited));
@@ -318,9 +319,19 @@ fn every_problem_of_the_work_pass_sweep_passes_with_its_work_checks_run() {
                 flagged.push(format!("{}: {check} did not run", capture.name));
             }
         }
+        if capture.dir.join("evidence.json").is_file()
+            && read_json(&capture.dir.join("evidence.json"))["calibration"].is_object()
+        {
+            // The third call's problems ran after `polyprof calibrate`: the audit cites it.
+            cited += 1;
+            if !audited["calibration"]["device_name"].is_string() {
+                flagged.push(format!("{}: the calibration is not cited", capture.name));
+            }
+        }
         names.push(capture.name);
     }
-    assert_eq!(names.len(), 32, "{names:?}");
+    assert_eq!(names.len(), 53, "{names:?}");
+    assert_eq!(cited, 21, "problems whose evidence holds a calibration");
     assert!(flagged.is_empty(), "{flagged:#?}");
 }
 
