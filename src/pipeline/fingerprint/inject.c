@@ -2,17 +2,18 @@
  * each kernel launch, the module image it runs and how it was launched, without profiling it.
  *
  * Writes into $POLYPROF_FINGERPRINT_DIR:
- *   launches-<pid>.tsv   one line per event, tab-separated:
- *     M <module-id> <cubin-file> <cubin-bytes>       a module was loaded (its image saved once)
- *     L <seq> <module-id> <gx> <gy> <gz> <bx> <by> <bz> <dynamic-smem> <symbol>
+ *   launches-<pid>.tsv   one line per event, tab-separated, in the order they happened:
+ *     M <seq> <cubin-file> <cubin-bytes>             a module was loaded (its image saved once)
+ *     L <seq> <gx> <gy> <gz> <bx> <by> <bz> <dynamic-smem> <symbol>
  *     G <seq> <api>                                  a graph launch: its kernels are not seen
  *     E <message>                                    the pass could not do its work
  *   cubin-<crc>-<bytes>.bin  each distinct module image, written once (polyprof hashes it).
- * The module of a launch is found with cuFuncGetModule; a function whose module was loaded
- * before the subscription is logged with module-id -1 (polyprof then does not cache it). */
+ * CUPTI names no module for a launch, so polyprof finds it: the image loaded before the launch
+ * whose symbol table defines the launched symbol (two different images defining it: not cached). */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <cupti.h>
+#include <cupti_pcsampling.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -23,21 +24,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MAX_MODULES 65536
-
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static FILE *log_file;
 static char dir[4096];
-static CUmodule modules[MAX_MODULES];
-static uint32_t module_ids[MAX_MODULES];
-static int module_count;
 static unsigned long long sequence;
-
-static int module_id_of(CUmodule module) {
-  for (int i = module_count - 1; i >= 0; i--)
-    if (modules[i] == module) return (int)module_ids[i];
-  return -1;
-}
 
 /* Save the image under a name of its CRC and size, once: a later process finds it there. */
 static void save_cubin(const void *cubin, size_t size, char *name, size_t name_len) {
@@ -74,26 +64,17 @@ static void on_module_loaded(const CUpti_ResourceData *data) {
   char name[128];
   save_cubin(module->pCubin, module->cubinSize, name, sizeof name);
   pthread_mutex_lock(&lock);
-  if (module_count < MAX_MODULES) {
-    modules[module_count] = data->resourceHandle.module;
-    module_ids[module_count] = module->moduleId;
-    module_count++;
-  }
-  fprintf(log_file, "M\t%u\t%s\t%zu\n", module->moduleId, name, module->cubinSize);
+  fprintf(log_file, "M\t%llu\t%s\t%zu\n", sequence++, name, module->cubinSize);
   fflush(log_file);
   pthread_mutex_unlock(&lock);
 }
 
-static void log_launch(const CUpti_CallbackData *info, CUfunction function, unsigned gx,
-                       unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                       unsigned smem) {
-  CUmodule module = NULL;
-  int id = -1;
+static void log_launch(const CUpti_CallbackData *info, unsigned gx, unsigned gy, unsigned gz,
+                       unsigned bx, unsigned by, unsigned bz, unsigned smem) {
   pthread_mutex_lock(&lock);
-  if (cuFuncGetModule(&module, function) == CUDA_SUCCESS) id = module_id_of(module);
   const char *symbol = info->symbolName ? info->symbolName : "?";
-  fprintf(log_file, "L\t%llu\t%d\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%s\n", sequence++, id, gx, gy, gz,
-          bx, by, bz, smem, symbol);
+  fprintf(log_file, "L\t%llu\t%u\t%u\t%u\t%u\t%u\t%u\t%u\t%s\n", sequence++, gx, gy, gz, bx, by,
+          bz, smem, symbol);
   fflush(log_file);
   pthread_mutex_unlock(&lock);
 }
@@ -112,14 +93,14 @@ static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti
   case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
   case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
     const cuLaunchKernel_params *p = info->functionParams;
-    log_launch(info, p->f, p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY,
+    log_launch(info, p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY,
                p->blockDimZ, p->sharedMemBytes);
     break;
   }
   case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
   case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
     const cuLaunchCooperativeKernel_params *p = info->functionParams;
-    log_launch(info, p->f, p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY,
+    log_launch(info, p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY,
                p->blockDimZ, p->sharedMemBytes);
     break;
   }
@@ -128,7 +109,7 @@ static void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain domain, CUpti
     const cuLaunchKernelEx_params *p = info->functionParams;
     const CUlaunchConfig *c = p->config;
     if (c != NULL)
-      log_launch(info, p->f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
+      log_launch(info, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
                  c->blockDimZ, c->sharedMemBytes);
     break;
   }
