@@ -255,3 +255,71 @@ fn cache_has_manual_pages() {
         assert!(dir.path().join(page).is_file(), "{page} missing");
     }
 }
+
+/// The writer the next test starts as several processes: stores keys 0..20 of its device in the
+/// cache named by the variable, twice over. Outside that test it does nothing.
+#[test]
+fn writer_process() {
+    let Some(dir) = std::env::var_os("POLYPROF_TEST_CACHE_WRITER") else {
+        return;
+    };
+    let cache = ProfileCache::open(Path::new(&dir)).unwrap();
+    for round in 0..2 {
+        for n in 0..20 {
+            let key = key(n, "NVIDIA H200");
+            cache
+                .put(&CacheEntry {
+                    record: KernelRecord {
+                        short_name: format!("kernel{n}"),
+                        ..KernelRecord::default()
+                    },
+                    key: key.clone(),
+                    origin_run: format!("process {} round {round}", std::process::id()),
+                    profiled_unix_s: now_unix_s(),
+                    profile_s: 0.1,
+                })
+                .unwrap();
+            // Another process may be rewriting it: a whole entry of this key, never half one.
+            assert_eq!(cache.get(&key).unwrap().unwrap().key, key);
+        }
+    }
+}
+
+#[test]
+fn writers_in_many_processes_and_an_expire_leave_whole_entries() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("shared");
+    let writers: Vec<_> = (0..6)
+        .map(|_| {
+            std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["profile_cache_cli::writer_process", "--exact"])
+                .env("POLYPROF_TEST_CACHE_WRITER", &dir)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    // Meanwhile the CLI expires (nothing is an hour old), as another process would.
+    for _ in 0..5 {
+        assert_exit(&cache(&dir, &["expire", "--older-than", "1h"]), 0);
+    }
+    for writer in writers {
+        let out = writer.wait_with_output().unwrap();
+        assert!(
+            out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = cache(&dir, &["list", "--json"]);
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listing = json(&out);
+    assert_eq!(listing["stats"]["entries"], 20);
+    assert_eq!(listing["entries"].as_array().unwrap().len(), 20);
+}
