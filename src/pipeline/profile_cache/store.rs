@@ -476,7 +476,11 @@ fn only_cache_files(dir: &Path) -> Result<bool> {
     let read = std::fs::read_dir(dir).map_err(|e| io("read the profile cache", dir, e))?;
     Ok(read.flatten().all(|e| {
         let name = e.file_name().to_string_lossy().into_owned();
-        name == LOCK_FILE || name.starts_with(&format!(".{VERSION_FILE}.")) || is_shard(&name)
+        // The marker itself: another process may have written it since this one looked.
+        name == VERSION_FILE
+            || name == LOCK_FILE
+            || name.starts_with(&format!(".{VERSION_FILE}."))
+            || is_shard(&name)
     }))
 }
 
