@@ -189,10 +189,13 @@ impl ProfileCache {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Lookup::default()),
             Err(e) => {
+                // Still unreadable when re-read under the lock: removed like a corrupt one.
+                let removed = self.discard(&path, &[]);
                 return Ok(Lookup {
                     entry: None,
                     warning: Some(format!(
-                        "the profile cache entry `{}` cannot be read ({e}); profiling again",
+                        "the profile cache entry `{}` cannot be read ({e}); {removed}; \
+                         profiling again",
                         path.display()
                     )),
                 });
@@ -224,7 +227,8 @@ impl ProfileCache {
         let Ok(_lock) = try_lock(&self.dir.join(LOCK_FILE), "profile cache", &self.dir) else {
             return "left in place while a writer holds the cache".into();
         };
-        // A writer may have replaced it with a good entry since it was read.
+        // A writer may have replaced it with a good entry since it was read (an unreadable
+        // one stays unreadable, so it is removed).
         if std::fs::read(path).is_ok_and(|now| now != judged) {
             return "left in place: it was rewritten meanwhile".into();
         }
@@ -668,6 +672,22 @@ mod tests {
         assert_eq!(cache.lookup(&key(1)).unwrap(), Lookup::default());
         cache.put(&entry(key(1), now_unix_s())).unwrap();
         assert!(cache.get(&key(1)).unwrap().is_some());
+    }
+
+    #[test]
+    fn an_unreadable_entry_is_a_miss_with_a_warning() {
+        let (_dir, cache) = cache();
+        // A directory where the entry belongs cannot be read as a file.
+        let path = cache.path_of(&key(1).digest());
+        std::fs::create_dir_all(&path).unwrap();
+        let found = cache.lookup(&key(1)).unwrap();
+        assert_eq!(found.entry, None);
+        let warning = found.warning.unwrap();
+        assert!(warning.contains("cannot be read"), "{warning}");
+        // Not a file, so not removed by remove_file; a put then fails with a typed error.
+        assert!(warning.contains("could not be removed"), "{warning}");
+        let err = cache.put(&entry(key(1), now_unix_s())).unwrap_err();
+        assert!(err.to_string().contains("write the cache entry"), "{err}");
     }
 
     #[test]
