@@ -6,6 +6,7 @@ pub mod batch_progress;
 pub mod batch_ray;
 pub mod batch_slurm;
 pub mod batch_summary;
+pub mod cache;
 pub mod calibrate;
 pub mod ci_output;
 pub mod completions;
@@ -128,6 +129,8 @@ pub enum Command {
     /// Run known-work micro-kernels under ncu, check each counter against the work, and cache
     /// the result for this GPU, driver and ncu version; exit 1 when a counter is untrusted.
     Calibrate(calibrate::Args),
+    /// The profile cache: list its entries, clear, expire or invalidate them, print its path.
+    Cache(cache::Args),
     /// The effective defaults (polyprof.toml, the user config, POLYPROF_* variables) and where
     /// each came from.
     Config(config::Args),
@@ -159,6 +162,7 @@ pub async fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Batch(args) => batch::execute(args).await,
         Command::Audit(args) => audit::execute(args).await,
         Command::Calibrate(args) => calibrate::execute(args).await,
+        Command::Cache(args) => cache::execute(args).await,
         Command::Config(args) => config::execute(args).await,
         Command::Completions(args) => completions::execute(args).await,
         Command::Man(args) => man::execute(args).await,

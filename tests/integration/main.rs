@@ -61,6 +61,7 @@ mod ncu_session_and_discovery;
 mod ncu_static_lane;
 mod parse_inputs;
 mod parse_records;
+mod profile_cache_cli;
 mod readme_walkthrough;
 mod report_chrome;
 mod report_diff;

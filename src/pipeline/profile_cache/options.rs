@@ -11,7 +11,8 @@ pub const DEFAULT_AUDIT_SHARE: f64 = 0.05;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProfileCacheOptions {
-    /// The cache directory; `None`: `$XDG_CACHE_HOME/polyprof/profiles` (else
+    /// The cache directory; `None`: [`super::store::default_dir`] (`<cache_dir>/profiles` when
+    /// `cache_dir` is configured, else `$XDG_CACHE_HOME/polyprof/profiles`, else
     /// `~/.cache/polyprof/profiles`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dir: Option<PathBuf>,
