@@ -20,6 +20,7 @@ pub mod plan;
 pub mod probe;
 pub mod profile_cache;
 pub mod record;
+pub mod record_origin;
 pub mod run;
 pub mod run_error;
 pub mod schema;

@@ -7,12 +7,15 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::record::KernelRecord;
+pub use super::record_origin::{RecordOrigin, RecordSource};
 
 /// The version of the key's layout; a change makes every older entry a miss.
 pub const KEY_VERSION: u32 = 1;
 
 /// One kernel launch as the fingerprint pass saw it: the binary it runs and how it was launched.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 pub struct LaunchFingerprint {
     /// SHA-256 of the module image (cubin) the kernel was loaded from, hex: a change anywhere
     /// in the module's code or data is a new fingerprint (conservative, never stale).
@@ -71,10 +74,12 @@ impl ProfileKey {
 /// Lower-case hex of `bytes`.
 pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
 }
 
 /// A stored profile: the key (checked in full on every read), the record, and where it came from.
@@ -88,28 +93,6 @@ pub struct CacheEntry {
     /// What profiling this launch cost, seconds of the profiler's wall time (its share of the
     /// profiling step): what a hit saves.
     pub profile_s: f64,
-}
-
-/// Where a run's kernel record came from, when the run used the profile cache.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum RecordSource {
-    /// Profiled in this run.
-    Profiled,
-    /// A repeat of a launch profiled in this run (same fingerprint), not profiled again.
-    Repeat,
-    /// Served from the cache.
-    Cache,
-}
-
-/// A record's place in the profile cache: its source, key digest and, for a hit, the run that
-/// profiled it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct RecordOrigin {
-    pub source: RecordSource,
-    pub key: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub origin_run: Option<String>,
 }
 
 /// A cache hit re-profiled by the audit sample whose profile disagreed with the stored one.
@@ -201,7 +184,10 @@ mod tests {
                 &mut c.metric_set,
                 &mut c.scope,
             ];
-            *slot.into_iter().nth(field).unwrap_or_else(|| unreachable!()) = "x".into();
+            *slot
+                .into_iter()
+                .nth(field)
+                .unwrap_or_else(|| unreachable!()) = "x".into();
             changed.push(k);
         }
         for k in changed {

@@ -475,7 +475,7 @@ pub struct KernelRecord {
     /// Where the record came from when the run used the profile cache (profiled in this run, a
     /// repeat of a launch profiled in it, or a cache hit and the run that profiled it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache: Option<super::profile_cache::RecordOrigin>,
+    pub cache: Option<super::record_origin::RecordOrigin>,
 }
 
 fn one() -> u64 {

@@ -114,8 +114,7 @@ fn copy_bytes_and_fp32_fp16_bf16_fp8_flops_read_within_two_percent_on_the_h200()
 fn the_live_calibration_after_the_fp16_fix_trusts_every_counter() {
     let document: serde_json::Value =
         serde_json::from_slice(&read("live-after-fp16-fix.json")).unwrap();
-    let calibration: Calibration =
-        serde_json::from_value(document["calibration"].clone()).unwrap();
+    let calibration: Calibration = serde_json::from_value(document["calibration"].clone()).unwrap();
     assert_eq!(document["untrusted"], serde_json::json!([]));
     assert_eq!(document["above_peak"], serde_json::json!([]));
     assert!(calibration.launch_floor_ns.is_some_and(|ns| ns > 0.0));
@@ -128,7 +127,11 @@ fn the_live_calibration_after_the_fp16_fix_trusts_every_counter() {
         CalibratedQuantity::TensorBf16Flops,
         CalibratedQuantity::TensorFp8Flops,
     ] {
-        assert_eq!(calibration.trust(quantity), CounterTrust::Good, "{quantity:?}");
+        assert_eq!(
+            calibration.trust(quantity),
+            CounterTrust::Good,
+            "{quantity:?}"
+        );
     }
     let packed = calibration
         .checks
@@ -136,5 +139,8 @@ fn the_live_calibration_after_the_fp16_fix_trusts_every_counter() {
         .find(|c| c.kernel == "fma_fp16x2")
         .unwrap();
     let (low, high) = (packed.measured.unwrap(), packed.measured_upper.unwrap());
-    assert!(low < packed.expected && packed.expected <= high, "{packed:?}");
+    assert!(
+        low < packed.expected && packed.expected <= high,
+        "{packed:?}"
+    );
 }
