@@ -31,6 +31,7 @@ pub mod parse;
 pub mod parse_output;
 pub mod parse_run;
 pub mod parse_vtune;
+pub mod profile_cache_args;
 pub mod report;
 pub mod report_batch;
 pub mod run;

@@ -94,6 +94,8 @@ pub struct Args {
         help_heading = "Output"
     )]
     pub exit_code: ExitCodeMode,
+    #[command(flatten, next_help_heading = "Profile cache (--profiler ncu)")]
+    pub profile_cache: super::profile_cache_args::ProfileCacheArgs,
     #[command(flatten, next_help_heading = "Supervision")]
     pub supervision: Box<SupervisionArgs>,
     /// Nsight Compute options (used with `--profiler ncu`).
@@ -465,7 +467,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         label: args.label.clone(),
         run: run_options,
         call_path: Vec::new(),
-        profile_cache: None,
+        profile_cache: args.profile_cache.options()?,
     };
     // Whatever the tracking mode: a container must not outlive a polyprof killed hard.
     let target = args.container.target(supervisor_exe().ok()).await?;

@@ -147,7 +147,7 @@ pub async fn profile_claimed(
 
 async fn run_pass(job: &Job, run: &mut ProfileRun, target: &ExecutionTarget) {
     let dir = job.output_dir.as_path();
-    let profiler: std::sync::Arc<dyn Backend> =
+    let mut profiler: std::sync::Arc<dyn Backend> =
         match profilers::create(&job.profiler, dir, &job.settings) {
             Ok(p) => p.into(),
             Err(e) => return run.errors.push(e.into()),
@@ -190,6 +190,33 @@ async fn run_pass(job: &Job, run: &mut ProfileRun, target: &ExecutionTarget) {
             );
         }
     }
+    let mut once = None;
+    let mut fingerprint_step = None;
+    if job.profile_cache.is_some() {
+        match profile_once_first(job, run, &profiler, target).await {
+            Ahead::Profile(prepared, settings) => {
+                fingerprint_step = Some(prepared.pass.step.clone());
+                match profilers::create(&job.profiler, dir, &settings) {
+                    Ok(p) => profiler = p.into(),
+                    Err(e) => return run.errors.push(e.into()),
+                }
+                once = Some(prepared);
+            }
+            Ahead::AllCached(prepared) => {
+                run.outcome = prepared
+                    .pass
+                    .step
+                    .attempts
+                    .last()
+                    .map(|a| a.outcome.clone());
+                run.steps.push(prepared.pass.step.clone());
+                crate::pipeline::profile_once::finish(prepared, run, 0.0);
+                crate::results::profile::stamp_call_paths(run, &job.call_path);
+                return;
+            }
+            Ahead::Bypassed(step) => fingerprint_step = step,
+        }
+    }
     if let Err(e) = profiler.prepare_with(dir, job.run.cancel.clone()).await {
         // A file polyprof could not stage, a previous run in the way or a profiler found
         // unusable keep their kind; anything else failed the profiler's pre-run step.
@@ -222,6 +249,13 @@ async fn run_pass(job: &Job, run: &mut ProfileRun, target: &ExecutionTarget) {
         }
     };
     summarize_steps(run, main, matches!(target, ExecutionTarget::Container(_)));
+    let profile_wall_s = main
+        .and_then(|i| run.steps.get(i))
+        .and_then(|s| s.attempts.last())
+        .map_or(0.0, |a| a.timings.end_s);
+    if let Some(step) = fingerprint_step {
+        run.steps.insert(0, step);
+    }
 
     match profiler.read_output().await {
         Ok(output) => {
@@ -252,6 +286,9 @@ async fn run_pass(job: &Job, run: &mut ProfileRun, target: &ExecutionTarget) {
             run.errors.extend(diagnosed);
             run.device = output.parsed.device;
             run.session = output.parsed.session;
+            if let Some(prepared) = once.take() {
+                crate::pipeline::profile_once::finish(prepared, run, profile_wall_s);
+            }
             crate::results::profile::stamp_call_paths(run, &job.call_path);
             run.errors.extend(
                 output
@@ -272,6 +309,67 @@ async fn run_pass(job: &Job, run: &mut ProfileRun, target: &ExecutionTarget) {
                 .unwrap_or_default()
                 .artifacts;
         }
+    }
+}
+
+/// What the profile cache decided before the profiler runs.
+enum Ahead {
+    /// Profile with these (narrowed) settings, then put the records together.
+    Profile(
+        crate::pipeline::profile_once::Prepared,
+        crate::profilers::ProfilerSettings,
+    ),
+    /// Every launch is answered: the profiler need not run.
+    AllCached(crate::pipeline::profile_once::Prepared),
+    /// The cache is left out of this run (the run's warnings and `profile_cache` say why);
+    /// the fingerprint pass's step when it ran.
+    Bypassed(Option<StepRun>),
+}
+
+/// The fingerprint pass and the cache's lookups (ncu on this machine only: the pass runs the
+/// target here, with polyprof's injection library).
+async fn profile_once_first(
+    job: &Job,
+    run: &mut ProfileRun,
+    profiler: &std::sync::Arc<dyn Backend>,
+    target: &ExecutionTarget,
+) -> Ahead {
+    let mut bypass = |why: String, step: Option<StepRun>| {
+        run.warnings.push(format!("profile cache not used: {why}"));
+        run.profile_cache = Some(crate::model::profile_cache::ProfileCacheSummary {
+            bypassed: Some(why),
+            ..Default::default()
+        });
+        Ahead::Bypassed(step)
+    };
+    if profiler.name() != "ncu" {
+        return bypass(
+            format!(
+                "it keys ncu profiles; `{}` has no fingerprint pass",
+                profiler.name()
+            ),
+            None,
+        );
+    }
+    if !matches!(target, ExecutionTarget::Local) {
+        return bypass(
+            "the fingerprint pass runs the target on this machine, not in a container".into(),
+            None,
+        );
+    }
+    let prepared = crate::pipeline::profile_once::prepare(
+        job,
+        &job.output_dir,
+        run.profiler.version.as_deref(),
+        profiler.end_marker(),
+    )
+    .await;
+    match prepared {
+        Ok(prepared) => match prepared.narrowed.clone() {
+            Some(settings) => Ahead::Profile(prepared, settings),
+            None => Ahead::AllCached(prepared),
+        },
+        Err((why, step)) => bypass(why, step),
     }
 }
 

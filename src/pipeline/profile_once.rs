@@ -1,0 +1,386 @@
+//! Profile once: before ncu runs, the fingerprint pass keys every launch; the profile cache
+//! answers the keys it holds; ncu then profiles only the fingerprints it lacks (plus the audit
+//! sample of hits), each once per launch configuration; afterwards the run's records are put
+//! back together in launch order and what was profiled is stored.
+//!
+//! Anything that keeps the cache from being sure (no nvcc or CUPTI, a graph launch, several
+//! processes launching kernels, a launch whose image is unknown, a program that launches
+//! differently under ncu) bypasses or leaves the cache alone, says why in the run's
+//! `profile_cache.bypassed` or warnings, and never costs the run its profile.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use sha2::{Digest, Sha256};
+
+use crate::model::profile_cache::{
+    CacheDisagreement, CacheEntry, LaunchFingerprint, ProfileCacheSummary, ProfileContext,
+    ProfileKey, RecordSource, hex,
+};
+use crate::model::run::{ProfileRun, StepRun};
+use crate::pipeline::fingerprint::{self, FingerprintPass};
+use crate::pipeline::job::Job;
+use crate::pipeline::profile_cache::{ProfileCache, ProfileCacheOptions, store};
+use crate::profilers::ncu::launch_log::LoggedLaunch;
+use crate::profilers::ncu::profile_once::{Hit, assemble, expected_profiled, narrowed_options};
+use crate::profilers::{EndMarker, ProfilerSettings};
+
+/// A cached profile whose fresh profile differs by more than this share is invalidated. One
+/// ncu replay of the same launch under clock control varies by a few percent; a kernel whose
+/// work depends on its arguments or state can differ by far more.
+pub const AUDIT_TOLERANCE: f64 = 0.15;
+
+/// What the run needs after the fingerprint pass and the lookups.
+pub struct Prepared {
+    pub cache: ProfileCache,
+    pub options: ProfileCacheOptions,
+    pub pass: FingerprintPass,
+    pub launches: Vec<LoggedLaunch>,
+    pub keys: BTreeMap<LaunchFingerprint, ProfileKey>,
+    pub hits: BTreeMap<LaunchFingerprint, (CacheEntry, String)>,
+    /// Hits re-profiled by the audit sample.
+    pub audited: BTreeSet<LaunchFingerprint>,
+    /// The settings that profile only what is needed; `None`: nothing is.
+    pub narrowed: Option<ProfilerSettings>,
+    pub expected: Vec<usize>,
+    pub summary: ProfileCacheSummary,
+    pub warnings: Vec<String>,
+}
+
+/// Run the fingerprint pass and look every fingerprint up. `Err`: why the cache is bypassed
+/// (the run then profiles as it would without a cache).
+pub async fn prepare(
+    job: &Job,
+    run_dir: &Path,
+    tool_version: Option<&str>,
+    end_marker: EndMarker,
+) -> Result<Prepared, (String, Option<StepRun>)> {
+    let Some(options) = job.profile_cache.clone() else {
+        return Err(("the run did not ask for the profile cache".into(), None));
+    };
+    let bypass = |why: String| (why, None);
+    let dir = match &options.dir {
+        Some(dir) => dir.clone(),
+        None => store::default_dir().map_err(|e| bypass(e.to_string()))?,
+    };
+    let cache = ProfileCache::open(&dir).map_err(|e| bypass(e.to_string()))?;
+    let library_root = crate::pipeline::config::default_cache_dir()
+        .and_then(|d| d.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| run_dir.to_path_buf());
+    let library = fingerprint::library(&library_root, &job.run.cancel)
+        .await
+        .map_err(|e| bypass(e.to_string()))?;
+    let started = Instant::now();
+    let pass =
+        fingerprint::run_fingerprint_pass(&job.target, &library, run_dir, &job.run, end_marker)
+            .await
+            .map_err(|e| bypass(e.to_string()))?;
+    let fingerprint_s = started.elapsed().as_secs_f64();
+    let step = Some(pass.step.clone());
+    let with_step = |why: String| (why, step.clone());
+    let launching: Vec<_> = pass
+        .processes
+        .iter()
+        .filter(|(_, p)| !p.launches.is_empty() || p.graphs > 0)
+        .collect();
+    if let Some((name, p)) = pass.processes.iter().find(|(_, p)| !p.failures.is_empty()) {
+        return Err(with_step(format!(
+            "the fingerprint library failed in {name}: {}",
+            p.failures.join("; ")
+        )));
+    }
+    let launches = match launching.as_slice() {
+        [] => Vec::new(),
+        [(_, p)] if p.graphs > 0 => {
+            return Err(with_step(format!(
+                "the target launched {} CUDA graph(s), whose kernels the fingerprint pass cannot see",
+                p.graphs
+            )));
+        }
+        [(_, p)] => p.launches.clone(),
+        many => {
+            return Err(with_step(format!(
+                "{} processes launched kernels; the profile cache keys one process's launches",
+                many.len()
+            )));
+        }
+    };
+    let context = context(job, tool_version).await;
+    let mut keys = BTreeMap::new();
+    for launch in &launches {
+        if let Ok(fingerprint) = &launch.fingerprint {
+            keys.entry(fingerprint.clone())
+                .or_insert_with(|| ProfileKey::new(fingerprint.clone(), context.clone()));
+        }
+    }
+    let mut warnings = Vec::new();
+    let mut hits = BTreeMap::new();
+    for (fingerprint, key) in &keys {
+        match cache.lookup(key) {
+            Ok(found) => {
+                warnings.extend(found.warning);
+                if let Some(entry) = found.entry {
+                    hits.insert(fingerprint.clone(), (entry, key.digest()));
+                }
+            }
+            Err(e) => warnings.push(format!("profile cache lookup: {e}")),
+        }
+    }
+    let salt = run_dir.display().to_string();
+    let audited: BTreeSet<LaunchFingerprint> = hits
+        .iter()
+        .filter(|(_, (_, digest))| sampled(digest, &salt, options.audit_share))
+        .map(|(f, _)| f.clone())
+        .collect();
+    // ncu profiles, by name, every symbol that has a launch without a usable answer.
+    let symbols: BTreeSet<String> = launches
+        .iter()
+        .filter(|l| match &l.fingerprint {
+            Ok(f) => !hits.contains_key(f) || audited.contains(f),
+            Err(_) => true,
+        })
+        .map(|l| l.symbol.clone())
+        .collect();
+    let per_config = options.per_fingerprint.max(1);
+    let expected = expected_profiled(&launches, &symbols, per_config);
+    let narrowed = if symbols.is_empty() {
+        None
+    } else {
+        let ncu =
+            narrowed_options(&job.settings.ncu, &symbols, per_config).map_err(|e| with_step(e))?;
+        Some(ProfilerSettings {
+            ncu,
+            ..job.settings.clone()
+        })
+    };
+    for launch in &launches {
+        if let Err(why) = &launch.fingerprint {
+            warnings.push(format!(
+                "launch {} (`{}`) is profiled and not cached: {why}",
+                launch.index, launch.symbol
+            ));
+        }
+    }
+    let summary = ProfileCacheSummary {
+        dir: cache.dir().display().to_string(),
+        launches: launches.len() as u64,
+        fingerprints: keys.len() as u64,
+        hits: (hits.len() - audited.len()) as u64,
+        audited: audited.len() as u64,
+        fingerprint_s,
+        ..ProfileCacheSummary::default()
+    };
+    Ok(Prepared {
+        cache,
+        options,
+        pass,
+        launches,
+        keys,
+        hits,
+        audited,
+        narrowed,
+        expected,
+        summary,
+        warnings,
+    })
+}
+
+/// Whether the audit sample takes the hit `digest` in the run `salt`: a share `share` of hits,
+/// other ones in each run.
+fn sampled(digest: &str, salt: &str, share: f64) -> bool {
+    if share <= 0.0 {
+        return false;
+    }
+    let mut hasher = Sha256::new();
+    hasher.update(salt.as_bytes());
+    hasher.update(digest.as_bytes());
+    let bytes = hasher.finalize();
+    let draw = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+    f64::from(draw) / f64::from(u32::MAX) < share
+}
+
+/// Where and how the profiles are measured: the GPU (nvidia-smi: name and compute capability),
+/// the driver, ncu's version, the clock policy, the metric set and the inputs' scope.
+async fn context(job: &Job, tool_version: Option<&str>) -> ProfileContext {
+    let ncu = &job.settings.ncu;
+    let (device, driver) = match which::which("nvidia-smi") {
+        Ok(smi) => {
+            let visible = std::env::var("CUDA_VISIBLE_DEVICES")
+                .ok()
+                .and_then(|v| v.split(',').next().map(str::to_string))
+                .filter(|v| !v.is_empty());
+            match crate::pipeline::calibrate::device::identify(
+                &smi,
+                visible.as_deref(),
+                &job.run.cancel,
+            )
+            .await
+            {
+                Ok(gpu) => (
+                    format!(
+                        "{} (sm_{})",
+                        gpu.name,
+                        gpu.compute_capability
+                            .map_or_else(String::new, |(a, b)| format!("{a}{b}"))
+                    ),
+                    gpu.driver.unwrap_or_default(),
+                ),
+                Err(_) => ("unknown".to_string(), "unknown".to_string()),
+            }
+        }
+        Err(_) => ("unknown".to_string(), "unknown".to_string()),
+    };
+    let metric_set = match ncu.preset.ncu_set() {
+        Some(set) => format!("set {set}"),
+        None => {
+            let mut names = ncu.metric_names();
+            names.sort();
+            let mut hasher = Sha256::new();
+            hasher.update(names.join(",").as_bytes());
+            format!("metrics {}", hex(&hasher.finalize()))
+        }
+    };
+    let scope = job.profile_cache.as_ref().and_then(|o| o.scope.clone());
+    ProfileContext {
+        device,
+        driver,
+        tool: format!("ncu {}", tool_version.unwrap_or("unknown")),
+        clock_control: ncu.clock_control.as_str().to_string(),
+        metric_set,
+        scope: scope.unwrap_or_else(|| {
+            job.target
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" ")
+        }),
+    }
+}
+
+/// After ncu: put the run's records together, store what was profiled, judge the audit sample
+/// and fill in the run's `profile_cache`. `profile_wall_s`: ncu's profiling step's wall time.
+pub fn finish(mut prepared: Prepared, run: &mut ProfileRun, profile_wall_s: f64) {
+    let mut summary = std::mem::take(&mut prepared.summary);
+    run.warnings.append(&mut prepared.warnings);
+    let digests: BTreeMap<LaunchFingerprint, String> = prepared
+        .keys
+        .iter()
+        .map(|(f, k)| (f.clone(), k.digest()))
+        .collect();
+    let hits: BTreeMap<LaunchFingerprint, Hit> = prepared
+        .hits
+        .iter()
+        .filter(|(f, _)| !prepared.audited.contains(*f))
+        .map(|(f, (entry, digest))| {
+            (
+                f.clone(),
+                Hit {
+                    record: entry.record.clone(),
+                    key: digest.clone(),
+                    origin_run: entry.origin_run.clone(),
+                },
+            )
+        })
+        .collect();
+    let profiled = std::mem::take(&mut run.kernels);
+    let count = profiled.len();
+    let assembled = match assemble(
+        &prepared.launches,
+        profiled.clone(),
+        &prepared.expected,
+        &hits,
+        &digests,
+    ) {
+        Ok(assembled) => assembled,
+        Err(why) => {
+            run.kernels = profiled;
+            run.warnings
+                .push(format!("profile cache: nothing stored or served: {why}"));
+            summary.bypassed = Some(why);
+            summary.hits = 0;
+            run.profile_cache = Some(summary);
+            return;
+        }
+    };
+    // What profiling one launch cost: ncu's wall time beyond the program's own.
+    let per_launch_s = if count == 0 {
+        0.0
+    } else {
+        (profile_wall_s - prepared.pass.wall_s).max(0.0) / count as f64
+    };
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    for (fingerprint, record) in &assembled.profiled {
+        let Some(key) = prepared.keys.get(fingerprint) else {
+            continue;
+        };
+        if let Some((cached, digest)) = prepared.hits.get(fingerprint) {
+            if prepared.audited.contains(fingerprint) {
+                let (old, new) = (cached.record.duration_ns, record.duration_ns);
+                if let (Some(old), Some(new)) = (old, new) {
+                    let differs = (new - old).abs() > AUDIT_TOLERANCE * old.abs().max(1.0);
+                    if !differs {
+                        continue;
+                    }
+                    summary.disagreements.push(CacheDisagreement {
+                        key: digest.clone(),
+                        kernel: record.short_name.clone(),
+                        cached_ns: old,
+                        measured_ns: new,
+                        tolerance: AUDIT_TOLERANCE,
+                    });
+                    run.warnings.push(format!(
+                        "profile cache: the audit sample re-profiled `{}` at {new:.0} ns against {old:.0} ns cached (beyond {:.0} %): the entry is replaced",
+                        record.short_name,
+                        AUDIT_TOLERANCE * 100.0
+                    ));
+                    if let Err(e) = prepared.cache.invalidate(digest) {
+                        run.warnings.push(format!("profile cache: {e}"));
+                    }
+                } else {
+                    continue;
+                }
+            } else {
+                continue;
+            }
+        }
+        let mut stored = record.clone();
+        stored.cache = None;
+        stored.call_path.clear();
+        stored.launch_id = 0;
+        stored.start_ns = None;
+        stored.process_id = None;
+        let entry = CacheEntry {
+            key: key.clone(),
+            record: stored,
+            origin_run: run.output_dir.display().to_string(),
+            profiled_unix_s: now,
+            profile_s: per_launch_s,
+        };
+        if let Err(e) = prepared.cache.put(&entry) {
+            run.warnings.push(format!("profile cache: {e}"));
+        }
+    }
+    summary.profiled = assembled.profiled.len() as u64;
+    summary.repeats = assembled.repeats;
+    // Saved: each launch not profiled, at what profiling it cost when it was.
+    let cost_of: BTreeMap<&str, f64> = prepared
+        .hits
+        .values()
+        .map(|(entry, digest)| (digest.as_str(), entry.profile_s))
+        .collect();
+    summary.saved_s = assembled
+        .records
+        .iter()
+        .filter_map(|r| r.cache.as_ref())
+        .map(|origin| match origin.source {
+            RecordSource::Cache => cost_of.get(origin.key.as_str()).copied().unwrap_or(0.0),
+            RecordSource::Repeat => per_launch_s,
+            RecordSource::Profiled => 0.0,
+        })
+        .sum();
+    run.kernels = assembled.records;
+    run.profile_cache = Some(summary);
+}
