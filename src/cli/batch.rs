@@ -14,6 +14,7 @@ use polyprof::pipeline::batch::{self, BatchOptions, JobSpec, OpenBatch, TaskOpti
 use polyprof::profilers::devices::device_from_env;
 use polyprof::profilers::selection::Selection;
 
+use polyprof::pipeline::profile_cache::ProfileCacheOptions;
 use polyprof::pipeline::{EnvPolicy, RunOptions};
 
 use super::batch_progress::Progress;
@@ -74,6 +75,11 @@ pub struct Args {
     /// Also pass this variable from polyprof's environment (clean/untrusted; `NAME*` is a prefix).
     #[arg(long, value_name = "NAME")]
     pub env_allow: Vec<String>,
+    /// Profile each kernel fingerprint once and serve repeats from the profile cache, in DIR
+    /// [default: the user's cache], for every job under a profiler other than none that gives
+    /// no `profile_cache` of its own (write `--profile-cache=DIR`, or the flag alone).
+    #[arg(long, value_name = "DIR", num_args = 0..=1, require_equals = true)]
+    pub profile_cache: Option<Option<PathBuf>>,
     /// Run only the job at this 0-based position of the job file (a scheduler's array task),
     /// on the device the environment pins; writes its entry.json, not batch.json.
     #[arg(long, hide = true, value_name = "N", conflicts_with = "task_id")]
@@ -150,6 +156,7 @@ pub async fn execute(mut args: Args) -> anyhow::Result<u8> {
             device_errors: &args.device_errors,
             env_policy: args.env_policy.as_ref().unwrap_or(&EnvPolicy::Inherit),
             env_allow: &args.env_allow,
+            profile_cache: args.profile_cache.as_ref(),
             ci: &args.ci,
         };
         if args.ray.ray.is_some() {
@@ -232,6 +239,10 @@ fn task_options(args: &Args) -> anyhow::Result<TaskOptions> {
         node: polyprof::pipeline::host::hostname(),
         slurm: None,
         ray: None,
+        profile_cache: args.profile_cache.as_ref().map(|dir| ProfileCacheOptions {
+            dir: dir.clone(),
+            ..ProfileCacheOptions::default()
+        }),
     })
 }
 

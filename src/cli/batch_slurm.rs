@@ -34,6 +34,8 @@ pub struct Common<'a> {
     pub device_errors: &'a [String],
     pub env_policy: &'a EnvPolicy,
     pub env_allow: &'a [String],
+    /// `--profile-cache [DIR]`, passed on to every task.
+    pub profile_cache: Option<&'a Option<PathBuf>>,
     pub ci: &'a super::ci_output::CiArgs,
 }
 
@@ -208,6 +210,16 @@ pub(super) fn task_argv(
     argv.push(format!("--env-policy={policy}"));
     for name in args.env_allow {
         argv.push(format!("--env-allow={name}"));
+    }
+    match args.profile_cache {
+        None => {}
+        Some(None) => argv.push("--profile-cache".to_string()),
+        // The nodes need an absolute path (a task's working directory may differ).
+        Some(Some(dir)) => {
+            let dir = std::path::absolute(dir)
+                .with_context(|| format!("cannot resolve {}", dir.display()))?;
+            argv.push(format!("--profile-cache={}", text(&dir)?));
+        }
     }
     Ok(argv)
 }

@@ -12,7 +12,9 @@ use super::record::KernelRecord;
 pub const KEY_VERSION: u32 = 1;
 
 /// One kernel launch as the fingerprint pass saw it: the binary it runs and how it was launched.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 pub struct LaunchFingerprint {
     /// SHA-256 of the module image (cubin) the kernel was loaded from, hex: a change anywhere
     /// in the module's code or data is a new fingerprint (conservative, never stale).
@@ -71,10 +73,12 @@ impl ProfileKey {
 /// Lower-case hex of `bytes`.
 pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
 }
 
 /// A stored profile: the key (checked in full on every read), the record, and where it came from.
@@ -201,7 +205,10 @@ mod tests {
                 &mut c.metric_set,
                 &mut c.scope,
             ];
-            *slot.into_iter().nth(field).unwrap_or_else(|| unreachable!()) = "x".into();
+            *slot
+                .into_iter()
+                .nth(field)
+                .unwrap_or_else(|| unreachable!()) = "x".into();
             changed.push(k);
         }
         for k in changed {
