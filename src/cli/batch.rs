@@ -45,6 +45,10 @@ pub struct Args {
     /// cascade's baseline: what it saves is measured against this).
     #[arg(long)]
     pub all_stages: bool,
+    /// Check the job file and print each job it expands to (its profilers and profile cache),
+    /// running nothing and creating nothing; with `--json`, as a JSON array.
+    #[arg(long, conflicts_with_all = ["resume", "task_index", "task_id"])]
+    pub dry_run: bool,
     /// Print the index (batch.json) on stdout at the end instead of the summary table.
     #[arg(long)]
     pub json: bool,
@@ -135,6 +139,9 @@ pub async fn execute(mut args: Args) -> anyhow::Result<u8> {
         {
             spec.profiler_type = Some(profiler.to_string());
         }
+    }
+    if args.dry_run {
+        return super::batch_dry_run::print(&specs, &task_options(&args)?, args.json);
     }
     let remote = args.slurm.slurm || args.ray.ray.is_some();
     if remote && specs.iter().any(|s| s.stage.is_some()) {

@@ -12,6 +12,7 @@ use super::cache_setting::ProfileCacheSetting;
 use super::eval_table::EvalJob;
 use super::spec::{JobSpec, check_id};
 use super::stage::{ProfileRule, Stage, StageRef};
+use crate::profilers::settings::BackendOverrides;
 
 /// A `problem` table of the job file.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -41,6 +42,10 @@ pub struct ProblemSpec {
     /// A `target` problem's profile stage runs the command under this profiler (default ncu).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profiler: Option<String>,
+    /// Backend settings of a `target` problem's profile stage (`ncu`: `preset`, `clock_control`,
+    /// …), as a job's.
+    #[serde(flatten)]
+    pub backend: BackendOverrides,
     /// The profile cache for a `target` problem's profile stage (as a job's `profile_cache`);
     /// its keys are scoped by the problem unless the table names a scope.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -174,6 +179,11 @@ impl ProblemSpec {
                 ));
             }
         }
+        if self.reference.is_some() && self.backend != BackendOverrides::default() {
+            return Err(format!(
+                "problem `{id}`: backend settings (`ncu`) are for a `target` problem's profile stage; a `reference` problem's witness takes `eval.witness_profiler`"
+            ));
+        }
         let mut seen = BTreeMap::new();
         for path in &self.candidates {
             let name = Self::candidate_name(path);
@@ -254,6 +264,7 @@ impl ProblemSpec {
                 Stage::Time => command(&self.target, "none"),
                 Stage::Profile => JobSpec {
                     profile_cache: self.profile_cache.clone(),
+                    backend: self.backend.clone(),
                     ..command(&self.target, self.profiler.as_deref().unwrap_or("ncu"))
                 },
             });
@@ -379,6 +390,12 @@ mod tests {
         };
         let jobs = spec("mm", serde_json::json!("cache")).unwrap();
         let (time, profile) = (&jobs[0], &jobs[1]);
+        let minimal = problem(serde_json::json!({
+            "id": "mm", "target": ["./{candidate}"], "candidates": ["c/a"],
+            "stages": ["time", "profile"], "ncu": {"preset": {"kind": "minimal"}}
+        }))
+        .unwrap();
+        assert!(minimal[1].backend.ncu.is_some() && minimal[0].backend.ncu.is_none());
         assert_eq!(time.profile_cache_for("none", None), None);
         let a = profile.profile_cache_for("ncu", None).unwrap();
         assert_eq!(a.dir.as_deref(), Some(Path::new("cache")));
