@@ -42,10 +42,11 @@ pub struct ProblemSpec {
     /// A `target` problem's profile stage runs the command under this profiler (default ncu).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profiler: Option<String>,
-    /// Backend settings of a `target` problem's profile stage (`ncu`: `preset`, `clock_control`,
-    /// …), as a job's.
-    #[serde(flatten)]
-    pub backend: BackendOverrides,
+    /// Nsight Compute's settings of a `target` problem's profile stage (`preset`,
+    /// `clock_control`, …), as a job's `ncu` (a named key, not flattened: serde would then
+    /// stop naming a mistyped key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ncu: Option<crate::profilers::ncu::NcuOptions>,
     /// The profile cache for a `target` problem's profile stage (as a job's `profile_cache`);
     /// its keys are scoped by the problem unless the table names a scope.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -179,7 +180,7 @@ impl ProblemSpec {
                 ));
             }
         }
-        if self.reference.is_some() && self.backend != BackendOverrides::default() {
+        if self.reference.is_some() && self.ncu.is_some() {
             return Err(format!(
                 "problem `{id}`: backend settings (`ncu`) are for a `target` problem's profile stage; a `reference` problem's witness takes `eval.witness_profiler`"
             ));
@@ -264,7 +265,9 @@ impl ProblemSpec {
                 Stage::Time => command(&self.target, "none"),
                 Stage::Profile => JobSpec {
                     profile_cache: self.profile_cache.clone(),
-                    backend: self.backend.clone(),
+                    backend: BackendOverrides {
+                        ncu: self.ncu.clone(),
+                    },
                     ..command(&self.target, self.profiler.as_deref().unwrap_or("ncu"))
                 },
             });
