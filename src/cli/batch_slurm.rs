@@ -253,3 +253,49 @@ fn observer(quiet: bool, total: usize, root: &Path) -> SlurmObserver {
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The options every array task gets, with `--profile-cache` as given.
+    fn argv(profile_cache: Option<&Option<PathBuf>>) -> Vec<String> {
+        let ci = super::super::ci_output::CiArgs::default();
+        let common = Common {
+            jobs: Path::new("jobs.jsonl"),
+            output_dir: Path::new("out"),
+            resume: false,
+            json: false,
+            quiet: false,
+            retries: 1,
+            timeout: None,
+            tracking: TrackingMode::default(),
+            device_errors: &[],
+            env_policy: &EnvPolicy::Inherit,
+            env_allow: &[],
+            profile_cache,
+            ci: &ci,
+        };
+        task_argv(
+            &common,
+            Path::new("/bin/polyprof"),
+            Path::new("/r/jobs.jsonl"),
+            Path::new("/r/out"),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn each_task_gets_the_batchs_profile_cache_with_an_absolute_directory() {
+        assert!(!argv(None).iter().any(|a| a.starts_with("--profile-cache")));
+        assert!(argv(Some(&None)).contains(&"--profile-cache".to_string()));
+        let relative = Some(PathBuf::from("cache"));
+        let with_dir = argv(Some(&relative));
+        let flag = with_dir
+            .iter()
+            .find(|a| a.starts_with("--profile-cache="))
+            .unwrap();
+        let dir = Path::new(flag.trim_start_matches("--profile-cache="));
+        assert!(dir.is_absolute() && dir.ends_with("cache"), "{flag}");
+    }
+}
