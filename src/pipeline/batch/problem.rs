@@ -43,10 +43,11 @@ pub struct ProblemSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profiler: Option<String>,
     /// Nsight Compute's settings of a `target` problem's profile stage (`preset`,
-    /// `clock_control`, …), as a job's `ncu` (a named key, not flattened: serde would then
-    /// stop naming a mistyped key).
+    /// `clock_control`, …), as a job's `ncu`: kept as given and read as the job's backend
+    /// settings (the batch names no vendor's module; a named key rather than flattened
+    /// settings, with which serde would stop naming a mistyped key).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ncu: Option<crate::profilers::ncu::NcuOptions>,
+    pub ncu: Option<serde_json::Value>,
     /// The profile cache for a `target` problem's profile stage (as a job's `profile_cache`);
     /// its keys are scoped by the problem unless the table names a scope.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -180,6 +181,7 @@ impl ProblemSpec {
                 ));
             }
         }
+        self.backend()?;
         if self.reference.is_some() && self.ncu.is_some() {
             return Err(format!(
                 "problem `{id}`: backend settings (`ncu`) are for a `target` problem's profile stage; a `reference` problem's witness takes `eval.witness_profiler`"
@@ -236,6 +238,15 @@ impl ProblemSpec {
         Ok(jobs)
     }
 
+    /// The profile stage's backend settings (the problem's `ncu`, read as a job's).
+    fn backend(&self) -> Result<BackendOverrides, String> {
+        let Some(ncu) = &self.ncu else {
+            return Ok(BackendOverrides::default());
+        };
+        serde_json::from_value(serde_json::json!({ "ncu": ncu }))
+            .map_err(|e| format!("problem `{}`: `ncu`: {e}", self.id))
+    }
+
     /// The profile cache's key scope of this problem's candidates: its id and what it judges
     /// them by (the reference, or the target command before `{candidate}` is filled in).
     pub fn cache_scope(&self) -> String {
@@ -265,9 +276,7 @@ impl ProblemSpec {
                 Stage::Time => command(&self.target, "none"),
                 Stage::Profile => JobSpec {
                     profile_cache: self.profile_cache.clone(),
-                    backend: BackendOverrides {
-                        ncu: self.ncu.clone(),
-                    },
+                    backend: self.backend()?,
                     ..command(&self.target, self.profiler.as_deref().unwrap_or("ncu"))
                 },
             });
@@ -399,6 +408,12 @@ mod tests {
         }))
         .unwrap();
         assert!(minimal[1].backend.ncu.is_some() && minimal[0].backend.ncu.is_none());
+        let err = problem(serde_json::json!({
+            "id": "mm", "target": ["./{candidate}"], "candidates": ["c/a"],
+            "stages": ["time", "profile"], "ncu": {"preset": {"kind": "everything"}}
+        }))
+        .unwrap_err();
+        assert!(err.contains("problem `mm`: `ncu`"), "{err}");
         assert_eq!(time.profile_cache_for("none", None), None);
         let a = profile.profile_cache_for("ncu", None).unwrap();
         assert_eq!(a.dir.as_deref(), Some(Path::new("cache")));
