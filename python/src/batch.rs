@@ -109,6 +109,7 @@ fn batch_json(
         slurm: None,
         ray: None,
         node: polyprof::pipeline::host::hostname(),
+        profile_cache: None,
     };
     let opts = BatchOptions {
         devices,

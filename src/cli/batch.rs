@@ -14,6 +14,7 @@ use polyprof::pipeline::batch::{self, BatchOptions, JobSpec, OpenBatch, TaskOpti
 use polyprof::profilers::devices::device_from_env;
 use polyprof::profilers::selection::Selection;
 
+use polyprof::pipeline::profile_cache::ProfileCacheOptions;
 use polyprof::pipeline::{EnvPolicy, RunOptions};
 
 use super::batch_progress::Progress;
@@ -44,6 +45,10 @@ pub struct Args {
     /// cascade's baseline: what it saves is measured against this).
     #[arg(long)]
     pub all_stages: bool,
+    /// Check the job file and print each job it expands to (its profilers and profile cache),
+    /// running nothing and creating nothing; with `--json`, as a JSON array.
+    #[arg(long, conflicts_with_all = ["resume", "task_index", "task_id"])]
+    pub dry_run: bool,
     /// Print the index (batch.json) on stdout at the end instead of the summary table.
     #[arg(long)]
     pub json: bool,
@@ -74,6 +79,11 @@ pub struct Args {
     /// Also pass this variable from polyprof's environment (clean/untrusted; `NAME*` is a prefix).
     #[arg(long, value_name = "NAME")]
     pub env_allow: Vec<String>,
+    /// Profile each kernel fingerprint once and serve repeats from the profile cache, in DIR
+    /// [default: the user's cache], for every job under a profiler other than none that gives
+    /// no `profile_cache` of its own (write `--profile-cache=DIR`, or the flag alone).
+    #[arg(long, value_name = "DIR", num_args = 0..=1, require_equals = true)]
+    pub profile_cache: Option<Option<PathBuf>>,
     /// Run only the job at this 0-based position of the job file (a scheduler's array task),
     /// on the device the environment pins; writes its entry.json, not batch.json.
     #[arg(long, hide = true, value_name = "N", conflicts_with = "task_id")]
@@ -130,6 +140,9 @@ pub async fn execute(mut args: Args) -> anyhow::Result<u8> {
             spec.profiler_type = Some(profiler.to_string());
         }
     }
+    if args.dry_run {
+        return super::batch_dry_run::print(&specs, &task_options(&args)?, args.json);
+    }
     let remote = args.slurm.slurm || args.ray.ray.is_some();
     if remote && specs.iter().any(|s| s.stage.is_some()) {
         anyhow::bail!(
@@ -150,6 +163,7 @@ pub async fn execute(mut args: Args) -> anyhow::Result<u8> {
             device_errors: &args.device_errors,
             env_policy: args.env_policy.as_ref().unwrap_or(&EnvPolicy::Inherit),
             env_allow: &args.env_allow,
+            profile_cache: args.profile_cache.as_ref(),
             ci: &args.ci,
         };
         if args.ray.ray.is_some() {
@@ -232,6 +246,10 @@ fn task_options(args: &Args) -> anyhow::Result<TaskOptions> {
         node: polyprof::pipeline::host::hostname(),
         slurm: None,
         ray: None,
+        profile_cache: args.profile_cache.as_ref().map(|dir| ProfileCacheOptions {
+            dir: dir.clone(),
+            ..ProfileCacheOptions::default()
+        }),
     })
 }
 

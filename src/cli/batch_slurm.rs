@@ -34,6 +34,8 @@ pub struct Common<'a> {
     pub device_errors: &'a [String],
     pub env_policy: &'a EnvPolicy,
     pub env_allow: &'a [String],
+    /// `--profile-cache [DIR]`, passed on to every task.
+    pub profile_cache: Option<&'a Option<PathBuf>>,
     pub ci: &'a super::ci_output::CiArgs,
 }
 
@@ -209,6 +211,16 @@ pub(super) fn task_argv(
     for name in args.env_allow {
         argv.push(format!("--env-allow={name}"));
     }
+    match args.profile_cache {
+        None => {}
+        Some(None) => argv.push("--profile-cache".to_string()),
+        // The nodes need an absolute path (a task's working directory may differ).
+        Some(Some(dir)) => {
+            let dir = std::path::absolute(dir)
+                .with_context(|| format!("cannot resolve {}", dir.display()))?;
+            argv.push(format!("--profile-cache={}", text(&dir)?));
+        }
+    }
     Ok(argv)
 }
 
@@ -240,4 +252,50 @@ fn observer(quiet: bool, total: usize, root: &Path) -> SlurmObserver {
             SlurmEvent::Warning(text) => eprintln!("polyprof batch: warning: {text}"),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The options every array task gets, with `--profile-cache` as given.
+    fn argv(profile_cache: Option<&Option<PathBuf>>) -> Vec<String> {
+        let ci = super::super::ci_output::CiArgs::default();
+        let common = Common {
+            jobs: Path::new("jobs.jsonl"),
+            output_dir: Path::new("out"),
+            resume: false,
+            json: false,
+            quiet: false,
+            retries: 1,
+            timeout: None,
+            tracking: TrackingMode::default(),
+            device_errors: &[],
+            env_policy: &EnvPolicy::Inherit,
+            env_allow: &[],
+            profile_cache,
+            ci: &ci,
+        };
+        task_argv(
+            &common,
+            Path::new("/bin/polyprof"),
+            Path::new("/r/jobs.jsonl"),
+            Path::new("/r/out"),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn each_task_gets_the_batchs_profile_cache_with_an_absolute_directory() {
+        assert!(!argv(None).iter().any(|a| a.starts_with("--profile-cache")));
+        assert!(argv(Some(&None)).contains(&"--profile-cache".to_string()));
+        let relative = Some(PathBuf::from("cache"));
+        let with_dir = argv(Some(&relative));
+        let flag = with_dir
+            .iter()
+            .find(|a| a.starts_with("--profile-cache="))
+            .unwrap();
+        let dir = Path::new(flag.trim_start_matches("--profile-cache="));
+        assert!(dir.is_absolute() && dir.ends_with("cache"), "{flag}");
+    }
 }

@@ -5,7 +5,9 @@ use std::io::Write;
 
 use anyhow::Context;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};
-use polyprof::model::batch::{BatchEntry, BatchIndex, CascadeSummary, EntryState, EvalSummary};
+use polyprof::model::batch::{
+    BatchEntry, BatchIndex, BatchProfileCache, CascadeSummary, EntryState, EvalSummary,
+};
 
 /// What a row says about how a job ended: its top kernel when it succeeded, else the
 /// outcome and the first error.
@@ -140,6 +142,58 @@ fn print_cascade(out: &mut impl Write, cascade: &CascadeSummary) -> std::io::Res
     Ok(())
 }
 
+/// The profile cache's lines: hits of fingerprints, what was profiled and saved, and the
+/// audit sample's disagreements (each names its job and key).
+fn print_profile_cache(out: &mut impl Write, cache: &BatchProfileCache) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "  profile cache: {} hits of {} fingerprints ({:.1} %), {} profiled, saved about {:.1} s ({} runs, {} launches, {} repeats, fingerprinting {:.1} s)",
+        cache.hits,
+        cache.fingerprints,
+        cache.hit_rate * 100.0,
+        cache.profiled,
+        cache.saved_s,
+        cache.runs,
+        cache.launches,
+        cache.repeats,
+        cache.fingerprint_s
+    )?;
+    if cache.audited > 0 || cache.disagreements > 0 {
+        writeln!(
+            out,
+            "  audit sample: {} hits re-profiled, {} disagreed (invalidated)",
+            cache.audited, cache.disagreements
+        )?;
+    }
+    for d in cache.disagreed.iter().take(10) {
+        writeln!(
+            out,
+            "    {}: {} cached {:.0} ns, measured {:.0} ns (tolerance {:.0} %), key {}",
+            d.job,
+            d.kernel,
+            d.cached_ns,
+            d.measured_ns,
+            d.tolerance * 100.0,
+            d.key
+        )?;
+    }
+    if cache.disagreed.len() > 10 {
+        writeln!(
+            out,
+            "    … {} more in batch.json",
+            cache.disagreed.len() - 10
+        )?;
+    }
+    if cache.bypassed > 0 {
+        writeln!(
+            out,
+            "  {} runs bypassed the cache (their run.json says why)",
+            cache.bypassed
+        )?;
+    }
+    Ok(())
+}
+
 /// Print the summary of `index` to `out`; `root` is where the batch lives.
 pub fn print(out: &mut impl Write, index: &BatchIndex, root: &str) -> std::io::Result<()> {
     let all = index.jobs.len() <= ALL_ROWS_UP_TO;
@@ -194,6 +248,9 @@ pub fn print(out: &mut impl Write, index: &BatchIndex, root: &str) -> std::io::R
     }
     if let Some(cascade) = &index.cascade {
         print_cascade(out, cascade)?;
+    }
+    if let Some(cache) = &index.profile_cache {
+        print_profile_cache(out, cache)?;
     }
     let counts: Vec<String> = index
         .counts()
@@ -339,6 +396,45 @@ mod tests {
         assert_eq!(
             finish(&index, "root", true, false, &Default::default()).unwrap(),
             0
+        );
+    }
+
+    #[test]
+    fn the_profile_cache_line_gives_hits_profiled_and_saved() {
+        use polyprof::model::batch::BatchCacheDisagreement;
+        let mut index = index_of(1, &[]);
+        index.profile_cache = Some(BatchProfileCache {
+            runs: 3,
+            launches: 40,
+            fingerprints: 8,
+            profiled: 3,
+            hits: 5,
+            hit_rate: 0.625,
+            repeats: 32,
+            audited: 1,
+            disagreements: 1,
+            disagreed: vec![BatchCacheDisagreement {
+                job: "mm.k3.profile".into(),
+                key: "ab12".into(),
+                kernel: "saxpy".into(),
+                cached_ns: 100.0,
+                measured_ns: 180.0,
+                tolerance: 0.1,
+            }],
+            saved_s: 2.94,
+            ..Default::default()
+        });
+        let text = printed(&index);
+        assert!(
+            text.contains(
+                "profile cache: 5 hits of 8 fingerprints (62.5 %), 3 profiled, saved about 2.9 s"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("1 hits re-profiled, 1 disagreed"), "{text}");
+        assert!(
+            text.contains("mm.k3.profile: saxpy cached 100 ns, measured 180 ns"),
+            "{text}"
         );
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod audit;
 pub mod batch;
+pub mod batch_dry_run;
 pub mod batch_progress;
 pub mod batch_ray;
 pub mod batch_slurm;

@@ -257,7 +257,8 @@ pub struct CascadeSummary {
     /// Stages with skipped jobs but no run to estimate their cost from.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unestimated: Vec<String>,
-    /// Device seconds a profile cache saved; absent until the batch has one.
+    /// Device seconds the profile cache saved (`profile_cache.saved_s`); absent when no run
+    /// of the batch used the cache.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub saved_by_cache_s: Option<f64>,
 }
@@ -373,6 +374,51 @@ pub struct BatchIndex {
     /// The cascade's counts and savings, for a job file with `problem`s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cascade: Option<CascadeSummary>,
+    /// The profile cache's figures summed over the finished runs that used it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_cache: Option<BatchProfileCache>,
+}
+
+/// The profile cache over a batch: each finished run's `run.json` → `profile_cache`, summed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BatchProfileCache {
+    /// Run documents (passes) that used the cache.
+    pub runs: u64,
+    /// Of those, runs that bypassed it (a graph launch, no fingerprint support) and profiled
+    /// as without it.
+    #[serde(default)]
+    pub bypassed: u64,
+    /// Launches the fingerprint passes saw, and their distinct fingerprints (per run).
+    pub launches: u64,
+    pub fingerprints: u64,
+    /// Fingerprints profiled (misses) and served from the cache (hits).
+    pub profiled: u64,
+    pub hits: u64,
+    /// hits / fingerprints (0 when none were looked up).
+    pub hit_rate: f64,
+    /// Launches not profiled because their fingerprint was profiled in the run or cached.
+    pub repeats: u64,
+    /// Hits re-profiled by the audit sample, and those that disagreed (each invalidated).
+    pub audited: u64,
+    pub disagreements: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disagreed: Vec<BatchCacheDisagreement>,
+    /// Profiler seconds the hits and repeats saved, by the entries' own profiling cost.
+    pub saved_s: f64,
+    /// Seconds the fingerprint passes took (what the cache costs).
+    pub fingerprint_s: f64,
+}
+
+/// An audited hit that disagreed with its stored profile, and the job whose run found it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BatchCacheDisagreement {
+    pub job: String,
+    /// The key's digest (the entry's file name in the cache).
+    pub key: String,
+    pub kernel: String,
+    pub cached_ns: f64,
+    pub measured_ns: f64,
+    pub tolerance: f64,
 }
 
 impl BatchIndex {

@@ -11,6 +11,7 @@ mod batch_container;
 mod batch_integrity;
 mod batch_jobfile;
 mod batch_pool;
+mod batch_profile_cache;
 mod batch_ray;
 mod batch_resume;
 mod batch_schema;

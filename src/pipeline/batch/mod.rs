@@ -8,6 +8,8 @@
 //! - `problem`: a job file's `problem` (one reference, many candidates, their stages) and the
 //!   jobs it expands to; `stage`: the stages and the profile rule; `cascade`: which stage of
 //!   which candidate runs, waits or is skipped, and the summary per stage.
+//! - `cache_setting`: a job's `profile_cache` key and the batch's `--profile-cache` combined;
+//!   `cache_summary`: the finished runs' profile cache figures, summed for `batch.json`.
 //! - `health`: the check of a device after an eval job's device fault or hang.
 //! - `devices`: the pool's devices (discovery, `--devices`, CPU slots).
 //! - `index`: building, resuming and updating the index.
@@ -17,6 +19,8 @@
 //! - `ray`: the Ray backend (one Ray job per job through the Job Submission API).
 
 pub mod api;
+pub mod cache_setting;
+pub mod cache_summary;
 pub mod cascade;
 pub mod devices;
 pub mod eval_job;

@@ -526,6 +526,18 @@ pub async fn run_pool(
     // Nothing runs any more; an entry still marked running was cut off.
     cancel_running(&mut pool.index);
     pool.index.cascade = summary(specs, &pool.index);
+    pool.index.profile_cache = super::cache_summary::summary(
+        &pool.root,
+        specs,
+        &pool.index,
+        opts.task.profile_cache.as_ref(),
+    );
+    if let (Some(cascade), Some(cache)) = (
+        pool.index.cascade.as_mut(),
+        pool.index.profile_cache.as_ref(),
+    ) {
+        cascade.saved_by_cache_s = Some(cache.saved_s);
+    }
     pool.write_index();
     pool.index
 }

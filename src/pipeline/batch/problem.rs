@@ -8,9 +8,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::cache_setting::ProfileCacheSetting;
 use super::eval_table::EvalJob;
 use super::spec::{JobSpec, check_id};
 use super::stage::{ProfileRule, Stage, StageRef};
+use crate::profilers::settings::BackendOverrides;
 
 /// A `problem` table of the job file.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -40,6 +42,16 @@ pub struct ProblemSpec {
     /// A `target` problem's profile stage runs the command under this profiler (default ncu).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profiler: Option<String>,
+    /// Nsight Compute's settings of a `target` problem's profile stage (`preset`,
+    /// `clock_control`, …), as a job's `ncu`: kept as given and read as the job's backend
+    /// settings (the batch names no vendor's module; a named key rather than flattened
+    /// settings, with which serde would stop naming a mistyped key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ncu: Option<serde_json::Value>,
+    /// The profile cache for a `target` problem's profile stage (as a job's `profile_cache`);
+    /// its keys are scoped by the problem unless the table names a scope.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_cache: Option<ProfileCacheSetting>,
     /// The eval's options for every candidate (an `eval` table without `reference` and
     /// `candidate`); each stage takes what it needs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -154,6 +166,27 @@ impl ProblemSpec {
                 "problem `{id}`: `profile.margin` and `profile.top_k` compare the `time` stage's figures; they need both the `time` and the `profile` stage"
             ));
         }
+        if let Some(setting) = &self.profile_cache {
+            setting
+                .validate()
+                .map_err(|why| format!("problem `{id}`: {why}"))?;
+            if self.reference.is_some() {
+                return Err(format!(
+                    "problem `{id}`: `profile_cache` applies to a `target` problem's profile stage (a command under its profiler); a `reference` problem's evals do not use the cache yet"
+                ));
+            }
+            if !has(Stage::Profile) {
+                return Err(format!(
+                    "problem `{id}`: `profile_cache` is for the `profile` stage; add it to `stages` or remove `profile_cache`"
+                ));
+            }
+        }
+        self.backend()?;
+        if self.reference.is_some() && self.ncu.is_some() {
+            return Err(format!(
+                "problem `{id}`: backend settings (`ncu`) are for a `target` problem's profile stage; a `reference` problem's witness takes `eval.witness_profiler`"
+            ));
+        }
         let mut seen = BTreeMap::new();
         for path in &self.candidates {
             let name = Self::candidate_name(path);
@@ -196,12 +229,35 @@ impl ProblemSpec {
                     level,
                     rule: self.profile,
                     eval: job.eval.is_some(),
+                    cache_scope: Some(self.cache_scope()),
                 });
                 job.validate()?;
                 jobs.push(job);
             }
         }
         Ok(jobs)
+    }
+
+    /// The profile stage's backend settings (the problem's `ncu`, read as a job's).
+    fn backend(&self) -> Result<BackendOverrides, String> {
+        let Some(ncu) = &self.ncu else {
+            return Ok(BackendOverrides::default());
+        };
+        serde_json::from_value(serde_json::json!({ "ncu": ncu }))
+            .map_err(|e| format!("problem `{}`: `ncu`: {e}", self.id))
+    }
+
+    /// The profile cache's key scope of this problem's candidates: its id and what it judges
+    /// them by (the reference, or the target command before `{candidate}` is filled in).
+    pub fn cache_scope(&self) -> String {
+        match &self.reference {
+            Some(reference) => format!("problem {}; reference {}", self.id, reference.display()),
+            None => format!(
+                "problem {}; target {}",
+                self.id,
+                serde_json::to_string(&self.target).unwrap_or_default()
+            ),
+        }
     }
 
     /// What `stage` runs for the candidate at `path`: a command, or an eval whose options do
@@ -218,7 +274,11 @@ impl ProblemSpec {
                 Stage::Compile => command(&self.compile, "none"),
                 Stage::Check => command(&self.check, "none"),
                 Stage::Time => command(&self.target, "none"),
-                Stage::Profile => command(&self.target, self.profiler.as_deref().unwrap_or("ncu")),
+                Stage::Profile => JobSpec {
+                    profile_cache: self.profile_cache.clone(),
+                    backend: self.backend()?,
+                    ..command(&self.target, self.profiler.as_deref().unwrap_or("ncu"))
+                },
             });
         };
         if stage == Stage::Compile {
@@ -266,6 +326,7 @@ impl ProblemSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::profile_cache::ProfileCacheOptions;
 
     fn problem(json: serde_json::Value) -> Result<Vec<JobSpec>, String> {
         serde_json::from_value::<ProblemSpec>(json)
@@ -329,6 +390,70 @@ mod tests {
         assert_eq!(jobs[1].target, ["./bench", "a.so"]);
         assert_eq!(jobs[2].profiler.as_deref(), Some("none"));
         assert!(!jobs[0].stage.as_ref().unwrap().eval);
+    }
+
+    #[test]
+    fn a_target_problems_profile_stage_takes_the_cache_scoped_by_the_problem() {
+        let spec = |id: &str, cache: serde_json::Value| {
+            problem(serde_json::json!({
+                "id": id, "target": ["./{candidate}"], "candidates": ["c/a", "c/b"],
+                "stages": ["time", "profile"], "profile_cache": cache
+            }))
+        };
+        let jobs = spec("mm", serde_json::json!("cache")).unwrap();
+        let (time, profile) = (&jobs[0], &jobs[1]);
+        let minimal = problem(serde_json::json!({
+            "id": "mm", "target": ["./{candidate}"], "candidates": ["c/a"],
+            "stages": ["time", "profile"], "ncu": {"preset": {"kind": "minimal"}}
+        }))
+        .unwrap();
+        assert!(minimal[1].backend.ncu.is_some() && minimal[0].backend.ncu.is_none());
+        let err = problem(serde_json::json!({
+            "id": "mm", "target": ["./{candidate}"], "candidates": ["c/a"],
+            "stages": ["time", "profile"], "ncu": {"preset": {"kind": "everything"}}
+        }))
+        .unwrap_err();
+        assert!(err.contains("problem `mm`: `ncu`"), "{err}");
+        assert_eq!(time.profile_cache_for("none", None), None);
+        let a = profile.profile_cache_for("ncu", None).unwrap();
+        assert_eq!(a.dir.as_deref(), Some(Path::new("cache")));
+        let scope = a.scope.clone().unwrap();
+        assert!(scope.starts_with("problem mm;"), "{scope}");
+        // Candidates of a problem share the scope; another problem has its own.
+        assert_eq!(
+            jobs[3].profile_cache_for("ncu", None).unwrap().scope,
+            Some(scope.clone())
+        );
+        let other = spec("conv", serde_json::json!(true)).unwrap();
+        assert_ne!(
+            other[1].profile_cache_for("ncu", None).unwrap().scope,
+            Some(scope)
+        );
+        // The batch's cache reaches a problem's profile stage with the problem's scope too.
+        let plain = problem(serde_json::json!({
+            "id": "mm", "target": ["./{candidate}"], "candidates": ["c/a"], "stages": ["time", "profile"]
+        }))
+        .unwrap();
+        let batch = ProfileCacheOptions::default();
+        let o = plain[1].profile_cache_for("ncu", Some(&batch)).unwrap();
+        assert!(o.scope.unwrap().starts_with("problem mm;"));
+        assert!(
+            spec("p", serde_json::json!({"audit_share": 2}))
+                .unwrap_err()
+                .contains("from 0 to 1")
+        );
+        let err = problem(serde_json::json!({
+            "id": "p", "reference": "r.py", "candidates": ["a.py"], "stages": ["time", "profile"],
+            "profile_cache": true
+        }))
+        .unwrap_err();
+        assert!(err.contains("`target` problem"), "{err}");
+        let err = problem(serde_json::json!({
+            "id": "p", "target": ["./{candidate}"], "candidates": ["a"], "stages": ["time"],
+            "profile_cache": true
+        }))
+        .unwrap_err();
+        assert!(err.contains("add it to `stages`"), "{err}");
     }
 
     #[test]

@@ -13,9 +13,11 @@ use crate::profilers::selection::{ProfilerPass, Selection, profiler_vendor};
 use crate::profilers::settings::BackendOverrides;
 use crate::profilers::{PROFILER_NAMES, ProfilerSettings};
 
+use super::cache_setting::ProfileCacheSetting;
 use super::eval_table::EvalJob;
 use super::stage::StageRef;
 use crate::model::batch::BatchEntry;
+use crate::pipeline::profile_cache::ProfileCacheOptions;
 
 /// Longest job id (it names a directory).
 pub const MAX_ID_LEN: usize = 128;
@@ -80,6 +82,10 @@ pub struct JobSpec {
     /// An eval of a candidate against a reference instead of a `target` command.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eval: Option<EvalJob>,
+    /// Profile each kernel fingerprint once and serve repeats from the profile cache: `true`,
+    /// `false` (not even under the batch's `--profile-cache`), a directory, or a table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_cache: Option<ProfileCacheSetting>,
     /// The cascade stage this job is, for a job a `problem` of the job file expanded to;
     /// never given as a key (what the stage runs is in the job's other keys, and so in its
     /// digest).
@@ -118,7 +124,7 @@ pub(crate) fn unique_keys<'de, D: Deserializer<'de>>(
 }
 
 /// A job's own keys (its backend keys are [`BackendOverrides::KEYS`]).
-const JOB_KEYS: [&str; 14] = [
+const JOB_KEYS: [&str; 15] = [
     "id",
     "target",
     "profiler",
@@ -133,6 +139,7 @@ const JOB_KEYS: [&str; 14] = [
     "labels",
     "retries",
     "eval",
+    "profile_cache",
 ];
 
 /// `message` from reading a job, with every valid key listed when it refuses an unknown one
@@ -277,6 +284,22 @@ impl JobSpec {
             }
             _ => {}
         }
+        if let Some(setting) = &self.profile_cache {
+            setting
+                .validate()
+                .map_err(|why| format!("job `{}`: {why}", self.id))?;
+            let none = self.language.is_none()
+                && self
+                    .profiler
+                    .as_deref()
+                    .is_none_or(|p| p.trim().eq_ignore_ascii_case("none"));
+            if none && *setting != ProfileCacheSetting::On(false) {
+                return Err(format!(
+                    "job `{}`: `profile_cache` caches what a profiler measured, and this job runs no profiler; give `profiler` (ncu) or remove it",
+                    self.id
+                ));
+            }
+        }
         if self.profiler_type.is_some() && self.language.is_none() {
             return Err(format!(
                 "job `{}`: `profiler_type` needs `language` and `arch`",
@@ -333,6 +356,7 @@ impl JobSpec {
             ("inactivity_timeout_s", self.inactivity_timeout_s.is_some()),
             ("end_marker", self.end_marker.is_some()),
             ("container", self.container.is_some()),
+            ("profile_cache", self.profile_cache.is_some()),
             (
                 "backend settings",
                 self.backend != BackendOverrides::default(),
@@ -387,6 +411,21 @@ impl JobSpec {
             ));
         }
         Ok(passes)
+    }
+
+    /// The profile cache options of a pass of this job under `profiler`: the job's own
+    /// `profile_cache` over the batch's `default` (`--profile-cache`), none for the `none`
+    /// profiler; keys scoped by the job's problem when the setting names no scope.
+    pub fn profile_cache_for(
+        &self,
+        profiler: &str,
+        default: Option<&ProfileCacheOptions>,
+    ) -> Option<ProfileCacheOptions> {
+        if self.eval.is_some() || profiler.trim().eq_ignore_ascii_case("none") {
+            return None;
+        }
+        let scope = self.stage.as_ref().and_then(|s| s.cache_scope.as_deref());
+        ProfileCacheSetting::resolve(self.profile_cache.as_ref(), default, scope)
     }
 
     /// The vendor whose GPU the job needs; `None`: CPU work (the `none` profiler, or a CPU
@@ -446,7 +485,8 @@ mod tests {
             r#"{"id": "a", "target": ["x"], "profiler": "ncu", "language": "cuda", "arch": "h200",
                 "profiler_type": "ncu", "timeout_s": 1, "inactivity_timeout_s": 1,
                 "env": {"A": "1"}, "end_marker": "pytest", "ncu": {}, "container": "img",
-                "labels": {"k": "v"}, "retries": 1, "eval": {"reference": "r.py", "candidate": "c.py"}}"#,
+                "labels": {"k": "v"}, "retries": 1, "eval": {"reference": "r.py", "candidate": "c.py"},
+                "profile_cache": true}"#,
         )
         .unwrap();
         let json = serde_json::to_value(&every).unwrap();

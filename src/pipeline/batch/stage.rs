@@ -66,6 +66,9 @@ pub struct StageRef {
     pub rule: ProfileRule,
     /// An eval stage (judged by its verdict) rather than a command's (judged by its exit).
     pub eval: bool,
+    /// The profile cache's key scope of the problem's jobs: its id and its reference or target
+    /// command, so that candidates of one problem share entries and different problems do not.
+    pub cache_scope: Option<String>,
 }
 
 impl StageRef {

@@ -16,6 +16,7 @@ use crate::pipeline::container::ContainerJob;
 use crate::pipeline::container::job::{GpuRequest, caller_user};
 use crate::pipeline::job::{Job, pass_label, profile_on};
 use crate::pipeline::lock::{HeldLock, try_lock};
+use crate::pipeline::profile_cache::ProfileCacheOptions;
 use crate::pipeline::runner::RunOptions;
 use crate::pipeline::target::ExecutionTarget;
 use crate::profilers::devices::{Device, device_failure};
@@ -50,6 +51,9 @@ pub struct TaskOptions {
     /// The Ray job this job runs as (its submission id, given on the task's command line), for
     /// the same reason.
     pub ray: Option<RayJobInfo>,
+    /// The batch's profile cache (`--profile-cache [DIR]`) for every pass under a profiler
+    /// other than `none` whose job gives no `profile_cache` of its own.
+    pub profile_cache: Option<ProfileCacheOptions>,
 }
 
 impl Default for TaskOptions {
@@ -67,6 +71,7 @@ impl Default for TaskOptions {
             slurm: None,
             ray: None,
             node: None,
+            profile_cache: None,
         }
     }
 }
@@ -327,7 +332,7 @@ async fn run_passes(
             label: Some(format!("{}/{label}", spec.id)),
             run: run.clone(),
             call_path: Vec::new(),
-            profile_cache: None,
+            profile_cache: spec.profile_cache_for(&pass.profiler, opts.profile_cache.as_ref()),
         };
         let done = profile_on(&job, &target).await;
         // Where the pass really ran (a directory another run held is passed over).
