@@ -376,7 +376,9 @@ def main():
         # Every 20 candidates: 8 v0, 5 v1, 4 v2, 3 v3, in an order of the problem's own.
         pool = [v for v, k in VARIANTS for _ in range(k)]
         rng = random.Random(p)
-        variants = [pool[i % len(pool)] for i in range(args.candidates)]
+        # Spread over the pool so that any number of candidates keeps the proportions.
+        variants = [pool[int((i + 0.5) * len(pool) / args.candidates)]
+                    for i in range(args.candidates)]
         rng.shuffle(variants)
         # The wrong variant of a problem: one bug for all its wrong candidates.
         wrong = "v2-bound" if p % 2 == 0 else "v2-scale"
