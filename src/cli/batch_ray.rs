@@ -72,6 +72,7 @@ pub async fn execute(
         task_argv,
     } = Remote::prepare(&args, shared, specs, Backend::Ray)?;
     let mut run = RayRun::new(root.clone(), address, task_argv);
+    run.profile_cache = args.profile_cache_options();
     run.resources = Resources {
         gpus: (ray.ray_gpus > 0.0).then_some(ray.ray_gpus),
         cpus: ray.ray_cpus,

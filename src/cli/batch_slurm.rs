@@ -39,6 +39,20 @@ pub struct Common<'a> {
     pub ci: &'a super::ci_output::CiArgs,
 }
 
+impl Common<'_> {
+    /// `--profile-cache [DIR]` as the options the tasks resolve it to.
+    pub fn profile_cache_options(
+        &self,
+    ) -> Option<polyprof::pipeline::profile_cache::ProfileCacheOptions> {
+        self.profile_cache.map(
+            |dir| polyprof::pipeline::profile_cache::ProfileCacheOptions {
+                dir: dir.clone(),
+                ..Default::default()
+            },
+        )
+    }
+}
+
 /// The Slurm options of `polyprof batch`.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct SlurmArgs {
@@ -133,6 +147,7 @@ pub async fn execute(args: Common<'_>, slurm: &SlurmArgs, specs: &[JobSpec]) -> 
         task_argv,
     } = Remote::prepare(&args, slurm, specs, Backend::Slurm)?;
     let mut run = SlurmRun::new(root.clone(), task_argv);
+    run.profile_cache = args.profile_cache_options();
     run.poll = slurm.poll;
     run.submit = SubmitOptions {
         partition: slurm.partition.clone(),

@@ -222,3 +222,25 @@ fn the_batch_sums_the_cache_figures_of_its_finished_runs() {
     let errors = schema::errors(&validator, &serde_json::to_value(&index).unwrap());
     assert!(errors.is_empty(), "{errors:#?}");
 }
+
+#[test]
+fn an_array_task_takes_the_batchs_profile_cache_flag() {
+    // What a Slurm or Ray task runs: the driver's `--profile-cache=DIR` on its command line.
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_jobs(dir.path(), &[sh_job("only", "echo ran")]);
+    let root = dir.path().join("out");
+    let cache = dir.path().join("cache");
+    let out = batch(&file, &root)
+        .args(["--task-index", "0", "-q"])
+        .arg(format!("--profile-cache={}", cache.display()))
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let entry = crate::support::batch::entry(&root, "only");
+    assert_eq!(
+        entry.state,
+        polyprof::model::batch::EntryState::Succeeded,
+        "{:?}",
+        entry.errors
+    );
+}

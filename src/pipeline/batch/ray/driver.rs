@@ -67,6 +67,9 @@ pub struct RayRun {
     pub cancel: CancellationToken,
     /// Fired by a second Ctrl-C: stop waiting for Ray to confirm.
     pub give_up: CancellationToken,
+    /// The batch's profile cache (`--profile-cache`), to know which jobs' run documents to
+    /// read for the index's cache figures at the end (the tasks get it on their command line).
+    pub profile_cache: Option<crate::pipeline::profile_cache::ProfileCacheOptions>,
 }
 
 impl RayRun {
@@ -87,6 +90,7 @@ impl RayRun {
             cancel_wait: Duration::from_secs(30),
             cancel: CancellationToken::new(),
             give_up: CancellationToken::new(),
+            profile_cache: None,
         }
     }
 }
@@ -472,6 +476,13 @@ pub async fn run_ray(
             _ = run.give_up.cancelled(), if cancel_sent.is_some() && !run.give_up.is_cancelled() => {}
         }
     }
+    // The runs' profile cache figures, from the run directories the tasks wrote.
+    index.profile_cache = crate::pipeline::batch::cache_summary::summary(
+        root,
+        specs,
+        &index,
+        run.profile_cache.as_ref(),
+    );
     write_index(&mut index, root, &say);
     Ok(index)
 }

@@ -54,6 +54,9 @@ pub struct SlurmRun {
     pub cancel: CancellationToken,
     /// Fired by a second Ctrl-C: stop waiting for Slurm to confirm the cancellation.
     pub give_up: CancellationToken,
+    /// The batch's profile cache (`--profile-cache`), to know which jobs' run documents to
+    /// read for the index's cache figures at the end (the tasks get it on their command line).
+    pub profile_cache: Option<crate::pipeline::profile_cache::ProfileCacheOptions>,
 }
 
 impl SlurmRun {
@@ -67,6 +70,7 @@ impl SlurmRun {
             cancel_wait: Duration::from_secs(30),
             cancel: CancellationToken::new(),
             give_up: CancellationToken::new(),
+            profile_cache: None,
         }
     }
 }
@@ -308,6 +312,13 @@ pub async fn run_slurm(
             _ = run.give_up.cancelled(), if cancel_sent.is_some() && !run.give_up.is_cancelled() => {}
         }
     }
+    // The runs' profile cache figures, from the run directories the tasks wrote.
+    index.profile_cache = crate::pipeline::batch::cache_summary::summary(
+        root,
+        specs,
+        &index,
+        run.profile_cache.as_ref(),
+    );
     write_index(&mut index, root, &say);
     Ok(index)
 }
