@@ -1,10 +1,12 @@
 //! The fingerprint pass's launch log (written by polyprof's CUPTI injection library,
 //! `src/pipeline/fingerprint/inject.c`) read into launches with their fingerprints.
 //!
-//! CUPTI names no module for a launch, so the image is found here: among the module images
-//! loaded before the launch, those whose symbol table defines the launched symbol. One distinct
-//! image: the launch is keyed by its SHA-256. None or several: the launch is not keyed (it is
-//! profiled and never cached), and the reason says why.
+//! CUPTI names no module for a launch, so the image is found here: among the module images the
+//! process loaded, those whose symbol table defines the launched symbol. Images loaded after the
+//! launch count: with CUDA's lazy loading (the default) a module is loaded inside the launch
+//! call, after its callback (seen on the H200 with CUDA 13). One distinct image: the launch is
+//! keyed by its SHA-256. None or several: the launch is not keyed (it is profiled and never
+//! cached), and the reason says why.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -122,22 +124,23 @@ pub fn resolve(
     image: &mut dyn FnMut(&str) -> Option<Vec<u8>>,
 ) -> ProcessLaunches {
     let mut out = ProcessLaunches::default();
+    // Every image the process loaded, read once, in load order.
     let mut read: BTreeMap<String, Result<ModuleImage, String>> = BTreeMap::new();
-    // Images loaded so far, in load order (one entry per distinct file).
-    let mut loaded: Vec<String> = Vec::new();
+    for event in events {
+        if let LogEvent::Module { file, .. } = event
+            && !read.contains_key(file)
+        {
+            let parsed = image(file)
+                .ok_or_else(|| format!("the image {file} was not saved"))
+                .and_then(|bytes| read_image(&bytes));
+            read.insert(file.clone(), parsed);
+        }
+    }
+    let unreadable = read.values().find_map(|r| r.as_ref().err()).cloned();
+    let images: Vec<&ModuleImage> = read.values().filter_map(|r| r.as_ref().ok()).collect();
     for event in events {
         match event {
-            LogEvent::Module { file, .. } => {
-                if !read.contains_key(file) {
-                    let parsed = image(file)
-                        .ok_or_else(|| format!("the image {file} was not saved"))
-                        .and_then(|bytes| read_image(&bytes));
-                    read.insert(file.clone(), parsed);
-                }
-                if !loaded.contains(file) {
-                    loaded.push(file.clone());
-                }
-            }
+            LogEvent::Module { .. } => {}
             LogEvent::Launch {
                 grid,
                 block,
@@ -145,17 +148,12 @@ pub fn resolve(
                 symbol,
                 ..
             } => {
-                let defining: BTreeSet<&str> = loaded
+                let defining: BTreeSet<&str> = images
                     .iter()
-                    .filter_map(|f| read.get(f).and_then(|r| r.as_ref().ok()))
                     .filter(|m| m.symbols.contains(symbol))
                     .map(|m| m.sha256.as_str())
                     .collect();
-                let unreadable = loaded
-                    .iter()
-                    .filter_map(|f| read.get(f).and_then(|r| r.as_ref().err()))
-                    .next();
-                let fingerprint = match (defining.len(), unreadable) {
+                let fingerprint = match (defining.len(), &unreadable) {
                     (1, None) => Ok(LaunchFingerprint {
                         module_sha256: defining
                             .iter()
@@ -166,10 +164,10 @@ pub fn resolve(
                         block: *block,
                         dynamic_shared_bytes: *dynamic_shared_bytes,
                     }),
-                    (1, Some(why)) | (0, Some(why)) => Err(format!(
-                        "an image loaded before it could not be read ({why})"
+                    (0 | 1, Some(why)) => Err(format!(
+                        "an image the process loaded could not be read ({why})"
                     )),
-                    (0, None) => Err("no image loaded before it defines its symbol".to_string()),
+                    (0, None) => Err("no image the process loaded defines its symbol".to_string()),
                     (n, _) => Err(format!("{n} different images define its symbol")),
                 };
                 out.launches.push(LoggedLaunch {

@@ -152,6 +152,16 @@ pub fn assemble(
         own.insert(index, record);
     }
     let mut out = Assembly::default();
+    // A launch configuration profiled in this run answers its repeats even when the profiled
+    // launch had no fingerprint of its own.
+    let mut by_config: BTreeMap<LaunchConfig, KernelRecord> = BTreeMap::new();
+    for (index, launch) in launches.iter().enumerate() {
+        if let Some(record) = own.get(&index) {
+            by_config
+                .entry(config_of(launch))
+                .or_insert_with(|| record.clone());
+        }
+    }
     for (index, launch) in launches.iter().enumerate() {
         let key = launch
             .fingerprint
@@ -180,7 +190,11 @@ pub fn assemble(
             ));
         };
         let key = key.unwrap_or_default();
-        let (mut record, origin) = if let Some(record) = out.profiled.get(fingerprint) {
+        let profiled_here = out
+            .profiled
+            .get(fingerprint)
+            .or_else(|| by_config.get(&config_of(launch)));
+        let (mut record, origin) = if let Some(record) = profiled_here {
             out.repeats += 1;
             (
                 record.clone(),
