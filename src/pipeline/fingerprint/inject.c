@@ -3,17 +3,18 @@
  *
  * Writes into $POLYPROF_FINGERPRINT_DIR:
  *   launches-<pid>.tsv   one line per event, tab-separated, in the order they happened:
- *     M <seq> <cubin-file> <cubin-bytes>             a module was loaded (its image saved once)
+ *     M <seq> <image-file> <bytes>                   a module was loaded (its image saved)
  *     L <seq> <gx> <gy> <gz> <bx> <by> <bz> <dynamic-smem> <symbol>
  *     G <seq> <api>                                  a graph launch: its kernels are not seen
  *     E <message>                                    the pass could not do its work
- *   cubin-<crc>-<bytes>.bin  each distinct module image, written once (polyprof hashes it).
+ *   module-<pid>-<seq>.bin   each module image loaded (polyprof hashes it with SHA-256). Not
+ *                            named by cuptiGetCubinCrc: on the H200 it gave two different
+ *                            cubins of one size the same CRC.
  * CUPTI names no module for a launch, so polyprof finds it: the image loaded before the launch
  * whose symbol table defines the launched symbol (two different images defining it: not cached). */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <cupti.h>
-#include <cupti_pcsampling.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -29,23 +30,14 @@ static FILE *log_file;
 static char dir[4096];
 static unsigned long long sequence;
 
-/* Save the image under a name of its CRC and size, once: a later process finds it there. */
-static void save_cubin(const void *cubin, size_t size, char *name, size_t name_len) {
-  CUpti_GetCubinCrcParams params;
-  memset(&params, 0, sizeof params);
-  params.size = CUpti_GetCubinCrcParamsSize;
-  params.cubinSize = size;
-  params.cubin = cubin;
-  unsigned long long crc = 0;
-  if (cuptiGetCubinCrc(&params) == CUPTI_SUCCESS) crc = (unsigned long long)params.cubinCrc;
-  snprintf(name, name_len, "cubin-%016llx-%zu.bin", crc, size);
+/* Save the image as `name` (written whole under a temporary name, then renamed). */
+static void save_image(const void *image, size_t size, const char *name) {
   char path[8192], tmp[8300];
   snprintf(path, sizeof path, "%s/%s", dir, name);
-  if (access(path, F_OK) == 0) return;
-  snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
   if (fd < 0) return;
-  const char *p = cubin;
+  const char *p = image;
   size_t left = size;
   while (left > 0) {
     ssize_t n = write(fd, p, left);
@@ -62,9 +54,13 @@ static void on_module_loaded(const CUpti_ResourceData *data) {
   const CUpti_ModuleResourceData *module = data->resourceDescriptor;
   if (module == NULL || module->pCubin == NULL || module->cubinSize == 0) return;
   char name[128];
-  save_cubin(module->pCubin, module->cubinSize, name, sizeof name);
   pthread_mutex_lock(&lock);
-  fprintf(log_file, "M\t%llu\t%s\t%zu\n", sequence++, name, module->cubinSize);
+  unsigned long long seq = sequence++;
+  pthread_mutex_unlock(&lock);
+  snprintf(name, sizeof name, "module-%d-%llu.bin", (int)getpid(), seq);
+  save_image(module->pCubin, module->cubinSize, name);
+  pthread_mutex_lock(&lock);
+  fprintf(log_file, "M\t%llu\t%s\t%zu\n", seq, name, module->cubinSize);
   fflush(log_file);
   pthread_mutex_unlock(&lock);
 }
