@@ -63,6 +63,7 @@ mod ncu_static_lane;
 mod parse_inputs;
 mod parse_records;
 mod profile_cache_cli;
+mod profile_once_h200;
 mod readme_walkthrough;
 mod report_chrome;
 mod report_diff;
