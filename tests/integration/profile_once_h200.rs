@@ -48,9 +48,18 @@ fn each_launch_is_keyed_by_its_image_and_a_regenerated_kernel_is_another_key() {
     // scale×2 configurations, sum<1>, sum<2>.
     assert_eq!(fingerprints.len(), 4);
     for (a, b) in v1.iter().zip(&v2) {
-        let (a, b) = (a.fingerprint.clone().unwrap(), b.fingerprint.clone().unwrap());
-        assert_eq!((&a.function, a.grid, a.block), (&b.function, b.grid, b.block));
-        assert_ne!(a.module_sha256, b.module_sha256, "the same name, other code");
+        let (a, b) = (
+            a.fingerprint.clone().unwrap(),
+            b.fingerprint.clone().unwrap(),
+        );
+        assert_eq!(
+            (&a.function, a.grid, a.block),
+            (&b.function, b.grid, b.block)
+        );
+        assert_ne!(
+            a.module_sha256, b.module_sha256,
+            "the same name, other code"
+        );
     }
 }
 
@@ -70,8 +79,14 @@ fn the_records_of_every_launch_are_put_back_from_one_profile_per_configuration()
             (f.clone(), ProfileKey::new(f, context()).digest())
         })
         .collect();
-    let assembled =
-        assemble(&v1, records("ncu-records.json"), &expected, &BTreeMap::new(), &keys).unwrap();
+    let assembled = assemble(
+        &v1,
+        records("ncu-records.json"),
+        &expected,
+        &BTreeMap::new(),
+        &keys,
+    )
+    .unwrap();
     let sources: Vec<RecordSource> = assembled
         .records
         .iter()
@@ -85,7 +100,11 @@ fn the_records_of_every_launch_are_put_back_from_one_profile_per_configuration()
         assert_eq!(put_back.name, profiled.name);
         assert_eq!(put_back.grid, profiled.grid);
         let (a, b) = (put_back.duration_ns.unwrap(), profiled.duration_ns.unwrap());
-        assert!((a - b).abs() <= 0.1 * b, "{} {a} vs {b}", put_back.short_name);
+        assert!(
+            (a - b).abs() <= 0.1 * b,
+            "{} {a} vs {b}",
+            put_back.short_name
+        );
     }
     assert_eq!(assembled.profiled.len(), 4);
     // Under ncu the program launched as in the pass; another order is refused.
@@ -101,15 +120,25 @@ fn stored_profiles_answer_the_same_build_and_nothing_else() {
     let v1 = launches("v1");
     let symbols: BTreeSet<String> = v1.iter().map(|l| l.symbol.clone()).collect();
     let expected = expected_profiled(&v1, &symbols, 1);
-    let key_of = |l: &LoggedLaunch, c: ProfileContext| {
-        ProfileKey::new(l.fingerprint.clone().unwrap(), c)
-    };
+    let key_of =
+        |l: &LoggedLaunch, c: ProfileContext| ProfileKey::new(l.fingerprint.clone().unwrap(), c);
     let keys: BTreeMap<_, _> = v1
         .iter()
-        .map(|l| (l.fingerprint.clone().unwrap(), key_of(l, context()).digest()))
+        .map(|l| {
+            (
+                l.fingerprint.clone().unwrap(),
+                key_of(l, context()).digest(),
+            )
+        })
         .collect();
-    let assembled =
-        assemble(&v1, records("ncu-records.json"), &expected, &BTreeMap::new(), &keys).unwrap();
+    let assembled = assemble(
+        &v1,
+        records("ncu-records.json"),
+        &expected,
+        &BTreeMap::new(),
+        &keys,
+    )
+    .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let cache = ProfileCache::open(dir.path()).unwrap();
     for (fingerprint, record) in &assembled.profiled {
@@ -160,4 +189,107 @@ fn stored_profiles_answer_the_same_build_and_nothing_else() {
     for changed in [driver, metrics] {
         assert!(cache.get(&key_of(&v1[0], changed)).unwrap().is_none());
     }
+}
+
+fn batch(root: &str) -> serde_json::Value {
+    let path = fixture(&format!("profile-once-h200/{root}.batch.json"));
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// The stage's device seconds and the ids of the jobs that failed the check.
+fn stage_s(batch: &serde_json::Value, stage: &str) -> (f64, usize) {
+    let jobs = batch["jobs"].as_object().unwrap();
+    let ended: Vec<&serde_json::Value> = jobs
+        .iter()
+        .filter(|(id, _)| id.ends_with(&format!(".{stage}")))
+        .map(|(_, job)| job)
+        .filter(|job| job["duration_s"].is_number())
+        .collect();
+    let total = ended
+        .iter()
+        .map(|j| j["duration_s"].as_f64().unwrap())
+        .sum();
+    (total, ended.len())
+}
+
+fn failed_checks(batch: &serde_json::Value) -> BTreeSet<String> {
+    batch["jobs"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(id, job)| id.ends_with(".check") && job["state"] == "failed")
+        .map(|(id, _)| id.clone())
+        .collect()
+}
+
+/// The H200 batch (2 problems × 20 candidates): the cascade with the cache against ncu on every
+/// candidate. Its profile stage costs under a fifth of the baseline's, per candidate; the second
+/// run's hits are the whole audit-free share; the audit sample ran and agreed; the checks failed
+/// the same candidates.
+#[test]
+fn the_h200_batch_profiles_once_and_judges_as_the_baseline_does() {
+    let (a, b, c) = (batch("a"), batch("b"), batch("c"));
+    let (a_profile, a_runs) = stage_s(&a, "profile");
+    let (c_profile, c_runs) = stage_s(&c, "profile");
+    assert_eq!((a_runs, c_runs), (26, 37));
+    // Per candidate profiled: the cache's runs against ncu on every launch.
+    assert!(a_profile / (a_runs as f64) < 0.3 * c_profile / (c_runs as f64));
+    let cache_a = &a["profile_cache"];
+    let cache_b = &b["profile_cache"];
+    assert_eq!(cache_a["fingerprints"], 104);
+    assert!(cache_a["hit_rate"].as_f64().unwrap() > 0.85);
+    assert_eq!(
+        cache_b["profiled"], cache_b["audited"],
+        "only the audit sample ran ncu again"
+    );
+    for cache in [cache_a, cache_b] {
+        assert!(cache["audited"].as_u64().unwrap() > 0);
+        assert_eq!(cache["disagreements"], 0);
+        assert_eq!(cache["bypassed"], 0);
+    }
+    assert_eq!(
+        a["cascade"]["saved_by_cache_s"], cache_a["saved_s"],
+        "the cascade's summary carries the cache's saving"
+    );
+    let failed = failed_checks(&a);
+    assert_eq!(failed.len(), 8);
+    assert_eq!(failed, failed_checks(&b));
+    assert_eq!(failed, failed_checks(&c));
+}
+
+fn run(name: &str) -> polyprof::model::ProfileRun {
+    let path = fixture(&format!("fingerprint-h200/runs-{name}.json"));
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// On the H200, one cache: the first run profiles each configuration once, the same build again
+/// runs no ncu at all, the regenerated build misses, and the audit sample agrees.
+#[test]
+fn on_the_h200_the_second_run_of_a_build_runs_no_profiler() {
+    let first = run("v1-first");
+    let again = run("v1-again");
+    let regenerated = run("v2-regenerated");
+    let audited = run("v1-audited");
+    let summary = |r: &polyprof::model::ProfileRun| r.profile_cache.clone().unwrap();
+    assert_eq!((summary(&first).profiled, summary(&first).repeats), (4, 4));
+    let steps: Vec<&str> = again.steps.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        steps,
+        ["fingerprint"],
+        "every launch answered: ncu did not run"
+    );
+    assert_eq!(summary(&again).hits, 4);
+    assert_eq!(again.kernels.len(), 8);
+    for (cached, profiled) in again.kernels.iter().zip(&first.kernels) {
+        let origin = cached.cache.as_ref().unwrap();
+        assert_eq!(origin.source, RecordSource::Cache);
+        assert_eq!(origin.origin_run.as_deref(), Some("OUT/v1-first"));
+        assert_eq!(cached.duration_ns, profiled.duration_ns);
+    }
+    assert_eq!(
+        (summary(&regenerated).hits, summary(&regenerated).profiled),
+        (0, 4)
+    );
+    assert_eq!(summary(&audited).audited, 4);
+    assert!(summary(&audited).disagreements.is_empty());
 }
