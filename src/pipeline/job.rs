@@ -210,7 +210,7 @@ async fn run_pass(job: &Job, run: &mut ProfileRun, target: &ExecutionTarget) {
                     .last()
                     .map(|a| a.outcome.clone());
                 run.steps.push(prepared.pass.step.clone());
-                crate::pipeline::profile_once::finish(prepared, run, 0.0);
+                crate::pipeline::profile_once::finish(*prepared, run, 0.0);
                 crate::results::profile::stamp_call_paths(run, &job.call_path);
                 return;
             }
@@ -287,7 +287,7 @@ async fn run_pass(job: &Job, run: &mut ProfileRun, target: &ExecutionTarget) {
             run.device = output.parsed.device;
             run.session = output.parsed.session;
             if let Some(prepared) = once.take() {
-                crate::pipeline::profile_once::finish(prepared, run, profile_wall_s);
+                crate::pipeline::profile_once::finish(*prepared, run, profile_wall_s);
             }
             crate::results::profile::stamp_call_paths(run, &job.call_path);
             run.errors.extend(
@@ -316,11 +316,11 @@ async fn run_pass(job: &Job, run: &mut ProfileRun, target: &ExecutionTarget) {
 enum Ahead {
     /// Profile with these (narrowed) settings, then put the records together.
     Profile(
-        crate::pipeline::profile_once::Prepared,
-        crate::profilers::ProfilerSettings,
+        Box<crate::pipeline::profile_once::Prepared>,
+        Box<crate::profilers::ProfilerSettings>,
     ),
     /// Every launch is answered: the profiler need not run.
-    AllCached(crate::pipeline::profile_once::Prepared),
+    AllCached(Box<crate::pipeline::profile_once::Prepared>),
     /// The cache is left out of this run (the run's warnings and `profile_cache` say why);
     /// the fingerprint pass's step when it ran.
     Bypassed(Option<StepRun>),
@@ -357,8 +357,17 @@ async fn profile_once_first(
             None,
         );
     }
+    let Some(options) = &job.profile_cache else {
+        return Ahead::Bypassed(None);
+    };
+    let input = crate::pipeline::profile_once::Target {
+        argv: &job.target,
+        settings: &job.settings,
+        options,
+        run: &job.run,
+    };
     let prepared = crate::pipeline::profile_once::prepare(
-        job,
+        &input,
         &job.output_dir,
         run.profiler.version.as_deref(),
         profiler.end_marker(),
@@ -366,8 +375,8 @@ async fn profile_once_first(
     .await;
     match prepared {
         Ok(prepared) => match prepared.narrowed.clone() {
-            Some(settings) => Ahead::Profile(prepared, settings),
-            None => Ahead::AllCached(prepared),
+            Some(settings) => Ahead::Profile(Box::new(prepared), Box::new(settings)),
+            None => Ahead::AllCached(Box::new(prepared)),
         },
         Err((why, step)) => bypass(why, step),
     }

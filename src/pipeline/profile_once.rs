@@ -14,14 +14,15 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest, Sha256};
 
+use crate::model::arg::Arg;
 use crate::model::profile_cache::{
     CacheDisagreement, CacheEntry, LaunchFingerprint, ProfileCacheSummary, ProfileContext,
     ProfileKey, RecordSource, hex,
 };
 use crate::model::run::{ProfileRun, StepRun};
 use crate::pipeline::fingerprint::{self, FingerprintPass};
-use crate::pipeline::job::Job;
 use crate::pipeline::profile_cache::{ProfileCache, ProfileCacheOptions, store};
+use crate::pipeline::runner::RunOptions;
 use crate::profilers::ncu::launch_log::LoggedLaunch;
 use crate::profilers::ncu::profile_once::{Hit, assemble, expected_profiled, narrowed_options};
 use crate::profilers::{EndMarker, ProfilerSettings};
@@ -48,17 +49,23 @@ pub struct Prepared {
     pub warnings: Vec<String>,
 }
 
+/// What the run profiles and how: the job's parts profile once needs.
+pub struct Target<'a> {
+    pub argv: &'a [Arg],
+    pub settings: &'a ProfilerSettings,
+    pub options: &'a ProfileCacheOptions,
+    pub run: &'a RunOptions,
+}
+
 /// Run the fingerprint pass and look every fingerprint up. `Err`: why the cache is bypassed
 /// (the run then profiles as it would without a cache).
 pub async fn prepare(
-    job: &Job,
+    job: &Target<'_>,
     run_dir: &Path,
     tool_version: Option<&str>,
     end_marker: EndMarker,
 ) -> Result<Prepared, (String, Option<StepRun>)> {
-    let Some(options) = job.profile_cache.clone() else {
-        return Err(("the run did not ask for the profile cache".into(), None));
-    };
+    let options = job.options.clone();
     let bypass = |why: String| (why, None);
     let dir = match &options.dir {
         Some(dir) => dir.clone(),
@@ -72,10 +79,9 @@ pub async fn prepare(
         .await
         .map_err(|e| bypass(e.to_string()))?;
     let started = Instant::now();
-    let pass =
-        fingerprint::run_fingerprint_pass(&job.target, &library, run_dir, &job.run, end_marker)
-            .await
-            .map_err(|e| bypass(e.to_string()))?;
+    let pass = fingerprint::run_fingerprint_pass(job.argv, &library, run_dir, job.run, end_marker)
+        .await
+        .map_err(|e| bypass(e.to_string()))?;
     let fingerprint_s = started.elapsed().as_secs_f64();
     let step = Some(pass.step.clone());
     let with_step = |why: String| (why, step.clone());
@@ -147,8 +153,7 @@ pub async fn prepare(
     let narrowed = if symbols.is_empty() {
         None
     } else {
-        let ncu =
-            narrowed_options(&job.settings.ncu, &symbols, per_config).map_err(|e| with_step(e))?;
+        let ncu = narrowed_options(&job.settings.ncu, &symbols, per_config).map_err(with_step)?;
         Some(ProfilerSettings {
             ncu,
             ..job.settings.clone()
@@ -202,7 +207,7 @@ fn sampled(digest: &str, salt: &str, share: f64) -> bool {
 
 /// Where and how the profiles are measured: the GPU (nvidia-smi: name and compute capability),
 /// the driver, ncu's version, the clock policy, the metric set and the inputs' scope.
-async fn context(job: &Job, tool_version: Option<&str>) -> ProfileContext {
+async fn context(job: &Target<'_>, tool_version: Option<&str>) -> ProfileContext {
     let ncu = &job.settings.ncu;
     let (device, driver) = match which::which("nvidia-smi") {
         Ok(smi) => {
@@ -241,7 +246,7 @@ async fn context(job: &Job, tool_version: Option<&str>) -> ProfileContext {
             format!("metrics {}", hex(&hasher.finalize()))
         }
     };
-    let scope = job.profile_cache.as_ref().and_then(|o| o.scope.clone());
+    let scope = job.options.scope.clone();
     ProfileContext {
         device,
         driver,
@@ -249,7 +254,7 @@ async fn context(job: &Job, tool_version: Option<&str>) -> ProfileContext {
         clock_control: ncu.clock_control.as_str().to_string(),
         metric_set,
         scope: scope.unwrap_or_else(|| {
-            job.target
+            job.argv
                 .iter()
                 .map(ToString::to_string)
                 .collect::<Vec<_>>()
