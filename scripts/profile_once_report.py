@@ -96,6 +96,10 @@ def main():
         print(f"{key} {name:<26} {wall.get(key, float('nan')):>7.1f} {check[0]:>8.1f} "
               f"{time[0]:>8.1f} {prof[0]:>10.1f} {time[0] + prof[0]:>10.1f} {prof[1]:>9} "
               f"{skipped:>8}  {text}")
+        unfinished = sum(1 for e in index["jobs"].values() if e["state"] in ("pending", "running"))
+        if unfinished:
+            # A batch cut short (a time limit): its figures are of the jobs that ended.
+            print(f"  ({key}) cut short: {unfinished} jobs did not end; its figures are of those that did")
     a, b, c = (sum(rows[k]) for k in "abc")
     print()
     print(f"GPU seconds, timing + counters: cascade+cache {a:.1f} s vs ncu every candidate "
