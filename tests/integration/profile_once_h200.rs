@@ -4,7 +4,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use polyprof::model::profile_cache::{CacheEntry, ProfileContext, ProfileKey, RecordSource};
+use polyprof::model::profile_cache::{
+    CacheEntry, LaunchFingerprint, ProfileContext, ProfileKey, RecordSource,
+};
 use polyprof::model::record::KernelRecord;
 use polyprof::pipeline::fingerprint::pass::read_logs;
 use polyprof::pipeline::profile_cache::ProfileCache;
@@ -35,6 +37,32 @@ fn context() -> ProfileContext {
         metric_set: "minimal".into(),
         scope: "twokernels".into(),
     }
+}
+
+/// The key digests of `v1`'s launches and its records put back from ncu's profile of `expected`.
+fn first_profile(
+    v1: &[LoggedLaunch],
+    expected: &[usize],
+) -> (
+    BTreeMap<LaunchFingerprint, String>,
+    polyprof::profilers::ncu::profile_once::Assembly,
+) {
+    let keys: BTreeMap<_, _> = v1
+        .iter()
+        .map(|l| {
+            let f = l.fingerprint.clone().unwrap();
+            (f.clone(), ProfileKey::new(f, context()).digest())
+        })
+        .collect();
+    let assembled = assemble(
+        v1,
+        records("ncu-records.json"),
+        expected,
+        &BTreeMap::new(),
+        &keys,
+    )
+    .unwrap();
+    (keys, assembled)
 }
 
 /// Every launch is keyed by the module image loaded inside its first launch (lazy loading); a
@@ -72,21 +100,7 @@ fn the_records_of_every_launch_are_put_back_from_one_profile_per_configuration()
     let symbols: BTreeSet<String> = v1.iter().map(|l| l.symbol.clone()).collect();
     let expected = expected_profiled(&v1, &symbols, 1);
     assert_eq!(expected, [0, 1, 6, 7]);
-    let keys: BTreeMap<_, _> = v1
-        .iter()
-        .map(|l| {
-            let f = l.fingerprint.clone().unwrap();
-            (f.clone(), ProfileKey::new(f, context()).digest())
-        })
-        .collect();
-    let assembled = assemble(
-        &v1,
-        records("ncu-records.json"),
-        &expected,
-        &BTreeMap::new(),
-        &keys,
-    )
-    .unwrap();
+    let (keys, assembled) = first_profile(&v1, &expected);
     let sources: Vec<RecordSource> = assembled
         .records
         .iter()
@@ -122,23 +136,7 @@ fn stored_profiles_answer_the_same_build_and_nothing_else() {
     let expected = expected_profiled(&v1, &symbols, 1);
     let key_of =
         |l: &LoggedLaunch, c: ProfileContext| ProfileKey::new(l.fingerprint.clone().unwrap(), c);
-    let keys: BTreeMap<_, _> = v1
-        .iter()
-        .map(|l| {
-            (
-                l.fingerprint.clone().unwrap(),
-                key_of(l, context()).digest(),
-            )
-        })
-        .collect();
-    let assembled = assemble(
-        &v1,
-        records("ncu-records.json"),
-        &expected,
-        &BTreeMap::new(),
-        &keys,
-    )
-    .unwrap();
+    let (keys, assembled) = first_profile(&v1, &expected);
     let dir = tempfile::tempdir().unwrap();
     let cache = ProfileCache::open(dir.path()).unwrap();
     for (fingerprint, record) in &assembled.profiled {
