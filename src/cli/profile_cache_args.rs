@@ -8,9 +8,10 @@ use polyprof::pipeline::profile_cache::ProfileCacheOptions;
 #[derive(Debug, Clone, clap::Args)]
 pub struct ProfileCacheArgs {
     /// Profile each kernel fingerprint (module image, symbol, launch configuration) once and
-    /// serve repeats from the profile cache [DIR default: ~/.cache/polyprof/profiles].
-    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = "")]
-    pub profile_cache: Option<PathBuf>,
+    /// serve repeats from the profile cache (`--profile-cache=DIR`, or the flag alone for
+    /// ~/.cache/polyprof/profiles).
+    #[arg(long, value_name = "DIR", num_args = 0..=1, require_equals = true)]
+    pub profile_cache: Option<Option<PathBuf>>,
     /// What the kernels' inputs are (a problem and its shapes): keys are shared only within a
     /// scope [default: the command line].
     #[arg(long, value_name = "TEXT", requires = "profile_cache")]
@@ -41,7 +42,7 @@ impl ProfileCacheArgs {
             );
         }
         Ok(Some(ProfileCacheOptions {
-            dir: (!dir.as_os_str().is_empty()).then(|| dir.clone()),
+            dir: dir.clone(),
             scope: self.profile_cache_scope.clone(),
             per_fingerprint: self.profiles_per_fingerprint.max(1),
             audit_share: self.profile_cache_audit,

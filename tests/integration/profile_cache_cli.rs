@@ -323,3 +323,47 @@ fn writers_in_many_processes_and_an_expire_leave_whole_entries() {
     assert_eq!(listing["stats"]["entries"], 20);
     assert_eq!(listing["entries"].as_array().unwrap().len(), 20);
 }
+
+/// `polyprof run --profile-cache` where the cache cannot key the launches (no profiler with a
+/// fingerprint pass): the run goes on as without it and says why; a bad audit share is refused.
+#[test]
+fn run_with_the_cache_steps_aside_when_it_cannot_fingerprint() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let cache_dir = dir.path().join("cache");
+    let ran = polyprof()
+        .args(["run", "--profiler", "none"])
+        .arg(format!("--profile-cache={}", cache_dir.display()))
+        .arg("--output-dir")
+        .arg(&out)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_exit(&ran, 0);
+    let run: Value = serde_json::from_slice(&std::fs::read(out.join("run.json")).unwrap()).unwrap();
+    let bypassed = run["profile_cache"]["bypassed"].as_str().unwrap();
+    assert!(bypassed.contains("no fingerprint pass"), "{bypassed}");
+    assert!(
+        run["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().starts_with("profile cache not used"))
+    );
+    let refused = polyprof()
+        .args([
+            "run",
+            "--profiler",
+            "none",
+            "--profile-cache",
+            "--profile-cache-audit",
+            "2",
+        ])
+        .arg("--output-dir")
+        .arg(dir.path().join("refused"))
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_exit(&refused, 2);
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("not a share"));
+}
