@@ -163,6 +163,7 @@ def profile(
     output_dir: Optional[PathLike] = None,
     call_path: Sequence[str] = (),
     if_exists: str = "refuse",
+    profile_cache: Union[None, bool, PathLike, Dict[str, Any]] = None,
     **options: Any,
 ) -> ProfileRun:
     """One profiler pass over ``argv`` into ``output_dir`` (``run.json`` is written there).
@@ -178,6 +179,11 @@ def profile(
     profiler's); ``ncu`` (a dict of Nsight Compute options, as in run.json's plan),
     ``metric_group``, ``extra_args``. A run that fails is returned with its ``errors``.
     Inside ``profile_session()``, the run's kernels join the session's call paths.
+
+    ``profile_cache`` (ncu): ``True`` for the user's profile cache, a path for another, or a dict
+    (``dir``, ``scope``, ``per_fingerprint``, ``audit_share``): each kernel fingerprint is
+    profiled once and repeats are served from the cache (``polyprof run --profile-cache``); the
+    run's ``profile_cache`` gives the figures, or why the cache stepped aside.
 
     Returns a ``ProfileRun`` (``run.json``): ``outcome``, ``steps``, ``kernels`` (each a
     ``KernelRecord`` in base units: ``duration_ns``, ``dram_bytes``, ``flops`` per precision,
@@ -195,11 +201,23 @@ def profile(
         options_json,
         list(call_path),
         if_exists,
+        _profile_cache_json(profile_cache),
     )
     from .session import _add_run_to_active
 
     _add_run_to_active(text)
     return ProfileRun(json.loads(text))
+
+
+def _profile_cache_json(value: Union[None, bool, PathLike, Dict[str, Any]]) -> Optional[str]:
+    """The ``ProfileCacheOptions`` JSON of ``profile``'s ``profile_cache`` argument."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return "{}"
+    if isinstance(value, dict):
+        return json.dumps(value)
+    return json.dumps({"dir": os.fspath(value)})
 
 
 def profile_all(

@@ -17,6 +17,7 @@ def profile_json(
     options_json: str = "{}",
     call_path: Sequence[str] = ...,
     if_exists: str = "refuse",
+    profile_cache_json: Optional[str] = None,
 ) -> str: ...
 def profile_all_json(
     language: str,

@@ -230,6 +230,8 @@ class KernelRecord(Document):
     flops: Optional[Dict[str, float]]
     metrics: Optional[Dict[str, Dict[str, Any]]]
     call_path: Optional[List[Any]]
+    #: With the profile cache: ``source`` (``profiled``, ``repeat``, ``cache``), ``key``, ``origin_run``.
+    cache: Optional[Dict[str, Any]]
 
     @property
     def total_flops(self) -> Optional[float]:
@@ -295,6 +297,9 @@ class ProfileRun(Document):
     diagnostics: List[Dict[str, Any]]
     warnings: List[str]
     errors: List[RunError]
+    #: With ``profile_cache``: launches, fingerprints, profiled, hits, repeats, audited,
+    #: disagreements, saved_s, fingerprint_s, bypassed (why the cache stepped aside).
+    profile_cache: Optional[Dict[str, Any]]
 
     @property
     def succeeded(self) -> bool:

@@ -46,7 +46,7 @@ fn claim_output_dir(dir: &Path, if_exists: &str) -> PyResult<()> {
 /// failures are in the document (`errors`, `outcome`), never raised. An `output_dir` holding a
 /// run is refused unless `if_exists` says `overwrite` or `number`.
 #[pyfunction]
-#[pyo3(signature = (argv, profiler, output_dir, settings_json = "{}", options_json = "{}", call_path = Vec::new(), if_exists = "refuse"))]
+#[pyo3(signature = (argv, profiler, output_dir, settings_json = "{}", options_json = "{}", call_path = Vec::new(), if_exists = "refuse", profile_cache_json = None))]
 #[allow(clippy::too_many_arguments)]
 fn profile_json(
     py: Python<'_>,
@@ -57,6 +57,7 @@ fn profile_json(
     options_json: &str,
     call_path: Vec<String>,
     if_exists: &str,
+    profile_cache_json: Option<&str>,
 ) -> PyResult<String> {
     if argv.is_empty() {
         return Err(errors::usage(
@@ -73,6 +74,10 @@ fn profile_json(
     job.settings = settings(settings_json)?;
     job.run = args.options()?;
     job.call_path = call_path;
+    job.profile_cache = profile_cache_json
+        .map(serde_json::from_str::<polyprof::pipeline::profile_cache::ProfileCacheOptions>)
+        .transpose()
+        .map_err(|e| errors::usage(format!("profile_cache: {e}")))?;
     let cancel = job.run.cancel.clone();
     let run = runtime::block_on_cancellable(py, cancel, async move { profile(&job).await })?;
     serde_json::to_string(&run).map_err(errors::json)

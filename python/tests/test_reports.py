@@ -105,3 +105,13 @@ def test_to_dataframe_when_pandas_is_there():
     df = polyprof.load(BASE).to_dataframe()
     assert len(df) == len(polyprof.load(BASE).kernels)
     assert "duration_ns" in df.columns
+
+
+def test_profile_with_the_profile_cache_steps_aside_without_a_fingerprint_pass(tmp_path):
+    run = polyprof.profile(["true"], output_dir=tmp_path / "run", profile_cache=tmp_path / "cache")
+    assert run.succeeded
+    assert run.profile_cache is not None
+    assert "no fingerprint pass" in run.profile_cache["bypassed"]
+    assert any(w.startswith("profile cache not used") for w in run.warnings)
+    with pytest.raises(ValueError, match="profile_cache"):
+        polyprof.profile(["true"], output_dir=tmp_path / "bad", profile_cache={"audit": 1})
