@@ -302,6 +302,15 @@ async fn run_pass(job: &Job, run: &mut ProfileRun, target: &ExecutionTarget) {
                 ErrorKind::ProfilerOutput,
                 format!("reading the profiler's output: {e}"),
             );
+            if let Some(prepared) = once.take() {
+                // Nothing profiled could be read: nothing is stored or served.
+                run.profile_cache = Some(crate::model::profile_cache::ProfileCacheSummary {
+                    bypassed: Some("the profiler's output could not be read".to_string()),
+                    hits: 0,
+                    audited: 0,
+                    ..prepared.summary
+                });
+            }
             // Keep pointers to whatever the profiler wrote; the files stay on disk.
             // Nothing is read into memory (cap 0): the paths and sizes are what the run keeps.
             run.artifacts = artifacts::collect_files(dir, |n| !is_polyprof_file(n), 0)
