@@ -211,10 +211,8 @@ def profile(
 
 def _profile_cache_json(value: Union[None, bool, PathLike, Dict[str, Any]]) -> Optional[str]:
     """The ``ProfileCacheOptions`` JSON of ``profile``'s ``profile_cache`` argument."""
-    if value is None or value is False:
-        return None
-    if value is True:
-        return "{}"
+    if value is None or isinstance(value, bool):
+        return "{}" if value else None
     if isinstance(value, dict):
         return json.dumps(value)
     return json.dumps({"dir": os.fspath(value)})
