@@ -17,6 +17,8 @@
 //! - `api`: all of it in one call (`run_batch`), or in two (`OpenBatch::open`, `run`).
 //! - `slurm`: the Slurm backend (a job array; submit, poll, cancel, collect).
 //! - `ray`: the Ray backend (one Ray job per job through the Job Submission API).
+//! - `remote_index`: what the Slurm and Ray drivers share around their polls (index writes,
+//!   the wait, the last write).
 
 pub mod api;
 pub mod cache_setting;
@@ -31,6 +33,7 @@ pub mod jobfile;
 pub mod pool;
 pub mod problem;
 pub mod ray;
+pub mod remote_index;
 pub mod slurm;
 pub mod spec;
 pub mod stage;

@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use crate::model::batch::{Backend, BatchEntry, BatchIndex, EntryState, RayBatchInfo, RayJobInfo};
 use crate::model::error::Error;
 use crate::pipeline::batch::index::Prepared;
-use crate::pipeline::batch::pool::index_interval;
+use crate::pipeline::batch::remote_index;
 use crate::pipeline::batch::spec::JobSpec;
 use crate::pipeline::batch::task::{lock_job, run_dir};
 
@@ -285,7 +285,7 @@ pub async fn run_ray(
 
     let mut submitted_any = !active.is_empty();
     let mut cancel_sent: Option<Instant> = None;
-    let (mut dirty, mut written) = (false, Instant::now());
+    let mut writes = remote_index::IndexWrites::new(specs.len());
     loop {
         if run.cancel.is_cancelled() && cancel_sent.is_none() {
             say(&RayEvent::Cancelling { jobs: active.len() });
@@ -341,7 +341,7 @@ pub async fn run_ray(
                             entry.errors.push(e.to_string());
                             say(&RayEvent::Changed { entry });
                         }
-                        dirty = true;
+                        writes.changed();
                         continue;
                     }
                 }
@@ -360,7 +360,7 @@ pub async fn run_ray(
                 submission_id: &sid,
             });
             active.insert(i, Tracked::new(sid));
-            dirty = true;
+            writes.changed();
         }
         if active.is_empty() && queue.is_empty() {
             break;
@@ -429,7 +429,7 @@ pub async fn run_ray(
                 say(&RayEvent::Changed { entry: &entry });
                 let done = entry.state.is_final();
                 index.jobs.insert(spec.id.clone(), entry);
-                dirty = true;
+                writes.changed();
                 if done {
                     active.remove(&i);
                     continue;
@@ -465,25 +465,16 @@ pub async fn run_ray(
             break;
         }
         // Each write is the whole index: at most one per `index_interval`, and at the end.
-        if dirty && written.elapsed() >= index_interval(specs.len()) {
-            write_index(&mut index, root, &say);
-            written = Instant::now();
-            dirty = false;
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(run.poll) => {}
-            _ = run.cancel.cancelled(), if cancel_sent.is_none() => {}
-            _ = run.give_up.cancelled(), if cancel_sent.is_some() && !run.give_up.is_cancelled() => {}
-        }
+        writes.write_if_due(&mut index, root, &warn_through(&say));
+        remote_index::next_poll(run.poll, &run.cancel, &run.give_up, cancel_sent.is_some()).await;
     }
-    // The runs' profile cache figures, from the run directories the tasks wrote.
-    index.profile_cache = crate::pipeline::batch::cache_summary::summary(
+    remote_index::finish(
+        &mut index,
         root,
         specs,
-        &index,
         run.profile_cache.as_ref(),
+        &warn_through(&say),
     );
-    write_index(&mut index, root, &say);
     Ok(index)
 }
 
@@ -534,7 +525,10 @@ async fn keep_log(client: &RayClient, root: &Path, submission_id: &str) -> Strin
 }
 
 fn write_index(index: &mut BatchIndex, root: &Path, say: &impl Fn(&RayEvent)) {
-    if let Err(e) = index.write_atomic(root) {
-        say(&RayEvent::Warning(&format!("cannot write batch.json: {e}")));
-    }
+    remote_index::write_index(index, root, &warn_through(say));
+}
+
+/// A warning said as the driver's event.
+fn warn_through(say: &impl Fn(&RayEvent)) -> impl Fn(&str) + '_ {
+    move |text: &str| say(&RayEvent::Warning(text))
 }

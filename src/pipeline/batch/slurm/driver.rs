@@ -21,7 +21,7 @@ use crate::model::error::Error;
 use crate::model::outcome::Outcome;
 use crate::model::probe::{ProbeOutput, ProbeRequest};
 use crate::pipeline::batch::index::Prepared;
-use crate::pipeline::batch::pool::index_interval;
+use crate::pipeline::batch::remote_index;
 use crate::pipeline::batch::spec::JobSpec;
 use crate::pipeline::batch::task::{lock_job, run_dir};
 use crate::pipeline::probe::run_probe;
@@ -221,7 +221,7 @@ pub async fn run_slurm(
 
     let mut poller = Poller::new(job_id.clone(), config);
     let mut cancel_sent: Option<Instant> = None;
-    let (mut dirty, mut written) = (false, Instant::now());
+    let mut writes = remote_index::IndexWrites::new(specs.len());
     loop {
         if run.cancel.is_cancelled() && cancel_sent.is_none() {
             say(&SlurmEvent::Cancelling { job_id: &job_id });
@@ -293,33 +293,23 @@ pub async fn run_slurm(
                     ));
                 }
             }
-            write_index(&mut index, root, &say);
             break;
         }
         // Each write is the whole index: at most one per `index_interval` (the entries
         // themselves are on disk at once), and always at the end.
         if changed {
-            dirty = true;
+            writes.changed();
         }
-        if dirty && written.elapsed() >= index_interval(specs.len()) {
-            write_index(&mut index, root, &say);
-            written = Instant::now();
-            dirty = false;
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(run.poll) => {}
-            _ = run.cancel.cancelled(), if cancel_sent.is_none() => {}
-            _ = run.give_up.cancelled(), if cancel_sent.is_some() && !run.give_up.is_cancelled() => {}
-        }
+        writes.write_if_due(&mut index, root, &warn_through(&say));
+        remote_index::next_poll(run.poll, &run.cancel, &run.give_up, cancel_sent.is_some()).await;
     }
-    // The runs' profile cache figures, from the run directories the tasks wrote.
-    index.profile_cache = crate::pipeline::batch::cache_summary::summary(
+    remote_index::finish(
+        &mut index,
         root,
         specs,
-        &index,
         run.profile_cache.as_ref(),
+        &warn_through(&say),
     );
-    write_index(&mut index, root, &say);
     Ok(index)
 }
 
@@ -611,11 +601,12 @@ fn write_script(path: &Path, text: &str) -> Result<(), SlurmError> {
 }
 
 fn write_index(index: &mut BatchIndex, root: &Path, say: &impl Fn(&SlurmEvent)) {
-    if let Err(e) = index.write_atomic(root) {
-        say(&SlurmEvent::Warning(&format!(
-            "cannot write batch.json: {e}"
-        )));
-    }
+    remote_index::write_index(index, root, &warn_through(say));
+}
+
+/// A warning said as the driver's event.
+fn warn_through(say: &impl Fn(&SlurmEvent)) -> impl Fn(&str) + '_ {
+    move |text: &str| say(&SlurmEvent::Warning(text))
 }
 
 /// How the poll's Slurm commands stop: `stop` fired, or `timeout` passed.
