@@ -4,7 +4,7 @@
 
 use polyprof::pipeline::batch::devices::DeviceChoice;
 use polyprof::pipeline::batch::pool::PoolOptions;
-use polyprof::pipeline::batch::{BatchOptions, JobSpec, TaskOptions, run_batch};
+use polyprof::pipeline::batch::{BatchOptions, JobSpec, run_batch};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -22,12 +22,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         job_file: "examples/batch_from_rust.rs".into(),
         ..Default::default()
     };
-    let pool = PoolOptions {
-        task: TaskOptions::default(),
-        quarantine_after: 3,
-        max_parallel: None,
-        all_stages: false,
-    };
+    let pool = PoolOptions::default();
     let index = run_batch(&specs, root.as_ref(), &options, &pool).await?;
     for entry in index.order.iter().filter_map(|id| index.jobs.get(id)) {
         println!("{}: {} in {}", entry.id, entry.state, entry.run_dir);

@@ -119,9 +119,10 @@ fn batch_json(
     };
     let pool = PoolOptions {
         task,
-        quarantine_after: args.quarantine_after.unwrap_or(3),
-        max_parallel: None,
-        all_stages: false,
+        quarantine_after: args
+            .quarantine_after
+            .unwrap_or(polyprof::pipeline::batch::pool::DEFAULT_QUARANTINE_AFTER),
+        ..PoolOptions::default()
     };
     let index = runtime::block_on_cancellable(py, cancel, async move {
         run_batch(&specs, &output_dir, &opts, &pool).await

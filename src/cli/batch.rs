@@ -63,7 +63,7 @@ pub struct Args {
     pub timeout: Option<Duration>,
     /// A device whose jobs fail with a device-level error this many times in a row is taken
     /// out of the pool.
-    #[arg(long, value_name = "N", default_value_t = 3)]
+    #[arg(long, value_name = "N", default_value_t = polyprof::pipeline::batch::pool::DEFAULT_QUARANTINE_AFTER)]
     pub quarantine_after: u32,
     /// Also count output containing TEXT as a device-level error (repeatable).
     #[arg(long = "device-error", value_name = "TEXT")]

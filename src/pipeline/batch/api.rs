@@ -88,7 +88,6 @@ pub async fn run_batch(
 mod tests {
     use super::*;
     use crate::model::batch::EntryState;
-    use crate::pipeline::batch::task::TaskOptions;
 
     #[tokio::test]
     async fn a_batch_in_one_call_and_its_resume() {
@@ -102,12 +101,7 @@ mod tests {
             job_file: "in memory".into(),
             ..Default::default()
         };
-        let pool = PoolOptions {
-            task: TaskOptions::default(),
-            quarantine_after: 3,
-            max_parallel: None,
-            all_stages: false,
-        };
+        let pool = PoolOptions::default();
         let index = run_batch(&specs, root.path(), &opts, &pool).await.unwrap();
         assert!(
             index

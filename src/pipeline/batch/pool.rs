@@ -36,6 +36,20 @@ pub struct PoolOptions {
     pub all_stages: bool,
 }
 
+/// Device-level failures in a row before a device leaves the pool, by default.
+pub const DEFAULT_QUARANTINE_AFTER: u32 = 3;
+
+impl Default for PoolOptions {
+    fn default() -> Self {
+        PoolOptions {
+            task: TaskOptions::default(),
+            quarantine_after: DEFAULT_QUARANTINE_AFTER,
+            max_parallel: None,
+            all_stages: false,
+        }
+    }
+}
+
 /// What the pool reports while it runs (for progress displays).
 #[derive(Debug)]
 pub enum PoolEvent<'a> {
@@ -568,10 +582,8 @@ mod tests {
             Device::gpu(Vendor::Nvidia, "1", None),
         ];
         let opts = PoolOptions {
-            task: TaskOptions::default(),
             quarantine_after: 1,
-            max_parallel: None,
-            all_stages: false,
+            ..PoolOptions::default()
         };
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = seen.clone();
