@@ -19,8 +19,26 @@ use crate::model::probe::{NodeAccess, Probe, ProbeError, ProbeOutput, ProbeReque
 /// How often the runner looks at the child, the clock and the token.
 const POLL: Duration = Duration::from_millis(5);
 
+/// [`run_probe`] from async code, on a blocking thread. A task that failed (a panic in it) is
+/// the probe's `Wait` error.
+pub async fn run_probe_async(
+    command: ProbeRequest,
+    cancel: &CancellationToken,
+) -> Result<ProbeOutput, ProbeError> {
+    let shown = command.shown();
+    let cancel = cancel.clone();
+    tokio::task::spawn_blocking(move || run_probe(&command, &cancel))
+        .await
+        .unwrap_or_else(|e| {
+            Err(ProbeError::Wait {
+                command: shown,
+                message: format!("its task failed: {e}"),
+            })
+        })
+}
+
 /// Run `command` to completion, its timeout, or cancellation. Blocking; call it from
-/// `spawn_blocking` in async code.
+/// `spawn_blocking` in async code (or use [`run_probe_async`]).
 pub fn run_probe(
     command: &ProbeRequest,
     cancel: &CancellationToken,

@@ -19,6 +19,7 @@ use crate::model::profile_cache::{
     CacheDisagreement, CacheEntry, LaunchFingerprint, ProfileCacheSummary, ProfileContext,
     ProfileKey, RecordSource, hex,
 };
+use crate::model::record::KernelRecord;
 use crate::model::run::{ProfileRun, StepRun};
 use crate::pipeline::fingerprint::{self, FingerprintPass};
 use crate::pipeline::profile_cache::{ProfileCache, ProfileCacheOptions, store};
@@ -38,10 +39,12 @@ pub struct Prepared {
     pub options: ProfileCacheOptions,
     pub pass: FingerprintPass,
     pub launches: Vec<LoggedLaunch>,
-    pub keys: BTreeMap<LaunchFingerprint, ProfileKey>,
-    pub hits: BTreeMap<LaunchFingerprint, (CacheEntry, String)>,
-    /// Hits re-profiled by the audit sample.
-    pub audited: BTreeSet<LaunchFingerprint>,
+    /// Each fingerprint's key and its digest.
+    pub keys: BTreeMap<LaunchFingerprint, (ProfileKey, String)>,
+    /// The hits served from the cache.
+    pub hits: BTreeMap<LaunchFingerprint, Hit>,
+    /// The hits the audit sample re-profiles and compares.
+    pub audited: BTreeMap<LaunchFingerprint, Hit>,
     /// The settings that profile only what is needed; `None`: nothing is.
     pub narrowed: Option<ProfilerSettings>,
     pub expected: Vec<usize>,
@@ -116,18 +119,27 @@ pub async fn prepare(
     let mut keys = BTreeMap::new();
     for launch in &launches {
         if let Ok(fingerprint) = &launch.fingerprint {
-            keys.entry(fingerprint.clone())
-                .or_insert_with(|| ProfileKey::new(fingerprint.clone(), context.clone()));
+            keys.entry(fingerprint.clone()).or_insert_with(|| {
+                let key = ProfileKey::new(fingerprint.clone(), context.clone());
+                let digest = key.digest();
+                (key, digest)
+            });
         }
     }
     let mut warnings = Vec::new();
     let mut hits = BTreeMap::new();
-    for (fingerprint, key) in &keys {
+    for (fingerprint, (key, digest)) in &keys {
         match cache.lookup(key) {
             Ok(found) => {
                 warnings.extend(found.warning);
                 if let Some(entry) = found.entry {
-                    hits.insert(fingerprint.clone(), (entry, key.digest()));
+                    let hit = Hit {
+                        record: entry.record,
+                        key: digest.clone(),
+                        origin_run: entry.origin_run,
+                        profile_s: entry.profile_s,
+                    };
+                    hits.insert(fingerprint.clone(), hit);
                 }
             }
             Err(e) => warnings.push(format!("profile cache lookup: {e}")),
@@ -144,16 +156,16 @@ pub async fn prepare(
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos())
     );
-    let audited: BTreeSet<LaunchFingerprint> = if sampled(&salt, options.audit_share) {
-        hits.keys().cloned().collect()
+    let audited = if sampled(&salt, options.audit_share) {
+        std::mem::take(&mut hits)
     } else {
-        BTreeSet::new()
+        BTreeMap::new()
     };
     // ncu profiles, by name, every symbol that has a launch without a usable answer.
     let symbols: BTreeSet<String> = launches
         .iter()
         .filter(|l| match &l.fingerprint {
-            Ok(f) => !hits.contains_key(f) || audited.contains(f),
+            Ok(f) => !hits.contains_key(f),
             Err(_) => true,
         })
         .map(|l| l.symbol.clone())
@@ -181,7 +193,7 @@ pub async fn prepare(
         dir: cache.dir().display().to_string(),
         launches: launches.len() as u64,
         fingerprints: keys.len() as u64,
-        hits: (hits.len() - audited.len()) as u64,
+        hits: hits.len() as u64,
         audited: audited.len() as u64,
         fingerprint_s,
         ..ProfileCacheSummary::default()
@@ -221,10 +233,7 @@ async fn context(job: &Target<'_>, tool_version: Option<&str>) -> ProfileContext
     let ncu = &job.settings.ncu;
     let (device, driver) = match which::which("nvidia-smi") {
         Ok(smi) => {
-            let visible = std::env::var("CUDA_VISIBLE_DEVICES")
-                .ok()
-                .and_then(|v| v.split(',').next().map(str::to_string))
-                .filter(|v| !v.is_empty());
+            let visible = crate::pipeline::calibrate::visible_device();
             match crate::pipeline::calibrate::device::identify(
                 &smi,
                 visible.as_deref(),
@@ -281,30 +290,14 @@ pub fn finish(mut prepared: Prepared, run: &mut ProfileRun, profile_wall_s: f64)
     let digests: BTreeMap<LaunchFingerprint, String> = prepared
         .keys
         .iter()
-        .map(|(f, k)| (f.clone(), k.digest()))
-        .collect();
-    let hits: BTreeMap<LaunchFingerprint, Hit> = prepared
-        .hits
-        .iter()
-        .filter(|(f, _)| !prepared.audited.contains(*f))
-        .map(|(f, (entry, digest))| {
-            (
-                f.clone(),
-                Hit {
-                    record: entry.record.clone(),
-                    key: digest.clone(),
-                    origin_run: entry.origin_run.clone(),
-                },
-            )
-        })
+        .map(|(f, (_, digest))| (f.clone(), digest.clone()))
         .collect();
     let profiled = std::mem::take(&mut run.kernels);
-    let count = profiled.len();
     let assembled = match assemble(
         &prepared.launches,
-        profiled.clone(),
+        &profiled,
         &prepared.expected,
-        &hits,
+        &prepared.hits,
         &digests,
     ) {
         Ok(assembled) => assembled,
@@ -319,46 +312,36 @@ pub fn finish(mut prepared: Prepared, run: &mut ProfileRun, profile_wall_s: f64)
         }
     };
     // What profiling one launch cost: ncu's wall time beyond the program's own.
-    let per_launch_s = if count == 0 {
+    let per_launch_s = if profiled.is_empty() {
         0.0
     } else {
-        (profile_wall_s - prepared.pass.wall_s).max(0.0) / count as f64
+        (profile_wall_s - prepared.pass.wall_s).max(0.0) / profiled.len() as f64
     };
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
     for (fingerprint, record) in &assembled.profiled {
-        let Some(key) = prepared.keys.get(fingerprint) else {
+        // A served hit profiled only because ncu selects by name keeps its entry.
+        let Some((key, digest)) = prepared.keys.get(fingerprint) else {
             continue;
         };
-        if let Some((cached, digest)) = prepared.hits.get(fingerprint) {
-            if prepared.audited.contains(fingerprint) {
-                let (old, new) = (cached.record.duration_ns, record.duration_ns);
-                if let (Some(old), Some(new)) = (old, new) {
-                    let differs = (new - old).abs() > AUDIT_TOLERANCE * old.abs().max(1.0);
-                    if !differs {
-                        continue;
-                    }
-                    summary.disagreements.push(CacheDisagreement {
-                        key: digest.clone(),
-                        kernel: record.short_name.clone(),
-                        cached_ns: old,
-                        measured_ns: new,
-                        tolerance: AUDIT_TOLERANCE,
-                    });
-                    run.warnings.push(format!(
-                        "profile cache: the audit sample re-profiled `{}` at {new:.0} ns against {old:.0} ns cached (beyond {:.0} %): the entry is replaced",
-                        record.short_name,
-                        AUDIT_TOLERANCE * 100.0
-                    ));
-                    if let Err(e) = prepared.cache.invalidate(digest) {
-                        run.warnings.push(format!("profile cache: {e}"));
-                    }
-                } else {
-                    continue;
-                }
-            } else {
+        if prepared.hits.contains_key(fingerprint) {
+            continue;
+        }
+        if let Some(cached) = prepared.audited.get(fingerprint) {
+            let Some(disagreement) = disagreement(cached, record) else {
                 continue;
+            };
+            run.warnings.push(format!(
+                "profile cache: the audit sample re-profiled `{}` at {:.0} ns against {:.0} ns cached (beyond {:.0} %): the entry is replaced",
+                disagreement.kernel,
+                disagreement.measured_ns,
+                disagreement.cached_ns,
+                AUDIT_TOLERANCE * 100.0
+            ));
+            summary.disagreements.push(disagreement);
+            if let Err(e) = prepared.cache.invalidate(digest) {
+                run.warnings.push(format!("profile cache: {e}"));
             }
         }
         let mut stored = record.clone();
@@ -381,23 +364,37 @@ pub fn finish(mut prepared: Prepared, run: &mut ProfileRun, profile_wall_s: f64)
     summary.profiled = assembled.profiled.len() as u64;
     summary.repeats = assembled.repeats;
     // Saved: each launch not profiled, at what profiling it cost when it was.
-    let cost_of: BTreeMap<&str, f64> = prepared
-        .hits
-        .values()
-        .map(|(entry, digest)| (digest.as_str(), entry.profile_s))
-        .collect();
-    summary.saved_s = assembled
-        .records
+    summary.saved_s = prepared
+        .launches
         .iter()
-        .filter_map(|r| r.cache.as_ref())
-        .map(|origin| match origin.source {
-            RecordSource::Cache => cost_of.get(origin.key.as_str()).copied().unwrap_or(0.0),
+        .zip(&assembled.records)
+        .filter_map(|(launch, record)| Some((launch, record.cache.as_ref()?.source)))
+        .map(|(launch, source)| match source {
+            RecordSource::Cache => launch
+                .fingerprint
+                .as_ref()
+                .ok()
+                .and_then(|f| prepared.hits.get(f))
+                .map_or(0.0, |hit| hit.profile_s),
             RecordSource::Repeat => per_launch_s,
             RecordSource::Profiled => 0.0,
         })
         .sum();
     run.kernels = assembled.records;
     run.profile_cache = Some(summary);
+}
+
+/// The audit's finding when `fresh`, re-profiled, differs from the cached record by more than
+/// [`AUDIT_TOLERANCE`]; `None` when they agree or a duration is missing.
+fn disagreement(cached: &Hit, fresh: &KernelRecord) -> Option<CacheDisagreement> {
+    let (old, new) = (cached.record.duration_ns?, fresh.duration_ns?);
+    ((new - old).abs() > AUDIT_TOLERANCE * old.abs().max(1.0)).then(|| CacheDisagreement {
+        key: cached.key.clone(),
+        kernel: fresh.short_name.clone(),
+        cached_ns: old,
+        measured_ns: new,
+        tolerance: AUDIT_TOLERANCE,
+    })
 }
 
 #[cfg(test)]

@@ -56,7 +56,7 @@ fn first_profile(
         .collect();
     let assembled = assemble(
         v1,
-        records("ncu-records.json"),
+        &records("ncu-records.json"),
         expected,
         &BTreeMap::new(),
         &keys,
@@ -124,7 +124,7 @@ fn the_records_of_every_launch_are_put_back_from_one_profile_per_configuration()
     // Under ncu the program launched as in the pass; another order is refused.
     let mut shuffled = records("ncu-records.json");
     shuffled.swap(0, 2);
-    assert!(assemble(&v1, shuffled, &expected, &BTreeMap::new(), &keys).is_err());
+    assert!(assemble(&v1, &shuffled, &expected, &BTreeMap::new(), &keys).is_err());
 }
 
 /// Stored, the profiles answer the same build again, all of them; the regenerated build, a
@@ -161,10 +161,11 @@ fn stored_profiles_answer_the_same_build_and_nothing_else() {
                 record: entry.record,
                 key: key.digest(),
                 origin_run: entry.origin_run,
+                profile_s: entry.profile_s,
             },
         );
     }
-    let again = assemble(&v1, Vec::new(), &[], &hits, &keys).unwrap();
+    let again = assemble(&v1, &[], &[], &hits, &keys).unwrap();
     assert!(
         again
             .records

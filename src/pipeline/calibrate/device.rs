@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::error::CalibrateError;
 use crate::model::probe::{ProbeError, ProbeRequest};
-use crate::pipeline::probe::run_probe;
+use crate::pipeline::probe::run_probe_async;
 use crate::results::calibration_kernels::{DeviceFacts, parse_compute_capability};
 
 const QUERY_GPU: &str = "--query-gpu=index,name,uuid,driver_version,compute_cap";
@@ -156,28 +156,20 @@ pub async fn program_info(
     parse_program_info(&String::from_utf8_lossy(&output.stdout)).map_err(failed)
 }
 
-/// [`run_probe`] off the async workers; a probe that cannot run is the tool's failure.
+/// [`run_probe_async`]; a probe that cannot run is the tool's failure.
 pub(super) async fn run_blocking(
     request: ProbeRequest,
     cancel: &CancellationToken,
 ) -> Result<crate::model::probe::ProbeOutput, CalibrateError> {
     let program = request.program.clone();
     let shown = request.shown();
-    let cancel = cancel.clone();
-    let ran = tokio::task::spawn_blocking(move || run_probe(&request, &cancel)).await;
-    match ran {
-        Ok(Ok(output)) => Ok(output),
-        Ok(Err(ProbeError::Cancelled { .. })) => Err(CalibrateError::Cancelled),
-        Ok(Err(error)) => Err(CalibrateError::Program {
-            what: shown,
-            status: "did not run".into(),
-            stderr: error.to_string(),
-            program,
-        }),
+    match run_probe_async(request, cancel).await {
+        Ok(output) => Ok(output),
+        Err(ProbeError::Cancelled { .. }) => Err(CalibrateError::Cancelled),
         Err(error) => Err(CalibrateError::Program {
             what: shown,
             status: "did not run".into(),
-            stderr: format!("its task failed: {error}"),
+            stderr: error.to_string(),
             program,
         }),
     }

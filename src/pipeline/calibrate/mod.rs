@@ -277,7 +277,7 @@ async fn find_tools(dir: &Path) -> Result<Tools, CalibrateError> {
 }
 
 /// The first GPU `CUDA_VISIBLE_DEVICES` names (an index or a UUID), as the eval's readings take it.
-fn visible_device() -> Option<String> {
+pub fn visible_device() -> Option<String> {
     std::env::var("CUDA_VISIBLE_DEVICES")
         .ok()
         .and_then(|v| v.split(',').next().map(|s| s.trim().to_string()))

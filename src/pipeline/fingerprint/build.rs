@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::error::FingerprintError;
 use crate::model::probe::ProbeRequest;
 use crate::model::profile_cache::hex;
-use crate::pipeline::probe::run_probe;
+use crate::pipeline::probe::run_probe_async;
 
 pub const INJECT_C: &str = include_str!("inject.c");
 const LIBRARY_FILE: &str = "libpolyprof_fingerprint.so";
@@ -114,10 +114,8 @@ pub async fn library(
     std::fs::write(&source, INJECT_C).map_err(io("write", &source))?;
     let mut request = ProbeRequest::new(&nvcc, &[], NVCC_TIMEOUT);
     request.args = nvcc_args(&include, &lib, &source, &output);
-    let cancel = cancel.clone();
-    let ran = tokio::task::spawn_blocking(move || run_probe(&request, &cancel))
+    let ran = run_probe_async(request, cancel)
         .await
-        .map_err(|e| FingerprintError::Pass(format!("could not compile: {e}")))?
         .map_err(|e| FingerprintError::Compile {
             status: "did not run".into(),
             stderr: e.to_string(),

@@ -102,6 +102,8 @@ pub struct Hit {
     pub record: KernelRecord,
     pub key: String,
     pub origin_run: String,
+    /// What profiling the launch cost when it was profiled (what serving it saves).
+    pub profile_s: f64,
 }
 
 /// The run's records in launch order and what was profiled.
@@ -122,7 +124,7 @@ pub struct Assembly {
 /// records as they are and caches nothing.
 pub fn assemble(
     launches: &[LoggedLaunch],
-    profiled: Vec<KernelRecord>,
+    profiled: &[KernelRecord],
     expected: &[usize],
     hits: &BTreeMap<LaunchFingerprint, Hit>,
     keys: &BTreeMap<LaunchFingerprint, String>,
@@ -135,9 +137,9 @@ pub fn assemble(
         ));
     }
     let mut own: BTreeMap<usize, KernelRecord> = BTreeMap::new();
-    for (record, &index) in profiled.into_iter().zip(expected) {
+    for (record, &index) in profiled.iter().zip(expected) {
         let launch = &launches[index];
-        if !record_is_launch(&record, launch) {
+        if !record_is_launch(record, launch) {
             return Err(format!(
                 "ncu's launch `{}` {:?}×{:?} is not the fingerprint pass's launch {} (`{}` {:?}×{:?}): the program launched differently under ncu",
                 record.name,
@@ -149,7 +151,7 @@ pub fn assemble(
                 launch.block
             ));
         }
-        own.insert(index, record);
+        own.insert(index, record.clone());
     }
     let mut out = Assembly::default();
     // A launch configuration profiled in this run answers its repeats even when the profiled
@@ -308,11 +310,12 @@ mod tests {
                 record: record(b, 8, 5.0),
                 key: "k1".to_string(),
                 origin_run: "earlier/ncu.000".to_string(),
+                profile_s: 0.5,
             },
         )]);
         let assembled = assemble(
             &launches,
-            vec![record(a, 8, 1.0), record(a, 16, 2.0)],
+            &[record(a, 8, 1.0), record(a, 16, 2.0)],
             &expected,
             &hits,
             &keys,
@@ -346,13 +349,13 @@ mod tests {
         // A program that launched otherwise under ncu caches nothing.
         let wrong = assemble(
             &launches,
-            vec![record(a, 16, 1.0), record(a, 8, 2.0)],
+            &[record(a, 16, 1.0), record(a, 8, 2.0)],
             &expected,
             &hits,
             &keys,
         );
         assert!(wrong.unwrap_err().contains("launched differently"));
-        let short = assemble(&launches, vec![record(a, 8, 1.0)], &expected, &hits, &keys);
+        let short = assemble(&launches, &[record(a, 8, 1.0)], &expected, &hits, &keys);
         assert!(short.is_err());
     }
 }
