@@ -143,6 +143,31 @@ impl ProfileCacheSummary {
     }
 }
 
+/// `base` with each field of the key changed in turn (one key per field): what a test of
+/// "any change is a miss" walks.
+#[cfg(test)]
+pub(crate) fn each_field_changed(base: &ProfileKey) -> Vec<ProfileKey> {
+    let mut changed = Vec::new();
+    let mut push = |change: &dyn Fn(&mut ProfileKey)| {
+        let mut k = base.clone();
+        change(&mut k);
+        changed.push(k);
+    };
+    push(&|k| k.version += 1);
+    push(&|k| k.fingerprint.module_sha256.push('0'));
+    push(&|k| k.fingerprint.function.push('x'));
+    push(&|k| k.fingerprint.grid[0] += 1);
+    push(&|k| k.fingerprint.block[1] += 1);
+    push(&|k| k.fingerprint.dynamic_shared_bytes += 1024);
+    push(&|k| k.context.device.push_str(" (changed)"));
+    push(&|k| k.context.driver.push_str(" (changed)"));
+    push(&|k| k.context.tool.push_str(" (changed)"));
+    push(&|k| k.context.clock_control.push_str(" (changed)"));
+    push(&|k| k.context.metric_set.push_str(" (changed)"));
+    push(&|k| k.context.scope.push_str(" (changed)"));
+    changed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,33 +188,8 @@ mod tests {
         let digest = base.digest();
         assert_eq!(digest.len(), 64);
         assert_eq!(digest, base.clone().digest(), "the digest is stable");
-        let mut changed = Vec::new();
-        let mut k = base.clone();
-        k.fingerprint.module_sha256 = "cd".repeat(32);
-        changed.push(k);
-        let mut k = base.clone();
-        k.fingerprint.grid[0] = 65;
-        changed.push(k);
-        let mut k = base.clone();
-        k.fingerprint.dynamic_shared_bytes = 1024;
-        changed.push(k);
-        for field in 0..6 {
-            let mut k = base.clone();
-            let c = &mut k.context;
-            let slot = [
-                &mut c.device,
-                &mut c.driver,
-                &mut c.tool,
-                &mut c.clock_control,
-                &mut c.metric_set,
-                &mut c.scope,
-            ];
-            *slot
-                .into_iter()
-                .nth(field)
-                .unwrap_or_else(|| unreachable!()) = "x".into();
-            changed.push(k);
-        }
+        let changed = each_field_changed(&base);
+        assert_eq!(changed.len(), 12);
         for k in changed {
             assert_ne!(k.digest(), digest, "{k:?}");
         }

@@ -604,38 +604,7 @@ mod tests {
         let (_dir, cache) = cache();
         let base = key(1);
         cache.put(&entry(base.clone(), now_unix_s())).unwrap();
-        let mut changed = Vec::new();
-        let mut k = base.clone();
-        k.fingerprint.module_sha256 = "cd".repeat(32);
-        changed.push(k);
-        let mut k = base.clone();
-        k.fingerprint.function = "_Z6matmulPKfS0_Pfj".into();
-        changed.push(k);
-        let mut k = base.clone();
-        k.fingerprint.block[1] = 8;
-        changed.push(k);
-        let mut k = base.clone();
-        k.fingerprint.dynamic_shared_bytes = 4096;
-        changed.push(k);
-        let mut k = base.clone();
-        k.version += 1;
-        changed.push(k);
-        for field in 0..6 {
-            let mut k = base.clone();
-            let c = &mut k.context;
-            let slot = [
-                &mut c.device,
-                &mut c.driver,
-                &mut c.tool,
-                &mut c.clock_control,
-                &mut c.metric_set,
-                &mut c.scope,
-            ];
-            if let Some(value) = slot.into_iter().nth(field) {
-                value.push_str(" (changed)");
-            }
-            changed.push(k);
-        }
+        let changed = crate::model::profile_cache::each_field_changed(&base);
         let original = cache.path_of(&base.digest());
         for k in &changed {
             assert_eq!(cache.get(k).unwrap(), None, "{k:?}");
