@@ -23,7 +23,7 @@ fn script(args: &[&str]) -> std::process::Output {
 
 /// Whether Ray is installed in the tests' virtual environment, installing it the first time
 /// (`ray[default]` from PyPI, about a minute; `.ci/run` does it before the tests). Tests say
-/// SKIPPED only when that fails (no python3, no registry).
+/// SKIPPED only when that fails (no python3, no registry); under CI that is a failure.
 pub fn ray_available(test: &str) -> bool {
     static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
     let installed = INSTALLED.get_or_init(|| {
@@ -35,8 +35,9 @@ pub fn ray_available(test: &str) -> bool {
         }
     });
     if let Err(why) = installed {
-        eprintln!(
-            "SKIPPED {test}: Ray could not be installed (scripts/ray-local.sh install): {why}"
+        super::skip(
+            test,
+            &format!("Ray could not be installed (scripts/ray-local.sh install): {why}"),
         );
     }
     installed.is_ok()

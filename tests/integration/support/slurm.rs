@@ -16,15 +16,16 @@ static ONE_CLUSTER: Mutex<()> = Mutex::new(());
 /// hand with the script's defaults is left alone).
 const LOCAL_PORT: &str = "6827";
 
-/// Whether Slurm's daemons are installed; tests print why they skip when not (`.ci/run`
-/// installs them, so CI runs them).
+/// Whether Slurm's daemons are installed; tests print why they skip when not, and fail under CI
+/// (`.ci/run` installs them).
 pub fn slurm_installed(test: &str) -> bool {
     let found = ["slurmctld", "slurmd", "munged"]
         .iter()
         .all(|b| which(b) || Path::new("/usr/sbin").join(b).exists());
     if !found {
-        eprintln!(
-            "SKIPPED {test}: slurmctld/slurmd/munged are not installed (apt-get install -y slurm-wlm munge)"
+        super::skip(
+            test,
+            "slurmctld/slurmd/munged are not installed (apt-get install -y slurm-wlm munge)",
         );
     }
     found
