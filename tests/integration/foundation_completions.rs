@@ -116,6 +116,9 @@ fn man_pages_render_with_every_command() {
         "polyprof-diff.1",
         "polyprof-batch.1",
         "polyprof-metal-analyze.1",
+        "polyprof-cache.1",
+        "polyprof-cache-list.1",
+        "polyprof-cache-expire.1",
     ] {
         assert!(dir.path().join(page).is_file(), "{page} missing");
     }

@@ -238,24 +238,6 @@ fn path_is_profiles_under_the_configured_cache_dir_else_the_xdg_cache() {
     assert!(!root.path().join("xdg").exists());
 }
 
-#[test]
-fn cache_has_manual_pages() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = polyprof()
-        .args(["man", "--output-dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
-    for page in [
-        "polyprof-cache.1",
-        "polyprof-cache-list.1",
-        "polyprof-cache-expire.1",
-    ] {
-        assert!(dir.path().join(page).is_file(), "{page} missing");
-    }
-}
-
 /// The writer the next test starts as several processes: stores keys 0..20 of its device in the
 /// cache named by the variable, twice over. Outside that test it does nothing.
 #[test]
