@@ -8,7 +8,7 @@
 #
 #   scripts/bench-profile-once.sh [OUTDIR]
 #
-# OUTDIR filled by scripts/gpu-profile-once.sh (a/, b/, c/ with batch.json): prints its
+# OUTDIR filled by scripts/gpu-profile-once.sh (a/, b/, and c/ or c1/ c2/ … with batch.json): prints its
 # figures. Otherwise, where nvcc, ncu and an NVIDIA GPU are: runs scripts/gpu-profile-once.sh
 # into OUTDIR (default a temporary folder, removed unless KEEP=1) with BIN (default
 # target/release/polyprof, built if missing), then prints them. Elsewhere: generates the
@@ -17,7 +17,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-}
-if [[ -n "$OUT" && -f "$OUT/a/batch.json" && -f "$OUT/b/batch.json" && -f "$OUT/c/batch.json" ]]; then
+if [[ -n "$OUT" && -f "$OUT/a/batch.json" && -f "$OUT/b/batch.json" ]] &&
+  [[ -f "$OUT/c/batch.json" || -f "$OUT/c1/batch.json" ]]; then
   exec python3 scripts/profile_once_report.py "$OUT"
 fi
 if [[ -z "${BIN:-}" ]]; then

@@ -3,7 +3,7 @@
 
     scripts/profile_once_problems.py OUTDIR [--problems 10] [--candidates 20]
         [--elements 8388608] [--margin 0.5] [--audit-share 0.05] [--preset NAME]
-        [--timeout 120]
+        [--timeout 120] [--baseline-parts 1]
 
 Each problem is an elementwise, stencil or row-reduction op over --elements floats. Its
 reference kernel lives in the problem's own translation unit (ref.cu -> ref.o, compiled once
@@ -28,8 +28,10 @@ Writes into OUTDIR:
                                           unless it is newer than its sources (the compile stage)
     jobs.toml                             the problems with stages compile, check, time, profile
                                           (ncu, profile_cache into OUTDIR/cache), margin --margin
-    jobs-baseline.toml                    the same without profile_cache ("ncu every candidate"
-                                          with polyprof batch --all-stages)
+    jobs-baseline.toml                    the same without profile_cache and without the check
+                                          ("ncu every candidate" with polyprof batch --all-stages)
+    jobs-baseline-K.toml                  with --baseline-parts N > 1: the baseline's problems in
+                                          N files, to run in calls of a bounded length
     manifest.json                         each candidate's variant, launches and expected result
 
 Only the standard library: runs anywhere (the sources are checked with a C++ compiler where
@@ -346,6 +348,9 @@ def main():
     parser.add_argument("--audit-share", type=float, default=0.05)
     parser.add_argument("--preset", default=None, help="ncu preset of the profile stage")
     parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--baseline-parts", type=int, default=1,
+                        help="also split the baseline's problems into this many job files "
+                             "jobs-baseline-K.toml, to run in calls of a bounded length")
     parser.add_argument("--check-syntax", action="store_true",
                         help="check the sources with a host C++ compiler (c++, g++ or clang++) "
                              "and a CUDA stub, for a machine without nvcc")
@@ -364,6 +369,9 @@ def main():
 
     manifest = []
     tables = {"jobs.toml": [], "jobs-baseline.toml": []}
+    parts = max(1, min(args.baseline_parts, args.problems))
+    if parts > 1:
+        tables.update({f"jobs-baseline-{k + 1}.toml": [] for k in range(parts)})
     for p in range(args.problems):
         op, kind, body = OPS[p]
         pid = f"p{p:02d}_{op}"
@@ -402,15 +410,24 @@ def main():
             manifest.append({"problem": pid, "candidate": cid, "variant": variant,
                              "bug": key if variant == "v2" else None, "launches": launches,
                              "expect": EXPECT[variant]})
+        part = f"jobs-baseline-{p * parts // args.problems + 1}.toml"
         for name, lines in tables.items():
+            if name.startswith("jobs-baseline-") and name != part:
+                continue
+            # The baseline runs every stage of every candidate (--all-stages) but the check: its
+            # figure is the time and profile stages, and (a)'s check verdicts are judged
+            # against the generated ones.
+            stages = ["compile", "check", "time", "profile"]
+            if name != "jobs.toml":
+                stages.remove("check")
             lines += [
                 "[[problem]]",
                 f"id = {toml_str(pid)}",
                 f"target = {toml_list(['{candidate}.bin'])}",
                 f"candidates = {toml_list(paths)}",
-                'stages = ["compile", "check", "time", "profile"]',
+                f"stages = {toml_list(stages)}",
                 f"compile = {toml_list(['sh', build, '{candidate}'])}",
-                f"check = {toml_list(['{candidate}.bin'])}",
+                *([f"check = {toml_list(['{candidate}.bin'])}"] if "check" in stages else []),
                 'profiler = "ncu"',
                 f"profile = {{ margin = {args.margin} }}",
                 f"timeout_s = {args.timeout}",

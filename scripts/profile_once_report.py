@@ -5,17 +5,18 @@
 
 Reads OUTDIR/{a,b,c}/batch.json (a: the cascade with the profile cache into a fresh cache,
 b: the same batch again on that cache, c: --all-stages without a cache, "ncu every
-candidate"), OUTDIR/wall.tsv (each run's wall seconds, if there) and OUTDIR/gen/manifest.json,
+candidate"; c may be split into c1, c2, … whose jobs are summed), OUTDIR/wall.tsv (each run's wall seconds, if there) and OUTDIR/gen/manifest.json,
 and prints per run the device seconds of the time and profile stages (the sum of their jobs'
 durations: one GPU runs one job at a time), the jobs run and skipped, the cache's figures; then
 the two figures of issue 25: (a)/(c), the GPU seconds for timing + counters against ncu on every
-candidate, and (b)'s profile stage against (a)'s, the second run's profiling cost; and whether
-the verdicts agree: the candidates each run found incorrect, the expected ones, and the audit
-sample's disagreements. Exit status 0 when it could read the three runs.
+candidate, and (b)'s profile stage against (a)'s and (c)'s, the second run's profiling cost; and
+whether the verdicts agree: the candidates (a) and (b) found incorrect against the generated ones
+(and (c)'s, when it has a check stage), and the audit sample's disagreements. Exit status 0 when it could read the three runs.
 """
 
 import json
 import os
+import re
 import statistics
 import sys
 
@@ -59,11 +60,28 @@ def profiled(index):
             if e.get("labels", {}).get("stage") == "profile" and e["state"] == "succeeded"}
 
 
+def baseline(out):
+    """(c): OUTDIR/c, or its parts OUTDIR/c1, c2, … as one index (their jobs together)."""
+    whole = load(os.path.join(out, "c", "batch.json"))
+    if whole is not None:
+        return whole, ["c"]
+    parts = sorted((name for name in os.listdir(out) if re.fullmatch(r"c[0-9]+", name)),
+                   key=lambda name: int(name[1:]))
+    jobs, found = {}, []
+    for name in parts:
+        index = load(os.path.join(out, name, "batch.json"))
+        if index is not None:
+            jobs.update(index["jobs"])
+            found.append(name)
+    return ({"jobs": jobs} if found else None), found
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: profile_once_report.py OUTDIR")
     out = sys.argv[1]
-    indexes = {key: load(os.path.join(out, key, "batch.json")) for key, _ in RUNS}
+    indexes = {key: load(os.path.join(out, key, "batch.json")) for key in "ab"}
+    indexes["c"], c_roots = baseline(out)
     missing = [key for key, index in indexes.items() if index is None]
     if missing:
         sys.exit(f"{out}: no batch.json for run(s) {', '.join(missing)}; run scripts/gpu-profile-once.sh first")
@@ -72,7 +90,9 @@ def main():
         with open(os.path.join(out, "wall.tsv")) as f:
             for line in f:
                 key, seconds = line.split()
-                wall[key] = float(seconds)
+                # The baseline's parts are one run.
+                key = "c" if key in c_roots else key
+                wall[key] = wall.get(key, 0.0) + float(seconds)
     except OSError:
         pass
     rows = {}
@@ -105,20 +125,25 @@ def main():
     print(f"GPU seconds, timing + counters: cascade+cache {a:.1f} s vs ncu every candidate "
           f"{c:.1f} s: {a / c if c else float('nan'):.3f}x (issue 25 asks at most 0.20x); "
           f"second run {b:.1f} s: {b / c if c else float('nan'):.3f}x")
-    pa, pb = rows["a"][1], rows["b"][1]
+    pa, pb, pc = rows["a"][1], rows["b"][1], rows["c"][1]
     print(f"profile stage: first run {pa:.1f} s, second run {pb:.1f} s "
-          f"({pb / pa if pa else float('nan'):.3f}x of the first)")
+          f"({pb / pa if pa else float('nan'):.3f}x of the first, "
+          f"{pb / pc if pc else float('nan'):.3f}x of ncu every candidate's {pc:.1f} s)")
     # The verdicts: the same candidates fail the check in every run, and they are the ones
     # generated wrong.
     manifest = load(os.path.join(out, "gen", "manifest.json"))
     fails = {key: failed_checks(indexes[key]) for key in "abc"}
-    same = fails["a"] == fails["b"] == fails["c"]
+    # A baseline without a check stage has no check verdicts to compare.
+    judged = "abc" if fails["c"] or stage_seconds(indexes["c"], "check")[1] else "ab"
+    same = all(fails[key] == fails["a"] for key in judged)
     line = f"check verdicts: {len(fails['a'])} candidates failed the check in (a)"
-    line += ", the same in (b) and (c)" if same else f", (b) {len(fails['b'])}, (c) {len(fails['c'])}: DIFFERENT"
+    others = " and ".join(f"({key})" for key in judged[1:])
+    line += f", the same in {others}" if same else ", " + ", ".join(
+        f"({key}) {len(fails[key])}" for key in judged[1:]) + ": DIFFERENT"
     if manifest:
         wrong = sorted(m["problem"] + "." + m["candidate"] for m in manifest["candidates"]
                        if m["expect"] == "incorrect")
-        line += "; as generated" if wrong == fails["c"] else f"; generated wrong: {len(wrong)}: DIFFERENT"
+        line += "; as generated" if wrong == fails["a"] else f"; generated wrong: {len(wrong)}: DIFFERENT"
         slow = {m["problem"] + "." + m["candidate"] for m in manifest["candidates"]
                 if m["expect"] == "slow"}
         slow_profiled = slow & set(profiled(indexes["a"]))

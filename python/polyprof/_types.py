@@ -298,7 +298,8 @@ class ProfileRun(Document):
     warnings: List[str]
     errors: List[RunError]
     #: With ``profile_cache``: launches, fingerprints, profiled, hits, repeats, audited,
-    #: disagreements, saved_s, fingerprint_s, bypassed (why the cache stepped aside).
+    #: disagreements, audit_noise (the run's relative noise), saved_s, fingerprint_s,
+    #: bypassed (why the cache stepped aside).
     profile_cache: Optional[Dict[str, Any]]
 
     @property

@@ -123,6 +123,11 @@ pub struct ProfileCacheSummary {
     pub audited: u64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub disagreements: Vec<CacheDisagreement>,
+    /// The run's noise, which the audit's tolerance is three times of: the median relative
+    /// spread ((max − min) / median) of the launch configurations the run profiled more than
+    /// once (an audited run profiles up to three of each). Absent when it profiled none twice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit_noise: Option<f64>,
     /// Profiler seconds the hits and the repeats saved (each at its entry's `profile_s`).
     pub saved_s: f64,
     /// Seconds the fingerprint pass took.

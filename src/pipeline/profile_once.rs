@@ -27,11 +27,29 @@ use crate::pipeline::runner::RunOptions;
 use crate::profilers::ncu::launch_log::LoggedLaunch;
 use crate::profilers::ncu::profile_once::{Hit, assemble, expected_profiled, narrowed_options};
 use crate::profilers::{EndMarker, ProfilerSettings};
+use crate::results::stats::Stats;
 
-/// A cached profile whose fresh profile differs by more than this share is invalidated. One
+/// The audit judges a cached profile against a fresh one by the run's own noise: the spread of
+/// the durations of one launch configuration profiled several times in the run. An audit run
+/// profiles up to this many launches of each configuration to measure it (it is 5 % of runs).
+pub const AUDIT_PROFILES_PER_CONFIG: u64 = 3;
+/// A difference beyond this many times the run's noise disagrees.
+pub const AUDIT_NOISE_MULTIPLE: f64 = 3.0;
+/// Never below this share: an entry serves later runs on other GPUs of the model, whose clocks
+/// and temperatures differ by more than one run's replays (on the H200, the kernels of 130
+/// candidates profiled in two batches differed by 0.3 % at the median, 1.6 % at most).
+pub const MIN_AUDIT_TOLERANCE: f64 = 0.05;
+/// Nor below this many ns: a short kernel's jitter is not a share of its duration (ncu's
+/// durations tick by 32 ns; on the H200 a 2.8 µs kernel profiled in two batches differed by
+/// 256 ns, 9 %, where the run's repeats of a 47 µs kernel spread by 0.7 %).
+pub const MIN_AUDIT_TOLERANCE_NS: f64 = 500.0;
+/// Never above this share: a kernel that noisy has no profile worth serving, and a wider
+/// tolerance would let almost any change through.
+pub const MAX_AUDIT_TOLERANCE: f64 = 0.5;
+/// When the run profiled no configuration twice (the program launched each kernel once): one
 /// ncu replay of the same launch under clock control varies by a few percent; a kernel whose
 /// work depends on its arguments or state can differ by far more.
-pub const AUDIT_TOLERANCE: f64 = 0.15;
+pub const DEFAULT_AUDIT_TOLERANCE: f64 = 0.15;
 
 /// What the run needs after the fingerprint pass and the lookups.
 pub struct Prepared {
@@ -170,7 +188,11 @@ pub async fn prepare(
         })
         .map(|l| l.symbol.clone())
         .collect();
-    let per_config = options.per_fingerprint.max(1);
+    let per_config = if audited.is_empty() {
+        options.per_fingerprint.max(1)
+    } else {
+        options.per_fingerprint.max(AUDIT_PROFILES_PER_CONFIG)
+    };
     let expected = expected_profiled(&launches, &symbols, per_config);
     let narrowed = if symbols.is_empty() {
         None
@@ -320,6 +342,7 @@ pub fn finish(mut prepared: Prepared, run: &mut ProfileRun, profile_wall_s: f64)
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
+    summary.audit_noise = run_noise(assembled.samples.values());
     for (fingerprint, record) in &assembled.profiled {
         // A served hit profiled only because ncu selects by name keeps its entry.
         let Some((key, digest)) = prepared.keys.get(fingerprint) else {
@@ -329,15 +352,28 @@ pub fn finish(mut prepared: Prepared, run: &mut ProfileRun, profile_wall_s: f64)
             continue;
         }
         if let Some(cached) = prepared.audited.get(fingerprint) {
-            let Some(disagreement) = disagreement(cached, record) else {
+            let fresh = assembled
+                .samples
+                .get(fingerprint)
+                .and_then(|durations| Stats::from_samples(durations).ok())
+                .map(|stats| stats.median);
+            let Some(disagreement) = disagreement(cached, record, fresh, summary.audit_noise)
+            else {
                 continue;
             };
             run.warnings.push(format!(
-                "profile cache: the audit sample re-profiled `{}` at {:.0} ns against {:.0} ns cached (beyond {:.0} %): the entry is replaced",
+                "profile cache: the audit sample re-profiled `{}` at {:.0} ns against {:.0} ns cached (beyond {:.1} %, {}): the entry is replaced",
                 disagreement.kernel,
                 disagreement.measured_ns,
                 disagreement.cached_ns,
-                AUDIT_TOLERANCE * 100.0
+                disagreement.tolerance * 100.0,
+                summary.audit_noise.map_or_else(
+                    || "no repeated profile in the run to measure its noise by".to_string(),
+                    |noise| format!(
+                        "{AUDIT_NOISE_MULTIPLE} times the run's noise of {:.1} %, or {MIN_AUDIT_TOLERANCE_NS:.0} ns",
+                        noise * 100.0
+                    )
+                )
             ));
             summary.disagreements.push(disagreement);
             if let Err(e) = prepared.cache.invalidate(digest) {
@@ -384,16 +420,47 @@ pub fn finish(mut prepared: Prepared, run: &mut ProfileRun, profile_wall_s: f64)
     run.profile_cache = Some(summary);
 }
 
-/// The audit's finding when `fresh`, re-profiled, differs from the cached record by more than
-/// [`AUDIT_TOLERANCE`]; `None` when they agree or a duration is missing.
-fn disagreement(cached: &Hit, fresh: &KernelRecord) -> Option<CacheDisagreement> {
-    let (old, new) = (cached.record.duration_ns?, fresh.duration_ns?);
-    ((new - old).abs() > AUDIT_TOLERANCE * old.abs().max(1.0)).then(|| CacheDisagreement {
+/// The run's noise: over the fingerprints profiled more than once in the run, the median of
+/// each one's relative spread ((max − min) / median of its durations). `None`: none was.
+pub fn run_noise<'a>(samples: impl IntoIterator<Item = &'a Vec<f64>>) -> Option<f64> {
+    let spreads: Vec<f64> = samples
+        .into_iter()
+        .filter(|durations| durations.len() > 1)
+        .filter_map(|durations| Stats::from_samples(durations).ok())
+        .filter(|stats| stats.median > 0.0)
+        .map(|stats| (stats.max - stats.min) / stats.median)
+        .collect();
+    Stats::from_samples(&spreads).ok().map(|stats| stats.median)
+}
+
+/// The difference (ns) the audit allows for a kernel cached at `cached_ns` in a run of noise
+/// `noise`: a share of its duration (see the constants), and never under
+/// [`MIN_AUDIT_TOLERANCE_NS`].
+pub fn audit_tolerance_ns(noise: Option<f64>, cached_ns: f64) -> f64 {
+    let share = noise.map_or(DEFAULT_AUDIT_TOLERANCE, |noise| {
+        (AUDIT_NOISE_MULTIPLE * noise).clamp(MIN_AUDIT_TOLERANCE, MAX_AUDIT_TOLERANCE)
+    });
+    (share * cached_ns.abs()).max(MIN_AUDIT_TOLERANCE_NS)
+}
+
+/// The audit's finding when the fresh profile of a cached launch (the median of its durations
+/// profiled in the run, `fresh_ns`, else `fresh`'s) differs from the cached record by more than
+/// [`audit_tolerance_ns`]; `None` when they agree or a duration is missing. Its `tolerance` is
+/// relative to the cached duration.
+pub fn disagreement(
+    cached: &Hit,
+    fresh: &KernelRecord,
+    fresh_ns: Option<f64>,
+    noise: Option<f64>,
+) -> Option<CacheDisagreement> {
+    let (old, new) = (cached.record.duration_ns?, fresh_ns.or(fresh.duration_ns)?);
+    let allowed = audit_tolerance_ns(noise, old);
+    ((new - old).abs() > allowed).then(|| CacheDisagreement {
         key: cached.key.clone(),
         kernel: fresh.short_name.clone(),
         cached_ns: old,
         measured_ns: new,
-        tolerance: AUDIT_TOLERANCE,
+        tolerance: allowed / old.abs().max(1.0),
     })
 }
 
@@ -409,5 +476,69 @@ mod tests {
         assert!((400..600).contains(&drawn), "{drawn} of 10000");
         assert!(!sampled("run/0", 0.0));
         assert!((0..100).all(|i| sampled(&format!("run/{i}"), 1.0)));
+    }
+
+    fn fingerprint(function: &str) -> LaunchFingerprint {
+        LaunchFingerprint {
+            module_sha256: "m".to_string(),
+            function: function.to_string(),
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            dynamic_shared_bytes: 0,
+        }
+    }
+
+    #[test]
+    fn the_audit_tolerance_is_three_times_the_runs_noise_within_bounds() {
+        // Launches profiled once measure nothing: the default share.
+        let once = BTreeMap::from([(fingerprint("a"), vec![100_000.0])]);
+        assert_eq!(run_noise(once.values()), None);
+        assert_eq!(audit_tolerance_ns(None, 100_000.0), 15_000.0);
+        // Spreads 4 % and 10/210, a single sample ignored: their median.
+        let run = BTreeMap::from([
+            (fingerprint("a"), vec![100_000.0, 102_000.0, 98_000.0]),
+            (fingerprint("b"), vec![200_000.0, 220_000.0]),
+            (fingerprint("c"), vec![50_000.0]),
+        ]);
+        let noise = run_noise(run.values()).unwrap();
+        assert!(
+            (noise - (0.04 + 20.0 / 210.0) / 2.0).abs() < 1e-9,
+            "{noise}"
+        );
+        let allowed = audit_tolerance_ns(Some(noise), 1_000_000.0);
+        assert!((allowed - 3.0 * noise * 1_000_000.0).abs() < 1e-6);
+        // Between 5 % and 50 % of the duration.
+        assert_eq!(audit_tolerance_ns(Some(0.001), 1_000_000.0), 50_000.0);
+        assert_eq!(audit_tolerance_ns(Some(0.4), 1_000_000.0), 500_000.0);
+        // Never under 500 ns: a short kernel's jitter.
+        assert_eq!(
+            audit_tolerance_ns(Some(0.007), 2_816.0),
+            MIN_AUDIT_TOLERANCE_NS
+        );
+        assert_eq!(audit_tolerance_ns(None, 2_816.0), MIN_AUDIT_TOLERANCE_NS);
+    }
+
+    #[test]
+    fn a_fresh_profile_beyond_the_tolerance_disagrees_and_one_within_it_does_not() {
+        let cached = Hit {
+            record: KernelRecord {
+                duration_ns: Some(100_000.0),
+                ..KernelRecord::default()
+            },
+            key: "k".to_string(),
+            origin_run: "earlier".to_string(),
+            profile_s: 0.2,
+        };
+        let fresh = KernelRecord {
+            short_name: "scale".to_string(),
+            duration_ns: Some(130_000.0),
+            ..KernelRecord::default()
+        };
+        // The median of the run's durations is judged, not the first record's.
+        assert!(disagreement(&cached, &fresh, Some(104_000.0), Some(0.002)).is_none());
+        let found = disagreement(&cached, &fresh, None, Some(0.002)).unwrap();
+        assert_eq!((found.cached_ns, found.measured_ns), (100_000.0, 130_000.0));
+        assert!((found.tolerance - 0.05).abs() < 1e-12);
+        assert!(disagreement(&cached, &fresh, None, Some(0.2)).is_none());
     }
 }

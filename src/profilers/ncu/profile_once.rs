@@ -112,6 +112,9 @@ pub struct Assembly {
     pub records: Vec<KernelRecord>,
     /// Each fingerprint's first record profiled in this run.
     pub profiled: BTreeMap<LaunchFingerprint, KernelRecord>,
+    /// The durations (ns) of every launch of each fingerprint profiled in this run: more than
+    /// one where the run profiled repeats, which measures the run's noise.
+    pub samples: BTreeMap<LaunchFingerprint, Vec<f64>>,
     /// Launches served by a repeat of a launch profiled in this run, or by the cache.
     pub repeats: u64,
     pub from_cache: u64,
@@ -175,6 +178,9 @@ pub fn assemble(
                 out.profiled
                     .entry(fingerprint.clone())
                     .or_insert_with(|| record.clone());
+                if let Some(ns) = record.duration_ns {
+                    out.samples.entry(fingerprint.clone()).or_default().push(ns);
+                }
             }
             record.cache = key.map(|key| RecordOrigin {
                 source: RecordSource::Profiled,
@@ -346,6 +352,21 @@ mod tests {
         );
         assert_eq!((assembled.repeats, assembled.from_cache), (1, 1));
         assert_eq!(assembled.profiled.len(), 2);
+        assert_eq!(assembled.samples[&fp(0)], [1.0]);
+        assert_eq!(assembled.samples[&fp(3)], [2.0]);
+        // Two launches of a configuration profiled: both durations are samples of it.
+        let twice = expected_profiled(&launches, &symbols, 2);
+        assert_eq!(twice, [0, 2, 3]);
+        let assembled = assemble(
+            &launches,
+            &[record(a, 8, 1.0), record(a, 8, 1.2), record(a, 16, 2.0)],
+            &twice,
+            &hits,
+            &keys,
+        )
+        .unwrap();
+        assert_eq!(assembled.samples[&fp(0)], [1.0, 1.2]);
+        assert_eq!(assembled.repeats, 0);
         // A program that launched otherwise under ncu caches nothing.
         let wrong = assemble(
             &launches,
