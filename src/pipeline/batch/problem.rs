@@ -172,7 +172,7 @@ impl ProblemSpec {
                 .map_err(|why| format!("problem `{id}`: {why}"))?;
             if self.reference.is_some() {
                 return Err(format!(
-                    "problem `{id}`: `profile_cache` applies to a `target` problem's profile stage (a command under its profiler); a `reference` problem's evals do not use the cache yet"
+                    "problem `{id}`: `profile_cache` applies to a `target` problem's profile stage (a command under its profiler); a `reference` problem's evals profile each candidate on the eval's own fresh inputs and never serve a cached profile; remove `profile_cache`"
                 ));
             }
             if !has(Stage::Profile) {
