@@ -26,8 +26,8 @@
 # One GPU runs one job at a time, so no two ncu runs overlap (nor an ncu run and a timing).
 # Budget on an H200 with 16 cores, 10 x 20: about 45 s to build, 270 s for (a), 200 s for (b),
 # 850 s for (c) (its 200 ncu runs are most of it). PROBLEMS, CANDIDATES, ELEMENTS (floats per
-# array, 8388608), MARGIN (0.5), PRESET (an ncu preset name; default polyprof's minimal) and
-# ARCH (sm_90a) scale it. For machines that bound a call's length, STEPS (default
+# array, 8388608), MARGIN (0.5), AUDIT_SHARE (0.05), PRESET (an ncu preset name; default
+# polyprof's minimal) and ARCH (sm_90a) scale it. For machines that bound a call's length, STEPS (default
 # "gen a b c report") runs some steps at a time on the same OUTDIR, and BASELINE_PARTS=N splits
 # the baseline into N batches c1..cN (steps c1 … cN; the report sums them):
 #
@@ -62,7 +62,7 @@ generate() {
   echo "== $(nvidia-smi -L | head -1); $(nvcc --version | tail -1); $(ncu --version | tail -1)"
   python3 scripts/profile_once_problems.py "$OUT/gen" --problems "${PROBLEMS:-10}" \
     --candidates "${CANDIDATES:-20}" --elements "${ELEMENTS:-8388608}" --margin "${MARGIN:-0.5}" \
-    --baseline-parts "$PARTS" ${PRESET:+--preset "$PRESET"}
+    --baseline-parts "$PARTS" --audit-share "${AUDIT_SHARE:-0.05}" ${PRESET:+--preset "$PRESET"}
   local t0
   t0=$(now)
   # Each problem's ref.o first (build.sh of its first candidate), then every candidate.

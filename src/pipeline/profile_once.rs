@@ -35,10 +35,10 @@ use crate::results::stats::Stats;
 pub const AUDIT_PROFILES_PER_CONFIG: u64 = 3;
 /// A difference beyond this many times the run's noise disagrees.
 pub const AUDIT_NOISE_MULTIPLE: f64 = 3.0;
-/// Never below this share: an entry serves later runs on other GPUs of the model, whose clocks
-/// and temperatures differ by more than one run's replays (on the H200, the kernels of 130
-/// candidates profiled in two batches differed by 0.3 % at the median, 1.6 % at most).
-pub const MIN_AUDIT_TOLERANCE: f64 = 0.05;
+/// Never below this share: an entry serves later runs, whose clocks and temperatures differ by
+/// more than one run's replays (on the H200, a 28 µs kernel stored at 28480 ns profiled at
+/// 27264–27424 ns in later runs, 4.3 % off, while those runs' own repeats spread 0.4–4.8 %).
+pub const MIN_AUDIT_TOLERANCE: f64 = 0.10;
 /// Nor below this many ns: a short kernel's jitter is not a share of its duration (ncu's
 /// durations tick by 32 ns; on the H200 a 2.8 µs kernel profiled in two batches differed by
 /// 256 ns, 9 %, where the run's repeats of a 47 µs kernel spread by 0.7 %).
@@ -507,8 +507,8 @@ mod tests {
         );
         let allowed = audit_tolerance_ns(Some(noise), 1_000_000.0);
         assert!((allowed - 3.0 * noise * 1_000_000.0).abs() < 1e-6);
-        // Between 5 % and 50 % of the duration.
-        assert_eq!(audit_tolerance_ns(Some(0.001), 1_000_000.0), 50_000.0);
+        // Between 10 % and 50 % of the duration.
+        assert_eq!(audit_tolerance_ns(Some(0.001), 1_000_000.0), 100_000.0);
         assert_eq!(audit_tolerance_ns(Some(0.4), 1_000_000.0), 500_000.0);
         // Never under 500 ns: a short kernel's jitter.
         assert_eq!(
@@ -535,10 +535,10 @@ mod tests {
             ..KernelRecord::default()
         };
         // The median of the run's durations is judged, not the first record's.
-        assert!(disagreement(&cached, &fresh, Some(104_000.0), Some(0.002)).is_none());
+        assert!(disagreement(&cached, &fresh, Some(108_000.0), Some(0.002)).is_none());
         let found = disagreement(&cached, &fresh, None, Some(0.002)).unwrap();
         assert_eq!((found.cached_ns, found.measured_ns), (100_000.0, 130_000.0));
-        assert!((found.tolerance - 0.05).abs() < 1e-12);
+        assert!((found.tolerance - 0.10).abs() < 1e-12);
         assert!(disagreement(&cached, &fresh, None, Some(0.2)).is_none());
     }
 }

@@ -308,16 +308,14 @@ fn the_h200_batch_profiles_once_and_judges_as_the_baseline_does() {
     assert_eq!(profiled, candidates(&b, "profile", "succeeded"));
 }
 
-/// The audit sample of that batch re-judged (audits.json: each drawn run's profiled durations and
-/// the cached ones; scripts/profile_once_audits.py): by the run's noise, every one of the 15 runs'
-/// re-profiled hits agrees with its entry, the 2.8 µs `count_mismatches` the first tolerance
-/// flagged included; an entry 60 % off disagrees in every run.
-#[test]
-fn the_h200_audit_sample_agrees_within_each_runs_noise_and_a_wrong_entry_does_not() {
-    let audits = read_fixture("audits.json");
+/// Re-judges an audits.json (scripts/profile_once_audits.py: each drawn run's profiled
+/// durations and the cached ones) by today's rule. Asserts that every audited hit agrees and that
+/// an entry 60 % off disagrees; returns the runs, the hits judged and the largest share of its
+/// tolerance a hit used.
+fn rejudge(file: &str) -> (usize, usize, f64) {
+    let audits = read_fixture(file);
     let cached = audits["cached"].as_object().unwrap();
     let runs = audits["audits"].as_array().unwrap();
-    assert_eq!(runs.len(), 15);
     let mut judged = 0;
     let mut worst: f64 = 0.0;
     for run in runs {
@@ -332,6 +330,11 @@ fn the_h200_audit_sample_agrees_within_each_runs_noise_and_a_wrong_entry_does_no
         assert!(
             noise.is_some(),
             "{job}: an audit run profiles repeats to measure its noise"
+        );
+        assert_eq!(
+            noise,
+            run["recorded_noise"].as_f64(),
+            "{job}: as the run measured it"
         );
         for (key, durations) in &samples {
             // A key first profiled by this very run is its miss, not an audited hit.
@@ -355,20 +358,40 @@ fn the_h200_audit_sample_agrees_within_each_runs_noise_and_a_wrong_entry_does_no
             };
             let median = Stats::from_samples(durations).unwrap().median;
             let found = disagreement(&hit(cached_ns), &fresh, Some(median), noise);
-            assert!(found.is_none(), "{job}: {found:?}");
+            assert!(found.is_none(), "{file} {job}: {found:?}");
             worst = worst.max((median - cached_ns).abs() / audit_tolerance_ns(noise, cached_ns));
             assert!(
                 disagreement(&hit(cached_ns * 1.6), &fresh, Some(median), noise).is_some(),
-                "{job}: an entry 60 % off must disagree"
+                "{file} {job}: an entry 60 % off must disagree"
             );
             judged += 1;
         }
     }
-    assert_eq!(judged, 58);
+    (runs.len(), judged, worst)
+}
+
+/// The audit samples of two H200 batches re-judged by the run's noise: the 10 × 20 batch's 15
+/// drawn runs (the 2.8 µs `count_mismatches` its first tolerance flagged included), and a 2 × 10
+/// batch whose every run was drawn (`AUDIT_SHARE=1`, its run's own verdicts: none disagreed).
+/// Every re-profiled hit agrees with its entry; an entry 60 % off disagrees in every run.
+#[test]
+fn the_h200_audit_sample_agrees_within_each_runs_noise_and_a_wrong_entry_does_not() {
+    let (runs, judged, worst) = rejudge("audits.json");
+    assert_eq!((runs, judged), (15, 58));
     assert!(
         worst < 0.6,
         "the closest call used {worst:.2} of its tolerance"
     );
+    let (runs, judged, worst) = rejudge("audit-every-run/audits.json");
+    assert_eq!((runs, judged), (22, 86));
+    assert!(
+        worst < 0.6,
+        "the closest call used {worst:.2} of its tolerance"
+    );
+    for root in ["a", "b"] {
+        let index = read_fixture(&format!("audit-every-run/{root}.batch.json"));
+        assert_eq!(index["profile_cache"]["disagreements"], 0, "({root})");
+    }
 }
 
 fn run(name: &str) -> polyprof::model::ProfileRun {
