@@ -197,6 +197,13 @@ pub async fn run_task(
                 entry.state = EntryState::Crashed;
                 entry.errors = vec![e.clone()];
             }
+            // A scheduler's SIGTERM (scancel) reaches the command and this process together: a
+            // shell exits 143 at once, and the handler that cancels `opts.run.cancel` may run a
+            // moment later. Give it that moment before judging the exit a failure.
+            if entry.state == EntryState::Failed && exited_as_if_terminated(entry.exit_code) {
+                let _ =
+                    tokio::time::timeout(SIGNAL_HANDLER_GRACE, opts.run.cancel.cancelled()).await;
+            }
             // Stopped by our cancellation (Ctrl-C, a scheduler's SIGTERM to an array task): cut
             // off, whatever the command made of the signal (a shell exits 143), so `--resume`
             // runs it again.
@@ -239,6 +246,15 @@ pub async fn run_task(
         entry.errors.push(format!("cannot write entry.json: {e}"));
     }
     entry
+}
+
+/// How long a job that exited as a shell does on SIGTERM or SIGKILL waits for this process's
+/// own signal handler (a command that exits 143 by itself loses only this).
+const SIGNAL_HANDLER_GRACE: Duration = Duration::from_millis(250);
+
+/// Whether `code` is a shell's exit on SIGTERM or SIGKILL (128 + the signal).
+fn exited_as_if_terminated(code: Option<i32>) -> bool {
+    matches!(code, Some(c) if c == 128 + libc::SIGTERM || c == 128 + libc::SIGKILL)
 }
 
 /// The lock of job `id` (`runs/.<id>.lock`: outside its run directory, which each attempt
@@ -498,6 +514,33 @@ mod tests {
         let back = BatchEntry::read(&root.path().join("runs/j1")).unwrap();
         assert_eq!(back, entry);
         assert!(ProfileRun::read(&root.path().join("runs/j1")).is_ok());
+    }
+
+    /// scancel's SIGTERM reaches the command and polyprof together; the shell's 143 may be seen
+    /// before polyprof's handler cancels. Cancelled shortly after the exit: cut off, not failed.
+    /// Never cancelled: a 143 of the command's own is a failure.
+    #[tokio::test]
+    async fn a_shell_cut_off_by_the_schedulers_sigterm_is_cancelled_not_failed() {
+        let root = tempfile::tempdir().unwrap();
+        let marker = root.path().join("exited");
+        let script = format!("touch '{}'; exit 143", marker.display());
+        let spec = JobSpec::new("t", vec!["sh".into(), "-c".into(), script]);
+        let opts = TaskOptions::default();
+        let cancel = opts.run.cancel.clone();
+        let watched = marker.clone();
+        let canceller = tokio::spawn(async move {
+            while !watched.exists() {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(60)).await;
+            cancel.cancel();
+        });
+        let entry = run_task(&spec, root.path(), None, &opts).await;
+        canceller.await.unwrap();
+        assert_eq!(entry.state, EntryState::Cancelled, "{:?}", entry.outcome);
+        let own = JobSpec::new("own", vec!["sh".into(), "-c".into(), "exit 143".into()]);
+        let entry = run_task(&own, root.path(), None, &TaskOptions::default()).await;
+        assert_eq!(entry.state, EntryState::Failed);
     }
 
     #[tokio::test]
