@@ -27,9 +27,10 @@
 # Budget on an H200 with 16 cores, 10 x 20: about 45 s to build, 270 s for (a), 200 s for (b),
 # 850 s for (c) (its 200 ncu runs are most of it). PROBLEMS, CANDIDATES, ELEMENTS (floats per
 # array, 8388608), MARGIN (0.5), AUDIT_SHARE (0.05), PRESET (an ncu preset name; default
-# polyprof's minimal) and ARCH (sm_90a) scale it. For machines that bound a call's length, STEPS (default
-# "gen a b c report") runs some steps at a time on the same OUTDIR, and BASELINE_PARTS=N splits
-# the baseline into N batches c1..cN (steps c1 … cN; the report sums them):
+# polyprof's minimal) and ARCH (sm_90a) scale it. For machines that bound a call's length,
+# STEPS (default "gen a b c report") runs some steps at a time on the same OUTDIR, and
+# BASELINE_PARTS=N splits the baseline into N batches c1..cN (steps c1 … cN; the report sums
+# them):
 #
 #   BASELINE_PARTS=2 STEPS="gen a b" scripts/gpu-profile-once.sh POLYPROF OUT
 #   STEPS=c1 scripts/gpu-profile-once.sh POLYPROF OUT
@@ -51,6 +52,8 @@ export ARCH=${ARCH:-sm_90a}
 STEPS=${STEPS:-gen a b c report}
 PARTS=${BASELINE_PARTS:-1}
 mkdir -p "$OUT"
+# A fresh generation starts a fresh summary; later steps on the same OUTDIR add to it.
+[[ " $STEPS " == *" gen "* ]] && : > "$OUT/summary.txt"
 exec > >(tee -a "$OUT/summary.txt") 2>&1
 
 now() { date +%s.%N; }

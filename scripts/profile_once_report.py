@@ -3,15 +3,16 @@
 
     scripts/profile_once_report.py OUTDIR
 
-Reads OUTDIR/{a,b,c}/batch.json (a: the cascade with the profile cache into a fresh cache,
-b: the same batch again on that cache, c: --all-stages without a cache, "ncu every
-candidate"; c may be split into c1, c2, … whose jobs are summed), OUTDIR/wall.tsv (each run's wall seconds, if there) and OUTDIR/gen/manifest.json,
-and prints per run the device seconds of the time and profile stages (the sum of their jobs'
-durations: one GPU runs one job at a time), the jobs run and skipped, the cache's figures; then
-the two figures of issue 25: (a)/(c), the GPU seconds for timing + counters against ncu on every
-candidate, and (b)'s profile stage against (a)'s and (c)'s, the second run's profiling cost; and
-whether the verdicts agree: the candidates (a) and (b) found incorrect against the generated ones
-(and (c)'s, when it has a check stage), and the audit sample's disagreements. Exit status 0 when it could read the three runs.
+Reads OUTDIR/{a,b,c}/batch.json (a: the cascade with the profile cache into a fresh cache, b:
+the same batch again on that cache, c: --all-stages without a cache, "ncu every candidate"; c
+may be split into c1, c2, … whose jobs are summed), OUTDIR/wall.tsv (each run's wall seconds, if
+there) and OUTDIR/gen/manifest.json, and prints per run the device seconds of the time and
+profile stages (the sum of their jobs' durations: one GPU runs one job at a time), the jobs run
+and skipped, the cache's figures; then the two figures of issue 25: (a)/(c), the GPU seconds for
+timing + counters against ncu on every candidate, and (b)'s profile stage against (a)'s and
+(c)'s, the second run's profiling cost; and whether the verdicts agree: the candidates (a) and
+(b) found incorrect against the generated ones (and (c)'s, when it has a check stage), and the
+audit sample's disagreements. Exit status 0 when it could read the three runs.
 """
 
 import json

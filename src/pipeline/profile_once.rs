@@ -19,7 +19,6 @@ use crate::model::profile_cache::{
     CacheDisagreement, CacheEntry, LaunchFingerprint, ProfileCacheSummary, ProfileContext,
     ProfileKey, RecordSource, hex,
 };
-use crate::model::record::KernelRecord;
 use crate::model::run::{ProfileRun, StepRun};
 use crate::pipeline::fingerprint::{self, FingerprintPass};
 use crate::pipeline::profile_cache::{ProfileCache, ProfileCacheOptions, store};
@@ -352,12 +351,12 @@ pub fn finish(mut prepared: Prepared, run: &mut ProfileRun, profile_wall_s: f64)
             continue;
         }
         if let Some(cached) = prepared.audited.get(fingerprint) {
-            let fresh = assembled
+            let durations = assembled
                 .samples
                 .get(fingerprint)
-                .and_then(|durations| Stats::from_samples(durations).ok())
-                .map(|stats| stats.median);
-            let Some(disagreement) = disagreement(cached, record, fresh, summary.audit_noise)
+                .map_or(&[][..], Vec::as_slice);
+            let Some(disagreement) =
+                disagreement(cached, &record.short_name, durations, summary.audit_noise)
             else {
                 continue;
             };
@@ -443,21 +442,22 @@ pub fn audit_tolerance_ns(noise: Option<f64>, cached_ns: f64) -> f64 {
     (share * cached_ns.abs()).max(MIN_AUDIT_TOLERANCE_NS)
 }
 
-/// The audit's finding when the fresh profile of a cached launch (the median of its durations
-/// profiled in the run, `fresh_ns`, else `fresh`'s) differs from the cached record by more than
+/// The audit's finding when the fresh profiles of a cached launch (`durations`, ns: the run's
+/// profiles of `kernel`, judged by their median) differ from the cached record by more than
 /// [`audit_tolerance_ns`]; `None` when they agree or a duration is missing. Its `tolerance` is
 /// relative to the cached duration.
 pub fn disagreement(
     cached: &Hit,
-    fresh: &KernelRecord,
-    fresh_ns: Option<f64>,
+    kernel: &str,
+    durations: &[f64],
     noise: Option<f64>,
 ) -> Option<CacheDisagreement> {
-    let (old, new) = (cached.record.duration_ns?, fresh_ns.or(fresh.duration_ns)?);
+    let old = cached.record.duration_ns?;
+    let new = Stats::from_samples(durations).ok()?.median;
     let allowed = audit_tolerance_ns(noise, old);
     ((new - old).abs() > allowed).then(|| CacheDisagreement {
         key: cached.key.clone(),
-        kernel: fresh.short_name.clone(),
+        kernel: kernel.to_string(),
         cached_ns: old,
         measured_ns: new,
         tolerance: allowed / old.abs().max(1.0),
@@ -467,6 +467,7 @@ pub fn disagreement(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::record::KernelRecord;
 
     #[test]
     fn the_audit_sample_takes_about_its_share_of_runs() {
@@ -529,16 +530,14 @@ mod tests {
             origin_run: "earlier".to_string(),
             profile_s: 0.2,
         };
-        let fresh = KernelRecord {
-            short_name: "scale".to_string(),
-            duration_ns: Some(130_000.0),
-            ..KernelRecord::default()
-        };
         // The median of the run's durations is judged, not the first record's.
-        assert!(disagreement(&cached, &fresh, Some(108_000.0), Some(0.002)).is_none());
-        let found = disagreement(&cached, &fresh, None, Some(0.002)).unwrap();
+        let repeated = [130_000.0, 108_000.0, 100_000.0];
+        assert!(disagreement(&cached, "scale", &repeated, Some(0.002)).is_none());
+        let found = disagreement(&cached, "scale", &[130_000.0], Some(0.002)).unwrap();
         assert_eq!((found.cached_ns, found.measured_ns), (100_000.0, 130_000.0));
+        assert_eq!(found.kernel, "scale");
         assert!((found.tolerance - 0.10).abs() < 1e-12);
-        assert!(disagreement(&cached, &fresh, None, Some(0.2)).is_none());
+        assert!(disagreement(&cached, "scale", &[130_000.0], Some(0.2)).is_none());
+        assert!(disagreement(&cached, "scale", &[], Some(0.2)).is_none());
     }
 }

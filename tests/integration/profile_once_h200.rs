@@ -351,17 +351,13 @@ fn rejudge(file: &str) -> (usize, usize, f64) {
                 origin_run: entry["origin"].as_str().unwrap().to_string(),
                 profile_s: 0.0,
             };
-            let fresh = KernelRecord {
-                short_name: entry["kernel"].as_str().unwrap().to_string(),
-                duration_ns: durations.first().copied(),
-                ..KernelRecord::default()
-            };
-            let median = Stats::from_samples(durations).unwrap().median;
-            let found = disagreement(&hit(cached_ns), &fresh, Some(median), noise);
+            let kernel = entry["kernel"].as_str().unwrap();
+            let found = disagreement(&hit(cached_ns), kernel, durations, noise);
             assert!(found.is_none(), "{file} {job}: {found:?}");
+            let median = Stats::from_samples(durations).unwrap().median;
             worst = worst.max((median - cached_ns).abs() / audit_tolerance_ns(noise, cached_ns));
             assert!(
-                disagreement(&hit(cached_ns * 1.6), &fresh, Some(median), noise).is_some(),
+                disagreement(&hit(cached_ns * 1.6), kernel, durations, noise).is_some(),
                 "{file} {job}: an entry 60 % off must disagree"
             );
             judged += 1;

@@ -248,13 +248,14 @@ pub async fn run_task(
     entry
 }
 
-/// How long a job that exited as a shell does on SIGTERM or SIGKILL waits for this process's
-/// own signal handler (a command that exits 143 by itself loses only this).
+/// How long a job that exited as a shell does on SIGTERM waits for this process's own signal
+/// handler (a command that exits 143 by itself loses only this).
 const SIGNAL_HANDLER_GRACE: Duration = Duration::from_millis(250);
 
-/// Whether `code` is a shell's exit on SIGTERM or SIGKILL (128 + the signal).
+/// Whether `code` is a shell's exit on SIGTERM (128 + 15). Not SIGKILL's 137: a SIGKILL that
+/// reached this process too left nothing to wait for.
 fn exited_as_if_terminated(code: Option<i32>) -> bool {
-    matches!(code, Some(c) if c == 128 + libc::SIGTERM || c == 128 + libc::SIGKILL)
+    code == Some(128 + libc::SIGTERM)
 }
 
 /// The lock of job `id` (`runs/.<id>.lock`: outside its run directory, which each attempt
