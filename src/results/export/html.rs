@@ -157,9 +157,10 @@ fn kernel_table(averages: &KeyAverages, report: &Report) -> String {
     let opt = |value: Option<f64>, show: fn(f64) -> String| {
         number_cell(value, &value.map(show).unwrap_or_else(|| "-".to_string()))
     };
+    let full_names = roofline_chart::FullNames::of(&report.profile.events);
     for row in rows {
         let point = &row.roofline;
-        let name = roofline_chart::full_name(&report.profile.events, &row.name);
+        let name = full_names.get(&row.name);
         let mut verdict = point.verdict();
         if row.verdicts.len() > 1 {
             let shares: Vec<String> = row

@@ -172,6 +172,7 @@ pub fn charts(
                 .map(|e| (*e).clone())
                 .collect();
             let averages = key_averages(&events, GroupBy::Name).with_peaks(Some(peaks.clone()));
+            let full_names = FullNames::of(&events);
             for row in &averages.rows {
                 let counted = row
                     .flops
@@ -179,7 +180,7 @@ pub fn charts(
                     .iter()
                     .any(|(p, _)| count(&row.flops, *p).is_some());
                 if !counted {
-                    unplaced.push(full_name(&events, &row.name));
+                    unplaced.push(full_names.get(&row.name));
                 }
             }
             groups.push(Group {
@@ -278,6 +279,7 @@ fn chart(
         .collect();
     for group in groups {
         let series = &mut series[group.side];
+        let full_names = FullNames::of(&group.events);
         for row in group
             .averages
             .rows
@@ -287,7 +289,7 @@ fn chart(
             let Some(flops) = count(&row.flops, precision) else {
                 continue;
             };
-            let name = full_name(&group.events, &row.name);
+            let name = full_names.get(&row.name);
             let bytes = row.bytes.filter(|b| *b > 0.0);
             let time = row.gpu_total_ns.filter(|t| *t > 0.0);
             let (Some(bytes), Some(time)) = (bytes, time) else {
@@ -323,15 +325,33 @@ fn chart(
     }
 }
 
-/// The full name of the kernel whose events are named `short` (the record's `name`).
-pub(crate) fn full_name(events: &[Event], short: &str) -> String {
-    events
-        .iter()
-        .find(|e| e.kind() == FrameKind::Kernel && e.name() == short)
-        .and_then(|e| e.attributes.get("kernel"))
-        .and_then(|v| v.as_str())
-        .unwrap_or(short)
-        .to_string()
+/// Each kernel's full name (its record's `kernel` attribute) by the short name its events
+/// carry, built once: a lookup per row stays linear in distinct names (a scan per row was
+/// quadratic: 100k names took minutes).
+pub(crate) struct FullNames(std::collections::HashMap<String, String>);
+
+impl FullNames {
+    pub(crate) fn of(events: &[Event]) -> Self {
+        let mut names = std::collections::HashMap::new();
+        for event in events.iter().filter(|e| e.kind() == FrameKind::Kernel) {
+            // The first event of a name decides, as the scan it replaces did.
+            if names.contains_key(event.name()) {
+                continue;
+            }
+            let full = event
+                .attributes
+                .get("kernel")
+                .and_then(|v| v.as_str())
+                .unwrap_or(event.name());
+            names.insert(event.name().to_string(), full.to_string());
+        }
+        FullNames(names)
+    }
+
+    /// The full name of the kernel whose events are named `short`, else `short`.
+    pub(crate) fn get(&self, short: &str) -> String {
+        self.0.get(short).map_or_else(|| short.to_string(), String::clone)
+    }
 }
 
 fn median(values: impl Iterator<Item = f64>) -> Option<f64> {
