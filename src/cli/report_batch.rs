@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use polyprof::model::batch::{BATCH_FILE, BatchIndex};
+use polyprof::model::under_root;
 use polyprof::results::ProfileRun;
 use polyprof::results::export::html_batch::{self, JobLinks};
 use polyprof::results::export::{self, Format, Report};
@@ -31,12 +32,11 @@ pub fn execute(args: &Args) -> anyhow::Result<u8> {
     let root = args.run_dir.as_path();
     let index = BatchIndex::read(root)?;
     let table = device_table(args.devices.as_deref())?;
-    // Links are relative when the page sits in the batch root, absolute otherwise.
+    // Links are relative paths from the page's folder (never `file://` or any scheme).
     let page_dir = match &args.output {
         Some(path) => path.parent().map(Path::to_path_buf).unwrap_or_default(),
         None => PathBuf::from("."),
     };
-    let relative = same_dir(&page_dir, root);
     let mut links = JobLinks::new();
     for entry in index.jobs.values() {
         let passes = match entry.passes.is_empty() {
@@ -45,29 +45,29 @@ pub fn execute(args: &Args) -> anyhow::Result<u8> {
         };
         let mut job_links = Vec::new();
         for pass in &passes {
-            let dir = root.join(pass);
-            let href = |file: &str| match relative {
-                true => format!("{pass}/{file}"),
-                false => dir
-                    .join(file)
-                    .canonicalize()
-                    .map(|p| format!("file://{}", p.display()))
-                    .unwrap_or_else(|_| dir.join(file).display().to_string()),
-            };
+            // A crafted index cannot make the page write a report.html outside the root.
+            let dir = under_root::resolve(root, pass, &format!("{BATCH_FILE} (job {})", entry.id))?;
+            let href = |file: &str| relative_href(&page_dir, &dir.join(file));
             let label = Path::new(pass)
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_else(|| pass.clone());
             if dir.join("run.json").is_file() {
                 match write_job_report(args, &table, &dir) {
-                    Ok(()) => job_links.push((format!("{label} report"), href(JOB_REPORT))),
+                    Ok(()) => {
+                        if let Some(href) = href(JOB_REPORT) {
+                            job_links.push((format!("{label} report"), href));
+                        }
+                    }
                     Err(error) => {
                         tracing::warn!(job = %entry.id, "no report for {}: {error:#}", dir.display())
                     }
                 }
             }
-            if dir.join("verdict.json").is_file() {
-                job_links.push(("verdict.json".to_string(), href("verdict.json")));
+            if dir.join("verdict.json").is_file()
+                && let Some(href) = href("verdict.json")
+            {
+                job_links.push(("verdict.json".to_string(), href));
             }
         }
         links.insert(entry.id.clone(), job_links);
@@ -89,14 +89,25 @@ fn write_job_report(
         .with_context(|| format!("write {}", dir.join(JOB_REPORT).display()))
 }
 
-fn same_dir(a: &Path, b: &Path) -> bool {
-    let canonical = |p: &Path| {
-        let p = if p.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            p
-        };
-        p.canonicalize().ok()
+/// `target` as a path relative to `page_dir` (`../b/j1/report.html`), by their real
+/// locations; `None` when either cannot be resolved (no link then).
+fn relative_href(page_dir: &Path, target: &Path) -> Option<String> {
+    let page_dir = match page_dir.as_os_str().is_empty() {
+        true => Path::new("."),
+        false => page_dir,
     };
-    matches!((canonical(a), canonical(b)), (Some(x), Some(y)) if x == y)
+    let from = page_dir.canonicalize().ok()?;
+    let to = target.canonicalize().ok()?;
+    let common = from
+        .components()
+        .zip(to.components())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut parts: Vec<String> = from.components().skip(common).map(|_| "..".into()).collect();
+    parts.extend(
+        to.components()
+            .skip(common)
+            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+    );
+    Some(parts.join("/"))
 }

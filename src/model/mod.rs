@@ -24,6 +24,7 @@ pub mod record_origin;
 pub mod run;
 pub mod run_error;
 pub mod schema;
+pub mod under_root;
 pub mod verdict_metrics;
 
 pub use arg::Arg;

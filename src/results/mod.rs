@@ -11,6 +11,7 @@ pub mod ci_diff;
 pub mod devices;
 pub mod diff;
 pub mod diff_table;
+pub mod escape;
 pub mod event;
 pub mod export;
 pub mod fit;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::model::batch::{BATCH_FILE, Backend, BatchEntry, BatchIndex, EntryState};
 use crate::model::error::{Error, Result};
 use crate::model::run::ProfileRun;
+use crate::model::under_root;
 
 use crate::pipeline::lock::{BATCH_LOCK, HeldLock, try_lock};
 
@@ -70,9 +71,11 @@ fn finished_entry(root: &Path, spec: &JobSpec) -> Option<BatchEntry> {
     }
     // An eval job's result is its verdict.
     if spec.eval.is_some() {
-        let verdict = root
-            .join(&entry.run_dir)
-            .join(crate::pipeline::eval::VERDICT_FILE);
+        // A crafted entry cannot point the resume at another folder's verdict.
+        let Ok(run_dir) = under_root::resolve(root, &entry.run_dir, BATCH_FILE) else {
+            return None;
+        };
+        let verdict = run_dir.join(crate::pipeline::eval::VERDICT_FILE);
         let reads = std::fs::read(&verdict).ok().is_some_and(|bytes| {
             serde_json::from_slice::<crate::eval::EvalVerdict>(&bytes).is_ok()
         });
@@ -85,7 +88,10 @@ fn finished_entry(root: &Path, spec: &JobSpec) -> Option<BatchEntry> {
     };
     passes
         .iter()
-        .all(|p| ProfileRun::read(&root.join(p)).is_ok())
+        .all(|p| {
+            under_root::resolve(root, p, BATCH_FILE)
+                .is_ok_and(|dir| ProfileRun::read(&dir).is_ok())
+        })
         .then_some(entry)
 }
 

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use crate::model::batch::{BatchEntry, BatchIndex, EntryState};
 use crate::results::export::html_page::{number_cell, page, text_cell};
+use crate::results::escape::html;
 use crate::results::export::roofline_chart::escape;
 use crate::results::units;
 
@@ -102,8 +103,9 @@ pub fn render(index: &BatchIndex, root: &str, links: &JobLinks) -> String {
             .get(&entry.id)
             .map(|list| {
                 list.iter()
-                    .map(|(label, href)| {
-                        format!("<a href=\"{}\">{}</a>", escape(href), escape(label))
+                    .map(|(label, href)| match html::relative_link(href) {
+                        Some(href) => format!("<a href=\"{href}\">{}</a>", escape(label)),
+                        None => escape(label),
                     })
                     .collect::<Vec<_>>()
                     .join(" ")

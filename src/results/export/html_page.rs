@@ -147,10 +147,7 @@ pub fn timeline(panel: &Timeline) -> String {
     if panel.slices.is_empty() {
         return String::new();
     }
-    // `</` cannot end the script element early inside JSON strings when escaped.
-    let data = serde_json::to_string(panel)
-        .unwrap_or_default()
-        .replace("</", "<\\/");
+    let data = crate::results::escape::json_in_html::to_string(panel).unwrap_or_default();
     let note = match panel.note.is_empty() {
         true => String::new(),
         false => format!("<p class=\"note\">{}</p>", escape(&panel.note)),

@@ -16,25 +16,8 @@ pub struct MarkdownExporter;
 /// pass do (a comment stays readable and under the hosts' size limits).
 pub const ALL_ROWS_UP_TO: usize = 50;
 
-/// `text` as inline Markdown that shows as written: HTML's special characters as entities,
-/// Markdown's punctuation and a table's `|` escaped, line breaks as spaces.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '\n' | '\r' => out.push(' '),
-            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '#' | '!' => {
-                out.push('\\');
-                out.push(c);
-            }
-            _ => out.push(c),
-        }
-    }
-    out
-}
+/// `text` as inline Markdown that shows as written (the one Markdown rule).
+pub use crate::results::escape::markdown::text as escape;
 
 fn mark(result: &CaseResult) -> &'static str {
     match result {

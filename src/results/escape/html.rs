@@ -1,0 +1,74 @@
+//! Text for HTML and SVG element content and attribute values (quoted with `"` or `'`), and
+//! the links a page may hold.
+
+/// `text` with HTML's five special characters as entities.
+pub fn text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `path` as a link target (`href`), escaped, when it is a relative path: no scheme
+/// (`javascript:`, `file:`, `data:`), no absolute or protocol-relative path, no backslash or
+/// control character. (Where it may lead is the caller's to check: model/under_root.rs.)
+/// `None`: the page shows the text without a link.
+pub fn relative_link(path: &str) -> Option<String> {
+    let safe = !path.is_empty()
+        && !path.starts_with('/')
+        && !path.contains(':')
+        && !path.contains('\\')
+        && !path.chars().any(char::is_control);
+    // Percent-escaping what a URL would read otherwise (a `#` or `?` in a folder's name).
+    safe.then(|| {
+        let mut url = String::with_capacity(path.len());
+        for c in path.chars() {
+            match c {
+                '%' => url.push_str("%25"),
+                '#' => url.push_str("%23"),
+                '?' => url.push_str("%3F"),
+                ' ' => url.push_str("%20"),
+                c => url.push(c),
+            }
+        }
+        self::text(&url)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markup_becomes_entities() {
+        assert_eq!(
+            text("<a href=\"x\">'&'</a>"),
+            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
+        );
+    }
+
+    #[test]
+    fn only_relative_paths_below_the_page_are_links() {
+        assert_eq!(relative_link("j1/report.html").as_deref(), Some("j1/report.html"));
+        assert_eq!(relative_link("a b#c/r.html").as_deref(), Some("a%20b%23c/r.html"));
+        assert_eq!(relative_link("../b/r.html").as_deref(), Some("../b/r.html"));
+        for bad in [
+            "javascript:alert(1)",
+            "/etc/passwd",
+            "//host/x",
+            "a\\b",
+            "",
+            "x\n/y",
+        ] {
+            assert_eq!(relative_link(bad), None, "{bad}");
+        }
+    }
+}
