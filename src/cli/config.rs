@@ -6,6 +6,7 @@ use std::io::Write;
 use anyhow::Context;
 use comfy_table::{ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};
 use polyprof::pipeline::config::{Config, PROJECT_FILE, USER_FILE};
+use polyprof::results::escape::terminal;
 
 /// Arguments of `polyprof config`.
 #[derive(Debug, clap::Args)]
@@ -30,9 +31,21 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         .set_content_arrangement(ContentArrangement::Dynamic)
         .set_header(["key", "value", "from"]);
     for (key, value, source) in config.rows() {
-        table.add_row(vec![key, value, source.to_string()]);
+        table.add_row(vec![
+            key,
+            terminal::line(&value).into_owned(),
+            terminal::line(&source.to_string()).into_owned(),
+        ]);
     }
     writeln!(out, "{table}")?;
+    for skipped in &config.skipped {
+        writeln!(
+            out,
+            "skipped {}: {}",
+            terminal::line(&skipped.path.display().to_string()),
+            skipped.why
+        )?;
+    }
     if config.files.is_empty() {
         writeln!(
             out,

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::model::error::{Error, Result};
+use crate::pipeline::config_file::{self, Found, Skipped};
 
 /// The project file, looked for in the working directory and each folder above it.
 pub const PROJECT_FILE: &str = "polyprof.toml";
@@ -94,6 +95,8 @@ pub struct Config {
     pub profilers: BTreeMap<String, Setting<String>>,
     /// The files read, user first.
     pub files: Vec<PathBuf>,
+    /// The files found but not honoured (another user's, not a regular file), and why.
+    pub skipped: Vec<Skipped>,
 }
 
 impl Default for Config {
@@ -106,6 +109,7 @@ impl Default for Config {
             cache_dir: Setting::default(None),
             profilers: BTreeMap::new(),
             files: Vec::new(),
+            skipped: Vec::new(),
         }
     }
 }
@@ -143,6 +147,21 @@ fn check_env_policy(value: &str, origin: &str) -> Result<String> {
     }
 }
 
+/// An empty `output_root` would put runs in the file's folder (or nowhere); refused here
+/// rather than failing later with an unclear message.
+fn check_output_root(value: &Path, origin: &str) -> Result<()> {
+    if value.as_os_str().is_empty() || value.to_str().is_some_and(|v| v.trim().is_empty()) {
+        return Err(Error::Config {
+            origin: origin.to_string(),
+            message: format!(
+                "output_root is empty; give a folder (the default is `{DEFAULT_OUTPUT_ROOT}`) or \
+                 remove the key"
+            ),
+        });
+    }
+    Ok(())
+}
+
 fn check_profiler(language: &str, value: &str, origin: &str) -> Result<String> {
     let name = value.trim().to_ascii_lowercase();
     if crate::profilers::registry::find(&name).is_some() {
@@ -174,6 +193,7 @@ impl Config {
             self.clock_control = set(check_clock_control(&v, &origin)?);
         }
         if let Some(v) = raw.output_root {
+            check_output_root(&v, &origin)?;
             self.output_root = Setting {
                 value: dir.join(v),
                 source: source.clone(),
@@ -227,6 +247,7 @@ impl Config {
                     }
                 }
                 "OUTPUT_ROOT" => {
+                    check_output_root(Path::new(value), name)?;
                     self.output_root = Setting {
                         value: PathBuf::from(value),
                         source,
@@ -274,12 +295,19 @@ impl Config {
         let user_dir = var("XDG_CONFIG_HOME").or_else(|| var("HOME").map(|h| h.join(".config")));
         if let Some(dir) = user_dir {
             let path = dir.join("polyprof").join(USER_FILE);
-            if let Some(text) = read_if_present(&path)? {
+            if let Some(text) = read_if_present(&path, &mut config.skipped)? {
                 config.apply_file(&text, &path, Source::User(path.clone()))?;
             }
         }
-        if let Some((path, text)) = find_project_file(cwd)? {
+        if let Some((path, text)) = find_project_file(cwd, &mut config.skipped)? {
             config.apply_file(&text, &path, Source::Project(path.clone()))?;
+        }
+        for skipped in &config.skipped {
+            tracing::warn!(
+                "configuration file {} passed over: {}",
+                skipped.path.display(),
+                skipped.why
+            );
         }
         config.apply_env(vars)?;
         Ok(config)
@@ -367,25 +395,30 @@ pub fn default_cache_dir() -> Option<PathBuf> {
     Some(base.join("polyprof").join(CALIBRATION_DIR))
 }
 
-/// A file this user may not read is passed over with a warning, as git does: polyprof run as
-/// another user (`sudo -u`, a setuid test) keeps the caller's HOME, whose files it cannot open.
-fn read_if_present(path: &Path) -> Result<Option<String>> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(Some(text)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-            tracing::warn!(path = %path.display(), "configuration file not readable; passed over: {e}");
+/// A file this user may not read, may not trust (another user's) or that is not a regular
+/// file is passed over into `skipped`, as git does: polyprof run as another user (`sudo -u`,
+/// a setuid test) keeps the caller's HOME, whose files it cannot open (config_file.rs).
+fn read_if_present(path: &Path, skipped: &mut Vec<Skipped>) -> Result<Option<String>> {
+    match config_file::read(path) {
+        Ok(Found::Text(text)) => Ok(Some(text)),
+        Ok(Found::Absent) => Ok(None),
+        Ok(Found::Skipped(skip)) => {
+            skipped.push(skip);
             Ok(None)
         }
         Err(e) => Err(Error::io("read the configuration file", path, e)),
     }
 }
 
-/// The nearest `polyprof.toml` in `cwd` or a folder above it, with its text.
-fn find_project_file(cwd: &Path) -> Result<Option<(PathBuf, String)>> {
+/// The nearest trusted `polyprof.toml` in `cwd` or a folder above it, with its text; the
+/// untrusted ones nearer are recorded in `skipped`.
+fn find_project_file(
+    cwd: &Path,
+    skipped: &mut Vec<Skipped>,
+) -> Result<Option<(PathBuf, String)>> {
     for dir in cwd.ancestors() {
         let path = dir.join(PROJECT_FILE);
-        if let Some(text) = read_if_present(&path)? {
+        if let Some(text) = read_if_present(&path, skipped)? {
             return Ok(Some((path, text)));
         }
     }

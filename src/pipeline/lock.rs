@@ -47,12 +47,17 @@ impl std::fmt::Debug for HeldLock {
 pub fn try_lock(file: &Path, what: &'static str, dir: &Path) -> Result<HeldLock> {
     let mut options = OpenOptions::new();
     options.read(true).write(true).create(true).truncate(false);
-    // A symlink planted as the lock file is refused, not followed.
+    // A symlink planted as the lock file is refused, not followed; a FIFO opens at once
+    // (O_NONBLOCK) and is refused below, never waited on.
     #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW);
+    std::os::unix::fs::OpenOptionsExt::custom_flags(
+        &mut options,
+        libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
+    );
     let opened = options
         .open(file)
         .map_err(|e| Error::io("open the lock file", file, e))?;
+    check_own_file(&opened, file)?;
     match Flock::lock(opened, FlockArg::LockExclusiveNonblock) {
         Ok(mut lock) => {
             let holder = format!(
@@ -93,6 +98,32 @@ pub fn try_lock(file: &Path, what: &'static str, dir: &Path) -> Result<HeldLock>
     }
 }
 
+/// The lock file is written (the holder's line), so it must be a plain file of its own: a
+/// hard link planted at its path (another name of a file polyprof did not create, whose
+/// contents the holder's line would replace) or a device, FIFO or socket is refused.
+fn check_own_file(opened: &File, path: &Path) -> Result<()> {
+    let meta = opened
+        .metadata()
+        .map_err(|e| Error::io("read the lock file's status", path, e))?;
+    let refuse = |why: &str| {
+        Err(Error::io(
+            "use the lock file",
+            path,
+            std::io::Error::other(format!(
+                "{why}; polyprof writes its lock files itself: remove this one and retry"
+            )),
+        ))
+    };
+    if !meta.file_type().is_file() {
+        return refuse("it is not a regular file");
+    }
+    #[cfg(unix)]
+    if std::os::unix::fs::MetadataExt::nlink(&meta) != 1 {
+        return refuse("it has other names (a hard link)");
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,5 +156,22 @@ mod tests {
         std::os::unix::fs::symlink(&victim, &file).unwrap();
         assert!(try_lock(&file, "run directory", dir.path()).is_err());
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_hard_link_or_a_fifo_as_the_lock_file_is_refused_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let file = dir.path().join(RUN_LOCK);
+        std::fs::hard_link(&victim, &file).unwrap();
+        let error = try_lock(&file, "run directory", dir.path()).unwrap_err();
+        assert!(error.to_string().contains("hard link"), "{error}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        std::fs::remove_file(&file).unwrap();
+        nix::unistd::mkfifo(&file, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let error = try_lock(&file, "run directory", dir.path()).unwrap_err();
+        assert!(error.to_string().contains("not a regular file"), "{error}");
     }
 }

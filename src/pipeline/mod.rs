@@ -6,6 +6,7 @@ pub mod artifacts;
 pub mod batch;
 pub mod calibrate;
 pub mod config;
+pub mod config_file;
 pub mod eval;
 pub mod executor;
 pub mod fingerprint;
