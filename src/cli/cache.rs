@@ -12,6 +12,10 @@ use serde::Serialize;
 use polyprof::model::batch::now_unix_s;
 use polyprof::pipeline::profile_cache::store::default_dir;
 use polyprof::pipeline::profile_cache::{CacheStats, EntrySummary, ProfileCache};
+use polyprof::results::escape::terminal;
+
+/// The most characters a cell of `list` shows (`--json` has the whole text).
+const CELL_CHARS: usize = 160;
 
 /// Arguments of `polyprof cache`.
 #[derive(Debug, clap::Args)]
@@ -166,14 +170,17 @@ fn list(dir: &Path, cache: Option<&ProfileCache>, json: bool) -> anyhow::Result<
         table.set_width(u16::try_from(width).unwrap_or(u16::MAX));
     }
     for entry in &entries {
+        // Cells clipped before layout: a table lays out in time that grows faster than the
+        // text (a 40 MB name took minutes); the JSON keeps every name whole.
+        let cell = |text: &str| Cell::new(terminal::clipped(text, CELL_CHARS));
         table.add_row(vec![
-            Cell::new(entry.digest.get(..12).unwrap_or(&entry.digest)),
-            Cell::new(&entry.kernel),
-            Cell::new(&entry.device),
-            Cell::new(&entry.tool),
+            cell(entry.digest.get(..12).unwrap_or(&entry.digest)),
+            cell(&entry.kernel),
+            cell(&entry.device),
+            cell(&entry.tool),
             Cell::new(age(now - entry.profiled_unix_s)).set_alignment(CellAlignment::Right),
             Cell::new(size(entry.bytes)).set_alignment(CellAlignment::Right),
-            Cell::new(&entry.origin_run),
+            cell(&entry.origin_run),
         ]);
     }
     writeln!(out, "{table}")?;

@@ -47,6 +47,8 @@ pub fn load(path: &Path) -> Result<Vec<JobSpec>, JobFileError> {
 
 /// Parse job file text; `path` decides the format (`.toml`: TOML) and names the file in errors.
 pub fn parse(path: &Path, text: &str) -> Result<Vec<LoadedJob>, JobFileError> {
+    // Editors on Windows start UTF-8 files with a byte-order mark; it is not part of the text.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let invalid = |line: usize, message: String| JobFileError::Invalid {
         path: path.to_path_buf(),
         line,

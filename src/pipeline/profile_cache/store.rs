@@ -125,7 +125,7 @@ impl ProfileCache {
     pub fn open(dir: &Path) -> Result<Self> {
         std::fs::create_dir_all(dir).map_err(|e| io("create the profile cache", dir, e))?;
         let marker = dir.join(VERSION_FILE);
-        match std::fs::read_to_string(&marker) {
+        match read_regular(&marker).map(|b| String::from_utf8_lossy(&b).into_owned()) {
             Ok(text) if text.trim() == LAYOUT => {}
             Ok(text) => {
                 return Err(ProfileCacheError::Layout {
@@ -185,7 +185,7 @@ impl ProfileCache {
     /// The entry of `key` with, on a miss that discarded an entry, why.
     pub fn lookup(&self, key: &ProfileKey) -> Result<Lookup> {
         let path = self.path_of(&key.digest());
-        let bytes = match std::fs::read(&path) {
+        let bytes = match read_regular(&path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Lookup::default()),
             Err(e) => {
@@ -229,7 +229,7 @@ impl ProfileCache {
         };
         // A writer may have replaced it with a good entry since it was read (an unreadable
         // one stays unreadable, so it is removed).
-        if std::fs::read(path).is_ok_and(|now| now != judged) {
+        if read_regular(path).is_ok_and(|now| now != judged) {
             return "left in place: it was rewritten meanwhile".into();
         }
         match std::fs::remove_file(path) {
@@ -293,7 +293,7 @@ impl ProfileCache {
         let _lock = self.lock()?;
         let mut removed = 0;
         for (path, _) in self.entry_files()? {
-            let profiled = std::fs::read(&path)
+            let profiled = read_regular(&path)
                 .ok()
                 .and_then(|bytes| serde_json::from_slice::<CacheEntry>(&bytes).ok())
                 .map(|entry| entry.profiled_unix_s)
@@ -307,10 +307,23 @@ impl ProfileCache {
     }
 
     /// Remove every entry (and any temporary file a killed writer left); how many entries.
+    /// Only files polyprof wrote go: an entry is a regular file holding a cache entry of its
+    /// own digest; anything else in a shard stays, with a warning.
     pub fn clear(&self) -> Result<u64> {
         let _lock = self.lock()?;
         let mut removed = 0;
-        for (path, _) in self.entry_files()? {
+        for (path, digest) in self.entry_files()? {
+            let own = read_regular(&path)
+                .ok()
+                .and_then(|bytes| serde_json::from_slice::<CacheEntry>(&bytes).ok())
+                .is_some_and(|entry| entry.key.digest() == digest);
+            if !own {
+                tracing::warn!(
+                    "`{}` is not a profile cache entry polyprof wrote; `cache clear` leaves it",
+                    path.display()
+                );
+                continue;
+            }
             if remove_entry(&path)? {
                 removed += 1;
             }
@@ -332,7 +345,7 @@ impl ProfileCache {
     pub fn list(&self) -> Result<Vec<EntrySummary>> {
         let mut summaries = Vec::new();
         for (path, digest) in self.entry_files()? {
-            let read = std::fs::read(&path)
+            let read = read_regular(&path)
                 .map_err(|e| e.to_string())
                 .and_then(|b| {
                     serde_json::from_slice::<CacheEntry>(&b)
@@ -360,7 +373,9 @@ impl ProfileCache {
     pub fn stats(&self) -> Result<CacheStats> {
         let mut stats = CacheStats::default();
         for (path, _) in self.entry_files()? {
-            if let Ok(meta) = std::fs::metadata(&path) {
+            if let Ok(meta) = std::fs::symlink_metadata(&path)
+                && meta.is_file()
+            {
                 stats.entries += 1;
                 stats.bytes += meta.len();
             }
@@ -484,8 +499,35 @@ fn only_cache_files(dir: &Path) -> Result<bool> {
         name == VERSION_FILE
             || name == LOCK_FILE
             || name.starts_with(&format!(".{VERSION_FILE}."))
-            || is_shard(&name)
+            // A shard of a cache that lost its marker is empty; a folder of two-hex-digit
+            // folders with files in them is someone else's (git objects, a hash store).
+            || (is_shard(&name)
+                && std::fs::read_dir(e.path()).is_ok_and(|mut files| files.next().is_none()))
     }))
+}
+
+/// The bytes of the regular file at `path`, opened without waiting and without following a
+/// link: a FIFO or device planted in the cache is an error at once, never a hang (an
+/// `expire` that hung held the writer lock and made every writer wait).
+fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(
+        &mut options,
+        libc::O_NONBLOCK | libc::O_NOFOLLOW,
+    );
+    let mut file = options.open(path)?;
+    if !file.metadata()?.file_type().is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// `text` lower-cased when it is hex of `min` to 64 digits.
@@ -512,7 +554,7 @@ fn is_digest(name: &str) -> bool {
 }
 
 fn modified_unix_s(path: &Path) -> Option<f64> {
-    let modified = std::fs::metadata(path).ok()?.modified().ok()?;
+    let modified = std::fs::symlink_metadata(path).ok()?.modified().ok()?;
     Some(modified.duration_since(UNIX_EPOCH).ok()?.as_secs_f64())
 }
 

@@ -192,6 +192,13 @@ pub async fn run_slurm(
     let stdout = String::from_utf8_lossy(&out.stdout);
     let job_id = match (out.code, parse_parsable(&stdout)) {
         (Some(0), Ok(id)) => id,
+        (Some(0), Err(_)) => {
+            let shown = |text: &str| text.trim().chars().take(2000).collect::<String>();
+            return Err(SlurmError::NoJobId {
+                stdout: shown(&stdout),
+                stderr: shown(&String::from_utf8_lossy(&out.stderr)),
+            });
+        }
         (code, _) => {
             return Err(SlurmError::Refused {
                 status: match code {

@@ -14,6 +14,12 @@ pub enum SlurmError {
         "sbatch refused the job array ({status}): {stderr}; check --partition, --gres/--gpus-per-task and --time against `sinfo`"
     )]
     Refused { status: String, stderr: String },
+    /// sbatch succeeded but printed no job id (a wrapper's banner, another tool): its output.
+    #[error(
+        "sbatch exited 0 but printed no job id, so the array cannot be followed; its stdout: \
+         {stdout:?}; its stderr: {stderr:?}; is `sbatch` on PATH the real one (`type sbatch`)?"
+    )]
+    NoJobId { stdout: String, stderr: String },
     /// The batch's earlier array still has tasks in Slurm (its driver was killed).
     #[error(
         "array {job_id} of this batch still has {tasks} tasks pending or running in Slurm; wait for them or `scancel {job_id}`, then --resume"
