@@ -9,6 +9,7 @@ pub mod atomic_file;
 pub mod batch;
 pub mod calibration;
 pub mod device;
+pub mod duration_check;
 pub mod error;
 pub mod fields;
 pub mod input;
