@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use polyprof::results::escape::terminal;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use polyprof::model::batch::EntryState;
 use polyprof::pipeline::batch::pool::{Observer, PoolEvent};
@@ -101,6 +102,7 @@ impl Progress {
         if self.quiet {
             return;
         }
+        let text = &*terminal::text(text);
         match &self.multi {
             Some(multi) => {
                 let _ = multi.println(text);
@@ -120,7 +122,7 @@ impl Progress {
                 Some(id) => text.push_str(&format!("  ▸ {id}")),
                 None => text.push_str("  idle"),
             }
-            line.bar.set_message(text);
+            line.bar.set_message(terminal::line(&text).into_owned());
         }
     }
 
@@ -166,13 +168,15 @@ impl Progress {
             }
             PoolEvent::Quarantined { device, reason } => {
                 if let Some(line) = self.lines.get(&device.name()) {
-                    line.bar.set_message(format!("quarantined: {reason}"));
+                    let text = format!("quarantined: {reason}");
+                    line.bar.set_message(terminal::line(&text).into_owned());
                 }
                 // Always said, also under -q: the pool is smaller from here on.
                 let text = format!(
                     "polyprof batch: device {} taken out of the pool: {reason}; its queued jobs go to the other devices",
                     device.name()
                 );
+                let text = terminal::text(&text);
                 match &self.multi {
                     Some(multi) => {
                         let _ = multi.println(&text);

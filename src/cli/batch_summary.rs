@@ -4,6 +4,7 @@
 use std::io::Write;
 
 use anyhow::Context;
+use polyprof::results::escape::terminal;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};
 use polyprof::model::batch::{
     BatchEntry, BatchIndex, BatchProfileCache, CascadeSummary, EntryState, EvalSummary,
@@ -89,7 +90,12 @@ pub fn finish(
         serde_json::to_writer_pretty(&mut out, index).context("cannot print the index")?;
         writeln!(out)?;
     } else {
-        print(&mut out, index, root)?;
+        // Job notes, errors and findings carry what commands and candidates printed: their
+        // control characters are shown, never sent.
+        let mut text = Vec::new();
+        print(&mut text, index, root)?;
+        let text = String::from_utf8_lossy(&text);
+        out.write_all(terminal::text(&text).as_bytes())?;
     }
     if cancelled {
         return Ok(super::run::EXIT_CANCELLED);

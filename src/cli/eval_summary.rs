@@ -5,8 +5,13 @@ use std::fmt::Write;
 
 use polyprof::eval::verdict::{EvalVerdict, Finding, Status};
 
-/// The verdict as a few lines of text (each ending in a newline).
+/// The verdict as a few lines of text (each ending in a newline). A candidate's exception
+/// message and the names in it show their control characters, never send them.
 pub fn render(verdict: &EvalVerdict) -> String {
+    polyprof::results::escape::terminal::text(&render_unescaped(verdict)).into_owned()
+}
+
+fn render_unescaped(verdict: &EvalVerdict) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", headline(verdict));
     if let Some(failure) = &verdict.failure {

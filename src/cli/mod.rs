@@ -79,6 +79,8 @@ pub fn report_error(error: &anyhow::Error) {
             text.push_str(&part);
         }
     }
+    // An error quotes names, paths and tools' output: shown, never sent to the terminal.
+    let text = polyprof::results::escape::terminal::text(&text);
     let _ = writeln!(std::io::stderr(), "polyprof: error: {text}");
 }
 

@@ -36,6 +36,11 @@ impl RunDiff {
     /// A terminal table `width` columns wide (kernel names shortened in the middle to fit;
     /// `None`: full names), after the GPU-time headline; then unmatched kernels and the verdict.
     pub fn render(&self, width: Option<usize>) -> String {
+        // Kernel names and labels show their control characters, never send them.
+        crate::results::escape::terminal::text(&self.render_unescaped(width)).into_owned()
+    }
+
+    fn render_unescaped(&self, width: Option<usize>) -> String {
         let name_width = width.map(|w| w.saturating_sub(NAME_PREFIX).max(MIN_NAME_WIDTH));
         let time = |v: Option<f64>| units::or_dash(v.map(units::time_ns));
         let spread = |side: &Side| match (side.min_ns, side.p90_ns) {

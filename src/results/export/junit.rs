@@ -9,6 +9,7 @@ use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
 use crate::model::error::{Error, Result};
 use crate::results::ci::{CaseResult, CiCase, CiSuite};
+use crate::results::escape::junit;
 use crate::results::export::CiExporter;
 
 /// The JUnit exporter.
@@ -36,30 +37,30 @@ fn status(result: &CaseResult) -> TestCaseStatus {
         ),
         CaseResult::Skipped { message } => (TestCaseStatus::skipped(), message, ""),
     };
-    status.set_message(message.as_str());
+    status.set_message(junit::text(message).as_ref());
     if !detail.is_empty() {
-        status.set_description(detail);
+        status.set_description(junit::text(detail).as_ref());
     }
     status
 }
 
 fn test_case(suite: &CiSuite, case: &CiCase) -> TestCase {
-    let mut test = TestCase::new(case.name.as_str(), status(&case.result));
-    test.set_classname(case.classname.as_str());
+    let mut test = TestCase::new(junit::text(&case.name).as_ref(), status(&case.result));
+    test.set_classname(junit::text(&case.classname).as_ref());
     if let Some(time) = duration(case.time_s) {
         test.set_time(time);
     }
     for (column, cell) in suite.columns.iter().zip(&case.cells) {
-        test.add_property((column.as_str(), cell.as_str()));
+        test.add_property((junit::text(column).as_ref(), junit::text(cell).as_ref()));
     }
     test
 }
 
 /// The XML document of `suite`.
 pub fn render(suite: &CiSuite) -> Result<String> {
-    let mut test_suite = TestSuite::new(suite.name.as_str());
+    let mut test_suite = TestSuite::new(junit::text(&suite.name).as_ref());
     for line in &suite.summary {
-        test_suite.add_property(("summary", line.as_str()));
+        test_suite.add_property(("summary", junit::text(line).as_ref()));
     }
     if let Some(time) = duration(suite.time_s) {
         test_suite.set_time(time);

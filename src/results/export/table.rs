@@ -161,8 +161,13 @@ pub fn render(report: &Report) -> String {
 const LABEL_WIDTH: usize = 9;
 
 /// [`render`] at most `width` characters wide (`None`: every column, full names): the table
-/// leaves out derivable columns, wraps its last and shortens names; prose lines wrap.
+/// leaves out derivable columns, wraps its last and shortens names; prose lines wrap. Names,
+/// labels and paths from the run show their control characters, never send them.
 pub fn render_fitted(report: &Report, width: Option<usize>) -> String {
+    crate::results::escape::terminal::text(&render_unescaped(report, width)).into_owned()
+}
+
+fn render_unescaped(report: &Report, width: Option<usize>) -> String {
     let averages = report
         .profile
         .key_averages(report.group_by)
