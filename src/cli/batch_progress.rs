@@ -8,11 +8,11 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use polyprof::results::escape::terminal;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use polyprof::model::batch::EntryState;
 use polyprof::pipeline::batch::pool::{Observer, PoolEvent};
 use polyprof::profilers::devices::Device;
+use polyprof::results::escape::terminal;
 
 struct DeviceLine {
     bar: ProgressBar,

@@ -4,11 +4,11 @@
 use std::io::Write;
 
 use anyhow::Context;
-use polyprof::results::escape::terminal;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};
 use polyprof::model::batch::{
     BatchEntry, BatchIndex, BatchProfileCache, CascadeSummary, EntryState, EvalSummary,
 };
+use polyprof::results::escape::terminal;
 
 /// What a row says about how a job ended: its top kernel when it succeeded, else the
 /// outcome and the first error.

@@ -242,10 +242,6 @@ fn parse_ncu_file(file: &Path, options: &ParseOptions) -> anyhow::Result<ParsedO
     let mut parsed = parse_reader(reader, options, &mut |k| kernels.push(k))
         .with_context(|| format!("cannot read `{}`", file.display()))?;
     parsed.kernels = kernels;
-    polyprof::model::duration_check::flag_non_positive_durations(
-        &mut parsed,
-        "gpu__time_duration.sum",
-    );
     name_the_file(&mut parsed, file);
     Ok(parsed)
 }

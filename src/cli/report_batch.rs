@@ -103,7 +103,11 @@ fn relative_href(page_dir: &Path, target: &Path) -> Option<String> {
         .zip(to.components())
         .take_while(|(a, b)| a == b)
         .count();
-    let mut parts: Vec<String> = from.components().skip(common).map(|_| "..".into()).collect();
+    let mut parts: Vec<String> = from
+        .components()
+        .skip(common)
+        .map(|_| "..".into())
+        .collect();
     parts.extend(
         to.components()
             .skip(common)

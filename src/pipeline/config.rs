@@ -412,10 +412,7 @@ fn read_if_present(path: &Path, skipped: &mut Vec<Skipped>) -> Result<Option<Str
 
 /// The nearest trusted `polyprof.toml` in `cwd` or a folder above it, with its text; the
 /// untrusted ones nearer are recorded in `skipped`.
-fn find_project_file(
-    cwd: &Path,
-    skipped: &mut Vec<Skipped>,
-) -> Result<Option<(PathBuf, String)>> {
+fn find_project_file(cwd: &Path, skipped: &mut Vec<Skipped>) -> Result<Option<(PathBuf, String)>> {
     for dir in cwd.ancestors() {
         let path = dir.join(PROJECT_FILE);
         if let Some(text) = read_if_present(&path, skipped)? {

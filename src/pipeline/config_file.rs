@@ -95,7 +95,10 @@ mod tests {
         assert!(
             matches!(read(&fifo).unwrap(), Found::Skipped(s) if s.why.contains("not a regular"))
         );
-        assert!(matches!(read(&dir.path().join("none")).unwrap(), Found::Absent));
+        assert!(matches!(
+            read(&dir.path().join("none")).unwrap(),
+            Found::Absent
+        ));
         // Only root can give a file away; as another user this case is the test above.
         if nix::unistd::geteuid().is_root() {
             let theirs = dir.path().join("theirs.toml");

@@ -89,8 +89,7 @@ fn finished_entry(root: &Path, spec: &JobSpec) -> Option<BatchEntry> {
     passes
         .iter()
         .all(|p| {
-            under_root::resolve(root, p, BATCH_FILE)
-                .is_ok_and(|dir| ProfileRun::read(&dir).is_ok())
+            under_root::resolve(root, p, BATCH_FILE).is_ok_and(|dir| ProfileRun::read(&dir).is_ok())
         })
         .then_some(entry)
 }

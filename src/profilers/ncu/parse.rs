@@ -4,6 +4,7 @@
 //! `stream` (line by line, tokenizer), `parallel` (two-thread batches), `dispatch` (rows to page
 //! tables), `checks` (end-of-input checks), `merge` (across files).
 
+use crate::model::duration_check::DurationCheck;
 use std::io::Read;
 
 pub use super::checks::flag_empty;
@@ -45,7 +46,13 @@ pub fn parse_reader(
     options: &ParseOptions,
     sink: &mut dyn FnMut(KernelRecord),
 ) -> std::io::Result<ParsedOutput> {
-    parse_reader_threads(reader, options, default_threads(), sink)
+    let mut durations = DurationCheck::default();
+    let mut parsed = parse_reader_threads(reader, options, default_threads(), &mut |kernel| {
+        durations.see(&kernel);
+        sink(kernel)
+    })?;
+    durations.flag(&mut parsed, "gpu__time_duration.sum");
+    Ok(parsed)
 }
 
 /// [`parse_reader`] with an explicit thread count: 1 builds every record on the calling thread;

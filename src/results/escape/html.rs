@@ -57,8 +57,14 @@ mod tests {
 
     #[test]
     fn only_relative_paths_below_the_page_are_links() {
-        assert_eq!(relative_link("j1/report.html").as_deref(), Some("j1/report.html"));
-        assert_eq!(relative_link("a b#c/r.html").as_deref(), Some("a%20b%23c/r.html"));
+        assert_eq!(
+            relative_link("j1/report.html").as_deref(),
+            Some("j1/report.html")
+        );
+        assert_eq!(
+            relative_link("a b#c/r.html").as_deref(),
+            Some("a%20b%23c/r.html")
+        );
         assert_eq!(relative_link("../b/r.html").as_deref(), Some("../b/r.html"));
         for bad in [
             "javascript:alert(1)",

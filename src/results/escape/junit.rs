@@ -6,8 +6,7 @@
 use std::borrow::Cow;
 
 fn allowed(c: char) -> bool {
-    matches!(c, '\t' | '\n' | '\r')
-        || (!c.is_control() && !matches!(c, '\u{fffe}' | '\u{ffff}'))
+    matches!(c, '\t' | '\n' | '\r') || (!c.is_control() && !matches!(c, '\u{fffe}' | '\u{ffff}'))
 }
 
 /// `text` with only characters a JUnit document can hold (and no terminal escape sequence,

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::model::batch::{BatchEntry, BatchIndex, EntryState};
-use crate::results::export::html_page::{number_cell, page, text_cell};
 use crate::results::escape::html;
+use crate::results::export::html_page::{number_cell, page, text_cell};
 use crate::results::export::roofline_chart::escape;
 use crate::results::units;
 

@@ -350,7 +350,9 @@ impl FullNames {
 
     /// The full name of the kernel whose events are named `short`, else `short`.
     pub(crate) fn get(&self, short: &str) -> String {
-        self.0.get(short).map_or_else(|| short.to_string(), String::clone)
+        self.0
+            .get(short)
+            .map_or_else(|| short.to_string(), String::clone)
     }
 }
 
