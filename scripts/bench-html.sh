@@ -6,17 +6,21 @@
 #   3. a diff of two real runs: the two raw-page captures of tests/fixtures/ncu-h200 parsed
 #   4. a batch of 20 CPU jobs (3 of them failing) and its page
 #   5. the real FP8 capture (tests/fixtures/ncu-h200-fp8): one roofline chart per precision
+#   6. DISTINCT (default 100000) launches of as many distinct kernel names (the capture's
+#      records renamed): the page is linear in distinct names (issue 43); its render time and
+#      size, and polyprof's own time to write it, are printed
 # Load time: the page's own figure (data-render-ms on <body>: performance.now() once the
 # script has drawn everything and forced a layout) and the wall time of `chromium --dump-dom`
 # (browser start included), each the median of REPEATS (default 3) loads.
 # The diff shows only B's points: raw_page.stdout (A) was captured without the FLOP counters.
 # Targets (issue 26): under 2 s to render, under 5 MB.
-# Environment: PROFILE (release, default, or debug), REPEATS, LAUNCHES (10000).
+# Environment: PROFILE (release, default, or debug), REPEATS, LAUNCHES (10000), DISTINCT (100000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile="${PROFILE:-release}"
 repeats="${REPEATS:-3}"
 launches="${LAUNCHES:-10000}"
+distinct="${DISTINCT:-100000}"
 flag=$([[ "$profile" == release ]] && echo --release || true)
 cargo build --quiet $flag --bin polyprof --example ncu_parse_bench
 target="${CARGO_TARGET_DIR:-target}/$profile"
@@ -78,3 +82,27 @@ report "batch of 20 jobs" "$work/batch/index.html"
   >/dev/null 2>&1
 "$bin" report "$work/fp8" --format html -o "$work/fp8.html" 2>/dev/null
 report "FP8 capture (5 launches)" "$work/fp8.html"
+
+mkdir -p "$work/distinct"
+python3 - "$distinct" "$work/distinct/run.json" <<'PY'
+import json, sys
+n, out = int(sys.argv[1]), sys.argv[2]
+doc = json.load(open("tests/fixtures/runs/h200-baseline/run.json"))
+kernels = doc["kernels"]
+many = []
+for i in range(n):
+    k = dict(kernels[i % len(kernels)])
+    k["launch_id"] = i
+    k["short_name"] = f"kernel_{i}"
+    k["name"] = f"kernel_{i}(float *, int)"
+    many.append(k)
+doc["kernels"] = many
+json.dump(doc, open(out, "w"))
+PY
+t0=$(date +%s%N)
+"$bin" report "$work/distinct" --format html -o "$work/distinct.html" 2>/dev/null
+t1=$(date +%s%N)
+"$bin" report "$work/distinct" --format svg -o "$work/distinct.svg" 2>/dev/null
+t2=$(date +%s%N)
+echo "$distinct distinct names: polyprof wrote the page in $(( (t1 - t0) / 1000000 )) ms, the SVG ($(stat -c %s "$work/distinct.svg") bytes) in $(( (t2 - t1) / 1000000 )) ms"
+report "$distinct distinct kernel names" "$work/distinct.html"

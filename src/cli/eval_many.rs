@@ -9,6 +9,7 @@ use anyhow::Context;
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};
 use polyprof::eval::ci_case;
 use polyprof::pipeline::eval::{EvalOutcome, EvalSpec, evaluate};
+use polyprof::results::escape::terminal;
 use serde::Serialize;
 
 use super::eval_exit::{EXIT_EVAL_FAILED, EXIT_NOT_PASSED, EXIT_PASSED};
@@ -225,9 +226,10 @@ pub fn print_table(out: &mut impl Write, rows: &[Row], root: &Path) -> std::io::
         let speedup = r.speedup.map_or("-".to_string(), |s| {
             format!("{:.2}× [{:.2}–{:.2}]", s.value, s.ci_low, s.ci_high)
         });
+        // Candidate file names and failures are the candidates': shown, never sent.
         table.add_row(vec![
-            Cell::new(name),
-            Cell::new(status),
+            Cell::new(terminal::line(&name)),
+            Cell::new(terminal::line(&status)),
             Cell::new(speedup).set_alignment(CellAlignment::Right),
             Cell::new(r.score_ms.map_or("-".to_string(), |ms| format!("{ms:.4}")))
                 .set_alignment(CellAlignment::Right),

@@ -7,6 +7,7 @@ use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_BORDERS_ONLY};
 use polyprof::model::parsed::NO_DATA;
 use polyprof::model::record::KernelRecord;
 use polyprof::model::{NormalizedField, ParsedOutput, Severity, normalized_field};
+use polyprof::results::escape::terminal;
 
 /// The exit status of `parse`, the same for every profiler: 2 when a file could not be read or
 /// parsed, or when nothing in the files is the profiler's output (the `no_data` diagnostic);
@@ -63,7 +64,8 @@ pub fn table_row(k: &KernelRecord, metrics: &[String]) -> Vec<String> {
         k.process_id
             .map_or_else(|| "-".to_string(), |p| p.to_string()),
         k.launch_id.to_string(),
-        truncate(&k.short_name, 48),
+        // A name from the file: control characters shown, never sent.
+        terminal::line(&truncate(&k.short_name, 48)).into_owned(),
         dim3(k.grid),
         dim3(k.block),
         fmt(k.duration_ns.map(|ns| ns / 1e3), 2),
@@ -208,9 +210,10 @@ pub fn report_diagnostics(parsed: &ParsedOutput, json: bool) {
             Severity::Warning => "warning",
             Severity::Error => "error",
         };
-        eprintln!("{level} [{}]: {}", d.kind, d.message);
+        // A profiler's own text: shown, never sent to the terminal.
+        eprintln!("{level} [{}]: {}", d.kind, terminal::text(&d.message));
         if let Some(hint) = &d.hint {
-            eprintln!("  hint: {hint}");
+            eprintln!("  hint: {}", terminal::text(hint));
         }
     }
 }
