@@ -135,7 +135,11 @@ impl ProfileCache {
                 });
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if !only_cache_files(dir)? {
+                // Another process may have marked it and stored an entry since the read above.
+                let marked_since = || {
+                    read_regular(&marker).is_ok_and(|b| String::from_utf8_lossy(&b).trim() == LAYOUT)
+                };
+                if !only_cache_files(dir)? && !marked_since() {
                     return Err(ProfileCacheError::NotACache {
                         path: dir.to_path_buf(),
                         marker: VERSION_FILE,
@@ -319,7 +323,8 @@ impl ProfileCache {
                 .is_some_and(|entry| entry.key.digest() == digest);
             if !own {
                 tracing::warn!(
-                    "`{}` is not a profile cache entry polyprof wrote; `cache clear` leaves it",
+                    "`{}` is not a profile cache entry polyprof wrote; `cache clear` leaves \
+                     it (`polyprof cache invalidate {digest}` removes it)",
                     path.display()
                 );
                 continue;
@@ -817,12 +822,15 @@ mod tests {
             listed.iter().map(|s| s.bytes).sum::<u64>() + 1,
             "the corrupt entry's byte too"
         );
-        // A temporary file a killed writer left goes with a clear.
+        // A temporary file a killed writer left goes with a clear; a file that is not an
+        // entry of its name stays (polyprof did not write it), for `invalidate` to remove.
         let shard = cache.path_of(&key(1).digest());
         let stray = shard.parent().unwrap().join(".x.json.abc.tmp");
         std::fs::write(&stray, "{").unwrap();
-        assert_eq!(cache.clear().unwrap(), 3);
+        assert_eq!(cache.clear().unwrap(), 2);
         assert!(!stray.exists());
+        assert!(bad.exists());
+        assert!(cache.invalidate(&key(3).digest()).unwrap());
         assert_eq!(cache.stats().unwrap(), CacheStats::default());
         assert!(cache.list().unwrap().is_empty());
         assert!(cache.dir().join(VERSION_FILE).exists());
