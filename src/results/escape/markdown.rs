@@ -34,7 +34,7 @@ mod tests {
     fn markup_links_and_controls_show_as_written() {
         assert_eq!(
             text("a|b <c> *d* [e](f)"),
-            "a\\|b &lt;c&gt; \\*d\\* \\[e\\]\\(f\\)"
+            "a\\|b &lt;c&gt; \\*d\\* \\[e\\](f)"
         );
         assert_eq!(text("x\x1b[2Jy\nz"), "x\\\\x1b\\[2Jy z");
     }
