@@ -137,7 +137,8 @@ impl ProfileCache {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 // Another process may have marked it and stored an entry since the read above.
                 let marked_since = || {
-                    read_regular(&marker).is_ok_and(|b| String::from_utf8_lossy(&b).trim() == LAYOUT)
+                    read_regular(&marker)
+                        .is_ok_and(|b| String::from_utf8_lossy(&b).trim() == LAYOUT)
                 };
                 if !only_cache_files(dir)? && !marked_since() {
                     return Err(ProfileCacheError::NotACache {

@@ -7,6 +7,7 @@ use std::io::Write;
 use crate::model::error::{Error, Result};
 use crate::results::aggregate::KeyAverages;
 use crate::results::event::FrameKind;
+use crate::results::export::html_limits;
 use crate::results::export::html_page::{legend, number_cell, page, text_cell, timeline};
 use crate::results::export::html_timeline::timelines;
 use crate::results::export::roofline_chart::{self, ChartSide, escape, render_svg};
@@ -111,14 +112,23 @@ pub(crate) fn roofline_section(
             label = escape(&roofline_chart::precision_label(chart.precision)),
             note = escape(&chart.clock_note),
         );
-        html.push_str(&render_svg(chart)?);
+        let (shown, hidden) = html_limits::largest_points(chart);
+        html.push_str(&render_svg(&shown)?);
+        if hidden > 0 {
+            let _ = write!(
+                html,
+                "<p class=\"note\">The {} kernels with the most GPU time are drawn; {hidden} \
+                 more are in --format json and svg.</p>",
+                html_limits::MAX_POINTS
+            );
+        }
         for series in &chart.series {
             if !series.unplaced.is_empty() {
                 let _ = write!(
                     html,
                     "<p class=\"note\">Not placed ({}; no DRAM bytes or GPU time): {}</p>",
                     escape(&series.label),
-                    escape(&series.unplaced.join(", "))
+                    escape(&html_limits::listed(&series.unplaced))
                 );
             }
         }
@@ -130,7 +140,7 @@ pub(crate) fn roofline_section(
             html,
             "<p class=\"note\">Not placed ({}; no FLOPs counted): {}</p>",
             escape(label),
-            escape(&names.join(", "))
+            escape(&html_limits::listed(names))
         );
     }
     Ok(html)
@@ -158,7 +168,8 @@ fn kernel_table(averages: &KeyAverages, report: &Report) -> String {
         number_cell(value, &value.map(show).unwrap_or_else(|| "-".to_string()))
     };
     let full_names = roofline_chart::FullNames::of(&report.profile.events);
-    for row in rows {
+    let more = rows.len().saturating_sub(html_limits::MAX_TABLE_ROWS);
+    for row in rows.into_iter().take(html_limits::MAX_TABLE_ROWS) {
         let point = &row.roofline;
         let name = full_names.get(&row.name);
         let mut verdict = point.verdict();
@@ -186,5 +197,13 @@ fn kernel_table(averages: &KeyAverages, report: &Report) -> String {
         );
     }
     html.push_str("</tbody></table>");
+    if more > 0 {
+        let _ = write!(
+            html,
+            "<p class=\"note\">The first {} kernels by this order; {more} more are in --format \
+             json and csv.</p>",
+            html_limits::MAX_TABLE_ROWS
+        );
+    }
     html
 }
