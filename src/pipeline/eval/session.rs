@@ -23,6 +23,7 @@ use crate::model::run::ProfileRun;
 use crate::pipeline::eval::conditions::ConditionsReader;
 use crate::pipeline::eval::failure;
 use crate::pipeline::eval::harness_files::write_harness;
+use crate::pipeline::eval::input_pool;
 use crate::pipeline::eval::protocol::{Message, ProtocolError};
 use crate::pipeline::eval::seeds::SeedSource;
 use crate::pipeline::eval::spec::{Device, EvalOutcome, EvalSpec, IfExists};
@@ -64,6 +65,8 @@ pub async fn evaluate(spec: &EvalSpec) -> Result<EvalOutcome> {
             candidate: candidate.info,
             framework: String::new(),
             device: spec.device.as_str().to_string(),
+            reference_flops: None,
+            flops_note: None,
         },
         settings: EvalSettings {
             trials: o.trials,
@@ -84,6 +87,7 @@ pub async fn evaluate(spec: &EvalSpec) -> Result<EvalOutcome> {
             work_calls: o.work_calls,
             flops_per_call: o.flops_per_call,
             allow_tf32: o.allow_tf32,
+            timed_checks: crate::pipeline::eval::input_pool::timed_checks(spec.device, o.repeat),
         },
         environment: evidence::Environment {
             polyprof: Some(env!("CARGO_PKG_VERSION").to_string()),
@@ -566,6 +570,8 @@ impl Eval<'_> {
             comparison: None,
             inputs_unchanged: None,
             host_ms: None,
+            timed_call: None,
+            block: None,
         });
         let record = self.evidence.trials.len() - 1;
         let limit = self.limit_of(role);
@@ -642,6 +648,9 @@ impl Eval<'_> {
     /// `timing_blocks` rounds on trial `trial`'s inputs, each side's block first in turn; the
     /// candidate's last timed output is checked after each of its blocks.
     async fn timing(&mut self, trial: u32) -> std::result::Result<(), Failure> {
+        if self.spec.device == Device::Cpu {
+            return self.pooled_timing(trial).await;
+        }
         let Some(base) = self
             .evidence
             .trials
@@ -689,6 +698,10 @@ impl Eval<'_> {
                     device_state,
                     conditions_before,
                     conditions_after,
+                    input_trials: Vec::new(),
+                    warmup_trial: None,
+                    checked_calls: Vec::new(),
+                    other_side_stopped: None,
                 });
                 if side == Side::Candidate {
                     self.evidence.trials.push(TrialEvidence {
@@ -706,6 +719,216 @@ impl Eval<'_> {
             }
         }
         Ok(())
+    }
+
+    /// `timing_blocks` rounds, each on a fresh pool of input sets (`input_pool`): the timed
+    /// calls of both sides cycle through the pool in one secret order, the warm-up runs on
+    /// trial `warm` (in no pool), the other side's processes are stopped while a block runs,
+    /// and after each candidate block a random draw of its calls is compared.
+    async fn pooled_timing(&mut self, warm: u32) -> std::result::Result<(), Failure> {
+        let Some(base) = self
+            .evidence
+            .trials
+            .iter()
+            .rfind(|t| t.index == warm)
+            .cloned()
+        else {
+            return Err(harness(
+                Stage::Timing,
+                format!("no record of trial {warm} to warm up on"),
+            ));
+        };
+        let bytes = |specs: &[TensorSpec]| specs.iter().map(|s| s.nbytes).sum::<u64>();
+        let o = &self.spec.options;
+        let (repeat, warmup, blocks, flush_l2) = (o.repeat, o.warmup, o.timing_blocks, o.flush_l2);
+        let size =
+            input_pool::pool_size(repeat, bytes(&base.inputs), bytes(&base.reference_outputs));
+        let checks = self.evidence.settings.timed_checks;
+        let limit = self.call_limit();
+        for block in 0..blocks {
+            let pool = self.make_pool(size).await?;
+            let indices: Vec<u32> = pool.iter().map(|t| t.index).collect();
+            let order =
+                self.random_positions(|random| input_pool::secret_order(size, repeat, random))?;
+            let poison: Vec<Value> = pool
+                .iter()
+                .map(|t| serde_json::to_value(&t.reference_outputs).unwrap_or(Value::Null))
+                .collect();
+            let fields = json!({
+                "pool": indices, "order": order, "repeat": repeat, "warmup": warmup,
+                "warmup_trial": warm, "poison": poison, "flush_l2": flush_l2,
+            });
+            let sides = if block % 2 == 0 {
+                [Side::Reference, Side::Candidate]
+            } else {
+                [Side::Candidate, Side::Reference]
+            };
+            // The draw's comparisons wait for the round's end: the trusted worker checking right
+            // before its own block ran the reference 35 % faster there (warm on the shared CPU).
+            let mut to_check = None;
+            for side in sides {
+                let (role, other) = match side {
+                    Side::Reference => (Role::Trusted, Role::Candidate),
+                    Side::Candidate => (Role::Candidate, Role::Trusted),
+                };
+                let other_pid = self.slot(other).as_ref().and_then(|w| w.pid);
+                let frozen = other_pid.map(crate::pipeline::eval::freeze::Frozen::stop);
+                let asked = self
+                    .ask(
+                        role,
+                        Stage::Timing,
+                        Message::request("time", fields.clone()),
+                        limit,
+                    )
+                    .await;
+                let stopped = frozen.as_ref().map(|f| f.stopped_any());
+                drop(frozen);
+                let reply = asked?;
+                let times_ms: Vec<f64> =
+                    self.field(role, Stage::Timing, &reply, "times_ms").await?;
+                let method: String = self.field(role, Stage::Timing, &reply, "method").await?;
+                let drawn = if side == Side::Candidate {
+                    self.random_positions(|random| input_pool::draw(repeat, checks, random))?
+                } else {
+                    Vec::new()
+                };
+                self.evidence.samples.push(TimingBlock {
+                    side,
+                    block,
+                    method,
+                    batch: 1,
+                    times_ms,
+                    device_state: None,
+                    conditions_before: None,
+                    conditions_after: None,
+                    input_trials: indices.clone(),
+                    warmup_trial: Some(warm),
+                    checked_calls: drawn.clone(),
+                    other_side_stopped: stopped,
+                });
+                if side == Side::Candidate {
+                    to_check = Some((reply, drawn));
+                }
+            }
+            if let Some((reply, drawn)) = to_check {
+                for call in drawn {
+                    let set = order[call as usize] as usize;
+                    self.check_timed_call(&reply, &pool[set], set, call, block)
+                        .await?;
+                }
+            }
+            for index in indices {
+                self.release(Role::Candidate, index, Stage::Timing).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `size` fresh trials for one block's pool: each made by the trusted worker from its own
+    /// secret seed (the reference run once on it, for the comparison) and its inputs handed to
+    /// the candidate's worker, which keeps them for the block.
+    async fn make_pool(&mut self, size: u32) -> std::result::Result<Vec<TrialEvidence>, Failure> {
+        let limit = self.call_limit();
+        let mut pool = Vec::with_capacity(size as usize);
+        for _ in 0..size {
+            let (index, seed, request) = self.trial_request(Stage::Timing, None)?;
+            let reply = self
+                .ask(Role::Trusted, Stage::Timing, request, limit)
+                .await?;
+            let stage = Stage::Timing;
+            let inputs: Vec<TensorSpec> = self
+                .field(Role::Trusted, stage, &reply, "input_specs")
+                .await?;
+            let reference_outputs: Vec<TensorSpec> = self
+                .field(Role::Trusted, stage, &reply, "reference_outputs")
+                .await?;
+            let wires: Value = self.field(Role::Trusted, stage, &reply, "inputs").await?;
+            let hand = Message::request("inputs", json!({"trial": index, "inputs": wires}))
+                .with_payload(reply.payload);
+            self.ask(Role::Candidate, stage, hand, limit).await?;
+            pool.push(TrialEvidence {
+                index,
+                phase: TrialPhase::Timed,
+                seed,
+                inputs,
+                reference_outputs,
+                candidate_outputs: Vec::new(),
+                comparison: None,
+                inputs_unchanged: None,
+                host_ms: None,
+                timed_call: None,
+                block: None,
+            });
+        }
+        Ok(pool)
+    }
+
+    /// Compare timed call `call` of a candidate block (its outputs in `reply`, on pool set
+    /// `set`, trial `trial`) with the reference's outputs of that set.
+    async fn check_timed_call(
+        &mut self,
+        reply: &Message,
+        trial: &TrialEvidence,
+        set: usize,
+        call: u32,
+        block: u32,
+    ) -> std::result::Result<(), Failure> {
+        let null = Value::Null;
+        let outputs = reply
+            .get("calls")
+            .and_then(|c| c.get(call as usize))
+            .and_then(|c| c.get("outputs"))
+            .unwrap_or(&null);
+        let after = reply
+            .get("inputs_after")
+            .and_then(|a| a.get(set))
+            .unwrap_or(&null);
+        let mut payload = Vec::new();
+        let cut = input_pool::cut_arrays(outputs, &reply.payload, &mut payload)
+            .zip(input_pool::cut_arrays(after, &reply.payload, &mut payload));
+        let Some((outputs, after)) = cut else {
+            let error = ProtocolError::Malformed {
+                op: "time".into(),
+                why: format!("timed call {call}'s arrays run past the answer's payload"),
+            };
+            return Err(self.fail(Role::Candidate, Stage::Timing, error).await);
+        };
+        let mut fields = json!({"outputs": outputs});
+        if !after.is_null() {
+            fields["inputs_after"] = after;
+        }
+        self.evidence.trials.push(TrialEvidence {
+            timed_call: Some(call),
+            block: Some(block),
+            ..trial.clone()
+        });
+        let record = self.evidence.trials.len() - 1;
+        let answer = Message::request("time", fields).with_payload(payload);
+        self.check(Role::Candidate, trial.index, record, answer, Stage::Timing)
+            .await
+    }
+
+    /// `make(random)` with the orchestrator's randomness (`/dev/urandom`).
+    fn random_positions(
+        &mut self,
+        make: impl FnOnce(&mut dyn FnMut() -> u64) -> Vec<u32>,
+    ) -> std::result::Result<Vec<u32>, Failure> {
+        let mut failed = None;
+        let seeds = &mut self.seeds;
+        let mut random = || {
+            seeds.random_u64().unwrap_or_else(|e| {
+                failed = Some(e);
+                0
+            })
+        };
+        let positions = make(&mut random);
+        match failed {
+            Some(e) => Err(harness(
+                Stage::Timing,
+                format!("cannot read /dev/urandom: {e}"),
+            )),
+            None => Ok(positions),
+        }
     }
 
     /// The GPU's conditions now (CUDA only), with the eval's workers left out of the others.
