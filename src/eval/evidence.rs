@@ -144,7 +144,8 @@ pub struct Environment {
 pub enum TrialPhase {
     /// Before timing: fresh inputs, one call, compared.
     Correctness,
-    /// The output of the last timed call of a timing block, compared.
+    /// A timed call's output, compared: one drawn at random after its block (`timed_call`,
+    /// `block`), or the block's last (evidence without an input pool, the CUDA path).
     Timed,
     /// A call under the witness, compared too.
     Witness,
