@@ -34,7 +34,8 @@ pub fn render(verdict: &EvalVerdict) -> String {
         "  correctness  {}/{} outputs match ({diffs}atol {}, rtol {})",
         c.passed, c.compared, c.atol, c.rtol
     );
-    if let (Some(sets), Some(compared)) = (verdict.timed_input_sets, verdict.timed_outputs_compared) {
+    if let (Some(sets), Some(compared)) = (verdict.timed_input_sets, verdict.timed_outputs_compared)
+    {
         let _ = writeln!(
             out,
             "  fresh inputs {sets} distinct input set(s) over the timed calls, {compared} timed output(s) compared (drawn after each block)"

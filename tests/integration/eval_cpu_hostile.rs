@@ -158,6 +158,12 @@ fn honest_candidates_pass_and_an_identical_one_reads_about_one() {
         assert_fresh_inputs(&evidence);
         assert!(verdict.passed, "{candidate}: {verdict:#?}");
         assert!(verdict.findings.is_empty());
+        assert_eq!(verdict.timed_input_sets, Some(100));
+        assert_eq!(verdict.timed_outputs_compared, Some(20));
+        // A numpy problem has no analytic FLOP count, and says so.
+        let note = evidence.problem.flops_note.as_deref().unwrap_or("");
+        assert!(note.contains("numpy problem"), "{note}");
+        assert_eq!(evidence.problem.reference_flops, None);
         if candidate == "same_as_reference.py" {
             // One thread and one CPU for both sides, each side alone: the reference against
             // itself reads 1.0 within the shared machine's noise (0.9-1.12 measured here).

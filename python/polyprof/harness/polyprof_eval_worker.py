@@ -1034,10 +1034,38 @@ class Worker:
             "input_specs": [spec_of(x, with_stats=True) for x in state.pristine],
             "reference_outputs": [spec_of(o, with_stats=True) for o in state.reference_outputs],
         }
+        if header.get("count_flops"):
+            flops, why = self.count_reference_flops(state.run_inputs)
+            if flops is not None:
+                reply["reference_flops"] = flops
+            else:
+                reply["flops_note"] = why
         notes = ([self.handout_pool_note] if transport == "ipc" and self.handout_pool_note else []) + out.notes
         if notes:
             reply["note"] = "; ".join(notes)
         return reply
+
+    def count_reference_flops(self, inputs: List[Any]) -> Tuple[Optional[float], Optional[str]]:
+        """The reference's analytic FLOPs over one call (torch's ``FlopCounterMode``: matmuls,
+        convolutions, attention), for the audit's FLOP floor; or why there is no count."""
+        torch = loaded_torch()
+        framework = self.framework_of_call(inputs)
+        if torch is None or framework != "torch":
+            return None, f"a {framework} problem: no analytic FLOP count (FlopCounterMode counts torch operators)"
+        try:
+            from torch.utils.flop_counter import FlopCounterMode
+        except ImportError as e:
+            return None, f"torch {torch.__version__} has no FlopCounterMode ({e})"
+        try:
+            with self.no_grad(), FlopCounterMode(display=False) as counter:
+                self.callable_target()(*inputs)
+            synchronize()
+            total = int(counter.get_total_flops())
+        except Exception as e:
+            return None, f"FlopCounterMode failed on the reference: {type(e).__name__}: {e}"
+        if total <= 0:
+            return None, "FlopCounterMode counted no FLOPs (no matmul, convolution or attention in the reference)"
+        return float(total), None
 
     def check(self, header: Dict[str, Any], payload: bytearray, out: Outgoing) -> Dict[str, Any]:
         state = self.trial_state(header)

@@ -151,7 +151,13 @@ mod tests {
         assert!(outcome.check.ran);
         let notes = outcome.check.not_judged.join("\n");
         assert!(notes.contains("2 input sets for 3 timed calls"), "{notes}");
-        assert!(notes.contains("the warm-up ran on a timed input set"), "{notes}");
-        assert!(notes.contains("block 1: 0 of its 1 drawn call(s) compared"), "{notes}");
+        assert!(
+            notes.contains("the warm-up ran on a timed input set"),
+            "{notes}"
+        );
+        assert!(
+            notes.contains("block 1: 0 of its 1 drawn call(s) compared"),
+            "{notes}"
+        );
     }
 }

@@ -546,9 +546,20 @@ impl Eval<'_> {
         stage: Stage,
         warm_first: bool,
     ) -> std::result::Result<u32, Failure> {
-        let (index, seed, request) = self.trial_request(stage, None)?;
+        let (index, seed, mut request) = self.trial_request(stage, None)?;
+        // The first trial also counts the reference's analytic FLOPs (the FLOP floor's count).
+        let count_flops = self.evidence.problem.reference_flops.is_none()
+            && self.evidence.problem.flops_note.is_none();
+        if count_flops {
+            request
+                .header
+                .insert("count_flops".into(), Value::Bool(true));
+        }
         let limit = self.call_limit();
         let reply = self.ask(Role::Trusted, stage, request, limit).await?;
+        if count_flops {
+            self.record_reference_flops(&reply);
+        }
         let input_specs: Vec<TensorSpec> = self
             .field(Role::Trusted, stage, &reply, "input_specs")
             .await?;
@@ -593,6 +604,25 @@ impl Eval<'_> {
         self.evidence.trials[record].host_ms = Some(started.elapsed().as_secs_f64() * 1e3);
         self.check(role, index, record, answer, stage).await?;
         Ok(index)
+    }
+
+    /// The reference's analytic FLOPs (or why there are none) from a `trial` answer.
+    fn record_reference_flops(&mut self, reply: &Message) {
+        let problem = &mut self.evidence.problem;
+        problem.reference_flops = reply
+            .get("reference_flops")
+            .and_then(Value::as_f64)
+            .filter(|f| f.is_finite() && *f > 0.0);
+        problem.flops_note = match problem.reference_flops {
+            Some(_) => None,
+            None => Some(
+                reply
+                    .get("flops_note")
+                    .and_then(Value::as_str)
+                    .unwrap_or("the trusted worker gave no FLOP count")
+                    .to_string(),
+            ),
+        };
     }
 
     /// The trusted worker compares the outputs of `answer` (the reply of `role`'s `call` or
