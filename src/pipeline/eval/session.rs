@@ -22,6 +22,7 @@ use crate::model::error::{Error, Result};
 use crate::model::run::ProfileRun;
 use crate::pipeline::eval::conditions::ConditionsReader;
 use crate::pipeline::eval::failure;
+use crate::pipeline::eval::freeze::Frozen;
 use crate::pipeline::eval::harness_files::write_harness;
 use crate::pipeline::eval::input_pool;
 use crate::pipeline::eval::protocol::{Message, ProtocolError};
@@ -710,7 +711,13 @@ impl Eval<'_> {
                 };
                 let conditions_before = self.read_conditions().await;
                 let request = Message::request("time", fields.clone());
-                let reply = self.ask(role, Stage::Timing, request, limit).await?;
+                // The other side stopped while this one is timed (its last request answered,
+                // after a device synchronize: nothing of it is queued).
+                let frozen = self.freeze_other_side(role);
+                let asked = self.ask(role, Stage::Timing, request, limit).await;
+                let stopped = frozen.as_ref().map(Frozen::stopped_any);
+                drop(frozen);
+                let reply = asked?;
                 let conditions_after = self.read_conditions().await;
                 let times_ms: Vec<f64> =
                     self.field(role, Stage::Timing, &reply, "times_ms").await?;
@@ -731,7 +738,7 @@ impl Eval<'_> {
                     input_trials: Vec::new(),
                     warmup_trial: None,
                     checked_calls: Vec::new(),
-                    other_side_stopped: None,
+                    other_side_stopped: stopped,
                 });
                 if side == Side::Candidate {
                     self.evidence.trials.push(TrialEvidence {
@@ -797,12 +804,11 @@ impl Eval<'_> {
             // before its own block ran the reference 35 % faster there (warm on the shared CPU).
             let mut to_check = None;
             for side in sides {
-                let (role, other) = match side {
-                    Side::Reference => (Role::Trusted, Role::Candidate),
-                    Side::Candidate => (Role::Candidate, Role::Trusted),
+                let role = match side {
+                    Side::Reference => Role::Trusted,
+                    Side::Candidate => Role::Candidate,
                 };
-                let other_pid = self.slot(other).as_ref().and_then(|w| w.pid);
-                let frozen = other_pid.map(crate::pipeline::eval::freeze::Frozen::stop);
+                let frozen = self.freeze_other_side(role);
                 let asked = self
                     .ask(
                         role,
@@ -936,6 +942,17 @@ impl Eval<'_> {
         let answer = Message::request("time", fields).with_payload(payload);
         self.check(Role::Candidate, trial.index, record, answer, Stage::Timing)
             .await
+    }
+
+    /// Stop the process tree of the side that is not `timed` (its pid from the socket's peer
+    /// credentials), until the returned guard is dropped.
+    fn freeze_other_side(&mut self, timed: Role) -> Option<Frozen> {
+        let other = match timed {
+            Role::Trusted => Role::Candidate,
+            _ => Role::Trusted,
+        };
+        let pid = self.slot(other).as_ref().and_then(|w| w.pid)?;
+        Some(Frozen::stop(pid))
     }
 
     /// `make(random)` with the orchestrator's randomness (`/dev/urandom`).
