@@ -127,7 +127,7 @@ def evaluate(
     ``options`` (defaults as ``polyprof eval``): ``trials`` (3), ``timing_blocks`` (5),
     ``repeat`` (50), ``warmup`` (5), ``atol``/``rtol`` (1e-2), ``flush_l2`` (True),
     ``witness_calls`` (3), ``witness_profiler`` (``"ncu"``; ``"none"`` for no witness),
-    ``witness_tolerance`` (0.7), ``suspicious_speedup`` (10), ``min_plausible_ms`` (0.001),
+    ``witness_tolerance`` (0.9), ``suspicious_speedup`` (10), ``min_plausible_ms`` (0.001),
     ``require_candidate_kernels`` (False), ``work_pass`` (True: a correct candidate's calls
     profiled with work counters on CUDA), ``work_calls`` (1), ``flops_per_call`` (or ``flops``:
     the FLOPs one call must do, for the FLOP floor), ``allow_tf32`` (False), ``init_seed``

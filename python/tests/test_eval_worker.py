@@ -297,6 +297,38 @@ def test_time_returns_host_times_on_both_sides(workers):
     assert warm == {"ok": True}
 
 
+def test_a_pooled_time_runs_each_call_on_its_set_and_hands_back_every_output(workers):
+    """The fresh-input timing: calls cycle through a pool of trials in the given order, the
+    warm-up runs on a trial outside it, every output (poisoned before its call) comes back, and
+    any of them can be compared afterwards with its own set's reference outputs."""
+    trusted, cand, _, _ = set_up(workers, "candidate_honest.py")
+    _, _, check = run_trial(trusted, cand, 0, 9)
+    assert check["comparison"]["passed"]
+    pool, poison = [], []
+    for k, seed in [(1, 101), (2, 102), (3, 103)]:
+        trial, payload = trusted.request({"op": "trial", "trial": k, "seed": seed, "transport": "bytes"})
+        assert trial["ok"], trial
+        given, _ = cand.request({"op": "inputs", "trial": k, "inputs": trial["inputs"]}, payload)
+        assert given == {"ok": True}, given
+        pool.append(k)
+        poison.append(trial["reference_outputs"])
+    order = [2, 0, 1, 1, 0]
+    request = {"op": "time", "pool": pool, "order": order, "repeat": len(order), "warmup": 2, "warmup_trial": 0, "poison": poison}
+    for side in (trusted, cand):
+        reply, payload = side.request(request)
+        assert reply["ok"], reply
+        assert reply["method"] == "host" and len(reply["times_ms"]) == 5
+    assert len(reply["calls"]) == 5 and len(reply["inputs_after"]) == 3
+    # Call 0 ran on pool[2] (trial 3): it matches trial 3's reference and not trial 1's.
+    for trial, passed in [(3, True), (1, False)]:
+        header = {"op": "check", "trial": trial, "outputs": reply["calls"][0]["outputs"], "inputs_after": reply["inputs_after"][2]}
+        checked, _ = trusted.request(header, payload)
+        assert checked["comparison"]["passed"] is passed, checked
+    # A pool position past the pool is refused, and the worker goes on.
+    bad, _ = cand.request(dict(request, order=[3]))
+    assert bad["error"]["kind"] == "protocol"
+
+
 NOTHING_PROFILED = "nothing was profiled"
 
 

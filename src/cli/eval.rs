@@ -146,7 +146,7 @@ pub struct Args {
     )]
     pub min_plausible_ms: f64,
     /// The candidate's score time below this share of its witnessed time is a finding.
-    #[arg(long, value_name = "X", default_value_t = 0.7, help_heading = "Checks")]
+    #[arg(long, value_name = "X", default_value_t = polyprof::pipeline::eval::spec::DEFAULT_WITNESS_TOLERANCE, help_heading = "Checks")]
     pub witness_tolerance: f64,
     /// How each worker's processes are found and ended: supervisor, group, or cgroup.
     #[arg(long, value_enum, default_value_t, value_name = "MODE")]

@@ -39,6 +39,13 @@ fn render_unescaped(verdict: &EvalVerdict) -> String {
         "  correctness  {}/{} outputs match ({diffs}atol {}, rtol {})",
         c.passed, c.compared, c.atol, c.rtol
     );
+    if let (Some(sets), Some(compared)) = (verdict.timed_input_sets, verdict.timed_outputs_compared)
+    {
+        let _ = writeln!(
+            out,
+            "  fresh inputs {sets} distinct input set(s) over the timed calls, {compared} timed output(s) compared (drawn after each block)"
+        );
+    }
     if let Some(t) = &verdict.timing {
         let _ = writeln!(
             out,
@@ -121,6 +128,11 @@ fn headline(verdict: &EvalVerdict) -> String {
     let findings = verdict.findings.len();
     match (verdict.status, verdict.passed) {
         (Status::Correct, true) => "PASSED: correct, no finding".to_string(),
+        (Status::Correct, false) if !verdict.missing_checks.is_empty() => format!(
+            "NOT PASSED: correct, {findings} finding(s), but {} check(s) it calls for did not run: {}",
+            verdict.missing_checks.len(),
+            verdict.missing_checks.join("; ")
+        ),
         (Status::Correct, false) => format!("NOT PASSED: correct, but {findings} finding(s)"),
         (Status::Incorrect, _) => format!(
             "NOT PASSED: incorrect ({} of {} compared outputs differ), {findings} finding(s)",
@@ -215,6 +227,9 @@ mod tests {
                 why_not: Some("no witness on cpu".into()),
                 not_judged: Vec::new(),
             }],
+            missing_checks: Vec::new(),
+            timed_input_sets: None,
+            timed_outputs_compared: None,
             findings: vec![Finding {
                 kind: FindingKind::SuspiciousSpeedup,
                 check: "suspicious_speedup".into(),

@@ -34,14 +34,19 @@ pub fn judge(evidence: &EvalEvidence) -> EvalVerdict {
     } else {
         Status::Correct
     };
+    let missing_checks = super::required_checks::missing(evidence, &checks);
+    let pool = super::rules::fresh_inputs::figures(evidence);
     EvalVerdict {
         schema_version: VERDICT_VERSION,
-        passed: status == Status::Correct && findings.is_empty(),
+        passed: status == Status::Correct && findings.is_empty() && missing_checks.is_empty(),
         status,
         correctness,
         timing: timing.ok(),
         witness: witness.ok().map(|w| w.summary),
         checks,
+        missing_checks,
+        timed_input_sets: pool.map(|(sets, _, _)| count(sets)),
+        timed_outputs_compared: pool.map(|(_, _, compared)| count(compared)),
         findings,
         failure: evidence.failure.clone(),
         calibration: evidence.calibration.as_ref().map(citation),
@@ -89,9 +94,10 @@ mod tests {
         let verdict = judge(&evidence());
         assert_eq!(verdict.status, Status::Correct);
         assert!(verdict.findings.is_empty(), "{:#?}", verdict.findings);
-        assert!(verdict.passed);
+        assert!(verdict.passed, "{:?}", verdict.missing_checks);
         assert_eq!(verdict.checks.len(), RULES.len());
-        // Every check ran but the two that need a work pass (none was asked for).
+        // Every check ran but the two that need a work pass (none was asked for) and the pool's
+        // (the CUDA timing path times one input set; not called for there: `timed_checks` 0).
         let skipped: Vec<(&str, &str)> = verdict
             .checks
             .iter()
@@ -101,6 +107,11 @@ mod tests {
         assert_eq!(
             skipped,
             [
+                (
+                    "fresh_inputs",
+                    "the timed calls of candidate block 0 reused one input set and only the \
+                     block's last output was compared (the cuda timing path has no input pool)"
+                ),
                 (
                     "work_floor",
                     "the work pass was not asked for (work_pass off)"
@@ -177,6 +188,11 @@ mod tests {
         assert_eq!(
             skipped,
             [
+                (
+                    "fresh_inputs",
+                    "the timed calls of candidate block 0 reused one input set and only the \
+                     block's last output was compared (the cpu timing path has no input pool)"
+                ),
                 ("witness_time", "no witness on cpu"),
                 ("witness_ranges", "no witness on cpu"),
                 ("call_consistency", "no witness on cpu"),
@@ -186,6 +202,30 @@ mod tests {
                 ("precision", "no work pass on cpu"),
                 ("device_reset", "no timing block recorded its device state"),
             ]
+        );
+    }
+
+    #[test]
+    fn a_check_called_for_that_did_not_run_fails_passed_and_is_named() {
+        // Draws of timed outputs were planned, but the blocks recorded no pool.
+        let mut e = evidence();
+        e.settings.timed_checks = 3;
+        let verdict = judge(&e);
+        assert_eq!(verdict.status, Status::Correct);
+        assert!(verdict.findings.is_empty());
+        assert!(!verdict.passed);
+        assert_eq!(verdict.missing_checks.len(), 1);
+        assert!(verdict.missing_checks[0].starts_with("fresh_inputs: the timed calls"));
+        // A work pass planned on a problem with a FLOP count whose work pass recorded nothing.
+        let mut e = evidence();
+        e.settings.work_pass = true;
+        e.problem.reference_flops = Some(1.0e9);
+        let verdict = judge(&e);
+        assert!(!verdict.passed);
+        assert!(
+            verdict.missing_checks[0].starts_with("work_floor: no work pass was recorded"),
+            "{:?}",
+            verdict.missing_checks
         );
     }
 

@@ -55,6 +55,13 @@ pub struct ProblemInfo {
     pub framework: String,
     /// `cuda` or `cpu`.
     pub device: String,
+    /// FLOPs of one reference call as the trusted worker counted them analytically
+    /// (`torch.utils.flop_counter.FlopCounterMode`: matmuls, convolutions, attention), the FLOP
+    /// floor's count when `--flops` is not given. Absent when not counted (`flops_note` says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_flops: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flops_note: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -105,6 +112,10 @@ pub struct EvalSettings {
     /// TF32 tensor math counts as FP32 work (the task allows it).
     #[serde(default)]
     pub allow_tf32: bool,
+    /// Timed calls of each candidate block compared with the reference, drawn at random after
+    /// the block ran (0: only the block's last call, as evidence made before pools).
+    #[serde(default)]
+    pub timed_checks: u32,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -133,7 +144,8 @@ pub struct Environment {
 pub enum TrialPhase {
     /// Before timing: fresh inputs, one call, compared.
     Correctness,
-    /// The output of the last timed call of a timing block, compared.
+    /// A timed call's output, compared: one drawn at random after its block (`timed_call`,
+    /// `block`), or the block's last (evidence without an input pool, the CUDA path).
     Timed,
     /// A call under the witness, compared too.
     Witness,
@@ -162,6 +174,13 @@ pub struct TrialEvidence {
     /// Wall time of the call as the orchestrator saw it (ms), for information.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_ms: Option<f64>,
+    /// A timed trial: the position of the compared call in its block (0-based), drawn after
+    /// the block ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timed_call: Option<u32>,
+    /// A timed trial: the block (`TimingBlock::block`) whose call it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block: Option<u32>,
 }
 
 /// Shape, dtype and a few cheap statistics of one array (computed by the trusted worker).
@@ -239,6 +258,20 @@ pub struct TimingBlock {
     pub conditions_before: Option<Conditions>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions_after: Option<Conditions>,
+    /// The distinct input sets the block's timed calls cycled through (trial indices, each from
+    /// its own secret seed), in a secret order; empty: every call ran on one trial's inputs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub input_trials: Vec<u32>,
+    /// The trial the untimed warm-up calls ran on (in no block's pool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_trial: Option<u32>,
+    /// Positions of the timed calls whose outputs were compared (candidate blocks), drawn by
+    /// the orchestrator after the block had run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checked_calls: Vec<u32>,
+    /// The other side's processes were stopped (SIGSTOP) while this block ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_side_stopped: Option<bool>,
 }
 
 fn one() -> u32 {

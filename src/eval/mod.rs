@@ -14,6 +14,7 @@ pub mod evidence_read;
 #[cfg(test)]
 mod h200_captures;
 pub mod precision;
+pub mod required_checks;
 pub mod rules;
 pub mod sample_scoring;
 pub mod schema;

@@ -28,6 +28,7 @@ pub fn settings() -> EvalSettings {
         work_calls: 0,
         flops_per_call: None,
         allow_tf32: false,
+        timed_checks: 0,
     }
 }
 
@@ -60,6 +61,8 @@ pub fn trial(index: u32, phase: TrialPhase, passed: bool) -> TrialEvidence {
         comparison: Some(comparison(passed)),
         inputs_unchanged: Some(true),
         host_ms: None,
+        timed_call: None,
+        block: None,
     }
 }
 
@@ -109,6 +112,10 @@ pub fn block(side: Side, block: u32, times_ms: &[f64]) -> TimingBlock {
         }),
         conditions_before: Some(conditions()),
         conditions_after: Some(conditions()),
+        input_trials: Vec::new(),
+        warmup_trial: None,
+        checked_calls: Vec::new(),
+        other_side_stopped: None,
     }
 }
 
@@ -168,6 +175,8 @@ pub fn evidence() -> EvalEvidence {
             },
             framework: "torch".into(),
             device: "cuda".into(),
+            reference_flops: None,
+            flops_note: None,
         },
         settings: settings(),
         environment: Environment {

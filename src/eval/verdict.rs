@@ -10,7 +10,7 @@ pub const VERDICT_VERSION: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EvalVerdict {
     pub schema_version: u32,
-    /// `correct` and no finding.
+    /// `correct`, no finding, and every check the eval called for ran.
     pub passed: bool,
     pub status: Status,
     pub correctness: Correctness,
@@ -20,6 +20,16 @@ pub struct EvalVerdict {
     pub witness: Option<WitnessSummary>,
     /// Every check, whether it ran, and why not when it did not.
     pub checks: Vec<CheckRun>,
+    /// Checks this eval called for (`eval::required_checks`) that did not run, each as
+    /// `check: why not`; `passed` is false while any is listed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_checks: Vec<String>,
+    /// Distinct input sets the candidate's timed calls ran on, over all its blocks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timed_input_sets: Option<u32>,
+    /// Timed outputs compared with the reference's (drawn at random after each block).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timed_outputs_compared: Option<u32>,
     pub findings: Vec<Finding>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,

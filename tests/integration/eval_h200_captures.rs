@@ -360,3 +360,49 @@ fn not_passed(capture: &Capture, exit: Option<i32>, audited: &Value) -> Option<S
     (exit != Some(0) || audited["passed"] != true || !findings.is_empty())
         .then(|| format!("{}: exit {exit:?}, {findings:?}", capture.name))
 }
+
+/// The default witness tolerance, re-derived: every H200 capture whose candidate passed is an
+/// honest run; their score / witness ratios bound what an honest candidate reads, and the
+/// default sits three times the largest honest shortfall below the lowest of them.
+#[test]
+fn the_witness_tolerance_is_measured_from_honest_runs() {
+    fn verdicts(dir: &Path, found: &mut Vec<Value>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                verdicts(&path, found);
+            } else if path.file_name().is_some_and(|n| n == "verdict.json") {
+                found.push(read_json(&path));
+            }
+        }
+    }
+    let mut all = Vec::new();
+    verdicts(&fixture("eval-h200"), &mut all);
+    let honest: Vec<f64> = all
+        .iter()
+        .filter(|v| v["passed"] == true)
+        .filter_map(|v| v["witness"]["reported_over_witnessed"].as_f64())
+        .collect();
+    assert_eq!(honest.len(), 60);
+    let lowest = honest.iter().copied().fold(f64::INFINITY, f64::min);
+    let highest = honest.iter().copied().fold(0.0, f64::max);
+    assert!((0.975..0.977).contains(&lowest), "lowest honest {lowest}");
+    assert!((1.08..1.082).contains(&highest), "highest honest {highest}");
+    let tolerance = polyprof::pipeline::eval::spec::DEFAULT_WITNESS_TOLERANCE;
+    assert!(
+        lowest - tolerance >= 3.0 * (1.0 - lowest),
+        "{tolerance} vs {lowest}"
+    );
+    // And the hostile captures that hid work from their timer stay under it.
+    let hidden: Vec<f64> = all
+        .iter()
+        .filter(|v| {
+            v["findings"]
+                .as_array()
+                .is_some_and(|f| f.iter().any(|f| f["kind"] == "reported_time_below_witness"))
+        })
+        .filter_map(|v| v["witness"]["reported_over_witnessed"].as_f64())
+        .collect();
+    assert_eq!(hidden.len(), 3);
+    assert!(hidden.iter().all(|r| *r < tolerance), "{hidden:?}");
+}

@@ -31,6 +31,7 @@ mod demo;
 mod eval_audit;
 mod eval_batch;
 mod eval_cpu;
+mod eval_cpu_hostile;
 mod eval_h200_captures;
 mod eval_nvtx_capture;
 mod eval_schema;

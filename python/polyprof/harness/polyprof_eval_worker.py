@@ -29,7 +29,7 @@ import sys
 import traceback
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
-from polyprof_timing import time_call, time_call_host
+from polyprof_timing import time_call, time_call_host, time_calls_host
 
 #: Largest header accepted (bytes): a header holds specs, never array data.
 MAX_HEADER_BYTES = 64 * 2**20
@@ -894,7 +894,7 @@ class Worker:
         op = header.get("op")
         handlers = {
             "trusted": {"setup": self.setup, "trial": self.trial, "check": self.check, "time": self.time, "release": self.release},
-            "candidate": {"setup": self.setup, "call": self.call, "warmup": self.warmup, "time": self.time, "release": self.release},
+            "candidate": {"setup": self.setup, "call": self.call, "warmup": self.warmup, "time": self.time, "inputs": self.take_inputs, "release": self.release},
         }[self.role]
         handler = handlers.get(op) if isinstance(op, str) else None
         if handler is None:
@@ -931,6 +931,9 @@ class Worker:
 
     def set_up_model(self, init_seed: int, given_init: Any, payload: bytearray, out: Outgoing) -> Dict[str, Any]:
         self.module = self.load_source()
+        torch = loaded_torch()
+        if self.device == "cpu" and torch is not None:
+            torch.set_num_threads(1)  # as OMP_NUM_THREADS=1: both sides timed on one thread
         class_name = MODEL_CLASSES[self.role]
         model_class = getattr(self.module, class_name, None)
         if model_class is None:
@@ -1031,10 +1034,38 @@ class Worker:
             "input_specs": [spec_of(x, with_stats=True) for x in state.pristine],
             "reference_outputs": [spec_of(o, with_stats=True) for o in state.reference_outputs],
         }
+        if header.get("count_flops"):
+            flops, why = self.count_reference_flops(state.run_inputs)
+            if flops is not None:
+                reply["reference_flops"] = flops
+            else:
+                reply["flops_note"] = why
         notes = ([self.handout_pool_note] if transport == "ipc" and self.handout_pool_note else []) + out.notes
         if notes:
             reply["note"] = "; ".join(notes)
         return reply
+
+    def count_reference_flops(self, inputs: List[Any]) -> Tuple[Optional[float], Optional[str]]:
+        """The reference's analytic FLOPs over one call (torch's ``FlopCounterMode``: matmuls,
+        convolutions, attention), for the audit's FLOP floor; or why there is no count."""
+        torch = loaded_torch()
+        framework = self.framework_of_call(inputs)
+        if torch is None or framework != "torch":
+            return None, f"a {framework} problem: no analytic FLOP count (FlopCounterMode counts torch operators)"
+        try:
+            from torch.utils.flop_counter import FlopCounterMode
+        except ImportError as e:
+            return None, f"torch {torch.__version__} has no FlopCounterMode ({e})"
+        try:
+            with self.no_grad(), FlopCounterMode(display=False) as counter:
+                self.callable_target()(*inputs)
+            synchronize()
+            total = int(counter.get_total_flops())
+        except Exception as e:
+            return None, f"FlopCounterMode failed on the reference: {type(e).__name__}: {e}"
+        if total <= 0:
+            return None, "FlopCounterMode counted no FLOPs (no matmul, convolution or attention in the reference)"
+        return float(total), None
 
     def check(self, header: Dict[str, Any], payload: bytearray, out: Outgoing) -> Dict[str, Any]:
         state = self.trial_state(header)
@@ -1120,6 +1151,8 @@ class Worker:
         return {}
 
     def time(self, header: Dict[str, Any], payload: bytearray, out: Outgoing) -> Dict[str, Any]:
+        if header.get("pool") is not None:
+            return self.time_pool(header, payload, out)
         state = self.trial_state(header)
         repeat = wire_int(header.get("repeat", 100), "repeat")
         warmup = wire_int(header.get("warmup", 10), "warmup")
@@ -1152,6 +1185,58 @@ class Worker:
         }
         if self.role == "candidate":
             reply.update(self.export_outputs(last, inputs, out, state))
+        return reply
+
+    def take_inputs(self, header: Dict[str, Any], payload: bytearray, out: Outgoing) -> Dict[str, Any]:
+        """Trial K's inputs, kept for a later pooled ``time`` (no call now)."""
+        self.receive_trial(wire_int(header.get("trial"), "trial"), header, payload)
+        return {}
+
+    def time_pool(self, header: Dict[str, Any], payload: bytearray, out: Outgoing) -> Dict[str, Any]:
+        """A timing block over a pool of input sets (trials made before): timed call ``i`` runs on
+        trial ``pool[order[i]]``, its output memory poisoned first (``poison[order[i]]``); the
+        warm-up calls run on ``warmup_trial``, which is in no pool. The candidate hands back every
+        timed call's outputs (``calls``) and each pool trial's inputs after the block
+        (``inputs_after``, for inputs that crossed as copies): which calls are compared is drawn
+        by the orchestrator after this answer, so nothing in this process can tell."""
+        pool = [wire_int(k, "pool") for k in wire_ints(header.get("pool"), "pool")]
+        order = wire_ints(header.get("order"), "order")
+        if not pool or not order or any(i >= len(pool) for i in order):
+            raise ProtocolError("a pooled time needs a pool and an order of positions in it")
+        poison = header.get("poison") or [[] for _ in pool]
+        if not isinstance(poison, list) or len(poison) != len(pool):
+            raise ProtocolError("poison must hold one list of specs per pool trial")
+        sizes = [[wire_int(p.get("nbytes", 0), "poison nbytes") for p in specs if isinstance(p, dict)] for specs in poison]
+        warmup = wire_int(header.get("warmup", 10), "warmup")
+        states = [self.trial_state({"trial": k}) for k in pool]
+        warm_state = self.trial_state({"trial": wire_int(header.get("warmup_trial"), "warmup_trial")})
+        pick = (lambda st: st.run_inputs) if self.role == "trusted" else (lambda st: st.inputs)
+        sets = [pick(st) for st in states]
+        warm_inputs = pick(warm_state)
+        framework = self.framework_of_call(sets[0])
+        if self.device == "cuda" and framework == "torch":
+            raise ProtocolError("a pooled time runs on the host path only (the GPU path times one trial)")
+        target = self.callable_target()
+        calls = [(lambda inputs=sets[i]: target(*inputs)) for i in order]
+        candidate = self.role == "candidate"
+
+        def before_each(i: int) -> None:
+            # Both sides: the fill's cost and what it leaves in the caches are the same for each.
+            self.poison(sizes[order[i]], framework)
+
+        try:
+            with self.no_grad():
+                times, method, batch, outputs = time_calls_host(calls, lambda: target(*warm_inputs), warmup, before_each)
+        except Exception as e:
+            raise user_error(e) from e
+        reply: Dict[str, Any] = {"times_ms": [float(t) for t in times], "method": method, "method_detail": method, "batch": int(batch), "device_state": None}
+        if not candidate:
+            return reply
+        exported = []
+        for i, outs in enumerate(outputs):
+            exported.append(self.export_outputs(outs, [], out, states[order[i]]))
+        reply["calls"] = exported
+        reply["inputs_after"] = [[out.array(x, "bytes") for x in inputs] for inputs in sets]
         return reply
 
     def release(self, header: Dict[str, Any], payload: bytearray, out: Outgoing) -> Dict[str, Any]:
@@ -1375,6 +1460,22 @@ def value_spec_safe(x: Any) -> Dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
+def pin_host_threads(device: str) -> Optional[str]:
+    """On ``--device cpu``: this process on one CPU (the first it may use) before any source is
+    imported, so every thread it starts inherits it, and torch's pool at one thread when torch
+    gets loaded (``OMP_NUM_THREADS=1`` comes from polyprof). Both sides run alike; the other side
+    is stopped while one side's block runs, so they share that CPU without meeting. A candidate
+    can widen its own affinity again: the timing is then its own (docs/eval.md)."""
+    if device != "cpu" or not hasattr(os, "sched_setaffinity"):
+        return None
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {allowed[0]})
+        return f"pinned to cpu {allowed[0]}"
+    except (OSError, IndexError) as e:
+        return f"not pinned: {e}"
+
+
 def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="polyprof eval worker (run by polyprof eval)")
     parser.add_argument("--socket", required=True, help="the orchestrator's Unix socket")
@@ -1425,6 +1526,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     # a print in the problem's code lands in the log and nowhere else.
     sys.stdout.flush()
     os.dup2(2, 1)
+    pin_host_threads(args.device)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(args.socket)

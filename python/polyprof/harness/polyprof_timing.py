@@ -27,6 +27,7 @@ __all__ = [
     "HOLD_CYCLES_PER_CALL",
     "time_call",
     "time_call_host",
+    "time_calls_host",
 ]
 
 #: Kernels whose first estimate is below this are timed in CUDA graphs (ms): above it, the
@@ -219,3 +220,28 @@ def time_call_host(call: Callable[[], Any], repeat: int, warmup: int) -> Timing:
         output = call()
         times.append((time.perf_counter() - start) * 1e3)
     return times, "host", 1, output
+
+
+def time_calls_host(
+    calls: List[Callable[[], Any]],
+    warmup_call: Callable[[], Any],
+    warmup: int,
+    before_each: Optional[Callable[[int], None]] = None,
+) -> "tuple[List[float], str, int, List[Any]]":
+    """Wall time of each of ``calls`` in turn (``time.perf_counter`` around each), after
+    ``warmup`` untimed calls of ``warmup_call``; ``before_each(i)`` runs untimed before call
+    ``i`` (the eval poisons the memory the output will take). Every output is kept, in order:
+    which ones are compared is decided outside this process, after the block. Method ``host``."""
+    _check_counts(max(1, len(calls)), warmup)
+    for _ in range(warmup):
+        warmup_call()
+    times: List[float] = []
+    outputs: List[Any] = []
+    for i, call in enumerate(calls):
+        if before_each is not None:
+            before_each(i)
+        start = time.perf_counter()
+        output = call()
+        times.append((time.perf_counter() - start) * 1e3)
+        outputs.append(output)
+    return times, "host", 1, outputs

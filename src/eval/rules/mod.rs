@@ -5,6 +5,7 @@ pub mod call_consistency;
 pub mod candidate_kernels;
 pub mod correctness;
 pub mod device_reset;
+pub mod fresh_inputs;
 pub mod inputs;
 pub mod output_sanity;
 pub mod plausible_time;
@@ -77,9 +78,10 @@ impl RuleOutcome {
 pub type Rule = fn(&Facts) -> RuleOutcome;
 
 /// Every rule, in the order their checks are listed in a verdict.
-pub const RULES: [Rule; 14] = [
+pub const RULES: [Rule; 15] = [
     correctness::check,
     inputs::check,
+    fresh_inputs::check,
     output_sanity::check,
     witness_time::check,
     witness_ranges::check,

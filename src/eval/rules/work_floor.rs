@@ -64,13 +64,31 @@ pub fn check(facts: &Facts) -> RuleOutcome {
     let mut parts = Parts::default();
     reads(evidence, &judged, &mut parts);
     writes(evidence, &judged, &mut parts);
-    if let Some(expected) = evidence.settings.flops_per_call.filter(|f| *f > 0.0) {
-        flops(evidence, &judged, expected, &mut parts);
+    if let Some((expected, source)) = flop_floor(evidence) {
+        flops(evidence, &judged, expected, source, &mut parts);
     }
     if parts.judged == 0 {
         return RuleOutcome::skipped(CHECK, parts.not_judged.join("; "));
     }
     RuleOutcome::ran_in_part(CHECK, parts.findings, parts.not_judged)
+}
+
+/// The share of the reference's analytic FLOPs a legitimate algorithm may do: Winograd
+/// F(4×4, 3×3) does 36 multiplications per 4×4 tile of a 3×3 convolution where the direct one
+/// does 144 (0.25); Strassen does 7/8 of a matmul's per level (0.77 at two). Counted FLOPs
+/// include the transforms' additions, so a Winograd kernel reads above this. An FFT
+/// convolution with large filters can go lower: give `--flops` for such a problem.
+pub const ALGORITHM_SHARE: f64 = 0.25;
+
+/// The FLOPs one call must do and where the count came from: the user's `--flops` as given, or
+/// `ALGORITHM_SHARE` of the reference's analytic count (`FlopCounterMode`).
+pub fn flop_floor(evidence: &EvalEvidence) -> Option<(f64, &'static str)> {
+    let positive = |f: &f64| f.is_finite() && *f > 0.0;
+    if let Some(given) = evidence.settings.flops_per_call.filter(positive) {
+        return Some((given, "flops_per_call"));
+    }
+    let counted = evidence.problem.reference_flops.filter(positive)?;
+    Some((ALGORITHM_SHARE * counted, "reference_flops"))
 }
 
 /// A work pass that ran its calls to correct outputs and recorded no kernel at all: no kernel
@@ -353,6 +371,7 @@ fn flops(
     evidence: &EvalEvidence,
     judged: &[(&WorkCall, &TrialEvidence)],
     expected: f64,
+    source: &'static str,
     parts: &mut Parts,
 ) {
     // Only the counters that counted something carry the judgment; an untrusted one of those
@@ -367,7 +386,17 @@ fn flops(
         parts.not_judged.push(format!("flops: {why}"));
         return;
     }
-    let compared = compare(judged, |_, _| expected, counted_flops, 0.0);
+    // Launches that were counted (they carry counters) but show no FLOP: the call did none. A
+    // problem with analytic FLOPs whose work pass counts none is a finding, not a skip.
+    let counted = |call: &WorkCall| {
+        counted_flops(call).or_else(|| {
+            call.launches
+                .iter()
+                .any(|l| l.counters.is_some())
+                .then_some(0.0)
+        })
+    };
+    let compared = compare(judged, |_, _| expected, counted, 0.0);
     match compared {
         Err(_) => parts
             .not_judged
@@ -375,9 +404,16 @@ fn flops(
         Ok(shortfalls) => {
             parts.judged += 1;
             let describe = |s: &Shortfall| {
+                let whence = match source {
+                    "reference_flops" => format!(
+                        "{:.0} % of the reference's analytic count, the least a legitimate \
+                         algorithm does",
+                        ALGORITHM_SHARE * 100.0
+                    ),
+                    _ => "flops_per_call".to_string(),
+                };
                 format!(
-                    "call {} did {:.4e} FLOPs, {:.0} % of the {:.4e} one call must do \
-                     (flops_per_call)",
+                    "call {} did {:.4e} FLOPs, {:.0} % of the {:.4e} one call must do ({whence})",
                     s.call,
                     s.measured,
                     s.share() * 100.0,
@@ -408,7 +444,7 @@ fn flops(
                 shortfalls,
                 "FLOPs",
                 describe,
-                json!({ "quantity": "flops", "by_precision": worst }),
+                json!({ "quantity": "flops", "by_precision": worst, "floor_from": source }),
             ));
         }
     }
@@ -516,6 +552,51 @@ mod tests {
                  than 1.0 MB: they may stay there, unwritten, when each kernel ends"
             ]
         );
+    }
+
+    #[test]
+    fn without_flops_the_references_analytic_count_is_the_floor_with_its_margin() {
+        // matmul_naive, N = 1024: 2·N³ FP32 FLOPs counted on the H200.
+        let n3 = 1024f64.powi(3);
+        let m = tensor("float32", &[1024, 1024], 4);
+        let mut e = work_evidence(&[m.clone(), m.clone()], &[m], &[launch("kernels", 1)]);
+        e.problem.reference_flops = Some(2.0 * n3);
+        assert_eq!(flop_floor(&e), Some((0.5 * n3, "reference_flops")));
+        assert!(run(check, &e).findings.is_empty());
+        // A Strassen-like saving passes; a tenth of the work does not.
+        e.problem.reference_flops = Some(2.0 * 2.0 * n3);
+        assert!(run(check, &e).findings.is_empty());
+        e.problem.reference_flops = Some(10.0 * 2.0 * n3);
+        let outcome = run(check, &e);
+        assert_eq!(kinds(&outcome), [FindingKind::TooLittleWork]);
+        let f = &outcome.findings[0];
+        assert_eq!(f.evidence["floor_from"], "reference_flops");
+        assert!(
+            f.message.contains("25 % of the reference's analytic count"),
+            "{}",
+            f.message
+        );
+        // The user's count wins, as given.
+        e.settings.flops_per_call = Some(2.0 * n3);
+        assert_eq!(flop_floor(&e), Some((2.0 * n3, "flops_per_call")));
+        assert!(run(check, &e).findings.is_empty());
+    }
+
+    #[test]
+    fn a_counted_call_with_no_flop_on_a_problem_that_has_some_is_a_finding() {
+        let m = tensor("float32", &[1024, 1024], 4);
+        let mut l = launch("kernels", 1);
+        if let Some(c) = l.counters.as_mut() {
+            c.flops = crate::model::FlopCounts::default();
+        }
+        let mut e = work_evidence(&[m.clone(), m.clone()], &[m], &[l]);
+        e.problem.reference_flops = Some(2.0 * 1024f64.powi(3));
+        let outcome = run(check, &e);
+        assert_eq!(kinds(&outcome), [FindingKind::TooLittleWork]);
+        assert_eq!(outcome.findings[0].measured, Some(0.0));
+        // Without a FLOP count for the problem, nothing is said about FLOPs.
+        e.problem.reference_flops = None;
+        assert!(run(check, &e).findings.is_empty());
     }
 
     #[test]

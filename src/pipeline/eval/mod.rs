@@ -4,7 +4,9 @@
 
 pub mod conditions;
 pub mod failure;
+pub mod freeze;
 pub mod harness_files;
+pub mod input_pool;
 pub mod protocol;
 pub mod seeds;
 pub mod session;

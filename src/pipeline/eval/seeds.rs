@@ -23,6 +23,13 @@ impl SeedSource {
         })
     }
 
+    /// 64 random bits (for the secret order of timed calls and the draw of compared ones).
+    pub fn random_u64(&mut self) -> std::io::Result<u64> {
+        let mut bytes = [0u8; 8];
+        self.random.read_exact(&mut bytes)?;
+        Ok(u64::from_le_bytes(bytes))
+    }
+
     /// A fresh seed, distinct from every seed this source gave before.
     pub fn next_seed(&mut self) -> std::io::Result<u64> {
         loop {

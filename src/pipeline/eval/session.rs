@@ -22,7 +22,9 @@ use crate::model::error::{Error, Result};
 use crate::model::run::ProfileRun;
 use crate::pipeline::eval::conditions::ConditionsReader;
 use crate::pipeline::eval::failure;
+use crate::pipeline::eval::freeze::Frozen;
 use crate::pipeline::eval::harness_files::write_harness;
+use crate::pipeline::eval::input_pool;
 use crate::pipeline::eval::protocol::{Message, ProtocolError};
 use crate::pipeline::eval::seeds::SeedSource;
 use crate::pipeline::eval::spec::{Device, EvalOutcome, EvalSpec, IfExists};
@@ -64,6 +66,8 @@ pub async fn evaluate(spec: &EvalSpec) -> Result<EvalOutcome> {
             candidate: candidate.info,
             framework: String::new(),
             device: spec.device.as_str().to_string(),
+            reference_flops: None,
+            flops_note: None,
         },
         settings: EvalSettings {
             trials: o.trials,
@@ -84,6 +88,7 @@ pub async fn evaluate(spec: &EvalSpec) -> Result<EvalOutcome> {
             work_calls: o.work_calls,
             flops_per_call: o.flops_per_call,
             allow_tf32: o.allow_tf32,
+            timed_checks: crate::pipeline::eval::input_pool::timed_checks(spec.device, o.repeat),
         },
         environment: evidence::Environment {
             polyprof: Some(env!("CARGO_PKG_VERSION").to_string()),
@@ -542,9 +547,20 @@ impl Eval<'_> {
         stage: Stage,
         warm_first: bool,
     ) -> std::result::Result<u32, Failure> {
-        let (index, seed, request) = self.trial_request(stage, None)?;
+        let (index, seed, mut request) = self.trial_request(stage, None)?;
+        // The first trial also counts the reference's analytic FLOPs (the FLOP floor's count).
+        let count_flops = self.evidence.problem.reference_flops.is_none()
+            && self.evidence.problem.flops_note.is_none();
+        if count_flops {
+            request
+                .header
+                .insert("count_flops".into(), Value::Bool(true));
+        }
         let limit = self.call_limit();
         let reply = self.ask(Role::Trusted, stage, request, limit).await?;
+        if count_flops {
+            self.record_reference_flops(&reply);
+        }
         let input_specs: Vec<TensorSpec> = self
             .field(Role::Trusted, stage, &reply, "input_specs")
             .await?;
@@ -566,6 +582,8 @@ impl Eval<'_> {
             comparison: None,
             inputs_unchanged: None,
             host_ms: None,
+            timed_call: None,
+            block: None,
         });
         let record = self.evidence.trials.len() - 1;
         let limit = self.limit_of(role);
@@ -587,6 +605,25 @@ impl Eval<'_> {
         self.evidence.trials[record].host_ms = Some(started.elapsed().as_secs_f64() * 1e3);
         self.check(role, index, record, answer, stage).await?;
         Ok(index)
+    }
+
+    /// The reference's analytic FLOPs (or why there are none) from a `trial` answer.
+    fn record_reference_flops(&mut self, reply: &Message) {
+        let problem = &mut self.evidence.problem;
+        problem.reference_flops = reply
+            .get("reference_flops")
+            .and_then(Value::as_f64)
+            .filter(|f| f.is_finite() && *f > 0.0);
+        problem.flops_note = match problem.reference_flops {
+            Some(_) => None,
+            None => Some(
+                reply
+                    .get("flops_note")
+                    .and_then(Value::as_str)
+                    .unwrap_or("the trusted worker gave no FLOP count")
+                    .to_string(),
+            ),
+        };
     }
 
     /// The trusted worker compares the outputs of `answer` (the reply of `role`'s `call` or
@@ -642,6 +679,9 @@ impl Eval<'_> {
     /// `timing_blocks` rounds on trial `trial`'s inputs, each side's block first in turn; the
     /// candidate's last timed output is checked after each of its blocks.
     async fn timing(&mut self, trial: u32) -> std::result::Result<(), Failure> {
+        if self.spec.device == Device::Cpu {
+            return self.pooled_timing(trial).await;
+        }
         let Some(base) = self
             .evidence
             .trials
@@ -671,7 +711,13 @@ impl Eval<'_> {
                 };
                 let conditions_before = self.read_conditions().await;
                 let request = Message::request("time", fields.clone());
-                let reply = self.ask(role, Stage::Timing, request, limit).await?;
+                // The other side stopped while this one is timed (its last request answered,
+                // after a device synchronize: nothing of it is queued).
+                let frozen = self.freeze_other_side(role);
+                let asked = self.ask(role, Stage::Timing, request, limit).await;
+                let stopped = frozen.as_ref().map(Frozen::stopped_any);
+                drop(frozen);
+                let reply = asked?;
                 let conditions_after = self.read_conditions().await;
                 let times_ms: Vec<f64> =
                     self.field(role, Stage::Timing, &reply, "times_ms").await?;
@@ -689,6 +735,10 @@ impl Eval<'_> {
                     device_state,
                     conditions_before,
                     conditions_after,
+                    input_trials: Vec::new(),
+                    warmup_trial: None,
+                    checked_calls: Vec::new(),
+                    other_side_stopped: stopped,
                 });
                 if side == Side::Candidate {
                     self.evidence.trials.push(TrialEvidence {
@@ -706,6 +756,226 @@ impl Eval<'_> {
             }
         }
         Ok(())
+    }
+
+    /// `timing_blocks` rounds, each on a fresh pool of input sets (`input_pool`): the timed
+    /// calls of both sides cycle through the pool in one secret order, the warm-up runs on
+    /// trial `warm` (in no pool), the other side's processes are stopped while a block runs,
+    /// and after each candidate block a random draw of its calls is compared.
+    async fn pooled_timing(&mut self, warm: u32) -> std::result::Result<(), Failure> {
+        let Some(base) = self
+            .evidence
+            .trials
+            .iter()
+            .rfind(|t| t.index == warm)
+            .cloned()
+        else {
+            return Err(harness(
+                Stage::Timing,
+                format!("no record of trial {warm} to warm up on"),
+            ));
+        };
+        let bytes = |specs: &[TensorSpec]| specs.iter().map(|s| s.nbytes).sum::<u64>();
+        let o = &self.spec.options;
+        let (repeat, warmup, blocks, flush_l2) = (o.repeat, o.warmup, o.timing_blocks, o.flush_l2);
+        let size =
+            input_pool::pool_size(repeat, bytes(&base.inputs), bytes(&base.reference_outputs));
+        let checks = self.evidence.settings.timed_checks;
+        let limit = self.call_limit();
+        for block in 0..blocks {
+            let pool = self.make_pool(size).await?;
+            let indices: Vec<u32> = pool.iter().map(|t| t.index).collect();
+            let order =
+                self.random_positions(|random| input_pool::secret_order(size, repeat, random))?;
+            let poison: Vec<Value> = pool
+                .iter()
+                .map(|t| serde_json::to_value(&t.reference_outputs).unwrap_or(Value::Null))
+                .collect();
+            let fields = json!({
+                "pool": indices, "order": order, "repeat": repeat, "warmup": warmup,
+                "warmup_trial": warm, "poison": poison, "flush_l2": flush_l2,
+            });
+            let sides = if block % 2 == 0 {
+                [Side::Reference, Side::Candidate]
+            } else {
+                [Side::Candidate, Side::Reference]
+            };
+            // The draw's comparisons wait for the round's end: the trusted worker checking right
+            // before its own block ran the reference 35 % faster there (warm on the shared CPU).
+            let mut to_check = None;
+            for side in sides {
+                let role = match side {
+                    Side::Reference => Role::Trusted,
+                    Side::Candidate => Role::Candidate,
+                };
+                let frozen = self.freeze_other_side(role);
+                let asked = self
+                    .ask(
+                        role,
+                        Stage::Timing,
+                        Message::request("time", fields.clone()),
+                        limit,
+                    )
+                    .await;
+                let stopped = frozen.as_ref().map(|f| f.stopped_any());
+                drop(frozen);
+                let reply = asked?;
+                let times_ms: Vec<f64> =
+                    self.field(role, Stage::Timing, &reply, "times_ms").await?;
+                let method: String = self.field(role, Stage::Timing, &reply, "method").await?;
+                let drawn = if side == Side::Candidate {
+                    self.random_positions(|random| input_pool::draw(repeat, checks, random))?
+                } else {
+                    Vec::new()
+                };
+                self.evidence.samples.push(TimingBlock {
+                    side,
+                    block,
+                    method,
+                    batch: 1,
+                    times_ms,
+                    device_state: None,
+                    conditions_before: None,
+                    conditions_after: None,
+                    input_trials: indices.clone(),
+                    warmup_trial: Some(warm),
+                    checked_calls: drawn.clone(),
+                    other_side_stopped: stopped,
+                });
+                if side == Side::Candidate {
+                    to_check = Some((reply, drawn));
+                }
+            }
+            if let Some((reply, drawn)) = to_check {
+                for call in drawn {
+                    let set = order[call as usize] as usize;
+                    self.check_timed_call(&reply, &pool[set], set, call, block)
+                        .await?;
+                }
+            }
+            for index in indices {
+                self.release(Role::Candidate, index, Stage::Timing).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `size` fresh trials for one block's pool: each made by the trusted worker from its own
+    /// secret seed (the reference run once on it, for the comparison) and its inputs handed to
+    /// the candidate's worker, which keeps them for the block.
+    async fn make_pool(&mut self, size: u32) -> std::result::Result<Vec<TrialEvidence>, Failure> {
+        let limit = self.call_limit();
+        let mut pool = Vec::with_capacity(size as usize);
+        for _ in 0..size {
+            let (index, seed, request) = self.trial_request(Stage::Timing, None)?;
+            let reply = self
+                .ask(Role::Trusted, Stage::Timing, request, limit)
+                .await?;
+            let stage = Stage::Timing;
+            let inputs: Vec<TensorSpec> = self
+                .field(Role::Trusted, stage, &reply, "input_specs")
+                .await?;
+            let reference_outputs: Vec<TensorSpec> = self
+                .field(Role::Trusted, stage, &reply, "reference_outputs")
+                .await?;
+            let wires: Value = self.field(Role::Trusted, stage, &reply, "inputs").await?;
+            let hand = Message::request("inputs", json!({"trial": index, "inputs": wires}))
+                .with_payload(reply.payload);
+            self.ask(Role::Candidate, stage, hand, limit).await?;
+            pool.push(TrialEvidence {
+                index,
+                phase: TrialPhase::Timed,
+                seed,
+                inputs,
+                reference_outputs,
+                candidate_outputs: Vec::new(),
+                comparison: None,
+                inputs_unchanged: None,
+                host_ms: None,
+                timed_call: None,
+                block: None,
+            });
+        }
+        Ok(pool)
+    }
+
+    /// Compare timed call `call` of a candidate block (its outputs in `reply`, on pool set
+    /// `set`, trial `trial`) with the reference's outputs of that set.
+    async fn check_timed_call(
+        &mut self,
+        reply: &Message,
+        trial: &TrialEvidence,
+        set: usize,
+        call: u32,
+        block: u32,
+    ) -> std::result::Result<(), Failure> {
+        let null = Value::Null;
+        let outputs = reply
+            .get("calls")
+            .and_then(|c| c.get(call as usize))
+            .and_then(|c| c.get("outputs"))
+            .unwrap_or(&null);
+        let after = reply
+            .get("inputs_after")
+            .and_then(|a| a.get(set))
+            .unwrap_or(&null);
+        let mut payload = Vec::new();
+        let cut = input_pool::cut_arrays(outputs, &reply.payload, &mut payload)
+            .zip(input_pool::cut_arrays(after, &reply.payload, &mut payload));
+        let Some((outputs, after)) = cut else {
+            let error = ProtocolError::Malformed {
+                op: "time".into(),
+                why: format!("timed call {call}'s arrays run past the answer's payload"),
+            };
+            return Err(self.fail(Role::Candidate, Stage::Timing, error).await);
+        };
+        let mut fields = json!({"outputs": outputs});
+        if !after.is_null() {
+            fields["inputs_after"] = after;
+        }
+        self.evidence.trials.push(TrialEvidence {
+            timed_call: Some(call),
+            block: Some(block),
+            ..trial.clone()
+        });
+        let record = self.evidence.trials.len() - 1;
+        let answer = Message::request("time", fields).with_payload(payload);
+        self.check(Role::Candidate, trial.index, record, answer, Stage::Timing)
+            .await
+    }
+
+    /// Stop the process tree of the side that is not `timed` (its pid from the socket's peer
+    /// credentials), until the returned guard is dropped.
+    fn freeze_other_side(&mut self, timed: Role) -> Option<Frozen> {
+        let other = match timed {
+            Role::Trusted => Role::Candidate,
+            _ => Role::Trusted,
+        };
+        let pid = self.slot(other).as_ref().and_then(|w| w.pid)?;
+        Some(Frozen::stop(pid))
+    }
+
+    /// `make(random)` with the orchestrator's randomness (`/dev/urandom`).
+    fn random_positions(
+        &mut self,
+        make: impl FnOnce(&mut dyn FnMut() -> u64) -> Vec<u32>,
+    ) -> std::result::Result<Vec<u32>, Failure> {
+        let mut failed = None;
+        let seeds = &mut self.seeds;
+        let mut random = || {
+            seeds.random_u64().unwrap_or_else(|e| {
+                failed = Some(e);
+                0
+            })
+        };
+        let positions = make(&mut random);
+        match failed {
+            Some(e) => Err(harness(
+                Stage::Timing,
+                format!("cannot read /dev/urandom: {e}"),
+            )),
+            None => Ok(positions),
+        }
     }
 
     /// The GPU's conditions now (CUDA only), with the eval's workers left out of the others.

@@ -92,6 +92,14 @@ pub struct EvalOptions {
     pub setup_timeout: Duration,
 }
 
+/// `reported_time_below_witness` below this share of the witnessed time. Measured from honest
+/// runs: the 60 H200 captures whose candidate passed (tests/fixtures/eval-h200: the corpus's
+/// honest candidates, KernelBench problems as their own candidates, 0.02–11 ms) read score /
+/// witness 0.976–1.081; the lowest, 0.976, is a 19 µs reduction (honest_prod_torch). 0.9 sits
+/// three times that 2.4 % shortfall below it; the hostile captures read 0.34, 0.05 and 0.0001.
+/// (`eval_h200_captures::the_witness_tolerance_is_measured_from_honest_runs` re-derives it.)
+pub const DEFAULT_WITNESS_TOLERANCE: f64 = 0.9;
+
 impl Default for EvalOptions {
     fn default() -> Self {
         EvalOptions {
@@ -104,8 +112,7 @@ impl Default for EvalOptions {
             flush_l2: true,
             witness_calls: 3,
             witness_profiler: Some("ncu".to_string()),
-            // A placeholder until measured on the H200.
-            witness_tolerance: 0.7,
+            witness_tolerance: DEFAULT_WITNESS_TOLERANCE,
             suspicious_speedup: 10.0,
             min_plausible_ms: 0.001,
             require_candidate_kernels: false,

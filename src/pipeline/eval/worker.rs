@@ -38,6 +38,16 @@ const CANDIDATE_ENV_ALLOW: [&str; 9] = [
     "XDG_CACHE_HOME",
 ];
 
+/// The thread-pool sizes of the CPU math libraries (OpenMP, OpenBLAS, MKL, Accelerate,
+/// numexpr), each set to 1 for both workers of a `--device cpu` eval.
+pub const CPU_THREAD_VARIABLES: [&str; 5] = [
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+];
+
 /// Whose code a worker runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -165,6 +175,14 @@ impl Launch {
         options
             .extra_env
             .insert("MALLOC_PERTURB_".to_string(), "128".to_string());
+        if self.device == "cpu" {
+            // One thread on each side: a BLAS or torch pool sized to the machine swung an
+            // identical CPU model 0.1 ms <-> 16 ms between blocks. The worker also pins itself
+            // to one CPU (`polyprof_eval_worker.pin_host_threads`).
+            for name in CPU_THREAD_VARIABLES {
+                options.extra_env.insert(name.to_string(), "1".to_string());
+            }
+        }
         if self.role.arg() != "trusted" {
             options.env_policy = EnvPolicy::Untrusted {
                 allow: CANDIDATE_ENV_ALLOW.iter().map(|s| s.to_string()).collect(),

@@ -1,0 +1,123 @@
+//! Each side timed alone: while one side's timing block runs, the other side's worker and every
+//! process it started are stopped (SIGSTOP) and continued (SIGCONT) after, so a background
+//! thread or child of the candidate cannot load the machine while the reference is timed (nor
+//! the trusted worker while the candidate is). The tree is read from `/proc` (each thread's
+//! `children`), outside the stopped processes.
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+/// `root` and its descendants, parents first, as `/proc/<pid>/task/<tid>/children` lists them.
+pub fn process_tree(root: u32) -> Vec<u32> {
+    let mut tree = vec![root];
+    let mut next = 0;
+    while next < tree.len() {
+        let pid = tree[next];
+        next += 1;
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let path = task.path().join("children");
+            let Ok(text) = std::fs::read_to_string(path) else {
+                continue;
+            };
+            for child in text
+                .split_whitespace()
+                .filter_map(|c| c.parse::<u32>().ok())
+            {
+                if !tree.contains(&child) {
+                    tree.push(child);
+                }
+            }
+        }
+    }
+    tree
+}
+
+/// Processes held stopped until this is dropped (then continued, whatever happened between).
+#[derive(Debug, Default)]
+pub struct Frozen {
+    pids: Vec<u32>,
+}
+
+impl Frozen {
+    /// Stop `root`'s process tree. Stopping a parent first keeps it from starting children
+    /// while the tree is walked; the walk is repeated once to catch any started meanwhile.
+    pub fn stop(root: u32) -> Frozen {
+        let mut frozen = Frozen::default();
+        for _ in 0..2 {
+            for pid in process_tree(root) {
+                if !frozen.pids.contains(&pid) && signal(pid, Signal::SIGSTOP) {
+                    frozen.pids.push(pid);
+                }
+            }
+        }
+        frozen
+    }
+
+    /// Whether anything was stopped.
+    pub fn stopped_any(&self) -> bool {
+        !self.pids.is_empty()
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        for &pid in self.pids.iter().rev() {
+            signal(pid, Signal::SIGCONT);
+        }
+    }
+}
+
+fn signal(pid: u32, signal: Signal) -> bool {
+    i32::try_from(pid).is_ok_and(|p| p > 1 && kill(Pid::from_raw(p), signal).is_ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn state(pid: u32) -> char {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // The state follows the command's closing parenthesis.
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            .unwrap_or('?')
+    }
+
+    #[test]
+    fn a_process_and_its_child_are_stopped_then_continued() {
+        let mut parent = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & wait"])
+            .spawn()
+            .unwrap();
+        let root = parent.id();
+        let mut tree = Vec::new();
+        for _ in 0..100 {
+            tree = process_tree(root);
+            if tree.len() >= 2 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(tree.len(), 2, "sh and its sleep: {tree:?}");
+        {
+            let frozen = Frozen::stop(root);
+            assert!(frozen.stopped_any());
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(
+                tree.iter().all(|&p| state(p) == 'T'),
+                "{:?}",
+                tree.iter().map(|&p| state(p)).collect::<Vec<_>>()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(tree.iter().all(|&p| state(p) != 'T'));
+        for &pid in tree.iter().rev() {
+            signal(pid, Signal::SIGKILL);
+        }
+        parent.wait().unwrap();
+    }
+}
