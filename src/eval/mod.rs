@@ -21,6 +21,10 @@ pub mod source_scan;
 pub mod speedup;
 #[cfg(test)]
 mod test_support;
+pub mod timeline;
+#[cfg(test)]
+mod timeline_captures;
+pub mod timeline_checks;
 pub mod timing;
 pub mod verdict;
 pub mod witness;

@@ -154,6 +154,13 @@ pub enum FindingKind {
     TooLittleWork,
     AboveRoofline,
     PrecisionMismatch,
+    /// GPU work inside a harness step (poison, export, a timing block's flush) that the harness
+    /// did not queue (`gpu_timeline`).
+    WorkInHarnessStep,
+    /// The harness's marks on the GPU timeline were missing, doubled or out of order.
+    TimelineMarksBroken,
+    /// The work pass's kernels are not the scored pass's (`work_matches_scored`).
+    DifferentUnderProfiler,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

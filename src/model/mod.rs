@@ -11,6 +11,7 @@ pub mod calibration;
 pub mod device;
 pub mod error;
 pub mod fields;
+pub mod gpu_trace;
 pub mod input;
 pub mod kernel_name;
 pub mod number;

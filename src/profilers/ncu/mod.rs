@@ -25,6 +25,7 @@ pub mod query;
 mod raw;
 pub mod row;
 pub mod scan;
+pub mod trace_log;
 mod session;
 mod stream;
 pub mod units;
