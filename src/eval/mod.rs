@@ -22,8 +22,6 @@ pub mod speedup;
 #[cfg(test)]
 mod test_support;
 pub mod timeline;
-#[cfg(test)]
-mod timeline_captures;
 pub mod timeline_checks;
 pub mod timing;
 pub mod verdict;
@@ -31,6 +29,7 @@ pub mod witness;
 pub mod witness_summary;
 #[cfg(test)]
 mod work_captures;
+pub mod work_match;
 pub mod work_pass;
 
 pub use audit::judge;

@@ -28,6 +28,9 @@ pub struct GpuActivity {
     /// The kernel's symbol (mangled, as the driver names it); empty for copies and memsets.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,
+    /// The symbol demangled (as c++filt writes it), when it is a mangled C++ name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub demangled: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grid: Option<[u32; 3]>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -53,6 +56,11 @@ impl GpuActivity {
     /// Nanoseconds it ran.
     pub fn duration_ns(&self) -> u64 {
         self.end_ns.saturating_sub(self.start_ns)
+    }
+
+    /// The name to show and compare: demangled when it could be, else as the driver gave it.
+    pub fn readable_name(&self) -> &str {
+        self.demangled.as_deref().unwrap_or(&self.name)
     }
 }
 

@@ -2,10 +2,47 @@
 //! `pipeline::eval::tracer`): its source, its compiler arguments, and the reader of the records it
 //! writes (`trace-<pid>.tsv`, one record a line; trace.c's header is the format).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use crate::model::gpu_trace::{ActivityKind, GpuActivity, GpuTrace, TracedModule};
+use crate::profilers::tracer::GpuTracer;
+
+/// The tracer as the pipeline builds, loads and reads it.
+pub const TRACER: GpuTracer = GpuTracer {
+    name: "gpu-trace",
+    source_file: "trace.c",
+    source: TRACE_C,
+    library_file: TRACE_LIBRARY,
+    compiler: "nvcc",
+    compiler_missing: "nvcc is not on PATH: the GPU timeline needs the CUDA toolkit (nvcc and CUPTI) to build polyprof's tracer",
+    include_dirs: &[
+        "include",
+        "targets/x86_64-linux/include",
+        "targets/sbsa-linux/include",
+        "extras/CUPTI/include",
+    ],
+    headers: &["cupti.h", "cuda.h"],
+    lib_dirs: &[
+        "lib64",
+        "targets/x86_64-linux/lib",
+        "targets/sbsa-linux/lib",
+        "extras/CUPTI/lib64",
+    ],
+    libraries: &["libcupti.so"],
+    compile_args: nvcc_args,
+    load_env,
+    record_file_pid: trace_file_pid,
+    parse: |pid, text| parse_trace(pid, text).map_err(|e| e.to_string()),
+};
+
+/// The variables that load the tracer into a CUDA process, its records into `dir`.
+pub fn load_env(library: &Path, dir: &Path) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (INJECTION_ENV.to_string(), library.display().to_string()),
+        (TRACE_DIR_ENV.to_string(), dir.display().to_string()),
+    ])
+}
 
 /// The tracer's C source, embedded in polyprof.
 pub const TRACE_C: &str = include_str!("trace.c");
@@ -52,6 +89,8 @@ pub fn parse_trace(pid: u32, text: &str) -> Result<GpuTrace, TraceLineError> {
         ..GpuTrace::default()
     };
     let mut threads: HashMap<u64, i64> = HashMap::new();
+    // A trace repeats few symbols many times: each is demangled once.
+    let mut demangled: HashMap<String, Option<String>> = HashMap::new();
     let complete = if text.ends_with('\n') {
         text
     } else {
@@ -88,6 +127,10 @@ pub fn parse_trace(pid: u32, text: &str) -> Result<GpuTrace, TraceLineError> {
                 graph: num(15)?,
                 // A symbol never holds a tab; should one, it stays whole.
                 name: f[16..].join("\t"),
+                demangled: demangled
+                    .entry(f[16..].join("\t"))
+                    .or_insert_with_key(|name| super::names::demangle(name))
+                    .clone(),
                 thread: None,
             }),
             "C" if f.len() == 9 => trace.activities.push(GpuActivity {
@@ -141,6 +184,7 @@ fn blank() -> GpuActivity {
         device: 0,
         stream: 0,
         name: String::new(),
+        demangled: None,
         grid: None,
         block: None,
         dynamic_shared_bytes: None,
@@ -174,6 +218,7 @@ D\t3\n";
         assert_eq!(trace.activities.len(), 3);
         let kernel = &trace.activities[0];
         assert_eq!(kernel.name, "_Z4reluPKfPfl");
+        assert_eq!(kernel.readable_name(), "relu(float const*, float*, long)");
         assert_eq!(kernel.grid, Some([4, 1, 1]));
         assert_eq!(kernel.block, Some([256, 1, 1]));
         assert_eq!(kernel.thread, Some(4242));
