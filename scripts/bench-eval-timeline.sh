@@ -45,11 +45,5 @@ for pair in honest_matmul_cublas:matmul honest_add_triton:add honest_relu_inline
     --candidate "$SRC/candidates/$name.py" --out "$OUT/$name" > "$OUT/$name.log" 2>&1
   python3 "$SRC/capture.py" --harness "$HARNESS" --reference "$SRC/problems/$problem.py" --trials $((CALLS + 1)) \
     --candidate "$SRC/candidates/$name.py" --out "$OUT/$name.ncu" --ncu "$(command -v ncu)" > "$OUT/$name.ncu.log" 2>&1
-  python3 "$SRC/timeline_time.py" "$OUT/$name" "$OUT/$name.ncu" | python3 -c '
-import json, sys
-r = json.load(sys.stdin)
-ratio = r["traced_over_ncu"]
-ok = "n/a (under 10 us)" if r["ncu_ms"] < 0.010 else ("yes" if ratio is not None and abs(ratio - 1) <= 0.03 else "NO")
-print(f"{sys.argv[1]:<24} {r[\"traced_ms\"]:10.4f} {r[\"ncu_ms\"]:10.4f} {ratio if ratio is not None else float(\"nan\"):12.4f} {ok}")
-' "$name"
+  python3 "$SRC/timeline_time.py" "$OUT/$name" "$OUT/$name.ncu" --row "$name"
 done | tee "$OUT/summary.txt"

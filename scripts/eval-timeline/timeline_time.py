@@ -2,7 +2,8 @@
 src/eval/timeline.rs (a call is what ran between its call marks; its time the union of those
 intervals), and ncu's gpu__time_duration per profiled call, for scripts/bench-eval.sh.
 
-    python3 timeline_time.py TRACE_CAPTURE_DIR NCU_CAPTURE_DIR   -> prints one JSON line
+    python3 timeline_time.py TRACE_CAPTURE_DIR NCU_CAPTURE_DIR           -> one JSON line
+    python3 timeline_time.py TRACE_CAPTURE_DIR NCU_CAPTURE_DIR --row NAME -> one table row
 """
 import csv
 import glob
@@ -69,4 +70,14 @@ def ncu_ms(capture):
 if __name__ == "__main__":
     t = traced_ms(sys.argv[1])
     n, calls = ncu_ms(sys.argv[2])
-    print(json.dumps({"traced_ms": t, "ncu_ms": n, "ncu_calls": calls, "traced_over_ncu": t / n if n else None}))
+    ratio = t / n if n else None
+    if len(sys.argv) > 4 and sys.argv[3] == "--row":
+        if ratio is None:
+            verdict = "n/a (ncu profiled nothing)"
+        elif n < 0.010:
+            verdict = "n/a (under 10 us)"
+        else:
+            verdict = "yes" if abs(ratio - 1) <= 0.03 else "NO"
+        print(f"{sys.argv[4]:<24} {t:10.4f} {n:10.4f} {ratio if ratio is not None else float('nan'):12.4f} {verdict}")
+    else:
+        print(json.dumps({"traced_ms": t, "ncu_ms": n, "ncu_calls": calls, "traced_over_ncu": ratio}))

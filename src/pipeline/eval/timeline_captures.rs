@@ -162,6 +162,19 @@ mod tests {
     }
 
     #[test]
+    fn a_phantom_call_range_pushed_by_a_thread_is_no_call() {
+        let (kinds, _) = judged("hack_phantom_call");
+        assert!(
+            kinds.contains(&FindingKind::KernelsOutsideCalls)
+                || kinds.contains(&FindingKind::WorkInHarnessStep),
+            "{kinds:?}"
+        );
+        // Its thread's launches land wherever the GPU happens to be: some in later calls, so
+        // the timed calls differ.
+        assert!(kinds.contains(&FindingKind::InconsistentCalls), "{kinds:?}");
+    }
+
+    #[test]
     fn a_graph_replayed_every_fifth_call_makes_the_calls_differ() {
         let (kinds, _) = judged("hack_graph_fifth");
         assert!(kinds.contains(&FindingKind::InconsistentCalls), "{kinds:?}");
