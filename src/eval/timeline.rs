@@ -139,9 +139,14 @@ pub fn is_harness_timing_work(activity: &GpuActivity) -> bool {
         ActivityKind::Kernel => {
             let name = activity.name.as_str();
             (name.starts_with("_ZN2at") || name.starts_with("_ZN2at4cuda"))
-                && ["reduce_kernel", "spin_kernel", "FillFunctor", "direct_copy_kernel"]
-                    .iter()
-                    .any(|part| name.contains(part))
+                && [
+                    "reduce_kernel",
+                    "spin_kernel",
+                    "FillFunctor",
+                    "direct_copy_kernel",
+                ]
+                .iter()
+                .any(|part| name.contains(part))
         }
     }
 }
@@ -200,7 +205,10 @@ pub fn attribute(trace: &GpuTrace, requests: &[MarkedRequest]) -> Timeline {
             if activity.start_ns < open.end_ns || activity.end_ns > close.start_ns {
                 timeline.mark_problems.push(MarkProblem {
                     request: i,
-                    problem: format!("a call mark ran outside its request at {}", activity.start_ns),
+                    problem: format!(
+                        "a call mark ran outside its request at {}",
+                        activity.start_ns
+                    ),
                 });
                 continue;
             }

@@ -83,7 +83,11 @@ pub fn judge_timeline(
         if request.op != "time" {
             continue;
         }
-        let calls: Vec<_> = timeline.calls.iter().filter(|c| c.request == index).collect();
+        let calls: Vec<_> = timeline
+            .calls
+            .iter()
+            .filter(|c| c.request == index)
+            .collect();
         if calls.is_empty() {
             continue;
         }
@@ -299,4 +303,3 @@ fn median(values: &mut [f64]) -> f64 {
         (values[mid - 1] + values[mid]) / 2.0
     }
 }
-

@@ -154,12 +154,11 @@ pub enum FindingKind {
     TooLittleWork,
     AboveRoofline,
     PrecisionMismatch,
-    /// GPU work inside a harness step (poison, export, a timing block's flush) that the harness
-    /// did not queue (`gpu_timeline`).
+    // GPU work inside a harness step that the harness did not queue (`gpu_timeline`).
     WorkInHarnessStep,
-    /// The harness's marks on the GPU timeline were missing, doubled or out of order.
+    // The harness's marks on the GPU timeline were missing, doubled or out of order.
     TimelineMarksBroken,
-    /// The work pass's kernels are not the scored pass's (`work_matches_scored`).
+    // The work pass's kernels are not the scored pass's (`work_matches_scored`).
     DifferentUnderProfiler,
 }
 

@@ -143,21 +143,33 @@ mod tests {
     #[test]
     fn names_spelled_by_either_pass_meet_at_their_base() {
         assert_eq!(
-            base_name("void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>(cutlass_80_simt_sgemm_256x128_8x4_nn_align1::Params)"),
+            base_name(
+                "void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>(cutlass_80_simt_sgemm_256x128_8x4_nn_align1::Params)"
+            ),
             base_name("void Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>(Params)")
         );
-        assert_eq!(base_name("relu_kernel(float const*, float*, long)"), "relu_kernel");
+        assert_eq!(
+            base_name("relu_kernel(float const*, float*, long)"),
+            "relu_kernel"
+        );
     }
 
     #[test]
     fn a_work_call_with_other_kernels_or_another_time_is_a_finding() {
-        let scored = [call(&[("k", 1000)]), call(&[("k", 1010)]), call(&[("k", 990)])];
+        let scored = [
+            call(&[("k", 1000)]),
+            call(&[("k", 1010)]),
+            call(&[("k", 990)]),
+        ];
         assert!(judge_work_match(&scored, &[call(&[("k", 1050)])]).is_empty());
         let hidden = judge_work_match(&scored, &[call(&[])]);
         assert_eq!(hidden.len(), 1);
         assert_eq!(hidden[0].kind, FindingKind::DifferentUnderProfiler);
         let slower = judge_work_match(&scored, &[call(&[("k", 1400)])]);
         assert_eq!(slower[0].measured, Some(1.4));
-        assert!(judge_work_match(&[], &[call(&[])]).is_empty(), "nothing scored, nothing to judge");
+        assert!(
+            judge_work_match(&[], &[call(&[])]).is_empty(),
+            "nothing scored, nothing to judge"
+        );
     }
 }

@@ -3,6 +3,7 @@
 //! worker for the whole eval, which records every kernel, copy and memset with the GPU's times.
 //! The pipeline builds and loads it through this description alone, and reads what it wrote
 //! with `parse`; only the backend's folder knows the vendor (for NVIDIA, `ncu::trace_log`).
+//! Which backend has one: `profilers::tracers::gpu_tracer`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -36,12 +37,4 @@ pub struct GpuTracer {
     pub record_file_pid: fn(name: &str) -> Option<u32>,
     /// Read one record file.
     pub parse: fn(pid: u32, text: &str) -> Result<GpuTrace, String>,
-}
-
-/// The tracer of the backend named `profiler`, when it has one.
-pub fn gpu_tracer(profiler: &str) -> Option<&'static GpuTracer> {
-    match profiler {
-        "ncu" => Some(&super::ncu::trace_log::TRACER),
-        _ => None,
-    }
 }

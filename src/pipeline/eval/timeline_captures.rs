@@ -112,7 +112,10 @@ mod tests {
         let c = capture("honest_matmul_cublas");
         let timeline = attribute(&c.trace, &c.requests);
         assert!(timeline.mark_problems.is_empty());
-        assert!(timeline.harness_activities > 0, "the flush and poison are the harness's");
+        assert!(
+            timeline.harness_activities > 0,
+            "the flush and poison are the harness's"
+        );
     }
 
     #[test]
@@ -137,7 +140,10 @@ mod tests {
     fn work_after_return_and_side_streams_are_outside_every_call() {
         for name in ["hack_flood_after_return", "hack_side_stream"] {
             let (kinds, _) = judged(name);
-            assert!(kinds.contains(&FindingKind::KernelsOutsideCalls), "{name}: {kinds:?}");
+            assert!(
+                kinds.contains(&FindingKind::KernelsOutsideCalls),
+                "{name}: {kinds:?}"
+            );
         }
         let c = capture("hack_flood_after_return");
         let timeline = attribute(&c.trace, &c.requests);
@@ -236,7 +242,10 @@ mod tests {
 
     #[test]
     fn stopping_the_profiler_around_the_work_is_found_by_comparing_the_passes() {
-        for (name, expect) in [("honest_matmul_cublas", false), ("hack_profiler_stop", true)] {
+        for (name, expect) in [
+            ("honest_matmul_cublas", false),
+            ("hack_profiler_stop", true),
+        ] {
             let c = capture(name);
             let timeline = attribute(&c.trace, &c.requests);
             let scored = scored_calls(&c.trace, &c.requests, &timeline);

@@ -1,7 +1,7 @@
 //! The scored pass's tracer, the effects: compiled at first use into the user's cache (once per
 //! source and toolkit; atomic: built in a temporary folder, then renamed), the variables that
 //! load it into the candidate's worker, and its record files read back. What the tracer is comes
-//! from the backend (`profilers::tracer::gpu_tracer`); nothing here knows the vendor.
+//! from the backend (`profilers::tracers::gpu_tracer`); nothing here knows the vendor.
 //! (The fingerprint pass builds its own library the same way; both belong in one builder.)
 
 use std::collections::BTreeMap;
@@ -180,7 +180,7 @@ pub fn read_traces(tracer: &GpuTracer, dir: &Path) -> Result<Vec<GpuTrace>, Trac
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profilers::tracer::gpu_tracer;
+    use crate::profilers::tracers::gpu_tracer;
 
     #[test]
     fn the_sdk_is_found_in_a_toolkit_laid_out_like_cuda_13() {

@@ -25,9 +25,9 @@ pub mod query;
 mod raw;
 pub mod row;
 pub mod scan;
-pub mod trace_log;
 mod session;
 mod stream;
+pub mod trace_log;
 pub mod units;
 
 use crate::model::arg::Arg;

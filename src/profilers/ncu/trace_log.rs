@@ -197,7 +197,10 @@ fn blank() -> GpuActivity {
 
 /// The pid in a trace file's name (`trace-<pid>.tsv`).
 pub fn trace_file_pid(name: &str) -> Option<u32> {
-    name.strip_prefix("trace-")?.strip_suffix(".tsv")?.parse().ok()
+    name.strip_prefix("trace-")?
+        .strip_suffix(".tsv")?
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]
@@ -225,7 +228,10 @@ D\t3\n";
         assert_eq!(kernel.duration_ns(), 2000);
         let memset = &trace.activities[1];
         assert_eq!((memset.bytes, memset.value), (Some(65536), Some(0)));
-        assert_eq!(trace.activities[2].thread, None, "no API record for correlation 9");
+        assert_eq!(
+            trace.activities[2].thread, None,
+            "no API record for correlation 9"
+        );
         assert_eq!(trace.dropped, 3);
         assert_eq!(trace.modules.len(), 1);
     }
