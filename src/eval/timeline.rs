@@ -381,3 +381,147 @@ fn pick<'a>(marks: &[(Mark, &'a GpuActivity)], which: Mark) -> Vec<&'a GpuActivi
         .map(|(_, a)| *a)
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn memset(start: u64, bytes: u64, value: u32) -> GpuActivity {
+        GpuActivity {
+            kind: ActivityKind::Memset,
+            correlation: start,
+            start_ns: start,
+            end_ns: start + 2,
+            device: 0,
+            stream: 7,
+            name: String::new(),
+            demangled: None,
+            grid: None,
+            block: None,
+            dynamic_shared_bytes: None,
+            bytes: Some(bytes),
+            value: Some(value),
+            graph: 0,
+            thread: Some(1),
+        }
+    }
+
+    fn kernel(start: u64, end: u64) -> GpuActivity {
+        GpuActivity {
+            kind: ActivityKind::Kernel,
+            name: "_Z1kv".to_string(),
+            grid: Some([1, 1, 1]),
+            block: Some([32, 1, 1]),
+            end_ns: end,
+            bytes: None,
+            value: None,
+            ..memset(start, 0, 0)
+        }
+    }
+
+    const MARKS: RequestMarks = RequestMarks {
+        open: 4096,
+        close: 8192,
+        call_open: 12288,
+        call_close: 16384,
+    };
+
+    fn call_request() -> Vec<MarkedRequest> {
+        vec![MarkedRequest {
+            op: "call".to_string(),
+            trial: Some(0),
+            marks: Some(MARKS),
+            poison_bytes: vec![64],
+        }]
+    }
+
+    #[test]
+    fn work_is_placed_by_where_it_ran_between_the_marks() {
+        let trace = GpuTrace {
+            activities: vec![
+                kernel(0, 5),         // setup, before the first mark
+                memset(10, 4096, 0),  // open
+                memset(20, 64, 0xFF), // the poison: the harness's
+                kernel(25, 28),       // in the poison step: not the harness's
+                memset(30, 12288, 0), // call open
+                kernel(40, 50),       // the call's
+                kernel(45, 60),       // the call's, overlapping (counts once)
+                memset(70, 16384, 0), // call close
+                kernel(71, 80),       // after the call, inside the request
+                memset(90, 8192, 0),  // close
+                kernel(100, 120),     // idle
+                kernel(85, 95),       // across the close mark
+            ],
+            ..GpuTrace::default()
+        };
+        let timeline = attribute(&trace, &call_request());
+        assert!(
+            timeline.mark_problems.is_empty(),
+            "{:?}",
+            timeline.mark_problems
+        );
+        assert_eq!(timeline.setup_activities, 1);
+        assert_eq!(timeline.harness_activities, 1);
+        assert_eq!(timeline.calls.len(), 1);
+        assert_eq!(timeline.calls[0].activities, vec![5, 6]);
+        assert_eq!(timeline.calls[0].busy_ns, 20);
+        let places: Vec<(usize, OutsidePlace)> = timeline
+            .outside
+            .iter()
+            .map(|o| (o.activity, o.place.clone()))
+            .collect();
+        assert_eq!(
+            places,
+            vec![
+                (3, OutsidePlace::HarnessStep { request: 0 }),
+                (8, OutsidePlace::HarnessStep { request: 0 }),
+                (10, OutsidePlace::Idle),
+                (11, OutsidePlace::Straddles { request: 0 }),
+            ]
+        );
+    }
+
+    #[test]
+    fn forged_or_lost_marks_are_reported_not_trusted() {
+        // A second call pair forged by code that read the sizes, and one open never closed.
+        let trace = GpuTrace {
+            activities: vec![
+                memset(10, 4096, 0),
+                memset(30, 12288, 0),
+                kernel(40, 50),
+                memset(60, 12288, 0),
+                memset(70, 16384, 0),
+                memset(90, 8192, 0),
+                memset(100, 8192, 0),
+            ],
+            ..GpuTrace::default()
+        };
+        let timeline = attribute(&trace, &call_request());
+        assert_eq!(
+            timeline.mark_problems.len(),
+            1,
+            "{:?}",
+            timeline.mark_problems
+        );
+        assert!(timeline.mark_problems[0].problem.contains("2 close"));
+        let trace = GpuTrace {
+            activities: vec![
+                memset(10, 4096, 0),
+                memset(30, 12288, 0),
+                memset(40, 12288, 0),
+                memset(70, 16384, 0),
+                memset(90, 8192, 0),
+            ],
+            ..GpuTrace::default()
+        };
+        let timeline = attribute(&trace, &call_request());
+        assert!(
+            timeline
+                .mark_problems
+                .iter()
+                .any(|p| p.problem.contains("out of order")),
+            "{:?}",
+            timeline.mark_problems
+        );
+    }
+}
