@@ -22,12 +22,15 @@ pub mod source_scan;
 pub mod speedup;
 #[cfg(test)]
 mod test_support;
+pub mod timeline;
+pub mod timeline_checks;
 pub mod timing;
 pub mod verdict;
 pub mod witness;
 pub mod witness_summary;
 #[cfg(test)]
 mod work_captures;
+pub mod work_match;
 pub mod work_pass;
 
 pub use audit::judge;

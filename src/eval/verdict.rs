@@ -164,6 +164,12 @@ pub enum FindingKind {
     TooLittleWork,
     AboveRoofline,
     PrecisionMismatch,
+    // GPU work inside a harness step that the harness did not queue (`gpu_timeline`).
+    WorkInHarnessStep,
+    // The harness's marks on the GPU timeline were missing, doubled or out of order.
+    TimelineMarksBroken,
+    // The work pass's kernels are not the scored pass's (`work_matches_scored`).
+    DifferentUnderProfiler,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

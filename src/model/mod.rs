@@ -12,6 +12,7 @@ pub mod device;
 pub mod duration_check;
 pub mod error;
 pub mod fields;
+pub mod gpu_trace;
 pub mod input;
 pub mod kernel_name;
 pub mod number;

@@ -15,6 +15,8 @@ pub mod rocprofv3;
 pub mod selection;
 pub mod settings;
 pub mod staging;
+pub mod tracer;
+pub mod tracers;
 pub mod unitrace;
 pub mod vtune;
 pub mod witness;

@@ -11,6 +11,9 @@ pub mod protocol;
 pub mod seeds;
 pub mod session;
 pub mod spec;
+#[cfg(test)]
+mod timeline_captures;
+pub mod tracer;
 pub mod worker;
 
 pub use session::{EVIDENCE_FILE, VERDICT_FILE, evaluate};

@@ -27,6 +27,7 @@ pub mod row;
 pub mod scan;
 mod session;
 mod stream;
+pub mod trace_log;
 pub mod units;
 
 use crate::model::arg::Arg;

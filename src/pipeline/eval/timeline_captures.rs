@@ -1,0 +1,262 @@
+//! Real scored-pass timelines for the `gpu_timeline` tests (here, beside the harness, because
+//! they read the tracer's own files through its reader; the audit itself sees parsed records): the candidates of
+//! scripts/eval-timeline/candidates/ traced on an NVIDIA H100 (tests/fixtures/eval-witness,
+//! README there), compiled in so the tests need no file access.
+
+use std::io::Read;
+
+use serde::Deserialize;
+
+use crate::eval::timeline::MarkedRequest;
+use crate::model::gpu_trace::GpuTrace;
+use crate::profilers::ncu::trace_log::parse_trace;
+
+/// One capture: the trace, the requests as the orchestrator sent them, and the candidate's own
+/// per-call times of each timing request (by request index).
+pub struct Capture {
+    pub trace: GpuTrace,
+    pub requests: Vec<MarkedRequest>,
+    pub reported: Vec<(usize, Vec<f64>)>,
+}
+
+#[derive(Deserialize)]
+struct Sent {
+    #[serde(flatten)]
+    request: MarkedRequest,
+    #[serde(default)]
+    reported_times_ms: Option<Vec<f64>>,
+}
+
+#[derive(Deserialize)]
+struct Requests {
+    requests: Vec<Sent>,
+}
+
+macro_rules! capture {
+    ($name:literal) => {
+        (
+            include_bytes!(concat!(
+                "../../../tests/fixtures/eval-witness/",
+                $name,
+                "/trace.tsv.gz"
+            ))
+            .as_slice(),
+            include_str!(concat!(
+                "../../../tests/fixtures/eval-witness/",
+                $name,
+                "/requests.json"
+            )),
+        )
+    };
+}
+
+/// The capture of candidate `name`.
+pub fn capture(name: &str) -> Capture {
+    let (gz, requests) = match name {
+        "honest_matmul_cublas" => capture!("honest_matmul_cublas"),
+        "honest_add_triton" => capture!("honest_add_triton"),
+        "hack_pushed_timing" => capture!("hack_pushed_timing"),
+        "hack_wrapped_full" => capture!("hack_wrapped_full"),
+        "hack_phantom_call" => capture!("hack_phantom_call"),
+        "hack_flood_after_return" => capture!("hack_flood_after_return"),
+        "hack_side_stream" => capture!("hack_side_stream"),
+        "hack_graph_fifth" => capture!("hack_graph_fifth"),
+        "hack_profiler_stop" => capture!("hack_profiler_stop"),
+        "honest_relu_inline_legacy_stream" => capture!("honest_relu_inline_legacy_stream"),
+        other => panic!("no timeline capture {other}; add it to timeline_captures.rs"),
+    };
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(gz)
+        .read_to_string(&mut text)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let trace = parse_trace(0, &text).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let sent: Requests = serde_json::from_str(requests).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let reported = sent
+        .requests
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| s.reported_times_ms.clone().map(|t| (i, t)))
+        .collect();
+    Capture {
+        trace,
+        requests: sent.requests.into_iter().map(|s| s.request).collect(),
+        reported,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeSet, HashSet};
+
+    use super::*;
+    use crate::eval::timeline::attribute;
+    use crate::eval::timeline_checks::judge_timeline;
+    use crate::eval::verdict::FindingKind;
+    use crate::eval::work_match::{CallKernels, base_name, judge_work_match, scored_calls};
+
+    /// The findings' kinds of capture `name`, and its summary's block medians (ms).
+    fn judged(name: &str) -> (HashSet<FindingKind>, Vec<f64>) {
+        let c = capture(name);
+        let (summary, findings) = judge_timeline(&c.trace, &c.requests, &c.reported, 0.7);
+        let medians = summary.blocks.iter().map(|b| b.median_ms).collect();
+        (findings.iter().map(|f| f.kind).collect(), medians)
+    }
+
+    #[test]
+    fn honest_candidates_leave_nothing_outside_their_calls() {
+        for name in ["honest_matmul_cublas", "honest_add_triton"] {
+            let (kinds, medians) = judged(name);
+            assert!(kinds.is_empty(), "{name}: {kinds:?}");
+            assert!(medians.iter().all(|&m| m > 0.05), "{name}: {medians:?}");
+        }
+        let c = capture("honest_matmul_cublas");
+        let timeline = attribute(&c.trace, &c.requests);
+        assert!(timeline.mark_problems.is_empty());
+        assert!(
+            timeline.harness_activities > 0,
+            "the flush and poison are the harness's"
+        );
+    }
+
+    #[test]
+    fn a_pushed_timing_range_is_no_evidence_the_work_counts_in_the_call() {
+        let (honest_kinds, honest) = judged("honest_matmul_cublas");
+        let (kinds, pushed) = judged("hack_pushed_timing");
+        assert!(kinds.is_empty() && honest_kinds.is_empty(), "{kinds:?}");
+        for (a, b) in honest.iter().zip(&pushed) {
+            assert!((a / b - 1.0).abs() < 0.02, "{honest:?} vs {pushed:?}");
+        }
+    }
+
+    #[test]
+    fn work_in_the_poison_step_is_found_and_the_timed_calls_ran_nothing() {
+        let (kinds, medians) = judged("hack_wrapped_full");
+        assert!(kinds.contains(&FindingKind::WorkInHarnessStep), "{kinds:?}");
+        assert!(kinds.contains(&FindingKind::NoCandidateKernel), "{kinds:?}");
+        assert!(medians.iter().all(|&m| m == 0.0));
+    }
+
+    #[test]
+    fn work_after_return_and_side_streams_are_outside_every_call() {
+        for name in ["hack_flood_after_return", "hack_side_stream"] {
+            let (kinds, _) = judged(name);
+            assert!(
+                kinds.contains(&FindingKind::KernelsOutsideCalls),
+                "{name}: {kinds:?}"
+            );
+        }
+        let c = capture("hack_flood_after_return");
+        let timeline = attribute(&c.trace, &c.requests);
+        let threads: BTreeSet<i64> = timeline
+            .outside
+            .iter()
+            .filter_map(|o| c.trace.activities[o.activity].thread)
+            .collect();
+        // The harness's thread: the one that queued the marks.
+        let open = c.requests[1].marks.unwrap().open;
+        let harness = c
+            .trace
+            .activities
+            .iter()
+            .find(|a| a.bytes == Some(open))
+            .and_then(|a| a.thread)
+            .unwrap();
+        assert!(
+            threads.iter().any(|&t| t != harness),
+            "the flood came from a thread of its own: outside {threads:?}, harness {harness}"
+        );
+    }
+
+    #[test]
+    fn a_phantom_call_range_pushed_by_a_thread_is_no_call() {
+        let (kinds, _) = judged("hack_phantom_call");
+        assert!(
+            kinds.contains(&FindingKind::KernelsOutsideCalls)
+                || kinds.contains(&FindingKind::WorkInHarnessStep),
+            "{kinds:?}"
+        );
+        // Its thread's launches land wherever the GPU happens to be: some in later calls, so
+        // the timed calls differ.
+        assert!(kinds.contains(&FindingKind::InconsistentCalls), "{kinds:?}");
+    }
+
+    #[test]
+    fn a_graph_replayed_every_fifth_call_makes_the_calls_differ() {
+        let (kinds, _) = judged("hack_graph_fifth");
+        assert!(kinds.contains(&FindingKind::InconsistentCalls), "{kinds:?}");
+    }
+
+    #[test]
+    fn an_inline_kernel_on_the_legacy_stream_escapes_the_timing_graph() {
+        let (kinds, medians) = judged("honest_relu_inline_legacy_stream");
+        assert!(kinds.contains(&FindingKind::WorkInHarnessStep), "{kinds:?}");
+        assert!(medians.iter().all(|&m| m == 0.0), "{medians:?}");
+    }
+
+    /// The work pass's calls of capture `name` (ncu's CSV), per call range.
+    fn work_calls(name: &str) -> Vec<CallKernels> {
+        let text = match name {
+            "hack_profiler_stop" => {
+                include_str!("../../../tests/fixtures/eval-witness/hack_profiler_stop.ncu/ncu.csv")
+            }
+            "honest_matmul_cublas" => include_str!(
+                "../../../tests/fixtures/eval-witness/honest_matmul_cublas.ncu/ncu.csv"
+            ),
+            other => panic!("no work capture {other}"),
+        };
+        // A work pass whose profiled call launched nothing the profiler saw has no rows: it
+        // made one profiled call (its first call warms up, unprofiled).
+        if !text.lines().any(|l| l.starts_with('"')) {
+            return vec![CallKernels { kernels: vec![] }];
+        }
+        let csv: String = text
+            .lines()
+            .filter(|l| l.starts_with('"'))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let mut reader = csv::Reader::from_reader(csv.as_bytes());
+        let headers = reader.headers().unwrap().clone();
+        let column = |name: &str| headers.iter().position(|h| h.starts_with(name)).unwrap();
+        let (range, kernel, value) = (
+            column("thread Domain"),
+            column("Kernel Name"),
+            column("Metric Value"),
+        );
+        let mut calls: Vec<(String, CallKernels)> = Vec::new();
+        for row in reader.records() {
+            let row = row.unwrap();
+            let ns: u64 = row[value].replace(',', "").parse().unwrap();
+            let entry = (base_name(&row[kernel]), ns);
+            match calls.iter_mut().find(|(r, _)| r == &row[range]) {
+                Some((_, call)) => call.kernels.push(entry),
+                None => calls.push((
+                    row[range].to_string(),
+                    CallKernels {
+                        kernels: vec![entry],
+                    },
+                )),
+            }
+        }
+        calls.into_iter().map(|(_, c)| c).collect()
+    }
+
+    #[test]
+    fn stopping_the_profiler_around_the_work_is_found_by_comparing_the_passes() {
+        for (name, expect) in [
+            ("honest_matmul_cublas", false),
+            ("hack_profiler_stop", true),
+        ] {
+            let c = capture(name);
+            let timeline = attribute(&c.trace, &c.requests);
+            let scored = scored_calls(&c.trace, &c.requests, &timeline);
+            assert!(scored.len() >= 3, "{name}");
+            let findings = judge_work_match(&scored, &work_calls(name));
+            assert_eq!(!findings.is_empty(), expect, "{name}: {findings:?}");
+            if expect {
+                assert_eq!(findings[0].kind, FindingKind::DifferentUnderProfiler);
+            }
+        }
+        // The scored pass alone sees nothing wrong with it.
+        assert!(judged("hack_profiler_stop").0.is_empty());
+    }
+}
