@@ -1,0 +1,291 @@
+"""The driver of `polyprof batch --ray ADDRESS --ray-mode actors`, run as the one Ray job of a
+batch: it starts one long-lived actor per slot (a GPU by default), sends the batch's jobs to
+them as actor method calls and gets each result back as an object. Written into the batch root
+by polyprof (embedded in the binary) and started as `python3 THIS PLAN.json`.
+
+Each job still runs as `polyprof batch JOBS --output-dir ROOT --task-index N
+--ray-submission-id ID`, a child of its actor, so its run directory and entry.json are what
+every other backend writes. The polyprof process that submitted this job follows the batch
+through PROGRESS (written atomically here) and the entries.
+
+Failure handling:
+- An actor whose process or node dies loses only the job it was running: the call fails with
+  an actor error, the job goes back to the front of the queue for the next free actor (at most
+  `max_lost` times), and Ray restarts the actor (`max_restarts=-1`) where resources allow.
+- The job's polyprof dies with its actor (PR_SET_PDEATHSIG), releasing the job's lock, so the
+  retry elsewhere is the only runner.
+- A job is never judged twice: before running one, the actor reads its entry.json, and an entry
+  that is final and names this batch's submission id (a run that finished just before its
+  actor died) is returned as the result instead of running the job again.
+- SIGTERM (polyprof's Ctrl-C stops this Ray job) kills the actors; their jobs' polyprof get
+  SIGTERM, cancel their commands and write their entries `cancelled`.
+
+The actor keeps state across calls (`self.warm`): the place for per-actor warm state, such as a
+warm evaluator per problem on the actor's GPU, built on first use and reused by later jobs.
+"""
+
+import collections
+import ctypes
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import ray
+
+PR_SET_PDEATHSIG = 1
+# How long the queue may wait with no actor alive to take a job before the rest are lost.
+NO_ACTOR_LIMIT_S = 120.0
+
+
+def write_json_atomic(path, value):
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    with open(tmp, "w") as f:
+        json.dump(value, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def die_with_parent():
+    """In the child: SIGTERM when the actor process that started it dies."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except Exception:
+        pass
+
+
+def final_entry(runs_dir, job_id, submission_id):
+    """The job's entry.json when it is final and was written under this submission id."""
+    try:
+        with open(os.path.join(runs_dir, job_id, "entry.json")) as f:
+            entry = json.load(f)
+    except (OSError, ValueError):
+        return None
+    ray_info = entry.get("ray") or {}
+    if (
+        entry.get("id") == job_id
+        and entry.get("state") not in (None, "pending", "running")
+        and ray_info.get("submission_id") == submission_id
+    ):
+        return entry
+    return None
+
+
+def wait_for_lock(runs_dir, job_id, limit_s=30.0):
+    """Wait until no process holds the job's lock (a runner whose actor just died is still
+    writing its entry), then let it go: polyprof takes it itself."""
+    path = os.path.join(runs_dir, ".%s.lock" % job_id)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError:
+        return
+    try:
+        deadline = time.monotonic() + limit_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.05)
+    finally:
+        os.close(fd)
+
+
+class TaskActor:
+    """One per slot; runs one job at a time, as a child process."""
+
+    def __init__(self, plan):
+        self.task_argv = plan["task_argv"]
+        self.submission_id = plan["submission_id"]
+        self.runs_dir = plan["runs_dir"]
+        self.time_limit_s = plan.get("time_limit_s")
+        # Per-actor state kept across jobs (a warm evaluator per problem will live here).
+        self.warm = {}
+
+    def where(self):
+        context = ray.get_runtime_context()
+        return {
+            "node_id": context.get_node_id(),
+            "node_ip": ray.util.get_node_ip_address(),
+            "pid": os.getpid(),
+            "gpus": [str(g) for g in ray.get_gpu_ids()],
+        }
+
+    def run(self, index, job_id):
+        done = final_entry(self.runs_dir, job_id, self.submission_id)
+        if done is not None:
+            return {"index": index, "reused": True, "exit": 0, "timed_out": False}
+        wait_for_lock(self.runs_dir, job_id)
+        argv = self.task_argv + [
+            "--task-index",
+            str(index),
+            "--ray-submission-id",
+            self.submission_id,
+        ]
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            preexec_fn=die_with_parent,
+        )
+        timed_out = False
+        try:
+            out, _ = proc.communicate(timeout=self.time_limit_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            proc.terminate()
+            try:
+                out, _ = proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, _ = proc.communicate()
+        tail = out.decode("utf-8", "replace").strip().splitlines()[-3:]
+        return {
+            "index": index,
+            "reused": False,
+            "exit": proc.returncode,
+            "timed_out": timed_out,
+            "output": tail,
+        }
+
+
+class Stop(Exception):
+    pass
+
+
+def on_term(signum, frame):
+    raise Stop()
+
+
+def main(plan_path):
+    with open(plan_path) as f:
+        plan = json.load(f)
+    progress_path = plan["progress"]
+    signal.signal(signal.SIGTERM, on_term)
+    ray.init(log_to_driver=False)
+
+    options = {"num_gpus": plan["num_gpus"], "num_cpus": plan["num_cpus"]}
+    if plan.get("resources"):
+        options["resources"] = plan["resources"]
+    actor_class = ray.remote(max_restarts=-1, max_task_retries=0)(TaskActor)
+    jobs = {int(i): job_id for i, job_id in plan["jobs"]}
+    queue = collections.deque(int(i) for i, _ in plan["jobs"])
+    max_lost = int(plan.get("max_lost", 3))
+    count = max(1, min(int(plan["actors"]), len(queue)))
+
+    slots = [actor_class.options(**options).remote(plan) for _ in range(count)]
+    where = [None] * count
+    restarts = [0] * count
+    # Calls in flight: ref -> (slot, "where" | "run", index or None).
+    calls = {}
+    idle = []
+    state = {"actors": [], "jobs": {}, "finished": False}
+    lost_tries = collections.Counter()
+    for slot, actor in enumerate(slots):
+        calls[actor.where.remote()] = (slot, "where", None)
+
+    def job_state(index, **fields):
+        entry = state["jobs"].setdefault(str(index), {"attempts": 0, "errors": []})
+        entry.update(fields)
+        return entry
+
+    def save():
+        state["actors"] = [
+            dict(where[s] or {}, slot=s, restarts=restarts[s]) for s in range(count)
+        ]
+        write_json_atomic(progress_path, state)
+
+    save()
+    no_actor_since = None
+    try:
+        while queue or any(kind == "run" for _, kind, _ in calls.values()):
+            while idle and queue:
+                slot = idle.pop()
+                index = queue.popleft()
+                entry = job_state(index, state="running", slot=slot, **(where[slot] or {}))
+                entry["attempts"] += 1
+                calls[slots[slot].run.remote(index, jobs[index])] = (slot, "run", index)
+            save()
+            running = any(kind == "run" for _, kind, _ in calls.values())
+            if queue and not idle and not running:
+                no_actor_since = no_actor_since or time.monotonic()
+                if time.monotonic() - no_actor_since > NO_ACTOR_LIMIT_S:
+                    for index in queue:
+                        job_state(index, state="lost").setdefault("errors", []).append(
+                            "no actor of the batch came up in %.0f s to run it (each asks %s)"
+                            % (NO_ACTOR_LIMIT_S, options)
+                        )
+                    queue.clear()
+                    break
+            else:
+                no_actor_since = None
+            if not calls:
+                continue
+            ready, _ = ray.wait(list(calls), num_returns=1, timeout=1.0)
+            for ref in ready:
+                slot, kind, index = calls.pop(ref)
+                try:
+                    value = ray.get(ref)
+                except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as e:
+                    if kind == "run":
+                        lost_tries[index] += 1
+                        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                        text = "actor %d (pid %s on %s) died while running it: %s" % (
+                            slot,
+                            (where[slot] or {}).get("pid"),
+                            (where[slot] or {}).get("node_ip"),
+                            first,
+                        )
+                        entry = job_state(index, state="queued")
+                        entry["errors"].append(text)
+                        if lost_tries[index] > max_lost:
+                            entry["state"] = "lost"
+                        else:
+                            queue.appendleft(index)
+                    restarts[slot] += 1
+                    where[slot] = None
+                    # Back in the pool once Ray has restarted it (this call waits for that).
+                    calls[slots[slot].where.remote()] = (slot, "where", None)
+                    continue
+                except ray.exceptions.RayError as e:
+                    if kind == "run":
+                        entry = job_state(index, state="lost")
+                        entry["errors"].append("the call failed: %s" % e)
+                    idle.append(slot)
+                    continue
+                if kind == "where":
+                    where[slot] = value
+                    idle.append(slot)
+                else:
+                    job_state(
+                        index,
+                        state="timed_out" if value["timed_out"] else "done",
+                        exit=value["exit"],
+                        reused=value["reused"],
+                        output=value.get("output", []),
+                    )
+                    idle.append(slot)
+        state["finished"] = True
+        save()
+    except (Stop, KeyboardInterrupt):
+        state["stopped"] = True
+        save()
+        for actor in slots:
+            try:
+                ray.kill(actor, no_restart=True)
+            except Exception:
+                pass
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
