@@ -154,7 +154,15 @@ pub(super) fn judge(
         node_ip: progress.and_then(|p| p.node_ip.clone()),
     };
     let timed_out = progress.is_some_and(|p| p.state == "timed_out");
-    if let Some(mut entry) = final_entry(round.root, &spec.id, round.submission_id) {
+    let task_ended = progress.is_some_and(|p| p.state == "done" || p.state == "timed_out");
+    // A run cut off when its actor died wrote `cancelled`; the driver sends the job to another
+    // actor, so that entry is the answer only once nothing more will run it.
+    let taken = |e: &BatchEntry| {
+        e.state != EntryState::Cancelled || round.cancelled || task_ended || round.driver_over
+    };
+    if let Some(mut entry) =
+        final_entry(round.root, &spec.id, round.submission_id).filter(|e| taken(e))
+    {
         if entry.state != EntryState::Succeeded && cut_off(&entry) {
             if timed_out {
                 entry.state = EntryState::TimedOut;
@@ -336,6 +344,22 @@ mod tests {
         let taken = judge(&spec, 0, &pending, Some(&done), true, &r).unwrap();
         assert_eq!(taken.state, EntryState::Succeeded);
         assert!(taken.errors.is_empty());
+        // Cut off when its actor died and sent to another: not the answer while it runs again.
+        entry.state = EntryState::Cancelled;
+        entry.write_atomic(&dir).unwrap();
+        assert_eq!(
+            judge(&spec, 0, &pending, Some(&view("running")), false, &r)
+                .unwrap()
+                .state,
+            EntryState::Running
+        );
+        let stopped = round(root.path(), false, true);
+        assert_eq!(
+            judge(&spec, 0, &pending, Some(&view("running")), false, &stopped)
+                .unwrap()
+                .state,
+            EntryState::Cancelled
+        );
     }
 
     #[test]

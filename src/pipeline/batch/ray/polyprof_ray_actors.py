@@ -15,8 +15,8 @@ Failure handling:
 - The job's polyprof dies with its actor (PR_SET_PDEATHSIG), releasing the job's lock, so the
   retry elsewhere is the only runner.
 - A job is never judged twice: before running one, the actor reads its entry.json, and an entry
-  that is final and names this batch's submission id (a run that finished just before its
-  actor died) is returned as the result instead of running the job again.
+  that holds a result and names this batch's submission id (a run that finished just before
+  its actor died) is returned as the result instead of running the job again.
 - SIGTERM (polyprof's Ctrl-C stops this Ray job) kills the actors; their jobs' polyprof get
   SIGTERM, cancel their commands and write their entries `cancelled`.
 
@@ -39,14 +39,17 @@ import ray
 PR_SET_PDEATHSIG = 1
 # How long the queue may wait with no actor alive to take a job before the rest are lost.
 NO_ACTOR_LIMIT_S = 120.0
+# Jobs sent to one actor at once (one runs, the next waits in the actor's queue).
+DEPTH = 2
+# The progress file is rewritten at most this often (and at the end).
+SAVE_EVERY_S = 0.2
 
 
 def write_json_atomic(path, value):
     tmp = "%s.tmp.%d" % (path, os.getpid())
     with open(tmp, "w") as f:
         json.dump(value, f)
-        f.flush()
-        os.fsync(f.fileno())
+    # Readers see the old file or the new one; it is progress, not a record to keep.
     os.replace(tmp, path)
 
 
@@ -59,7 +62,8 @@ def die_with_parent():
 
 
 def final_entry(runs_dir, job_id, submission_id):
-    """The job's entry.json when it is final and was written under this submission id."""
+    """The job's entry.json when it was written under this submission id and holds a result:
+    a final state other than `cancelled` (a run cut off when its actor died is run again)."""
     try:
         with open(os.path.join(runs_dir, job_id, "entry.json")) as f:
             entry = json.load(f)
@@ -68,7 +72,7 @@ def final_entry(runs_dir, job_id, submission_id):
     ray_info = entry.get("ray") or {}
     if (
         entry.get("id") == job_id
-        and entry.get("state") not in (None, "pending", "running")
+        and entry.get("state") not in (None, "pending", "running", "cancelled")
         and ray_info.get("submission_id") == submission_id
     ):
         return entry
@@ -119,10 +123,11 @@ class TaskActor:
         }
 
     def run(self, index, job_id):
+        # A runner whose actor just died may still be writing its entry: wait for its lock.
+        wait_for_lock(self.runs_dir, job_id)
         done = final_entry(self.runs_dir, job_id, self.submission_id)
         if done is not None:
             return {"index": index, "reused": True, "exit": 0, "timed_out": False}
-        wait_for_lock(self.runs_dir, job_id)
         argv = self.task_argv + [
             "--task-index",
             str(index),
@@ -184,9 +189,13 @@ def main(plan_path):
     slots = [actor_class.options(**options).remote(plan) for _ in range(count)]
     where = [None] * count
     restarts = [0] * count
+    # The jobs sent to each slot, in order: the first runs, the next waits in the actor's own
+    # queue, so an actor never idles while this driver hears of a result and sends the next.
+    sent = [collections.deque() for _ in range(count)]
+    up = [False] * count
+    ping_failures = [0] * count
     # Calls in flight: ref -> (slot, "where" | "run", index or None).
     calls = {}
-    idle = []
     state = {"actors": [], "jobs": {}, "finished": False}
     lost_tries = collections.Counter()
     for slot, actor in enumerate(slots):
@@ -197,29 +206,39 @@ def main(plan_path):
         entry.update(fields)
         return entry
 
-    def save():
+    last_save = [0.0]
+
+    def save(now=False):
+        if not now and time.monotonic() - last_save[0] < SAVE_EVERY_S:
+            return
         state["actors"] = [
             dict(where[s] or {}, slot=s, restarts=restarts[s]) for s in range(count)
         ]
         write_json_atomic(progress_path, state)
+        last_save[0] = time.monotonic()
 
-    save()
+    def mark_running(slot):
+        if sent[slot]:
+            job_state(sent[slot][0], state="running", slot=slot, **(where[slot] or {}))
+
+    save(now=True)
     no_actor_since = None
     try:
-        while queue or any(kind == "run" for _, kind, _ in calls.values()):
-            while idle and queue:
-                slot = idle.pop()
-                index = queue.popleft()
-                entry = job_state(index, state="running", slot=slot, **(where[slot] or {}))
-                entry["attempts"] += 1
-                calls[slots[slot].run.remote(index, jobs[index])] = (slot, "run", index)
+        while queue or any(sent):
+            for slot in range(count):
+                while up[slot] and queue and len(sent[slot]) < DEPTH:
+                    index = queue.popleft()
+                    entry = job_state(index, state="sent", slot=slot, **(where[slot] or {}))
+                    entry["attempts"] += 1
+                    sent[slot].append(index)
+                    calls[slots[slot].run.remote(index, jobs[index])] = (slot, "run", index)
+                mark_running(slot)
             save()
-            running = any(kind == "run" for _, kind, _ in calls.values())
-            if queue and not idle and not running:
+            if queue and not any(up) and not any(sent):
                 no_actor_since = no_actor_since or time.monotonic()
                 if time.monotonic() - no_actor_since > NO_ACTOR_LIMIT_S:
                     for index in queue:
-                        job_state(index, state="lost").setdefault("errors", []).append(
+                        job_state(index, state="lost")["errors"].append(
                             "no actor of the batch came up in %.0f s to run it (each asks %s)"
                             % (NO_ACTOR_LIMIT_S, options)
                         )
@@ -228,6 +247,7 @@ def main(plan_path):
             else:
                 no_actor_since = None
             if not calls:
+                time.sleep(0.2)
                 continue
             ready, _ = ray.wait(list(calls), num_returns=1, timeout=1.0)
             for ref in ready:
@@ -236,35 +256,47 @@ def main(plan_path):
                     value = ray.get(ref)
                 except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as e:
                     if kind == "run":
+                        if index in sent[slot]:
+                            sent[slot].remove(index)
                         lost_tries[index] += 1
-                        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                        text = "actor %d (pid %s on %s) died while running it: %s" % (
-                            slot,
-                            (where[slot] or {}).get("pid"),
-                            (where[slot] or {}).get("node_ip"),
-                            first,
-                        )
+                        text = str(e).strip()
+                        text = text.splitlines()[0] if text else type(e).__name__
                         entry = job_state(index, state="queued")
-                        entry["errors"].append(text)
+                        entry["errors"].append(
+                            "attempt %d: actor %d (pid %s on %s) died: %s"
+                            % (
+                                entry["attempts"],
+                                slot,
+                                entry.get("pid"),
+                                entry.get("node_ip"),
+                                text,
+                            )
+                        )
                         if lost_tries[index] > max_lost:
                             entry["state"] = "lost"
                         else:
                             queue.appendleft(index)
-                    restarts[slot] += 1
-                    where[slot] = None
-                    # Back in the pool once Ray has restarted it (this call waits for that).
-                    calls[slots[slot].where.remote()] = (slot, "where", None)
+                    if kind == "where":
+                        ping_failures[slot] += 1
+                    if (up[slot] or kind == "where") and ping_failures[slot] <= 20:
+                        # Back in the pool once Ray has restarted it (this call waits for that).
+                        up[slot] = False
+                        restarts[slot] += 1 if kind == "run" else 0
+                        where[slot] = None
+                        calls[slots[slot].where.remote()] = (slot, "where", None)
                     continue
                 except ray.exceptions.RayError as e:
                     if kind == "run":
-                        entry = job_state(index, state="lost")
-                        entry["errors"].append("the call failed: %s" % e)
-                    idle.append(slot)
+                        if index in sent[slot]:
+                            sent[slot].remove(index)
+                        job_state(index, state="lost")["errors"].append("the call failed: %s" % e)
                     continue
                 if kind == "where":
                     where[slot] = value
-                    idle.append(slot)
+                    up[slot] = True
                 else:
+                    if index in sent[slot]:
+                        sent[slot].remove(index)
                     job_state(
                         index,
                         state="timed_out" if value["timed_out"] else "done",
@@ -272,12 +304,12 @@ def main(plan_path):
                         reused=value["reused"],
                         output=value.get("output", []),
                     )
-                    idle.append(slot)
+                    mark_running(slot)
         state["finished"] = True
-        save()
+        save(now=True)
     except (Stop, KeyboardInterrupt):
         state["stopped"] = True
-        save()
+        save(now=True)
         for actor in slots:
             try:
                 ray.kill(actor, no_restart=True)
