@@ -8,9 +8,7 @@ use anyhow::Context;
 use polyprof::model::batch::Backend;
 use polyprof::pipeline::batch::JobSpec;
 use polyprof::pipeline::batch::ray::api::parse_time_limit;
-use polyprof::pipeline::batch::ray::{
-    RayEvent, RayMode, RayObserver, RayRun, Resources, run_ray,
-};
+use polyprof::pipeline::batch::ray::{RayEvent, RayMode, RayObserver, RayRun, Resources, run_ray};
 use tokio_util::sync::CancellationToken;
 
 use super::batch_slurm::{Common, Remote, SlurmArgs};

@@ -219,7 +219,10 @@ pub(super) fn judge(
             let mut text = format!(
                 "Ray job {} ended {}{} before this job's task wrote a final entry.json",
                 round.submission_id,
-                driver.map_or("(unknown to Ray)".to_string(), |d| d.status().name().to_string()),
+                driver.map_or("(unknown to Ray)".to_string(), |d| d
+                    .status()
+                    .name()
+                    .to_string()),
                 driver
                     .and_then(|d| d.error_type.as_deref())
                     .map(|e| format!(" ({e})"))
@@ -236,7 +239,9 @@ pub(super) fn judge(
         }
         Some("running") => entry.state = EntryState::Running,
         _ => {
-            entry.state = if round.driver.is_some_and(|d| d.status() == JobStatus::Running)
+            entry.state = if round
+                .driver
+                .is_some_and(|d| d.status() == JobStatus::Running)
                 || progress.is_some()
             {
                 EntryState::Pending

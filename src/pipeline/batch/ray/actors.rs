@@ -210,13 +210,14 @@ async fn submit(
         num_gpus: gpus,
         // An actor asks no CPU beside a GPU or a custom resource (the slot is that); alone,
         // one CPU is its slot.
-        num_cpus: run.resources.cpus.unwrap_or(
-            if gpus > 0.0 || !run.resources.custom.is_empty() {
+        num_cpus: run
+            .resources
+            .cpus
+            .unwrap_or(if gpus > 0.0 || !run.resources.custom.is_empty() {
                 0.0
             } else {
                 1.0
-            },
-        ),
+            }),
         resources: run.resources.custom.clone(),
         time_limit_s: run.time_limit.map(|t| t.as_secs_f64()),
         max_lost: MAX_LOST,
@@ -314,7 +315,11 @@ async fn follow(
         let over = driver.as_ref().is_some_and(|d| d.status().is_final())
             || tracked.unknown_since.is_some();
         let driver_over = if over {
-            tracked.over_since.get_or_insert_with(Instant::now).elapsed() >= run.grace
+            tracked
+                .over_since
+                .get_or_insert_with(Instant::now)
+                .elapsed()
+                >= run.grace
         } else {
             false
         };

@@ -219,7 +219,6 @@ pub async fn run_ray(
         window,
     });
 
-
     let mut active: BTreeMap<usize, Tracked> = BTreeMap::new();
     for (i, sid) in adopted {
         let status = last.get(&i).map(|(_, j)| j.status());
