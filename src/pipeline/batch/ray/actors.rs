@@ -278,6 +278,7 @@ async fn follow(
     let mut driver: Option<JobDetails> = None;
     let mut task_over_since: HashMap<usize, Instant> = HashMap::new();
     let mut log_kept = false;
+    let mut all_done: Option<Instant> = None;
     let warn = |text: &str| say(&RayEvent::Warning(text));
     loop {
         if run.cancel.is_cancelled() && cancel_sent.is_none() {
@@ -378,8 +379,20 @@ async fn follow(
                 None => open += 1,
             }
         }
+        // Every job has its answer: wait (a little) for the Ray job to end too, so its actors'
+        // resources are free and a next driver on this root does not find it live.
         if open == 0 {
-            break;
+            if over {
+                break;
+            }
+            let since = *all_done.get_or_insert_with(Instant::now);
+            if since.elapsed() >= run.cancel_wait {
+                warn(&format!(
+                    "every job ended but Ray job {sid} still runs after {:.0} s; stop it with `ray job stop {sid}`",
+                    since.elapsed().as_secs_f64()
+                ));
+                break;
+            }
         }
         if let Some(sent) = cancel_sent
             && (sent.elapsed() >= run.cancel_wait || run.give_up.is_cancelled())

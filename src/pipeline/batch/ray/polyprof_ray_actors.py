@@ -225,13 +225,20 @@ def main(plan_path):
     no_actor_since = None
     try:
         while queue or any(sent):
-            for slot in range(count):
-                while up[slot] and queue and len(sent[slot]) < DEPTH:
+            # Breadth first: every free actor gets a job before any gets a second, and a second
+            # only while there is work for every actor.
+            for depth in range(1, DEPTH + 1):
+                for slot in range(count):
+                    if not (up[slot] and queue and len(sent[slot]) < depth):
+                        continue
+                    if depth > 1 and len(queue) < count:
+                        continue
                     index = queue.popleft()
                     entry = job_state(index, state="sent", slot=slot, **(where[slot] or {}))
                     entry["attempts"] += 1
                     sent[slot].append(index)
                     calls[slots[slot].run.remote(index, jobs[index])] = (slot, "run", index)
+            for slot in range(count):
                 mark_running(slot)
             save()
             if queue and not any(up) and not any(sent):
