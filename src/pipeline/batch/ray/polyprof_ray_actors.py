@@ -4,8 +4,9 @@ them as actor method calls and gets each result back as an object. Written into 
 by polyprof (embedded in the binary) and started as `python3 THIS PLAN.json`.
 
 Each job still runs as `polyprof batch JOBS --output-dir ROOT --task-index N
---ray-submission-id ID`, a child of its actor, so its run directory and entry.json are what
-every other backend writes. The polyprof process that submitted this job follows the batch
+--ray-submission-id ID` would run it, in a warm `polyprof batch … --task-serve` child of its
+actor that takes job after job, so its run directory and entry.json are what every other
+backend writes. The polyprof process that submitted this job follows the batch
 through PROGRESS (written atomically here) and the entries.
 
 Failure handling:
@@ -29,6 +30,7 @@ import ctypes
 import fcntl
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -103,13 +105,17 @@ def wait_for_lock(runs_dir, job_id, limit_s=30.0):
 
 
 class TaskActor:
-    """One per slot; runs one job at a time, as a child process."""
+    """One per slot; runs one job at a time through a warm `polyprof batch --task-serve` child
+    (started on first use, and again after it ended), so a job costs no process start-up."""
 
     def __init__(self, plan):
         self.task_argv = plan["task_argv"]
         self.submission_id = plan["submission_id"]
         self.runs_dir = plan["runs_dir"]
+        self.log_dir = os.path.dirname(plan["progress"])
         self.time_limit_s = plan.get("time_limit_s")
+        self.proc = None
+        self.buffer = b""
         # Per-actor state kept across jobs (a warm evaluator per problem will live here).
         self.warm = {}
 
@@ -122,44 +128,84 @@ class TaskActor:
             "gpus": [str(g) for g in ray.get_gpu_ids()],
         }
 
+    def server(self):
+        if self.proc is None or self.proc.poll() is not None:
+            self.log_path = os.path.join(
+                self.log_dir, "actor-%s-%d.log" % (self.submission_id, os.getpid())
+            )
+            self.proc = subprocess.Popen(
+                self.task_argv + ["--task-serve"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=open(self.log_path, "ab"),
+                preexec_fn=die_with_parent,
+            )
+            self.buffer = b""
+        return self.proc
+
+    def stop_server(self):
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        return proc.returncode
+
+    def output_tail(self):
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read()[-4000:].decode("utf-8", "replace").strip().splitlines()[-3:]
+        except (OSError, AttributeError):
+            return []
+
     def run(self, index, job_id):
         # A runner whose actor just died may still be writing its entry: wait for its lock.
         wait_for_lock(self.runs_dir, job_id)
         done = final_entry(self.runs_dir, job_id, self.submission_id)
         if done is not None:
             return {"index": index, "reused": True, "exit": 0, "timed_out": False}
-        argv = self.task_argv + [
-            "--task-index",
-            str(index),
-            "--ray-submission-id",
-            self.submission_id,
-        ]
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            preexec_fn=die_with_parent,
-        )
-        timed_out = False
+        proc = self.server()
         try:
-            out, _ = proc.communicate(timeout=self.time_limit_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            proc.terminate()
-            try:
-                out, _ = proc.communicate(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                out, _ = proc.communicate()
-        tail = out.decode("utf-8", "replace").strip().splitlines()[-3:]
-        return {
-            "index": index,
-            "reused": False,
-            "exit": proc.returncode,
-            "timed_out": timed_out,
-            "output": tail,
-        }
+            proc.stdin.write(("%d %s\n" % (index, self.submission_id)).encode())
+            proc.stdin.flush()
+        except OSError:
+            pass
+        deadline = None if self.time_limit_s is None else time.monotonic() + self.time_limit_s
+        fd = proc.stdout.fileno()
+        while True:
+            if b"\n" in self.buffer:
+                line, self.buffer = self.buffer.split(b"\n", 1)
+                words = line.decode("utf-8", "replace").split()
+                if words[:2] == ["polyprof-task-done", str(index)]:
+                    return {"index": index, "reused": False, "exit": 0, "timed_out": False}
+                continue
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            readable, _, _ = select.select([fd], [], [], wait)
+            if not readable:
+                code = self.stop_server()
+                return {
+                    "index": index,
+                    "reused": False,
+                    "exit": code,
+                    "timed_out": True,
+                    "output": self.output_tail(),
+                }
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                code = self.stop_server()
+                return {
+                    "index": index,
+                    "reused": False,
+                    "exit": code,
+                    "timed_out": False,
+                    "output": self.output_tail(),
+                }
+            self.buffer += chunk
 
 
 class Stop(Exception):
@@ -327,4 +373,9 @@ def main(plan_path):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    code = main(sys.argv[1])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # The actors end with this driver (Ray kills a job's actors when its driver exits);
+    # ray.shutdown's orderly goodbye would only add a second.
+    os._exit(code)
