@@ -141,16 +141,13 @@ pub enum RayEvent<'a> {
 
 pub type RayObserver = Arc<dyn Fn(&RayEvent) + Send + Sync>;
 
-/// Run the jobs `prepared.to_run` of `specs` as Ray jobs; returns the final index.
-pub async fn run_ray(
+/// Run the jobs `prepared.to_run` of `specs` as one Ray job each; returns the final index.
+pub(super) async fn run_jobs(
     specs: &[JobSpec],
     prepared: Prepared,
     run: &RayRun,
     observer: Option<RayObserver>,
 ) -> Result<BatchIndex, RayError> {
-    if run.mode == RayMode::Actors {
-        return super::actors::run_actors(specs, prepared, run, observer).await;
-    }
     let say = |event: &RayEvent| {
         if let Some(o) = &observer {
             o(event)
