@@ -27,6 +27,9 @@ base="${POLYPROF_RAY_PORT:-7390}"
 head_ip=127.0.0.2
 dashboard="http://$head_ip:$((base + 1))"
 export RAY_USAGE_STATS_ENABLED=0
+# The nodes run from the venv, as a cluster runs from the environment `ray start` came from: a
+# Ray job's entrypoint then finds that Python as `python3` (the actor mode's driver needs it).
+export PATH="$venv/bin:$PATH"
 
 usage() {
     echo "usage: $0 install | up DIR | stop-node DIR N | down DIR" >&2

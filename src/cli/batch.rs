@@ -91,6 +91,17 @@ pub struct Args {
     /// As `--task-index`, by job id.
     #[arg(long, hide = true, value_name = "ID")]
     pub task_id: Option<String>,
+    /// With `--task-index K`: run the jobs on line K (0-based) of FILE, one after the other
+    /// (their 0-based positions in the job file, space-separated): a `--slurm-mode shares`
+    /// array task.
+    #[arg(long, hide = true, value_name = "FILE", requires = "task_index")]
+    pub task_shares: Option<PathBuf>,
+    /// Run jobs one after the other as lines `INDEX SUBMISSION_ID` arrive on stdin, answering
+    /// each with a line `polyprof-task-done INDEX STATE` on stdout: the warm process a Ray
+    /// actor keeps for the jobs it gets (each job as `--task-index INDEX --ray-submission-id
+    /// SUBMISSION_ID` would run it).
+    #[arg(long, hide = true, conflicts_with_all = ["task_index", "task_id"])]
+    pub task_serve: bool,
     /// The Ray job this task runs as (set by the `--ray` driver in each entrypoint).
     #[arg(long, hide = true, value_name = "ID")]
     pub ray_submission_id: Option<String>,
@@ -149,6 +160,10 @@ pub async fn execute(mut args: Args) -> anyhow::Result<u8> {
             "{}: the stages of a `problem` run on the local pool only (the cascade decides each stage from the one before); run it without --slurm/--ray, or list plain jobs",
             args.jobs.display()
         );
+    }
+    if args.task_serve {
+        let opts = task_options(&args)?;
+        return serve_tasks(&args, &specs, &opts).await;
     }
     if remote && args.task_index.is_none() && args.task_id.is_none() {
         let common = super::batch_slurm::Common {
@@ -253,8 +268,12 @@ fn task_options(args: &Args) -> anyhow::Result<TaskOptions> {
     })
 }
 
-/// `--task-index N` / `--task-id ID`: one job on the device the environment pins.
+/// `--task-index N` / `--task-id ID`: one job on the device the environment pins (with
+/// `--task-shares`: each job of share N in turn).
 async fn run_one(args: &Args, specs: &[JobSpec], opts: &TaskOptions) -> anyhow::Result<u8> {
+    if let (Some(list), Some(k)) = (&args.task_shares, args.task_index) {
+        return run_share(args, specs, opts, list, k).await;
+    }
     let spec = match (&args.task_index, &args.task_id) {
         (Some(i), _) => specs.get(*i).with_context(|| {
             format!(
@@ -296,6 +315,106 @@ async fn run_one(args: &Args, specs: &[JobSpec], opts: &TaskOptions) -> anyhow::
     }
     // The job's own failure is in entry.json; the status says whether polyprof did its part.
     Ok(0)
+}
+
+/// A share task: the jobs on line `k` of `list`, one after the other, each as `run_one` runs
+/// one (its own entry.json), until a scheduler's SIGTERM cancels the rest (they keep no entry,
+/// so the driver marks them cancelled and `--resume` runs them).
+async fn run_share(
+    args: &Args,
+    specs: &[JobSpec],
+    opts: &TaskOptions,
+    list: &std::path::Path,
+    k: usize,
+) -> anyhow::Result<u8> {
+    let text = std::fs::read_to_string(list)
+        .with_context(|| format!("cannot read the array's shares {}", list.display()))?;
+    let line = text
+        .lines()
+        .nth(k)
+        .with_context(|| format!("{} has no share {k} (counted from 0)", list.display()))?;
+    let indices: Vec<usize> = line
+        .split_whitespace()
+        .map(|w| w.parse::<usize>())
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("share {k} of {} is not a list of positions", list.display()))?;
+    std::fs::create_dir_all(&args.output_dir)
+        .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
+    let device = device_from_env(|name| std::env::var(name).ok());
+    let opts = &TaskOptions {
+        slurm: slurm_task_from_env(),
+        ..opts.clone()
+    };
+    cancel_on_signals(opts.run.cancel.clone(), opts.run.kill_now.clone());
+    for i in indices {
+        if opts.run.cancel.is_cancelled() {
+            break;
+        }
+        let spec = specs.get(i).with_context(|| {
+            format!(
+                "share {k} names job {i}, past the end of {} ({} jobs)",
+                args.jobs.display(),
+                specs.len()
+            )
+        })?;
+        let entry = run_task(spec, &args.output_dir, device.as_ref(), opts).await;
+        if !args.quiet {
+            eprintln!("polyprof batch: job `{}`: {}", entry.id, describe(&entry));
+        }
+    }
+    Ok(0)
+}
+
+/// `--task-serve`: job after job as stdin asks, until stdin closes or a SIGTERM (the actor
+/// that started this died: PR_SET_PDEATHSIG) cancels the job in hand.
+async fn serve_tasks(args: &Args, specs: &[JobSpec], opts: &TaskOptions) -> anyhow::Result<u8> {
+    std::fs::create_dir_all(&args.output_dir)
+        .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
+    let device = device_from_env(|name| std::env::var(name).ok());
+    cancel_on_signals(opts.run.cancel.clone(), opts.run.kill_now.clone());
+    loop {
+        let line = tokio::task::spawn_blocking(|| {
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line).map(|n| (n, line))
+        })
+        .await
+        .context("cannot read the next task")??;
+        let (read, line) = line;
+        if read == 0 || opts.run.cancel.is_cancelled() {
+            return Ok(0);
+        }
+        let mut words = line.split_whitespace();
+        let (Some(index), Some(submission_id)) = (
+            words.next().and_then(|w| w.parse::<usize>().ok()),
+            words.next(),
+        ) else {
+            anyhow::bail!(
+                "--task-serve: `{}` is not `INDEX SUBMISSION_ID`",
+                line.trim()
+            );
+        };
+        let spec = specs.get(index).with_context(|| {
+            format!(
+                "--task-serve: task {index} is past the end of {} ({} jobs)",
+                args.jobs.display(),
+                specs.len()
+            )
+        })?;
+        let job_opts = TaskOptions {
+            ray: Some(RayJobInfo {
+                submission_id: submission_id.to_string(),
+                ..Default::default()
+            }),
+            ..opts.clone()
+        };
+        let entry = run_task(spec, &args.output_dir, device.as_ref(), &job_opts).await;
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "polyprof-task-done {index} {}", entry.state)?;
+        out.flush()?;
+        if opts.run.cancel.is_cancelled() {
+            return Ok(0);
+        }
+    }
 }
 
 /// The Slurm array task this process runs as, from the variables Slurm sets for it.

@@ -8,7 +8,7 @@ use anyhow::Context;
 use polyprof::model::batch::Backend;
 use polyprof::pipeline::batch::JobSpec;
 use polyprof::pipeline::batch::ray::api::parse_time_limit;
-use polyprof::pipeline::batch::ray::{RayEvent, RayObserver, RayRun, Resources, run_ray};
+use polyprof::pipeline::batch::ray::{RayEvent, RayMode, RayObserver, RayRun, Resources, run_ray};
 use tokio_util::sync::CancellationToken;
 
 use super::batch_slurm::{Common, Remote, SlurmArgs};
@@ -38,6 +38,24 @@ pub struct RayArgs {
     /// the nodes declare them with `ray start --resources='{"h100": 8}'`.
     #[arg(long = "ray-resource", requires = "ray", value_parser = parse_resource, value_name = "NAME=AMOUNT")]
     pub ray_resources: Vec<(String, f64)>,
+    /// How the jobs reach the cluster: `actors` (one Ray job for the batch; one long-lived
+    /// actor per GPU runs job after job: milliseconds per job, for short jobs and evals) or
+    /// `jobs` (one Ray job per job: Ray's start-up, seconds, per job; each job stopped and
+    /// reported on its own, for long jobs).
+    #[arg(long, requires = "ray", value_enum, default_value_t = ModeArg::Actors, value_name = "MODE")]
+    pub ray_mode: ModeArg,
+    /// The Python that runs the actor mode's driver on the cluster (it must import `ray`: the
+    /// environment `ray start` ran from).
+    #[arg(long, requires = "ray", default_value = "python3", value_name = "PATH")]
+    pub ray_python: String,
+}
+
+/// `--ray-mode`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ModeArg {
+    #[default]
+    Actors,
+    Jobs,
 }
 
 fn parse_resource(text: &str) -> Result<(String, f64), String> {
@@ -82,6 +100,11 @@ pub async fn execute(
     run.time_limit = time_limit;
     run.resume = args.resume;
     run.poll = shared.poll;
+    run.mode = match ray.ray_mode {
+        ModeArg::Actors => RayMode::Actors,
+        ModeArg::Jobs => RayMode::Jobs,
+    };
+    run.python = ray.ray_python.clone();
     let cancel = CancellationToken::new();
     cancel_on_signals(cancel.clone(), run.give_up.clone());
     run.cancel = cancel.clone();
@@ -95,7 +118,13 @@ pub async fn execute(
         );
     }
     let total = prepared.to_run.len();
-    let index = run_ray(specs, prepared, &run, Some(observer(args.quiet, total))).await?;
+    let index = run_ray(
+        specs,
+        prepared,
+        &run,
+        Some(observer(args.quiet, total, run.mode)),
+    )
+    .await?;
     super::batch_summary::finish(
         &index,
         &args.output_dir.display().to_string(),
@@ -106,7 +135,7 @@ pub async fn execute(
 }
 
 /// One stderr line per finished job (a log, not a bar, as with Slurm).
-fn observer(quiet: bool, total: usize) -> RayObserver {
+fn observer(quiet: bool, total: usize, mode: RayMode) -> RayObserver {
     let done = std::sync::atomic::AtomicUsize::new(0);
     std::sync::Arc::new(move |event: &RayEvent| {
         if quiet {
@@ -117,12 +146,20 @@ fn observer(quiet: bool, total: usize) -> RayObserver {
                 address,
                 version,
                 window,
-            } => eprintln!(
-                "polyprof batch: Ray {version} at {address}; at most {window} jobs submitted at once"
-            ),
+            } => match mode {
+                RayMode::Jobs => eprintln!(
+                    "polyprof batch: Ray {version} at {address}; at most {window} jobs submitted at once"
+                ),
+                RayMode::Actors => eprintln!(
+                    "polyprof batch: Ray {version} at {address}; one Ray job, up to {window} actors (one per slot)"
+                ),
+            },
             RayEvent::Adopted { id, submission_id } => eprintln!(
                 "polyprof batch: {id}: following Ray job {submission_id}, still live from an earlier driver"
             ),
+            RayEvent::Submitted { id, submission_id } if mode == RayMode::Actors => {
+                eprintln!("polyprof batch: submitted Ray job {submission_id} for {id}")
+            }
             RayEvent::Submitted { .. } => {}
             RayEvent::Changed { entry } if entry.state.is_final() => {
                 let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;

@@ -91,9 +91,26 @@ pub struct SlurmArgs {
     /// polyprof's path as the nodes see it [default: this executable].
     #[arg(long, requires = "scheduler", value_name = "PATH")]
     pub polyprof_bin: Option<PathBuf>,
+    /// How the array runs the jobs: `tasks` (one array task per job) or `shares` (`--tasks N`
+    /// array tasks, one per GPU, each running its share of the jobs one after the other:
+    /// Slurm's launch cost paid N times, not once per job).
+    #[arg(long, requires = "slurm", value_enum, default_value_t = SlurmMode::Tasks, value_name = "MODE")]
+    pub slurm_mode: SlurmMode,
+    /// With `--slurm-mode shares`: how many array tasks (one GPU each) [default: --max-parallel,
+    /// else 1].
+    #[arg(long = "tasks", requires = "slurm", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub tasks: Option<u32>,
     /// Seconds between polls of squeue (of the Ray jobs, with --ray).
     #[arg(long, requires = "scheduler", value_parser = super::run::parse_secs, default_value = "0.5", value_name = "S")]
     pub poll: Duration,
+}
+
+/// `--slurm-mode`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum SlurmMode {
+    #[default]
+    Tasks,
+    Shares,
 }
 
 /// What a batch on a cluster (Slurm or Ray) starts from: the root made and resolved, the index
@@ -149,6 +166,15 @@ pub async fn execute(args: Common<'_>, slurm: &SlurmArgs, specs: &[JobSpec]) -> 
     let mut run = SlurmRun::new(root.clone(), task_argv);
     run.profile_cache = args.profile_cache_options();
     run.poll = slurm.poll;
+    run.shares = match slurm.slurm_mode {
+        SlurmMode::Tasks => {
+            if slurm.tasks.is_some() {
+                anyhow::bail!("--tasks N goes with --slurm-mode shares");
+            }
+            None
+        }
+        SlurmMode::Shares => Some(slurm.tasks.or(slurm.max_parallel).unwrap_or(1)),
+    };
     run.submit = SubmitOptions {
         partition: slurm.partition.clone(),
         account: slurm.account.clone(),

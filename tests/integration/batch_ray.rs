@@ -40,7 +40,7 @@ fn twenty_jobs_over_two_workers_each_on_its_own_gpu() {
         .collect();
     let file = write_jobs(work.path(), &jobs);
     let root = work.path().join("root");
-    let out = cluster.batch(&file, &root).output().unwrap();
+    let out = cluster.batch_jobs(&file, &root).output().unwrap();
     crate::support::assert_exit(&out, 0);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -111,7 +111,7 @@ fn twenty_jobs_over_two_workers_each_on_its_own_gpu() {
     let file = write_jobs(work.path(), &few);
     let root = work.path().join("custom");
     let out = cluster
-        .batch(&file, &root)
+        .batch_jobs(&file, &root)
         .args(["--ray-gpus", "0", "--ray-resource", "polyprof_w1=1", "-q"])
         .output()
         .unwrap();
@@ -146,7 +146,7 @@ fn a_worker_killed_mid_batch_loses_its_jobs_and_resume_reruns_them() {
     let (ids, file) = counted_jobs(dir, "n", 4, "sleep 15");
     let root = dir.join("root");
     let mut child = cluster
-        .batch(&file, &root)
+        .batch_jobs(&file, &root)
         .arg("-q")
         .stdout(std::process::Stdio::null())
         .spawn()
@@ -180,7 +180,7 @@ fn a_worker_killed_mid_batch_loses_its_jobs_and_resume_reruns_them() {
         }
     }
     let out = cluster
-        .batch(&file, &root)
+        .batch_jobs(&file, &root)
         .args(["--resume", "-q"])
         .output()
         .unwrap();
@@ -216,7 +216,7 @@ fn ctrl_c_stops_the_jobs_and_the_time_limit_stops_one() {
     let file = write_jobs(work.path(), &jobs);
     let root = work.path().join("root");
     let mut child = cluster
-        .batch(&file, &root)
+        .batch_jobs(&file, &root)
         .arg("-q")
         .stdout(std::process::Stdio::null())
         .spawn()
@@ -249,7 +249,7 @@ fn ctrl_c_stops_the_jobs_and_the_time_limit_stops_one() {
     let file = write_jobs(work.path(), &[sh_job("slow", "sleep 60")]);
     let root = work.path().join("timed");
     let out = cluster
-        .batch(&file, &root)
+        .batch_jobs(&file, &root)
         .args(["--time", "0:03", "-q"])
         .output()
         .unwrap();
@@ -277,7 +277,7 @@ fn a_killed_driver_resumes_without_submitting_twice() {
     let (ids, file) = counted_jobs(dir, "d", 4, "sleep 15");
     let root = dir.join("root");
     let mut child = cluster
-        .batch(&file, &root)
+        .batch_jobs(&file, &root)
         .args(["--max-parallel", "2", "-q"])
         .stdout(std::process::Stdio::null())
         .spawn()
@@ -295,7 +295,7 @@ fn a_killed_driver_resumes_without_submitting_twice() {
     // Without --resume the root is refused (it holds a batch); with it, the live jobs are
     // followed.
     let out = cluster
-        .batch(&file, &root)
+        .batch_jobs(&file, &root)
         .args(["--resume"])
         .output()
         .unwrap();
@@ -345,4 +345,233 @@ fn an_unreachable_cluster_is_a_clear_error() {
         .unwrap();
     assert_ne!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stderr).contains("dashboard"));
+}
+
+/// The actor mode's progress file of the root's first Ray job (`ROOT/ray/actors-0.progress.json`).
+fn progress(root: &std::path::Path) -> Option<serde_json::Value> {
+    let text = std::fs::read_to_string(root.join("ray/actors-0.progress.json")).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Wait until the progress file says `n` jobs run; it then.
+fn wait_running(root: &std::path::Path, n: usize) -> serde_json::Value {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(p) = progress(root) {
+            let running = p["jobs"].as_object().map_or(0, |jobs| {
+                jobs.values().filter(|j| j["state"] == "running").count()
+            });
+            if running >= n {
+                return p;
+            }
+        }
+        assert!(
+            start.elapsed() < LIMIT,
+            "{n} jobs never ran: {:?}",
+            progress(root)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// `--ray-mode actors` (the default): ONE Ray job for the batch, one actor per declared GPU
+/// (four, on both workers), 20 jobs each pinned to its actor's GPU; then an actor's worker
+/// process killed mid-run: its in-flight jobs go to the other actors (and its restart), every
+/// job ends `succeeded`, the killed one ran again, no job ran twice to its end and the index
+/// holds each job once.
+#[test]
+fn actors_run_the_batch_in_one_ray_job_and_a_killed_actor_loses_nothing() {
+    if !ray_available(
+        "batch_ray::actors_run_the_batch_in_one_ray_job_and_a_killed_actor_loses_nothing",
+    ) {
+        return;
+    }
+    let cluster = RayCluster::up();
+    let work = tempfile::tempdir().unwrap();
+    let jobs: Vec<_> = (0..20)
+        .map(|i| {
+            sh_job(
+                &format!("a{i:02}"),
+                "echo gpu=$CUDA_VISIBLE_DEVICES; sleep 0.5",
+            )
+        })
+        .collect();
+    let file = write_jobs(work.path(), &jobs);
+    let root = work.path().join("root");
+    let out = cluster.batch(&file, &root).output().unwrap();
+    crate::support::assert_exit(&out, 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("one Ray job, up to 4 actors"), "{stderr}");
+    let index = index(&root);
+    assert_eq!(index.backend, Backend::Ray);
+    assert_eq!(index.jobs.len(), 20);
+    let mut windows = Vec::new();
+    for e in index.jobs.values() {
+        assert_eq!(e.state, EntryState::Succeeded, "{}: {:?}", e.id, e.errors);
+        let ray = e.ray.as_ref().expect("ray info");
+        assert!(ray.submission_id.ends_with("-actors-0"), "{ray:?}");
+        let node = ray.node_ip.clone().expect("the actor's node");
+        let device = e.device.clone().expect("the GPU Ray pinned for the actor");
+        let gpu = device.strip_prefix("nvidia:").expect("an NVIDIA device");
+        let stdout =
+            std::fs::read_to_string(root.join(format!("runs/{}/run.1.stdout.log", e.id))).unwrap();
+        assert_eq!(stdout.trim(), format!("gpu={gpu}"), "{}", e.id);
+        windows.push((
+            e.started_unix_s.unwrap(),
+            e.finished_unix_s.unwrap(),
+            node,
+            device,
+        ));
+    }
+    let nodes: BTreeSet<&str> = windows.iter().map(|w| w.2.as_str()).collect();
+    assert_eq!(nodes, BTreeSet::from(["127.0.0.3", "127.0.0.4"]));
+    for (i, a) in windows.iter().enumerate() {
+        for b in &windows[i + 1..] {
+            if a.2 == b.2 && a.0 < b.1 && b.0 < a.1 {
+                assert_ne!(a.3, b.3, "two jobs at once on one GPU: {a:?} {b:?}");
+            }
+        }
+    }
+    let ray_jobs = cluster.jobs_of(&root);
+    assert_eq!(ray_jobs.len(), 1, "one Ray job for the batch: {ray_jobs:?}");
+    assert_eq!(ray_jobs[0]["status"], "SUCCEEDED");
+    assert_eq!(
+        progress(&root).unwrap()["actors"].as_array().unwrap().len(),
+        4
+    );
+
+    // Kill one actor's worker process while it runs a job.
+    let dir = work.path().join("kill");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (ids, file) = counted_jobs(&dir, "k", 8, "sleep 3");
+    let root = dir.join("root");
+    let mut child = cluster
+        .batch(&file, &root)
+        .arg("-q")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let running = wait_running(&root, 4);
+    let (victim, pid) = running["jobs"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(_, j)| j["state"] == "running")
+        .map(|(i, j)| (i.parse::<usize>().unwrap(), j["pid"].as_i64().unwrap()))
+        .unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "every job succeeded in the end");
+    let index = crate::support::batch::index(&root);
+    assert_eq!(index.jobs.len(), 8, "each job once in the index");
+    for e in index.jobs.values() {
+        assert_eq!(e.state, EntryState::Succeeded, "{}: {:?}", e.id, e.errors);
+    }
+    let done = progress(&root).unwrap();
+    let killed = &done["jobs"][victim.to_string()];
+    assert_eq!(killed["attempts"], 2, "{killed}");
+    assert!(
+        killed["errors"][0].as_str().unwrap().contains("died"),
+        "{killed}"
+    );
+    for (i, id) in ids.iter().enumerate() {
+        // The killed job's first run was cut off and ran again; every other job ran once.
+        let want = if i == victim { 2 } else { 1 };
+        assert_eq!(runs_of(&dir, id), want, "{id}");
+    }
+    assert_eq!(cluster.jobs_of(&root).len(), 1);
+}
+
+/// Ctrl-C stops the batch's one Ray job: its actors die, their jobs' polyprof write
+/// `cancelled`, the driver exits 130; `--resume` runs them again. A driver killed outright
+/// leaves the Ray job running: `--resume` follows it (submits nothing) and each job runs once.
+#[test]
+fn actors_ctrl_c_and_resume() {
+    if !ray_available("batch_ray::actors_ctrl_c_and_resume") {
+        return;
+    }
+    let cluster = RayCluster::up();
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let flag = dir.join("hold");
+    std::fs::write(&flag, "").unwrap();
+    let hold = format!("while [ -e '{}' ]; do sleep 0.2; done", flag.display());
+    let (ids, file) = counted_jobs(dir, "c", 6, &hold);
+    let root = dir.join("root");
+    let mut child = cluster
+        .batch(&file, &root)
+        .arg("-q")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_running(&root, 4);
+    assert_eq!(interrupt(&mut child), Some(130));
+    let index = index(&root);
+    for e in index.jobs.values() {
+        assert_eq!(e.state, EntryState::Cancelled, "{}: {:?}", e.id, e);
+    }
+    let ray_jobs = cluster.jobs_of(&root);
+    assert_eq!(ray_jobs.len(), 1);
+    assert_eq!(ray_jobs[0]["status"], "STOPPED", "{}", ray_jobs[0]);
+    std::fs::remove_file(&flag).unwrap();
+    let out = cluster
+        .batch(&file, &root)
+        .args(["--resume", "-q"])
+        .output()
+        .unwrap();
+    crate::support::assert_exit(&out, 0);
+    let index = crate::support::batch::index(&root);
+    for id in &ids {
+        assert_eq!(index.jobs[id].state, EntryState::Succeeded, "{id}");
+        assert!(
+            index.jobs[id]
+                .ray
+                .as_ref()
+                .unwrap()
+                .submission_id
+                .ends_with("-actors-1")
+        );
+    }
+
+    // A driver killed outright: the Ray job goes on and --resume follows it.
+    let dir = dir.join("killed");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (ids, file) = counted_jobs(&dir, "d", 4, "sleep 8");
+    let root = dir.join("root");
+    let mut child = cluster
+        .batch(&file, &root)
+        .arg("-q")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_running(&root, 2);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = cluster.batch(&file, &root).output().unwrap();
+    assert_ne!(
+        out.status.code(),
+        Some(0),
+        "a live Ray job of the root needs --resume"
+    );
+    let out = cluster
+        .batch(&file, &root)
+        .args(["--resume"])
+        .output()
+        .unwrap();
+    crate::support::assert_exit(&out, 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("still live from an earlier driver"),
+        "{stderr}"
+    );
+    let index = crate::support::batch::index(&root);
+    for id in &ids {
+        assert_eq!(index.jobs[id].state, EntryState::Succeeded, "{id}");
+        assert_eq!(runs_of(&dir, id), 1, "{id} ran once");
+    }
+    assert_eq!(cluster.jobs_of(&root).len(), 1, "nothing submitted twice");
 }

@@ -313,3 +313,101 @@ fn resume_after_a_killed_driver() {
             .all(|e| e.state == EntryState::Succeeded)
     );
 }
+
+/// `--slurm-mode shares --tasks 2`: one array of two tasks (one per GPU), task k running the
+/// jobs at positions k, k+2, … one after the other on its GPU; every job's entry is its own,
+/// the index holds each once; `--resume` runs only what is missing, again as two shares.
+#[test]
+fn shares_run_the_jobs_in_one_task_per_gpu() {
+    if !slurm_installed("batch_slurm::shares_run_the_jobs_in_one_task_per_gpu") {
+        return;
+    }
+    let cluster = LocalCluster::up();
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let jobs: Vec<_> = (0..8)
+        .map(|i| {
+            let id = format!("s{i}");
+            sh_job(
+                &id,
+                &counting(dir, &id, "echo gpu=$CUDA_VISIBLE_DEVICES; sleep 0.3"),
+            )
+        })
+        .collect();
+    let file = write_jobs(dir, &jobs);
+    let root = dir.join("root");
+    let run = |extra: &[&str]| {
+        let out = slurm_batch(cluster.polyprof(), &file, &root)
+            .args([
+                "--slurm-mode",
+                "shares",
+                "--tasks",
+                "2",
+                "--gpus-per-task",
+                "1",
+            ])
+            .args(["--quiet"])
+            .args(extra)
+            .output()
+            .unwrap();
+        crate::support::assert_exit(&out, 0);
+    };
+    run(&[]);
+    let first = index(&root);
+    let job_id = first.slurm_job_id.clone().unwrap();
+    let mut by_task: std::collections::BTreeMap<u32, Vec<(f64, f64, String)>> = Default::default();
+    for i in 0..8u32 {
+        let e = &first.jobs[&format!("s{i}")];
+        assert_eq!(e.state, EntryState::Succeeded, "{}: {:?}", e.id, e.errors);
+        let slurm = e.slurm.as_ref().unwrap();
+        assert_eq!(slurm.array_job_id, job_id);
+        assert_eq!(slurm.task_id, i % 2, "job {i} is in share {}", i % 2);
+        let device = e.device.clone().expect("the GPU Slurm pinned for the task");
+        let stdout =
+            std::fs::read_to_string(root.join(format!("runs/s{i}/run.1.stdout.log"))).unwrap();
+        assert_eq!(
+            stdout.trim(),
+            format!("gpu={}", device.strip_prefix("nvidia:").unwrap())
+        );
+        by_task.entry(slurm.task_id).or_default().push((
+            e.started_unix_s.unwrap(),
+            e.finished_unix_s.unwrap(),
+            device,
+        ));
+    }
+    for (task, runs) in &by_task {
+        assert_eq!(runs.len(), 4, "share {task}");
+        // One after the other, all on the task's one GPU.
+        for pair in runs.windows(2) {
+            assert!(pair[0].1 <= pair[1].0, "share {task} overlapped: {runs:?}");
+            assert_eq!(pair[0].2, pair[1].2);
+        }
+    }
+    // Two array tasks, so two output files.
+    let outs: Vec<_> = std::fs::read_dir(root.join("slurm"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&format!("{job_id}_")))
+        .collect();
+    assert_eq!(outs.len(), 2, "{outs:?}");
+
+    std::fs::remove_dir_all(root.join("runs/s1")).unwrap();
+    let mut lost = entry(&root, "s6");
+    lost.state = EntryState::Lost;
+    lost.write_atomic(&root.join("runs/s6")).unwrap();
+    run(&["--resume"]);
+    let index = index(&root);
+    let second = index.slurm_job_id.clone().unwrap();
+    assert_ne!(second, job_id);
+    assert_eq!(index.jobs.len(), 8);
+    for i in 0..8 {
+        let id = format!("s{i}");
+        let e = &index.jobs[&id];
+        assert_eq!(e.state, EntryState::Succeeded, "{id}");
+        let again = i == 1 || i == 6;
+        assert_eq!(runs_of(dir, &id), if again { 2 } else { 1 }, "{id}");
+        let array = &e.slurm.as_ref().unwrap().array_job_id;
+        assert_eq!(array, if again { &second } else { &job_id }, "{id}");
+    }
+}

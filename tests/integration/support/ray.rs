@@ -113,7 +113,16 @@ impl RayCluster {
             .collect()
     }
 
-    /// `polyprof batch FILE --output-dir ROOT --ray ADDRESS`; the test adds the rest.
+    /// `polyprof batch FILE --output-dir ROOT --ray ADDRESS --ray-mode jobs` (one Ray job per
+    /// job); the test adds the rest.
+    pub fn batch_jobs(&self, file: &Path, root: &Path) -> Command {
+        let mut cmd = self.batch(file, root);
+        cmd.args(["--ray-mode", "jobs"]);
+        cmd
+    }
+
+    /// `polyprof batch FILE --output-dir ROOT --ray ADDRESS` (the default mode: actors); the
+    /// test adds the rest.
     pub fn batch(&self, file: &Path, root: &Path) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_polyprof"));
         cmd.arg("batch")

@@ -40,6 +40,17 @@ use super::judge::{Answer, Judged, NodeNames, Round, Tracked, judge};
 /// kept (`<submission id>.log`).
 pub const RAY_DIR: &str = "ray";
 
+/// How the batch's jobs reach the cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RayMode {
+    /// One Ray job per batch job (Ray's start-up per job: seconds; for long jobs).
+    #[default]
+    Jobs,
+    /// One Ray job for the batch, whose driver sends the jobs to one long-lived actor per slot
+    /// (milliseconds per job; for short jobs and evals).
+    Actors,
+}
+
 /// How the driver runs.
 #[derive(Debug, Clone)]
 pub struct RayRun {
@@ -70,6 +81,10 @@ pub struct RayRun {
     /// The batch's profile cache (`--profile-cache`), to know which jobs' run documents to
     /// read for the index's cache figures at the end (the tasks get it on their command line).
     pub profile_cache: Option<crate::pipeline::profile_cache::ProfileCacheOptions>,
+    pub mode: RayMode,
+    /// The Python that runs the actor mode's driver on the node Ray picks (it must import
+    /// `ray`): the word the entrypoint starts with.
+    pub python: String,
 }
 
 impl RayRun {
@@ -91,6 +106,8 @@ impl RayRun {
             cancel: CancellationToken::new(),
             give_up: CancellationToken::new(),
             profile_cache: None,
+            mode: RayMode::default(),
+            python: "python3".into(),
         }
     }
 }
@@ -124,8 +141,8 @@ pub enum RayEvent<'a> {
 
 pub type RayObserver = Arc<dyn Fn(&RayEvent) + Send + Sync>;
 
-/// Run the jobs `prepared.to_run` of `specs` as Ray jobs; returns the final index.
-pub async fn run_ray(
+/// Run the jobs `prepared.to_run` of `specs` as one Ray job each; returns the final index.
+pub(super) async fn run_jobs(
     specs: &[JobSpec],
     prepared: Prepared,
     run: &RayRun,
@@ -142,25 +159,8 @@ pub async fn run_ray(
     let root = &run.root;
     let key = batch_key(root);
     let mut index = prepared.index;
-    index.backend = Backend::Ray;
-    index.ray = Some(RayBatchInfo {
-        address: client.address().to_string(),
-        batch_key: key.clone(),
-    });
     let to_run = prepared.to_run;
-    // Kept jobs come back from their entry.json; the old index has their last Ray view too.
-    if let Ok(old) = BatchIndex::read(root) {
-        for (i, spec) in specs.iter().enumerate() {
-            if to_run.contains(&i) {
-                continue;
-            }
-            if let (Some(entry), Some(was)) = (index.jobs.get_mut(&spec.id), old.jobs.get(&spec.id))
-                && entry.ray.is_none()
-            {
-                entry.ray = was.ray.clone();
-            }
-        }
-    }
+    start_index(&mut index, &client, &key, root, specs, &to_run);
     // What Ray has of this root: the last submission of each job.
     let mut last: HashMap<usize, (u32, JobDetails)> = HashMap::new();
     if !to_run.is_empty() {
@@ -204,56 +204,12 @@ pub async fn run_ray(
             first: adopted[0].1.clone(),
         });
     }
-    // An old run's entry.json would be read as this run's result.
-    for &i in &queue {
-        let id = &specs[i].id;
-        // A job still running elsewhere (a task Ray lost track of) holds its lock.
-        drop(lock_job(root, id)?);
-        let dir = run_dir(root, id);
-        match std::fs::remove_dir_all(&dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io("clear the old run directory", dir, e).into()),
-        }
-    }
+    clear_run_dirs(root, specs, queue.iter().copied())?;
     if to_run.is_empty() {
         index.write_atomic(root)?;
         return Ok(index);
     }
-    let mut nodes = NodeNames::default();
-    let window = match client.nodes().await {
-        Ok(list) => {
-            nodes.learn(&list);
-            match (run.max_parallel, capacity(&list, &run.resources)) {
-                (Some(m), _) => m.max(1),
-                (None, Some(0)) => {
-                    say(&RayEvent::Warning(&format!(
-                        "no live node of the cluster has {} now; submitting one job at a time until Ray places one (an autoscaler may add nodes)",
-                        run.resources.describe()
-                    )));
-                    1
-                }
-                (None, Some(c)) => c,
-                // Jobs that ask for nothing all start at once: one per CPU of the cluster.
-                (None, None) => capacity(
-                    &list,
-                    &Resources {
-                        cpus: Some(1.0),
-                        ..Default::default()
-                    },
-                )
-                .unwrap_or(1)
-                .max(1),
-            }
-        }
-        Err(e) => {
-            let window = run.max_parallel.unwrap_or(1).max(1);
-            say(&RayEvent::Warning(&format!(
-                "cannot list the cluster's nodes ({e}); {window} job(s) at a time (--max-parallel)"
-            )));
-            window
-        }
-    };
+    let (window, mut nodes) = window(&client, run, &say).await;
     say(&RayEvent::Connected {
         address: client.address(),
         version: &version,
@@ -478,8 +434,103 @@ pub async fn run_ray(
     Ok(index)
 }
 
+/// The index a Ray batch starts from: this cluster and root named, and the jobs kept from an
+/// earlier run given back their last Ray view (their entry.json has none).
+pub(super) fn start_index(
+    index: &mut BatchIndex,
+    client: &RayClient,
+    key: &str,
+    root: &Path,
+    specs: &[JobSpec],
+    to_run: &[usize],
+) {
+    index.backend = Backend::Ray;
+    index.ray = Some(RayBatchInfo {
+        address: client.address().to_string(),
+        batch_key: key.to_string(),
+    });
+    if let Ok(old) = BatchIndex::read(root) {
+        for (i, spec) in specs.iter().enumerate() {
+            if to_run.contains(&i) {
+                continue;
+            }
+            if let (Some(entry), Some(was)) = (index.jobs.get_mut(&spec.id), old.jobs.get(&spec.id))
+                && entry.ray.is_none()
+            {
+                entry.ray = was.ray.clone();
+            }
+        }
+    }
+}
+
+/// Clear the run directories of the jobs about to run (an old run's entry.json would be read
+/// as this run's result); a job still running elsewhere (a task Ray lost track of) holds its
+/// lock and stops this with [`Error::Busy`].
+pub(super) fn clear_run_dirs(
+    root: &Path,
+    specs: &[JobSpec],
+    indices: impl Iterator<Item = usize>,
+) -> Result<(), RayError> {
+    for i in indices {
+        let id = &specs[i].id;
+        drop(lock_job(root, id)?);
+        let dir = run_dir(root, id);
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io("clear the old run directory", dir, e).into()),
+        }
+    }
+    Ok(())
+}
+
+/// How many jobs run at once (`--max-parallel`, else what the live nodes hold of what each
+/// job asks) and the nodes' addresses.
+pub(super) async fn window(
+    client: &RayClient,
+    run: &RayRun,
+    say: &impl Fn(&RayEvent),
+) -> (usize, NodeNames) {
+    let mut nodes = NodeNames::default();
+    let window = match client.nodes().await {
+        Ok(list) => {
+            nodes.learn(&list);
+            match (run.max_parallel, capacity(&list, &run.resources)) {
+                (Some(m), _) => m.max(1),
+                (None, Some(0)) => {
+                    say(&RayEvent::Warning(&format!(
+                        "no live node of the cluster has {} now; submitting one job at a time until Ray places one (an autoscaler may add nodes)",
+                        run.resources.describe()
+                    )));
+                    1
+                }
+                (None, Some(c)) => c,
+                // Jobs that ask for nothing all start at once: one per CPU of the cluster.
+                (None, None) => capacity(
+                    &list,
+                    &Resources {
+                        cpus: Some(1.0),
+                        ..Default::default()
+                    },
+                )
+                .unwrap_or(1)
+                .max(1),
+            }
+        }
+        Err(e) => {
+            let window = run.max_parallel.unwrap_or(1).max(1);
+            say(&RayEvent::Warning(&format!(
+                "cannot list the cluster's nodes ({e}); {window} job(s) at a time (--max-parallel)"
+            )));
+            window
+        }
+    };
+
+    (window, nodes)
+}
+
 /// `POST /api/jobs/{id}/stop`, once; a failure is kept for the entry (the job may still run).
-async fn stop(client: &RayClient, t: &mut Tracked, give_up: &CancellationToken) {
+pub(super) async fn stop(client: &RayClient, t: &mut Tracked, give_up: &CancellationToken) {
     if t.stop_sent {
         return;
     }
@@ -498,7 +549,7 @@ async fn stop(client: &RayClient, t: &mut Tracked, give_up: &CancellationToken) 
 
 /// Ray's output of a job that ended without an entry, saved as `ROOT/ray/<id>.log`; the note
 /// for the entry's error (its last lines and where the rest is).
-async fn keep_log(client: &RayClient, root: &Path, submission_id: &str) -> String {
+pub(super) async fn keep_log(client: &RayClient, root: &Path, submission_id: &str) -> String {
     let logs = match client.logs(submission_id).await {
         Ok(logs) => logs,
         Err(e) => return format!("; its output could not be read: {e}"),

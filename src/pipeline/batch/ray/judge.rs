@@ -207,7 +207,7 @@ pub(super) fn judge(
 
 /// Whether the entry says the command was cut off from outside (Ray's stop signal) rather
 /// than ending by itself.
-fn cut_off(entry: &BatchEntry) -> bool {
+pub(super) fn cut_off(entry: &BatchEntry) -> bool {
     entry.state == EntryState::Cancelled
         || matches!(
             entry.outcome,

@@ -57,6 +57,58 @@ pub struct SlurmRun {
     /// The batch's profile cache (`--profile-cache`), to know which jobs' run documents to
     /// read for the index's cache figures at the end (the tasks get it on their command line).
     pub profile_cache: Option<crate::pipeline::profile_cache::ProfileCacheOptions>,
+    /// `Some(N)`: N array tasks (one per GPU), task k running the jobs left to run whose
+    /// position in that list is k mod N, one after the other (`--slurm-mode shares`); `None`:
+    /// one array task per job.
+    pub shares: Option<u32>,
+}
+
+/// Which array task runs which job.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Layout {
+    /// Array task i runs job i.
+    PerJob,
+    /// Array task k runs `jobs[k]`, in order.
+    Shares { jobs: Vec<Vec<u32>> },
+}
+
+impl Layout {
+    /// `n` shares of `to_run` (in order): the j-th job to run goes to task j mod n.
+    pub(super) fn shares(to_run: &BTreeSet<u32>, n: u32) -> Layout {
+        let n = (n.max(1) as usize).min(to_run.len().max(1));
+        let mut jobs = vec![Vec::new(); n];
+        for (j, &i) in to_run.iter().enumerate() {
+            jobs[j % n].push(i);
+        }
+        Layout::Shares { jobs }
+    }
+
+    /// The array's task ids.
+    pub(super) fn tasks(&self, to_run: &BTreeSet<u32>) -> BTreeSet<u32> {
+        match self {
+            Layout::PerJob => to_run.clone(),
+            Layout::Shares { jobs } => (0..jobs.len() as u32).collect(),
+        }
+    }
+
+    /// The task that runs job `i`.
+    pub(super) fn task_of(&self, i: u32) -> u32 {
+        match self {
+            Layout::PerJob => i,
+            Layout::Shares { jobs } => jobs
+                .iter()
+                .position(|share| share.contains(&i))
+                .unwrap_or_default() as u32,
+        }
+    }
+
+    /// The jobs task `task` runs.
+    pub(super) fn jobs_of(&self, task: u32) -> Vec<u32> {
+        match self {
+            Layout::PerJob => vec![task],
+            Layout::Shares { jobs } => jobs.get(task as usize).cloned().unwrap_or_default(),
+        }
+    }
 }
 
 impl SlurmRun {
@@ -71,6 +123,7 @@ impl SlurmRun {
             cancel: CancellationToken::new(),
             give_up: CancellationToken::new(),
             profile_cache: None,
+            shares: None,
         }
     }
 }
@@ -175,7 +228,12 @@ pub async fn run_slurm(
         Ok(out) if out.code == Some(0) => parse_config(&String::from_utf8_lossy(&out.stdout)),
         _ => ClusterConfig::default(),
     };
-    if let (Some(max), Some(&last)) = (config.max_array_size, to_run.last())
+    let layout = match run.shares {
+        Some(n) => Layout::shares(&to_run, n),
+        None => Layout::PerJob,
+    };
+    let tasks = layout.tasks(&to_run);
+    if let (Some(max), Some(&last)) = (config.max_array_size, tasks.last())
         && last >= max
     {
         return Err(SlurmError::TooManyJobs {
@@ -184,8 +242,26 @@ pub async fn run_slurm(
         });
     }
     let script = slurm_dir.join("task.sh");
-    write_script(&script, &task_script(&run.task_argv)?)?;
-    let argv = sbatch_argv(&run.submit, &to_run, &script, &slurm_dir)?;
+    let mut task_argv = run.task_argv.clone();
+    if let Layout::Shares { jobs } = &layout {
+        // Each submission its own list: a task of an earlier array never reads this one's.
+        let list = slurm_dir.join(format!(
+            "shares-{}.txt",
+            (crate::model::batch::now_unix_s() * 1000.0) as u64
+        ));
+        let text: String = jobs
+            .iter()
+            .map(|share| {
+                let words: Vec<String> = share.iter().map(u32::to_string).collect();
+                format!("{}\n", words.join(" "))
+            })
+            .collect();
+        crate::model::atomic_file::write_atomic(&list, text.as_bytes())
+            .map_err(|e| Error::io("write the array's shares", &list, e))?;
+        task_argv.push(format!("--task-shares={}", list.display()));
+    }
+    write_script(&script, &task_script(&task_argv)?)?;
+    let argv = sbatch_argv(&run.submit, &tasks, &script, &slurm_dir)?;
     let argv_ref: Vec<&str> = argv.iter().map(String::as_str).collect();
     // An interrupted sbatch may have submitted all the same: only a second Ctrl-C stops it.
     let out = slurm_command("sbatch", &argv_ref, &run.give_up, COMMAND_TIMEOUT).await?;
@@ -214,7 +290,7 @@ pub async fn run_slurm(
         if let Some(entry) = index.jobs.get_mut(&specs[i as usize].id) {
             entry.slurm = Some(SlurmTaskInfo {
                 array_job_id: job_id.clone(),
-                task_id: i,
+                task_id: layout.task_of(i),
                 state: Some("PENDING".into()),
                 node: None,
             });
@@ -223,10 +299,11 @@ pub async fn run_slurm(
     write_index(&mut index, root, &say);
     say(&SlurmEvent::Submitted {
         job_id: &job_id,
-        tasks: to_run.len(),
+        tasks: tasks.len(),
     });
 
     let mut poller = Poller::new(job_id.clone(), config);
+    poller.layout = layout;
     let mut cancel_sent: Option<Instant> = None;
     let mut writes = remote_index::IndexWrites::new(specs.len());
     loop {
@@ -266,7 +343,13 @@ pub async fn run_slurm(
                     .clamp(Duration::from_millis(100), COMMAND_TIMEOUT),
             },
         };
-        let (reports, answered) = poller.reports(&open, root, specs, &calls, &say).await;
+        let open_tasks: Vec<u32> = open
+            .iter()
+            .map(|&i| poller.layout.task_of(i))
+            .collect::<BTreeSet<u32>>()
+            .into_iter()
+            .collect();
+        let (reports, answered) = poller.reports(&open_tasks, root, specs, &calls, &say).await;
         let round = Round {
             root,
             answered,
@@ -279,7 +362,8 @@ pub async fn run_slurm(
             let Some(old) = index.jobs.get(&spec.id) else {
                 continue;
             };
-            let new = poller.judge(i, spec, old, reports.get(&i), &round);
+            let task = poller.layout.task_of(i);
+            let new = poller.judge(i, spec, old, reports.get(&task), &round);
             if let Some(new) = new {
                 say(&SlurmEvent::Changed { entry: &new });
                 index.jobs.insert(spec.id.clone(), new);
@@ -323,6 +407,7 @@ pub async fn run_slurm(
 struct Poller {
     job_id: String,
     config: ClusterConfig,
+    layout: Layout,
     /// When each task was first seen over in Slurm without a final entry.json.
     over_since: HashMap<u32, Instant>,
     /// When each task was first missing from every Slurm source.
@@ -334,6 +419,7 @@ impl Poller {
         Poller {
             job_id,
             config,
+            layout: Layout::PerJob,
             over_since: HashMap::new(),
             unknown_since: HashMap::new(),
         }
@@ -370,12 +456,17 @@ impl Poller {
             ))),
             Err(e) => say(&SlurmEvent::Warning(&e.to_string())),
         }
-        // Tasks with a final entry.json need no Slurm answer.
+        // Tasks whose jobs all have a final entry.json need no Slurm answer.
         let missing: Vec<u32> = open
             .iter()
             .copied()
             .filter(|i| !found.contains_key(i))
-            .filter(|&i| final_entry(root, &specs[i as usize].id, &self.job_id).is_none())
+            .filter(|&t| {
+                self.layout
+                    .jobs_of(t)
+                    .iter()
+                    .any(|&i| final_entry(root, &specs[i as usize].id, &self.job_id).is_none())
+            })
             .collect();
         if missing.is_empty() {
             return (found, answered);
@@ -440,10 +531,11 @@ impl Poller {
         (found, answered)
     }
 
-    /// The entry's new value, when it changed.
+    /// The entry's new value, when it changed. `job`: the job's index (array task `job` runs it,
+    /// or the share task that holds it).
     fn judge(
         &mut self,
-        task: u32,
+        job: u32,
         spec: &JobSpec,
         old: &BatchEntry,
         report: Option<&TaskReport>,
@@ -455,6 +547,7 @@ impl Poller {
             cancelled,
             grace,
         } = *round;
+        let task = self.layout.task_of(job);
         let info = |r: Option<&TaskReport>| SlurmTaskInfo {
             array_job_id: self.job_id.clone(),
             task_id: task,
@@ -485,7 +578,7 @@ impl Poller {
         let mut entry = old.clone();
         match report {
             Some(r) if r.state.is_final() => {
-                let since = *self.over_since.entry(task).or_insert_with(Instant::now);
+                let since = *self.over_since.entry(job).or_insert_with(Instant::now);
                 if since.elapsed() < grace {
                     return None;
                 }
@@ -495,8 +588,12 @@ impl Poller {
                     .push(missing_entry_message(root, &self.job_id, spec, r));
             }
             Some(r) => {
-                self.unknown_since.remove(&task);
-                entry.state = if r.state.is_active() {
+                self.unknown_since.remove(&job);
+                // A share task runs its jobs one after the other: a job it has not reached is
+                // pending (its entry.json says running once it starts).
+                let started = self.layout == Layout::PerJob
+                    || BatchEntry::read(&run_dir(root, &spec.id)).is_ok();
+                entry.state = if r.state.is_active() && started {
                     EntryState::Running
                 } else {
                     EntryState::Pending
@@ -508,7 +605,7 @@ impl Poller {
             // Slurm could not be asked: the task may well be running still.
             None if !answered => return None,
             None => {
-                let since = *self.unknown_since.entry(task).or_insert_with(Instant::now);
+                let since = *self.unknown_since.entry(job).or_insert_with(Instant::now);
                 if since.elapsed() < grace {
                     return None;
                 }
