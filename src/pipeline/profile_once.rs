@@ -20,6 +20,7 @@ use crate::model::profile_cache::{
     ProfileKey, RecordSource, hex,
 };
 use crate::model::run::{ProfileRun, StepRun};
+use crate::pipeline::calibrate::device;
 use crate::pipeline::fingerprint::{self, FingerprintPass};
 use crate::pipeline::profile_cache::{ProfileCache, ProfileCacheOptions, store};
 use crate::pipeline::runner::RunOptions;
@@ -254,8 +255,8 @@ async fn context(job: &Target<'_>, tool_version: Option<&str>) -> ProfileContext
     let ncu = &job.settings.ncu;
     let (device, driver) = match which::which("nvidia-smi") {
         Ok(smi) => {
-            let visible = crate::pipeline::calibrate::visible_device();
-            match crate::pipeline::calibrate::device::identify(
+            let visible = device::visible_device();
+            match device::identify(
                 &smi,
                 visible.as_deref(),
                 &job.run.cancel,

@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
 pub use cache::{lookup, lookup_in};
+pub use device::visible_device;
 pub use error::{CalibrateError, MissingTool};
 
 use crate::model::calibration::Calibration;
@@ -274,14 +275,6 @@ async fn find_tools(dir: &Path) -> Result<Tools, CalibrateError> {
         }),
         _ => Err(CalibrateError::Missing { missing }),
     }
-}
-
-/// The first GPU `CUDA_VISIBLE_DEVICES` names (an index or a UUID), as the eval's readings take it.
-pub fn visible_device() -> Option<String> {
-    std::env::var("CUDA_VISIBLE_DEVICES")
-        .ok()
-        .and_then(|v| v.split(',').next().map(|s| s.trim().to_string()))
-        .filter(|s| !s.is_empty())
 }
 
 /// `<dir>/measurements/<key>`, emptied of an earlier calibration's files.
