@@ -210,9 +210,9 @@ class Tree:
                     return found
         return None if self.is_hub(best) else best
 
-    def imports(self, f: str) -> list[tuple[str, bool]]:
-        """Every absolute `crate::…` path a file names, and whether only its tests do (its
-        `pub use` re-exports excluded: they pass through, the file does not use them)."""
+    def imports(self, f: str) -> list[tuple[str, bool, bool]]:
+        """Every absolute `crate::…` path a file names, whether only its tests do, and whether
+        it is a `pub use` re-export (which passes through: no edge of the file graph)."""
         text = self.text[f]
         spans = inline_modules(text)
 
@@ -233,8 +233,7 @@ class Tree:
                     continue
                 if binding != "*":
                     bindings[binding] = absolute
-                if not m.group(1):
-                    paths.append((absolute, in_test(m.start())))
+                paths.append((absolute, in_test(m.start()), bool(m.group(1))))
         body = USE_STMT.sub(lambda m: " " * len(m.group(0)), text)
         for m in PATH.finditer(body):
             head, tail = m.group(1), m.group(2)
@@ -246,7 +245,7 @@ class Tree:
             else:
                 continue
             if absolute:
-                paths.append((absolute, in_test(m.start())))
+                paths.append((absolute, in_test(m.start()), False))
         return paths
 
 
@@ -278,7 +277,7 @@ def check(root: Path) -> list[str]:
     for f in tree.files:
         layer = layer_of(f)
         targets: list[str] = []
-        for path, test_only in dict.fromkeys(tree.imports(f)):
+        for path, test_only, reexport in dict.fromkeys(tree.imports(f)):
             if layer and top_of(path) not in ALLOWED[layer]:
                 problems.append(
                     f"{f}: layer `{layer}` must not import `{path}` (allowed: {' '.join(sorted(ALLOWED[layer]))})"
@@ -293,6 +292,7 @@ def check(root: Path) -> list[str]:
             if (
                 target
                 and not test_only
+                and not reexport
                 and target != f
                 and not tree.is_hub(target)
                 and not is_ancestor(tree, target, f)

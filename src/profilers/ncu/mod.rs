@@ -3,6 +3,7 @@
 
 mod checks;
 mod context;
+pub mod capabilities;
 pub mod cuobjdump;
 mod details;
 pub mod diagnostics;
