@@ -153,7 +153,10 @@ mod tests {
         std::fs::create_dir_all(&include).unwrap();
         std::fs::create_dir_all(&lib).unwrap();
         let err = find_sdk(root.path(), &LAYOUT).unwrap_err().to_string();
-        assert!(err.contains("no CUPTI found") && err.contains("libcupti.so"), "{err}");
+        assert!(
+            err.contains("no CUPTI found") && err.contains("libcupti.so"),
+            "{err}"
+        );
         for file in [
             include.join("cupti.h"),
             include.join("cuda.h"),

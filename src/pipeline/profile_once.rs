@@ -15,12 +15,12 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use sha2::{Digest, Sha256};
 
 use crate::model::arg::Arg;
+use crate::model::profile_cache::LoggedLaunch;
 use crate::model::profile_cache::{
     CacheDisagreement, CacheEntry, LaunchFingerprint, ProfileCacheSummary, ProfileContext,
     ProfileKey, RecordSource,
 };
 use crate::model::run::{ProfileRun, StepRun};
-use crate::model::profile_cache::LoggedLaunch;
 use crate::pipeline::calibrate::device;
 use crate::pipeline::fingerprint::{self, FingerprintPass};
 use crate::pipeline::injection;
@@ -94,8 +94,8 @@ pub async fn prepare(
 ) -> Result<Prepared, (String, Option<StepRun>)> {
     let options = job.options.clone();
     let bypass = |why: String| (why, None);
-    let fingerprinter = ask(job.profiler, Capability::Fingerprint, |c| c.fingerprint)
-        .map_err(bypass)?;
+    let fingerprinter =
+        ask(job.profiler, Capability::Fingerprint, |c| c.fingerprint).map_err(bypass)?;
     let once = ask(job.profiler, Capability::ProfileOnce, |c| c.profile_once).map_err(bypass)?;
     let dir = match &options.dir {
         Some(dir) => dir.clone(),
@@ -289,13 +289,7 @@ async fn context(
     let (device, driver) = match which::which("nvidia-smi") {
         Ok(smi) => {
             let visible = device::visible_device();
-            match device::identify(
-                &smi,
-                visible.as_deref(),
-                &job.run.cancel,
-            )
-            .await
-            {
+            match device::identify(&smi, visible.as_deref(), &job.run.cancel).await {
                 Ok(gpu) => (
                     format!(
                         "{} (sm_{})",

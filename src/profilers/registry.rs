@@ -204,11 +204,13 @@ pub fn capability<T: ?Sized + 'static>(
     pick: fn(&Capabilities) -> Option<&'static T>,
 ) -> Result<std::result::Result<&'static T, CapabilityError>> {
     let entry = lookup(profiler)?;
-    Ok(pick(&entry.capabilities).ok_or_else(|| CapabilityError::Missing {
-        profiler: entry.name.to_string(),
-        capability,
-        offered_by: offering(pick),
-    }))
+    Ok(
+        pick(&entry.capabilities).ok_or_else(|| CapabilityError::Missing {
+            profiler: entry.name.to_string(),
+            capability,
+            offered_by: offering(pick),
+        }),
+    )
 }
 
 /// The names of the backends that have the capability `pick` picks, in display order.

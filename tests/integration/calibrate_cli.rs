@@ -77,8 +77,7 @@ fn a_profiler_without_a_calibration_capability_is_refused_saying_which_has_one()
     assert_exit(&out, 3);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("`rocprofv3` has no calibration capability")
-            && stderr.contains("(`ncu`)"),
+        stderr.contains("`rocprofv3` has no calibration capability") && stderr.contains("(`ncu`)"),
         "{stderr}"
     );
     let out = polyprof()

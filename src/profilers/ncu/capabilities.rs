@@ -21,7 +21,7 @@ use crate::model::record::KernelRecord;
 use crate::profilers::ProfilerSettings;
 use crate::profilers::capability::injection::SdkPaths;
 use crate::profilers::capability::{
-    Assembly, Capabilities, CalibrationCapability, FingerprintCapability, Hit, InjectionLibrary,
+    Assembly, CalibrationCapability, Capabilities, FingerprintCapability, Hit, InjectionLibrary,
     ProfileOnceCapability, SdkLayout, TensorPrecision,
 };
 
@@ -229,11 +229,8 @@ mod tests {
             include: "/cuda/include".into(),
             lib: "/cuda/lib64".into(),
         };
-        let args = (FINGERPRINT_LIBRARY.compile_args)(
-            &sdk,
-            Path::new("inject.c"),
-            Path::new("lib.so"),
-        );
+        let args =
+            (FINGERPRINT_LIBRARY.compile_args)(&sdk, Path::new("inject.c"), Path::new("lib.so"));
         assert!(args.contains(&"-rpath=/cuda/lib64".to_string()));
         assert!(args.contains(&"-shared".to_string()));
         let env = (FINGERPRINT_LIBRARY.load_env)(Path::new("/c/lib.so"), Path::new("/run/fp"));

@@ -13,8 +13,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use object::{Object, ObjectSymbol};
 use sha2::{Digest, Sha256};
 
-pub use crate::model::profile_cache::{LoggedLaunch, ProcessLaunches};
 use crate::model::profile_cache::{LaunchFingerprint, hex};
+pub use crate::model::profile_cache::{LoggedLaunch, ProcessLaunches};
 
 /// One line of the log.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,11 +11,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::launch_log::LoggedLaunch;
-pub use crate::profilers::capability::{Assembly, Hit};
 use super::names::printed_name;
 use super::options::{KernelNameBase, NcuOptions};
 use crate::model::profile_cache::{LaunchFingerprint, RecordOrigin, RecordSource};
 use crate::model::record::KernelRecord;
+pub use crate::profilers::capability::{Assembly, Hit};
 
 /// ncu's `--filter-mode per-launch-config`: the key it counts launches by.
 type LaunchConfig = (String, [u64; 3], [u64; 3], u64);
