@@ -9,7 +9,9 @@
 #   5. `polyprof run -- true`, median of 300, with the supervising subreaper vs group-only
 #      tracking vs bare `true` (goal: under 5 ms of overhead on a quiet machine), and with
 #      `--tracking cgroup` where a cgroup v2 per run can be created (what it costs per run)
-# Environment: RUNS (repetitions, default 5), SIZE_MIB (default 1024), LINE_MIB (default 100).
+# Environment: RUNS (repetitions, default 5), SIZE_MIB (default 1024), LINE_MIB (default 100);
+# BASELINE_REV (a git revision, e.g. fd98609: built once into a temporary worktree and measured
+# side by side in sections 1, 3, 4 and 5) or BASELINE_BIN (a polyprof binary already built).
 # Figures from a noisy shared machine: each side is run interleaved and the best run is kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +25,21 @@ cargo build --release --quiet
 BIN=$PWD/target/release/polyprof
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/polyprof-bench.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
+BASE=${BASELINE_BIN:-}
+if [ -n "${BASELINE_REV:-}" ] && [ -z "$BASE" ]; then
+  echo "building the baseline $BASELINE_REV in a temporary worktree (once; minutes)..."
+  git worktree add --detach --quiet "$WORK/base" "$BASELINE_REV"
+  trap 'git worktree remove --force "$WORK/base" 2>/dev/null; rm -rf "$WORK"' EXIT
+  (cd "$WORK/base" && CARGO_TARGET_DIR="$WORK/base-target" cargo build --release --quiet --bin polyprof)
+  BASE=$WORK/base-target/release/polyprof
+fi
+if [ -n "$BASE" ]; then
+  echo "baseline: $BASE ($("$BASE" --version))"
+  SIDES=(now base)
+else
+  SIDES=(now)
+fi
+bin_of() { if [ "$1" = base ]; then echo "$BASE"; else echo "$BIN"; fi; }
 
 now_ns() { date +%s%N; }
 # json_num FIELD FILE: first number after "FIELD": in FILE
@@ -33,19 +50,22 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
 echo
 echo "== 1. end marker -> result latency =="
 MARKER='=== 1 passed in 0.01s ==='
-: > "$WORK/lat"
-: > "$WORK/lat_in"
+for side in "${SIDES[@]}"; do : > "$WORK/lat.$side"; : > "$WORK/lat_in.$side"; done
 for _ in $(seq "$RUNS"); do
-  "$BIN" run --json -q --force --end-marker pytest --output-dir "$WORK/lat.d" -- \
-    sh -c "echo '$MARKER'; sleep 0.05; date +%s%N > '$WORK/exit_ns'" > "$WORK/lat.json"
-  t1=$(now_ns)
-  echo $(( (t1 - $(cat "$WORK/exit_ns")) / 1000 )) | awk '{print $1/1000}' >> "$WORK/lat"
-  awk -v e="$(json_num exit_s "$WORK/lat.json")" -v n="$(json_num end_s "$WORK/lat.json")" \
-    'BEGIN {print (n - e) * 1000}' >> "$WORK/lat_in"
+  for side in "${SIDES[@]}"; do
+    "$(bin_of "$side")" run --json -q --force --end-marker pytest --output-dir "$WORK/lat.d" -- \
+      sh -c "echo '$MARKER'; sleep 0.05; date +%s%N > '$WORK/exit_ns'" > "$WORK/lat.json"
+    t1=$(now_ns)
+    echo $(( (t1 - $(cat "$WORK/exit_ns")) / 1000 )) | awk '{print $1/1000}' >> "$WORK/lat.$side"
+    awk -v e="$(json_num exit_s "$WORK/lat.json")" -v n="$(json_num end_s "$WORK/lat.json")" \
+      'BEGIN {print (n - e) * 1000}' >> "$WORK/lat_in.$side"
+  done
 done
-echo "child exits 50 ms after the marker; ms from the child's exit to polyprof's return (target <= 20):"
-echo "  process level (includes run.json, ~1 ms of date(1)): $(stats < "$WORK/lat")"
-echo "  inside the runner (reaped -> returned):               $(stats < "$WORK/lat_in")"
+echo "child exits 50 ms after the marker; ms from the child's exit to polyprof's return (target <= 5):"
+for side in "${SIDES[@]}"; do
+  echo "  [$side] process level (includes run.json, ~1 ms of date(1)): $(stats < "$WORK/lat.$side")"
+  echo "  [$side] inside the runner (reaped -> returned):               $(stats < "$WORK/lat_in.$side")"
+done
 
 GRACE=1
 : > "$WORK/hang"
@@ -97,13 +117,19 @@ timed() { # timed OUTFILE CMD...: writes "wall_s rss_kib"
 { head -c $((LINE_MIB << 20)) /dev/zero | tr '\0' x; echo; } > "$WORK/line.dat" || true
 for data in lines line; do
   f="$WORK/$data.dat"; size=$(stat -c %s "$f")
-  for side in cat pipe runner marker; do echo 999999 0 > "$WORK/best.$side"; done
+  for side in cat pipe tee runner marker base; do echo 999999 0 > "$WORK/best.$side"; done
   for _ in $(seq "$RUNS"); do
     rm -f "$WORK/out"; timed "$WORK/t" sh -c "cat '$f' > '$WORK/out'"
     awk 'NR==FNR {b=$1; next} {if ($1 < b) print; else print b, "0"}' "$WORK/best.cat" "$WORK/t" > "$WORK/tmp"; mv "$WORK/tmp" "$WORK/best.cat"
     rm -f "$WORK/out"; timed "$WORK/t" sh -c "cat '$f' | cat > '$WORK/out'"
     awk 'NR==FNR {b=$1; next} {if ($1 < b) print; else print b, "0"}' "$WORK/best.pipe" "$WORK/t" > "$WORK/tmp"; mv "$WORK/tmp" "$WORK/best.pipe"
+    rm -f "$WORK/out"; timed "$WORK/t" sh -c "cat '$f' | tee '$WORK/out'"
+    awk 'NR==FNR {b=$1; next} {if ($1 < b) print; else print b, "0"}' "$WORK/best.tee" "$WORK/t" > "$WORK/tmp"; mv "$WORK/tmp" "$WORK/best.tee"
     rm -f "$WORK/out"
+    if [ -n "$BASE" ]; then
+      rm -rf "$WORK/run.d"; timed "$WORK/t" "$BASE" run -q --log-cap-mib 4096 --output-dir "$WORK/run.d" -- cat "$f"
+      awk 'NR==FNR {b=$1; next} {if ($1 < b) print; else print b, "0"}' "$WORK/best.base" "$WORK/t" > "$WORK/tmp"; mv "$WORK/tmp" "$WORK/best.base"
+    fi
     rm -rf "$WORK/run.d"; timed "$WORK/t" "$BIN" run -q --log-cap-mib 4096 --output-dir "$WORK/run.d" -- cat "$f"
     logged=$(stat -c %s "$WORK/run.d/run.1.stdout.log")
     [ "$logged" = "$size" ] || { echo "log has $logged bytes, expected $size"; exit 1; }
@@ -118,11 +144,18 @@ for data in lines line; do
   mib=$(awk -v s="$size" 'BEGIN {print s / 1048576}')
   read -r cat_s _ < "$WORK/best.cat"; read -r pipe_s _ < "$WORK/best.pipe"
   read -r run_s _ < "$WORK/best.runner"; read -r mark_s _ < "$WORK/best.marker"
+  read -r tee_s _ < "$WORK/best.tee"; read -r base_s _ < "$WORK/best.base"
   echo "$data: $mib MiB ($( [ $data = lines ] && echo 'short lines' || echo 'one line' )), best of $RUNS, MiB/s:"
   printf "  cat > file (copy_file_range)   %8.0f\n" "$(awk -v m=$mib -v t=$cat_s 'BEGIN {print m/t}')"
   printf "  cat | cat > file (via a pipe)  %8.0f\n" "$(awk -v m=$mib -v t=$pipe_s 'BEGIN {print m/t}')"
-  printf "  polyprof run, logs on disk     %8.0f   ratio vs cat %s (target >= 0.7), vs pipe %s\n" \
-    "$(awk -v m=$mib -v t=$run_s 'BEGIN {print m/t}')" "$(ratio "$cat_s" "$run_s")" "$(ratio "$pipe_s" "$run_s")"
+  printf "  cat | tee file (a pipe, a copy) %7.0f\n" "$(awk -v m=$mib -v t=$tee_s 'BEGIN {print m/t}')"
+  printf "  polyprof run, logs on disk     %8.0f   ratio vs cat %s (target >= 0.7), vs pipe %s (target >= 1), vs tee %s\n" \
+    "$(awk -v m=$mib -v t=$run_s 'BEGIN {print m/t}')" "$(ratio "$cat_s" "$run_s")" "$(ratio "$pipe_s" "$run_s")" "$(ratio "$tee_s" "$run_s")"
+  [ "$data" = lines ] && { lines_pipe_s=$pipe_s; lines_tee_s=$tee_s; }
+  if [ -n "$BASE" ]; then
+    printf "  [base] polyprof run, on disk   %8.0f   ratio vs pipe %s, vs tee %s\n" \
+      "$(awk -v m=$mib -v t=$base_s 'BEGIN {print m/t}')" "$(ratio "$pipe_s" "$base_s")" "$(ratio "$tee_s" "$base_s")"
+  fi
   printf "  ... with --end-marker pytest   %8.0f   ratio vs cat %s, vs pipe %s\n" \
     "$(awk -v m=$mib -v t=$mark_s 'BEGIN {print m/t}')" "$(ratio "$cat_s" "$mark_s")" "$(ratio "$pipe_s" "$mark_s")"
   echo "  polyprof peak RSS: $rss (target <= 64 MiB)"
@@ -152,19 +185,25 @@ printf "  -q                    %6.2f\n" "$q_s"
 printf "  echo to /dev/null     %6.2f   %s\n" "$n_s" "$(ratio "$n_s" "$q_s")"
 printf "  echo to a file        %6.2f   %s   (%s of %s bytes echoed; the rest dropped, counted)\n" \
   "$e_s" "$(ratio "$e_s" "$q_s")" "$echoed" "$(stat -c %s "$f")"
+printf "  vs section 3's pipe and tee (same bytes; target >= 1): -q %s %s, echo to a file %s %s\n" \
+  "$(ratio "$lines_pipe_s" "$q_s")" "$(ratio "$lines_tee_s" "$q_s")" "$(ratio "$lines_pipe_s" "$e_s")" "$(ratio "$lines_tee_s" "$e_s")"
 rm -f "$WORK/echo.out" "$WORK/lines.dat" "$WORK/line.dat"
 
 echo
 echo "== 5. run -- true: cost of descendant tracking =="
 N=${TRUE_RUNS:-300}
 CGROUP=$("$BIN" doctor 2>/dev/null | grep -q 'cgroup v2 per run: available' && echo yes || echo no)
-: > "$WORK/t.bare"; : > "$WORK/t.sup"; : > "$WORK/t.grp"; : > "$WORK/t.cg"
+: > "$WORK/t.bare"; : > "$WORK/t.sup"; : > "$WORK/t.grp"; : > "$WORK/t.cg"; : > "$WORK/t.base"
 for _ in $(seq "$N"); do
   t0=$(now_ns); true; /bin/true; t1=$(now_ns); echo $(( (t1 - t0) / 1000 )) >> "$WORK/t.bare"
   t0=$(now_ns); "$BIN" run -q --force --output-dir "$WORK/s.d" -- true > /dev/null; t1=$(now_ns)
   echo $(( (t1 - t0) / 1000 )) >> "$WORK/t.sup"
   t0=$(now_ns); "$BIN" run -q --force --tracking group --output-dir "$WORK/g.d" -- true > /dev/null; t1=$(now_ns)
   echo $(( (t1 - t0) / 1000 )) >> "$WORK/t.grp"
+  if [ -n "$BASE" ]; then
+    t0=$(now_ns); "$BASE" run -q --force --output-dir "$WORK/b.d" -- true > /dev/null; t1=$(now_ns)
+    echo $(( (t1 - t0) / 1000 )) >> "$WORK/t.base"
+  fi
   if [ "$CGROUP" = yes ]; then
     t0=$(now_ns); "$BIN" run -q --force --tracking cgroup --output-dir "$WORK/c.d" -- true > /dev/null; t1=$(now_ns)
     echo $(( (t1 - t0) / 1000 )) >> "$WORK/t.cg"
@@ -175,8 +214,12 @@ b=$(med "$WORK/t.bare"); s=$(med "$WORK/t.sup"); g=$(med "$WORK/t.grp")
 echo "median of $N interleaved runs, ms:"
 printf "  bare /bin/true                 %6.2f\n" "$b"
 printf "  run, group tracking            %6.2f   overhead %.2f\n" "$g" "$(awk -v a="$g" -v b="$b" 'BEGIN {print a - b}')"
-printf "  run, supervisor (default)      %6.2f   overhead %.2f (goal < 5); tracking costs %.2f\n" \
+printf "  run, supervisor (default)      %6.2f   overhead %.2f (goal <= 3); tracking costs %.2f\n" \
   "$s" "$(awk -v a="$s" -v b="$b" 'BEGIN {print a - b}')" "$(awk -v a="$s" -v b="$g" 'BEGIN {print a - b}')"
+if [ -n "$BASE" ]; then
+  a=$(med "$WORK/t.base")
+  printf "  [base] run, supervisor         %6.2f   overhead %.2f\n" "$a" "$(awk -v a="$a" -v b="$b" 'BEGIN {print a - b}')"
+fi
 if [ "$CGROUP" = yes ]; then
   c=$(med "$WORK/t.cg")
   printf "  run, --tracking cgroup         %6.2f   overhead %.2f; the cgroup costs %.2f\n" \

@@ -53,6 +53,10 @@ pub struct Args {
     /// ~/.cache/polyprof/calibration); the build and the ncu runs go under its `work/`.
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// The profiler that measures (one with a calibration capability; default: the first
+    /// that has one, ncu).
+    #[arg(long, value_name = "NAME")]
+    pub profiler: Option<String>,
 }
 
 /// The `--json` document.
@@ -80,6 +84,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let cancel = CancellationToken::new();
     super::run::cancel_on_signals(cancel.clone(), CancellationToken::new());
     let options = CalibrateOptions {
+        profiler: args.profiler.clone(),
         device: args.device.clone(),
         force: args.force,
         cache_dir: match &args.cache_dir {

@@ -150,6 +150,27 @@ impl ProfileCacheSummary {
 
 /// `base` with each field of the key changed in turn (one key per field): what a test of
 /// "any change is a miss" walks.
+/// A launch a fingerprint pass logged, with its fingerprint, or why it has none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoggedLaunch {
+    /// Its position among the process's launches (0 for the first).
+    pub index: usize,
+    pub symbol: String,
+    pub grid: [u64; 3],
+    pub block: [u64; 3],
+    pub dynamic_shared_bytes: u64,
+    pub fingerprint: Result<LaunchFingerprint, String>,
+}
+
+/// One process's launches, and what keeps the cache from trusting them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProcessLaunches {
+    pub launches: Vec<LoggedLaunch>,
+    /// Graph launches seen (their kernels are not in `launches`).
+    pub graphs: usize,
+    pub failures: Vec<String>,
+}
+
 #[cfg(test)]
 pub(crate) fn each_field_changed(base: &ProfileKey) -> Vec<ProfileKey> {
     let mut changed = Vec::new();

@@ -335,8 +335,9 @@ enum Ahead {
     Bypassed(Option<StepRun>),
 }
 
-/// The fingerprint pass and the cache's lookups (ncu on this machine only: the pass runs the
-/// target here, with polyprof's injection library).
+/// The fingerprint pass and the cache's lookups (a profiler with the fingerprint and
+/// profile-once capabilities, on this machine only: the pass runs the target here, with the
+/// backend's injection library).
 async fn profile_once_first(
     job: &Job,
     run: &mut ProfileRun,
@@ -351,15 +352,6 @@ async fn profile_once_first(
         });
         Ahead::Bypassed(step)
     };
-    if profiler.name() != "ncu" {
-        return bypass(
-            format!(
-                "it keys ncu profiles; `{}` has no fingerprint pass",
-                profiler.name()
-            ),
-            None,
-        );
-    }
     if !matches!(target, ExecutionTarget::Local) {
         return bypass(
             "the fingerprint pass runs the target on this machine, not in a container".into(),
@@ -370,6 +362,7 @@ async fn profile_once_first(
         return Ahead::Bypassed(None);
     };
     let input = crate::pipeline::profile_once::Target {
+        profiler: profiler.name(),
         argv: &job.target,
         settings: &job.settings,
         options,

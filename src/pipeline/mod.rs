@@ -11,6 +11,7 @@ pub mod eval;
 pub mod executor;
 pub mod fingerprint;
 pub mod host;
+pub mod injection;
 pub mod job;
 pub mod lock;
 pub mod probe;

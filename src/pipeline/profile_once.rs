@@ -15,16 +15,19 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use sha2::{Digest, Sha256};
 
 use crate::model::arg::Arg;
+use crate::model::profile_cache::LoggedLaunch;
 use crate::model::profile_cache::{
     CacheDisagreement, CacheEntry, LaunchFingerprint, ProfileCacheSummary, ProfileContext,
-    ProfileKey, RecordSource, hex,
+    ProfileKey, RecordSource,
 };
 use crate::model::run::{ProfileRun, StepRun};
+use crate::pipeline::calibrate::device;
 use crate::pipeline::fingerprint::{self, FingerprintPass};
+use crate::pipeline::injection;
 use crate::pipeline::profile_cache::{ProfileCache, ProfileCacheOptions, store};
 use crate::pipeline::runner::RunOptions;
-use crate::profilers::ncu::launch_log::LoggedLaunch;
-use crate::profilers::ncu::profile_once::{Hit, assemble, expected_profiled, narrowed_options};
+use crate::profilers::capability::{Capabilities, Capability, Hit, ProfileOnceCapability};
+use crate::profilers::registry;
 use crate::profilers::{EndMarker, ProfilerSettings};
 use crate::results::stats::Stats;
 
@@ -52,6 +55,8 @@ pub const DEFAULT_AUDIT_TOLERANCE: f64 = 0.15;
 
 /// What the run needs after the fingerprint pass and the lookups.
 pub struct Prepared {
+    /// The profiler's profile-once capability, which puts the records together afterwards.
+    pub once: &'static dyn ProfileOnceCapability,
     pub cache: ProfileCache,
     pub options: ProfileCacheOptions,
     pub pass: FingerprintPass,
@@ -71,6 +76,8 @@ pub struct Prepared {
 
 /// What the run profiles and how: the job's parts profile once needs.
 pub struct Target<'a> {
+    /// The profiler's registry name: its capabilities are asked for by it.
+    pub profiler: &'a str,
     pub argv: &'a [Arg],
     pub settings: &'a ProfilerSettings,
     pub options: &'a ProfileCacheOptions,
@@ -87,6 +94,9 @@ pub async fn prepare(
 ) -> Result<Prepared, (String, Option<StepRun>)> {
     let options = job.options.clone();
     let bypass = |why: String| (why, None);
+    let fingerprinter =
+        ask(job.profiler, Capability::Fingerprint, |c| c.fingerprint).map_err(bypass)?;
+    let once = ask(job.profiler, Capability::ProfileOnce, |c| c.profile_once).map_err(bypass)?;
     let dir = match &options.dir {
         Some(dir) => dir.clone(),
         None => store::default_dir().map_err(|e| bypass(e.to_string()))?,
@@ -95,13 +105,20 @@ pub async fn prepare(
     let library_root = crate::pipeline::config::default_cache_dir()
         .and_then(|d| d.parent().map(Path::to_path_buf))
         .unwrap_or_else(|| run_dir.to_path_buf());
-    let library = fingerprint::library(&library_root, &job.run.cancel)
+    let library = injection::build(fingerprinter.library(), &library_root, &job.run.cancel)
         .await
         .map_err(|e| bypass(e.to_string()))?;
     let started = Instant::now();
-    let pass = fingerprint::run_fingerprint_pass(job.argv, &library, run_dir, job.run, end_marker)
-        .await
-        .map_err(|e| bypass(e.to_string()))?;
+    let pass = fingerprint::run_fingerprint_pass(
+        fingerprinter,
+        &library,
+        job.argv,
+        run_dir,
+        job.run,
+        end_marker,
+    )
+    .await
+    .map_err(|e| bypass(e.to_string()))?;
     let fingerprint_s = started.elapsed().as_secs_f64();
     let step = Some(pass.step.clone());
     let with_step = |why: String| (why, step.clone());
@@ -132,7 +149,7 @@ pub async fn prepare(
             )));
         }
     };
-    let context = context(job, tool_version).await;
+    let context = context(job, once, tool_version).await;
     let mut keys = BTreeMap::new();
     for launch in &launches {
         if let Ok(fingerprint) = &launch.fingerprint {
@@ -192,15 +209,14 @@ pub async fn prepare(
     } else {
         options.per_fingerprint.max(AUDIT_PROFILES_PER_CONFIG)
     };
-    let expected = expected_profiled(&launches, &symbols, per_config);
+    let expected = once.expected_profiled(&launches, &symbols, per_config);
     let narrowed = if symbols.is_empty() {
         None
     } else {
-        let ncu = narrowed_options(&job.settings.ncu, &symbols, per_config).map_err(with_step)?;
-        Some(ProfilerSettings {
-            ncu,
-            ..job.settings.clone()
-        })
+        Some(
+            once.narrowed(job.settings, &symbols, per_config)
+                .map_err(with_step)?,
+        )
     };
     for launch in &launches {
         if let Err(why) = &launch.fingerprint {
@@ -220,6 +236,7 @@ pub async fn prepare(
         ..ProfileCacheSummary::default()
     };
     Ok(Prepared {
+        once,
         cache,
         options,
         pass,
@@ -232,6 +249,19 @@ pub async fn prepare(
         summary,
         warnings,
     })
+}
+
+/// The capability `pick` picks of `profiler`, or why it has none.
+fn ask<T: ?Sized + 'static>(
+    profiler: &str,
+    which: Capability,
+    pick: fn(&Capabilities) -> Option<&'static T>,
+) -> Result<&'static T, String> {
+    match registry::capability(profiler, which, pick) {
+        Ok(Ok(found)) => Ok(found),
+        Ok(Err(missing)) => Err(missing.to_string()),
+        Err(unknown) => Err(unknown.to_string()),
+    }
 }
 
 /// Whether the audit sample takes the run `salt`: a share `share` of runs, drawn from the
@@ -249,19 +279,17 @@ fn sampled(salt: &str, share: f64) -> bool {
 }
 
 /// Where and how the profiles are measured: the GPU (nvidia-smi: name and compute capability),
-/// the driver, ncu's version, the clock policy, the metric set and the inputs' scope.
-async fn context(job: &Target<'_>, tool_version: Option<&str>) -> ProfileContext {
-    let ncu = &job.settings.ncu;
+/// the driver, the profiler and its version, the clock policy, the metric set and the inputs'
+/// scope.
+async fn context(
+    job: &Target<'_>,
+    once: &dyn ProfileOnceCapability,
+    tool_version: Option<&str>,
+) -> ProfileContext {
     let (device, driver) = match which::which("nvidia-smi") {
         Ok(smi) => {
-            let visible = crate::pipeline::calibrate::visible_device();
-            match crate::pipeline::calibrate::device::identify(
-                &smi,
-                visible.as_deref(),
-                &job.run.cancel,
-            )
-            .await
-            {
+            let visible = device::visible_device();
+            match device::identify(&smi, visible.as_deref(), &job.run.cancel).await {
                 Ok(gpu) => (
                     format!(
                         "{} (sm_{})",
@@ -276,23 +304,13 @@ async fn context(job: &Target<'_>, tool_version: Option<&str>) -> ProfileContext
         }
         Err(_) => ("unknown".to_string(), "unknown".to_string()),
     };
-    let metric_set = match ncu.preset.ncu_set() {
-        Some(set) => format!("set {set}"),
-        None => {
-            let mut names = ncu.metric_names();
-            names.sort();
-            let mut hasher = Sha256::new();
-            hasher.update(names.join(",").as_bytes());
-            format!("metrics {}", hex(&hasher.finalize()))
-        }
-    };
     let scope = job.options.scope.clone();
     ProfileContext {
         device,
         driver,
-        tool: format!("ncu {}", tool_version.unwrap_or("unknown")),
-        clock_control: ncu.clock_control.as_str().to_string(),
-        metric_set,
+        tool: format!("{} {}", job.profiler, tool_version.unwrap_or("unknown")),
+        clock_control: once.clock_control(job.settings),
+        metric_set: once.metric_set(job.settings),
         scope: scope.unwrap_or_else(|| {
             job.argv
                 .iter()
@@ -314,7 +332,7 @@ pub fn finish(mut prepared: Prepared, run: &mut ProfileRun, profile_wall_s: f64)
         .map(|(f, (_, digest))| (f.clone(), digest.clone()))
         .collect();
     let profiled = std::mem::take(&mut run.kernels);
-    let assembled = match assemble(
+    let assembled = match prepared.once.assemble(
         &prepared.launches,
         &profiled,
         &prepared.expected,

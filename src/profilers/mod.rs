@@ -4,6 +4,7 @@
 //! reads files itself (the pipeline does, through `pipeline::Profiler`).
 
 pub mod backend;
+pub mod capability;
 pub mod devices;
 pub mod metal;
 pub mod ncu;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::backend::Backend;
+use super::capability::{Capabilities, Capability, CapabilityError};
 pub use super::settings::SettingsKind;
 use super::{ProfilerSettings, metal, ncu, none, rocprofv3, unitrace, vtune};
 use crate::model::error::{Error, Result};
@@ -63,6 +64,8 @@ pub struct BackendEntry {
     pub parses_kernels: bool,
     /// Build the backend writing into `output_dir`.
     pub create: fn(PathBuf, &ProfilerSettings) -> Result<Box<dyn Backend>>,
+    /// What it can do besides profiling a command (`profilers::capability`).
+    pub capabilities: Capabilities,
 }
 
 impl fmt::Debug for BackendEntry {
@@ -70,6 +73,7 @@ impl fmt::Debug for BackendEntry {
         f.debug_struct("BackendEntry")
             .field("name", &self.name)
             .field("vendor", &self.vendor)
+            .field("capabilities", &self.capabilities)
             .finish_non_exhaustive()
     }
 }
@@ -83,6 +87,7 @@ pub const BACKENDS: &[BackendEntry] = &[
         settings: SettingsKind::Shared,
         parses_kernels: false,
         create: |dir, settings| Ok(Box::new(none::NoProfiler::new(dir, settings))),
+        capabilities: Capabilities::NONE,
     },
     BackendEntry {
         name: "ncu",
@@ -91,6 +96,7 @@ pub const BACKENDS: &[BackendEntry] = &[
         settings: SettingsKind::Ncu,
         parses_kernels: true,
         create: |dir, settings| Ok(Box::new(ncu::Ncu::new(dir, settings)?)),
+        capabilities: ncu::capabilities::CAPABILITIES,
     },
     BackendEntry {
         name: "unitrace",
@@ -99,6 +105,7 @@ pub const BACKENDS: &[BackendEntry] = &[
         settings: SettingsKind::Unitrace,
         parses_kernels: true,
         create: |dir, settings| Ok(Box::new(unitrace::Unitrace::new(dir, settings))),
+        capabilities: Capabilities::NONE,
     },
     BackendEntry {
         name: "ocl-unitrace",
@@ -107,6 +114,7 @@ pub const BACKENDS: &[BackendEntry] = &[
         settings: SettingsKind::Unitrace,
         parses_kernels: true,
         create: |dir, settings| Ok(Box::new(unitrace::Unitrace::opencl(dir, settings))),
+        capabilities: Capabilities::NONE,
     },
     BackendEntry {
         name: "vtune",
@@ -115,6 +123,7 @@ pub const BACKENDS: &[BackendEntry] = &[
         settings: SettingsKind::Shared,
         parses_kernels: true,
         create: |dir, settings| Ok(Box::new(vtune::Vtune::new(dir, settings))),
+        capabilities: Capabilities::NONE,
     },
     BackendEntry {
         name: "metal",
@@ -123,6 +132,7 @@ pub const BACKENDS: &[BackendEntry] = &[
         settings: SettingsKind::Shared,
         parses_kernels: true,
         create: |dir, settings| Ok(Box::new(metal::Metal::new(dir, settings))),
+        capabilities: Capabilities::NONE,
     },
     BackendEntry {
         name: "rocprofv3",
@@ -133,6 +143,7 @@ pub const BACKENDS: &[BackendEntry] = &[
         settings: SettingsKind::Rocprofv3,
         parses_kernels: true,
         create: |dir, settings| Ok(Box::new(rocprofv3::Rocprofv3::new(dir, settings)?)),
+        capabilities: Capabilities::NONE,
     },
 ];
 
@@ -180,6 +191,39 @@ pub fn create(
     (lookup(name)?.create)(output_dir.to_path_buf(), settings)
 }
 
+/// The capabilities of the backend named `name`.
+pub fn capabilities(name: &str) -> Result<Capabilities> {
+    Ok(lookup(name)?.capabilities)
+}
+
+/// One capability of the backend named `profiler`, or why it has none (naming those that have
+/// it). `Ok(Err(_))`: the profiler exists, the capability does not.
+pub fn capability<T: ?Sized + 'static>(
+    profiler: &str,
+    capability: Capability,
+    pick: fn(&Capabilities) -> Option<&'static T>,
+) -> Result<std::result::Result<&'static T, CapabilityError>> {
+    let entry = lookup(profiler)?;
+    Ok(
+        pick(&entry.capabilities).ok_or_else(|| CapabilityError::Missing {
+            profiler: entry.name.to_string(),
+            capability,
+            offered_by: offering(pick),
+        }),
+    )
+}
+
+/// The names of the backends that have the capability `pick` picks, in display order.
+pub fn offering<T: ?Sized + 'static>(
+    pick: fn(&Capabilities) -> Option<&'static T>,
+) -> Vec<&'static str> {
+    BACKENDS
+        .iter()
+        .filter(|b| pick(&b.capabilities).is_some())
+        .map(|b| b.name)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,5 +247,25 @@ mod tests {
         }
         let err = create("nsys", Path::new("/out"), &ProfilerSettings::default()).unwrap_err();
         assert!(err.to_string().contains("none, ncu, unitrace"), "{err}");
+    }
+
+    #[test]
+    fn a_backend_without_a_capability_says_so_and_names_those_that_have_it() {
+        let fingerprint = |c: &Capabilities| c.fingerprint;
+        assert!(
+            capability("ncu", Capability::Fingerprint, fingerprint)
+                .unwrap()
+                .is_ok()
+        );
+        let missing = capability("rocprofv3", Capability::Fingerprint, fingerprint)
+            .unwrap()
+            .err()
+            .unwrap();
+        assert_eq!(
+            missing.to_string(),
+            "`rocprofv3` has no fingerprint pass capability; use a profiler that has it (`ncu`)"
+        );
+        assert!(capability("nsys", Capability::Calibration, |c| c.calibration).is_err());
+        assert_eq!(offering(|c| c.calibration), ["ncu"]);
     }
 }

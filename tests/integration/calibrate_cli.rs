@@ -65,3 +65,29 @@ fn calibrate_is_a_listed_command() {
         "{help}"
     );
 }
+
+#[test]
+fn a_profiler_without_a_calibration_capability_is_refused_saying_which_has_one() {
+    let cache = tempfile::tempdir().unwrap();
+    let out = polyprof()
+        .args(["calibrate", "--profiler", "rocprofv3", "--cache-dir"])
+        .arg(cache.path())
+        .output()
+        .unwrap();
+    assert_exit(&out, 3);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("`rocprofv3` has no calibration capability") && stderr.contains("(`ncu`)"),
+        "{stderr}"
+    );
+    let out = polyprof()
+        .args(["calibrate", "--profiler", "nsys", "--cache-dir"])
+        .arg(cache.path())
+        .output()
+        .unwrap();
+    assert_exit(&out, 3);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("none, ncu, unitrace"), "{stderr}");
+    // Refused before anything ran: nothing was built or cached.
+    assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 0);
+}

@@ -40,6 +40,7 @@ mod examples_run;
 mod foundation_cli;
 mod foundation_completions;
 mod foundation_devices;
+mod foundation_layers;
 mod foundation_logging;
 mod foundation_quote;
 mod foundation_selection;

@@ -11,14 +11,20 @@ use polyprof::model::record::KernelRecord;
 use polyprof::pipeline::fingerprint::pass::read_logs;
 use polyprof::pipeline::profile_cache::ProfileCache;
 use polyprof::pipeline::profile_once::{audit_tolerance_ns, disagreement, run_noise};
+use polyprof::profilers::capability::Capability;
 use polyprof::profilers::ncu::launch_log::LoggedLaunch;
 use polyprof::profilers::ncu::profile_once::{Hit, assemble, expected_profiled};
+use polyprof::profilers::registry;
 use polyprof::results::stats::Stats;
 
 use crate::support::fixture;
 
 fn launches(build: &str) -> Vec<LoggedLaunch> {
-    let processes = read_logs(&fixture(&format!("fingerprint-h200/{build}"))).unwrap();
+    // Read as the pipeline reads them: through ncu's fingerprint capability, asked by name.
+    let capability = registry::capability("ncu", Capability::Fingerprint, |c| c.fingerprint)
+        .unwrap()
+        .unwrap();
+    let processes = read_logs(capability, &fixture(&format!("fingerprint-h200/{build}"))).unwrap();
     assert_eq!(processes.len(), 1);
     let process = processes.into_values().next().unwrap();
     assert_eq!((process.graphs, process.failures.len()), (0, 0));

@@ -85,6 +85,14 @@ pub fn parse_program_info(text: &str) -> Result<ProgramInfo, String> {
     })
 }
 
+/// The first GPU `CUDA_VISIBLE_DEVICES` names (an index or a UUID), as the eval's readings take it.
+pub fn visible_device() -> Option<String> {
+    std::env::var("CUDA_VISIBLE_DEVICES")
+        .ok()
+        .and_then(|v| v.split(',').next().map(|s| s.trim().to_string()))
+        .filter(|s| !s.is_empty())
+}
+
 /// The GPU `device` (nvidia-smi's `-i`: an index or a UUID; the first GPU when `None`) as
 /// nvidia-smi sees it.
 pub async fn identify(

@@ -13,6 +13,12 @@ pub struct MissingTool {
 
 #[derive(Debug, thiserror::Error)]
 pub enum CalibrateError {
+    /// The profiler asked for cannot calibrate (it has no calibration capability).
+    #[error("cannot calibrate with this profiler: {0}")]
+    Unsupported(#[from] crate::profilers::capability::CapabilityError),
+    /// The profiler asked for is not one polyprof knows.
+    #[error("{0}")]
+    Profiler(String),
     /// nvcc, ncu or the GPU is missing: every one that is, at once.
     #[error("cannot calibrate on this machine:{}", missing_list(.missing))]
     Missing { missing: Vec<MissingTool> },

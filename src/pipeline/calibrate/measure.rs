@@ -1,8 +1,8 @@
-//! The calibration's two ncu passes through polyprof's own pipeline ([`profile`]): the launch
-//! floor (the empty kernel's launches, their duration only: one replay pass each) and the
-//! counters (each known-work kernel once, with the metrics the checks read). Clocks are left as
-//! the GPU runs them (`--clock-control none`, as the eval's passes run) and caches are flushed
-//! before every kernel (`--cache-control all`), so the copy's reads come from DRAM.
+//! The calibration's two profiler passes through polyprof's own pipeline ([`profile`]): the
+//! launch floor (the empty kernel's launches, their duration only: one replay pass each) and
+//! the counters (each known-work kernel once, with the metrics the checks read). The profiler's
+//! calibration capability gives each pass's settings (on ncu: clocks left as the GPU runs them,
+//! caches flushed before every kernel, so the copy's reads come from DRAM).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -13,11 +13,8 @@ use tokio_util::sync::CancellationToken;
 use super::error::CalibrateError;
 use crate::model::run::ProfileRun;
 use crate::pipeline::job::{Job, profile};
-use crate::profilers::ncu::options::{
-    ClockControl, DRAM_CLOCK, DRAM_READ, DRAM_WRITE, DURATION, FP16_OPS, FP32_OPS, FP64_OPS,
-    HFMA2_MMA_INST, NcuOptions, Preset, SM_CLOCK, TENSOR_BF16_OPS, TENSOR_FP8_OPS, TENSOR_FP16_OPS,
-    TENSOR_TF32_OPS,
-};
+use crate::profilers::ProfilerSettings;
+use crate::profilers::capability::TensorPrecision;
 use crate::results::calibration_kernels::{CalibrationKernel, KernelKind};
 
 /// The passes' run directories in the work directory.
@@ -28,49 +25,39 @@ pub const COUNTERS_RUN: &str = "counters";
 /// gigabytes per replay and ncu restores its memory between them).
 const PASS_TIMEOUT: Duration = Duration::from_secs(900);
 
-/// The metrics of the counters pass: time, DRAM bytes, the SASS FLOP counters, the clocks, and
-/// the tensor op counters of the precisions `plan` exercises. `HFMA2.MMA` instructions (which
-/// polyprof excludes from FP16 FLOPs) are counted where the metric is known to exist (Hopper).
-pub fn counter_metrics(compute_capability: (u32, u32), plan: &[CalibrationKernel]) -> Vec<String> {
-    let mut metrics: Vec<&str> = vec![DURATION, DRAM_READ, DRAM_WRITE, SM_CLOCK, DRAM_CLOCK];
-    metrics.extend(FP32_OPS.iter().chain(&FP16_OPS).chain(&FP64_OPS));
-    for kernel in plan {
-        let tensor = match kernel.kernel {
-            KernelKind::MmaFp16 => TENSOR_FP16_OPS,
-            KernelKind::MmaBf16 => TENSOR_BF16_OPS,
-            KernelKind::MmaTf32 => TENSOR_TF32_OPS,
-            KernelKind::MmaFp8 | KernelKind::WgmmaFp8 => TENSOR_FP8_OPS,
-            _ => continue,
-        };
-        if !metrics.contains(&tensor) {
-            metrics.push(tensor);
-        }
-    }
-    if compute_capability == (9, 0) {
-        metrics.push(HFMA2_MMA_INST);
-    }
-    metrics.into_iter().map(str::to_string).collect()
+/// The tensor-core precisions `plan` exercises (the counters pass collects their op counters).
+pub fn precisions(plan: &[CalibrationKernel]) -> Vec<TensorPrecision> {
+    let mut found: Vec<TensorPrecision> = plan
+        .iter()
+        .filter_map(|kernel| match kernel.kernel {
+            KernelKind::MmaFp16 => Some(TensorPrecision::Fp16),
+            KernelKind::MmaBf16 => Some(TensorPrecision::Bf16),
+            KernelKind::MmaTf32 => Some(TensorPrecision::Tf32),
+            KernelKind::MmaFp8 | KernelKind::WgmmaFp8 => Some(TensorPrecision::Fp8),
+            _ => None,
+        })
+        .collect();
+    found.sort();
+    found.dedup();
+    found
 }
 
-/// The ncu job that runs `program` with `kernels` into `dir`, collecting `metrics`.
+/// The job that runs `program` with `kernels` into `dir` under `profiler` with `settings` (the
+/// calibration capability's pass settings).
 pub fn pass_job(
+    profiler: &str,
+    settings: ProfilerSettings,
     program: &Path,
     kernels: &[CalibrationKernel],
     dir: PathBuf,
-    metrics: Vec<String>,
     env: &BTreeMap<String, String>,
     cancel: &CancellationToken,
 ) -> Job {
     let mut target = vec![program.as_os_str().into()];
     target.extend(kernels.iter().flat_map(|k| k.args()).map(Into::into));
     let mut job = Job::new(target, dir);
-    job.profiler = "ncu".into();
-    job.settings.ncu = NcuOptions {
-        preset: Preset::Metrics(metrics),
-        clock_control: ClockControl::None,
-        extra_args: vec!["--cache-control".into(), "all".into()],
-        ..NcuOptions::default()
-    };
+    job.profiler = profiler.to_string();
+    job.settings = settings;
     job.call_path = vec!["calibrate".into()];
     job.run.extra_env = env.clone();
     job.run.cancel = cancel.clone();
@@ -128,6 +115,8 @@ fn failure(pass: &'static str, run: &ProfileRun) -> Option<CalibrateError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profilers::capability::Capability;
+    use crate::profilers::registry;
     use crate::results::calibration_kernels::{DeviceFacts, floor_kernel, work_kernels};
 
     fn plan(cc: (u32, u32)) -> Vec<CalibrationKernel> {
@@ -140,54 +129,34 @@ mod tests {
     }
 
     #[test]
-    fn the_counters_pass_collects_what_the_checks_read_and_no_more() {
-        let hopper = counter_metrics((9, 0), &plan((9, 0)));
-        for name in [
-            DURATION,
-            DRAM_READ,
-            DRAM_WRITE,
-            SM_CLOCK,
-            DRAM_CLOCK,
-            TENSOR_FP16_OPS,
-            TENSOR_BF16_OPS,
-            TENSOR_TF32_OPS,
-            TENSOR_FP8_OPS,
-            HFMA2_MMA_INST,
-        ] {
-            assert!(hopper.iter().any(|m| m == name), "{name}");
-        }
-        assert_eq!(hopper.len(), 5 + 9 + 4 + 1);
-        // Before Ada no FP8 counter (ncu would refuse the name), before Ampere no tensor one.
-        let ampere = counter_metrics((8, 0), &plan((8, 0)));
-        assert!(
-            !ampere
-                .iter()
-                .any(|m| m == TENSOR_FP8_OPS || m == HFMA2_MMA_INST)
-        );
-        let volta = counter_metrics((7, 0), &plan((7, 0)));
-        assert_eq!(volta.len(), 5 + 9);
+    fn the_plan_names_the_precisions_whose_counters_the_checks_read() {
+        use TensorPrecision::*;
+        assert_eq!(precisions(&plan((9, 0))), [Fp16, Bf16, Tf32, Fp8]);
+        // Before Ada no FP8 kernel, before Ampere no tensor kernel at all.
+        assert!(!precisions(&plan((8, 0))).contains(&Fp8));
+        assert!(precisions(&plan((7, 0))).is_empty());
     }
 
     #[test]
-    fn a_pass_runs_the_program_under_ncu_with_clocks_free_and_caches_flushed() {
+    fn a_pass_runs_the_program_under_the_profiler_with_the_capabilitys_settings() {
+        let calibration = registry::capability("ncu", Capability::Calibration, |c| c.calibration)
+            .unwrap()
+            .unwrap();
         let env = BTreeMap::from([("CUDA_VISIBLE_DEVICES".to_string(), "GPU-1".to_string())]);
+        let settings = calibration.pass_settings(vec![calibration.duration_metric().to_string()]);
         let job = pass_job(
+            "ncu",
+            settings.clone(),
             Path::new("/tmp/calibrate"),
             &[floor_kernel()],
             PathBuf::from("work/floor"),
-            vec![DURATION.to_string()],
             &env,
             &CancellationToken::new(),
         );
         let argv: Vec<String> = job.target.iter().map(ToString::to_string).collect();
         assert_eq!(argv, ["/tmp/calibrate", "empty", "51"]);
         assert_eq!(job.profiler, "ncu");
-        assert_eq!(job.settings.ncu.clock_control, ClockControl::None);
-        assert_eq!(job.settings.ncu.extra_args, ["--cache-control", "all"]);
-        assert_eq!(
-            job.settings.ncu.validate().map_err(|e| e.to_string()),
-            Ok(())
-        );
+        assert_eq!(job.settings, settings);
         assert_eq!(job.run.extra_env, env);
     }
 }

@@ -21,12 +21,14 @@ use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
 pub use cache::{lookup, lookup_in};
+pub use device::visible_device;
 pub use error::{CalibrateError, MissingTool};
 
 use crate::model::calibration::Calibration;
 use crate::pipeline::Profiler;
 use crate::profilers::ProfilerSettings;
-use crate::profilers::ncu::options::DURATION;
+use crate::profilers::capability::{CalibrationCapability, Capability, CapabilityError};
+use crate::profilers::registry;
 use crate::results::calibration::{Judged, judge};
 use crate::results::calibration_kernels::{CalibrationPlan, nvcc_arch};
 use crate::results::devices::DeviceTable;
@@ -40,6 +42,8 @@ pub type Progress = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
 /// What `polyprof calibrate` was asked.
 #[derive(Clone, Default)]
 pub struct CalibrateOptions {
+    /// The profiler that measures (its calibration capability); `None`: the first that has one.
+    pub profiler: Option<String>,
     /// The GPU as nvidia-smi's `-i` takes it (index or UUID); `None`: the first of
     /// `CUDA_VISIBLE_DEVICES`, else GPU 0.
     pub device: Option<String>,
@@ -54,6 +58,7 @@ pub struct CalibrateOptions {
 impl std::fmt::Debug for CalibrateOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CalibrateOptions")
+            .field("profiler", &self.profiler)
             .field("device", &self.device)
             .field("force", &self.force)
             .field("cache_dir", &self.cache_dir)
@@ -82,8 +87,29 @@ pub struct Calibrated {
 struct Tools {
     nvcc: PathBuf,
     nvidia_smi: PathBuf,
-    /// `ncu 2025.3.1.0`: the calibration's `tool`.
+    /// `ncu 2025.3.1.0`: the calibration's `tool` (the profiler and its version).
     ncu: String,
+}
+
+/// The profiler `options` names (else the first with a calibration capability) and that
+/// capability; a profiler without one is refused saying which have it.
+fn calibrator(
+    options: &CalibrateOptions,
+) -> Result<(&'static str, &'static dyn CalibrationCapability), CalibrateError> {
+    let pick = |c: &crate::profilers::capability::Capabilities| c.calibration;
+    let name = match &options.profiler {
+        Some(name) => name.clone(),
+        None => registry::offering(pick)
+            .first()
+            .ok_or(CapabilityError::Nobody {
+                capability: Capability::Calibration,
+            })?
+            .to_string(),
+    };
+    let entry = registry::lookup(&name).map_err(|e| CalibrateError::Profiler(e.to_string()))?;
+    let capability = registry::capability(entry.name, Capability::Calibration, pick)
+        .map_err(|e| CalibrateError::Profiler(e.to_string()))??;
+    Ok((entry.name, capability))
 }
 
 /// Calibrate the GPU `options` name, or serve its cached calibration.
@@ -99,7 +125,8 @@ pub async fn calibrate(options: &CalibrateOptions) -> Result<Calibrated, Calibra
         Some(dir) => dir.clone(),
         None => cache::default_dir().ok_or(CalibrateError::NoCacheDir)?,
     };
-    let tools = find_tools(&dir).await?;
+    let (profiler, calibration) = calibrator(options)?;
+    let tools = find_tools(profiler, &dir).await?;
     let device = options.device.clone().or_else(visible_device);
     let gpu = device::identify(&tools.nvidia_smi, device.as_deref(), cancel).await?;
     let (Some(driver), Some(compute_capability)) = (gpu.driver.clone(), gpu.compute_capability)
@@ -152,21 +179,25 @@ pub async fn calibrate(options: &CalibrateOptions) -> Result<Calibrated, Calibra
     let plan = CalibrationPlan::for_device(&gpu.name, info.facts);
     write_plan(&work, &plan)?;
     let floor_job = measure::pass_job(
+        profiler,
+        calibration.pass_settings(vec![calibration.duration_metric().to_string()]),
         &program,
         &plan.floor(),
         work.join(measure::FLOOR_RUN),
-        vec![DURATION.to_string()],
         &env,
         cancel,
     );
     say("ncu pass 1 of 2: the launch floor (the empty kernel's launches)");
     let floor = measure::run_pass("launch floor", &floor_job).await?;
     let work_kernels = plan.work();
+    let metrics =
+        calibration.counter_metrics(compute_capability, &measure::precisions(&work_kernels));
     let counters_job = measure::pass_job(
+        profiler,
+        calibration.pass_settings(metrics),
         &program,
         &work_kernels,
         work.join(measure::COUNTERS_RUN),
-        measure::counter_metrics(compute_capability, &work_kernels),
         &env,
         cancel,
     );
@@ -211,7 +242,7 @@ pub async fn calibrate(options: &CalibrateOptions) -> Result<Calibrated, Calibra
 
 /// nvcc, ncu (its preflight: binary, version, GPU, counter access) and nvidia-smi; every one
 /// that is missing is named, with its fix.
-async fn find_tools(dir: &Path) -> Result<Tools, CalibrateError> {
+async fn find_tools(profiler: &'static str, dir: &Path) -> Result<Tools, CalibrateError> {
     let mut missing = Vec::new();
     let nvidia_smi = which::which("nvidia-smi").ok();
     if nvidia_smi.is_none() {
@@ -224,33 +255,34 @@ async fn find_tools(dir: &Path) -> Result<Tools, CalibrateError> {
     }
     let dir = dir.to_path_buf();
     let preflight = tokio::task::spawn_blocking(move || {
-        crate::profilers::create("ncu", &dir, &ProfilerSettings::default()).map(|p| p.preflight())
+        crate::profilers::create(profiler, &dir, &ProfilerSettings::default())
+            .map(|p| p.preflight())
     })
     .await;
     let ncu = match preflight {
         Ok(Ok(preflight)) if preflight.available => Some(format!(
-            "ncu {}",
+            "{profiler} {}",
             preflight.version.as_deref().unwrap_or("unknown")
         )),
         Ok(Ok(preflight)) => {
             missing.push(MissingTool {
-                tool: "ncu",
+                tool: profiler,
                 fix: preflight
                     .reason
-                    .unwrap_or_else(|| "Nsight Compute is unavailable".into()),
+                    .unwrap_or_else(|| format!("{profiler} is unavailable")),
             });
             None
         }
         Ok(Err(error)) => {
             missing.push(MissingTool {
-                tool: "ncu",
+                tool: profiler,
                 fix: error.to_string(),
             });
             None
         }
         Err(error) => {
             missing.push(MissingTool {
-                tool: "ncu",
+                tool: profiler,
                 fix: format!("its preflight failed: {error}"),
             });
             None
@@ -274,14 +306,6 @@ async fn find_tools(dir: &Path) -> Result<Tools, CalibrateError> {
         }),
         _ => Err(CalibrateError::Missing { missing }),
     }
-}
-
-/// The first GPU `CUDA_VISIBLE_DEVICES` names (an index or a UUID), as the eval's readings take it.
-pub fn visible_device() -> Option<String> {
-    std::env::var("CUDA_VISIBLE_DEVICES")
-        .ok()
-        .and_then(|v| v.split(',').next().map(|s| s.trim().to_string()))
-        .filter(|s| !s.is_empty())
 }
 
 /// `<dir>/measurements/<key>`, emptied of an earlier calibration's files.

@@ -2,22 +2,23 @@
 
 use std::path::PathBuf;
 
+use crate::pipeline::injection::InjectionError;
+use crate::profilers::capability::CapabilityError;
+
 #[derive(Debug, thiserror::Error)]
 pub enum FingerprintError {
-    #[error(
-        "nvcc is not on PATH: the fingerprint library is compiled with it (install the CUDA toolkit, or run without --profile-cache)"
-    )]
-    NoNvcc,
-    #[error("no CUPTI found beside {cuda}: looked for cupti.h and libcupti.so in {looked}")]
-    NoCupti { cuda: PathBuf, looked: String },
+    /// The profiler has no fingerprint pass.
+    #[error(transparent)]
+    Unsupported(#[from] CapabilityError),
+    /// Its library could not be compiled (no compiler, no SDK, a failed build).
+    #[error(transparent)]
+    Library(#[from] InjectionError),
     #[error("{action} {}: {source}", path.display())]
     Io {
         action: &'static str,
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("compiling the fingerprint library failed ({status}): {stderr}")]
-    Compile { status: String, stderr: String },
     #[error("the fingerprint pass {0}")]
     Pass(String),
 }

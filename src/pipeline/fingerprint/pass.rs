@@ -1,16 +1,16 @@
-//! Run the target once under the injection library and read back what it logged.
+//! Run the target once under the backend's injection library and read back what it logged.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::build::Library;
 use super::error::FingerprintError;
 use crate::model::arg::Arg;
 use crate::model::plan::{CommandSpec, EndMarker, Graces, Plan, Step};
+use crate::model::profile_cache::ProcessLaunches;
 use crate::model::run::StepRun;
 use crate::pipeline::executor::execute_plan;
 use crate::pipeline::runner::RunOptions;
-use crate::profilers::ncu::launch_log::{ProcessLaunches, parse_log, resolve};
+use crate::profilers::capability::FingerprintCapability;
 
 /// The pass's folder inside the run directory: the logs and the saved module images.
 pub const FINGERPRINT_DIR: &str = "fingerprint";
@@ -27,10 +27,12 @@ pub struct FingerprintPass {
     pub processes: BTreeMap<String, ProcessLaunches>,
 }
 
-/// Run `target` under `library`, its logs and images into `<run_dir>/fingerprint/`.
+/// Run `target` under the capability's library (compiled at `library`), its logs and images
+/// into `<run_dir>/fingerprint/`.
 pub async fn run_fingerprint_pass(
+    capability: &dyn FingerprintCapability,
+    library: &Path,
     target: &[Arg],
-    library: &Library,
     run_dir: &Path,
     options: &RunOptions,
     end_marker: EndMarker,
@@ -42,16 +44,7 @@ pub async fn run_fingerprint_pass(
         source,
     })?;
     let mut command = CommandSpec::new(target.to_vec());
-    command.env = BTreeMap::from([
-        (
-            "CUDA_INJECTION64_PATH".to_string(),
-            library.path.display().to_string(),
-        ),
-        (
-            "POLYPROF_FINGERPRINT_DIR".to_string(),
-            dir.display().to_string(),
-        ),
-    ]);
+    command.env = (capability.library().load_env)(library, &dir);
     let plan = Plan {
         profiler: STEP_NAME.to_string(),
         target: target.to_vec(),
@@ -72,7 +65,7 @@ pub async fn run_fingerprint_pass(
                 .unwrap_or("its step was not accepted")
         )));
     }
-    let processes = read_logs(&dir)?;
+    let processes = read_logs(capability, &dir)?;
     Ok(FingerprintPass {
         step,
         wall_s,
@@ -80,8 +73,11 @@ pub async fn run_fingerprint_pass(
     })
 }
 
-/// Every `launches-<pid>.tsv` in `dir`, parsed and resolved against the images beside it.
-pub fn read_logs(dir: &Path) -> Result<BTreeMap<String, ProcessLaunches>, FingerprintError> {
+/// Every launch log in `dir` (one per process), read and resolved against the images beside it.
+pub fn read_logs(
+    capability: &dyn FingerprintCapability,
+    dir: &Path,
+) -> Result<BTreeMap<String, ProcessLaunches>, FingerprintError> {
     let io = |source| FingerprintError::Io {
         action: "read",
         path: dir.to_path_buf(),
@@ -91,19 +87,20 @@ pub fn read_logs(dir: &Path) -> Result<BTreeMap<String, ProcessLaunches>, Finger
     for entry in std::fs::read_dir(dir).map_err(io)? {
         let entry = entry.map_err(io)?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        if !(name.starts_with("launches-") && name.ends_with(".tsv")) {
+        if !capability.is_launch_log(&name) {
             continue;
         }
         let text = std::fs::read_to_string(entry.path()).map_err(io)?;
-        let events =
-            parse_log(&text).map_err(|e| FingerprintError::Pass(format!("{name}: {e}")))?;
         let mut image = |file: &str| {
             // Only plain names the library wrote: never a path out of the folder.
             (!file.contains('/') && !file.starts_with('.'))
                 .then(|| std::fs::read(dir.join(file)).ok())
                 .flatten()
         };
-        processes.insert(name, resolve(&events, &mut image));
+        let launches = capability
+            .read_launch_log(&text, &mut image)
+            .map_err(|e| FingerprintError::Pass(format!("{name}: {e}")))?;
+        processes.insert(name, launches);
     }
     Ok(processes)
 }

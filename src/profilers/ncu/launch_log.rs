@@ -1,5 +1,5 @@
 //! The fingerprint pass's launch log (written by polyprof's CUPTI injection library,
-//! `src/pipeline/fingerprint/inject.c`) read into launches with their fingerprints.
+//! `src/profilers/ncu/inject.c`) read into launches with their fingerprints.
 //!
 //! CUPTI names no module for a launch, so the image is found here: among the module images the
 //! process loaded, those whose symbol table defines the launched symbol. Images loaded after the
@@ -14,6 +14,7 @@ use object::{Object, ObjectSymbol};
 use sha2::{Digest, Sha256};
 
 use crate::model::profile_cache::{LaunchFingerprint, hex};
+pub use crate::model::profile_cache::{LoggedLaunch, ProcessLaunches};
 
 /// One line of the log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,27 +95,6 @@ pub fn read_image(bytes: &[u8]) -> Result<ModuleImage, String> {
         sha256: hex(&Sha256::digest(bytes)),
         symbols,
     })
-}
-
-/// A launch of the log with its fingerprint, or why it has none.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoggedLaunch {
-    /// Its position among the process's launches (0 for the first).
-    pub index: usize,
-    pub symbol: String,
-    pub grid: [u64; 3],
-    pub block: [u64; 3],
-    pub dynamic_shared_bytes: u64,
-    pub fingerprint: Result<LaunchFingerprint, String>,
-}
-
-/// One process's launches, and what keeps the cache from trusting them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ProcessLaunches {
-    pub launches: Vec<LoggedLaunch>,
-    /// Graph launches seen (their kernels are not in `launches`).
-    pub graphs: usize,
-    pub failures: Vec<String>,
 }
 
 /// Key each launch of `events` by the one image that defines its symbol. `image` reads a saved

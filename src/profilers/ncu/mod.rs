@@ -1,6 +1,7 @@
 //! NVIDIA Nsight Compute backend: plan (`wrap`), preflight, parsers of ncu's CSV pages, metric
 //! name checks, and the static lane (cuobjdump resource usage, theoretical occupancy).
 
+pub mod capabilities;
 mod checks;
 mod context;
 pub mod cuobjdump;

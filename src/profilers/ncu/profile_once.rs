@@ -15,6 +15,7 @@ use super::names::printed_name;
 use super::options::{KernelNameBase, NcuOptions};
 use crate::model::profile_cache::{LaunchFingerprint, RecordOrigin, RecordSource};
 use crate::model::record::KernelRecord;
+pub use crate::profilers::capability::{Assembly, Hit};
 
 /// ncu's `--filter-mode per-launch-config`: the key it counts launches by.
 type LaunchConfig = (String, [u64; 3], [u64; 3], u64);
@@ -94,30 +95,6 @@ pub fn expected_profiled(
 pub fn record_is_launch(record: &KernelRecord, launch: &LoggedLaunch) -> bool {
     let named = record.name == printed_name(&launch.symbol) || record.name == launch.symbol;
     named && record.grid == Some(launch.grid) && record.block == Some(launch.block)
-}
-
-/// A stored profile the run may use for a fingerprint, and where it came from.
-#[derive(Debug, Clone)]
-pub struct Hit {
-    pub record: KernelRecord,
-    pub key: String,
-    pub origin_run: String,
-    /// What profiling the launch cost when it was profiled (what serving it saves).
-    pub profile_s: f64,
-}
-
-/// The run's records in launch order and what was profiled.
-#[derive(Debug, Clone, Default)]
-pub struct Assembly {
-    pub records: Vec<KernelRecord>,
-    /// Each fingerprint's first record profiled in this run.
-    pub profiled: BTreeMap<LaunchFingerprint, KernelRecord>,
-    /// The durations (ns) of every launch of each fingerprint profiled in this run: more than
-    /// one where the run profiled repeats, which measures the run's noise.
-    pub samples: BTreeMap<LaunchFingerprint, Vec<f64>>,
-    /// Launches served by a repeat of a launch profiled in this run, or by the cache.
-    pub repeats: u64,
-    pub from_cache: u64,
 }
 
 /// Put the run's records together: each launch gets its own profiled record, else its
