@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use crate::eval::timeline::MarkedRequest;
 use crate::model::gpu_trace::GpuTrace;
-use crate::profilers::ncu::trace_log::parse_trace;
+use crate::profilers::tracers::gpu_tracer;
 
 /// One capture: the trace, the requests as the orchestrator sent them, and the candidate's own
 /// per-call times of each timing request (by request index).
@@ -69,7 +69,8 @@ pub fn capture(name: &str) -> Capture {
     flate2::read::GzDecoder::new(gz)
         .read_to_string(&mut text)
         .unwrap_or_else(|e| panic!("{name}: {e}"));
-    let trace = parse_trace(0, &text).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let tracer = gpu_tracer("ncu").expect("the ncu backend offers a tracer");
+    let trace = (tracer.parse)(0, &text).unwrap_or_else(|e| panic!("{name}: {e}"));
     let sent: Requests = serde_json::from_str(requests).unwrap_or_else(|e| panic!("{name}: {e}"));
     let reported = sent
         .requests
