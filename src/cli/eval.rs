@@ -11,7 +11,7 @@ use polyprof::pipeline::eval::{
     Device, EVIDENCE_FILE, EvalOptions, EvalOutcome, EvalSpec, IfExists, VERDICT_FILE, evaluate,
 };
 
-use super::run::{TrackingMode, cancel_on_signals, parse_secs};
+use super::run::{TrackingMode, cancel_on_signals};
 
 pub use super::eval_exit::{EXIT_EVAL_FAILED, EXIT_NOT_PASSED, EXIT_PASSED};
 
@@ -41,11 +41,12 @@ pub struct Args {
     /// The witness profiler (cuda only): ncu, or none for no witness pass.
     #[arg(long, default_value = "ncu")]
     pub profiler: String,
-    /// Limit of each call, check and timing block, seconds.
-    #[arg(long, value_parser = parse_secs, value_name = "S", default_value = "120")]
+    /// Limit of each call, check and timing block (`30s`, `2m`; a bare number is seconds).
+    #[arg(long, value_parser = super::duration::seconds, value_name = "DURATION", default_value = "120")]
     pub timeout: Duration,
-    /// Limit of starting a worker and its setup (imports, compilation), seconds.
-    #[arg(long, value_parser = parse_secs, value_name = "S", default_value = "600")]
+    /// Limit of starting a worker and its setup (imports, compilation) (`10m`; a bare number is
+    /// seconds).
+    #[arg(long, value_parser = super::duration::seconds, value_name = "DURATION", default_value = "600")]
     pub setup_timeout: Duration,
     /// Correctness trials, each on fresh inputs from a secret seed.
     #[arg(

@@ -18,6 +18,7 @@ pub mod demo;
 pub mod demo_replay;
 pub mod demo_workload;
 pub mod diff;
+pub mod duration;
 pub mod doctor;
 pub mod eval;
 pub mod eval_exit;

@@ -26,9 +26,6 @@ pub const EXIT_SPAWN_FAILED: u8 = 127;
 pub const EXIT_NOT_EXECUTABLE: u8 = 126;
 /// Under `--exit-code polyprof`: the command ran and failed (any non-zero status or signal).
 pub const EXIT_COMMAND_FAILED: u8 = 1;
-/// The longest duration a flag accepts (a week): beyond it a value is a mistake, and far
-/// beyond it the clock cannot represent the deadline.
-pub const MAX_DURATION_S: f64 = 7.0 * 24.0 * 3600.0;
 
 /// What polyprof's exit status reports.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -122,17 +119,19 @@ pub struct SupervisionArgs {
     /// What says the work is done: pytest, none, literal:TEXT, regex:RE [default: the profiler's].
     #[arg(long)]
     pub end_marker: Option<EndMarker>,
-    /// Overall wall-clock limit, seconds.
-    #[arg(long, value_parser = parse_secs, value_name = "S")]
+    /// Overall wall-clock limit (`30s`, `1m`, `1h30m`; a bare number is seconds).
+    #[arg(long, value_parser = super::duration::seconds, value_name = "DURATION")]
     pub timeout: Option<Duration>,
-    /// Stop after this long without output, seconds.
-    #[arg(long, value_parser = parse_secs, value_name = "S")]
+    /// Stop after this long without output (`30s`, `1m`; a bare number is seconds).
+    #[arg(long, value_parser = super::duration::seconds, value_name = "DURATION")]
     pub inactivity_timeout: Option<Duration>,
-    /// After the end marker: how long the process may take to exit by itself [default: the profiler's].
-    #[arg(long, value_parser = parse_secs, value_name = "S")]
+    /// After the end marker: how long the process may take to exit by itself (`5s`, `500ms`; a
+    /// bare number is seconds) [default: the profiler's].
+    #[arg(long, value_parser = super::duration::seconds, value_name = "DURATION")]
     pub marker_grace: Option<Duration>,
-    /// After SIGTERM: how long before SIGKILL [default: the profiler's].
-    #[arg(long, value_parser = parse_secs, value_name = "S")]
+    /// After SIGTERM: how long before SIGKILL (`5s`, `500ms`; a bare number is seconds)
+    /// [default: the profiler's].
+    #[arg(long, value_parser = super::duration::seconds, value_name = "DURATION")]
     pub kill_grace: Option<Duration>,
     /// What the command sees of polyprof's environment: inherit, clean, untrusted
     /// [default: `env_policy` of the configuration (`polyprof config`), else inherit].
@@ -153,18 +152,6 @@ pub struct SupervisionArgs {
     /// How descendants are found and ended: supervisor (every one), group, or cgroup.
     #[arg(long, value_enum, default_value_t, value_name = "MODE")]
     pub tracking: TrackingMode,
-}
-
-pub fn parse_secs(text: &str) -> Result<Duration, String> {
-    let secs: f64 = text
-        .parse()
-        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
-    if !(0.0..=MAX_DURATION_S).contains(&secs) {
-        return Err(format!(
-            "`{text}` seconds is out of range: give 0 to {MAX_DURATION_S} (a week)"
-        ));
-    }
-    Duration::try_from_secs_f64(secs).map_err(|e| format!("`{text}`: {e}"))
 }
 
 /// `--env NAME=VALUE`: the name is text, the value any bytes (it reaches the command as given).
