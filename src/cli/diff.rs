@@ -46,7 +46,7 @@ pub struct Args {
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Device for the rooflines of the HTML page (default: each run's device).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = super::values::devices(), hide_possible_values = true)]
     pub device: Option<String>,
     /// A TOML device table that adds to or replaces built-in entries.
     #[arg(long, value_name = "FILE")]

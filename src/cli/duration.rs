@@ -41,7 +41,9 @@ pub fn age(text: &str) -> Result<Duration, String> {
 fn parse_up_to(text: &str, bare: Bare, max: Duration, max_text: &str) -> Result<Duration, String> {
     let trimmed = text.trim();
     let bad = || {
-        format!("`{text}` is not a duration: write a number with a unit (`30s`, `1m`, `500us`, `1h30m`)")
+        format!(
+            "`{text}` is not a duration: write a number with a unit (`30s`, `1m`, `500us`, `1h30m`)"
+        )
     };
     if trimmed.is_empty() {
         return Err(bad());
@@ -97,7 +99,12 @@ pub fn slurm_time(text: &str) -> Result<String, String> {
     if secs == 0 {
         return Err("a time limit of 0 would stop every job as it starts".into());
     }
-    let (d, h, m, s) = (secs / 86_400, secs % 86_400 / 3_600, secs % 3_600 / 60, secs % 60);
+    let (d, h, m, s) = (
+        secs / 86_400,
+        secs % 86_400 / 3_600,
+        secs % 3_600 / 60,
+        secs % 60,
+    );
     Ok(format!("{d}-{h:02}:{m:02}:{s:02}"))
 }
 

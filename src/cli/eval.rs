@@ -13,6 +13,12 @@ use polyprof::pipeline::eval::{
 
 use super::run::{TrackingMode, cancel_on_signals};
 
+/// `--device`: cuda or cpu, both offered for completion.
+fn device_parser() -> impl clap::builder::TypedValueParser<Value = Device> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(["cuda", "cpu"]).try_map(|d| d.parse::<Device>())
+}
+
 pub use super::eval_exit::{EXIT_EVAL_FAILED, EXIT_NOT_PASSED, EXIT_PASSED};
 
 /// Arguments of `polyprof eval`.
@@ -33,13 +39,13 @@ pub struct Args {
     #[arg(long, help_heading = "Output")]
     pub json: bool,
     /// Where the arrays live: cuda or cpu.
-    #[arg(long, default_value = "cuda")]
+    #[arg(long, default_value = "cuda", value_parser = device_parser())]
     pub device: Device,
     /// The Python interpreter of the workers [default: $POLYPROF_PYTHON, else python3].
     #[arg(long, value_name = "PY")]
     pub python: Option<PathBuf>,
     /// The witness profiler (cuda only): ncu, or none for no witness pass.
-    #[arg(long, default_value = "ncu")]
+    #[arg(long, default_value = "ncu", value_parser = super::values::witnesses())]
     pub profiler: String,
     /// Limit of each call, check and timing block (`30s`, `2m`; a bare number is seconds).
     #[arg(long, value_parser = super::duration::seconds, value_name = "DURATION", default_value = "120")]

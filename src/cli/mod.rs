@@ -18,8 +18,8 @@ pub mod demo;
 pub mod demo_replay;
 pub mod demo_workload;
 pub mod diff;
-pub mod duration;
 pub mod doctor;
+pub mod duration;
 pub mod eval;
 pub mod eval_exit;
 pub mod eval_many;
@@ -38,6 +38,7 @@ pub mod report;
 pub mod report_batch;
 pub mod run;
 pub mod select;
+pub mod values;
 pub mod width;
 pub mod wrap;
 

@@ -71,7 +71,7 @@ impl TrackingMode {
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Profiler to run the command under (`none`: run it as is).
-    #[arg(long, default_value = "none")]
+    #[arg(long, default_value = "none", value_parser = super::values::profilers())]
     pub profiler: String,
     /// Where logs, profiler output and run.json go [default: ./polyprof-runs/<profiler>.<NNN>].
     #[arg(long, help_heading = "Output")]
