@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use anyhow::Context;
-use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};
+use comfy_table::{Cell, CellAlignment};
 use polyprof::model::batch::{
     BatchEntry, BatchIndex, BatchProfileCache, CascadeSummary, EntryState, EvalSummary,
 };
@@ -89,7 +89,7 @@ pub fn finish(
         serde_json::to_writer_pretty(&mut out, index).context("cannot print the index")?;
         writeln!(out)?;
     } else {
-        print(&mut out, index, root)?;
+        super::width::fitted(&mut out, |buffer| print(buffer, index, root))?;
     }
     if cancelled {
         return Ok(super::run::EXIT_CANCELLED);
@@ -197,13 +197,10 @@ fn print_profile_cache(out: &mut impl Write, cache: &BatchProfileCache) -> std::
 /// Print the summary of `index` to `out`; `root` is where the batch lives.
 pub fn print(out: &mut impl Write, index: &BatchIndex, root: &str) -> std::io::Result<()> {
     let all = index.jobs.len() <= ALL_ROWS_UP_TO;
-    let mut table = Table::new();
-    table
-        .load_style(UTF8_BORDERS_ONLY)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header([
-            "job", "state", "device", "tries", "time s", "kernels", "note",
-        ]);
+    let mut table = super::width::table();
+    table.set_header([
+        "job", "state", "device", "tries", "time s", "kernels", "note",
+    ]);
     let mut hidden = 0;
     for id in &index.order {
         let Some(e) = index.jobs.get(id) else {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
-use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};
+use comfy_table::{Cell, CellAlignment};
 use serde::Serialize;
 
 use polyprof::model::batch::now_unix_s;
@@ -149,22 +149,16 @@ fn list(dir: &Path, cache: Option<&ProfileCache>, json: bool) -> anyhow::Result<
         return Ok(0);
     }
     let now = now_unix_s();
-    let mut table = Table::new();
-    table
-        .load_style(UTF8_BORDERS_ONLY)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header([
-            "digest",
-            "kernel",
-            "device",
-            "tool",
-            "age",
-            "size",
-            "profiled by",
-        ]);
-    if let Some(width) = super::width::table_width_for(false) {
-        table.set_width(u16::try_from(width).unwrap_or(u16::MAX));
-    }
+    let mut table = super::width::table();
+    table.set_header([
+        "digest",
+        "kernel",
+        "device",
+        "tool",
+        "age",
+        "size",
+        "profiled by",
+    ]);
     for entry in &entries {
         table.add_row(vec![
             Cell::new(entry.digest.get(..12).unwrap_or(&entry.digest)),

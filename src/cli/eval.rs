@@ -276,7 +276,8 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         out.flush()?;
     } else {
         let mut out = std::io::stdout().lock();
-        print_summary(&mut out, &outcome).context("cannot print the summary")?;
+        super::width::fitted(&mut out, |buffer| print_summary(buffer, &outcome))
+            .context("cannot print the summary")?;
         out.flush()?;
     }
     Ok(exit_code(&outcome))
