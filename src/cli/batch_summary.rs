@@ -222,6 +222,7 @@ pub fn print(out: &mut impl Write, index: &BatchIndex, root: &str) -> std::io::R
         ]);
     }
     if table.row_count() > 0 {
+        super::width::keep_whole(&mut table, 0);
         writeln!(out, "{table}")?;
     }
     if hidden > 0 {

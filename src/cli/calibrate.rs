@@ -209,6 +209,7 @@ fn render(calibrated: &Calibrated, now_unix_s: u64) -> String {
     for check in &c.checks {
         table.add_row(row(check));
     }
+    super::width::keep_whole(&mut table, 0);
     let _ = writeln!(out, "{table}");
     let _ = writeln!(
         out,

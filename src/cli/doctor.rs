@@ -133,6 +133,7 @@ fn render_table(list: &[Preflight]) -> String {
             details,
         ]);
     }
+    super::width::keep_whole(&mut table, 0);
     table.to_string()
 }
 

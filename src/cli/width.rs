@@ -36,6 +36,50 @@ pub fn table() -> comfy_table::Table {
     table
 }
 
+/// Words never split: each column is at least as wide as its longest word, and `column`
+/// (job ids, candidates, profilers) as its longest cell, so long cells wrap at spaces. When
+/// that cannot fit, the identifier column gives up what is missing (down to 12).
+pub fn keep_whole(table: &mut comfy_table::Table, column: usize) {
+    let count = table.column_count();
+    let mut words = vec![0usize; count];
+    let mut cells = vec![0usize; count];
+    let rows = table.header().into_iter().chain(table.row_iter());
+    for row in rows {
+        for (i, cell) in row.cell_iter().enumerate().take(count) {
+            for line in cell.content().lines() {
+                cells[i] = cells[i].max(line.chars().count());
+                let word = line
+                    .split(' ')
+                    .map(|w| w.chars().count())
+                    .max()
+                    .unwrap_or(0);
+                words[i] = words[i].max(word);
+            }
+        }
+    }
+    let mut floors = words;
+    if let Some(id) = floors.get_mut(column) {
+        *id = cells[column];
+    }
+    if let Some(width) = table.width() {
+        // A border before each column and after the last, a space either side of each cell.
+        let needed: usize = floors.iter().map(|w| w + 3).sum::<usize>() + 1;
+        let over = needed.saturating_sub(usize::from(width));
+        if let Some(id) = floors.get_mut(column) {
+            *id = id.saturating_sub(over).max(12.min(*id));
+        }
+    }
+    for (i, floor) in floors.into_iter().enumerate() {
+        if let Some(target) = table.column_mut(i) {
+            // comfy-table's widths count the cell's padding (a space either side).
+            let floor = u16::try_from(floor + 2).unwrap_or(u16::MAX);
+            target.set_constraint(comfy_table::ColumnConstraint::LowerBoundary(
+                comfy_table::Width::Fixed(floor),
+            ));
+        }
+    }
+}
+
 /// Text printed around a table (or a whole summary, tables and all), each line wrapped to the
 /// table width at spaces; a word longer than the width (a path, a kernel name) stays whole.
 pub fn prose(text: &str) -> String {
@@ -45,7 +89,9 @@ pub fn prose(text: &str) -> String {
             if line.chars().count() <= width {
                 return line.to_string();
             }
-            let options = textwrap::Options::new(width).break_words(false);
+            let options = textwrap::Options::new(width)
+                .break_words(false)
+                .word_separator(textwrap::WordSeparator::AsciiSpace);
             textwrap::wrap(line, options).join("\n")
         })
         .collect::<Vec<_>>()
