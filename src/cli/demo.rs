@@ -118,7 +118,11 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     );
     out.write_all(table.as_bytes())?;
     writeln!(out, "\nrun directory: {}", job.output_dir.display())?;
-    writeln!(out, "html page:     {}  (open in a browser)", page.display())?;
+    writeln!(
+        out,
+        "html page:     {}  (open in a browser)",
+        page.display()
+    )?;
     writeln!(out, "hatchet:       {}", hatchet.display())?;
     writeln!(
         out,

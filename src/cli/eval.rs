@@ -201,6 +201,25 @@ pub fn exit_code(outcome: &EvalOutcome) -> u8 {
     }
 }
 
+/// `--device cuda` (the default) on a host without a GPU torch can reach as `cuda` (NVIDIA,
+/// or AMD through ROCm) is said at once, with the fix, instead of as the reference's driver
+/// traceback.
+async fn require_cuda_device() -> anyhow::Result<()> {
+    use polyprof::pipeline::batch::devices::{DeviceChoice, pool_devices};
+    use polyprof::profilers::registry::Vendor;
+    let found = pool_devices(&DeviceChoice::Auto, Some(1)).await;
+    if found
+        .iter()
+        .any(|d| matches!(d.vendor(), Some(Vendor::Nvidia | Vendor::Amd)))
+    {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "no CUDA device: use --device cpu (no NVIDIA or AMD GPU was found on this host; \
+         `polyprof doctor` says what it sees)"
+    )
+}
+
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let options = args.options();
     if let Some(profiler) = &options.witness_profiler
@@ -210,6 +229,9 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             "`{profiler}` cannot witness an eval; valid: none, {}",
             polyprof::profilers::witness::WITNESS_PROFILERS.join(", ")
         );
+    }
+    if args.device == Device::Cuda {
+        require_cuda_device().await?;
     }
     let config = polyprof::pipeline::config::Config::load()?;
     let output_root = config.output_root.value;

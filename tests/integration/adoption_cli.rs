@@ -265,3 +265,28 @@ fn completions_offer_the_values_not_file_names() {
         );
     }
 }
+
+#[test]
+fn eval_without_a_gpu_names_device_cpu() {
+    if Path::new("/dev/nvidia0").exists() || Path::new("/dev/kfd").exists() {
+        crate::support::record_skip(
+            "adoption_cli::eval_without_a_gpu_names_device_cpu",
+            "this host has a GPU",
+        );
+        return;
+    }
+    let problem = fixture("eval");
+    let out = polyprof()
+        .args(["eval", "--reference"])
+        .arg(problem.join("reference.py"))
+        .arg("--candidate")
+        .arg(problem.join("candidate.py"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no CUDA device: use --device cpu"),
+        "{stderr}"
+    );
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+}
