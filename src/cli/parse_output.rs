@@ -93,9 +93,9 @@ const DROP_ORDER: [&str; 6] = ["FLOP/B", "GFLOP/s", "DRAM MB", "pid", "grid", "b
 /// The narrowest a kernel name gets when the kept columns still do not fit.
 const MIN_KERNEL_WIDTH: usize = 16;
 
-/// `rows` fitted to `width`: columns left out in [`DROP_ORDER`] (user metrics and the columns
-/// read as reported before it, last first), then kernel names shortened. Returns the kept
-/// header, rows and the headers left out.
+/// `rows` fitted to `width`: columns left out in [`DROP_ORDER`] (the columns read as reported
+/// before it, last first; the `--metrics` asked for stay), then kernel names shortened.
+/// Returns the kept header, rows and the headers left out.
 fn fit_to(
     header: Vec<String>,
     mut rows: Vec<Vec<String>>,
@@ -117,7 +117,8 @@ fn fit_to(
     let mut header = header;
     let mut left_out = Vec::new();
     let fixed = HEADER.len();
-    let mut candidates: Vec<String> = header[fixed..].iter().rev().cloned().collect();
+    let reported = fixed + as_reported().count();
+    let mut candidates: Vec<String> = header[fixed..reported].iter().rev().cloned().collect();
     candidates.extend(DROP_ORDER.iter().map(|h| h.to_string()));
     for name in candidates {
         if total(&widths(&header, &rows)) <= width {

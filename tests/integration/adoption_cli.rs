@@ -86,7 +86,13 @@ fn eval_batch_and_cache_durations_parse() {
     for flag in ["--timeout", "--setup-timeout"] {
         for value in DURATIONS {
             let out = polyprof()
-                .args(["eval", "--reference", "/nonexistent/ref.py"])
+                .args([
+                    "eval",
+                    "--device",
+                    "cpu",
+                    "--reference",
+                    "/nonexistent/ref.py",
+                ])
                 .args(["--candidate", "/nonexistent/cand.py", flag, value])
                 .output()
                 .unwrap();
