@@ -32,7 +32,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("PolyprofError", py.get_type::<PolyprofError>())?;
     m.add("ProfilerUnavailable", py.get_type::<ProfilerUnavailable>())?;
-    m.add("ProfilerOutputMissing", py.get_type::<ProfilerOutputMissing>())?;
+    m.add(
+        "ProfilerOutputMissing",
+        py.get_type::<ProfilerOutputMissing>(),
+    )?;
     Ok(())
 }
 

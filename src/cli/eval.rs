@@ -221,6 +221,24 @@ async fn require_cuda_device() -> anyhow::Result<()> {
 }
 
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
+    let json = args.json;
+    let target: Vec<std::ffi::OsString> =
+        vec![args.reference.clone().into(), args.candidate.clone().into()];
+    let output_dir = args.output_dir.clone();
+    match judge(args).await {
+        // `--json` is JSON on stdout, always: an eval that could not start (a missing file, no
+        // CUDA device, an unusable directory) prints an error document (run.json's kinds).
+        Err(error) if json && !super::is_broken_pipe(&error) => super::run::print_start_failure(
+            &target,
+            output_dir.as_deref(),
+            &error,
+            polyprof::model::run_error::ErrorKind::Usage,
+        ),
+        other => other,
+    }
+}
+
+async fn judge(args: Args) -> anyhow::Result<u8> {
     let options = args.options();
     if let Some(profiler) = &options.witness_profiler
         && polyprof::profilers::witness::witness_settings(profiler).is_none()
@@ -281,7 +299,17 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
                 let case = ci_case::not_run_case(&candidate, &e.to_string());
                 args.ci.write(&ci_case::suite(&reference, vec![case]))?;
             }
-            super::report_error(&anyhow::Error::new(e).context("the eval could not run"));
+            let error = anyhow::Error::new(e).context("the eval could not run");
+            if args.json {
+                super::run::print_start_failure(
+                    &[args.reference.clone().into(), args.candidate.clone().into()],
+                    args.output_dir.as_deref(),
+                    &error,
+                    polyprof::model::run_error::ErrorKind::Usage,
+                )?;
+            } else {
+                super::report_error(&error);
+            }
             return Ok(EXIT_EVAL_FAILED);
         }
     };

@@ -398,19 +398,79 @@ fn claim_output_dir(dir: &Path, force: bool) -> anyhow::Result<rundir::ClaimedDi
     Ok(claimed)
 }
 
+/// `--json` when the run cannot start (unknown profiler, bad configuration, the run directory
+/// cannot be claimed): stdout still gets one JSON document, `errors` typed with run.json's
+/// kinds, and the message goes to stderr as without `--json`.
+pub fn print_start_failure(
+    target: &[std::ffi::OsString],
+    output_dir: Option<&Path>,
+    error: &anyhow::Error,
+    default_kind: polyprof::model::run_error::ErrorKind,
+) -> anyhow::Result<u8> {
+    use polyprof::model::run_error::ErrorKind;
+    let kind = error
+        .chain()
+        .find_map(|cause| cause.downcast_ref::<polyprof::Error>())
+        .map_or(default_kind, ErrorKind::of);
+    let mut message = String::new();
+    for cause in error.chain() {
+        let part = cause.to_string();
+        if !message.contains(&part) {
+            if !message.is_empty() {
+                message.push_str(": ");
+            }
+            message.push_str(&part);
+        }
+    }
+    let document = serde_json::json!({
+        "schema_version": polyprof::model::run::SCHEMA_VERSION,
+        "polyprof_version": env!("CARGO_PKG_VERSION"),
+        "started": false,
+        "target": polyprof::model::arg::args(target),
+        "output_dir": output_dir.map(|d| d.display().to_string()),
+        "outcome": null,
+        "errors": [{"kind": kind, "message": message}],
+    });
+    super::report_error(error);
+    super::output::println(&serde_json::to_string_pretty(&document)?)?;
+    Ok(super::EXIT_USAGE)
+}
+
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
+    use polyprof::model::run_error::ErrorKind;
+    let not_started = |error: anyhow::Error, kind: ErrorKind| -> anyhow::Result<u8> {
+        if args.json {
+            print_start_failure(&args.command, args.output_dir.as_deref(), &error, kind)
+        } else {
+            Err(error)
+        }
+    };
     let profiler = args.profiler.trim().to_ascii_lowercase();
     if profiler != "none" && !profilers::PROFILER_NAMES.contains(&profiler.as_str()) {
-        anyhow::bail!(
-            "unknown profiler `{profiler}`; valid: none, {} (`polyprof doctor` lists them)",
-            profilers::PROFILER_NAMES.join(", ")
+        return not_started(
+            anyhow::anyhow!(
+                "unknown profiler `{profiler}`; valid: none, {} (`polyprof doctor` lists them)",
+                profilers::PROFILER_NAMES.join(", ")
+            ),
+            ErrorKind::Usage,
         );
     }
-    let config = Config::load()?;
-    let mut run_options = args.supervision.run_options(&config)?;
+    let config = match Config::load() {
+        Ok(config) => config,
+        Err(error) => return not_started(error.into(), ErrorKind::Config),
+    };
+    let mut run_options = match args.supervision.run_options(&config) {
+        Ok(options) => options,
+        Err(error) => return not_started(error, ErrorKind::Usage),
+    };
     let claimed = match &args.output_dir {
-        Some(dir) => claim_output_dir(dir, args.force)?,
-        None => rundir::claim(&default_output_dir(&config.output_root.value, &profiler)?)?,
+        Some(dir) => claim_output_dir(dir, args.force),
+        None => default_output_dir(&config.output_root.value, &profiler)
+            .and_then(|dir| Ok(rundir::claim(&dir)?)),
+    };
+    let claimed = match claimed {
+        Ok(claimed) => claimed,
+        Err(error) => return not_started(error, ErrorKind::Io),
     };
     let output_dir = claimed.dir.clone();
     let mut ncu = args.ncu.clone();

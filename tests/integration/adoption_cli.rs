@@ -296,3 +296,74 @@ fn eval_without_a_gpu_names_device_cpu() {
     );
     assert_eq!(out.status.code(), Some(2), "{stderr}");
 }
+
+/// One JSON document on stdout, whose `errors` hold one error of `kind`.
+fn error_document(out: &std::process::Output, kind: &str) -> serde_json::Value {
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON document ({e}):\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_eq!(doc["errors"][0]["kind"], kind, "{doc}");
+    assert_eq!(doc["started"], false, "{doc}");
+    doc
+}
+
+#[test]
+fn json_means_json_on_stdout_when_a_run_or_eval_cannot_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = dir.path().join("run");
+    let first = polyprof()
+        .args(["run", "--json", "--output-dir"])
+        .arg(&run_dir)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_exit(&first, 0);
+    // The run directory cannot be claimed: it holds a run.
+    let again = polyprof()
+        .args(["run", "--json", "--output-dir"])
+        .arg(&run_dir)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_exit(&again, 2);
+    let doc = error_document(&again, "io");
+    assert!(
+        doc["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("already holds a run")
+    );
+    let unknown = polyprof()
+        .args(["run", "--json", "--profiler", "bogus", "--", "true"])
+        .output()
+        .unwrap();
+    error_document(&unknown, "usage");
+    // A command that is not found starts nothing, and run.json says so (kind spawn_failed).
+    let missing = polyprof()
+        .args(["run", "--json", "--output-dir"])
+        .arg(dir.path().join("missing"))
+        .args(["--", "/nonexistent/command"])
+        .output()
+        .unwrap();
+    let run: serde_json::Value = serde_json::from_slice(&missing.stdout).unwrap();
+    assert_eq!(run["outcome"]["kind"], "spawn_failed", "{run}");
+    // An eval whose reference is missing.
+    let eval = polyprof()
+        .args(["eval", "--json", "--device", "cpu"])
+        .args(["--reference", "/nonexistent/ref.py"])
+        .args(["--candidate", "/nonexistent/cand.py", "--output-dir"])
+        .arg(dir.path().join("eval"))
+        .output()
+        .unwrap();
+    let doc = error_document(&eval, "io");
+    assert!(
+        doc["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("/nonexistent/ref.py")
+    );
+}
