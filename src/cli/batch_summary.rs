@@ -2,6 +2,7 @@
 //! kernels, what went wrong), the devices, and the totals.
 
 use std::io::Write;
+use std::path::Path;
 
 use anyhow::Context;
 use comfy_table::{Cell, CellAlignment};
@@ -82,7 +83,10 @@ pub fn finish(
     ci: &super::ci_output::CiArgs,
 ) -> anyhow::Result<u8> {
     if ci.wanted() {
-        ci.write(&polyprof::results::ci_batch::suite(index))?;
+        let tails = stderr_tails(index, root);
+        ci.write(&polyprof::results::ci_batch::suite_with_tails(
+            index, &tails,
+        ))?;
     }
     let mut out = std::io::stdout().lock();
     if json {
@@ -101,6 +105,36 @@ pub fn finish(
         .values()
         .all(|e| matches!(e.state, EntryState::Succeeded | EntryState::Skipped));
     Ok(if all_ok { 0 } else { EXIT_SOME_FAILED })
+}
+
+/// The last lines of stderr a CI output carries for a job that did not succeed.
+const STDERR_TAIL_LINES: usize = 20;
+
+/// The last lines of stderr of each job that did not succeed, from its run.json (the last
+/// attempt of its last step); a job without one (lost, never started) has none.
+fn stderr_tails(index: &BatchIndex, root: &str) -> std::collections::BTreeMap<String, Vec<String>> {
+    index
+        .jobs
+        .values()
+        .filter(|e| !matches!(e.state, EntryState::Succeeded | EntryState::Skipped))
+        .filter_map(|entry| {
+            let path = Path::new(root).join(&entry.run_dir).join("run.json");
+            let run = polyprof::model::run::ProfileRun::read(&path).ok()?;
+            let attempt = run.steps.last()?.attempts.last()?;
+            // A short stream is all head; a long one keeps its last lines in the tail.
+            let stderr = &attempt.stderr;
+            let lines: Vec<&String> = stderr.head.iter().chain(&stderr.tail).collect();
+            let start = lines.len().saturating_sub(STDERR_TAIL_LINES);
+            Some((
+                entry.id.clone(),
+                lines[start..]
+                    .iter()
+                    .map(|l| l.to_string())
+                    .collect::<Vec<String>>(),
+            ))
+        })
+        .filter(|(_, tail)| !tail.is_empty())
+        .collect()
 }
 
 /// Up to this many jobs every job gets a row; in a larger batch only the jobs that did not
