@@ -145,12 +145,23 @@ fn fit_to(
     (header, rows, left_out)
 }
 
+/// The table of `rows`, fitted to the terminal's width (else `COLUMNS`, else 120).
 pub fn print_table(
     out: &mut impl Write,
     rows: Vec<Vec<String>>,
     metrics: &[String],
 ) -> anyhow::Result<()> {
-    let width = super::width::table_width_for(false).unwrap_or(usize::MAX);
+    print_table_within(out, rows, metrics, super::width::table_width_for(false))
+}
+
+/// The table of `rows` at most `width` wide (`None`: every column, as [`StreamedTable`]).
+fn print_table_within(
+    out: &mut impl Write,
+    rows: Vec<Vec<String>>,
+    metrics: &[String],
+    width: Option<usize>,
+) -> anyhow::Result<()> {
+    let width = width.unwrap_or(usize::MAX);
     let (header, rows, left_out) = fit_to(header(metrics), rows, width);
     let kernel = header.iter().position(|h| h == "kernel");
     let mut table = Table::new();
@@ -305,7 +316,7 @@ mod tests {
             .map(|r| table_row(r, &metrics))
             .collect();
         let mut held = Vec::new();
-        print_table(&mut held, rows.clone(), &metrics).unwrap();
+        print_table_within(&mut held, rows.clone(), &metrics, None).unwrap();
         let mut table = StreamedTable::new(&metrics);
         for row in &rows {
             table.widen(row);
