@@ -17,4 +17,13 @@ if out=$("$mypy" --strict "$probe_dir/misspelt.py" 2>&1); then
   exit 1
 fi
 grep -q 'has no attribute "kernals"' <<<"$out" || { echo "$out" >&2; exit 1; }
-echo "check-python-types: mypy --strict clean; a misspelt attribute is a type error"
+# A misspelt option of profile() is a type error too (typed **options: TypedDict + Unpack).
+printf 'import polyprof\nrun = polyprof.profile(["true"], timout=5)\n' > "$probe_dir/option.py"
+if out=$("$mypy" --strict "$probe_dir/option.py" 2>&1); then
+  echo "check-python-types: a misspelt option (timout=5) passed mypy --strict" >&2
+  exit 1
+fi
+grep -q '"timout"' <<<"$out" || { echo "$out" >&2; exit 1; }
+printf 'import polyprof\nrun = polyprof.profile(["true"], timeout=5, env={"A": "1"})\nerrors: list[polyprof.RunError] = run.errors\n' > "$probe_dir/typed.py"
+"$mypy" --strict "$probe_dir/typed.py"
+echo "check-python-types: mypy --strict clean; a misspelt attribute or option is a type error"

@@ -29,6 +29,21 @@ if command -v python3 >/dev/null && ! "$proton_venv/bin/python" -c 'import trito
     "$proton_venv/bin/python" -m pip install -q triton llnl-hatchet; } ||
     echo "note: could not install proton-viewer; its test will be skipped" >&2
 fi
+# A test that cannot run here is not a pass: each one that says SKIPPED (tests/integration/
+# support/mod.rs, `skip`) appends its name here, and the closing lines list them with a count,
+# whatever the outcome (CI=true makes them fail instead).
+skips=$(mktemp)
+export POLYPROF_TEST_SKIPS="$skips"
+report_skips() {
+  if [[ -s "$skips" ]]; then
+    echo "== $(wc -l <"$skips") tests skipped (they did not run; CI=true fails them):"
+    sort "$skips"
+  else
+    echo "== no test skipped"
+  fi
+  rm -f "$skips"
+}
+trap report_skips EXIT
 # The examples as programs (tests/integration/examples_run.rs runs them; `cargo test` builds
 # them only as test targets, under hashed names).
 cargo build --examples

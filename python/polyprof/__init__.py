@@ -17,11 +17,16 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Sequence, Tuple, Union
+
+if TYPE_CHECKING:
+    # Only type checkers read it (the annotations are strings at run time): no runtime
+    # dependency on typing_extensions for Python < 3.12.
+    from typing_extensions import Unpack
 
 from . import _native
-from ._native import PolyprofError, ProfilerUnavailable
-from ._options import EndMarkerArg, PathLike, argv_list, run_options, split
+from ._native import PolyprofError, ProfilerOutputMissing, ProfilerUnavailable
+from ._options import EndMarkerArg, PathLike, ProfileOptions, argv_list, run_options, split
 from ._types import (
     DiffSide,
     KernelChange,
@@ -85,6 +90,8 @@ __all__ = [
     "UnmatchedKernel",
     "PolyprofError",
     "ProfilerUnavailable",
+    "ProfilerOutputMissing",
+    "ProfileOptions",
 ]
 
 
@@ -164,7 +171,7 @@ def profile(
     call_path: Sequence[str] = (),
     if_exists: str = "refuse",
     profile_cache: Union[None, bool, PathLike, Dict[str, Any]] = None,
-    **options: Any,
+    **options: Unpack[ProfileOptions],
 ) -> ProfileRun:
     """One profiler pass over ``argv`` into ``output_dir`` (``run.json`` is written there).
 
@@ -188,8 +195,10 @@ def profile(
     Returns a ``ProfileRun`` (``run.json``): ``outcome``, ``steps``, ``kernels`` (each a
     ``KernelRecord`` in base units: ``duration_ns``, ``dram_bytes``, ``flops`` per precision,
     percentages as 0-100), ``errors`` (typed: ``kind`` and ``message``), ``warnings``,
-    ``output_dir``. An unknown profiler raises ``ValueError``, one that cannot run here
-    ``ProfilerUnavailable``."""
+    ``output_dir``. An unknown profiler raises ``ValueError``. A profiler that cannot run here
+    does not raise: as ``polyprof run`` records it, the run comes back with ``ok`` false and an
+    error of kind ``profiler_unavailable`` in ``errors`` (its message names the fix), so a
+    pipeline keeps the run directory and what was captured; check ``run.succeeded``."""
     if output_dir is None:
         output_dir, if_exists = os.path.join("polyprof-runs", f"{profiler}.000"), "number"
     settings_json, options_json = split(options, _graces_of(profiler, output_dir))
@@ -225,7 +234,7 @@ def profile_all(
     *,
     profiler_type: Optional[str] = None,
     output_root: PathLike = "polyprof-runs",
-    **options: Any,
+    **options: Unpack[ProfileOptions],
 ) -> Dict[str, ProfileRun]:
     """Every pass selection gives for ``language`` × ``arch`` (× ``profiler_type``), one after
     the other, each in ``<output_root>/<profiler>.<NNN>``; returns ``{label: run}``, a

@@ -7,6 +7,8 @@ import json
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from typing import TypedDict
+
 PathLike = Union[str, "os.PathLike[str]"]
 
 #: ``end_marker`` as the Python profiler_command API spells it: ``"pytest"`` (the pytest summary
@@ -91,6 +93,24 @@ def supervisor() -> Optional[str]:
     if bundled.is_file() and os.access(bundled, os.X_OK):
         return str(bundled)
     return shutil.which("polyprof-supervise")
+
+
+class ProfileOptions(TypedDict, total=False):
+    """The keyword options of ``profile()`` and ``profile_all()``: a misspelt one (``timout=5``)
+    is a type error under ``mypy --strict`` and a ``ValueError`` naming it at run time."""
+
+    timeout: Optional[float]
+    inactivity_timeout: Optional[float]
+    env_policy: Optional[str]
+    allow_env: Sequence[str]
+    env: Optional[Mapping[str, str]]
+    cwd: Optional[PathLike]
+    end_marker: EndMarkerArg
+    marker_grace: Optional[float]
+    kill_grace: Optional[float]
+    ncu: Optional[Dict[str, Any]]
+    metric_group: Optional[str]
+    extra_args: Optional[Sequence[str]]
 
 
 #: Options of ``profile()`` that go to the profiler (``ProfilerSettings``), not the runner.

@@ -62,7 +62,13 @@ class Document:
             raise AttributeError(f"{type(self).__name__} has no field {name!r}")
         value = self._data.get(name)
         kind = self._nested.get(name)
-        if value is not None and kind is not None:
+        if value is None and (
+            isinstance(kind, list) or str(_annotations(type(self)).get(name, "")).startswith("List[")
+        ):
+            # A list field the document leaves out is empty (``errors`` of a clean run), as
+            # its annotation says: never ``None``.
+            value = []
+        elif value is not None and kind is not None:
             if isinstance(kind, list):
                 value = [kind[0](v) for v in value]
             elif isinstance(kind, dict):
@@ -71,6 +77,11 @@ class Document:
                 value = kind(value)
         cache[name] = value
         return value
+
+    def __dir__(self) -> List[str]:
+        """The fields (annotated and in the document) too, for tab completion."""
+        fields = set(_annotations(type(self))) | set(self._data)
+        return sorted(set(object.__dir__(self)) | {f for f in fields if not f.startswith("_")})
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is read-only; use to_dict() for a copy")

@@ -1,5 +1,6 @@
 //! Python exceptions for polyprof's typed errors: usage errors are `ValueError`, a profiler that
-//! cannot run is `ProfilerUnavailable`, files are `OSError`, the rest `PolyprofError`.
+//! cannot run is `ProfilerUnavailable` (and one that left no output `ProfilerOutputMissing`, a
+//! subclass), files are `OSError`, the rest `PolyprofError`.
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
@@ -19,11 +20,22 @@ create_exception!(
     PolyprofError,
     "The profiler cannot run on this machine; the message names the fix."
 );
+create_exception!(
+    polyprof,
+    ProfilerOutputMissing,
+    ProfilerUnavailable,
+    "The profiler left no output to read (it did not run, or was stopped first); a \
+     ProfilerUnavailable, as the profiler APIs polyprof replaces raise it."
+);
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("PolyprofError", py.get_type::<PolyprofError>())?;
     m.add("ProfilerUnavailable", py.get_type::<ProfilerUnavailable>())?;
+    m.add(
+        "ProfilerOutputMissing",
+        py.get_type::<ProfilerOutputMissing>(),
+    )?;
     Ok(())
 }
 
@@ -35,6 +47,7 @@ pub fn to_py(error: Error) -> PyErr {
             PyValueError::new_err(message)
         }
         Error::ProfilerUnavailable { .. } => ProfilerUnavailable::new_err(message),
+        Error::NoData { .. } => ProfilerOutputMissing::new_err(message),
         Error::Io { .. } | Error::Spawn { .. } => PyOSError::new_err(message),
         _ => PolyprofError::new_err(message),
     }

@@ -131,3 +131,27 @@ def test_the_console_script_runs_the_rust_executable():
     out = subprocess.run([script, "run", "--json", "-q", "--", "sh", "-c", "exit 5"], capture_output=True, text=True)
     assert out.returncode == 5
     assert '"code": 5' in out.stdout
+
+
+def test_a_clean_runs_errors_are_an_empty_list_and_fields_are_listed(tmp_path):
+    import polyprof
+
+    run = polyprof.profile([sys.executable, "-c", "pass"], output_dir=tmp_path / "run")
+    assert run.succeeded
+    assert run.errors == [] and run.warnings == []
+    for field in ("errors", "kernels", "outcome", "steps", "output_dir"):
+        assert field in dir(run), field
+    kernel = polyprof.KernelRecord({"name": "k", "duration_ns": 5.0})
+    for field in ("name", "duration_ns", "grid", "block"):
+        assert field in dir(kernel), field
+
+
+def test_missing_profiler_output_is_profiler_unavailable(tmp_path):
+    import polyprof
+    from polyprof.profiler_command import get_profilers
+
+    ncu = get_profilers("cuda", "h100", "ncu")[0](str(tmp_path))
+    with pytest.raises(polyprof.ProfilerUnavailable) as caught:
+        ncu.read_output()
+    assert isinstance(caught.value, polyprof.ProfilerOutputMissing)
+    assert isinstance(caught.value, polyprof.PolyprofError)

@@ -58,8 +58,9 @@ pub struct Args {
     /// Extra attempts of a failed, timed-out or crashed job that gives no `retries`.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub retries: u32,
-    /// Wall-clock limit of a job that gives no `timeout_s`, seconds.
-    #[arg(long, value_parser = positive_secs, value_name = "S")]
+    /// Wall-clock limit of a job that gives no `timeout_s` (`30s`, `10m`, `1h30m`; a bare number
+    /// is seconds).
+    #[arg(long, value_parser = positive_secs, value_name = "DURATION")]
     pub timeout: Option<Duration>,
     /// A device whose jobs fail with a device-level error this many times in a row is taken
     /// out of the pool.
@@ -124,10 +125,10 @@ fn at_least_one(text: &str) -> Result<usize, String> {
 
 /// `batch --timeout S`: 0 would stop every job as it starts.
 fn positive_secs(text: &str) -> Result<Duration, String> {
-    let secs = super::run::parse_secs(text)?;
+    let secs = super::duration::seconds(text)?;
     if secs.is_zero() {
         return Err(
-            "a timeout of 0 s would stop every job as it starts; give seconds above 0 (or leave --timeout out)"
+            "a timeout of 0 s would stop every job as it starts; give a duration above 0 (or leave --timeout out)"
                 .into(),
         );
     }

@@ -65,9 +65,10 @@ pub struct SlurmArgs {
     /// Slurm account (`sbatch --account`).
     #[arg(long, requires = "slurm", value_name = "NAME")]
     pub account: Option<String>,
-    /// Time limit per task, as sbatch reads it (`30` minutes, `1:00:00`); a task past it is
-    /// timed_out (Slurm's limit; with --ray the driver stops the Ray job).
-    #[arg(long, requires = "scheduler", value_name = "LIMIT")]
+    /// Time limit per task: a duration (`30m`, `1h30m`, `90s`) or as sbatch reads it (a bare
+    /// number is minutes, `1:00:00`, `2-12`); a task past it is timed_out (Slurm's limit; with
+    /// --ray the driver stops the Ray job).
+    #[arg(long, requires = "scheduler", value_parser = super::duration::slurm_time, value_name = "LIMIT")]
     pub time: Option<String>,
     /// GPUs per task (`sbatch --gpus-per-task`); each task sees its own in CUDA_VISIBLE_DEVICES.
     #[arg(long, requires = "slurm", conflicts_with = "gres", value_name = "N")]
@@ -100,8 +101,9 @@ pub struct SlurmArgs {
     /// else 1].
     #[arg(long = "tasks", requires = "slurm", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub tasks: Option<u32>,
-    /// Seconds between polls of squeue (of the Ray jobs, with --ray).
-    #[arg(long, requires = "scheduler", value_parser = super::run::parse_secs, default_value = "0.5", value_name = "S")]
+    /// Time between polls of squeue (of the Ray jobs, with --ray) (`500ms`, `2s`; a bare number
+    /// is seconds).
+    #[arg(long, requires = "scheduler", value_parser = super::duration::seconds, default_value = "0.5", value_name = "DURATION")]
     pub poll: Duration,
 }
 

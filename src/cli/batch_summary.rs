@@ -2,9 +2,10 @@
 //! kernels, what went wrong), the devices, and the totals.
 
 use std::io::Write;
+use std::path::Path;
 
 use anyhow::Context;
-use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};
+use comfy_table::{Cell, CellAlignment};
 use polyprof::model::batch::{
     BatchEntry, BatchIndex, BatchProfileCache, CascadeSummary, EntryState, EvalSummary,
 };
@@ -83,7 +84,10 @@ pub fn finish(
     ci: &super::ci_output::CiArgs,
 ) -> anyhow::Result<u8> {
     if ci.wanted() {
-        ci.write(&polyprof::results::ci_batch::suite(index))?;
+        let tails = stderr_tails(index, root);
+        ci.write(&polyprof::results::ci_batch::suite_with_tails(
+            index, &tails,
+        ))?;
     }
     let mut out = std::io::stdout().lock();
     if json {
@@ -93,9 +97,8 @@ pub fn finish(
         // Job notes, errors and findings carry what commands and candidates printed: their
         // control characters are shown, never sent.
         let mut text = Vec::new();
-        print(&mut text, index, root)?;
-        let text = String::from_utf8_lossy(&text);
-        out.write_all(terminal::text(&text).as_bytes())?;
+        super::width::fitted(&mut text, |buffer| print(buffer, index, root))?;
+        out.write_all(terminal::text(&String::from_utf8_lossy(&text)).as_bytes())?;
     }
     if cancelled {
         return Ok(super::run::EXIT_CANCELLED);
@@ -107,6 +110,36 @@ pub fn finish(
         .values()
         .all(|e| matches!(e.state, EntryState::Succeeded | EntryState::Skipped));
     Ok(if all_ok { 0 } else { EXIT_SOME_FAILED })
+}
+
+/// The last lines of stderr a CI output carries for a job that did not succeed.
+const STDERR_TAIL_LINES: usize = 20;
+
+/// The last lines of stderr of each job that did not succeed, from its run.json (the last
+/// attempt of its last step); a job without one (lost, never started) has none.
+fn stderr_tails(index: &BatchIndex, root: &str) -> std::collections::BTreeMap<String, Vec<String>> {
+    index
+        .jobs
+        .values()
+        .filter(|e| !matches!(e.state, EntryState::Succeeded | EntryState::Skipped))
+        .filter_map(|entry| {
+            let path = Path::new(root).join(&entry.run_dir).join("run.json");
+            let run = polyprof::model::run::ProfileRun::read(&path).ok()?;
+            let attempt = run.steps.last()?.attempts.last()?;
+            // A short stream is all head; a long one keeps its last lines in the tail.
+            let stderr = &attempt.stderr;
+            let lines: Vec<&String> = stderr.head.iter().chain(&stderr.tail).collect();
+            let start = lines.len().saturating_sub(STDERR_TAIL_LINES);
+            Some((
+                entry.id.clone(),
+                lines[start..]
+                    .iter()
+                    .map(|l| l.to_string())
+                    .collect::<Vec<String>>(),
+            ))
+        })
+        .filter(|(_, tail)| !tail.is_empty())
+        .collect()
 }
 
 /// Up to this many jobs every job gets a row; in a larger batch only the jobs that did not
@@ -203,13 +236,10 @@ fn print_profile_cache(out: &mut impl Write, cache: &BatchProfileCache) -> std::
 /// Print the summary of `index` to `out`; `root` is where the batch lives.
 pub fn print(out: &mut impl Write, index: &BatchIndex, root: &str) -> std::io::Result<()> {
     let all = index.jobs.len() <= ALL_ROWS_UP_TO;
-    let mut table = Table::new();
-    table
-        .load_style(UTF8_BORDERS_ONLY)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header([
-            "job", "state", "device", "tries", "time s", "kernels", "note",
-        ]);
+    let mut table = super::width::table();
+    table.set_header([
+        "job", "state", "device", "tries", "time s", "kernels", "note",
+    ]);
     let mut hidden = 0;
     for id in &index.order {
         let Some(e) = index.jobs.get(id) else {
@@ -231,6 +261,7 @@ pub fn print(out: &mut impl Write, index: &BatchIndex, root: &str) -> std::io::R
         ]);
     }
     if table.row_count() > 0 {
+        super::width::keep_whole(&mut table, 0);
         writeln!(out, "{table}")?;
     }
     if hidden > 0 {

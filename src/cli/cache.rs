@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
-use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};
+use comfy_table::{Cell, CellAlignment};
 use serde::Serialize;
 
 use polyprof::model::batch::now_unix_s;
@@ -44,7 +44,7 @@ pub enum Sub {
     },
     /// Remove the entries profiled longer ago than AGE.
     Expire {
-        /// How old an entry may be: a number with s, m, h or d (`7d`, `12h`, `1d12h`).
+        /// How old an entry may be (`7d`, `12h`, `1d12h`, `30m`; a bare number is seconds).
         #[arg(long, value_name = "AGE", value_parser = parse_age)]
         older_than: Duration,
         /// Print what was removed as JSON.
@@ -153,22 +153,16 @@ fn list(dir: &Path, cache: Option<&ProfileCache>, json: bool) -> anyhow::Result<
         return Ok(0);
     }
     let now = now_unix_s();
-    let mut table = Table::new();
-    table
-        .load_style(UTF8_BORDERS_ONLY)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header([
-            "digest",
-            "kernel",
-            "device",
-            "tool",
-            "age",
-            "size",
-            "profiled by",
-        ]);
-    if let Some(width) = super::width::table_width_for(false) {
-        table.set_width(u16::try_from(width).unwrap_or(u16::MAX));
-    }
+    let mut table = super::width::table();
+    table.set_header([
+        "digest",
+        "kernel",
+        "device",
+        "tool",
+        "age",
+        "size",
+        "profiled by",
+    ]);
     for entry in &entries {
         // Cells clipped before layout: a table lays out in time that grows faster than the
         // text (a 40 MB name took minutes); the JSON keeps every name whole.
@@ -227,37 +221,9 @@ fn removal(
     Ok(0)
 }
 
-/// `7d`, `12h`, `30m`, `45s` or a sum of them (`1d12h`).
+/// `7d`, `12h`, `30m`, `45s`, a sum of them (`1d12h`), or a bare number of seconds.
 pub fn parse_age(text: &str) -> Result<Duration, String> {
-    let bad =
-        || format!("`{text}` is not an age; write a number with s, m, h or d: 7d, 12h, 1d12h");
-    let mut total = 0u64;
-    let mut number = String::new();
-    let mut parts = 0;
-    for c in text.trim().chars() {
-        if c.is_ascii_digit() {
-            number.push(c);
-            continue;
-        }
-        let unit: u64 = match c {
-            's' => 1,
-            'm' => 60,
-            'h' => 3_600,
-            'd' => 86_400,
-            _ => return Err(bad()),
-        };
-        let value: u64 = number.parse().map_err(|_| bad())?;
-        total = value
-            .checked_mul(unit)
-            .and_then(|s| total.checked_add(s))
-            .ok_or_else(bad)?;
-        number.clear();
-        parts += 1;
-    }
-    if parts == 0 || !number.is_empty() {
-        return Err(bad());
-    }
-    Ok(Duration::from_secs(total))
+    super::duration::age(text)
 }
 
 /// Seconds as the largest two units (`3d 4h`, `5m 2s`).
@@ -300,18 +266,12 @@ mod tests {
         assert_eq!(parse_age("7d"), Ok(Duration::from_secs(604_800)));
         assert_eq!(parse_age("1d12h"), Ok(Duration::from_secs(129_600)));
         assert_eq!(parse_age("0s"), Ok(Duration::ZERO));
-        for bad in [
-            "",
-            "7",
-            "d",
-            "7w",
-            "-1d",
-            "1.5d",
-            "7d3",
-            "99999999999999999999d",
-        ] {
+        assert_eq!(parse_age("30d"), Ok(Duration::from_secs(30 * 86_400)));
+        assert_eq!(parse_age("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_age("1.5d"), Ok(Duration::from_secs(129_600)));
+        for bad in ["", "d", "-1d", "7d3x", "99999999999999999999d"] {
             let err = parse_age(bad).unwrap_err();
-            assert!(err.contains("s, m, h or d"), "{bad}: {err}");
+            assert!(err.contains(bad), "{bad}: {err}");
         }
     }
 

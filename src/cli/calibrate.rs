@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};
+use comfy_table::{Cell, CellAlignment};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
@@ -201,22 +201,20 @@ fn render(calibrated: &Calibrated, now_unix_s: u64) -> String {
         c.driver.as_deref().unwrap_or("unknown"),
         c.tool
     );
-    let mut table = Table::new();
-    table
-        .load_style(UTF8_BORDERS_ONLY)
-        .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header([
-            "kernel",
-            "quantity",
-            "expected",
-            "measured",
-            "error",
-            "trust",
-            "share of peak",
-        ]);
+    let mut table = super::width::table();
+    table.set_header([
+        "kernel",
+        "quantity",
+        "expected",
+        "measured",
+        "error",
+        "trust",
+        "share of peak",
+    ]);
     for check in &c.checks {
         table.add_row(row(check));
     }
+    super::width::keep_whole(&mut table, 0);
     let _ = writeln!(out, "{table}");
     let _ = writeln!(
         out,

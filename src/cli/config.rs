@@ -4,7 +4,6 @@
 use std::io::Write;
 
 use anyhow::Context;
-use comfy_table::{ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};
 use polyprof::pipeline::config::{Config, PROJECT_FILE, USER_FILE};
 use polyprof::results::escape::terminal;
 
@@ -25,11 +24,8 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         writeln!(out)?;
         return Ok(0);
     }
-    let mut table = Table::new();
-    table
-        .load_style(UTF8_BORDERS_ONLY)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header(["key", "value", "from"]);
+    let mut table = super::width::table();
+    table.set_header(["key", "value", "from"]);
     for (key, value, source) in config.rows() {
         table.add_row(vec![
             key,
@@ -47,14 +43,12 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         )?;
     }
     if config.files.is_empty() {
-        writeln!(
-            out,
+        let none = format!(
             "no configuration file: {PROJECT_FILE} (this folder or one above) or $XDG_CONFIG_HOME/polyprof/{USER_FILE} (else ~/.config/polyprof/{USER_FILE})"
-        )?;
+        );
+        writeln!(out, "{}", super::width::prose(&none))?;
     }
-    writeln!(
-        out,
-        "every key is also a POLYPROF_<KEY> variable (POLYPROF_CLOCK_CONTROL, POLYPROF_PROFILER_<LANGUAGE>, …); a command's flag overrides it"
-    )?;
+    let variables = "every key is also a POLYPROF_<KEY> variable (POLYPROF_CLOCK_CONTROL, POLYPROF_PROFILER_<LANGUAGE>, …); a command's flag overrides it";
+    writeln!(out, "{}", super::width::prose(variables))?;
     Ok(0)
 }

@@ -107,6 +107,9 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let chrome = job.output_dir.join("trace.chrome.json");
     export::write_file(&report, Format::Hatchet, &hatchet)?;
     export::write_file(&report, Format::Chrome, &chrome)?;
+    // The picture: the same self-contained page `polyprof report --format html` writes.
+    let page = job.output_dir.join("report.html");
+    export::write_file(&report, Format::Html, &page)?;
     let mut out = std::io::stdout().lock();
     // The table speaks for `polyprof report`; demo takes no --device, so point there.
     let table = String::from_utf8_lossy(&export::render(&report, Format::Table)?).replace(
@@ -115,6 +118,11 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     );
     out.write_all(table.as_bytes())?;
     writeln!(out, "\nrun directory: {}", job.output_dir.display())?;
+    writeln!(
+        out,
+        "html page:     {}  (open in a browser)",
+        page.display()
+    )?;
     writeln!(out, "hatchet:       {}", hatchet.display())?;
     writeln!(
         out,

@@ -28,7 +28,8 @@ pub struct Args {
     /// `1ms`; a bare number is µs); twice this for kernels with fewer than 3 launches a side.
     #[arg(long, value_name = "TIME", default_value = "0.5us", value_parser = parse_duration_ns)]
     pub min_change: f64,
-    /// Leave out kernels whose median is below this on both sides (same units).
+    /// Leave out kernels whose median is below this on both sides (`2us`, `1ms`; a bare number
+    /// is µs).
     #[arg(long, value_name = "TIME", default_value = "0", value_parser = parse_duration_ns)]
     pub min_duration: f64,
     /// Full kernel names in the table instead of names fitted to the terminal width.
@@ -45,7 +46,7 @@ pub struct Args {
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Device for the rooflines of the HTML page (default: each run's device).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = super::values::devices(), hide_possible_values = true)]
     pub device: Option<String>,
     /// A TOML device table that adds to or replaces built-in entries.
     #[arg(long, value_name = "FILE")]
@@ -75,28 +76,9 @@ fn parse_threshold(text: &str) -> Result<f64, String> {
     }
 }
 
-/// `500ns`, `0.5us`, `0.5µs`, `2ms`, `1s`, or a bare number of µs → ns.
+/// `500ns`, `0.5us`, `2ms`, `1s` (the one duration syntax), or a bare number of µs → ns.
 fn parse_duration_ns(text: &str) -> Result<f64, String> {
-    let trimmed = text.trim();
-    let split = trimmed
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == '-' || c == '+'))
-        .unwrap_or(trimmed.len());
-    let (number, unit) = trimmed.split_at(split);
-    let factor = match unit.trim() {
-        "ns" => 1.0,
-        "" | "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        other => return Err(format!("`{other}` is not a time unit; use ns, us, ms or s")),
-    };
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("`{text}` is not a duration such as 500ns or 0.5us"))?;
-    if value.is_finite() && value >= 0.0 {
-        Ok(value * factor)
-    } else {
-        Err(format!("`{text}`: a duration must be ≥ 0"))
-    }
+    super::duration::micros(text).map(|d| d.as_nanos() as f64)
 }
 
 fn read(path: &Path) -> anyhow::Result<ProfileRun> {

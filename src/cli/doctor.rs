@@ -3,7 +3,6 @@
 
 use std::path::Path;
 
-use comfy_table::{ContentArrangement, Table};
 use serde::Serialize;
 
 use polyprof::model::Probe;
@@ -117,14 +116,8 @@ pub async fn preflights() -> Vec<Preflight> {
 }
 
 fn render_table(list: &[Preflight]) -> String {
-    let mut table = Table::new();
-    table
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header(["profiler", "available", "version", "details"]);
-    if table.width().is_none() {
-        // Not a terminal: wrap at a readable width instead of one very long line per row.
-        table.set_width(110);
-    }
+    let mut table = super::width::table();
+    table.set_header(["profiler", "available", "version", "details"]);
     for p in list {
         let mut details = match &p.reason {
             Some(reason) => reason.clone(),
@@ -140,6 +133,7 @@ fn render_table(list: &[Preflight]) -> String {
             details,
         ]);
     }
+    super::width::keep_whole(&mut table, 0);
     table.to_string()
 }
 
@@ -169,7 +163,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     } else {
         let shown: Vec<Preflight> = list.iter().chain(&builtin).cloned().collect();
         super::output::println(&render_table(&shown))?;
-        super::output::println(&format!(
+        super::output::println(&super::width::prose(&format!(
             "{} of {} profilers can run here{}; the built-in `none` always can",
             available.len(),
             list.len(),
@@ -178,9 +172,9 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             } else {
                 format!(": {}", available.join(", "))
             }
-        ))?;
+        )))?;
         let cgroup = &tracking.cgroup_v2;
-        super::output::println(&format!(
+        super::output::println(&super::width::prose(&format!(
             "descendant tracking: {}; cgroup v2 per run: {} ({})",
             if tracking.subreaper {
                 "supervising subreaper (every descendant is killed, also if polyprof dies)"
@@ -193,7 +187,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
                 "not available"
             },
             cgroup.detail
-        ))?;
+        )))?;
     }
     Ok(0)
 }

@@ -11,7 +11,13 @@ use polyprof::pipeline::eval::{
     Device, EVIDENCE_FILE, EvalOptions, EvalOutcome, EvalSpec, IfExists, VERDICT_FILE, evaluate,
 };
 
-use super::run::{TrackingMode, cancel_on_signals, parse_secs};
+use super::run::{TrackingMode, cancel_on_signals};
+
+/// `--device`: cuda or cpu, both offered for completion.
+fn device_parser() -> impl clap::builder::TypedValueParser<Value = Device> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(["cuda", "cpu"]).try_map(|d| d.parse::<Device>())
+}
 
 pub use super::eval_exit::{EXIT_EVAL_FAILED, EXIT_NOT_PASSED, EXIT_PASSED};
 
@@ -33,19 +39,20 @@ pub struct Args {
     #[arg(long, help_heading = "Output")]
     pub json: bool,
     /// Where the arrays live: cuda or cpu.
-    #[arg(long, default_value = "cuda")]
+    #[arg(long, default_value = "cuda", value_parser = device_parser())]
     pub device: Device,
     /// The Python interpreter of the workers [default: $POLYPROF_PYTHON, else python3].
     #[arg(long, value_name = "PY")]
     pub python: Option<PathBuf>,
     /// The witness profiler (cuda only): ncu, or none for no witness pass.
-    #[arg(long, default_value = "ncu")]
+    #[arg(long, default_value = "ncu", value_parser = super::values::witnesses())]
     pub profiler: String,
-    /// Limit of each call, check and timing block, seconds.
-    #[arg(long, value_parser = parse_secs, value_name = "S", default_value = "120")]
+    /// Limit of each call, check and timing block (`30s`, `2m`; a bare number is seconds).
+    #[arg(long, value_parser = super::duration::seconds, value_name = "DURATION", default_value = "120")]
     pub timeout: Duration,
-    /// Limit of starting a worker and its setup (imports, compilation), seconds.
-    #[arg(long, value_parser = parse_secs, value_name = "S", default_value = "600")]
+    /// Limit of starting a worker and its setup (imports, compilation) (`10m`; a bare number is
+    /// seconds).
+    #[arg(long, value_parser = super::duration::seconds, value_name = "DURATION", default_value = "600")]
     pub setup_timeout: Duration,
     /// Correctness trials, each on fresh inputs from a secret seed.
     #[arg(
@@ -194,7 +201,44 @@ pub fn exit_code(outcome: &EvalOutcome) -> u8 {
     }
 }
 
+/// `--device cuda` (the default) on a host without a GPU torch can reach as `cuda` (NVIDIA,
+/// or AMD through ROCm) is said at once, with the fix, instead of as the reference's driver
+/// traceback.
+async fn require_cuda_device() -> anyhow::Result<()> {
+    use polyprof::pipeline::batch::devices::{DeviceChoice, pool_devices};
+    use polyprof::profilers::registry::Vendor;
+    let found = pool_devices(&DeviceChoice::Auto, Some(1)).await;
+    if found
+        .iter()
+        .any(|d| matches!(d.vendor(), Some(Vendor::Nvidia | Vendor::Amd)))
+    {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "no CUDA device: use --device cpu (no NVIDIA or AMD GPU was found on this host; \
+         `polyprof doctor` says what it sees)"
+    )
+}
+
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
+    let json = args.json;
+    let target: Vec<std::ffi::OsString> =
+        vec![args.reference.clone().into(), args.candidate.clone().into()];
+    let output_dir = args.output_dir.clone();
+    match judge(args).await {
+        // `--json` is JSON on stdout, always: an eval that could not start (a missing file, no
+        // CUDA device, an unusable directory) prints an error document (run.json's kinds).
+        Err(error) if json && !super::is_broken_pipe(&error) => super::run::print_start_failure(
+            &target,
+            output_dir.as_deref(),
+            &error,
+            polyprof::model::run_error::ErrorKind::Usage,
+        ),
+        other => other,
+    }
+}
+
+async fn judge(args: Args) -> anyhow::Result<u8> {
     let options = args.options();
     if let Some(profiler) = &options.witness_profiler
         && polyprof::profilers::witness::witness_settings(profiler).is_none()
@@ -203,6 +247,9 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             "`{profiler}` cannot witness an eval; valid: none, {}",
             polyprof::profilers::witness::WITNESS_PROFILERS.join(", ")
         );
+    }
+    if args.device == Device::Cuda {
+        require_cuda_device().await?;
     }
     let config = polyprof::pipeline::config::Config::load()?;
     let output_root = config.output_root.value;
@@ -252,7 +299,17 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
                 let case = ci_case::not_run_case(&candidate, &e.to_string());
                 args.ci.write(&ci_case::suite(&reference, vec![case]))?;
             }
-            super::report_error(&anyhow::Error::new(e).context("the eval could not run"));
+            let error = anyhow::Error::new(e).context("the eval could not run");
+            if args.json {
+                super::run::print_start_failure(
+                    &[args.reference.clone().into(), args.candidate.clone().into()],
+                    args.output_dir.as_deref(),
+                    &error,
+                    polyprof::model::run_error::ErrorKind::Usage,
+                )?;
+            } else {
+                super::report_error(&error);
+            }
             return Ok(EXIT_EVAL_FAILED);
         }
     };
@@ -269,7 +326,8 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         out.flush()?;
     } else {
         let mut out = std::io::stdout().lock();
-        print_summary(&mut out, &outcome).context("cannot print the summary")?;
+        super::width::fitted(&mut out, |buffer| print_summary(buffer, &outcome))
+            .context("cannot print the summary")?;
         out.flush()?;
     }
     Ok(exit_code(&outcome))

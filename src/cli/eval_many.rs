@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_BORDERS_ONLY};
+use comfy_table::{Cell, CellAlignment};
 use polyprof::eval::ci_case;
 use polyprof::pipeline::eval::{EvalOutcome, EvalSpec, evaluate};
 use polyprof::results::escape::terminal;
@@ -179,7 +179,7 @@ pub async fn execute(
         out.write_all(&json)?;
         writeln!(out)?;
     } else {
-        print_table(&mut out, &rows, &root)?;
+        super::width::fitted(&mut out, |buffer| print_table(buffer, &rows, &root))?;
     }
     out.flush()?;
     if cancel.is_cancelled() {
@@ -203,17 +203,14 @@ fn free_dir(parent: &Path) -> anyhow::Result<PathBuf> {
 
 /// One row per candidate: status, speedup with its interval, score, findings.
 pub fn print_table(out: &mut impl Write, rows: &[Row], root: &Path) -> std::io::Result<()> {
-    let mut table = Table::new();
-    table
-        .load_style(UTF8_BORDERS_ONLY)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header([
-            "candidate",
-            "status",
-            "speedup (CI)",
-            "score ms",
-            "findings",
-        ]);
+    let mut table = super::width::table();
+    table.set_header([
+        "candidate",
+        "status",
+        "speedup (CI)",
+        "score ms",
+        "findings",
+    ]);
     for r in rows {
         let name = Path::new(&r.candidate)
             .file_name()
@@ -240,6 +237,7 @@ pub fn print_table(out: &mut impl Write, rows: &[Row], root: &Path) -> std::io::
             }),
         ]);
     }
+    super::width::keep_whole(&mut table, 0);
     writeln!(out, "{table}")?;
     let passed = rows.iter().filter(|r| r.passed).count();
     writeln!(

@@ -19,6 +19,7 @@ pub mod demo_replay;
 pub mod demo_workload;
 pub mod diff;
 pub mod doctor;
+pub mod duration;
 pub mod eval;
 pub mod eval_exit;
 pub mod eval_many;
@@ -37,6 +38,7 @@ pub mod report;
 pub mod report_batch;
 pub mod run;
 pub mod select;
+pub mod values;
 pub mod width;
 pub mod wrap;
 

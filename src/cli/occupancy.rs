@@ -1,6 +1,5 @@
 //! `polyprof occupancy`: theoretical CUDA occupancy of a launch configuration (CC 7.0–12.0).
 
-use comfy_table::{Table, presets::UTF8_BORDERS_ONLY};
 use polyprof::profilers::ncu::occupancy::{LaunchConfig, calculate, limits_for, parse_cc};
 
 /// Arguments of `polyprof occupancy`.
@@ -44,8 +43,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         super::output::println(&serde_json::to_string_pretty(&result)?)?;
         return Ok(0);
     }
-    let mut table = Table::new();
-    table.load_style(UTF8_BORDERS_ONLY);
+    let mut table = super::width::table();
     table.set_header(["limit", "blocks per SM"]);
     table.add_row(["warps".to_string(), result.limit_warps.to_string()]);
     table.add_row(["registers".to_string(), result.limit_registers.to_string()]);
@@ -55,7 +53,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
     ]);
     table.add_row(["blocks (SM)".to_string(), result.limit_blocks.to_string()]);
     super::output::println(&table.to_string())?;
-    super::output::println(&format!(
+    super::output::println(&super::width::prose(&format!(
         "CC {}: {} active blocks x {} warps = {} warps per SM, theoretical occupancy {:.1}% \
          (limited by {}; {} registers per warp, {} B shared per block allocated, carveout {} B)",
         result.cc,
@@ -67,6 +65,6 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         result.registers_per_warp,
         result.shared_per_block_allocated,
         result.carveout
-    ))?;
+    )))?;
     Ok(0)
 }

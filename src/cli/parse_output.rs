@@ -87,18 +87,92 @@ pub fn table_row(k: &KernelRecord, metrics: &[String]) -> Vec<String> {
     row
 }
 
+/// Columns left out first when the table is wider than the terminal (`COLUMNS`): those read
+/// as reported (in `--json` in full), then the ones derived from others, then the launch
+/// shape. id, kernel and time us always stay.
+const DROP_ORDER: [&str; 6] = ["FLOP/B", "GFLOP/s", "DRAM MB", "pid", "grid", "block"];
+
+/// The narrowest a kernel name gets when the kept columns still do not fit.
+const MIN_KERNEL_WIDTH: usize = 16;
+
+/// `rows` fitted to `width`: columns left out in [`DROP_ORDER`] (the columns read as reported
+/// before it, last first; the `--metrics` asked for stay), then kernel names shortened.
+/// Returns the kept header, rows and the headers left out.
+fn fit_to(
+    header: Vec<String>,
+    mut rows: Vec<Vec<String>>,
+    width: usize,
+) -> (Vec<String>, Vec<Vec<String>>, Vec<String>) {
+    let widths = |header: &[String], rows: &[Vec<String>]| -> Vec<usize> {
+        (0..header.len())
+            .map(|i| {
+                std::iter::once(&header[i])
+                    .chain(rows.iter().map(|r| &r[i]))
+                    .map(|c| c.chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect()
+    };
+    // As StreamedTable draws it: a border each side, one space before and two after a cell.
+    let total = |w: &[usize]| w.iter().map(|w| w + 3).sum::<usize>() + 1;
+    let mut header = header;
+    let mut left_out = Vec::new();
+    let fixed = HEADER.len();
+    let reported = fixed + as_reported().count();
+    let mut candidates: Vec<String> = header[fixed..reported].iter().rev().cloned().collect();
+    candidates.extend(DROP_ORDER.iter().map(|h| h.to_string()));
+    for name in candidates {
+        if total(&widths(&header, &rows)) <= width {
+            break;
+        }
+        if let Some(i) = header.iter().position(|h| *h == name) {
+            header.remove(i);
+            rows.iter_mut().for_each(|r| {
+                r.remove(i);
+            });
+            left_out.push(name);
+        }
+    }
+    let w = widths(&header, &rows);
+    let over = total(&w).saturating_sub(width);
+    if over > 0
+        && let Some(k) = header.iter().position(|h| h == "kernel")
+    {
+        let keep = w[k].saturating_sub(over).max(MIN_KERNEL_WIDTH);
+        for row in &mut rows {
+            row[k] = polyprof::results::names::truncate_middle(&row[k], keep);
+        }
+    }
+    (header, rows, left_out)
+}
+
+/// The table of `rows`, fitted to the terminal's width (else `COLUMNS`, else 120).
 pub fn print_table(
     out: &mut impl Write,
     rows: Vec<Vec<String>>,
     metrics: &[String],
 ) -> anyhow::Result<()> {
+    print_table_within(out, rows, metrics, super::width::table_width_for(false))
+}
+
+/// The table of `rows` at most `width` wide (`None`: every column, as [`StreamedTable`]).
+fn print_table_within(
+    out: &mut impl Write,
+    rows: Vec<Vec<String>>,
+    metrics: &[String],
+    width: Option<usize>,
+) -> anyhow::Result<()> {
+    let width = width.unwrap_or(usize::MAX);
+    let (header, rows, left_out) = fit_to(header(metrics), rows, width);
+    let kernel = header.iter().position(|h| h == "kernel");
     let mut table = Table::new();
     table.load_style(UTF8_BORDERS_ONLY);
-    table.set_header(header(metrics));
+    table.set_header(header);
     for row in rows {
         table.add_row(row.into_iter().enumerate().map(|(i, cell)| {
             let cell = Cell::new(cell);
-            if i == 2 {
+            if Some(i) == kernel {
                 cell
             } else {
                 cell.set_alignment(CellAlignment::Right)
@@ -106,6 +180,13 @@ pub fn print_table(
         }));
     }
     writeln!(out, "{table}")?;
+    if !left_out.is_empty() {
+        let note = format!(
+            "left out to fit {width} columns: {} (--json has every field; COLUMNS=N widens)",
+            left_out.join(", ")
+        );
+        writeln!(out, "{}", super::width::prose(&note))?;
+    }
     Ok(())
 }
 
@@ -238,7 +319,7 @@ mod tests {
             .map(|r| table_row(r, &metrics))
             .collect();
         let mut held = Vec::new();
-        print_table(&mut held, rows.clone(), &metrics).unwrap();
+        print_table_within(&mut held, rows.clone(), &metrics, None).unwrap();
         let mut table = StreamedTable::new(&metrics);
         for row in &rows {
             table.widen(row);

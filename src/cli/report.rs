@@ -30,7 +30,7 @@ pub struct Args {
     pub sort_by: SortBy,
     /// Device for the roofline peaks (e.g. H200, "NVIDIA A100-SXM4-80GB"); default: the run's
     /// device.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = super::values::devices(), hide_possible_values = true)]
     pub device: Option<String>,
     /// A TOML device table that adds to or replaces built-in entries (configs/devices.toml layout).
     #[arg(long, value_name = "FILE")]

@@ -26,9 +26,6 @@ pub const EXIT_SPAWN_FAILED: u8 = 127;
 pub const EXIT_NOT_EXECUTABLE: u8 = 126;
 /// Under `--exit-code polyprof`: the command ran and failed (any non-zero status or signal).
 pub const EXIT_COMMAND_FAILED: u8 = 1;
-/// The longest duration a flag accepts (a week): beyond it a value is a mistake, and far
-/// beyond it the clock cannot represent the deadline.
-pub const MAX_DURATION_S: f64 = 7.0 * 24.0 * 3600.0;
 
 /// What polyprof's exit status reports.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -74,7 +71,7 @@ impl TrackingMode {
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Profiler to run the command under (`none`: run it as is).
-    #[arg(long, default_value = "none")]
+    #[arg(long, default_value = "none", value_parser = super::values::profilers())]
     pub profiler: String,
     /// Where logs, profiler output and run.json go [default: ./polyprof-runs/<profiler>.<NNN>].
     #[arg(long, help_heading = "Output")]
@@ -122,17 +119,19 @@ pub struct SupervisionArgs {
     /// What says the work is done: pytest, none, literal:TEXT, regex:RE [default: the profiler's].
     #[arg(long)]
     pub end_marker: Option<EndMarker>,
-    /// Overall wall-clock limit, seconds.
-    #[arg(long, value_parser = parse_secs, value_name = "S")]
+    /// Overall wall-clock limit (`30s`, `1m`, `1h30m`; a bare number is seconds).
+    #[arg(long, value_parser = super::duration::seconds, value_name = "DURATION")]
     pub timeout: Option<Duration>,
-    /// Stop after this long without output, seconds.
-    #[arg(long, value_parser = parse_secs, value_name = "S")]
+    /// Stop after this long without output (`30s`, `1m`; a bare number is seconds).
+    #[arg(long, value_parser = super::duration::seconds, value_name = "DURATION")]
     pub inactivity_timeout: Option<Duration>,
-    /// After the end marker: how long the process may take to exit by itself [default: the profiler's].
-    #[arg(long, value_parser = parse_secs, value_name = "S")]
+    /// After the end marker: how long the process may take to exit by itself (`5s`, `500ms`; a
+    /// bare number is seconds) [default: the profiler's].
+    #[arg(long, value_parser = super::duration::seconds, value_name = "DURATION")]
     pub marker_grace: Option<Duration>,
-    /// After SIGTERM: how long before SIGKILL [default: the profiler's].
-    #[arg(long, value_parser = parse_secs, value_name = "S")]
+    /// After SIGTERM: how long before SIGKILL (`5s`, `500ms`; a bare number is seconds)
+    /// [default: the profiler's].
+    #[arg(long, value_parser = super::duration::seconds, value_name = "DURATION")]
     pub kill_grace: Option<Duration>,
     /// What the command sees of polyprof's environment: inherit, clean, untrusted
     /// [default: `env_policy` of the configuration (`polyprof config`), else inherit].
@@ -153,18 +152,6 @@ pub struct SupervisionArgs {
     /// How descendants are found and ended: supervisor (every one), group, or cgroup.
     #[arg(long, value_enum, default_value_t, value_name = "MODE")]
     pub tracking: TrackingMode,
-}
-
-pub fn parse_secs(text: &str) -> Result<Duration, String> {
-    let secs: f64 = text
-        .parse()
-        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
-    if !(0.0..=MAX_DURATION_S).contains(&secs) {
-        return Err(format!(
-            "`{text}` seconds is out of range: give 0 to {MAX_DURATION_S} (a week)"
-        ));
-    }
-    Duration::try_from_secs_f64(secs).map_err(|e| format!("`{text}`: {e}"))
 }
 
 /// `--env NAME=VALUE`: the name is text, the value any bytes (it reaches the command as given).
@@ -411,19 +398,79 @@ fn claim_output_dir(dir: &Path, force: bool) -> anyhow::Result<rundir::ClaimedDi
     Ok(claimed)
 }
 
+/// `--json` when the run cannot start (unknown profiler, bad configuration, the run directory
+/// cannot be claimed): stdout still gets one JSON document, `errors` typed with run.json's
+/// kinds, and the message goes to stderr as without `--json`.
+pub fn print_start_failure(
+    target: &[std::ffi::OsString],
+    output_dir: Option<&Path>,
+    error: &anyhow::Error,
+    default_kind: polyprof::model::run_error::ErrorKind,
+) -> anyhow::Result<u8> {
+    use polyprof::model::run_error::ErrorKind;
+    let kind = error
+        .chain()
+        .find_map(|cause| cause.downcast_ref::<polyprof::Error>())
+        .map_or(default_kind, ErrorKind::of);
+    let mut message = String::new();
+    for cause in error.chain() {
+        let part = cause.to_string();
+        if !message.contains(&part) {
+            if !message.is_empty() {
+                message.push_str(": ");
+            }
+            message.push_str(&part);
+        }
+    }
+    let document = serde_json::json!({
+        "schema_version": polyprof::model::run::SCHEMA_VERSION,
+        "polyprof_version": env!("CARGO_PKG_VERSION"),
+        "started": false,
+        "target": polyprof::model::arg::args(target),
+        "output_dir": output_dir.map(|d| d.display().to_string()),
+        "outcome": null,
+        "errors": [{"kind": kind, "message": message}],
+    });
+    super::report_error(error);
+    super::output::println(&serde_json::to_string_pretty(&document)?)?;
+    Ok(super::EXIT_USAGE)
+}
+
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
+    use polyprof::model::run_error::ErrorKind;
+    let not_started = |error: anyhow::Error, kind: ErrorKind| -> anyhow::Result<u8> {
+        if args.json {
+            print_start_failure(&args.command, args.output_dir.as_deref(), &error, kind)
+        } else {
+            Err(error)
+        }
+    };
     let profiler = args.profiler.trim().to_ascii_lowercase();
     if profiler != "none" && !profilers::PROFILER_NAMES.contains(&profiler.as_str()) {
-        anyhow::bail!(
-            "unknown profiler `{profiler}`; valid: none, {} (`polyprof doctor` lists them)",
-            profilers::PROFILER_NAMES.join(", ")
+        return not_started(
+            anyhow::anyhow!(
+                "unknown profiler `{profiler}`; valid: none, {} (`polyprof doctor` lists them)",
+                profilers::PROFILER_NAMES.join(", ")
+            ),
+            ErrorKind::Usage,
         );
     }
-    let config = Config::load()?;
-    let mut run_options = args.supervision.run_options(&config)?;
+    let config = match Config::load() {
+        Ok(config) => config,
+        Err(error) => return not_started(error.into(), ErrorKind::Config),
+    };
+    let mut run_options = match args.supervision.run_options(&config) {
+        Ok(options) => options,
+        Err(error) => return not_started(error, ErrorKind::Usage),
+    };
     let claimed = match &args.output_dir {
-        Some(dir) => claim_output_dir(dir, args.force)?,
-        None => rundir::claim(&default_output_dir(&config.output_root.value, &profiler)?)?,
+        Some(dir) => claim_output_dir(dir, args.force),
+        None => default_output_dir(&config.output_root.value, &profiler)
+            .and_then(|dir| Ok(rundir::claim(&dir)?)),
+    };
+    let claimed = match claimed {
+        Ok(claimed) => claimed,
+        Err(error) => return not_started(error, ErrorKind::Io),
     };
     let output_dir = claimed.dir.clone();
     let mut ncu = args.ncu.clone();

@@ -13,14 +13,14 @@ pub const SCHEMA_VERSION: u32 = 1;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Source language: sycl, ocl (opencl), cuda, pytorch, triton, hip, metal.
-    #[arg(long, required_unless_present = "print_config")]
+    #[arg(long, required_unless_present = "print_config", value_parser = super::values::languages())]
     pub language: Option<String>,
     /// GPU arch or product (bmg, a100, h100, mi300x, m3, …); a comma-separated list must name
     /// one vendor's GPUs.
-    #[arg(long, required_unless_present = "print_config")]
+    #[arg(long, required_unless_present = "print_config", value_parser = super::values::arches(), hide_possible_values = true)]
     pub arch: Option<String>,
     /// Force a profiler type (unitrace, vtune, ncu, metal, …) instead of the language default.
-    #[arg(long)]
+    #[arg(long, value_parser = super::values::profilers())]
     pub profiler: Option<String>,
     /// Print one JSON document on stdout (schema in docs/selection.md).
     #[arg(long)]

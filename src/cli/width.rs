@@ -22,3 +22,88 @@ fn terminal_columns() -> Option<usize> {
 pub fn table_width_for(wide: bool) -> Option<usize> {
     (!wide).then(|| table_width(terminal_columns(), std::env::var("COLUMNS").ok().as_deref()))
 }
+
+/// A table in the one style of every command's tables (that of `report` and `diff`), fitted
+/// to the width (the terminal's, else `COLUMNS`, else 120): cells wrap at word boundaries.
+pub fn table() -> comfy_table::Table {
+    let mut table = comfy_table::Table::new();
+    table
+        .load_style(polyprof::results::fit::TABLE_STYLE)
+        .set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
+    if let Some(width) = table_width_for(false) {
+        table.set_width(u16::try_from(width).unwrap_or(u16::MAX));
+    }
+    table
+}
+
+/// Words never split: each column is at least as wide as its longest word, and `column`
+/// (job ids, candidates, profilers) as its longest cell, so long cells wrap at spaces. When
+/// that cannot fit, the identifier column gives up what is missing (down to 12).
+pub fn keep_whole(table: &mut comfy_table::Table, column: usize) {
+    let count = table.column_count();
+    let mut words = vec![0usize; count];
+    let mut cells = vec![0usize; count];
+    let rows = table.header().into_iter().chain(table.row_iter());
+    for row in rows {
+        for (i, cell) in row.cell_iter().enumerate().take(count) {
+            for line in cell.content().lines() {
+                cells[i] = cells[i].max(line.chars().count());
+                let word = line
+                    .split(' ')
+                    .map(|w| w.chars().count())
+                    .max()
+                    .unwrap_or(0);
+                words[i] = words[i].max(word);
+            }
+        }
+    }
+    let mut floors = words;
+    if let Some(id) = floors.get_mut(column) {
+        *id = cells[column];
+    }
+    if let Some(width) = table.width() {
+        // A border before each column and after the last, a space either side of each cell.
+        let needed: usize = floors.iter().map(|w| w + 3).sum::<usize>() + 1;
+        let over = needed.saturating_sub(usize::from(width));
+        if let Some(id) = floors.get_mut(column) {
+            *id = id.saturating_sub(over).max(12.min(*id));
+        }
+    }
+    for (i, floor) in floors.into_iter().enumerate() {
+        if let Some(target) = table.column_mut(i) {
+            // comfy-table's widths count the cell's padding (a space either side).
+            let floor = u16::try_from(floor + 2).unwrap_or(u16::MAX);
+            target.set_constraint(comfy_table::ColumnConstraint::LowerBoundary(
+                comfy_table::Width::Fixed(floor),
+            ));
+        }
+    }
+}
+
+/// Text printed around a table (or a whole summary, tables and all), each line wrapped to the
+/// table width at spaces; a word longer than the width (a path, a kernel name) stays whole.
+pub fn prose(text: &str) -> String {
+    let width = table_width_for(false).unwrap_or(usize::MAX).max(1);
+    text.split('\n')
+        .map(|line| {
+            if line.chars().count() <= width {
+                return line.to_string();
+            }
+            let options = textwrap::Options::new(width)
+                .break_words(false)
+                .word_separator(textwrap::WordSeparator::AsciiSpace);
+            textwrap::wrap(line, options).join("\n")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Write what `print` writes to `out`, each line fitted by [`prose`].
+pub fn fitted<W: std::io::Write>(
+    out: &mut W,
+    print: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let mut buffer = Vec::new();
+    print(&mut buffer)?;
+    out.write_all(prose(&String::from_utf8_lossy(&buffer)).as_bytes())
+}

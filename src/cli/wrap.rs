@@ -11,8 +11,8 @@ use polyprof::profilers::{self, ProfilerSettings, quote};
 /// Arguments of `polyprof wrap`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Backend: ncu, unitrace, ocl-unitrace, vtune, metal, or none.
-    #[arg(long)]
+    /// Backend: ncu, unitrace, ocl-unitrace, vtune, metal, rocprofv3, or none.
+    #[arg(long, value_parser = super::values::profilers())]
     pub profiler: String,
     /// Where the profiler writes, as the profiled process sees it (made absolute).
     #[arg(long, value_name = "DIR")]

@@ -54,6 +54,15 @@ impl CaseResult {
         }
     }
 
+    /// The details of a failure or error (a failed job's errors and the last lines of its
+    /// stderr), empty otherwise.
+    pub fn detail(&self) -> &str {
+        match self {
+            CaseResult::Failed { detail, .. } | CaseResult::Error { detail, .. } => detail,
+            _ => "",
+        }
+    }
+
     /// The one-line reason, empty when it passed.
     pub fn message(&self) -> &str {
         match self {

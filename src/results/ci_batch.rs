@@ -22,8 +22,18 @@ fn reason(entry: &BatchEntry) -> String {
     parts.join("; ")
 }
 
-fn result(entry: &BatchEntry) -> CaseResult {
-    let detail = entry.errors.join("\n");
+fn result(entry: &BatchEntry, stderr_tail: &[String]) -> CaseResult {
+    let mut detail = entry.errors.join("\n");
+    if !stderr_tail.is_empty() {
+        if !detail.is_empty() {
+            detail.push('\n');
+        }
+        detail.push_str(&format!(
+            "stderr (last {} lines):\n{}",
+            stderr_tail.len(),
+            stderr_tail.join("\n")
+        ));
+    }
     match entry.state {
         EntryState::Succeeded => match &entry.eval {
             Some(eval) if !eval.passed => {
@@ -60,7 +70,7 @@ fn result(entry: &BatchEntry) -> CaseResult {
     }
 }
 
-fn case(entry: &BatchEntry) -> CiCase {
+fn case(entry: &BatchEntry, stderr_tail: &[String]) -> CiCase {
     let classname = match &entry.cascade {
         Some(stage) => format!("polyprof.batch.{}.{}", stage.problem, stage.stage),
         None => "polyprof.batch".to_string(),
@@ -70,13 +80,21 @@ fn case(entry: &BatchEntry) -> CiCase {
             .speedup
             .map(|s| format!("speedup {:.2}× [{:.2}–{:.2}]", s.value, s.ci_low, s.ci_high))
             .unwrap_or_default(),
+        // A job that did not succeed: its stderr's last line says why, where the table has
+        // room for one line.
+        None if entry.state != EntryState::Succeeded => stderr_tail
+            .iter()
+            .rev()
+            .find(|line| !line.trim().is_empty())
+            .cloned()
+            .unwrap_or_default(),
         None => entry.top_kernel.clone().unwrap_or_default(),
     };
     CiCase {
         name: entry.id.clone(),
         classname,
         time_s: entry.duration_s,
-        result: result(entry),
+        result: result(entry, stderr_tail),
         cells: vec![
             entry.state.to_string(),
             entry.device.clone().unwrap_or_else(|| "-".to_string()),
@@ -89,6 +107,15 @@ fn case(entry: &BatchEntry) -> CiCase {
 
 /// The batch as one suite, its jobs in the job file's order (ids missing from `order` after).
 pub fn suite(index: &BatchIndex) -> CiSuite {
+    suite_with_tails(index, &std::collections::BTreeMap::new())
+}
+
+/// [`suite`], each job that did not succeed carrying the last lines of its stderr
+/// (`stderr_tails`, by job id; the caller reads them from the job's run.json).
+pub fn suite_with_tails(
+    index: &BatchIndex,
+    stderr_tails: &std::collections::BTreeMap<String, Vec<String>>,
+) -> CiSuite {
     let mut suite = CiSuite::new(
         "polyprof batch",
         &["state", "device", "attempts", "time", "note"],
@@ -102,7 +129,10 @@ pub fn suite(index: &BatchIndex) -> CiSuite {
     suite.cases = ids
         .into_iter()
         .filter_map(|id| index.jobs.get(id))
-        .map(case)
+        .map(|entry| {
+            let tail = stderr_tails.get(&entry.id).map_or(&[][..], Vec::as_slice);
+            case(entry, tail)
+        })
         .collect();
     let counts: Vec<String> = index
         .counts()

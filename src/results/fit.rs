@@ -193,9 +193,12 @@ fn apply(columns: &mut Vec<Column>, shrink: Shrink, left_out: &mut Vec<String>) 
     }
 }
 
+/// The style of every terminal table polyprof prints (the CLI's own tables take it too).
+pub const TABLE_STYLE: comfy_table::TableStyle = presets::UTF8_FULL_CONDENSED;
+
 fn render(columns: &[Column]) -> String {
     let mut table = Table::new();
-    table.load_style(presets::UTF8_FULL_CONDENSED);
+    table.load_style(TABLE_STYLE);
     table.set_header(columns.iter().map(|c| c.header.clone()));
     let rows = columns.first().map_or(0, |c| c.cells.len());
     for row in 0..rows {

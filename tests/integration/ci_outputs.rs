@@ -19,8 +19,9 @@ fn read(junit: &Path, markdown: &Path) -> Option<Value> {
             std::env::var_os("CI").is_none(),
             "python3 cannot import junitparser and markdown (scripts/test.sh installs them)"
         );
-        eprintln!(
-            "SKIPPED: python3 lacks junitparser or markdown (pip install junitparser markdown)"
+        crate::support::record_skip(
+            &crate::support::this_test(),
+            "python3 lacks junitparser or markdown (pip install junitparser markdown)",
         );
         return None;
     }

@@ -52,6 +52,11 @@ fn demo_without_gpu_profiles_the_cpu_workload_and_writes_exports() {
         events.iter().any(|e| e["ph"] == "X" && e["name"] == "run"),
         "{chrome}"
     );
+    // The picture beside run.json, and its path on stdout.
+    let page = run_dir.join("report.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") || html.starts_with("<!doctype html>"));
+    assert!(stdout.contains(&page.display().to_string()), "{stdout}");
 }
 
 /// What the demo showed comes back from its run directory: `report --format csv` has a row per

@@ -175,6 +175,8 @@ fn the_work_pass_options_are_recorded_and_the_cpu_takes_no_work_pass() {
     let refused = crate::support::polyprof()
         .args([
             "eval",
+            "--device",
+            "cpu",
             "--reference",
             "r.py",
             "--candidate",

@@ -20,9 +20,12 @@ fn example(name: &str) -> Option<PathBuf> {
         "{} is missing: build the examples (cargo build --examples)",
         path.display()
     );
-    eprintln!(
-        "SKIPPED: {} is not built (cargo build --examples builds it)",
-        path.display()
+    crate::support::record_skip(
+        &crate::support::this_test(),
+        &format!(
+            "{} is not built (cargo build --examples builds it)",
+            path.display()
+        ),
     );
     None
 }

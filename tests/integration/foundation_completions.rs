@@ -79,7 +79,12 @@ fn groff(page: &[u8]) -> Option<String> {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .map_err(|e| eprintln!("SKIPPED: groff rendering ({e})"))
+        .map_err(|e| {
+            crate::support::record_skip(
+                &crate::support::this_test(),
+                &format!("groff rendering ({e})"),
+            )
+        })
         .ok()?;
     child.stdin.take().unwrap().write_all(page).unwrap();
     let out = child.wait_with_output().unwrap();

@@ -4,6 +4,8 @@
 
 mod support;
 
+mod adoption_ci;
+mod adoption_cli;
 mod amd_rocprofv3;
 mod amd_rocprofv3_proptest;
 mod batch_cascade;

@@ -72,7 +72,10 @@ fn check_rules(trace: &Value) -> Vec<Value> {
 
 fn check_with_script(path: &std::path::Path, kernels: usize) {
     if !python_has("json") {
-        eprintln!("SKIPPED: scripts/check-chrome.py (no python3)");
+        crate::support::record_skip(
+            &crate::support::this_test(),
+            "scripts/check-chrome.py (no python3)",
+        );
         return;
     }
     let output = std::process::Command::new("python3")

@@ -10,8 +10,9 @@ use serde_json::Value;
 
 fn check_with_hatchet(path: &std::path::Path, totals: &[String]) {
     if !python_has("hatchet") {
-        eprintln!(
-            "SKIPPED: llnl-hatchet check (python3 -c 'import hatchet' failed; pip install llnl-hatchet)"
+        crate::support::record_skip(
+            &crate::support::this_test(),
+            "llnl-hatchet check (python3 -c 'import hatchet' failed; pip install llnl-hatchet)",
         );
         return;
     }

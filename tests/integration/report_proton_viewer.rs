@@ -37,9 +37,12 @@ fn proton_viewer() -> Option<PathBuf> {
                 .status()
                 .is_ok_and(|s| s.success());
         if !installed || !viewer_works(&venv) {
-            eprintln!(
-                "SKIPPED: cannot install proton-viewer (`pip install triton llnl-hatchet` into {})",
-                venv.display()
+            crate::support::record_skip(
+                &crate::support::this_test(),
+                &format!(
+                    "cannot install proton-viewer (`pip install triton llnl-hatchet` into {})",
+                    venv.display()
+                ),
             );
             return None;
         }

@@ -101,7 +101,10 @@ fn two_real_runs_export_the_same_hatchet_frames() {
     let text = String::from_utf8(std::fs::read(&ga).unwrap()).unwrap();
     assert!(text.contains("1346"), "the pid stays in the metadata");
     if !python_has("hatchet") {
-        eprintln!("SKIPPED: gf2 - gf1 with llnl-hatchet (pip install llnl-hatchet)");
+        crate::support::record_skip(
+            &crate::support::this_test(),
+            "gf2 - gf1 with llnl-hatchet (pip install llnl-hatchet)",
+        );
         return;
     }
     let output = std::process::Command::new("python3")

@@ -90,12 +90,28 @@ pub fn render(suite: &CiSuite) -> String {
             )
         })
         .map(|c| {
-            format!(
+            let mut reason = format!(
                 "- {} **{}**: {}\n",
                 mark(&c.result),
                 escape(&c.name),
                 escape(c.result.message())
-            )
+            );
+            // The details (a failed job's stderr tail) collapsed under the reason; a fence
+            // longer than any run of backticks in them keeps them verbatim.
+            let detail = c.result.detail();
+            if !detail.is_empty() {
+                let longest = detail
+                    .split(|ch| ch != '`')
+                    .map(str::len)
+                    .max()
+                    .unwrap_or(0);
+                let fence = "`".repeat(longest.max(2) + 1);
+                reason.push_str(&format!(
+                    "\n  <details><summary>details</summary>\n\n{fence}text\n{}\n{fence}\n\n  </details>\n\n",
+                    detail.trim_end()
+                ));
+            }
+            reason
         })
         .collect();
     if !reasons.is_empty() {

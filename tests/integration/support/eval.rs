@@ -33,9 +33,12 @@ pub fn python_with_numpy() -> Option<PathBuf> {
         "{} cannot import numpy, which the eval tests need (scripts/test.sh installs it; or set POLYPROF_TEST_PYTHON)",
         python.display()
     );
-    eprintln!(
-        "SKIPPED: {} cannot import numpy (pip install numpy, or set POLYPROF_TEST_PYTHON)",
-        python.display()
+    super::record_skip(
+        &super::this_test(),
+        &format!(
+            "{} cannot import numpy (pip install numpy, or set POLYPROF_TEST_PYTHON)",
+            python.display()
+        ),
     );
     None
 }

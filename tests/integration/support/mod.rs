@@ -71,11 +71,40 @@ pub fn csv_cells(line: &str, delimiter: u8) -> Vec<String> {
 }
 
 /// Say that `test` is skipped because of `why`; under CI (`CI` set) a skip is a failure, so a
-/// missing tool there cannot pass for a test that ran.
+/// missing tool there cannot pass for a test that ran. cargo hides a passing test's stderr, so
+/// the line is also appended to the file `POLYPROF_TEST_SKIPS` names, which `scripts/test.sh`
+/// prints, with a count, in its closing lines.
 pub fn skip(test: &str, why: &str) {
     assert!(
         std::env::var_os("CI").is_none(),
         "{test} cannot run under CI: {why}"
     );
-    eprintln!("SKIPPED {test}: {why}");
+    record_skip(test, why);
+}
+
+/// The test running on this thread, as cargo names it (`file::test`).
+pub fn this_test() -> String {
+    std::thread::current()
+        .name()
+        .unwrap_or("a test on an unnamed thread")
+        .to_string()
+}
+
+/// Say `SKIPPED test: why` on stderr and in the `POLYPROF_TEST_SKIPS` file (without failing
+/// under CI: the few callers of this alone have said why CI cannot skip them).
+pub fn record_skip(test: &str, why: &str) {
+    let line = format!("SKIPPED {test}: {why}");
+    eprintln!("{line}");
+    if let Some(path) = std::env::var_os("POLYPROF_TEST_SKIPS") {
+        use std::io::Write;
+        // One write of one line in append mode: tests running at once do not interleave.
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut file| file.write_all(format!("{line}\n").as_bytes()));
+        if let Err(e) = written {
+            eprintln!("cannot record the skip in {}: {e}", path.to_string_lossy());
+        }
+    }
 }

@@ -237,6 +237,24 @@ pub fn capacity(nodes: &[NodeInfo], resources: &Resources) -> Option<usize> {
     )
 }
 
+/// When each job asks for GPUs and no live node of the cluster has any (Ray would hold every
+/// job pending until one joins): the message that says so and names `--ray-gpus 0`.
+pub fn no_gpu_warning(nodes: &[NodeInfo], resources: &Resources) -> Option<String> {
+    let asked = resources.gpus.filter(|g| *g > 0.0)?;
+    let gpus: f64 = nodes
+        .iter()
+        .filter(|n| n.alive())
+        .map(|n| n.resources_total.get("GPU").copied().unwrap_or(0.0))
+        .sum();
+    (gpus <= 0.0).then(|| {
+        format!(
+            "the Ray cluster has no GPU (its live nodes report none) and each job asks for {asked} \
+             (--ray-gpus, default 1): Ray holds the jobs until a GPU node joins; for CPU work \
+             pass --ray-gpus 0"
+        )
+    })
+}
+
 /// The body of `POST /api/jobs/`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SubmitRequest {
@@ -478,5 +496,29 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(capacity(&nodes, &missing), Some(0));
+    }
+
+    #[test]
+    fn a_cluster_without_gpus_is_said_at_once_naming_ray_gpus_0() {
+        let nodes = parse_nodes(&fixture("nodes.json")).unwrap();
+        let one_gpu = Resources {
+            gpus: Some(1.0),
+            ..Default::default()
+        };
+        let cpu_only: Vec<NodeInfo> = nodes
+            .iter()
+            .cloned()
+            .map(|mut n| {
+                n.resources_total.remove("GPU");
+                n
+            })
+            .collect();
+        let warning = no_gpu_warning(&cpu_only, &one_gpu).unwrap();
+        assert!(warning.contains("--ray-gpus 0"), "{warning}");
+        assert_eq!(no_gpu_warning(&cpu_only, &Resources::default()), None);
+        let has_gpus = nodes
+            .iter()
+            .any(|n| n.alive() && n.resources_total.get("GPU").is_some_and(|g| *g > 0.0));
+        assert_eq!(no_gpu_warning(&nodes, &one_gpu).is_none(), has_gpus);
     }
 }

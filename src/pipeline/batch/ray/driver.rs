@@ -30,7 +30,7 @@ use crate::pipeline::batch::task::{lock_job, run_dir};
 
 use super::api::{
     JobDetails, JobStatus, META_BATCH, Resources, SubmitRequest, batch_key, capacity, entrypoint,
-    metadata, parse_submission_id, submission_id,
+    metadata, no_gpu_warning, parse_submission_id, submission_id,
 };
 use super::client::RayClient;
 use super::error::RayError;
@@ -495,6 +495,9 @@ pub(super) async fn window(
     let window = match client.nodes().await {
         Ok(list) => {
             nodes.learn(&list);
+            if let Some(warning) = no_gpu_warning(&list, &run.resources) {
+                say(&RayEvent::Warning(&warning));
+            }
             match (run.max_parallel, capacity(&list, &run.resources)) {
                 (Some(m), _) => m.max(1),
                 (None, Some(0)) => {
