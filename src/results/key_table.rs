@@ -26,13 +26,18 @@ impl KeyAverage {
     /// The Bound cell: the launches' verdict, and how many of them share it when they
     /// disagree (`compute (LSU); 3 of 4`).
     pub fn bound_cell(&self) -> String {
-        let label = self.roofline.bound_label();
-        if self.verdicts.len() < 2 {
-            return label;
+        let mut cell = self.roofline.bound_label();
+        if self.verdicts.len() > 1 {
+            let all: u64 = self.verdicts.iter().map(|v| v.launches).sum();
+            let first = self.verdicts[0].launches;
+            cell = format!("{cell}; {first} of {all}");
         }
-        let all: u64 = self.verdicts.iter().map(|v| v.launches).sum();
-        let first = self.verdicts[0].launches;
-        format!("{label}; {first} of {all}")
+        // The profiler's own advice, a short line under the verdict.
+        if let Some(line) = &self.rule_line {
+            cell.push('\n');
+            cell.push_str(line);
+        }
+        cell
     }
 }
 
