@@ -6,6 +6,7 @@ pub mod hatchet;
 pub mod html;
 pub mod html_batch;
 pub mod html_diff;
+pub mod html_drilldown;
 pub mod html_page;
 pub mod html_timeline;
 pub mod json;

@@ -373,6 +373,9 @@ const WIDTH: u32 = 900;
 /// Up to this many points are labelled with their names.
 const MAX_LABELLED_POINTS: usize = 12;
 const HEIGHT: u32 = 560;
+/// Text size of roof, axis and point labels in the chart's 900-pixel coordinates: the page shows
+/// one chart a row, so at an 800-pixel window (about 750 pixels of chart) it is 15 px high.
+const LABEL_PX: u32 = 18;
 
 /// One chart as a standalone SVG document.
 pub fn render_svg(chart: &RooflineChart) -> Result<String> {
@@ -474,8 +477,8 @@ fn draw(
             ("sans-serif", 20),
         )
         .margin(12)
-        .x_label_area_size(48)
-        .y_label_area_size(72)
+        .x_label_area_size(56)
+        .y_label_area_size(84)
         .build_cartesian_2d(
             (x_range.0..x_range.1).log_scale(),
             (y_range.0..y_range.1).log_scale(),
@@ -494,6 +497,8 @@ fn draw(
         .x_label_formatter(&|v| tick(*v))
         .y_label_formatter(&|v| tick(*v))
         .light_line_style(RGBColor(240, 240, 240))
+        .label_style(("sans-serif", LABEL_PX))
+        .axis_desc_style(("sans-serif", LABEL_PX))
         .draw()?;
     let samples = |top: f64| -> Vec<(f64, f64)> {
         let (lo, hi) = (x_range.0.log10(), x_range.1.log10());
@@ -513,15 +518,15 @@ fn draw(
         let (x, y) = plot.backend_coord(&(ridge, roof.gflops_per_s));
         root.draw(&Text::new(
             roof.label.clone(),
-            (x + 6, y - 14),
-            ("sans-serif", 12).into_font(),
+            (x + 6, y - 22),
+            ("sans-serif", LABEL_PX).into_font(),
         ))?;
     }
     let low = plot.backend_coord(&(x_range.0 * 3.0, chart.bandwidth_gbs * x_range.0 * 3.0));
     root.draw(&Text::new(
         format!("DRAM {} GB/s", sig(chart.bandwidth_gbs)),
-        (low.0 + 4, low.1 - 16),
-        ("sans-serif", 12).into_font(),
+        (low.0 + 4, low.1 - 24),
+        ("sans-serif", LABEL_PX).into_font(),
     ))?;
     let total: f64 = chart
         .series
@@ -590,7 +595,7 @@ fn draw(
     // A few points get their (short) names beside them; many would only overlap.
     let placed: usize = chart.series.iter().map(|s| s.points.len()).sum();
     if placed <= MAX_LABELLED_POINTS && chart.series.len() == 1 {
-        circles.push_str("<g class=\"labels\" font-family=\"sans-serif\" font-size=\"12\">");
+        circles.push_str(&format!("<g class=\"labels\" font-family=\"sans-serif\" font-size=\"{LABEL_PX}\">"));
         for point in &chart.series[0].points {
             let (cx, cy) = plot.backend_coord(&(point.intensity, point.gflops_per_s));
             let name: String = point.short_name.chars().take(40).collect();
