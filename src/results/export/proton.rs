@@ -336,8 +336,12 @@ mod tests {
         let mut found = Vec::new();
         kernels(&doc[0], &mut found);
         assert_eq!(found.len(), 4);
+        let mut ids = std::collections::BTreeSet::new();
         for kernel in &found {
-            assert_eq!(kernel["metrics"]["device_id"], "0");
+            // One calibrated entry per kernel, each of the device.
+            let id = kernel["metrics"]["device_id"].as_str().unwrap().to_string();
+            assert_eq!(doc[1]["CUDA"][&id]["name"], "H200");
+            ids.insert(id);
             assert_eq!(kernel["metrics"]["device_type"], "CUDA");
             assert!(
                 kernel["metrics"]
@@ -347,9 +351,10 @@ mod tests {
                     .all(|k| !k.contains("(inc)"))
             );
         }
+        assert_eq!(ids.len(), 4);
         let h200 = &doc[1]["CUDA"]["0"];
         assert_eq!(h200["arch"], "90");
-        assert_eq!(h200["num_sms"], 132);
+        assert_eq!(h200["sm_count"], 132);
         // Proton's bandwidth 2 × bus × clock / 8 comes back to the table's 4.8 TB/s.
         let bus = h200["bus_width"].as_f64().unwrap();
         let clock_hz = h200["memory_clock_rate"].as_f64().unwrap() * 1e3;
