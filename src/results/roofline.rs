@@ -794,29 +794,34 @@ pub fn evaluate_inputs(peaks: Option<&DevicePeaks>, inputs: &RooflineInputs) -> 
         used.insert(Inputs::DRAM_THROUGHPUT);
         dram_share = Some(dram_share.map_or(pct, |d| d.max(pct)));
     }
-    let (mut memory_figure, mut memory_limiter) =
-        match (inputs.memory_throughput_pct, dram_share) {
-            (Some(full), dram) if full >= dram.unwrap_or(0.0) + CACHE_MARGIN_PCT => {
-                used.insert(Inputs::MEMORY_THROUGHPUT);
-                (Some(Figure::new(FigureKind::MemorySol, full)), Limiter::L2)
-            }
-            (Some(full), Some(dram)) => {
-                used.insert(Inputs::MEMORY_THROUGHPUT);
-                (
-                    Some(Figure::new(FigureKind::Dram, full.max(dram))),
-                    Limiter::Dram,
-                )
-            }
-            (Some(full), None) => {
-                used.insert(Inputs::MEMORY_THROUGHPUT);
-                (Some(Figure::new(FigureKind::MemorySol, full)), Limiter::Dram)
-            }
-            (None, dram) => (
-                dram.map(|d| Figure::new(FigureKind::Dram, d)),
+    let (mut memory_figure, mut memory_limiter) = match (inputs.memory_throughput_pct, dram_share) {
+        (Some(full), dram) if full >= dram.unwrap_or(0.0) + CACHE_MARGIN_PCT => {
+            used.insert(Inputs::MEMORY_THROUGHPUT);
+            (Some(Figure::new(FigureKind::MemorySol, full)), Limiter::L2)
+        }
+        (Some(full), Some(dram)) => {
+            used.insert(Inputs::MEMORY_THROUGHPUT);
+            (
+                Some(Figure::new(FigureKind::Dram, full.max(dram))),
                 Limiter::Dram,
-            ),
-        };
-    for (kind, pct) in [(FigureKind::L2, inputs.l2_pct), (FigureKind::L1, inputs.l1_pct)] {
+            )
+        }
+        (Some(full), None) => {
+            used.insert(Inputs::MEMORY_THROUGHPUT);
+            (
+                Some(Figure::new(FigureKind::MemorySol, full)),
+                Limiter::Dram,
+            )
+        }
+        (None, dram) => (
+            dram.map(|d| Figure::new(FigureKind::Dram, d)),
+            Limiter::Dram,
+        ),
+    };
+    for (kind, pct) in [
+        (FigureKind::L2, inputs.l2_pct),
+        (FigureKind::L1, inputs.l1_pct),
+    ] {
         let Some(pct) = pct else { continue };
         used.insert(Inputs::CACHE_BYTES);
         if memory_figure.is_none_or(|m| pct > m.pct) {

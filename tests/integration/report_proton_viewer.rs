@@ -236,7 +236,10 @@ fn proton_viewer_util_agrees_with_polyprof_within_one_percent_on_nvidia_amd_and_
         }
         // The run has work to judge: the shares are not all zero where it counted some.
         if vendor != "amd" {
-            assert!(expected.values().any(|u| *u > 0.01), "{vendor}: {expected:?}");
+            assert!(
+                expected.values().any(|u| *u > 0.01),
+                "{vendor}: {expected:?}"
+            );
         }
     }
 }

@@ -61,13 +61,7 @@ pub fn panels(report: &Report, rows: &[&KeyAverage]) -> String {
 }
 
 /// One value when every launch agrees (`data-v` holds it), else the range.
-fn figure(
-    html: &mut String,
-    field: &str,
-    label: &str,
-    values: &[f64],
-    show: fn(f64) -> String,
-) {
+fn figure(html: &mut String, field: &str, label: &str, values: &[f64], show: fn(f64) -> String) {
     if values.is_empty() {
         return;
     }
@@ -178,11 +172,7 @@ fn panel(
             .iter()
             .filter_map(|(metric, label)| first.metric(metric).map(|v| (*label, v)))
             .collect();
-        if let Some((label, blocks)) = limits
-            .iter()
-            .copied()
-            .min_by(|a, b| a.1.total_cmp(&b.1))
-        {
+        if let Some((label, blocks)) = limits.iter().copied().min_by(|a, b| a.1.total_cmp(&b.1)) {
             text_figure(
                 html,
                 "occupancy_limiter",
@@ -203,7 +193,13 @@ fn panel(
         pct_text,
     );
     for (metric, label) in PIPES {
-        figure(html, metric, label, &values(&|k| k.metric(metric)), pct_text);
+        figure(
+            html,
+            metric,
+            label,
+            &values(&|k| k.metric(metric)),
+            pct_text,
+        );
     }
     figure(
         html,
@@ -286,7 +282,11 @@ fn panel(
             .as_ref()
             .map(|r| r.profiler.name.clone())
             .unwrap_or_default();
-        let _ = write!(html, "<h4>{} rules</h4><ul class=\"rules\">", escape(&profiler));
+        let _ = write!(
+            html,
+            "<h4>{} rules</h4><ul class=\"rules\">",
+            escape(&profiler)
+        );
         for rule in rules::ranked(&rule_list) {
             let speedup = rule
                 .estimated_speedup_pct

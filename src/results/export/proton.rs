@@ -104,7 +104,12 @@ fn amd_fp8_flops_per_clock(arch: &str) -> Option<f64> {
     }
 }
 
-fn node_json(node: &TreeNode, util: &mut Option<Util>, at: &mut Vec<Frame>, meta: &Metadata) -> Value {
+fn node_json(
+    node: &TreeNode,
+    util: &mut Option<Util>,
+    at: &mut Vec<Frame>,
+    meta: &Metadata,
+) -> Value {
     let own = &node.exclusive;
     let mut metrics = Map::new();
     metrics.insert("count".into(), json!(own.count));
@@ -122,9 +127,7 @@ fn node_json(node: &TreeNode, util: &mut Option<Util>, at: &mut Vec<Frame>, meta
     if node.frame.kind == FrameKind::Kernel {
         // `-m util` reads `device_id` on every frame: null (no utilization) where Proton has no
         // peaks for the device (Apple, or a device the table does not describe).
-        let described = util
-            .as_mut()
-            .and_then(|u| Some((u.kind, u.entry(own)?)));
+        let described = util.as_mut().and_then(|u| Some((u.kind, u.entry(own)?)));
         match described {
             Some((kind, id)) => {
                 metrics.insert("device_id".into(), json!(id));
@@ -276,7 +279,12 @@ pub fn document(report: &Report) -> Value {
             entries: Map::new(),
         })
     });
-    let root = node_json(&stable.tree.root, &mut util, &mut Vec::new(), &stable.metadata);
+    let root = node_json(
+        &stable.tree.root,
+        &mut util,
+        &mut Vec::new(),
+        &stable.metadata,
+    );
     let mut devices = Map::new();
     if let Some(util) = util {
         devices.insert(util.kind.into(), Value::Object(util.entries));

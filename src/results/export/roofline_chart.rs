@@ -38,6 +38,12 @@ pub struct ChartPoint {
     pub bound: Bound,
     /// The verdict in words (`memory-bound, DRAM, 67 % of peak`).
     pub verdict: String,
+    /// The bound with the figure that decided it (`memory · DRAM 67 %`).
+    pub bound_label: String,
+    /// Whether the verdict was decided in this chart's precision (or by a memory figure, which
+    /// every chart of the kernel shows alike); elsewhere the point is drawn faint and its
+    /// position says nothing about the bound.
+    pub decided_here: bool,
 }
 
 /// Points of one run (or one side of a diff).
@@ -305,6 +311,11 @@ fn chart(
                 launches: row.calls,
                 bound: row.roofline.bound,
                 verdict: row.roofline.verdict(),
+                bound_label: row.roofline.bound_label(),
+                decided_here: match row.roofline.bound {
+                    Bound::Compute => row.roofline.precision.is_none_or(|p| p == precision),
+                    _ => true,
+                },
             });
         }
     }
@@ -552,9 +563,13 @@ fn draw(
             let (cx, cy) = plot.backend_coord(&(point.intensity, point.gflops_per_s));
             let radius = radius(point.gpu_time_ns, total);
             // The second series of a diff is drawn hollow.
-            let fill = match series_index {
-                0 => format!(
+            let fill = match (series_index, point.decided_here) {
+                (0, true) => format!(
                     "fill=\"{}\" fill-opacity=\"0.6\"",
+                    bound_colour(point.bound)
+                ),
+                (0, false) => format!(
+                    "fill=\"{}\" fill-opacity=\"0.12\" stroke-dasharray=\"3 2\"",
                     bound_colour(point.bound)
                 ),
                 _ => "fill=\"none\" stroke-width=\"2.5\"".to_string(),
@@ -563,7 +578,8 @@ fn draw(
                 "<circle class=\"point\" cx=\"{cx}\" cy=\"{cy}\" r=\"{radius:.1}\" {fill} \
                  stroke=\"{colour}\" data-series=\"{series}\" data-name=\"{name}\" data-short=\"{short}\" \
                  data-ai=\"{ai}\" data-gflops=\"{gflops}\" data-gpu-ns=\"{time}\" \
-                 data-bound=\"{bound}\" data-precision=\"{precision}\" data-share=\"{share}\">\
+                 data-bound=\"{bound}\" data-decided-by=\"{decided}\" data-decided-here=\"{here}\" \
+                 data-precision=\"{precision}\" data-share=\"{share}\">\
                  <title>{title}</title></circle>",
                 colour = bound_colour(point.bound),
                 series = escape(&series.label),
@@ -573,11 +589,13 @@ fn draw(
                 gflops = point.gflops_per_s,
                 time = point.gpu_time_ns,
                 bound = point.bound,
+                decided = escape(&point.bound_label),
+                here = point.decided_here,
                 precision = precision_id(chart.precision),
                 share = point.share,
                 title = escape(&format!(
                     "{} ({})\n{} launches, GPU time {}\n{precision}: {} FLOP/byte, {} GFLOP/s \
-                     ({} % of its FLOPs)\n{}",
+                     ({} % of its FLOPs)\n{}\n{}",
                     point.name,
                     series.label,
                     point.launches,
@@ -585,6 +603,7 @@ fn draw(
                     sig(point.intensity),
                     sig(point.gflops_per_s),
                     units::pct(point.share * 100.0),
+                    point.bound_label,
                     point.verdict,
                     precision = precision_label(chart.precision),
                 )),
@@ -595,7 +614,9 @@ fn draw(
     // A few points get their (short) names beside them; many would only overlap.
     let placed: usize = chart.series.iter().map(|s| s.points.len()).sum();
     if placed <= MAX_LABELLED_POINTS && chart.series.len() == 1 {
-        circles.push_str(&format!("<g class=\"labels\" font-family=\"sans-serif\" font-size=\"{LABEL_PX}\">"));
+        circles.push_str(&format!(
+            "<g class=\"labels\" font-family=\"sans-serif\" font-size=\"{LABEL_PX}\">"
+        ));
         for point in &chart.series[0].points {
             let (cx, cy) = plot.backend_coord(&(point.intensity, point.gflops_per_s));
             let name: String = point.short_name.chars().take(40).collect();
