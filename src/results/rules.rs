@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use crate::model::record::RuleResult;
 use crate::model::run::ProfileRun;
 
-/// The rule results of each kernel, by short name and by full name, each rule once (the first
-/// launch's text; launches of one kernel give the same advice with other figures).
+/// The rule results of each kernel, by short name and by full name, each result once (launches
+/// of one kernel that gave the same advice in the same words count once).
 pub fn by_kernel(run: &ProfileRun) -> BTreeMap<String, Vec<RuleResult>> {
     let mut map: BTreeMap<String, Vec<RuleResult>> = BTreeMap::new();
     for record in &run.kernels {
@@ -20,7 +20,7 @@ pub fn by_kernel(run: &ProfileRun) -> BTreeMap<String, Vec<RuleResult>> {
             }
             let rules = map.entry(key.to_string()).or_default();
             for rule in &record.rules {
-                if !rules.iter().any(|r| r.name == rule.name) {
+                if !rules.contains(rule) {
                     rules.push(rule.clone());
                 }
             }

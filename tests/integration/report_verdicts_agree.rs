@@ -406,3 +406,92 @@ fn has_throughput(json: &Value, short: &str) -> bool {
                 .any(|i| i.as_str().is_some_and(|i| i.ends_with("throughput_pct")))
     })
 }
+
+/// Click every kernel's row (and, where it has one, its roofline point) in headless Chromium and
+/// read the drilldown's figures back from the DOM: they equal `--format json`'s, at 800 and
+/// 1280 pixels.
+#[test]
+fn the_drilldown_shows_the_json_figures_of_each_kernel_in_chromium() {
+    use crate::support::browser::Browser;
+    let dir = tempfile::tempdir().unwrap();
+    let detailed = run_dir(
+        dir.path(),
+        "detailed",
+        "ncu",
+        &[fixture("ncu-h200/set_detailed_log.csv")],
+    );
+    for (name, run) in [
+        ("baseline", fixture("runs/h200-baseline")),
+        ("detailed", detailed),
+    ] {
+        let json: Value = serde_json::from_str(&report(&run, Some("H200"), "json")).unwrap();
+        let page = dir.path().join(format!("{name}.html"));
+        std::fs::write(&page, report(&run, Some("H200"), "html")).unwrap();
+        for width in [800, 1280] {
+            let mut browser = Browser::open(&page, width, 900);
+            for kernel in json["kernels"].as_array().unwrap() {
+                let short = kernel["short_name"].as_str().unwrap();
+                let quoted = serde_json::to_string(short).unwrap();
+                let row = format!("table.kernels tr[data-short={quoted}] td.n");
+                browser.click_on(&row);
+                browser.wait_for(&format!("document.body.dataset.openKernel==={quoted}"));
+                let figures = browser.eval(&format!(
+                    "(()=>{{const p=[...document.querySelectorAll('.kernel-detail')]\
+                     .find(p=>p.dataset.short==={quoted});if(p.hidden)return null;const o={{}};\
+                     p.querySelectorAll('dd[data-field]').forEach(d=>o[d.dataset.field]=d.dataset.v);\
+                     o.rules=p.querySelectorAll('li[data-rule]').length;\
+                     o.decided=p.querySelector('.verdict').dataset.decidedBy;\
+                     o.bound=p.querySelector('.verdict').dataset.bound;return o;}})()"
+                ));
+                assert!(
+                    figures.is_object(),
+                    "{name} {short}: the panel did not open"
+                );
+                for field in [
+                    "registers_per_thread",
+                    "shared_mem_per_block",
+                    "achieved_occupancy_pct",
+                    "theoretical_occupancy_pct",
+                    "sm_throughput_pct",
+                    "memory_throughput_pct",
+                    "dram_bytes",
+                ] {
+                    let want = kernel[field].as_f64();
+                    let got = figures[field].as_str().and_then(|v| v.parse::<f64>().ok());
+                    assert_eq!(got, want, "{name} {short} {field} at {width} px");
+                }
+                let gpu: f64 = figures["gpu_time_ns"].as_str().unwrap().parse().unwrap();
+                assert_eq!(Some(gpu), kernel["duration_ns"].as_f64(), "{name} {short}");
+                assert_eq!(
+                    figures["decided"].as_str().unwrap(),
+                    figure_text(&kernel["roofline"]["decided_by"]),
+                    "{name} {short}"
+                );
+                assert_eq!(
+                    figures["bound"], kernel["roofline"]["bound"],
+                    "{name} {short}"
+                );
+                let rules = kernel["rules"].as_array().map_or(0, Vec::len);
+                assert_eq!(
+                    figures["rules"].as_u64().unwrap() as usize,
+                    rules,
+                    "{name} {short}"
+                );
+            }
+            // A roofline point opens its kernel too.
+            if browser.eval("document.querySelectorAll('circle.point').length>0")
+                == Value::Bool(true)
+            {
+                let short = browser.eval("document.querySelector('circle.point').dataset.short");
+                let (x, y) = browser.centre("circle.point");
+                browser.click(x, y);
+                browser.wait_for(&format!(
+                    "document.body.dataset.openKernel==={}",
+                    serde_json::to_string(&short).unwrap()
+                ));
+            }
+            assert!(browser.console.is_empty(), "{:?}", browser.console);
+            browser.screenshot(&dir.path().join(format!("{name}-{width}.png")));
+        }
+    }
+}
