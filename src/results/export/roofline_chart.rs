@@ -611,6 +611,43 @@ fn draw(
         }
     }
     circles.push_str("</g>");
+    // A diff: each kernel in both runs gets an arrow from A's point to B's, named at B's end.
+    if let [a, b] = chart.series.as_slice() {
+        circles.push_str(
+            "<defs><marker id=\"moved-arrow\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" \
+             markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\">\
+             <path d=\"M0,0 L10,5 L0,10 z\" fill=\"#444\"/></marker></defs><g class=\"moves\">",
+        );
+        for to in &b.points {
+            let Some(from) = a.points.iter().find(|p| p.short_name == to.short_name) else {
+                continue;
+            };
+            let (x1, y1) = plot.backend_coord(&(from.intensity, from.gflops_per_s));
+            let (x2, y2) = plot.backend_coord(&(to.intensity, to.gflops_per_s));
+            let moved = (x2 - x1).abs() + (y2 - y1).abs() >= 2;
+            if moved {
+                circles.push_str(&format!(
+                    "<line class=\"moved\" data-short=\"{}\" x1=\"{x1}\" y1=\"{y1}\" x2=\"{x2}\" \
+                     y2=\"{y2}\" stroke=\"#444\" stroke-width=\"1.5\" marker-end=\"url(#moved-arrow)\"/>",
+                    escape(&to.short_name)
+                ));
+            }
+            let name: String = to.short_name.chars().take(40).collect();
+            // Near the right edge the label goes to the left of its point.
+            let (x, anchor) = match x2 > (WIDTH as i32) * 2 / 3 {
+                true => (x2 - 12, "end"),
+                false => (x2 + 8, "start"),
+            };
+            circles.push_str(&format!(
+                "<text class=\"moved-label\" x=\"{x}\" y=\"{}\" text-anchor=\"{anchor}\" \
+                 font-family=\"sans-serif\" font-size=\"{LABEL_PX}\">{}{}</text>",
+                y2 - 8,
+                escape(&name),
+                if moved { "" } else { " (unmoved)" }
+            ));
+        }
+        circles.push_str("</g>");
+    }
     // A few points get their (short) names beside them; many would only overlap.
     let placed: usize = chart.series.iter().map(|s| s.points.len()).sum();
     if placed <= MAX_LABELLED_POINTS && chart.series.len() == 1 {
