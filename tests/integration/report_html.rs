@@ -467,7 +467,6 @@ struct Chart {
     bandwidth: f64,
     roofs: Vec<BTreeMap<String, String>>,
     points: Vec<BTreeMap<String, String>>,
-    html: String,
 }
 
 /// Every `<figure class="roofline-chart">` of a page's DOM.
@@ -490,7 +489,6 @@ fn charts(dom: &str) -> Vec<Chart> {
                     .map(|m| attributes(m.as_str()))
                     .collect(),
                 points: points(html),
-                html: html.to_string(),
             }
         })
         .collect()
