@@ -105,12 +105,16 @@ pub struct KeyAverage {
     /// Each kernel launch's verdict inputs and its `calls`.
     #[serde(skip)]
     launches: Vec<(RooflineInputs, u64)>,
+    /// The profiler's rule results in one short line (`ncu OPT SOLBottleneck, …`), shown under
+    /// the verdict; see [`KeyAverages::with_rules`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_line: Option<String>,
 }
 
 /// Launches of a row that got one verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VerdictShare {
-    /// The table cell: `compute (tensor bf16)`, `memory (DRAM)`, `latency`.
+    /// The table cell: `compute · tensor bf16 90 %`, `memory · DRAM 67 %`, `latency · SM 12 %, DRAM 9 %`.
     pub label: String,
     pub launches: u64,
     pub gpu_time_ns: f64,
@@ -179,37 +183,70 @@ fn launch_verdicts(
     launches: &[(RooflineInputs, u64)],
     row: &mut RooflinePoint,
 ) -> Vec<VerdictShare> {
-    let mut groups: Vec<(VerdictShare, RooflinePoint)> = Vec::new();
+    // Launches group by bound and limiter; a group's deciding figures are its launches'
+    // figures averaged over their GPU time.
+    struct Group {
+        key: String,
+        share: VerdictShare,
+        point: RooflinePoint,
+        sums: [f64; 2],
+        weight: f64,
+    }
+    let mut groups: Vec<Group> = Vec::new();
     for (inputs, calls) in launches {
         let point = roofline::evaluate_inputs(peaks, inputs);
-        let label = point.bound_label();
+        let key = point.bound_key();
         let time = inputs.gpu_time_ns.unwrap_or(0.0);
-        match groups.iter_mut().find(|(g, _)| g.label == label) {
-            Some((group, _)) => {
-                group.launches += calls;
-                group.gpu_time_ns += time;
+        let index = match groups.iter().position(|g| g.key == key) {
+            Some(index) => index,
+            None => {
+                groups.push(Group {
+                    key,
+                    share: VerdictShare {
+                        label: String::new(),
+                        launches: 0,
+                        gpu_time_ns: 0.0,
+                    },
+                    point,
+                    sums: [0.0; 2],
+                    weight: 0.0,
+                });
+                groups.len() - 1
             }
-            None => groups.push((
-                VerdictShare {
-                    label,
-                    launches: *calls,
-                    gpu_time_ns: time,
-                },
-                point,
-            )),
+        };
+        let group = &mut groups[index];
+        group.share.launches += calls;
+        group.share.gpu_time_ns += time;
+        if time > 0.0 {
+            for (sum, figure) in group.sums.iter_mut().zip(point.decided_by.0) {
+                *sum += figure.map_or(0.0, |f| f.pct) * time;
+            }
+            group.weight += time;
         }
     }
-    groups.sort_by(|(a, _), (b, _)| {
-        b.gpu_time_ns
-            .total_cmp(&a.gpu_time_ns)
-            .then(b.launches.cmp(&a.launches))
-    });
-    if let Some((_, first)) = groups.first() {
-        row.bound = first.bound;
-        row.limiter = first.limiter;
-        row.precision = first.precision;
+    for group in &mut groups {
+        if group.weight > 0.0 {
+            for (figure, sum) in group.point.decided_by.0.iter_mut().zip(group.sums) {
+                if let Some(figure) = figure {
+                    figure.pct = sum / group.weight;
+                }
+            }
+        }
+        group.share.label = group.point.bound_label();
     }
-    groups.into_iter().map(|(share, _)| share).collect()
+    groups.sort_by(|a, b| {
+        b.share
+            .gpu_time_ns
+            .total_cmp(&a.share.gpu_time_ns)
+            .then(b.share.launches.cmp(&a.share.launches))
+    });
+    if let Some(first) = groups.first() {
+        row.bound = first.point.bound;
+        row.limiter = first.point.limiter;
+        row.precision = first.point.precision;
+        row.decided_by = first.point.decided_by;
+    }
+    groups.into_iter().map(|g| g.share).collect()
 }
 
 /// Group `events` into rows (in order of first appearance). Calls add up `calls`; means are
@@ -243,6 +280,7 @@ pub fn key_averages(events: &[Event], group_by: GroupBy) -> KeyAverages {
                 roofline: roofline::evaluate(None, &FlopCounts::default(), None, None),
                 verdicts: Vec::new(),
                 launches: Vec::new(),
+                rule_line: None,
             });
             rows.len() - 1
         });
@@ -279,6 +317,22 @@ impl KeyAverages {
     pub fn with_peaks(mut self, peaks: Option<DevicePeaks>) -> Self {
         self.peaks = peaks;
         self.evaluate();
+        self
+    }
+
+    /// Each kernel row's rule results (ncu's `SOLBottleneck`, …) from `run`'s records, as the
+    /// short line the table and page show under the verdict.
+    pub fn with_rules(mut self, run: Option<&crate::model::run::ProfileRun>) -> Self {
+        let Some(run) = run else { return self };
+        let rules = crate::results::rules::by_kernel(run);
+        for row in &mut self.rows {
+            if row.kind != FrameKind::Kernel {
+                continue;
+            }
+            row.rule_line = rules
+                .get(&row.name)
+                .and_then(|r| crate::results::rules::short_line(&run.profiler.name, r));
+        }
         self
     }
 

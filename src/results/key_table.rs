@@ -26,13 +26,24 @@ impl KeyAverage {
     /// The Bound cell: the launches' verdict, and how many of them share it when they
     /// disagree (`compute (LSU); 3 of 4`).
     pub fn bound_cell(&self) -> String {
-        let label = self.roofline.bound_label();
-        if self.verdicts.len() < 2 {
-            return label;
+        let mut cell = self.bound_cell_text();
+        // The profiler's own advice, a short line under the verdict.
+        if let Some(line) = &self.rule_line {
+            cell.push('\n');
+            cell.push_str(line);
         }
-        let all: u64 = self.verdicts.iter().map(|v| v.launches).sum();
-        let first = self.verdicts[0].launches;
-        format!("{label}; {first} of {all}")
+        cell
+    }
+
+    /// The verdict part of [`bound_cell`](Self::bound_cell), without the rule line.
+    pub fn bound_cell_text(&self) -> String {
+        let mut cell = self.roofline.bound_label();
+        if self.verdicts.len() > 1 {
+            let all: u64 = self.verdicts.iter().map(|v| v.launches).sum();
+            let first = self.verdicts[0].launches;
+            cell = format!("{cell}; {first} of {all}");
+        }
+        cell
     }
 }
 

@@ -18,6 +18,7 @@ use crate::model::record::{FlopCounts, KernelRecord, Precision};
 use crate::model::run::ProfileRun;
 use crate::model::verdict_metrics::{DRAM_CLOCK, DRAM_SOL, MEMORY_SOL, PIPE_LOADS, SM_CLOCK};
 use crate::results::devices::DevicePeaks;
+use crate::results::levels::Level;
 
 /// Below this share of peak on BOTH bandwidth and compute, a kernel is called latency-bound:
 /// neither resource is near saturation, so launch overhead, dependency stalls, too little
@@ -96,6 +97,142 @@ impl Limiter {
     }
 }
 
+/// What a deciding figure measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FigureKind {
+    /// The FLOPs' share of the compute peak of `precision`.
+    Flops,
+    /// The SM speed of light with no pipe named.
+    Sm,
+    /// One pipe's load (`pipe`).
+    Pipe,
+    /// DRAM: bytes over the bandwidth peak, or DRAM's speed of light.
+    Dram,
+    /// The memory speed of light over L1, L2 and DRAM (ncu's `Memory Throughput`).
+    MemorySol,
+    /// L2 traffic over the L2 roof the capture measured (ncu's hierarchical roofline).
+    L2,
+    /// L1 (global/local) traffic over the L1 roof the capture measured.
+    L1,
+}
+
+/// A figure a verdict was decided by: what it measures and its % of peak.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Figure {
+    pub kind: FigureKind,
+    pub pct: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<Precision>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipe: Option<Limiter>,
+}
+
+impl Figure {
+    fn new(kind: FigureKind, pct: f64) -> Self {
+        Figure {
+            kind,
+            pct,
+            precision: None,
+            pipe: None,
+        }
+    }
+
+    /// What it measures, short: `DRAM`, `tensor fp16`, `SM`, `LSU pipe`.
+    pub fn label(&self) -> String {
+        match self.kind {
+            FigureKind::Flops => match self.precision {
+                Some(p) if p.is_tensor() => format!("tensor {}", p.data_type()),
+                Some(p) => format!("FLOP {}", p.data_type()),
+                None => "FLOP".to_string(),
+            },
+            FigureKind::Sm => "SM".to_string(),
+            FigureKind::Pipe => match self.pipe {
+                Some(Limiter::TensorPipe) => "tensor pipe",
+                Some(Limiter::FmaPipe) => "FMA pipe",
+                Some(Limiter::AluPipe) => "ALU pipe",
+                Some(Limiter::LsuPipe) => "LSU pipe",
+                Some(Limiter::Issue) => "issue",
+                _ => "SM",
+            }
+            .to_string(),
+            FigureKind::Dram => "DRAM".to_string(),
+            FigureKind::MemorySol => "L1/L2".to_string(),
+            FigureKind::L2 => "L2".to_string(),
+            FigureKind::L1 => "L1".to_string(),
+        }
+    }
+
+    /// `DRAM 71 %`.
+    pub fn text(&self) -> String {
+        format!("{} {:.0} %", self.label(), self.pct)
+    }
+
+    /// Whether it measures a memory level.
+    pub fn is_memory(&self) -> bool {
+        matches!(
+            self.kind,
+            FigureKind::Dram | FigureKind::MemorySol | FigureKind::L2 | FigureKind::L1
+        )
+    }
+}
+
+/// The figures that decided a verdict: one for memory and compute, the largest of each side
+/// for latency (both below the threshold). Serialized as a list.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct DecidedBy(pub [Option<Figure>; 2]);
+
+impl DecidedBy {
+    pub fn figures(&self) -> impl Iterator<Item = &Figure> {
+        self.0.iter().flatten()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0[0].is_none()
+    }
+
+    /// `DRAM 71 %` or `SM 12 %, DRAM 9 %`.
+    pub fn text(&self) -> String {
+        self.figures()
+            .map(Figure::text)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl Serialize for DecidedBy {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.figures())
+    }
+}
+
+impl<'de> Deserialize<'de> for DecidedBy {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        let figures = Vec::<Figure>::deserialize(deserializer)?;
+        let mut out = DecidedBy::default();
+        for (slot, figure) in out.0.iter_mut().zip(figures) {
+            *slot = Some(figure);
+        }
+        Ok(out)
+    }
+}
+
+/// The verdict's rule in words, written once: the table's footer, the HTML page and the docs
+/// print this text.
+pub fn rule_text() -> String {
+    format!(
+        "bound = the larger of the memory figure (DRAM, L2 or L1: bytes or speed of light) and \
+         the compute figure (FLOPs, else the SM or pipe load when the FLOPs explain under half of \
+         it; left of the ridge an SM or load/store load does not count), latency when both are \
+         below {LATENCY_BOUND_PCT:.0} % (both shown); the figure beside the bound decided it"
+    )
+}
+
 /// How the SM clock the launch ran at relates to the device's clocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -124,7 +261,8 @@ impl Inputs {
     pub const SM_CLOCK: Inputs = Inputs(1 << 5);
     pub const DRAM_CLOCK: Inputs = Inputs(1 << 6);
     pub const PIPE_LOADS: Inputs = Inputs(1 << 7);
-    const NAMES: [(Inputs, &'static str); 8] = [
+    pub const CACHE_BYTES: Inputs = Inputs(1 << 8);
+    const NAMES: [(Inputs, &'static str); 9] = [
         (Inputs::FLOPS, "flops"),
         (Inputs::DRAM_BYTES, "dram_bytes"),
         (Inputs::SM_THROUGHPUT, "sm_throughput_pct"),
@@ -133,6 +271,7 @@ impl Inputs {
         (Inputs::SM_CLOCK, "sm_clock"),
         (Inputs::DRAM_CLOCK, "dram_clock"),
         (Inputs::PIPE_LOADS, "pipe_loads"),
+        (Inputs::CACHE_BYTES, "cache_bytes"),
     ];
 
     pub fn contains(&self, other: Inputs) -> bool {
@@ -222,6 +361,9 @@ pub struct RooflinePoint {
     /// table's peak or clock, or the counters, are wrong. Reports show it as a warning.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub above_peak: Option<AbovePeak>,
+    /// The figures that decided `bound` (`DRAM 71 %`; latency: the largest of each side).
+    #[serde(default, skip_serializing_if = "DecidedBy::is_empty")]
+    pub decided_by: DecidedBy,
 }
 
 /// Which share of a [`RooflinePoint`] is above 100 % of its peak.
@@ -250,8 +392,18 @@ fn unknown_limiter() -> Limiter {
 }
 
 impl RooflinePoint {
-    /// The bound with its limiter for a table cell: `compute (tensor bf16)`, `memory (DRAM)`.
+    /// The bound with the figure that decided it, for a table cell: `memory · DRAM 71 %`,
+    /// `compute · tensor fp16 88 %`, `latency · SM 12 %, DRAM 9 %`.
     pub fn bound_label(&self) -> String {
+        if self.bound == Bound::Unknown || self.decided_by.is_empty() {
+            return self.bound.to_string();
+        }
+        format!("{} · {}", self.bound, self.decided_by.text())
+    }
+
+    /// The bound with its limiter, without figures: launches with the same key got the same
+    /// verdict (`compute (tensor bf16)`, `memory (DRAM)`).
+    pub fn bound_key(&self) -> String {
         let pipe = match (self.limiter, self.precision) {
             (Limiter::TensorPipe, Some(p)) => format!("tensor {}", p.data_type()),
             (Limiter::FmaPipe, Some(p)) => format!("FMA {}", p.data_type()),
@@ -353,6 +505,9 @@ pub struct RooflineInputs {
     pub memory_throughput_pct: Option<f64>,
     /// DRAM speed of light, % of peak.
     pub dram_throughput_pct: Option<f64>,
+    /// L2 and L1 traffic over their roofs, % (the hierarchical roofline's cache levels).
+    pub l2_pct: Option<f64>,
+    pub l1_pct: Option<f64>,
     pub sm_clock_hz: Option<f64>,
     pub dram_clock_hz: Option<f64>,
     /// Whether the profiler locked the clocks (from the run's command; `None`: not known).
@@ -390,6 +545,8 @@ impl RooflineInputs {
         total.sm_throughput_pct = weighted(|l| l.sm_throughput_pct);
         total.memory_throughput_pct = weighted(|l| l.memory_throughput_pct);
         total.dram_throughput_pct = weighted(|l| l.dram_throughput_pct);
+        total.l2_pct = weighted(|l| l.l2_pct);
+        total.l1_pct = weighted(|l| l.l1_pct);
         total.sm_clock_hz = weighted(|l| l.sm_clock_hz);
         total.dram_clock_hz = weighted(|l| l.dram_clock_hz);
         total.busiest_pipe = launches
@@ -408,7 +565,16 @@ impl RooflineInputs {
     pub fn from_record(record: &KernelRecord) -> Self {
         let first = |names: [&str; 2]| names.iter().find_map(|name| record.metric(name));
         let full_memory_sol = first([MEMORY_SOL, DETAILS_MEMORY_SOL]).is_some();
+        let levels = crate::results::levels::cache_levels(record);
+        let level_pct = |level: Level| {
+            levels
+                .iter()
+                .find(|t| t.level == level)
+                .and_then(|t| crate::results::levels::share_pct(t, record.duration_ns))
+        };
         RooflineInputs {
+            l2_pct: level_pct(Level::L2),
+            l1_pct: level_pct(Level::L1),
             flops: record.flops,
             bytes: record.total_dram_bytes(),
             gpu_time_ns: record.duration_ns,
@@ -566,13 +732,20 @@ pub fn evaluate_inputs(peaks: Option<&DevicePeaks>, inputs: &RooflineInputs) -> 
         (Some(share), Some(sol)) => sol >= LATENCY_BOUND_PCT && share < sol * PARTIAL_FLOPS_RATIO,
         (Some(_), None) => false,
     };
-    let (compute_share, compute_limiter) = if !flops_partial {
+    let flop_side = |used: &mut Inputs| {
         used.insert(Inputs::FLOPS);
         let limiter = match precision {
             Some(p) if p.is_tensor() => Limiter::TensorPipe,
             _ => Limiter::FmaPipe,
         };
-        (pct_peak_compute, limiter)
+        let figure = pct_peak_compute.map(|pct| Figure {
+            precision,
+            ..Figure::new(FigureKind::Flops, pct)
+        });
+        (figure, limiter)
+    };
+    let (mut compute_figure, mut compute_limiter) = if !flops_partial {
+        flop_side(&mut used)
     } else if let Some(sol) = sm_sol {
         used.insert(Inputs::SM_THROUGHPUT);
         // Tensor FLOPs that were counted still name the pipe, even if their share is partial.
@@ -588,13 +761,30 @@ pub fn evaluate_inputs(peaks: Option<&DevicePeaks>, inputs: &RooflineInputs) -> 
         } else {
             Limiter::Sm
         };
-        (Some(sol), limiter)
+        let figure = match limiter {
+            Limiter::Sm => Figure::new(FigureKind::Sm, sol),
+            pipe => Figure {
+                pipe: Some(pipe),
+                ..Figure::new(FigureKind::Pipe, sol)
+            },
+        };
+        (Some(figure), limiter)
     } else {
         (None, Limiter::Unknown)
     };
+    // Left of the ridge (the FLOPs' share below the DRAM bytes' share) an SM load that no
+    // compute pipe accounts for, or the load/store pipe's, is the SM moving data: it does not
+    // make the kernel compute-bound, whose point sits on the memory side of the roofline.
+    if matches!(compute_limiter, Limiter::Sm | Limiter::LsuPipe)
+        && let (Some(flop), Some(dram)) = (pct_peak_compute, pct_peak_bandwidth)
+        && flop < dram
+    {
+        used = Inputs(used.0 & !(Inputs::SM_THROUGHPUT.0 | Inputs::PIPE_LOADS.0));
+        (compute_figure, compute_limiter) = flop_side(&mut used);
+    }
 
     // Memory side: DRAM from bytes or DRAM speed of light; L1/L2 when the memory speed of light
-    // is well above DRAM's.
+    // is well above DRAM's; a cache level of the hierarchical roofline when its share is larger.
     let mut dram_share: Option<f64> = None;
     if let Some(pct) = pct_peak_bandwidth {
         used.insert(Inputs::DRAM_BYTES);
@@ -604,33 +794,57 @@ pub fn evaluate_inputs(peaks: Option<&DevicePeaks>, inputs: &RooflineInputs) -> 
         used.insert(Inputs::DRAM_THROUGHPUT);
         dram_share = Some(dram_share.map_or(pct, |d| d.max(pct)));
     }
-    let (memory_share, memory_limiter) = match (inputs.memory_throughput_pct, dram_share) {
+    let (mut memory_figure, mut memory_limiter) = match (inputs.memory_throughput_pct, dram_share) {
         (Some(full), dram) if full >= dram.unwrap_or(0.0) + CACHE_MARGIN_PCT => {
             used.insert(Inputs::MEMORY_THROUGHPUT);
-            (Some(full), Limiter::L2)
+            (Some(Figure::new(FigureKind::MemorySol, full)), Limiter::L2)
         }
         (Some(full), Some(dram)) => {
             used.insert(Inputs::MEMORY_THROUGHPUT);
-            (Some(full.max(dram)), Limiter::Dram)
+            (
+                Some(Figure::new(FigureKind::Dram, full.max(dram))),
+                Limiter::Dram,
+            )
         }
-        (full, dram) => {
-            if full.is_some() {
-                used.insert(Inputs::MEMORY_THROUGHPUT);
-            }
-            (full.or(dram), Limiter::Dram)
+        (Some(full), None) => {
+            used.insert(Inputs::MEMORY_THROUGHPUT);
+            (
+                Some(Figure::new(FigureKind::MemorySol, full)),
+                Limiter::Dram,
+            )
         }
+        (None, dram) => (
+            dram.map(|d| Figure::new(FigureKind::Dram, d)),
+            Limiter::Dram,
+        ),
     };
+    for (kind, pct) in [
+        (FigureKind::L2, inputs.l2_pct),
+        (FigureKind::L1, inputs.l1_pct),
+    ] {
+        let Some(pct) = pct else { continue };
+        used.insert(Inputs::CACHE_BYTES);
+        if memory_figure.is_none_or(|m| pct > m.pct) {
+            memory_figure = Some(Figure::new(kind, pct));
+            memory_limiter = Limiter::L2;
+        }
+    }
 
-    let (bound, limiter) = match (compute_share, memory_share) {
-        (None, None) => (Bound::Unknown, Limiter::Unknown),
+    let (bound, limiter, decided_by) = match (compute_figure, memory_figure) {
+        (None, None) => (Bound::Unknown, Limiter::Unknown, DecidedBy::default()),
         (c, m) => {
-            let (c, m) = (c.unwrap_or(0.0), m.unwrap_or(0.0));
-            if c < LATENCY_BOUND_PCT && m < LATENCY_BOUND_PCT {
-                (Bound::Latency, Limiter::Latency)
-            } else if m >= c {
-                (Bound::Memory, memory_limiter)
+            let (cp, mp) = (c.map_or(0.0, |f| f.pct), m.map_or(0.0, |f| f.pct));
+            if cp < LATENCY_BOUND_PCT && mp < LATENCY_BOUND_PCT {
+                let (first, second) = if cp >= mp { (c, m) } else { (m, c) };
+                let figures = match first {
+                    Some(_) => DecidedBy([first, second]),
+                    None => DecidedBy([second, None]),
+                };
+                (Bound::Latency, Limiter::Latency, figures)
+            } else if mp >= cp {
+                (Bound::Memory, memory_limiter, DecidedBy([m, None]))
             } else {
-                (Bound::Compute, compute_limiter)
+                (Bound::Compute, compute_limiter, DecidedBy([c, None]))
             }
         }
     };
@@ -648,6 +862,7 @@ pub fn evaluate_inputs(peaks: Option<&DevicePeaks>, inputs: &RooflineInputs) -> 
         clock_state,
         inputs: used,
         above_peak: AbovePeak::of(pct_peak_compute, pct_peak_bandwidth),
+        decided_by,
     }
 }
 

@@ -81,6 +81,7 @@ mod report_proton_viewer;
 mod report_table;
 mod report_table_width;
 mod report_v1_documents;
+mod report_verdicts_agree;
 mod runner_bytes;
 mod runner_cgroup;
 mod runner_concurrency;

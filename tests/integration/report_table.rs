@@ -44,7 +44,7 @@ fn table_lists_kernels_by_gpu_time_with_roofline() {
     // FLOPs alone are 7.7 % of peak.
     let naive = text.lines().find(|l| l.contains("matmul_naive")).unwrap();
     assert!(
-        naive.contains("5164.2") && naive.contains("compute (SM)"),
+        naive.contains("5164.2") && naive.contains("compute · SM 62 %"),
         "{naive}"
     );
     assert!(text.contains("GPU time of kernels: 782.2 us"), "{text}");
@@ -79,7 +79,7 @@ fn long_names_are_fitted_to_columns_unless_wide() {
         let output = polyprof()
             .args(["report", dir.to_str().unwrap(), "--group-by", "call_path"])
             .args(extra)
-            .env("COLUMNS", "160")
+            .env("COLUMNS", "140")
             .output()
             .unwrap();
         assert!(output.status.success());
@@ -95,7 +95,7 @@ fn long_names_are_fitted_to_columns_unless_wide() {
         .map(|l| l.chars().count())
         .max()
         .unwrap();
-    assert!(table_width <= 160, "{table_width}\n{fitted}");
+    assert!(table_width <= 140, "{table_width}\n{fitted}");
     let wide = report(&["--wide"]);
     assert!(
         wide.contains("app 1 / ncu.000 / app [1579] / matmul_naive"),

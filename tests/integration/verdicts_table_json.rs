@@ -88,8 +88,8 @@ fn the_baseline_matmul_reads_alike_in_table_and_json() {
     let run_dir = fixture("runs/h200-baseline");
     let labels = json_labels(&run_dir);
     let table = table_bounds(&run_dir);
-    assert_eq!(labels["matmul_naive"], ["compute (SM)"]);
-    assert_eq!(table["matmul_naive"], "compute (SM)");
+    assert_eq!(labels["matmul_naive"], ["compute · SM 62 %"]);
+    assert_eq!(table["matmul_naive"], "compute · SM 62 %");
 }
 
 /// Launches of one name with different verdicts: the row says so.
@@ -111,7 +111,11 @@ fn a_row_whose_launches_disagree_says_so() {
     std::fs::write(&path, serde_json::to_vec(&run).unwrap()).unwrap();
     let table = table_bounds(&run_dir);
     // The SIMT launch has more GPU time (344.8 us against 177.2 us).
-    assert_eq!(table["gemm"], "compute (issue); 1 of 2");
+    let cell = &table["gemm"];
+    assert!(
+        cell.starts_with("compute · issue ") && cell.ends_with(" %; 1 of 2"),
+        "{cell}"
+    );
     let text = report(&run_dir, &["--wide"]);
     assert!(text.contains("the row's launches disagree"), "{text}");
 }

@@ -9,7 +9,7 @@ use std::io::Write;
 use crate::model::error::{Error, Result};
 use crate::model::fields::normalized_field;
 use crate::results::export::{Exporter, Format, Report};
-use crate::results::roofline::{evaluate, evaluate_run_record};
+use crate::results::roofline::evaluate_run_record;
 
 /// The header, in order. Never reordered; new columns are appended.
 pub const COLUMNS: &[&str] = &[
@@ -70,6 +70,7 @@ pub const COLUMNS: &[&str] = &[
     "ranges",
     "process_ranges",
     "thread_id",
+    "decided_by",
 ];
 
 /// Joins a record's ranges in one cell, outermost first (range names hold `/`, so not ` / `).
@@ -119,12 +120,7 @@ impl Exporter for CsvExporter {
             (record, point, kind, None)
         });
         let scopes = report.scope_records().into_iter().map(|(record, event)| {
-            // As the table judges a scope: its rates over GPU time inside it, else over its own
-            // CPU time with no GPU peak to compare against.
-            let point = match (event.gpu_time_ns, event.cpu_time_ns) {
-                (None, Some(cpu)) => evaluate(None, &record.flops, record.dram_bytes, Some(cpu)),
-                (gpu, _) => evaluate(report.peaks.as_ref(), &record.flops, record.dram_bytes, gpu),
-            };
+            let point = report.scope_point(&record, event);
             (
                 record,
                 point,
@@ -196,6 +192,7 @@ impl Exporter for CsvExporter {
                     "ranges" => record.ranges.join(RANGE_SEPARATOR),
                     "process_ranges" => record.process_ranges.join(RANGE_SEPARATOR),
                     "thread_id" => opt(record.thread_id),
+                    "decided_by" => point.decided_by.text(),
                     // Every column is named above or in the table (a test checks).
                     _ => String::new(),
                 }

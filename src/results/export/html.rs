@@ -5,13 +5,14 @@ use std::fmt::Write as _;
 use std::io::Write;
 
 use crate::model::error::{Error, Result};
-use crate::results::aggregate::KeyAverages;
+use crate::results::aggregate::{KeyAverage, KeyAverages};
 use crate::results::event::FrameKind;
 use crate::results::export::html_limits;
 use crate::results::export::html_page::{legend, number_cell, page, text_cell, timeline};
 use crate::results::export::html_timeline::timelines;
 use crate::results::export::roofline_chart::{self, ChartSide, escape, render_svg};
-use crate::results::export::{Exporter, Format, Report, memory_table, table};
+use crate::results::export::{Exporter, Format, Report, html_drilldown, memory_table, table};
+use crate::results::roofline::rule_text;
 use crate::results::units;
 
 pub struct HtmlExporter;
@@ -31,6 +32,7 @@ impl Exporter for HtmlExporter {
 /// The page of one run.
 pub fn render(report: &Report) -> Result<String> {
     let (averages, label) = roofline_chart::run_kernels(report);
+    let averages = averages.with_rules(report.run.as_ref());
     let mut body = String::new();
     let _ = write!(
         body,
@@ -103,6 +105,34 @@ pub(crate) fn roofline_section(
     }
     html.push_str("<div class=\"rooflines\">");
     for chart in &charts.charts {
+        let placed: usize = chart.series.iter().map(|s| s.points.len()).sum();
+        if placed == 0 {
+            // No empty chart: say why this precision has no point.
+            let unplaced: Vec<String> = chart
+                .series
+                .iter()
+                .flat_map(|s| s.unplaced.iter().cloned())
+                .collect();
+            let why = match unplaced.is_empty() {
+                true => "no kernel counted FLOPs of this precision".to_string(),
+                false => format!(
+                    "its kernels have no DRAM bytes or GPU time to place them by: {}",
+                    unplaced.join(", ")
+                ),
+            };
+            let _ = write!(
+                html,
+                "<figure class=\"roofline-chart empty\" data-device=\"{device}\" \
+                 data-precision=\"{id}\"><figcaption><b>{device} — {label}</b>: no point, \
+                 because {why}. The verdicts in the table come from the profiler's speed of \
+                 light and pipe loads instead.</figcaption></figure>",
+                device = escape(&chart.device),
+                id = roofline_chart::precision_id(chart.precision),
+                label = escape(&roofline_chart::precision_label(chart.precision)),
+                why = escape(&why),
+            );
+            continue;
+        }
         let _ = write!(
             html,
             "<figure class=\"roofline-chart\" data-device=\"{device}\" data-precision=\"{id}\">\
@@ -147,22 +177,50 @@ pub(crate) fn roofline_section(
 }
 
 fn kernel_table(averages: &KeyAverages, report: &Report) -> String {
-    let rows: Vec<_> = averages
-        .sorted(report.sort_by)
-        .into_iter()
+    let sorted = averages.sorted(report.sort_by);
+    let rows: Vec<_> = sorted
+        .iter()
+        .copied()
         .filter(|r| r.kind == FrameKind::Kernel)
         .collect();
+    let scopes: Vec<_> = sorted
+        .iter()
+        .copied()
+        .filter(|r| matches!(r.kind, FrameKind::Scope | FrameKind::Function))
+        .filter(|r| r.bytes.is_some() || r.flops.total().is_some())
+        .collect();
+    let mut html = String::new();
     if rows.is_empty() {
-        return "<h2>Kernels</h2><p>no kernel records</p>".to_string();
+        html.push_str("<h2>Kernels</h2><p>no kernel records</p>");
+    } else {
+        html.push_str(
+            "<h2>Kernels</h2><p class=\"note\">Click a column to sort, a row (or its roofline \
+             point) to open the kernel. One row per kernel name; throughput over GPU time; the \
+             bound with the figure that decided it, and the profiler's rule results under the \
+             name.</p>",
+        );
+        let _ = write!(html, "<p class=\"note rule\">{}.</p>", escape(&rule_text()));
+        html.push_str(&rows_table(&rows, report, true));
+        html.push_str(&html_drilldown::panels(report, &rows));
     }
+    if !scopes.is_empty() {
+        html.push_str(
+            "<h2>Scopes</h2><p class=\"note\">The workload's own scopes with their FLOPs and \
+             bytes (as the table, CSV and JSON `scopes` show them); rates over the GPU time \
+             inside them, else over their CPU time, with no GPU peak to compare against.</p>",
+        );
+        html.push_str(&rows_table(&scopes, report, false));
+    }
+    html
+}
+
+fn rows_table(rows: &[&KeyAverage], report: &Report, kernels: bool) -> String {
     let mut html = String::from(
-        "<h2>Kernels</h2><p class=\"note\">Click a column to sort. One row per kernel name; \
-         throughput over GPU time; the verdict is the launches' (docs/verdicts.md).</p>\
-         <table class=\"sortable kernels\"><thead><tr>\
+        "<table class=\"sortable kernels\"><thead><tr>\
          <th data-sort>Name</th><th data-sort>Calls</th><th data-sort>GPU total</th>\
          <th data-sort>GPU mean</th><th data-sort>GFLOP/s</th><th data-sort>GB/s</th>\
          <th data-sort>FLOP/byte</th><th data-sort>% peak BW</th><th data-sort>% peak FLOP</th>\
-         <th data-sort>Verdict</th></tr></thead><tbody>",
+         <th data-sort>Bound</th></tr></thead><tbody>",
     );
     let opt = |value: Option<f64>, show: fn(f64) -> String| {
         number_cell(value, &value.map(show).unwrap_or_else(|| "-".to_string()))
@@ -181,19 +239,35 @@ fn kernel_table(averages: &KeyAverages, report: &Report) -> String {
                 .collect();
             verdict.push_str(&format!(" (launches: {})", shares.join(", ")));
         }
+        let rule = row
+            .rule_line
+            .as_ref()
+            .map(|line| format!("<div class=\"rule-line\">{}</div>", escape(line)))
+            .unwrap_or_default();
+        let (gpu_total, gpu_mean) = match kernels {
+            true => (row.gpu_total_ns, row.gpu_mean_ns),
+            false => (
+                row.gpu_total_ns.or(row.cpu_total_ns),
+                row.gpu_mean_ns.or(row.cpu_mean_ns),
+            ),
+        };
         let _ = write!(
             html,
-            "<tr><td class=\"name\">{}</td>{}{}{}{}{}{}{}{}{}</tr>",
-            escape(&name),
+            "<tr data-short=\"{short}\"><td class=\"name\">{name}{rule}</td>{}{}{}{}{}{}{}{}\
+             <td class=\"bound\" data-bound=\"{bound}\" title=\"{verdict}\">{label}</td></tr>",
             number_cell(Some(row.calls as f64), &row.calls.to_string()),
-            opt(row.gpu_total_ns, units::time_ns),
-            opt(row.gpu_mean_ns, units::time_ns),
+            opt(gpu_total, units::time_ns),
+            opt(gpu_mean, units::time_ns),
             opt(point.gflops_per_s, |v| units::significant(v, 4)),
             opt(point.gb_per_s, |v| units::significant(v, 4)),
             opt(point.arithmetic_intensity, |v| units::significant(v, 3)),
             opt(point.pct_peak_bandwidth, units::pct),
             opt(point.pct_peak_compute, units::pct),
-            text_cell(&verdict),
+            short = escape(&row.name),
+            name = breakable(&name),
+            bound = point.bound,
+            verdict = escape(&verdict),
+            label = escape(&row.bound_cell_text()),
         );
     }
     html.push_str("</tbody></table>");
@@ -206,4 +280,23 @@ fn kernel_table(averages: &KeyAverages, report: &Report) -> String {
         );
     }
     html
+}
+
+/// A kernel name escaped, with break opportunities after `::`, `,`, `<` and `(` so that a long
+/// C++ name wraps between its parts rather than inside a word.
+pub(crate) fn breakable(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 16);
+    let mut chars = name.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push_str(&escape(&c.to_string()));
+        let after = match c {
+            ',' | '<' | '(' => true,
+            ':' => chars.peek() != Some(&':'),
+            _ => false,
+        };
+        if after {
+            out.push_str("<wbr>");
+        }
+    }
+    out
 }

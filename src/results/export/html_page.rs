@@ -15,7 +15,15 @@ table{border-collapse:collapse;margin:.5em 0}
 th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 th[data-sort]{cursor:pointer;background:#f4f4f4}th[data-sort]:hover{background:#e8e8e8}
-td.name{font-family:ui-monospace,monospace;overflow-wrap:anywhere;max-width:40em}
+td.name{font-family:ui-monospace,monospace;overflow-wrap:break-word;max-width:40em}
+.rule-line{font:12px system-ui,sans-serif;color:#666;margin-top:2px}
+table.kernels tbody tr{cursor:pointer}table.kernels tr.selected{background:#fff6d6}
+.kernel-detail{border:1px solid #ccc;padding:.4em 1em;margin:.5em 0}
+.kernel-detail .cols{display:flex;flex-wrap:wrap;gap:.5em 2.5em}
+.kernel-detail dl{display:grid;grid-template-columns:auto auto;gap:0 1em;margin:0}
+.kernel-detail dd{margin:0;font-variant-numeric:tabular-nums}.kernel-detail h4{margin:.6em 0 .2em}
+.kernel-detail h3.name{font-family:ui-monospace,monospace;overflow-wrap:break-word;font-size:1em}
+.roofline-chart.empty{flex-basis:100%;color:#555}
 .note{color:#555}.bad{color:#b00020;font-weight:600}.good{color:#1b7f3b}
 .legend span{display:inline-block;margin-right:1em}
 .legend i{display:inline-block;width:.8em;height:.8em;border-radius:50%;margin-right:.3em}
@@ -25,13 +33,13 @@ td.name{font-family:ui-monospace,monospace;overflow-wrap:anywhere;max-width:40em
 .tools button{min-width:2.2em}.tools input{width:22em}.tools .view{color:#555}
 .sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
 .rooflines{display:flex;flex-wrap:wrap;gap:1em}
-.roofline-chart{margin:0;flex:1 1 600px;max-width:900px}
+.roofline-chart{margin:0;flex:1 1 100%;max-width:900px}
 .roofline-chart svg{width:100%;height:auto}
 .tip{position:fixed;pointer-events:none;background:#fff;border:1px solid #888;padding:4px 6px;
  font:12px ui-monospace,monospace;white-space:pre;display:none;z-index:9;max-width:60em;
  overflow:hidden}
 #errors{color:#b00020}
-pre.header{white-space:pre-wrap;overflow-wrap:anywhere}
+pre.header{white-space:pre-wrap;overflow-wrap:break-word}
 "#;
 
 /// Sortable tables, timelines, and the error and readiness record.
@@ -75,7 +83,8 @@ document.querySelectorAll('.timeline').forEach(box=>{
    if(pw>40){const name=d.names[s[4*k+3]];ctx.save();ctx.beginPath();ctx.rect(px,laneH*l,pw,laneH);ctx.clip();
     ctx.fillStyle='#fff';ctx.fillText(name,px+3,laneH*l+13);ctx.restore();}}
   ctx.fillStyle='#fff';ctx.fillRect(0,0,labelW,cv.height);ctx.fillStyle='#222';
-  d.lanes.forEach((name,l)=>ctx.fillText(name.slice(0,38),4,laneH*l+13));
+  // A long lane name keeps its end (the stream id) and loses its middle.
+  d.lanes.forEach((name,l)=>ctx.fillText(name.length<=38?name:name.slice(0,16)+'…'+name.slice(-21),4,laneH*l+13));
   const y=laneH*d.lanes.length+14;ctx.fillText(fmt(t0),labelW,y);
   const r=fmt(t1);ctx.fillText(r,cv.width-ctx.measureText(r).width-4,y);
   box.dataset.t0=t0;box.dataset.t1=t1;
@@ -119,6 +128,18 @@ document.querySelectorAll('svg.roofline circle.point').forEach(c=>{
  c.addEventListener('mousemove',ev=>{tip.textContent=c.querySelector('title').textContent;
   tip.style.left=(ev.clientX+12)+'px';tip.style.top=(ev.clientY+12)+'px';tip.style.display='block';});
  c.addEventListener('mouseleave',()=>{tip.style.display='none';});});
+// The kernel drilldown: a row or a roofline point opens its panel.
+function openKernel(short){let found=null;
+ document.querySelectorAll('.kernel-detail').forEach(p=>{const on=p.dataset.short===short;p.hidden=!on;if(on)found=p;});
+ document.querySelectorAll('table.kernels tr[data-short]').forEach(r=>r.classList.toggle('selected',r.dataset.short===short));
+ if(found){document.body.dataset.openKernel=short;const h=document.getElementById('drilldown-hint');if(h)h.hidden=true;
+  found.scrollIntoView({block:'nearest'});}}
+document.querySelectorAll('table.kernels tr[data-short]').forEach(r=>r.addEventListener('click',()=>openKernel(r.dataset.short)));
+document.querySelectorAll('svg.roofline circle.point').forEach(c=>{c.style.cursor='pointer';
+ c.addEventListener('click',()=>openKernel(c.dataset.short));});
+document.querySelectorAll('button.show-on-timeline').forEach(b=>b.addEventListener('click',()=>{
+ const box=document.querySelector('.timeline');if(!box)return;const f=box.querySelector('input');
+ f.value=b.dataset.find;box.querySelector('button.find').click();box.scrollIntoView({block:'nearest'});}));
 document.body.offsetHeight;
 document.body.dataset.renderMs=performance.now().toFixed(1);
 document.body.dataset.ready='1';

@@ -41,6 +41,18 @@ pub struct ReportRecord {
     pub roofline: RooflinePoint,
 }
 
+/// A scope with its figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScopeRecord {
+    /// `scope` or `function`.
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_time_ns: Option<f64>,
+    #[serde(flatten)]
+    pub record: KernelRecord,
+    pub roofline: RooflinePoint,
+}
+
 /// The JSON report document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JsonReport {
@@ -50,6 +62,11 @@ pub struct JsonReport {
     pub run: Option<RunSummary>,
     pub peaks: Option<DevicePeaks>,
     pub kernels: Vec<ReportRecord>,
+    /// User scopes and function ranges (a session's, or those a workload recorded during the
+    /// run: the CPU work of a `none` run), as the CSV's `scope`/`function` rows and the table's
+    /// rows: each with its `kind`, CPU time and roofline.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<ScopeRecord>,
     /// Memory copies, fills and barriers (each with its `kind`), apart from the kernels.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory_commands: Vec<KernelRecord>,
@@ -84,6 +101,16 @@ impl JsonReport {
             run,
             peaks: report.peaks.clone(),
             kernels,
+            scopes: report
+                .scope_records()
+                .into_iter()
+                .map(|(record, event)| ScopeRecord {
+                    kind: event.kind().as_str().to_string(),
+                    cpu_time_ns: event.cpu_time_ns,
+                    roofline: report.scope_point(&record, event),
+                    record,
+                })
+                .collect(),
             memory_commands: report.memory_records(),
         }
     }

@@ -6,6 +6,7 @@ pub mod hatchet;
 pub mod html;
 pub mod html_batch;
 pub mod html_diff;
+pub mod html_drilldown;
 pub mod html_limits;
 pub mod html_page;
 pub mod html_timeline;
@@ -127,6 +128,20 @@ impl Report {
             .filter(|e| e.kind() == FrameKind::Kernel)
             .map(|event| self.event_record(event))
             .collect()
+    }
+
+    /// A scope's roofline point, as the table judges a scope: its rates over the GPU time inside
+    /// it, else over its own CPU time with no GPU peak to compare against. CSV and JSON use it.
+    pub fn scope_point(
+        &self,
+        record: &KernelRecord,
+        event: &Event,
+    ) -> crate::results::roofline::RooflinePoint {
+        use crate::results::roofline::evaluate;
+        match (event.gpu_time_ns, event.cpu_time_ns) {
+            (None, Some(cpu)) => evaluate(None, &record.flops, record.dram_bytes, Some(cpu)),
+            (gpu, _) => evaluate(self.peaks.as_ref(), &record.flops, record.dram_bytes, gpu),
+        }
     }
 
     /// A user scope or function range of the report's events (not the process steps of the

@@ -38,6 +38,12 @@ pub struct ChartPoint {
     pub bound: Bound,
     /// The verdict in words (`memory-bound, DRAM, 67 % of peak`).
     pub verdict: String,
+    /// The bound with the figure that decided it (`memory · DRAM 67 %`).
+    pub bound_label: String,
+    /// Whether the verdict was decided in this chart's precision (or by a memory figure, which
+    /// every chart of the kernel shows alike); elsewhere the point is drawn faint and its
+    /// position says nothing about the bound.
+    pub decided_here: bool,
 }
 
 /// Points of one run (or one side of a diff).
@@ -307,6 +313,11 @@ fn chart(
                 launches: row.calls,
                 bound: row.roofline.bound,
                 verdict: row.roofline.verdict(),
+                bound_label: row.roofline.bound_label(),
+                decided_here: match row.roofline.bound {
+                    Bound::Compute => row.roofline.precision.is_none_or(|p| p == precision),
+                    _ => true,
+                },
             });
         }
     }
@@ -395,6 +406,9 @@ const WIDTH: u32 = 900;
 /// Up to this many points are labelled with their names.
 const MAX_LABELLED_POINTS: usize = 12;
 const HEIGHT: u32 = 560;
+/// Text size of roof, axis and point labels in the chart's 900-pixel coordinates: the page shows
+/// one chart a row, so at an 800-pixel window (about 750 pixels of chart) it is 15 px high.
+const LABEL_PX: u32 = 18;
 
 /// One chart as a standalone SVG document.
 pub fn render_svg(chart: &RooflineChart) -> Result<String> {
@@ -496,8 +510,8 @@ fn draw(
             ("sans-serif", 20),
         )
         .margin(12)
-        .x_label_area_size(48)
-        .y_label_area_size(72)
+        .x_label_area_size(56)
+        .y_label_area_size(84)
         .build_cartesian_2d(
             (x_range.0..x_range.1).log_scale(),
             (y_range.0..y_range.1).log_scale(),
@@ -516,6 +530,8 @@ fn draw(
         .x_label_formatter(&|v| tick(*v))
         .y_label_formatter(&|v| tick(*v))
         .light_line_style(RGBColor(240, 240, 240))
+        .label_style(("sans-serif", LABEL_PX))
+        .axis_desc_style(("sans-serif", LABEL_PX))
         .draw()?;
     let samples = |top: f64| -> Vec<(f64, f64)> {
         let (lo, hi) = (x_range.0.log10(), x_range.1.log10());
@@ -535,15 +551,15 @@ fn draw(
         let (x, y) = plot.backend_coord(&(ridge, roof.gflops_per_s));
         root.draw(&Text::new(
             roof.label.clone(),
-            (x + 6, y - 14),
-            ("sans-serif", 12).into_font(),
+            (x + 6, y - 22),
+            ("sans-serif", LABEL_PX).into_font(),
         ))?;
     }
     let low = plot.backend_coord(&(x_range.0 * 3.0, chart.bandwidth_gbs * x_range.0 * 3.0));
     root.draw(&Text::new(
         format!("DRAM {} GB/s", sig(chart.bandwidth_gbs)),
-        (low.0 + 4, low.1 - 16),
-        ("sans-serif", 12).into_font(),
+        (low.0 + 4, low.1 - 24),
+        ("sans-serif", LABEL_PX).into_font(),
     ))?;
     let total: f64 = chart
         .series
@@ -569,9 +585,13 @@ fn draw(
             let (cx, cy) = plot.backend_coord(&(point.intensity, point.gflops_per_s));
             let radius = radius(point.gpu_time_ns, total);
             // The second series of a diff is drawn hollow.
-            let fill = match series_index {
-                0 => format!(
+            let fill = match (series_index, point.decided_here) {
+                (0, true) => format!(
                     "fill=\"{}\" fill-opacity=\"0.6\"",
+                    bound_colour(point.bound)
+                ),
+                (0, false) => format!(
+                    "fill=\"{}\" fill-opacity=\"0.12\" stroke-dasharray=\"3 2\"",
                     bound_colour(point.bound)
                 ),
                 _ => "fill=\"none\" stroke-width=\"2.5\"".to_string(),
@@ -580,7 +600,8 @@ fn draw(
                 "<circle class=\"point\" cx=\"{cx}\" cy=\"{cy}\" r=\"{radius:.1}\" {fill} \
                  stroke=\"{colour}\" data-series=\"{series}\" data-name=\"{name}\" data-short=\"{short}\" \
                  data-ai=\"{ai}\" data-gflops=\"{gflops}\" data-gpu-ns=\"{time}\" \
-                 data-bound=\"{bound}\" data-precision=\"{precision}\" data-share=\"{share}\">\
+                 data-bound=\"{bound}\" data-decided-by=\"{decided}\" data-decided-here=\"{here}\" \
+                 data-precision=\"{precision}\" data-share=\"{share}\">\
                  <title>{title}</title></circle>",
                 colour = bound_colour(point.bound),
                 series = escape(&series.label),
@@ -590,11 +611,13 @@ fn draw(
                 gflops = point.gflops_per_s,
                 time = point.gpu_time_ns,
                 bound = point.bound,
+                decided = escape(&point.bound_label),
+                here = point.decided_here,
                 precision = precision_id(chart.precision),
                 share = point.share,
                 title = escape(&format!(
                     "{} ({})\n{} launches, GPU time {}\n{precision}: {} FLOP/byte, {} GFLOP/s \
-                     ({} % of its FLOPs)\n{}",
+                     ({} % of its FLOPs)\n{}\n{}",
                     point.name,
                     series.label,
                     point.launches,
@@ -602,6 +625,7 @@ fn draw(
                     sig(point.intensity),
                     sig(point.gflops_per_s),
                     units::pct(point.share * 100.0),
+                    point.bound_label,
                     point.verdict,
                     precision = precision_label(chart.precision),
                 )),
@@ -609,10 +633,49 @@ fn draw(
         }
     }
     circles.push_str("</g>");
+    // A diff: each kernel in both runs gets an arrow from A's point to B's, named at B's end.
+    if let [a, b] = chart.series.as_slice() {
+        circles.push_str(
+            "<defs><marker id=\"moved-arrow\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" \
+             markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\">\
+             <path d=\"M0,0 L10,5 L0,10 z\" fill=\"#444\"/></marker></defs><g class=\"moves\">",
+        );
+        for to in &b.points {
+            let Some(from) = a.points.iter().find(|p| p.short_name == to.short_name) else {
+                continue;
+            };
+            let (x1, y1) = plot.backend_coord(&(from.intensity, from.gflops_per_s));
+            let (x2, y2) = plot.backend_coord(&(to.intensity, to.gflops_per_s));
+            let moved = (x2 - x1).abs() + (y2 - y1).abs() >= 2;
+            if moved {
+                circles.push_str(&format!(
+                    "<line class=\"moved\" data-short=\"{}\" x1=\"{x1}\" y1=\"{y1}\" x2=\"{x2}\" \
+                     y2=\"{y2}\" stroke=\"#444\" stroke-width=\"1.5\" marker-end=\"url(#moved-arrow)\"/>",
+                    escape(&to.short_name)
+                ));
+            }
+            let name: String = to.short_name.chars().take(40).collect();
+            // Near the right edge the label goes to the left of its point.
+            let (x, anchor) = match x2 > (WIDTH as i32) * 2 / 3 {
+                true => (x2 - 12, "end"),
+                false => (x2 + 8, "start"),
+            };
+            circles.push_str(&format!(
+                "<text class=\"moved-label\" x=\"{x}\" y=\"{}\" text-anchor=\"{anchor}\" \
+                 font-family=\"sans-serif\" font-size=\"{LABEL_PX}\">{}{}</text>",
+                y2 - 8,
+                escape(&name),
+                if moved { "" } else { " (unmoved)" }
+            ));
+        }
+        circles.push_str("</g>");
+    }
     // A few points get their (short) names beside them; many would only overlap.
     let placed: usize = chart.series.iter().map(|s| s.points.len()).sum();
     if placed <= MAX_LABELLED_POINTS && chart.series.len() == 1 {
-        circles.push_str("<g class=\"labels\" font-family=\"sans-serif\" font-size=\"12\">");
+        circles.push_str(&format!(
+            "<g class=\"labels\" font-family=\"sans-serif\" font-size=\"{LABEL_PX}\">"
+        ));
         for point in &chart.series[0].points {
             let (cx, cy) = plot.backend_coord(&(point.intensity, point.gflops_per_s));
             let name: String = point.short_name.chars().take(40).collect();

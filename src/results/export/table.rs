@@ -9,7 +9,6 @@ use crate::model::run::ProfileRun;
 use crate::results::aggregate::KeyAverages;
 use crate::results::export::{Exporter, Format, Report};
 use crate::results::fit;
-use crate::results::roofline::LATENCY_BOUND_PCT;
 use crate::results::units;
 
 /// `profiler.configuration` of a run document written by `polyprof parse -o`.
@@ -171,7 +170,8 @@ fn render_unescaped(report: &Report, width: Option<usize>) -> String {
     let averages = report
         .profile
         .key_averages(report.group_by)
-        .with_peaks(report.peaks.clone());
+        .with_peaks(report.peaks.clone())
+        .with_rules(report.run.as_ref());
     let mut text = fit::wrap_prose(&header(report), width, LABEL_WIDTH);
     text.push('\n');
     for warning in above_peak_warnings(&averages) {
@@ -198,7 +198,8 @@ fn render_unescaped(report: &Report, width: Option<usize>) -> String {
     );
     if report.peaks.is_some() {
         footer.push_str(&format!(
-            "; bound = the larger share of peak (memory or compute) with its limiter, latency when both are below {LATENCY_BOUND_PCT} %, judged per launch as in --format json"
+            "; {}; judged per launch as in --format json",
+            crate::results::roofline::rule_text()
         ));
     }
     if averages.has_mixed_verdicts() {
