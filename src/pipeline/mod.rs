@@ -18,6 +18,7 @@ pub mod profile_once;
 pub mod profiler;
 pub mod rundir;
 pub mod runner;
+pub mod sandbox;
 pub mod staging;
 
 pub use crate::model::outcome::{MarkerSeen, Outcome, RunResult, StreamCapture, Timings};

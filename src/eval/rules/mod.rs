@@ -11,6 +11,7 @@ pub mod plausible_time;
 pub mod precision;
 pub mod roofline;
 pub mod sample_conditions;
+pub mod sandbox;
 pub mod suspicious_speedup;
 pub mod witness_ranges;
 pub mod witness_time;
@@ -77,7 +78,8 @@ impl RuleOutcome {
 pub type Rule = fn(&Facts) -> RuleOutcome;
 
 /// Every rule, in the order their checks are listed in a verdict.
-pub const RULES: [Rule; 14] = [
+pub const RULES: [Rule; 15] = [
+    sandbox::check,
     correctness::check,
     inputs::check,
     output_sanity::check,

@@ -3,8 +3,10 @@
 //! writes `evidence.json` and `verdict.json` (docs/eval-harness.md).
 
 pub mod conditions;
+pub mod confine;
 pub mod failure;
 pub mod harness_files;
+pub mod integrity;
 pub mod protocol;
 pub mod seeds;
 pub mod session;
@@ -12,4 +14,4 @@ pub mod spec;
 pub mod worker;
 
 pub use session::{EVIDENCE_FILE, VERDICT_FILE, evaluate};
-pub use spec::{Device, EvalOptions, EvalOutcome, EvalSpec, IfExists};
+pub use spec::{Device, EvalOptions, EvalOutcome, EvalSpec, IfExists, SandboxSetting};

@@ -175,6 +175,36 @@ pub struct EvalSpec {
     pub cancel: CancellationToken,
     /// Stops the eval at once (SIGKILL).
     pub kill_now: CancellationToken,
+    /// How the candidate's workers are confined (on by default).
+    pub sandbox: SandboxSetting,
+}
+
+/// Whether the candidate's workers start under the sandbox launcher
+/// (`pipeline::sandbox`), and which binary launches them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SandboxSetting {
+    /// Confined with Landlock where the kernel has it; `launcher` is a binary whose `main`
+    /// calls `pipeline::sandbox::run_if_requested` (`polyprof-supervise`, `polyprof`).
+    On { launcher: PathBuf },
+    /// Not confined (`--sandbox off`, `POLYPROF_SANDBOX=off`): the verdict says so.
+    Off,
+}
+
+impl SandboxSetting {
+    /// On, launched by `polyprof-supervise` beside the running executable (else the running
+    /// executable itself); off when `POLYPROF_SANDBOX` is `off`.
+    pub fn from_environment() -> SandboxSetting {
+        if std::env::var("POLYPROF_SANDBOX").is_ok_and(|v| v.trim().eq_ignore_ascii_case("off")) {
+            return SandboxSetting::Off;
+        }
+        let Ok(me) = std::env::current_exe() else {
+            return SandboxSetting::Off;
+        };
+        let small = me.with_file_name("polyprof-supervise");
+        SandboxSetting::On {
+            launcher: if small.is_file() { small } else { me },
+        }
+    }
 }
 
 impl EvalSpec {
@@ -195,6 +225,7 @@ impl EvalSpec {
             extra_env: BTreeMap::new(),
             cancel: CancellationToken::new(),
             kill_now: CancellationToken::new(),
+            sandbox: SandboxSetting::from_environment(),
         }
     }
 }
