@@ -16,6 +16,7 @@ pub mod probe;
 pub mod profile_cache;
 pub mod profile_once;
 pub mod profiler;
+pub mod regular_file;
 pub mod rundir;
 pub mod runner;
 pub mod sandbox;

@@ -50,8 +50,9 @@ fn an_honest_candidate_passes() {
     let out = audit(&dir, false);
     assert_exit(&out, 0);
     let stdout = String::from_utf8_lossy(&out.stdout);
+    // The capture predates the sandbox: its evidence records none, and the headline says so.
     assert!(
-        stdout.starts_with("PASSED: correct, no finding\n"),
+        stdout.starts_with("PASSED: correct, no finding (candidate NOT CONFINED)\n"),
         "{stdout}"
     );
     assert!(stdout.contains("speedup      1.21×"), "{stdout}");

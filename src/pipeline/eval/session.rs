@@ -196,7 +196,9 @@ fn source_file(path: &Path, what: &'static str) -> Result<Source> {
         "reference" => "read the reference",
         _ => "read the candidate",
     };
-    let bytes = std::fs::read(path).map_err(|e| Error::io(action, path, e))?;
+    // A FIFO, device or directory is refused at once: an open never blocks.
+    let bytes = crate::pipeline::regular_file::read_regular(path)
+        .map_err(|e| Error::io(action, path, e))?;
     let absolute = std::path::absolute(path).map_err(|e| Error::io(action, path, e))?;
     Ok(Source {
         info: SourceFile {
