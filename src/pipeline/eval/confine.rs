@@ -73,6 +73,14 @@ pub fn plan(
                 not_confined("turned off (--sandbox off or POLYPROF_SANDBOX=off)"),
             );
         }
+        SandboxSetting::NoLauncher => {
+            return (
+                None,
+                not_confined(
+                    "no sandbox launcher: polyprof-supervise is neither beside the running program nor on PATH",
+                ),
+            );
+        }
         SandboxSetting::On { launcher } => launcher.clone(),
     };
     let Some(abi) = landlock_abi() else {

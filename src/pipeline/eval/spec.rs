@@ -188,21 +188,35 @@ pub enum SandboxSetting {
     On { launcher: PathBuf },
     /// Not confined (`--sandbox off`, `POLYPROF_SANDBOX=off`): the verdict says so.
     Off,
+    /// No launcher was found (no `polyprof-supervise` beside the running program or on
+    /// `PATH`): not confined, and the verdict says why.
+    NoLauncher,
 }
 
 impl SandboxSetting {
-    /// On, launched by `polyprof-supervise` beside the running executable (else the running
-    /// executable itself); off when `POLYPROF_SANDBOX` is `off`.
+    /// On, launched by `polyprof-supervise` beside the running executable, else the running
+    /// executable when it is a polyprof binary, else `polyprof-supervise` on `PATH` (the
+    /// Python package runs in the interpreter's process); off when `POLYPROF_SANDBOX` is
+    /// `off`.
     pub fn from_environment() -> SandboxSetting {
         if std::env::var("POLYPROF_SANDBOX").is_ok_and(|v| v.trim().eq_ignore_ascii_case("off")) {
             return SandboxSetting::Off;
         }
-        let Ok(me) = std::env::current_exe() else {
-            return SandboxSetting::Off;
-        };
-        let small = me.with_file_name("polyprof-supervise");
-        SandboxSetting::On {
-            launcher: if small.is_file() { small } else { me },
+        let me = std::env::current_exe().ok();
+        let beside = me
+            .as_ref()
+            .map(|me| me.with_file_name("polyprof-supervise"))
+            .filter(|p| p.is_file());
+        let polyprof_itself = me.filter(|me| {
+            me.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("polyprof"))
+        });
+        match beside
+            .or(polyprof_itself)
+            .or_else(|| which::which("polyprof-supervise").ok())
+        {
+            Some(launcher) => SandboxSetting::On { launcher },
+            None => SandboxSetting::NoLauncher,
         }
     }
 }
