@@ -106,8 +106,8 @@ fn run(python: &Path, attack: &str, sandbox: &str) -> Hostile {
     }
 }
 
-const ATTACKS: [&str; 9] = [
-    "shadow", "rewrite", "cache", "plant", "kill", "stop", "flood", "home", "network",
+const ATTACKS: [&str; 10] = [
+    "shadow", "rewrite", "cache", "plant", "chmod", "kill", "stop", "flood", "home", "network",
 ];
 
 /// The harness scripts as polyprof ships them.
@@ -177,6 +177,8 @@ fn hostile_candidates_are_refused_by_the_sandbox_and_judged() {
         // The refusal is the candidate's failure, by name.
         match attack {
             "flood" => assert!(failure.contains("flooded"), "{attack}: {failure}"),
+            // Not refused (Landlock has no right for it), but seen, judged and put back.
+            "chmod" => assert!(failure.contains("the mode of"), "{attack}: {failure}"),
             "shadow" | "rewrite" | "cache" | "plant" | "home" | "network" => assert!(
                 failure.contains("PermissionError") && failure.contains("Permission denied"),
                 "{attack}: {failure}"
@@ -242,7 +244,7 @@ fn hostile_candidates_unconfined_are_judged_and_the_verdict_says_not_confined() 
                     f.message
                 );
             }
-            "rewrite" | "plant" | "kill" | "stop" => {
+            "rewrite" | "plant" | "chmod" | "kill" | "stop" => {
                 let f = failure.unwrap_or_else(|| panic!("{attack}: failed"));
                 assert_eq!(f.kind, FailureKind::Interfered, "{attack}: {f:?}");
             }

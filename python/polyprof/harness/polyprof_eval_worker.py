@@ -48,9 +48,6 @@ def _load_timing() -> Any:
     module = importlib.util.module_from_spec(spec)
     sys.modules["polyprof_timing"] = module
     spec.loader.exec_module(module)
-    # Where Python still puts the script's folder first (before 3.11, -I does not drop it).
-    if sys.path and os.path.abspath(sys.path[0] or os.curdir) == here:
-        del sys.path[0]
     return module
 
 
@@ -1472,6 +1469,11 @@ def serve(sock: socket.socket, worker: Worker) -> int:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
+    # Where Python still puts the script's folder first (before 3.11, -I does not drop it),
+    # nothing is searched for there.
+    here = os.path.dirname(os.path.abspath(__file__))
+    if sys.path and os.path.abspath(sys.path[0] or os.curdir) == here:
+        del sys.path[0]
     # The protocol is on the socket; stdout goes to stderr before any user code is imported, so
     # a print in the problem's code lands in the log and nowhere else.
     sys.stdout.flush()

@@ -16,6 +16,10 @@ pub struct Baseline {
     harness_dir: PathBuf,
     /// Every file polyprof relies on, with its SHA-256 (`None`: it could not be read).
     files: Vec<(PathBuf, Option<String>)>,
+    /// The modes of those files and of the folders above the documents and the harness:
+    /// Landlock does not confine `chmod`, and a folder made unwritable would stop polyprof
+    /// writing the verdict.
+    modes: Vec<(PathBuf, Option<u32>)>,
     harness_names: Vec<std::ffi::OsString>,
     documents: Vec<PathBuf>,
 }
@@ -24,6 +28,13 @@ fn digest(path: &Path) -> Option<String> {
     std::fs::read(path)
         .ok()
         .map(|bytes| format!("{:x}", Sha256::digest(&bytes)))
+}
+
+fn mode(path: &Path) -> Option<u32> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .ok()
+        .map(|m| m.permissions().mode() & 0o7777)
 }
 
 fn names(dir: &Path) -> Vec<std::ffi::OsString> {
@@ -47,12 +58,39 @@ impl Baseline {
                 let sha = digest(&p);
                 (p, sha)
             })
+            .collect::<Vec<(PathBuf, Option<String>)>>();
+        let modes = files
+            .iter()
+            .map(|(p, _)| p.clone())
+            .chain(std::iter::once(harness_dir.to_path_buf()))
+            .chain(
+                documents
+                    .iter()
+                    .filter_map(|d| d.parent().map(Path::to_path_buf)),
+            )
+            .map(|p| {
+                let m = mode(&p);
+                (p, m)
+            })
             .collect();
         Baseline {
             harness_dir: harness_dir.to_path_buf(),
             files,
+            modes,
             harness_names,
             documents: documents.to_vec(),
+        }
+    }
+
+    /// Put back the modes it recorded (what polyprof must write stays writable); best effort.
+    pub fn restore_modes(&self) {
+        use std::os::unix::fs::PermissionsExt;
+        for (path, was) in &self.modes {
+            if let Some(was) = was
+                && mode(path) != Some(*was)
+            {
+                let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(*was));
+            }
         }
     }
 
@@ -62,6 +100,18 @@ impl Baseline {
         for (path, sha) in &self.files {
             if digest(path) != *sha {
                 changes.push(format!("{} was changed", path.display()));
+            }
+        }
+        for (path, was) in &self.modes {
+            let now = mode(path);
+            if now != *was {
+                let shown = |m: Option<u32>| m.map_or("gone".to_string(), |m| format!("{m:o}"));
+                changes.push(format!(
+                    "the mode of {} was changed ({} to {})",
+                    path.display(),
+                    shown(*was),
+                    shown(now)
+                ));
             }
         }
         for name in names(&self.harness_dir) {
@@ -125,6 +175,15 @@ mod tests {
         std::fs::create_dir(&verdict).unwrap();
         let changes = baseline.changes();
         assert_eq!(changes.len(), 3, "{changes:?}");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o500)).unwrap();
+        assert!(
+            baseline.changes()[1].contains("the mode of"),
+            "{:?}",
+            baseline.changes()
+        );
+        baseline.restore_modes();
+        assert_eq!(baseline.changes().len(), 3);
         assert!(changes[0].contains("ref.py was changed"));
         assert!(changes[1].contains("torch.py was placed"));
         assert!(changes[2].contains("verdict.json was planted"));

@@ -132,6 +132,7 @@ pub async fn evaluate(spec: &EvalSpec) -> Result<EvalOutcome> {
     }
     eval.close().await;
     let changes = eval.baseline.changes();
+    eval.baseline.restore_modes();
     let mut evidence = eval.evidence;
     let already = evidence
         .failure

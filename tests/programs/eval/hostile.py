@@ -6,8 +6,8 @@ failure's message) and one whose attack went through must still not pass.
 Attacks: `shadow` (a module named torch planted in the harness folder and on the trusted
 worker's PYTHONPATH, that negates the bytes back as the checker reads them, and outputs labelled
 torch so the checker imports it), `rewrite` (the harness scripts and the reference), `cache` (~/.cache/polyprof of the
-trusted worker's HOME), `plant` (verdict.json saying passed, evidence.json a directory), `kill`
-and `stop` (the trusted worker: SIGKILL, SIGSTOP), `flood` (a 1 GiB output), `home` (a file in
+trusted worker's HOME), `plant` (verdict.json saying passed, evidence.json a directory), `chmod` (the
+eval folder made read-only, which Landlock does not stop), `kill` and `stop` (the trusted worker: SIGKILL, SIGSTOP), `flood` (a 1 GiB output), `home` (a file in
 the trusted worker's HOME), `network` (a TCP connection to the port in `port` beside it)."""
 
 import json
@@ -107,6 +107,7 @@ def attack():
         pid, argv, _ = trusted()
         reference = argv[argv.index("--source") + 1]
         for path in [os.path.join(harness, "polyprof_eval_worker.py"), reference]:
+            os.chmod(path, 0o644)  # a read-only mode stops no one who owns the file
             with open(path, "a") as f:
                 f.write("\n# rewritten by a hostile candidate\n")
     elif ATTACK == "cache":
@@ -119,6 +120,9 @@ def attack():
         with open(os.path.join(eval_dir, "verdict.json"), "w") as f:
             json.dump({"schema_version": 1, "passed": True, "status": "correct"}, f)
         os.mkdir(os.path.join(eval_dir, "evidence.json"))
+    elif ATTACK == "chmod":
+        # Landlock does not confine chmod: an eval folder polyprof cannot write to.
+        os.chmod(eval_dir, 0o500)
     elif ATTACK == "kill":
         os.kill(trusted()[0], signal.SIGKILL)
     elif ATTACK == "stop":
