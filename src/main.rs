@@ -8,6 +8,8 @@ fn main() -> std::process::ExitCode {
     // `polyprof run` re-executes this binary as the command's supervisor; that mode never
     // returns here.
     polyprof::pipeline::runner::supervisor::run_if_requested();
+    // `polyprof eval` starts the candidate's workers through this binary's sandbox launcher.
+    polyprof::pipeline::sandbox::run_if_requested();
     // `polyprof run --container` may start this binary as its container watchdog.
     polyprof::pipeline::container::watchdog::run_if_requested();
     let args = cli::Cli::parse();

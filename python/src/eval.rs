@@ -124,6 +124,12 @@ fn evaluate_json(
         spec.python = python;
     }
     if let Some(exe) = args.supervisor {
+        // polyprof-supervise is also the sandbox launcher of the candidate's workers.
+        if spec.sandbox != polyprof::pipeline::eval::SandboxSetting::Off {
+            spec.sandbox = polyprof::pipeline::eval::SandboxSetting::On {
+                launcher: exe.clone(),
+            };
+        }
         spec.tracking = Tracking::Supervisor { exe };
     }
     let cancel = spec.cancel.clone();

@@ -6,6 +6,8 @@
 
 fn main() {
     polyprof::pipeline::runner::supervisor::run_if_requested();
+    // `polyprof eval` starts the candidate's workers through this binary's sandbox launcher.
+    polyprof::pipeline::sandbox::run_if_requested();
     polyprof::pipeline::container::watchdog::run_if_requested();
     eprintln!("polyprof-supervise is started by `polyprof run`; it is not meant to be run by hand");
     std::process::exit(2);

@@ -155,6 +155,10 @@ pub struct Args {
     /// The candidate's score time below this share of its witnessed time is a finding.
     #[arg(long, value_name = "X", default_value_t = polyprof::pipeline::eval::spec::DEFAULT_WITNESS_TOLERANCE, help_heading = "Checks")]
     pub witness_tolerance: f64,
+    /// Confine the candidate's workers (Landlock): on, or off (the verdict then says the
+    /// candidate was not confined). Also `POLYPROF_SANDBOX=off`.
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
+    pub sandbox: String,
     /// How each worker's processes are found and ended: supervisor, group, or cgroup.
     #[arg(long, value_enum, default_value_t, value_name = "MODE")]
     pub tracking: TrackingMode,
@@ -263,6 +267,9 @@ async fn judge(args: Args) -> anyhow::Result<u8> {
             }
             spec.options = options.clone();
             spec.tracking = tracking.clone();
+            if args.sandbox == "off" {
+                spec.sandbox = polyprof::pipeline::eval::SandboxSetting::Off;
+            }
             spec
         };
         return super::eval_many::execute(
@@ -288,6 +295,9 @@ async fn judge(args: Args) -> anyhow::Result<u8> {
     spec.options = options;
     spec.tracking = args.tracking.tracking()?;
     spec.if_exists = if_exists;
+    if args.sandbox == "off" {
+        spec.sandbox = polyprof::pipeline::eval::SandboxSetting::Off;
+    }
     cancel_on_signals(spec.cancel.clone(), spec.kill_now.clone());
     let candidate = args.candidate.display().to_string();
     let reference = args.reference.display().to_string();

@@ -125,6 +125,16 @@ fn render_unescaped(verdict: &EvalVerdict) -> String {
 }
 
 fn headline(verdict: &EvalVerdict) -> String {
+    let confinement = verdict
+        .checks
+        .iter()
+        .find(|c| c.check == polyprof::eval::rules::sandbox::CHECK && !c.ran)
+        .map(|_| " (candidate NOT CONFINED)")
+        .unwrap_or_default();
+    format!("{}{confinement}", status_line(verdict))
+}
+
+fn status_line(verdict: &EvalVerdict) -> String {
     let findings = verdict.findings.len();
     match (verdict.status, verdict.passed) {
         (Status::Correct, true) => "PASSED: correct, no finding".to_string(),

@@ -7,6 +7,8 @@
 //! worker, the profiler), except what is marked `candidate_reported`: the candidate process's
 //! own timings, which the witness checks.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// Bumped when a field changes meaning; the audit refuses newer evidence than it knows.
@@ -41,10 +43,46 @@ pub struct EvalEvidence {
     /// The device's calibration the work checks rest on (`polyprof calibrate`), when cached.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calibration: Option<crate::model::calibration::Calibration>,
+    /// How the candidate's processes were confined (docs/eval-harness.md, "The sandbox").
+    /// Absent in evidence written before the sandbox existed: the audit reads that as not
+    /// confined.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxEvidence>,
     /// Why the eval stopped early, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
 }
+
+/// The confinement every process that ran candidate code was started under.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SandboxEvidence {
+    /// `landlock`, or `none` (turned off, or the kernel has no Landlock).
+    pub kind: String,
+    /// The Landlock ABI the rules were enforced at (the launcher refuses to start the worker
+    /// when the kernel cannot enforce all of them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abi: Option<u32>,
+    /// What was confined: `filesystem`, `network` (TCP bind and connect), `signals` and
+    /// `abstract_unix_sockets` (nothing outside the candidate's own processes).
+    #[serde(default)]
+    pub confines: Vec<String>,
+    /// Paths the candidate may read (and execute) beneath.
+    #[serde(default)]
+    pub read: Vec<String>,
+    /// Paths the candidate may write beneath (its scratch folder, device nodes).
+    #[serde(default)]
+    pub write: Vec<String>,
+    /// Resource limits of each candidate worker (`address_space_bytes`, `cpu_seconds`,
+    /// `file_size_bytes`), as set before its Python started.
+    #[serde(default)]
+    pub limits: BTreeMap<String, u64>,
+    /// Why the candidate was not confined, when it was not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// What a sandbox must confine for the candidate to count as confined.
+pub const CONFINED: [&str; 4] = ["filesystem", "network", "signals", "abstract_unix_sockets"];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProblemInfo {
@@ -408,6 +446,10 @@ pub enum FailureKind {
     ReferenceError,
     /// polyprof could not run the eval (no Python, no torch): nothing about the candidate.
     Harness,
+    /// The candidate reached outside its process: it killed or stopped the trusted worker,
+    /// flooded its output, or changed files of the eval (the harness, the reference, the
+    /// documents). Judged against it.
+    Interfered,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -202,6 +202,18 @@ pub fn evidence() -> EvalEvidence {
         work: None,
         reference_work: None,
         calibration: None,
+        // Confined as an eval on a Landlock ABI 7 kernel is.
+        sandbox: Some(super::evidence::SandboxEvidence {
+            kind: "landlock".into(),
+            abi: Some(7),
+            confines: super::evidence::CONFINED
+                .iter()
+                .map(|c| c.to_string())
+                .collect(),
+            read: vec!["/usr".into()],
+            write: vec!["<scratch>".into()],
+            ..Default::default()
+        }),
         failure: None,
     }
 }

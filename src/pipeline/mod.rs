@@ -18,8 +18,10 @@ pub mod probe;
 pub mod profile_cache;
 pub mod profile_once;
 pub mod profiler;
+pub mod regular_file;
 pub mod rundir;
 pub mod runner;
+pub mod sandbox;
 pub mod staging;
 
 pub use crate::model::outcome::{MarkerSeen, Outcome, RunResult, StreamCapture, Timings};

@@ -50,8 +50,9 @@ fn an_honest_candidate_passes() {
     let out = audit(&dir, false);
     assert_exit(&out, 0);
     let stdout = String::from_utf8_lossy(&out.stdout);
+    // The capture predates the sandbox: its evidence records none, and the headline says so.
     assert!(
-        stdout.starts_with("PASSED: correct, no finding\n"),
+        stdout.starts_with("PASSED: correct, no finding (candidate NOT CONFINED)\n"),
         "{stdout}"
     );
     assert!(stdout.contains("speedup      1.21×"), "{stdout}");
@@ -62,8 +63,8 @@ fn an_honest_candidate_passes() {
     assert_eq!(verdict["witness"]["coverage"], 1.0);
     assert_eq!(verdict["timing"]["speedup"]["method"], "hodges_lehmann_log");
     // Every check ran but the two that need the work pass, which this eval did not take, and
-    // the pool's: the CUDA timing path (and this capture, made before pools) times one input
-    // set, so its draws were not planned and the check is named but not called for.
+    // the sandbox's (the capture records none) and the pool's: the CUDA timing path (and this
+    // capture, made before pools) times one input set, so its draws were not planned.
     let skipped: Vec<&str> = verdict["checks"]
         .as_array()
         .unwrap()
@@ -71,7 +72,7 @@ fn an_honest_candidate_passes() {
         .filter(|c| c["ran"] != true)
         .filter_map(|c| c["check"].as_str())
         .collect();
-    assert_eq!(skipped, ["fresh_inputs", "work_floor", "precision"]);
+    assert_eq!(skipped, ["sandbox", "fresh_inputs", "work_floor", "precision"]);
 }
 
 #[test]

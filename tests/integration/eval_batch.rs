@@ -196,3 +196,91 @@ fn a_directory_none_of_whose_candidates_can_run_exits_2() {
     assert_exit(&out, 2);
     assert!(out_dir.join("evals.json").is_file());
 }
+
+#[test]
+fn resume_reruns_an_eval_whose_candidate_was_replaced_under_the_same_path() {
+    let Some(python) = python_with_numpy() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let candidate = tmp.path().join("cand.py");
+    std::fs::copy(problem("honest.py"), &candidate).unwrap();
+    let file = write_jobs(tmp.path(), &[eval_job("e", &candidate, &python)]);
+    let root = tmp.path().join("out");
+    let out = batch(&file, &root)
+        .args(["--devices", "cpu", "-q"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    assert!(index(&root).jobs["e"].eval.as_ref().unwrap().passed);
+    // Same path, other bytes: the earlier verdict is not this candidate's.
+    std::fs::copy(problem("raises.py"), &candidate).unwrap();
+    let again = batch(&file, &root)
+        .args(["--devices", "cpu", "-q", "--resume"])
+        .output()
+        .unwrap();
+    assert_exit(&again, 1);
+    let summary = index(&root).jobs["e"].eval.clone().unwrap();
+    assert_eq!(
+        (summary.status.as_str(), summary.failure.as_deref()),
+        ("failed", Some("raised"))
+    );
+}
+
+#[test]
+fn a_fifo_as_reference_or_candidate_is_refused_at_once_in_eval_and_batch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fifo = tmp.path().join("fifo.py");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    for (reference, candidate) in [
+        (fifo.clone(), problem("honest.py")),
+        (problem("reference.py"), fifo.clone()),
+    ] {
+        let started = std::time::Instant::now();
+        let out = crate::support::polyprof()
+            .args(["eval", "--device", "cpu", "--python", "python3"])
+            .arg("--reference")
+            .arg(&reference)
+            .arg("--candidate")
+            .arg(&candidate)
+            .arg("--output-dir")
+            .arg(tmp.path().join("e"))
+            .timeout(std::time::Duration::from_secs(10))
+            .output()
+            .unwrap();
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        assert_exit(&out, 2);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("FIFO (named pipe), not a regular file"),
+            "{stderr}"
+        );
+
+        let job = serde_json::json!({
+            "id": "fifo",
+            "eval": {"reference": reference, "candidate": candidate, "device": "cpu"}
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let file = write_jobs(dir.path(), &[job]);
+        let root = dir.path().join("out");
+        let started = std::time::Instant::now();
+        let out = batch(&file, &root)
+            .args(["--devices", "cpu", "-q"])
+            .timeout(std::time::Duration::from_secs(10))
+            .output()
+            .unwrap();
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_exit(&out, 1);
+        let entry = &index(&root).jobs["fifo"];
+        assert_eq!(entry.state, EntryState::Failed, "{entry:?}");
+        assert!(
+            entry.errors.iter().any(|e| e.contains("FIFO")),
+            "{:?}",
+            entry.errors
+        );
+    }
+}

@@ -35,6 +35,7 @@ mod eval_batch;
 mod eval_cpu;
 mod eval_cpu_hostile;
 mod eval_h200_captures;
+mod eval_hostile;
 mod eval_nvtx_capture;
 mod eval_schema;
 mod eval_work_counters;

@@ -29,7 +29,30 @@ import sys
 import traceback
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
-from polyprof_timing import time_call, time_call_host, time_calls_host
+
+# Isolated (-I) workers ignore PYTHONDONTWRITEBYTECODE: no __pycache__ in the harness folder.
+sys.dont_write_bytecode = True
+
+def _load_timing() -> Any:
+    """polyprof_timing from beside this file, by path: the worker runs isolated (``python -I``),
+    so no folder, this one included, is searched for modules a candidate could place there."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.path.join(here, "polyprof_timing.py")
+    if not os.path.isfile(path):
+        import polyprof_timing  # the Python package's copy, imported as a package module
+
+        return polyprof_timing
+    spec = importlib.util.spec_from_file_location("polyprof_timing", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path} cannot be loaded")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["polyprof_timing"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_timing = _load_timing()
+time_call, time_call_host, time_calls_host = _timing.time_call, _timing.time_call_host, _timing.time_calls_host
 
 #: Largest header accepted (bytes): a header holds specs, never array data.
 MAX_HEADER_BYTES = 64 * 2**20
@@ -598,6 +621,22 @@ def import_array(wire: Any, payload: bytearray, device: str) -> Any:
     return np.frombuffer(payload, dtype=dtype, count=count, offset=offset).reshape(shape).copy()
 
 
+def refuse_foreign_frameworks(wires: Any, expected: str) -> None:
+    """An output array must be of the trial's framework (the reference outputs'): a label the
+    candidate sets cannot make the checker import (or rebuild with) another one."""
+    if expected not in ("torch", "numpy") or not isinstance(wires, list):
+        return
+    for index, wire in enumerate(wires):
+        if not isinstance(wire, dict) or wire.get("transport") == "value":
+            continue
+        framework = "torch" if wire.get("transport") == "ipc" else wire.get("framework")
+        if framework != expected:
+            raise WorkerError(
+                "bad_output",
+                f"output {index} says framework {framework!r}, but the trial's outputs are {expected}",
+            )
+
+
 def import_ipc(wire: Dict[str, Any], name: str, shape: List[int], count: int) -> Any:
     torch = need_torch()
     dtype = getattr(torch, name, None)
@@ -1016,6 +1055,7 @@ class Worker:
             # Ranges need torch before the source is imported: the import itself (an inline
             # extension's build, module-level tensors) launches kernels that belong to setup.
             import torch  # noqa: F401
+        self.preload_frameworks()
         with self.range("polyprof/setup"):
             return self.set_up_model(init_seed, given_init, payload, out)
 
@@ -1159,6 +1199,7 @@ class Worker:
 
     def check(self, header: Dict[str, Any], payload: bytearray, out: Outgoing) -> Dict[str, Any]:
         state = self.trial_state(header)
+        refuse_foreign_frameworks(header.get("outputs"), framework_of(state.reference_outputs))
         try:
             candidate = import_arrays(header.get("outputs"), payload, self.device, "outputs")
             after = header.get("inputs_after")
@@ -1358,6 +1399,13 @@ class Worker:
                 raise
             raise user_error(e, "compile_error") from e
         return module
+
+    def preload_frameworks(self) -> None:
+        """The trusted side imports numpy (and torch, when the reference uses it) now, before
+        any candidate runs: nothing it reads later is a first import from a path the candidate
+        could have written to since."""
+        if self.role == "trusted" and importlib.util.find_spec("numpy") is not None:
+            import numpy  # noqa: F401
 
     def module_framework(self) -> str:
         """torch when the model is a torch module or the source imported torch, else numpy when
@@ -1636,6 +1684,11 @@ def serve(sock: socket.socket, worker: Worker) -> int:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
+    # Where Python still puts the script's folder first (before 3.11, -I does not drop it),
+    # nothing is searched for there.
+    here = os.path.dirname(os.path.abspath(__file__))
+    if sys.path and os.path.abspath(sys.path[0] or os.curdir) == here:
+        del sys.path[0]
     # The protocol is on the socket; stdout goes to stderr before any user code is imported, so
     # a print in the problem's code lands in the log and nowhere else.
     sys.stdout.flush()

@@ -12,6 +12,7 @@ pub mod plausible_time;
 pub mod precision;
 pub mod roofline;
 pub mod sample_conditions;
+pub mod sandbox;
 pub mod suspicious_speedup;
 pub mod witness_ranges;
 pub mod witness_time;
@@ -78,7 +79,8 @@ impl RuleOutcome {
 pub type Rule = fn(&Facts) -> RuleOutcome;
 
 /// Every rule, in the order their checks are listed in a verdict.
-pub const RULES: [Rule; 15] = [
+pub const RULES: [Rule; 16] = [
+    sandbox::check,
     correctness::check,
     inputs::check,
     fresh_inputs::check,

@@ -212,7 +212,15 @@ impl JobSpec {
             ..self.clone()
         };
         // Maps are ordered (BTreeMap), so equal definitions serialize to equal bytes.
-        let bytes = serde_json::to_vec(&definition).unwrap_or_default();
+        let mut bytes = serde_json::to_vec(&definition).unwrap_or_default();
+        // An eval is of the files' bytes, not their paths: a candidate replaced under the same
+        // path is another job (`--resume` and the cascade rerun it).
+        if let Some(eval) = &self.eval {
+            for path in [&eval.reference, &eval.candidate] {
+                let sha = crate::pipeline::regular_file::sha256_hex(path);
+                bytes.extend_from_slice(sha.as_deref().unwrap_or("unreadable").as_bytes());
+            }
+        }
         let digest = sha2::Sha256::digest(&bytes);
         digest.iter().map(|b| format!("{b:02x}")).collect()
     }

@@ -79,6 +79,14 @@ pub fn from_request(
             FailureKind::Crashed,
             format!("{who} broke the protocol during `{op}`: {why}"),
         ),
+        ProtocolError::TooLarge { op, bytes, limit } => (
+            FailureKind::BadOutput,
+            format!(
+                "{who} flooded its answer to `{op}`: {bytes} bytes, over the limit of {limit} \
+                 (twice the bytes of the trial's reference outputs and inputs, plus 1 MiB); \
+                 refused before it was read"
+            ),
+        ),
     };
     Failure {
         stage,
@@ -135,13 +143,53 @@ pub fn from_start(role: Role, stage: Stage, error: &StartError, eval_dir: &Path)
     }
 }
 
+/// The trusted worker ended by a hand outside it while an unconfined candidate ran beside it:
+/// `ended` says how (`was killed by signal 9 (SIGKILL)`, `was stopped`). The candidate could
+/// signal it, so it is judged against the candidate, not read as the problem's failure.
+pub fn trusted_interfered(stage: Stage, ended: &str, run: &ProfileRun, eval_dir: &Path) -> Failure {
+    Failure {
+        stage,
+        kind: FailureKind::Interfered,
+        message: format!(
+            "the reference's worker {ended} while the candidate's unconfined worker ran beside \
+             it (the candidate could signal it): judged against the candidate"
+        ),
+        log: worker::stderr_log(run, eval_dir),
+    }
+}
+
+/// Signals a process gets from another, never from its own fault: a trusted worker ended by
+/// one of them was ended by a hand outside it.
+pub fn sent_from_outside(run: &ProfileRun) -> bool {
+    use nix::sys::signal::Signal;
+    let signal = match &run.outcome {
+        Some(Outcome::Signalled { signal }) => *signal,
+        _ => return false,
+    };
+    matches!(
+        Signal::try_from(signal),
+        Ok(Signal::SIGKILL
+            | Signal::SIGTERM
+            | Signal::SIGINT
+            | Signal::SIGHUP
+            | Signal::SIGQUIT
+            | Signal::SIGUSR1
+            | Signal::SIGUSR2
+            | Signal::SIGALRM
+            | Signal::SIGPIPE)
+    )
+}
+
 /// The trusted worker runs the reference and the checks only: its failures are the
 /// problem's (or polyprof's), except a candidate output it could not read and a device fault.
 fn blame(role: Role, kind: FailureKind) -> FailureKind {
     match (role, kind) {
         (
             Role::Trusted | Role::ReferenceWork,
-            FailureKind::BadOutput | FailureKind::DeviceFault | FailureKind::Harness,
+            FailureKind::BadOutput
+            | FailureKind::DeviceFault
+            | FailureKind::Harness
+            | FailureKind::Interfered,
         ) => kind,
         (Role::Trusted | Role::ReferenceWork, _) => FailureKind::ReferenceError,
         (_, kind) => kind,

@@ -28,6 +28,11 @@ pub fn write_harness(eval_dir: &Path) -> Result<PathBuf> {
     for (name, text) in FILES {
         let path = dir.join(name);
         write_atomic(&path, text.as_bytes()).map_err(|e| Error::io("write", &path, e))?;
+        // Read-only: the sandbox denies the candidate any write here; the mode says so to
+        // everything else (and the eval's baseline notices a change either way).
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444))
+            .map_err(|e| Error::io("make read-only", &path, e))?;
     }
     Ok(dir.join(WORKER_SCRIPT))
 }
@@ -44,6 +49,12 @@ mod tests {
         for (name, text) in FILES {
             let written = std::fs::read_to_string(tmp.path().join("harness").join(name)).unwrap();
             assert_eq!(written, text);
+            let mode = std::os::unix::fs::PermissionsExt::mode(
+                &std::fs::metadata(tmp.path().join("harness").join(name))
+                    .unwrap()
+                    .permissions(),
+            );
+            assert_eq!(mode & 0o777, 0o444);
         }
     }
 }

@@ -3,10 +3,12 @@
 //! writes `evidence.json` and `verdict.json` (docs/eval-harness.md).
 
 pub mod conditions;
+pub mod confine;
 pub mod failure;
 pub mod freeze;
 pub mod harness_files;
 pub mod input_pool;
+pub mod integrity;
 pub mod protocol;
 pub mod seeds;
 pub mod session;
@@ -17,4 +19,4 @@ pub mod tracer;
 pub mod worker;
 
 pub use session::{EVIDENCE_FILE, VERDICT_FILE, evaluate};
-pub use spec::{Device, EvalOptions, EvalOutcome, EvalSpec, IfExists};
+pub use spec::{Device, EvalOptions, EvalOutcome, EvalSpec, IfExists, SandboxSetting};

@@ -79,6 +79,11 @@ pub enum ProtocolError {
     },
     #[error("malformed message from the worker during `{op}`: {why}")]
     Malformed { op: String, why: String },
+    /// A payload over the connection's limit, refused from its length before it was read.
+    #[error(
+        "the worker sent a payload of {bytes} bytes during `{op}`, over the {limit}-byte limit"
+    )]
+    TooLarge { op: String, bytes: u64, limit: u64 },
     #[error("the worker answered `{op}` with an error ({}): {}", error.kind, error.message)]
     Worker { op: String, error: WorkerError },
 }
@@ -99,6 +104,7 @@ enum FrameError {
     Eof,
     Io(std::io::Error),
     Malformed(String),
+    TooLarge { bytes: u64, limit: u64 },
 }
 
 /// Write one message; `payload_bytes` is set from the payload.
@@ -173,9 +179,10 @@ async fn read_frame<R: AsyncRead + Unpin>(
         })?,
     };
     if payload_bytes > max_payload {
-        return Err(FrameError::Malformed(format!(
-            "a payload of {payload_bytes} bytes is over the {max_payload}-byte limit"
-        )));
+        return Err(FrameError::TooLarge {
+            bytes: payload_bytes,
+            limit: max_payload,
+        });
     }
     let mut payload = vec![0u8; payload_bytes as usize];
     read_exact(input, &mut payload).await?;
@@ -240,6 +247,12 @@ impl Connection {
         self
     }
 
+    /// The largest payload the next replies may carry (a candidate's: what its outputs can
+    /// hold, from the reference's).
+    pub fn set_max_payload(&mut self, max_payload: u64) {
+        self.max_payload = max_payload;
+    }
+
     /// Send `request` and read its one reply within `limit`. A connection whose request timed
     /// out or was cancelled is out of step: the caller ends the worker.
     pub async fn request(
@@ -275,6 +288,11 @@ impl Connection {
                 Err(FrameError::Malformed(why)) => Err(ProtocolError::Malformed {
                     op: op.clone(),
                     why,
+                }),
+                Err(FrameError::TooLarge { bytes, limit }) => Err(ProtocolError::TooLarge {
+                    op: op.clone(),
+                    bytes,
+                    limit,
                 }),
             }
         };

@@ -21,10 +21,12 @@ use crate::model::atomic_file::write_atomic;
 use crate::model::error::{Error, Result};
 use crate::model::run::ProfileRun;
 use crate::pipeline::eval::conditions::ConditionsReader;
+use crate::pipeline::eval::confine::{self, CandidateSandbox};
 use crate::pipeline::eval::failure;
 use crate::pipeline::eval::freeze::Frozen;
 use crate::pipeline::eval::harness_files::write_harness;
 use crate::pipeline::eval::input_pool;
+use crate::pipeline::eval::integrity::{self, Baseline};
 use crate::pipeline::eval::protocol::{Message, ProtocolError};
 use crate::pipeline::eval::seeds::SeedSource;
 use crate::pipeline::eval::spec::{Device, EvalOutcome, EvalSpec, IfExists};
@@ -48,6 +50,13 @@ pub async fn evaluate(spec: &EvalSpec) -> Result<EvalOutcome> {
     let dir = std::path::absolute(&claimed.dir)
         .map_err(|e| Error::io("resolve the eval directory", &claimed.dir, e))?;
     let script = write_harness(&dir)?;
+    let harness_dir = script.parent().unwrap_or(&dir).to_path_buf();
+    let (sandbox, sandbox_evidence) = confine::plan(spec, &harness_dir, &candidate.absolute);
+    let baseline = Baseline::take(
+        &harness_dir,
+        &[&reference.absolute, &candidate.absolute],
+        &[dir.join(EVIDENCE_FILE), dir.join(VERDICT_FILE)],
+    );
     let urandom = Path::new("/dev/urandom");
     let mut seeds = SeedSource::open().map_err(|e| Error::io("open", urandom, e))?;
     let init_seed = match spec.options.init_seed {
@@ -101,9 +110,12 @@ pub async fn evaluate(spec: &EvalSpec) -> Result<EvalOutcome> {
         work: None,
         reference_work: None,
         calibration: None,
+        sandbox: Some(sandbox_evidence),
         failure: None,
     };
     let mut eval = Eval {
+        sandbox,
+        baseline,
         spec,
         dir: dir.clone(),
         script,
@@ -124,7 +136,20 @@ pub async fn evaluate(spec: &EvalSpec) -> Result<EvalOutcome> {
         eval.evidence.failure = Some(failure);
     }
     eval.close().await;
+    let changes = eval.baseline.changes();
+    eval.baseline.restore_modes();
     let mut evidence = eval.evidence;
+    let already = evidence
+        .failure
+        .as_ref()
+        .is_some_and(|f| f.kind == FailureKind::Interfered);
+    if !changes.is_empty() && !already {
+        evidence.failure = Some(integrity::failure(
+            Stage::Correctness,
+            &changes,
+            evidence.failure.as_ref(),
+        ));
+    }
     if evidence.work.is_some() {
         evidence.calibration = cached_calibration(&evidence.environment);
     }
@@ -177,7 +202,9 @@ fn source_file(path: &Path, what: &'static str) -> Result<Source> {
         "reference" => "read the reference",
         _ => "read the candidate",
     };
-    let bytes = std::fs::read(path).map_err(|e| Error::io(action, path, e))?;
+    // A FIFO, device or directory is refused at once: an open never blocks.
+    let bytes = crate::pipeline::regular_file::read_regular(path)
+        .map_err(|e| Error::io(action, path, e))?;
     let absolute = std::path::absolute(path).map_err(|e| Error::io(action, path, e))?;
     Ok(Source {
         info: SourceFile {
@@ -236,7 +263,15 @@ pub fn claim_eval_dir(dir: &Path, if_exists: IfExists) -> Result<ClaimedDir> {
     ))
 }
 
+/// Write one of the eval's documents: whatever is at its path (a planted file, a directory, a
+/// link) is replaced; only polyprof writes these.
 fn write_document(path: &Path, document: &impl serde::Serialize) -> Result<()> {
+    if let Ok(meta) = std::fs::symlink_metadata(path)
+        && meta.is_dir()
+    {
+        std::fs::remove_dir_all(path)
+            .map_err(|e| Error::io("remove what was planted at", path, e))?;
+    }
     let mut bytes = serde_json::to_vec_pretty(document).map_err(|source| Error::Json {
         context: path.display().to_string(),
         source,
@@ -248,6 +283,10 @@ fn write_document(path: &Path, document: &impl serde::Serialize) -> Result<()> {
 /// One eval in progress.
 struct Eval<'a> {
     spec: &'a EvalSpec,
+    /// The candidate's workers' sandbox; `None`: not confined.
+    sandbox: Option<CandidateSandbox>,
+    /// The files the candidate must not change, as they were at the start.
+    baseline: Baseline,
     dir: PathBuf,
     script: PathBuf,
     /// The reference and the candidate, absolute.
@@ -345,6 +384,10 @@ impl Eval<'_> {
             cancel: self.spec.cancel.clone(),
             kill_now: self.spec.kill_now.clone(),
             connect_timeout: self.spec.options.setup_timeout,
+            sandbox: match role {
+                Role::Candidate | Role::Witness | Role::Work => self.sandbox.clone(),
+                Role::Trusted | Role::ReferenceWork => None,
+            },
         }
     }
 
@@ -355,6 +398,11 @@ impl Eval<'_> {
         settings: ProfilerSettings,
         stage: Stage,
     ) -> std::result::Result<(), Failure> {
+        // A trusted worker runs the harness scripts: never after anything changed them.
+        let changes = self.baseline.changes();
+        if !changes.is_empty() {
+            return Err(integrity::failure(stage, &changes, None));
+        }
         match self.launch(role, profiler, settings).start().await {
             Ok(worker) => {
                 *self.slot(role) = Some(worker);
@@ -393,8 +441,28 @@ impl Eval<'_> {
             error,
             ProtocolError::Timeout { .. } | ProtocolError::Cancelled { .. }
         );
+        // Stopped (SIGSTOP) rather than hung: read before it is killed.
+        let stopped =
+            matches!(error, ProtocolError::Timeout { .. }) && worker.pid.is_some_and(is_stopped);
         let run = worker.end(dying).await;
         self.record_profiled_run(role, &run);
+        // An unconfined candidate could signal the trusted worker: its death by another's
+        // signal, or its stop, is the candidate's doing while one ran beside it.
+        if role == Role::Trusted
+            && self.sandbox.is_none()
+            && self.candidate.is_some()
+            && !self.spec.cancel.is_cancelled()
+        {
+            if stopped {
+                return failure::trusted_interfered(stage, "was stopped", &run, &self.dir);
+            }
+            if matches!(error, ProtocolError::Eof { .. } | ProtocolError::Io { .. })
+                && failure::sent_from_outside(&run)
+            {
+                let ended = failure::ended_as(&run);
+                return failure::trusted_interfered(stage, &ended, &run, &self.dir);
+            }
+        }
         failure::from_request(role, stage, &error, &run, &self.dir)
     }
 
@@ -586,6 +654,10 @@ impl Eval<'_> {
             block: None,
         });
         let record = self.evidence.trials.len() - 1;
+        let allowance = output_allowance(&self.evidence.trials[record]);
+        if let Some(worker) = self.slot(role).as_mut() {
+            worker.conn.set_max_payload(allowance);
+        }
         let limit = self.limit_of(role);
         if warm_first {
             let warmup = Message::request(
@@ -1214,6 +1286,32 @@ fn profiled_evidence(profiler: &str, role: Role) -> WitnessEvidence {
         launches: Vec::new(),
         error: None,
     }
+}
+
+/// The most a candidate's answer for `trial` may carry: twice the bytes of the reference's
+/// outputs and of the inputs (which come back as `inputs_after` on the CPU), plus 1 MiB.
+fn output_allowance(trial: &TrialEvidence) -> u64 {
+    let bytes: u64 = trial
+        .reference_outputs
+        .iter()
+        .chain(&trial.inputs)
+        .map(|s| s.nbytes)
+        .sum();
+    bytes.saturating_mul(2).saturating_add(1 << 20)
+}
+
+/// Whether process `pid` is stopped (state `T` or `t` in `/proc/PID/stat`).
+fn is_stopped(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let after = stat.rfind(')')?;
+            stat[after + 1..]
+                .split_whitespace()
+                .next()
+                .map(str::to_string)
+        })
+        .is_some_and(|state| state == "T" || state == "t")
 }
 
 fn harness(stage: Stage, message: String) -> Failure {

@@ -182,6 +182,50 @@ pub struct EvalSpec {
     pub cancel: CancellationToken,
     /// Stops the eval at once (SIGKILL).
     pub kill_now: CancellationToken,
+    /// How the candidate's workers are confined (on by default).
+    pub sandbox: SandboxSetting,
+}
+
+/// Whether the candidate's workers start under the sandbox launcher
+/// (`pipeline::sandbox`), and which binary launches them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SandboxSetting {
+    /// Confined with Landlock where the kernel has it; `launcher` is a binary whose `main`
+    /// calls `pipeline::sandbox::run_if_requested` (`polyprof-supervise`, `polyprof`).
+    On { launcher: PathBuf },
+    /// Not confined (`--sandbox off`, `POLYPROF_SANDBOX=off`): the verdict says so.
+    Off,
+    /// No launcher was found (no `polyprof-supervise` beside the running program or on
+    /// `PATH`): not confined, and the verdict says why.
+    NoLauncher,
+}
+
+impl SandboxSetting {
+    /// On, launched by `polyprof-supervise` beside the running executable, else the running
+    /// executable when it is a polyprof binary, else `polyprof-supervise` on `PATH` (the
+    /// Python package runs in the interpreter's process); off when `POLYPROF_SANDBOX` is
+    /// `off`.
+    pub fn from_environment() -> SandboxSetting {
+        if std::env::var("POLYPROF_SANDBOX").is_ok_and(|v| v.trim().eq_ignore_ascii_case("off")) {
+            return SandboxSetting::Off;
+        }
+        let me = std::env::current_exe().ok();
+        let beside = me
+            .as_ref()
+            .map(|me| me.with_file_name("polyprof-supervise"))
+            .filter(|p| p.is_file());
+        let polyprof_itself = me.filter(|me| {
+            me.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("polyprof"))
+        });
+        match beside
+            .or(polyprof_itself)
+            .or_else(|| which::which("polyprof-supervise").ok())
+        {
+            Some(launcher) => SandboxSetting::On { launcher },
+            None => SandboxSetting::NoLauncher,
+        }
+    }
 }
 
 impl EvalSpec {
@@ -202,6 +246,7 @@ impl EvalSpec {
             extra_env: BTreeMap::new(),
             cancel: CancellationToken::new(),
             kill_now: CancellationToken::new(),
+            sandbox: SandboxSetting::from_environment(),
         }
     }
 }

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::model::arg::Arg;
 use crate::model::run::ProfileRun;
+use crate::pipeline::eval::confine::CandidateSandbox;
 use crate::pipeline::eval::protocol::{Connection, Message};
 use crate::pipeline::job::{Job, pass_label, profile_claimed};
 use crate::pipeline::rundir;
@@ -47,6 +48,9 @@ pub const CPU_THREAD_VARIABLES: [&str; 5] = [
     "VECLIB_MAXIMUM_THREADS",
     "NUMEXPR_NUM_THREADS",
 ];
+
+/// The payload a candidate's answers may carry before its first trial sets the limit.
+const CANDIDATE_SETUP_PAYLOAD: u64 = 1 << 20;
 
 /// Whose code a worker runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,6 +111,9 @@ pub struct Launch {
     pub kill_now: CancellationToken,
     /// Waiting for the worker to connect.
     pub connect_timeout: Duration,
+    /// The candidate's workers' sandbox (`None`: not confined; always `None` for the trusted
+    /// side, which runs no candidate code).
+    pub sandbox: Option<CandidateSandbox>,
 }
 
 /// A running, connected worker.
@@ -121,6 +128,8 @@ pub struct Worker {
     job: JoinHandle<ProfileRun>,
     kill_now: CancellationToken,
     _socket_dir: tempfile::TempDir,
+    /// The candidate's scratch folder (its HOME, TMPDIR and build caches), removed after it.
+    _scratch: Option<tempfile::TempDir>,
 }
 
 /// Why a worker is not connected.
@@ -137,10 +146,13 @@ pub enum StartError {
 }
 
 impl Launch {
-    /// The worker's argv: `python script --socket S --role R --source F --device D`.
+    /// The worker's argv: `python -I script --socket S --role R --source F --device D`
+    /// (isolated: no user site, no `PYTHON*` variables, no script folder on `sys.path`, so
+    /// nothing the candidate places there is imported).
     pub fn argv(&self, socket: &Path) -> Vec<Arg> {
         let mut argv: Vec<Arg> = vec![
             self.python.as_os_str().into(),
+            "-I".into(),
             self.script.as_os_str().into(),
         ];
         argv.push("--socket".into());
@@ -191,6 +203,60 @@ impl Launch {
         options
     }
 
+    /// The command of the job: the worker's argv, under the sandbox launcher when confined
+    /// (then its scratch folder, and the variables that point its writes there, are set).
+    fn target(
+        &self,
+        socket: &Path,
+        options: &mut RunOptions,
+    ) -> Result<(Vec<Arg>, Option<tempfile::TempDir>), StartError> {
+        let argv = self.argv(socket);
+        if self.role.arg() == "trusted" {
+            return Ok((argv, None));
+        }
+        let scratch = tempfile::Builder::new()
+            .prefix("polyprof-sandbox-")
+            .tempdir()
+            .map_err(|e| StartError::Setup(format!("cannot create the scratch folder: {e}")))?;
+        private(scratch.path())?;
+        for (name, sub) in [
+            ("HOME", ""),
+            ("TMPDIR", "tmp"),
+            ("XDG_CACHE_HOME", "cache"),
+            ("TORCH_EXTENSIONS_DIR", "torch_extensions"),
+            ("TRITON_CACHE_DIR", "triton"),
+        ] {
+            let path = scratch.path().join(sub);
+            std::fs::create_dir_all(&path)
+                .map_err(|e| StartError::Setup(format!("cannot create {}: {e}", path.display())))?;
+            options
+                .extra_env
+                .insert(name.to_string(), path.display().to_string());
+        }
+        let Some(sandbox) = &self.sandbox else {
+            return Ok((argv, Some(scratch)));
+        };
+        let command: Vec<std::ffi::OsString> =
+            argv.iter().map(|a| a.as_os_str().to_owned()).collect();
+        let wrapped = crate::pipeline::sandbox::wrap_argv(
+            &sandbox.launcher,
+            &sandbox.confinement(scratch.path()),
+            &command,
+        );
+        Ok((wrapped.into_iter().map(Arg::from).collect(), Some(scratch)))
+    }
+
+    /// The connection to a connected worker. A candidate's answers carry no payload until a
+    /// trial says how much its outputs may hold (`Connection::set_max_payload`).
+    fn connection(&self, stream: tokio::net::UnixStream) -> Connection {
+        let connection = Connection::new(stream, self.cancel.clone());
+        if self.role.arg() == "trusted" {
+            connection
+        } else {
+            connection.with_max_payload(CANDIDATE_SETUP_PAYLOAD)
+        }
+    }
+
     /// Start the worker and wait for its connection.
     pub async fn start(&self) -> Result<Worker, StartError> {
         let socket_dir = tempfile::Builder::new()
@@ -206,13 +272,15 @@ impl Launch {
         let claimed = rundir::claim(&run_dir).map_err(|e| StartError::Setup(e.to_string()))?;
         let cancel = self.cancel.child_token();
         let kill_now = self.kill_now.child_token();
+        let mut run = self.run_options(cancel, kill_now.clone());
+        let (target, scratch) = self.target(&socket, &mut run)?;
         let job = Job {
-            target: self.argv(&socket),
+            target,
             profiler: self.profiler.clone(),
             settings: self.settings.clone(),
             output_dir: run_dir.clone(),
             label: Some(self.role.dir_name()),
-            run: self.run_options(cancel, kill_now.clone()),
+            run,
             call_path: Vec::new(),
             profile_cache: None,
         };
@@ -237,11 +305,12 @@ impl Launch {
                     Ok(Worker {
                         role: self.role,
                         run_dir,
-                        conn: Connection::new(stream, self.cancel.clone()),
+                        conn: self.connection(stream),
                         pid,
                         job,
                         kill_now,
                         _socket_dir: socket_dir,
+                        _scratch: scratch,
                     })
                 }
                 Err(e) => {
@@ -370,6 +439,7 @@ mod tests {
             cancel: CancellationToken::new(),
             kill_now: CancellationToken::new(),
             connect_timeout: Duration::from_secs(1),
+            sandbox: None,
         }
     }
 
@@ -384,6 +454,7 @@ mod tests {
             argv,
             [
                 "python3",
+                "-I",
                 "/e/harness/polyprof_eval_worker.py",
                 "--socket",
                 "/tmp/x/worker.sock",

@@ -1,6 +1,7 @@
-"""An honest candidate for reference.py. It also writes what its own process can see (argv,
-/proc/self/cmdline and /proc/self/environ) beside itself, so the test can check that no secret
-seed reached it."""
+"""An honest candidate for reference.py. It also prints what its own process can see (argv,
+/proc/self/cmdline and /proc/self/environ) on stderr, one line starting `SEEN `, so the test can
+check in its worker's log that no secret seed reached it (its folder is read-only in the
+sandbox)."""
 
 import json
 import os
@@ -16,9 +17,7 @@ class ModelNew:
         seen = {"argv": sys.argv, "cmdline": open("/proc/self/cmdline", "rb").read().decode(errors="replace"),
                 "environ": open("/proc/self/environ", "rb").read().decode(errors="replace"),
                 "env": dict(os.environ)}
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"seen.{os.getpid()}.json")
-        with open(path, "w") as f:
-            json.dump(seen, f)
+        print("SEEN " + json.dumps(seen), file=sys.stderr, flush=True)
 
     def forward(self, x):
         return (np.tanh(x @ self.weight) * self.scale).astype(np.float32)

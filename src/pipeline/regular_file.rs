@@ -1,0 +1,84 @@
+//! Reading a file the user named (an eval's reference or candidate) when it must be a regular
+//! file: opened without blocking (a FIFO's `open` would wait for a writer, deaf to signals),
+//! checked with `fstat` on the open descriptor (no race with a swap of the path), and refused
+//! at once, with what it is, when it is a FIFO, a device, a socket or a directory.
+
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+/// What a non-regular file is, in words.
+fn kind_of(file_type: std::fs::FileType) -> &'static str {
+    if file_type.is_dir() {
+        "a directory"
+    } else if file_type.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if file_type.is_char_device() {
+        "a character device"
+    } else if file_type.is_block_device() {
+        "a block device"
+    } else if file_type.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// The bytes of regular file `path`; an error naming what it is otherwise.
+pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("it is {}, not a regular file", kind_of(meta.file_type())),
+        ));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// SHA-256 of regular file `path` in hex; `None` when it cannot be read as one.
+pub fn sha256_hex(path: &Path) -> Option<String> {
+    use sha2::Digest;
+    read_regular(path)
+        .ok()
+        .map(|bytes| format!("{:x}", sha2::Sha256::digest(&bytes)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fifo_a_directory_and_a_device_are_refused_at_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fifo = tmp.path().join("fifo.py");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let started = std::time::Instant::now();
+        let err = read_regular(&fifo).unwrap_err().to_string();
+        assert!(err.contains("FIFO"), "{err}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        assert!(
+            read_regular(tmp.path())
+                .unwrap_err()
+                .to_string()
+                .contains("directory")
+        );
+        let err = read_regular(Path::new("/dev/null"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("character device"), "{err}");
+        let file = tmp.path().join("a.py");
+        std::fs::write(&file, "abc").unwrap();
+        assert_eq!(read_regular(&file).unwrap(), b"abc");
+        assert_eq!(
+            sha256_hex(&file).unwrap(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}
