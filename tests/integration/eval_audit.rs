@@ -72,7 +72,10 @@ fn an_honest_candidate_passes() {
         .filter(|c| c["ran"] != true)
         .filter_map(|c| c["check"].as_str())
         .collect();
-    assert_eq!(skipped, ["sandbox", "fresh_inputs", "work_floor", "precision"]);
+    assert_eq!(
+        skipped,
+        ["sandbox", "fresh_inputs", "work_floor", "precision"]
+    );
 }
 
 #[test]

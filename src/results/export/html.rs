@@ -8,7 +8,7 @@ use crate::model::error::{Error, Result};
 use crate::results::aggregate::{KeyAverage, KeyAverages};
 use crate::results::event::FrameKind;
 use crate::results::export::html_limits;
-use crate::results::export::html_page::{legend, number_cell, page, text_cell, timeline};
+use crate::results::export::html_page::{legend, number_cell, page, timeline};
 use crate::results::export::html_timeline::timelines;
 use crate::results::export::roofline_chart::{self, ChartSide, escape, render_svg};
 use crate::results::export::{Exporter, Format, Report, html_drilldown, memory_table, table};
@@ -227,7 +227,7 @@ fn rows_table(rows: &[&KeyAverage], report: &Report, kernels: bool) -> String {
     };
     let full_names = roofline_chart::FullNames::of(&report.profile.events);
     let more = rows.len().saturating_sub(html_limits::MAX_TABLE_ROWS);
-    for row in rows.into_iter().take(html_limits::MAX_TABLE_ROWS) {
+    for row in rows.iter().take(html_limits::MAX_TABLE_ROWS) {
         let point = &row.roofline;
         let name = full_names.get(&row.name);
         let mut verdict = point.verdict();
