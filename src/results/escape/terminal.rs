@@ -42,7 +42,7 @@ pub fn text(text: &str) -> Cow<'_, str> {
     escape_with(text, |c| c == '\n' || c == '\t')
 }
 
-/// [`line`], cut to at most `max` characters (the cut marked `…`): a cell of a table holds a
+/// [`line()`], cut to at most `max` characters (the cut marked `…`): a cell of a table holds a
 /// name of any length in time linear in what it shows.
 pub fn clipped(text: &str, max: usize) -> String {
     let max = max.max(2);
