@@ -1343,7 +1343,11 @@ class Worker:
         warmup = wire_int(header.get("warmup", 10), "warmup")
         states = [self.trial_state({"trial": k}) for k in pool]
         warm_state = self.trial_state({"trial": wire_int(header.get("warmup_trial"), "warmup_trial")})
-        pick = (lambda st: st.run_inputs) if self.role == "trusted" else (lambda st: st.inputs)
+        trusted = self.role == "trusted"
+
+        def pick(st: Trial) -> List[Any]:
+            return st.run_inputs if trusted else st.inputs
+
         sets = [pick(st) for st in states]
         warm_inputs = pick(warm_state)
         framework = self.framework_of_call(sets[0])
