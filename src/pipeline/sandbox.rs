@@ -77,6 +77,14 @@ impl Confinement {
 
 /// The running kernel's Landlock ABI version; `None` when it has no Landlock (or it is
 /// disabled at boot).
+#[cfg(not(target_os = "linux"))]
+pub fn landlock_abi() -> Option<u32> {
+    None
+}
+
+/// The running kernel's Landlock ABI version; `None` when it has no Landlock (or it is
+/// disabled at boot).
+#[cfg(target_os = "linux")]
 pub fn landlock_abi() -> Option<u32> {
     const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
     // SAFETY: with the VERSION flag the call reads no memory (null attributes, size 0).
@@ -203,8 +211,16 @@ pub fn run_if_requested() {
     std::process::exit(EXIT_SANDBOX_FAILED);
 }
 
+/// Landlock is a Linux interface: elsewhere nothing can be confined (the eval says so, since
+/// `landlock_abi` is `None` there and no launcher is asked for).
+#[cfg(not(target_os = "linux"))]
+fn confine(_confinement: &Confinement) -> Result<(), String> {
+    Err("Landlock exists on Linux only".to_string())
+}
+
 /// Set the limits, then restrict this process with Landlock at `confinement.abi`, every right
 /// of that ABI handled (so denied unless a rule grants it), as a hard requirement.
+#[cfg(target_os = "linux")]
 fn confine(confinement: &Confinement) -> Result<(), String> {
     use landlock::{
         ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr,
@@ -250,6 +266,7 @@ fn confine(confinement: &Confinement) -> Result<(), String> {
     Ok(())
 }
 
+#[cfg(target_os = "linux")]
 fn set_limits(limits: &Limits) -> Result<(), String> {
     let pairs = [
         (libc::RLIMIT_AS, limits.address_space, "address space"),
