@@ -58,6 +58,10 @@ pub struct Confinement {
     /// Readable and writable beneath these.
     pub write: Vec<PathBuf>,
     pub limits: Limits,
+    /// Leave TCP, signals and abstract Unix sockets unconfined (the filesystem and the limits
+    /// still hold): for a command a profiler has injected itself into, whose library talks to
+    /// the profiler's own process (ncu's target and host connect over TCP on localhost).
+    pub profiler_ipc: bool,
 }
 
 impl Confinement {
@@ -65,6 +69,9 @@ impl Confinement {
     /// `abstract_unix_sockets`.
     pub fn confines(&self) -> Vec<&'static str> {
         let mut confines = vec!["filesystem"];
+        if self.profiler_ipc {
+            return confines;
+        }
         if self.abi >= NETWORK_ABI {
             confines.push("network");
         }
@@ -127,6 +134,9 @@ pub fn wrap_argv(
             argv.extend([flag.into(), value.to_string().into()]);
         }
     }
+    if confinement.profiler_ipc {
+        argv.push("--profiler-ipc".into());
+    }
     argv.push("--".into());
     argv.extend(command.iter().cloned());
     argv
@@ -139,6 +149,7 @@ fn parse(args: &[OsString]) -> Result<(Confinement, Vec<OsString>), String> {
         read: Vec::new(),
         write: Vec::new(),
         limits: Limits::default(),
+        profiler_ipc: false,
     };
     let mut rest = args.iter();
     let number = |value: Option<&OsString>, flag: &str| -> Result<u64, String> {
@@ -168,6 +179,7 @@ fn parse(args: &[OsString]) -> Result<(Confinement, Vec<OsString>), String> {
             Some("--file-size") => {
                 confinement.limits.file_size = Some(number(rest.next(), "--file-size")?);
             }
+            Some("--profiler-ipc") => confinement.profiler_ipc = true,
             _ => return Err(format!("unknown argument {flag:?}")),
         }
     }
@@ -233,13 +245,13 @@ fn confine(confinement: &Confinement) -> Result<(), String> {
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(AccessFs::from_all(abi))
         .map_err(text)?;
-    if confinement.abi >= NETWORK_ABI {
+    if confinement.abi >= NETWORK_ABI && !confinement.profiler_ipc {
         // No rule allows a port: every TCP bind and connect is refused.
         ruleset = ruleset
             .handle_access(AccessNet::from_all(abi))
             .map_err(text)?;
     }
-    if confinement.abi >= SCOPE_ABI {
+    if confinement.abi >= SCOPE_ABI && !confinement.profiler_ipc {
         ruleset = ruleset.scope(Scope::from_all(abi)).map_err(text)?;
     }
     let status = ruleset
@@ -306,6 +318,7 @@ mod tests {
                 cpu_seconds: Some(600),
                 file_size: None,
             },
+            profiler_ipc: false,
         };
         let command: Vec<OsString> = vec!["python3".into(), "-I".into(), "--".into()];
         let argv = wrap_argv(std::path::Path::new("/bin/pp"), &confinement, &command);
@@ -323,5 +336,22 @@ mod tests {
                 .unwrap_err()
                 .contains("--abi")
         );
+    }
+
+    #[test]
+    fn under_a_profiler_only_the_filesystem_and_the_limits_are_confined() {
+        let confinement = Confinement {
+            abi: 7,
+            read: vec!["/usr".into()],
+            write: vec!["/tmp/scratch".into()],
+            limits: Limits::default(),
+            profiler_ipc: true,
+        };
+        let command: Vec<OsString> = vec!["python3".into()];
+        let argv = wrap_argv(std::path::Path::new("/bin/pp"), &confinement, &command);
+        assert!(argv.iter().any(|a| a == "--profiler-ipc"));
+        let (parsed, _) = parse(&argv[2..]).unwrap();
+        assert_eq!(parsed, confinement);
+        assert_eq!(confinement.confines(), ["filesystem"]);
     }
 }

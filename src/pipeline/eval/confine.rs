@@ -46,8 +46,10 @@ pub struct CandidateSandbox {
 }
 
 impl CandidateSandbox {
-    /// The confinement of one worker whose scratch folder is `scratch`.
-    pub fn confinement(&self, scratch: &Path) -> Confinement {
+    /// The confinement of one worker whose scratch folder is `scratch`; `under_profiler`: the
+    /// worker runs under a profiler's injection (the witness and work passes), whose library
+    /// must reach the profiler's process, so TCP and the IPC scopes stay open for it.
+    pub fn confinement(&self, scratch: &Path, under_profiler: bool) -> Confinement {
         let mut write = vec![scratch.to_path_buf()];
         write.extend(self.write.iter().cloned());
         Confinement {
@@ -55,6 +57,7 @@ impl CandidateSandbox {
             read: self.read.clone(),
             write,
             limits: self.limits.clone(),
+            profiler_ipc: under_profiler,
         }
     }
 }
@@ -116,7 +119,7 @@ pub fn plan(
         write,
         limits: limits(spec),
     };
-    let probe = sandbox.confinement(Path::new("<scratch>"));
+    let probe = sandbox.confinement(Path::new("<scratch>"), false);
     let evidence = SandboxEvidence {
         kind: "landlock".to_string(),
         abi: Some(abi),

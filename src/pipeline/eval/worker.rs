@@ -240,7 +240,7 @@ impl Launch {
             argv.iter().map(|a| a.as_os_str().to_owned()).collect();
         let wrapped = crate::pipeline::sandbox::wrap_argv(
             &sandbox.launcher,
-            &sandbox.confinement(scratch.path()),
+            &sandbox.confinement(scratch.path(), self.profiler != "none"),
             &command,
         );
         Ok((wrapped.into_iter().map(Arg::from).collect(), Some(scratch)))
