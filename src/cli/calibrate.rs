@@ -55,7 +55,7 @@ pub struct Args {
     pub cache_dir: Option<PathBuf>,
     /// The profiler that measures (one with a calibration capability; default: the first
     /// that has one, ncu).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = super::values::profilers())]
     pub profiler: Option<String>,
 }
 

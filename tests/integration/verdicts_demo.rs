@@ -48,7 +48,7 @@ fn demo_without_a_gpu_shows_cpu_rates_and_a_labelled_h200_replay() {
         stdout.contains("REPLAY of a real H200 capture (not measured here)"),
         "{stdout}"
     );
-    assert!(stdout.contains("compute (tensor bf16)"), "{stdout}");
+    assert!(stdout.contains("compute · tensor bf16"), "{stdout}");
     let replay = dir.path().join("h200-replay/run.json");
     let run: serde_json::Value = serde_json::from_slice(&std::fs::read(&replay).unwrap()).unwrap();
     assert_eq!(run["kernels"].as_array().unwrap().len(), 8);

@@ -635,11 +635,7 @@ fn draw(
     circles.push_str("</g>");
     // A diff: each kernel in both runs gets an arrow from A's point to B's, named at B's end.
     if let [a, b] = chart.series.as_slice() {
-        circles.push_str(
-            "<defs><marker id=\"moved-arrow\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" \
-             markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\">\
-             <path d=\"M0,0 L10,5 L0,10 z\" fill=\"#444\"/></marker></defs><g class=\"moves\">",
-        );
+        circles.push_str("<g class=\"moves\">");
         for to in &b.points {
             let Some(from) = a.points.iter().find(|p| p.short_name == to.short_name) else {
                 continue;
@@ -648,10 +644,13 @@ fn draw(
             let (x2, y2) = plot.backend_coord(&(to.intensity, to.gflops_per_s));
             let moved = (x2 - x1).abs() + (y2 - y1).abs() >= 2;
             if moved {
+                // The head is drawn as its own triangle (no `url(#marker)`: every chart of a page
+                // would share one id, and the page references nothing).
                 circles.push_str(&format!(
                     "<line class=\"moved\" data-short=\"{}\" x1=\"{x1}\" y1=\"{y1}\" x2=\"{x2}\" \
-                     y2=\"{y2}\" stroke=\"#444\" stroke-width=\"1.5\" marker-end=\"url(#moved-arrow)\"/>",
-                    escape(&to.short_name)
+                     y2=\"{y2}\" stroke=\"#444\" stroke-width=\"1.5\"/>{}",
+                    escape(&to.short_name),
+                    arrow_head((x1, y1), (x2, y2))
                 ));
             }
             let name: String = to.short_name.chars().take(40).collect();
@@ -709,6 +708,23 @@ fn radius(gpu_time_ns: f64, total_ns: f64) -> f64 {
 /// Text for HTML and SVG content and attribute values: the one HTML rule, re-exported for
 /// the pages that import it from here.
 pub use crate::results::escape::html::text as escape;
+
+/// A filled triangle pointing at `tip` along the line from `from`: 8 px long, 8 px wide.
+fn arrow_head(from: (i32, i32), tip: (i32, i32)) -> String {
+    let (dx, dy) = (f64::from(tip.0 - from.0), f64::from(tip.1 - from.1));
+    let length = dx.hypot(dy).max(1.0);
+    let (ux, uy) = (dx / length, dy / length);
+    let (bx, by) = (f64::from(tip.0) - 8.0 * ux, f64::from(tip.1) - 8.0 * uy);
+    format!(
+        "<polygon class=\"moved-head\" points=\"{},{} {:.1},{:.1} {:.1},{:.1}\" fill=\"#444\"/>",
+        tip.0,
+        tip.1,
+        bx - 4.0 * uy,
+        by + 4.0 * ux,
+        bx + 4.0 * uy,
+        by - 4.0 * ux
+    )
+}
 
 #[cfg(test)]
 mod tests {
