@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import shutil
 import tempfile
 from typing import Any, Callable, Optional, Tuple
 
@@ -38,8 +39,26 @@ def _location(obj: Any, what: str) -> Tuple[str, str]:
     return os.path.abspath(path), qualname
 
 
-def _shim(class_name: str, target: Any, what: str, get_inputs: Optional[Callable[..., Any]], get_init_inputs: Optional[Callable[..., Any]]) -> str:
+def _copied(path: str, folder: Optional[str]) -> str:
+    """``path`` itself, or (for the candidate) a copy of it in ``folder``: the candidate's worker
+    runs in a sandbox that reads only its own folder, never the user's other files."""
+    if folder is None:
+        return path
+    copy = os.path.join(folder, f"{len(os.listdir(folder))}_{os.path.basename(path)}")
+    shutil.copyfile(path, copy)
+    return copy
+
+
+def _shim(
+    class_name: str,
+    target: Any,
+    what: str,
+    get_inputs: Optional[Callable[..., Any]],
+    get_init_inputs: Optional[Callable[..., Any]],
+    copy_into: Optional[str] = None,
+) -> str:
     path, qualname = _location(target, what)
+    path = _copied(path, copy_into)
     lines = [
         f"# polyprof: a KernelBench-format file around {qualname} of {path}",
         "import importlib.util as _util",
@@ -78,6 +97,7 @@ def _shim(class_name: str, target: Any, what: str, get_inputs: Optional[Callable
         if fn is None:
             continue
         fn_path, fn_qualname = _location(fn, name)
+        fn_path = _copied(fn_path, copy_into)
         module_name = f"{_MODULE_NAMES[class_name]}_{name}"
         lines += [
             "",
@@ -113,8 +133,12 @@ def problem_files(
         with open(reference, "w", encoding="utf-8") as f:
             f.write(text)
     if not cand_is_path:
-        text = _shim("ModelNew", candidate, "candidate", None, None)
-        candidate = os.path.join(directory, "candidate.py")
+        # The candidate's own folder, apart from the reference's shim: its sandbox reads only
+        # that folder, so the callable's module is copied in beside its shim.
+        folder = os.path.join(directory, "candidate")
+        os.mkdir(folder)
+        text = _shim("ModelNew", candidate, "candidate", None, None, copy_into=folder)
+        candidate = os.path.join(folder, "candidate.py")
         with open(candidate, "w", encoding="utf-8") as f:
             f.write(text)
     return reference, candidate, directory
