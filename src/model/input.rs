@@ -12,7 +12,7 @@ use crate::model::error::{Error, Result};
 pub const MAX_LINE_BYTES: usize = 16 << 20;
 
 /// What a path that is not a regular file is, in words.
-fn describe(file_type: std::fs::FileType) -> &'static str {
+pub fn describe(file_type: std::fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     if file_type.is_dir() {
         "a directory"

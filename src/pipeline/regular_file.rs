@@ -4,25 +4,10 @@
 //! at once, with what it is, when it is a FIFO, a device, a socket or a directory.
 
 use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-/// What a non-regular file is, in words.
-fn kind_of(file_type: std::fs::FileType) -> &'static str {
-    if file_type.is_dir() {
-        "a directory"
-    } else if file_type.is_fifo() {
-        "a FIFO (named pipe)"
-    } else if file_type.is_char_device() {
-        "a character device"
-    } else if file_type.is_block_device() {
-        "a block device"
-    } else if file_type.is_socket() {
-        "a socket"
-    } else {
-        "not a regular file"
-    }
-}
+use crate::model::input::describe;
 
 /// The bytes of regular file `path`; an error naming what it is otherwise.
 pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
@@ -34,7 +19,7 @@ pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
     if !meta.file_type().is_file() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
-            format!("it is {}, not a regular file", kind_of(meta.file_type())),
+            format!("it is {}, not a regular file", describe(meta.file_type())),
         ));
     }
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
