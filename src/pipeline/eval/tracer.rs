@@ -1,77 +1,31 @@
 //! The scored pass's tracer, the effects: compiled at first use into the user's cache (once per
 //! source and toolkit; atomic: built in a temporary folder, then renamed), the variables that
 //! load it into the candidate's worker, and its record files read back. What the tracer is comes
-//! from the backend (`profilers::tracers::gpu_tracer`); nothing here knows the vendor.
-//! (The fingerprint pass builds its own library the same way; both belong in one builder.)
+//! from the backend (`profilers::tracers::gpu_tracer`); nothing here knows the vendor. It is
+//! built like every injection library (`pipeline::injection`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use crate::model::gpu_trace::GpuTrace;
-use crate::model::probe::ProbeRequest;
-use crate::model::profile_cache::hex;
-use crate::pipeline::probe::run_probe_async;
+use crate::pipeline::injection::{self, InjectionError};
 use crate::profilers::tracer::GpuTracer;
-
-const COMPILE_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Why the tracer could not be had or read.
 #[derive(Debug, thiserror::Error)]
 pub enum TracerError {
-    #[error("{0}")]
-    NoCompiler(&'static str),
-    #[error("no SDK for the {tracer} tracer beside {toolkit}: looked for {files} in {looked}")]
-    NoSdk {
-        tracer: &'static str,
-        toolkit: PathBuf,
-        files: String,
-        looked: String,
-    },
+    #[error(transparent)]
+    Build(#[from] InjectionError),
     #[error("{action} {}: {source}", path.display())]
     Io {
         action: &'static str,
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("compiling the {tracer} tracer failed ({status}): {stderr}")]
-    Compile {
-        tracer: &'static str,
-        status: String,
-        stderr: String,
-    },
     #[error("{file}: {message}")]
     Records { file: String, message: String },
-}
-
-/// The SDK's include and library folders below `toolkit`.
-pub fn find_sdk(tracer: &GpuTracer, toolkit: &Path) -> Result<(PathBuf, PathBuf), TracerError> {
-    let include = tracer
-        .include_dirs
-        .iter()
-        .map(|d| toolkit.join(d))
-        .find(|d| tracer.headers.iter().all(|h| d.join(h).is_file()));
-    let lib = tracer
-        .lib_dirs
-        .iter()
-        .map(|d| toolkit.join(d))
-        .find(|d| tracer.libraries.iter().all(|l| d.join(l).exists()));
-    match (include, lib) {
-        (Some(include), Some(lib)) => Ok((include, lib)),
-        _ => Err(TracerError::NoSdk {
-            tracer: tracer.name,
-            toolkit: toolkit.to_path_buf(),
-            files: [tracer.headers, tracer.libraries].concat().join(" and "),
-            looked: format!(
-                "{} and {}",
-                tracer.include_dirs.join(", "),
-                tracer.lib_dirs.join(", ")
-            ),
-        }),
-    }
 }
 
 /// The compiled tracer for the compiler on PATH, built into `cache_root/<name>/<digest>/`
@@ -81,59 +35,7 @@ pub async fn build(
     cache_root: &Path,
     cancel: &CancellationToken,
 ) -> Result<PathBuf, TracerError> {
-    let missing = || TracerError::NoCompiler(tracer.compiler_missing);
-    let compiler = which::which(tracer.compiler).map_err(|_| missing())?;
-    let compiler = std::fs::canonicalize(&compiler).unwrap_or(compiler);
-    let toolkit = compiler
-        .parent()
-        .and_then(Path::parent)
-        .map(Path::to_path_buf)
-        .ok_or_else(missing)?;
-    let (include, lib) = find_sdk(tracer, &toolkit)?;
-    let mut hasher = Sha256::new();
-    hasher.update(tracer.source.as_bytes());
-    hasher.update(toolkit.display().to_string().as_bytes());
-    let digest = hex(&hasher.finalize());
-    let dir = cache_root.join(tracer.name).join(&digest[..16]);
-    let path = dir.join(tracer.library_file);
-    if path.is_file() {
-        return Ok(path);
-    }
-    let io = |action: &'static str, path: &Path| {
-        let path = path.to_path_buf();
-        move |source| TracerError::Io {
-            action,
-            path,
-            source,
-        }
-    };
-    std::fs::create_dir_all(&dir).map_err(io("create the tracer's folder", &dir))?;
-    let work = tempfile::Builder::new()
-        .prefix(".build-")
-        .tempdir_in(&dir)
-        .map_err(io("create a build folder in", &dir))?;
-    let source = work.path().join(tracer.source_file);
-    let output = work.path().join(tracer.library_file);
-    std::fs::write(&source, tracer.source).map_err(io("write", &source))?;
-    let mut request = ProbeRequest::new(&compiler, &[], COMPILE_TIMEOUT);
-    request.args = (tracer.compile_args)(&include, &lib, &source, &output);
-    let ran = run_probe_async(request, cancel)
-        .await
-        .map_err(|e| TracerError::Compile {
-            tracer: tracer.name,
-            status: "did not run".into(),
-            stderr: e.to_string(),
-        })?;
-    if !ran.success() || !output.is_file() {
-        return Err(TracerError::Compile {
-            tracer: tracer.name,
-            status: ran.status_text(),
-            stderr: String::from_utf8_lossy(&ran.stderr).trim().to_string(),
-        });
-    }
-    // Another process may have finished first: renaming over its identical library is harmless.
-    std::fs::rename(&output, &path).map_err(io("install the tracer at", &path))?;
-    Ok(path)
+    Ok(injection::build(&tracer.library, cache_root, cancel).await?)
 }
 
 /// The variables that load the tracer into the candidate's worker, its records into `dir`
@@ -148,7 +50,7 @@ pub fn load_env(
         path: dir.to_path_buf(),
         source,
     })?;
-    Ok((tracer.load_env)(library, dir))
+    Ok((tracer.library.load_env)(library, dir))
 }
 
 /// Every record file in `dir`, one trace per process (the worker and any process it started
@@ -190,7 +92,7 @@ mod tests {
         let lib = root.path().join("targets/x86_64-linux/lib");
         std::fs::create_dir_all(&include).unwrap();
         std::fs::create_dir_all(&lib).unwrap();
-        assert!(find_sdk(tracer, root.path()).is_err());
+        assert!(injection::find_sdk(root.path(), &tracer.library.sdk).is_err());
         for file in [
             include.join("cupti.h"),
             include.join("cuda.h"),
@@ -198,7 +100,8 @@ mod tests {
         ] {
             std::fs::write(file, "").unwrap();
         }
-        assert_eq!(find_sdk(tracer, root.path()).unwrap(), (include, lib));
+        let found = injection::find_sdk(root.path(), &tracer.library.sdk).unwrap();
+        assert_eq!((found.include, found.lib), (include, lib));
     }
 
     #[test]

@@ -6,32 +6,23 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use crate::model::gpu_trace::{ActivityKind, GpuActivity, GpuTrace, TracedModule};
+use crate::profilers::capability::injection::InjectionLibrary;
+use crate::profilers::ncu::capabilities::{CUPTI, cupti_nvcc_args};
 use crate::profilers::tracer::GpuTracer;
 
 /// The tracer as the pipeline builds, loads and reads it.
 pub const TRACER: GpuTracer = GpuTracer {
-    name: "gpu-trace",
-    source_file: "trace.c",
-    source: TRACE_C,
-    library_file: TRACE_LIBRARY,
-    compiler: "nvcc",
-    compiler_missing: "nvcc is not on PATH: the GPU timeline needs the CUDA toolkit (nvcc and CUPTI) to build polyprof's tracer",
-    include_dirs: &[
-        "include",
-        "targets/x86_64-linux/include",
-        "targets/sbsa-linux/include",
-        "extras/CUPTI/include",
-    ],
-    headers: &["cupti.h", "cuda.h"],
-    lib_dirs: &[
-        "lib64",
-        "targets/x86_64-linux/lib",
-        "targets/sbsa-linux/lib",
-        "extras/CUPTI/lib64",
-    ],
-    libraries: &["libcupti.so"],
-    compile_args: nvcc_args,
-    load_env,
+    library: InjectionLibrary {
+        name: "gpu-trace",
+        source_file: "trace.c",
+        source: TRACE_C,
+        library_file: TRACE_LIBRARY,
+        compiler: "nvcc",
+        compiler_missing: "nvcc is not on PATH: the GPU timeline needs the CUDA toolkit (nvcc and CUPTI) to build polyprof's tracer",
+        sdk: CUPTI,
+        compile_args: cupti_nvcc_args,
+        load_env,
+    },
     record_file_pid: trace_file_pid,
     parse: |pid, text| parse_trace(pid, text).map_err(|e| e.to_string()),
 };
@@ -52,25 +43,6 @@ pub const TRACE_LIBRARY: &str = "libpolyprof_trace.so";
 pub const TRACE_DIR_ENV: &str = "POLYPROF_TRACE_DIR";
 /// The environment variable CUDA loads an injection library from.
 pub const INJECTION_ENV: &str = "CUDA_INJECTION64_PATH";
-
-/// nvcc's arguments for the tracer: a shared library linked to CUPTI, found again through its
-/// rpath (the target's own LD_LIBRARY_PATH is left alone).
-pub fn nvcc_args(include: &Path, lib: &Path, source: &Path, output: &Path) -> Vec<String> {
-    vec![
-        "-shared".into(),
-        "-Xcompiler".into(),
-        "-fPIC".into(),
-        "-O2".into(),
-        format!("-I{}", include.display()),
-        format!("-L{}", lib.display()),
-        "-Xlinker".into(),
-        format!("-rpath={}", lib.display()),
-        "-lcupti".into(),
-        "-o".into(),
-        output.display().to_string(),
-        source.display().to_string(),
-    ]
-}
 
 /// A line the reader could not take, with its number.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
