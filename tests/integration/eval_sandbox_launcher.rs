@@ -9,7 +9,13 @@ use crate::support::{skip, this_test};
 fn sandboxed(own_proc: bool, script: &str) -> std::process::Output {
     let abi = polyprof::pipeline::sandbox::landlock_abi().unwrap_or(0);
     let mut command = Command::new(env!("CARGO_BIN_EXE_polyprof-supervise"));
-    command.args(["__polyprof-sandbox", "--abi", &abi.to_string(), "--read", "/"]);
+    command.args([
+        "__polyprof-sandbox",
+        "--abi",
+        &abi.to_string(),
+        "--read",
+        "/",
+    ]);
     if own_proc {
         command.arg("--write-own-proc");
     }

@@ -9,6 +9,8 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
+use super::calibration_program::PROGRAM;
+use super::device_identity::NvidiaSmi;
 use super::launch_log::{parse_log, resolve};
 use super::options::{
     ClockControl, DRAM_CLOCK, DRAM_READ, DRAM_WRITE, DURATION, FP16_OPS, FP32_OPS, FP64_OPS,
@@ -21,8 +23,8 @@ use crate::model::record::KernelRecord;
 use crate::profilers::ProfilerSettings;
 use crate::profilers::capability::injection::SdkPaths;
 use crate::profilers::capability::{
-    Assembly, CalibrationCapability, Capabilities, FingerprintCapability, Hit, InjectionLibrary,
-    ProfileOnceCapability, SdkLayout, TensorPrecision,
+    Assembly, CalibrationCapability, CalibrationProgram, Capabilities, FingerprintCapability, Hit,
+    InjectionLibrary, ProfileOnceCapability, SdkLayout, TensorPrecision,
 };
 
 /// Every capability ncu has.
@@ -30,6 +32,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     fingerprint: Some(&NcuFingerprint),
     profile_once: Some(&NcuProfileOnce),
     calibration: Some(&NcuCalibration),
+    device_identity: Some(&NvidiaSmi),
 };
 
 /// CUPTI's header and library below a CUDA toolkit (CUDA 12 and 13, x86-64 and Arm servers).
@@ -174,6 +177,10 @@ impl ProfileOnceCapability for NcuProfileOnce {
 pub struct NcuCalibration;
 
 impl CalibrationCapability for NcuCalibration {
+    fn program(&self) -> &'static CalibrationProgram {
+        &PROGRAM
+    }
+
     fn duration_metric(&self) -> &'static str {
         DURATION
     }

@@ -1,11 +1,13 @@
 //! NVIDIA Nsight Compute backend: plan (`wrap`), preflight, parsers of ncu's CSV pages, metric
 //! name checks, and the static lane (cuobjdump resource usage, theoretical occupancy).
 
+pub mod calibration_program;
 pub mod capabilities;
 mod checks;
 mod context;
 pub mod cuobjdump;
 mod details;
+pub mod device_identity;
 pub mod diagnostics;
 pub mod discovery;
 mod dispatch;
