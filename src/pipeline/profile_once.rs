@@ -27,6 +27,7 @@ use crate::pipeline::injection;
 use crate::pipeline::profile_cache::{ProfileCache, ProfileCacheOptions, store};
 use crate::pipeline::runner::RunOptions;
 use crate::profilers::capability::{Capabilities, Capability, Hit, ProfileOnceCapability};
+use crate::profilers::device_tools;
 use crate::profilers::registry;
 use crate::profilers::{EndMarker, ProfilerSettings};
 use crate::results::stats::Stats;
@@ -278,7 +279,7 @@ fn sampled(salt: &str, share: f64) -> bool {
     f64::from(draw) / f64::from(u32::MAX) < share
 }
 
-/// Where and how the profiles are measured: the GPU (the profiler's device-identity tool: name
+/// Where and how the profiles are measured: the GPU (the vendor's device tool: name
 /// and compute capability), the driver, the profiler and its version, the clock policy, the
 /// metric set and the inputs' scope.
 async fn context(
@@ -287,11 +288,10 @@ async fn context(
     tool_version: Option<&str>,
 ) -> ProfileContext {
     let unknown = || ("unknown".to_string(), "unknown".to_string());
-    let identity = registry::capability(job.profiler, Capability::DeviceIdentity, |c| {
-        c.device_identity
-    })
-    .ok()
-    .and_then(Result::ok);
+    let identity = registry::lookup(job.profiler)
+        .ok()
+        .and_then(|entry| entry.vendor)
+        .and_then(device_tools::for_vendor);
     let tool = identity.and_then(|i| Some((i, which::which(i.tool().program).ok()?)));
     let (device, driver) = match tool {
         Some((identity, tool)) => {

@@ -1,4 +1,4 @@
-//! Which GPU is calibrated: its identity from the backend's device-identity capability (name,
+//! Which GPU is calibrated: its identity from the vendor's device tool (`profilers::device_tool`: name,
 //! UUID, driver, compute capability: the cache key and the architecture to compile for) and its
 //! sizes from the calibration program's own `info` (SMs, L2, memory: the plan's amounts). The
 //! parser of `info` is pure.
@@ -12,7 +12,7 @@ use super::error::CalibrateError;
 use crate::model::device::parse_compute_capability;
 use crate::model::probe::{ProbeError, ProbeRequest};
 use crate::pipeline::probe::run_probe_async;
-use crate::profilers::capability::{DeviceIdentityCapability, GpuIdentity};
+use crate::profilers::device_tool::{DeviceTool, GpuIdentity};
 use crate::results::calibration_kernels::DeviceFacts;
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -63,13 +63,13 @@ pub fn visible_device() -> Option<String> {
 /// The GPU `device` (an index or a UUID, as the identity tool takes it; the first GPU when
 /// `None`) as the backend's identity tool (`tool`, found on PATH) names it.
 pub async fn identify(
-    identity: &dyn DeviceIdentityCapability,
+    identity: &dyn DeviceTool,
     tool: &Path,
     device: Option<&str>,
     cancel: &CancellationToken,
 ) -> Result<GpuIdentity, CalibrateError> {
     let mut request = ProbeRequest::new(tool, &[], PROBE_TIMEOUT);
-    request.args = identity.query_args(device);
+    request.args = identity.identity_args(device);
     let command = request.shown();
     let output = run_blocking(request, cancel).await?;
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -84,7 +84,7 @@ pub async fn identify(
             ),
         });
     }
-    match identity.parse(&stdout).into_iter().next() {
+    match identity.parse_identity(&stdout).into_iter().next() {
         Some(gpu) if gpu.compute_capability.is_some() => Ok(gpu),
         Some(gpu) => Err(CalibrateError::Device {
             command,

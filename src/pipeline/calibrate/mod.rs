@@ -3,7 +3,7 @@
 //! ncu version, where the eval's audit finds it ([`lookup`]). docs/calibrate.md says what each
 //! kernel does and how a counter is judged.
 //!
-//! The steps: the capability's compiler, the profiler and the device-identity tool are found
+//! The steps: the capability's compiler, the profiler and the vendor's device tool are found
 //! (all that are missing are named at once); the GPU is identified with that tool; a
 //! calibration cached for it is served unless `force`; otherwise, under the key's lock and in a
 //! fresh work directory beside the cache, the capability's known-work program is compiled for
@@ -29,9 +29,9 @@ pub use error::{CalibrateError, MissingTool};
 use crate::model::calibration::Calibration;
 use crate::pipeline::Profiler;
 use crate::profilers::ProfilerSettings;
-use crate::profilers::capability::{
-    CalibrationCapability, Capability, CapabilityError, DeviceIdentityCapability,
-};
+use crate::profilers::capability::{CalibrationCapability, Capability, CapabilityError};
+use crate::profilers::device_tool::{self, DeviceTool};
+use crate::profilers::device_tools;
 use crate::profilers::registry;
 use crate::results::calibration::{Judged, judge};
 use crate::results::calibration_kernels::CalibrationPlan;
@@ -91,7 +91,7 @@ pub struct Calibrated {
 struct Tools {
     /// The calibration program's compiler.
     compiler: PathBuf,
-    /// The device-identity tool.
+    /// The vendor's device tool.
     identity_tool: PathBuf,
     /// `ncu 2025.3.1.0`: the calibration's `tool` (the profiler and its version).
     profiler: String,
@@ -132,10 +132,7 @@ pub async fn calibrate(options: &CalibrateOptions) -> Result<Calibrated, Calibra
         None => cache::default_dir().ok_or(CalibrateError::NoCacheDir)?,
     };
     let (profiler, calibration) = calibrator(options)?;
-    let identity =
-        registry::capability(profiler, Capability::DeviceIdentity, |c| c.device_identity)
-            .map_err(|e| CalibrateError::Profiler(e.to_string()))?
-            .map_err(|e| CalibrateError::Profiler(e.to_string()))?;
+    let identity = vendor_tool(profiler)?;
     let tools = find_tools(profiler, calibration, identity, &dir).await?;
     let device = options.device.clone().or_else(visible_device);
     let gpu = device::identify(identity, &tools.identity_tool, device.as_deref(), cancel).await?;
@@ -246,16 +243,30 @@ pub async fn calibrate(options: &CalibrateOptions) -> Result<Calibrated, Calibra
     })
 }
 
+/// The device tool of the GPUs `profiler` profiles (the GPU is named with it).
+fn vendor_tool(profiler: &str) -> Result<&'static dyn DeviceTool, CalibrateError> {
+    let entry = registry::lookup(profiler).map_err(|e| CalibrateError::Profiler(e.to_string()))?;
+    entry
+        .vendor
+        .and_then(device_tools::for_vendor)
+        .ok_or_else(|| {
+            CalibrateError::Profiler(format!(
+                "`{profiler}` profiles no GPU whose device tool polyprof knows, so the GPU to \
+                 calibrate cannot be named"
+            ))
+        })
+}
+
 /// The program's compiler, the profiler (its preflight: binary, version, GPU, counter access)
 /// and the device-identity tool; every one that is missing is named, with its fix.
 async fn find_tools(
     profiler: &'static str,
     calibration: &dyn CalibrationCapability,
-    identity: &dyn DeviceIdentityCapability,
+    identity: &dyn DeviceTool,
     dir: &Path,
 ) -> Result<Tools, CalibrateError> {
     let mut missing = Vec::new();
-    let mut find = |tool: crate::profilers::capability::Tool| {
+    let mut find = |tool: device_tool::Tool| {
         let found = which::which(tool.program).ok();
         if found.is_none() {
             missing.push(MissingTool {

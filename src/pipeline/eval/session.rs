@@ -127,8 +127,11 @@ pub async fn evaluate(spec: &EvalSpec) -> Result<EvalOutcome> {
         reference_work: None,
         init_inputs: None,
         next_trial: 0,
-        conditions: (spec.device == Device::Cuda)
-            .then(|| ConditionsReader::new(spec.cancel.clone())),
+        conditions: spec
+            .device
+            .vendor()
+            .and_then(crate::profilers::device_tools::for_vendor)
+            .map(|tool| ConditionsReader::new(tool, spec.cancel.clone())),
     };
     let ran = eval.run(witness, work).await;
     if let Err(failure) = ran {

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use crate::profilers::ProfilerSettings;
-use crate::profilers::capability::device_identity::Tool;
+use crate::profilers::capability::tool::Tool;
 
 /// The known-work program: its source (embedded in polyprof), the compiler that builds it for
 /// one GPU's architecture, and the files' names in the calibration's work directory. Run as

@@ -9,15 +9,14 @@
 //! compiles, caches and loads every such library the same way.
 
 pub mod calibration;
-pub mod device_identity;
 pub mod fingerprint;
 pub mod injection;
 pub mod profile_once;
+pub mod tool;
 
 use std::fmt;
 
 pub use calibration::{CalibrationCapability, CalibrationProgram, TensorPrecision};
-pub use device_identity::{DeviceIdentityCapability, GpuIdentity, Tool};
 pub use fingerprint::FingerprintCapability;
 pub use injection::{InjectionLibrary, SdkLayout};
 pub use profile_once::{Assembly, Hit, ProfileOnceCapability};
@@ -31,8 +30,6 @@ pub struct Capabilities {
     pub profile_once: Option<&'static dyn ProfileOnceCapability>,
     /// Measure known-work kernels and judge the counters against the work.
     pub calibration: Option<&'static dyn CalibrationCapability>,
-    /// Name the GPU a job runs on (the caches' keys and contexts).
-    pub device_identity: Option<&'static dyn DeviceIdentityCapability>,
 }
 
 impl Capabilities {
@@ -41,7 +38,6 @@ impl Capabilities {
         fingerprint: None,
         profile_once: None,
         calibration: None,
-        device_identity: None,
     };
 
     /// The names of those it has, for messages.
@@ -50,7 +46,6 @@ impl Capabilities {
             (self.fingerprint.is_some(), Capability::Fingerprint),
             (self.profile_once.is_some(), Capability::ProfileOnce),
             (self.calibration.is_some(), Capability::Calibration),
-            (self.device_identity.is_some(), Capability::DeviceIdentity),
         ]
         .into_iter()
         .filter(|(has, _)| *has)
@@ -71,7 +66,6 @@ pub enum Capability {
     Fingerprint,
     ProfileOnce,
     Calibration,
-    DeviceIdentity,
 }
 
 impl Capability {
@@ -80,7 +74,6 @@ impl Capability {
             Capability::Fingerprint => "fingerprint pass",
             Capability::ProfileOnce => "profile once",
             Capability::Calibration => "calibration",
-            Capability::DeviceIdentity => "device identity",
         }
     }
 }

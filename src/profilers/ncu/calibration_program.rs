@@ -5,7 +5,8 @@
 
 use std::path::Path;
 
-use crate::profilers::capability::{CalibrationProgram, Tool};
+use crate::profilers::capability::CalibrationProgram;
+use crate::profilers::capability::tool::Tool;
 
 pub const PROGRAM: CalibrationProgram = CalibrationProgram {
     source_file: "kernels.cu",

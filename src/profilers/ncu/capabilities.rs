@@ -10,7 +10,6 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 
 use super::calibration_program::PROGRAM;
-use super::device_identity::NvidiaSmi;
 use super::launch_log::{parse_log, resolve};
 use super::options::{
     ClockControl, DRAM_CLOCK, DRAM_READ, DRAM_WRITE, DURATION, FP16_OPS, FP32_OPS, FP64_OPS,
@@ -32,7 +31,6 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     fingerprint: Some(&NcuFingerprint),
     profile_once: Some(&NcuProfileOnce),
     calibration: Some(&NcuCalibration),
-    device_identity: Some(&NvidiaSmi),
 };
 
 /// CUPTI's header and library below a CUDA toolkit (CUDA 12 and 13, x86-64 and Arm servers).
