@@ -101,7 +101,7 @@ else
   for _ in $(seq 30); do
     t0=$(now_ns); "${CMD[@]}" > /dev/null; t1=$(now_ns)
     echo $(( (t1 - t0) / 1000 )) >> "$WORK/bare"
-    t0=$(now_ns); "$BIN" run -q --force --output-dir "$WORK/ovh.d" -- "${CMD[@]}" > /dev/null; t1=$(now_ns)
+    t0=$(now_ns); "$BIN" run -q --force --output-dir "$WORK/ovh.d" -- "${CMD[@]}" > /dev/null 2>&1; t1=$(now_ns)
     echo $(( (t1 - t0) / 1000 )) >> "$WORK/wrapped"
   done
   bare=$(awk '{s+=$1} END {print s/NR/1000}' "$WORK/bare")
