@@ -11,7 +11,11 @@
 #      `--tracking cgroup` where a cgroup v2 per run can be created (what it costs per run)
 # Environment: RUNS (repetitions, default 5), SIZE_MIB (default 1024), LINE_MIB (default 100);
 # BASELINE_REV (a git revision, e.g. fd98609: built once into a temporary worktree and measured
-# side by side in sections 1, 3, 4 and 5) or BASELINE_BIN (a polyprof binary already built).
+# side by side in sections 1, 3, 4 and 5) or BASELINE_BIN (a polyprof binary already built);
+# POLYPROF_BIN: measure this binary instead of building target/release/polyprof.
+# Section 5 also prints CPU time (user + system of polyprof, its supervisor and the command,
+# from wait4) and page faults, medians of interleaved runs (scripts/bench_rusage.py): on a
+# loaded shared machine those swing far less than the wall times.
 # Figures from a noisy shared machine: each side is run interleaved and the best run is kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,9 +24,13 @@ RUNS=${RUNS:-5}
 SIZE_MIB=${SIZE_MIB:-1024}
 LINE_MIB=${LINE_MIB:-100}
 
-echo "building release binary..."
-cargo build --release --quiet
-BIN=$PWD/target/release/polyprof
+if [ -n "${POLYPROF_BIN:-}" ]; then
+  BIN=$POLYPROF_BIN # a polyprof already built (polyprof-supervise beside it)
+else
+  echo "building release binary..."
+  cargo build --release --quiet
+  BIN=$PWD/target/release/polyprof
+fi
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/polyprof-bench.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 BASE=${BASELINE_BIN:-}
@@ -93,7 +101,7 @@ else
   for _ in $(seq 30); do
     t0=$(now_ns); "${CMD[@]}" > /dev/null; t1=$(now_ns)
     echo $(( (t1 - t0) / 1000 )) >> "$WORK/bare"
-    t0=$(now_ns); "$BIN" run -q --force --output-dir "$WORK/ovh.d" -- "${CMD[@]}" > /dev/null; t1=$(now_ns)
+    t0=$(now_ns); "$BIN" run -q --force --output-dir "$WORK/ovh.d" -- "${CMD[@]}" > /dev/null 2>&1; t1=$(now_ns)
     echo $(( (t1 - t0) / 1000 )) >> "$WORK/wrapped"
   done
   bare=$(awk '{s+=$1} END {print s/NR/1000}' "$WORK/bare")
@@ -220,6 +228,17 @@ if [ -n "$BASE" ]; then
   a=$(med "$WORK/t.base")
   printf "  [base] run, supervisor         %6.2f   overhead %.2f\n" "$a" "$(awk -v a="$a" -v b="$b" 'BEGIN {print a - b}')"
 fi
+echo "CPU time and page faults, median of ${CPU_RUNS:-100} interleaved runs (wall ms, CPU ms, faults):"
+cpu_cmds=(true=/bin/true "now=$BIN run -q --force --output-dir $WORK/u.d -- true"
+  "now-group=$BIN run -q --force --tracking group --output-dir $WORK/v.d -- true")
+[ -n "$BASE" ] && cpu_cmds+=("base=$BASE run -q --force --output-dir $WORK/w.d -- true"
+  "base-group=$BASE run -q --force --tracking group --output-dir $WORK/x.d -- true")
+python3 scripts/bench_rusage.py "${CPU_RUNS:-100}" "${cpu_cmds[@]}" > "$WORK/cpu"
+awk -F'\t' 'NR == 1 {bw = $2; bc = $3; bf = $4}
+  {printf "  %-11s wall %6.2f  CPU %5.2f  faults %4d", $1, $2, $3, $4
+   if (NR > 1) printf "   over true: wall %+.2f  CPU %+.2f  faults %+d", $2 - bw, $3 - bc, $4 - bf
+   print ""}' "$WORK/cpu"
+echo "  (load average: $(cut -d' ' -f1-3 /proc/loadavg))"
 if [ "$CGROUP" = yes ]; then
   c=$(med "$WORK/t.cg")
   printf "  run, --tracking cgroup         %6.2f   overhead %.2f; the cgroup costs %.2f\n" \

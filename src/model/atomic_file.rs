@@ -16,10 +16,39 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     write_atomic_with(path, |out| out.write_all(bytes))
 }
 
+/// [`write_atomic`] with one fsync instead of two: the data is on disk before the rename (so
+/// no crash ever leaves a partial or empty document at `path`), but the directory is not
+/// synced after it. A kill at any point leaves the old document or the new one, as
+/// [`write_atomic`]; after an OS crash or power loss `path` holds the old document or the new
+/// one, whole, and the new one is certain only once the directory has reached the disk: by the
+/// caller's next [`write_atomic`] in the same directory (a batch's `entry.json`), a
+/// [`sync_dir`], or the filesystem's own writeback (ext4: seconds). `polyprof run` writes
+/// run.json this way: the second fsync cost 0.1–10 ms of wall time per run on a busy disk
+/// (issue 37, docs/runner.md "Crash safety").
+pub fn write_atomic_deferring_dir_sync(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomic_inner(path, false, |out| out.write_all(bytes))
+}
+
+/// Make the renames done in `dir` durable (fsync of the directory). A filesystem that cannot
+/// sync a directory is not an error: the documents are there all the same.
+pub fn sync_dir(dir: &Path) {
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
 /// [`write_atomic`] for a document written as it is produced (a large run document serialized
 /// straight into the temporary file, never held whole in memory).
 pub fn write_atomic_with(
     path: &Path,
+    produce: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    write_atomic_inner(path, true, produce)
+}
+
+fn write_atomic_inner(
+    path: &Path,
+    then_sync_dir: bool,
     produce: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     let dir = match path.parent() {
@@ -47,10 +76,9 @@ pub fn write_atomic_with(
     }
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
-    // The rename itself survives a crash once the directory is synced; a filesystem that
-    // cannot sync a directory still has the document.
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
+    // The rename itself survives a crash once the directory is synced.
+    if then_sync_dir {
+        sync_dir(dir);
     }
     Ok(())
 }
@@ -74,6 +102,18 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&doc).unwrap(), "{}");
         // Only the document, the victim and the planted link: no temporary file left.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3);
+    }
+
+    #[test]
+    fn the_deferred_write_replaces_whole_and_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let doc = dir.path().join("run.json");
+        write_atomic_deferring_dir_sync(&doc, b"{\"a\": 1}").unwrap();
+        write_atomic_deferring_dir_sync(&doc, b"{\"b\": 2}").unwrap();
+        assert_eq!(std::fs::read_to_string(&doc).unwrap(), "{\"b\": 2}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        let err = write_atomic_deferring_dir_sync(&dir.path().join("no/doc.json"), b"x");
+        assert_eq!(err.unwrap_err().kind(), std::io::ErrorKind::NotFound);
     }
 
     #[test]

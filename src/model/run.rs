@@ -147,14 +147,17 @@ impl ProfileRun {
         self.errors.is_empty() && self.outcome.as_ref().is_some_and(Outcome::is_success)
     }
 
-    /// Write `run.json` into `dir` (atomically, through [`crate::model::atomic_file`]).
+    /// Write `run.json` into `dir` (atomically, through [`crate::model::atomic_file`]): the
+    /// data fsynced before the rename, the directory's sync left to the next document written
+    /// there or the filesystem (see
+    /// [`write_atomic_deferring_dir_sync`](crate::model::atomic_file::write_atomic_deferring_dir_sync)).
     pub fn write(&self, dir: &Path) -> Result<PathBuf> {
         let path = dir.join(RUN_FILE);
         let text = serde_json::to_vec_pretty(self).map_err(|source| Error::Json {
             context: "run document".to_string(),
             source,
         })?;
-        crate::model::atomic_file::write_atomic(&path, &text)
+        crate::model::atomic_file::write_atomic_deferring_dir_sync(&path, &text)
             .map_err(|e| Error::io("write", &path, e))?;
         Ok(path)
     }

@@ -154,11 +154,14 @@ async fn run_pass(job: &Job, run: &mut ProfileRun, target: &ExecutionTarget) {
         };
     run.profiler.name = profiler.name().to_string();
     // Preflight probes the machine (version commands, /proc files): keep it off the async
-    // workers. Its probes stop when the run is cancelled.
-    let preflight = {
+    // workers. Its probes stop when the run is cancelled. A backend that probes nothing is
+    // judged here (no blocking-pool thread started per run for it).
+    let preflight = if profiler.preflight_probes_host() {
         let profiler = profiler.clone();
         let probe = HostProbe::with_cancel(job.run.cancel.clone());
         tokio::task::spawn_blocking(move || profiler.check_availability(&probe)).await
+    } else {
+        Ok(profiler.check_availability(&HostProbe::with_cancel(job.run.cancel.clone())))
     };
     match preflight {
         Ok(preflight) => {

@@ -7,7 +7,7 @@
 //! taker gets; that text is never trusted for anything else.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, Write};
+use std::io::{Read, Seek};
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
@@ -59,7 +59,7 @@ pub fn try_lock(file: &Path, what: &'static str, dir: &Path) -> Result<HeldLock>
         .map_err(|e| Error::io("open the lock file", file, e))?;
     check_own_file(&opened, file)?;
     match Flock::lock(opened, FlockArg::LockExclusiveNonblock) {
-        Ok(mut lock) => {
+        Ok(lock) => {
             let holder = format!(
                 "polyprof pid {} on {} since {:.0} (Unix time)\n",
                 std::process::id(),
@@ -70,9 +70,7 @@ pub fn try_lock(file: &Path, what: &'static str, dir: &Path) -> Result<HeldLock>
                 now_unix_s()
             );
             // Who holds it is only information for the next taker's error.
-            let _ = lock
-                .set_len(0)
-                .and_then(|()| lock.write_all(holder.as_bytes()));
+            let _ = write_holder(&lock, &holder);
             Ok(HeldLock {
                 _lock: lock,
                 path: file.to_path_buf(),
@@ -96,6 +94,28 @@ pub fn try_lock(file: &Path, what: &'static str, dir: &Path) -> Result<HeldLock>
         }
         Err((_, errno)) => Err(Error::io("lock", file, errno.into())),
     }
+}
+
+/// Bytes of the holder's line in the lock file: the line, padded with spaces.
+const HOLDER_WIDTH: usize = 256;
+
+/// Write the holder's line over the previous one in place, padded to a fixed width, instead of
+/// truncating the file first: on ext4 a truncate to zero frees the file's block (a discard
+/// with `-o discard`) and makes the close start writeback (`auto_da_alloc`), about 0.3 ms of
+/// CPU per run (issue 37). Only a file longer than the width (not written by this code) is cut.
+fn write_holder(file: &File, holder: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut line = holder.as_bytes().to_vec();
+    if line.len() < HOLDER_WIDTH {
+        line.pop_if(|b| *b == b'\n');
+        line.resize(HOLDER_WIDTH - 1, b' ');
+        line.push(b'\n');
+    }
+    file.write_all_at(&line, 0)?;
+    if file.metadata()?.len() > line.len() as u64 {
+        file.set_len(line.len() as u64)?;
+    }
+    Ok(())
 }
 
 /// The lock file is written (the holder's line), so it must be a plain file of its own: a
@@ -144,6 +164,26 @@ mod tests {
         // The file stays behind (as a dead holder's would) and does not block.
         assert!(file.exists());
         try_lock(&file, "run directory", dir.path()).unwrap();
+    }
+
+    #[test]
+    fn the_holder_line_is_rewritten_in_place_and_read_back_trimmed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(RUN_LOCK);
+        // A longer line from someone else is cut to the fixed width.
+        std::fs::write(&file, "x".repeat(2 * HOLDER_WIDTH)).unwrap();
+        let held = try_lock(&file, "run directory", dir.path()).unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(text.len(), HOLDER_WIDTH);
+        assert!(text.starts_with("polyprof pid "), "{text}");
+        drop(held);
+        let _held = try_lock(&file, "run directory", dir.path()).unwrap();
+        let err = try_lock(&file, "run directory", dir.path()).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("(Unix time)") && !text.contains("time)  "),
+            "{text}"
+        );
     }
 
     #[cfg(unix)]

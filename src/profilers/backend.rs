@@ -46,6 +46,13 @@ pub trait Backend: Send + Sync + Debug {
     /// Judge whether the profiler can run here from the answers to the probes it asks.
     fn check_availability(&self, probe: &dyn Probe) -> Preflight;
 
+    /// Whether [`Backend::check_availability`] asks the host anything (runs version commands,
+    /// reads files). One that does not is judged on the caller's thread, without a blocking
+    /// pool thread started for it on every run.
+    fn preflight_probes_host(&self) -> bool {
+        true
+    }
+
     /// A check to run before the command, if the backend has one.
     fn pre_run_check(&self) -> Option<PreRunCheck> {
         None

@@ -72,4 +72,8 @@ impl Backend for NoProfiler {
     fn check_availability(&self, _probe: &dyn Probe) -> Preflight {
         Preflight::new("none").finish()
     }
+
+    fn preflight_probes_host(&self) -> bool {
+        false
+    }
 }

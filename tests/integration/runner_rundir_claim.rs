@@ -141,3 +141,63 @@ fn a_read_only_output_directory_fails_before_the_command_runs() {
     );
     assert!(!marker.exists(), "the command never ran");
 }
+
+/// run.json's crash safety with one fsync per run (issue 37, docs/runner.md "Crash safety"):
+/// the temporary document's data is fsynced before it is renamed to run.json (a crash never
+/// leaves a partial or empty run.json), and no second fsync (of the directory) follows on the
+/// run's path. Seen through `strace`; SKIPPED where strace cannot run.
+#[test]
+fn run_json_is_fsynced_once_before_its_rename() {
+    let test = "runner_rundir_claim::run_json_is_fsynced_once_before_its_rename";
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("D");
+    let trace = tmp.path().join("trace");
+    let out = Command::new("strace")
+        .args([
+            "-f",
+            "-qq",
+            "-e",
+            "trace=openat,fsync,fdatasync,rename,renameat,renameat2",
+        ])
+        .arg("-o")
+        .arg(&trace)
+        .arg(env!("CARGO_BIN_EXE_polyprof"))
+        .args(["run", "-q", "--output-dir"])
+        .arg(&dir)
+        .args(["--", "true"])
+        .output();
+    let out = match out {
+        Ok(out) if out.status.success() && trace.exists() => out,
+        Ok(out) => {
+            return crate::support::skip(
+                test,
+                &format!("strace cannot trace here: {}", stderr(&out).trim()),
+            );
+        }
+        Err(e) => return crate::support::skip(test, &format!("no strace ({e})")),
+    };
+    assert!(dir.join("run.json").is_file(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    // The temporary document's descriptor: `openat(…, ".../.run.json.XXXX.tmp", …) = FD`.
+    let (open_at, fd) = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.contains("openat(") && l.contains("/.run.json.") && l.contains(".tmp\""))
+        .find_map(|(i, l)| Some((i, l.rsplit("= ").next()?.trim().parse::<i32>().ok()?)))
+        .unwrap_or_else(|| panic!("no temporary run.json opened:\n{text}"));
+    let rename_at = lines
+        .iter()
+        .position(|l| l.contains("rename") && l.contains("/run.json\""))
+        .unwrap_or_else(|| panic!("run.json not renamed into place:\n{text}"));
+    let data_sync = lines[open_at..rename_at]
+        .iter()
+        .filter(|l| l.contains(&format!("fsync({fd})")) || l.contains(&format!("fdatasync({fd})")))
+        .count();
+    assert_eq!(
+        data_sync, 1,
+        "the data is synced before the rename:\n{text}"
+    );
+    let syncs = lines.iter().filter(|l| l.contains("sync(")).count();
+    assert_eq!(syncs, 1, "one fsync per run:\n{text}");
+}
