@@ -1,7 +1,7 @@
 //! The sandbox of the candidate's workers (docs/eval-harness.md, "The sandbox"): what they may
 //! read (the system's libraries and toolchains, the Python environment, the candidate's folder,
 //! the harness, /proc, /sys, the device nodes), what they may write (a fresh scratch folder per
-//! worker; on CUDA the GPU's device nodes, /dev/shm and its own /proc/<pid>), no network, no
+//! worker; on CUDA the GPU's device nodes, /dev/shm and its own `/proc/<pid>`), no network, no
 //! signal or abstract socket outside their own processes, and their resource limits. Decided once per eval from
 //! the kernel's Landlock ABI; recorded in the evidence as `sandbox`.
 
