@@ -38,6 +38,10 @@ pub struct Args {
     /// Print verdict.json on stdout instead of the summary.
     #[arg(long, help_heading = "Output")]
     pub json: bool,
+    /// With a directory of candidates: start every candidate's eval cold (its own trusted
+    /// worker, the reference re-timed in full) instead of through one warm evaluator.
+    #[arg(long)]
+    pub cold: bool,
     /// Where the arrays live: cuda or cpu.
     #[arg(long, default_value = "cuda", value_parser = device_parser())]
     pub device: Device,
@@ -279,6 +283,7 @@ async fn judge(args: Args) -> anyhow::Result<u8> {
             args.json,
             &args.ci,
             &args.reference,
+            !args.cold,
             make_spec,
         )
         .await;

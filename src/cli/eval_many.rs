@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use comfy_table::{Cell, CellAlignment};
 use polyprof::eval::ci_case;
-use polyprof::pipeline::eval::{EvalOutcome, EvalSpec, evaluate};
+use polyprof::pipeline::eval::{EvalOutcome, EvalSpec, WarmEvaluator, evaluate};
 use polyprof::results::escape::terminal;
 use serde::Serialize;
 
@@ -110,6 +110,7 @@ pub async fn execute(
     json_out: bool,
     ci: &super::ci_output::CiArgs,
     reference: &Path,
+    warm: bool,
     make_spec: impl Fn(&Path, PathBuf) -> EvalSpec,
 ) -> anyhow::Result<u8> {
     let files = candidates(candidates_dir)?;
@@ -124,6 +125,8 @@ pub async fn execute(
     cancel_on_signals(cancel.clone(), kill_now.clone());
     let mut rows = Vec::new();
     let mut cases = Vec::new();
+    // One trusted worker for the whole directory (docs/eval-harness.md, "The warm evaluator").
+    let mut warm = warm.then(|| WarmEvaluator::new(&root));
     for file in &files {
         if cancel.is_cancelled() {
             break;
@@ -136,7 +139,10 @@ pub async fn execute(
         spec.cancel = cancel.clone();
         spec.kill_now = kill_now.clone();
         let started = std::time::Instant::now();
-        let result = evaluate(&spec).await;
+        let result = match warm.as_mut() {
+            Some(evaluator) => evaluator.evaluate(&spec).await,
+            None => evaluate(&spec).await,
+        };
         let seconds = started.elapsed().as_secs_f64();
         let row = match result {
             Ok(outcome) => {
@@ -166,6 +172,9 @@ pub async fn execute(
             }
         };
         rows.push(row);
+    }
+    if let Some(evaluator) = warm {
+        evaluator.close().await;
     }
     if ci.wanted() {
         ci.write(&ci_case::suite(&reference.display().to_string(), cases))?;
