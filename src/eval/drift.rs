@@ -4,9 +4,9 @@
 
 use super::evidence::{Conditions, DriftProbe, Side, TimingBlock};
 
-/// The probe's median must lie within this factor either way of the stored blocks' median
-/// (10 %): wider than the spread of honest CPU blocks on a shared machine, far narrower than
-/// any speedup worth a finding.
+/// The probe's median must lie within this factor either way of the stored blocks' medians
+/// (10 % beyond the lowest and the highest of them): the stored blocks' own spread is what one
+/// eval's interleaved blocks vary by, and 10 % is far narrower than any speedup worth a finding.
 pub const DRIFT_BOUND: f64 = 1.10;
 
 /// Clocks read before the probe may differ from the range read before the stored blocks by
@@ -29,14 +29,18 @@ pub fn probe(
         .filter_map(|b| median(&b.times_ms))
         .collect();
     let stored_median_ms = median_of(&mut medians)?;
+    // Sorted by `median_of`.
+    let (low, high) = (*medians.first()?, *medians.last()?);
     let median_ms = median(times_ms)?;
     let ratio = median_ms / stored_median_ms;
-    let inside = ratio <= bound && ratio >= 1.0 / bound;
+    let inside = median_ms <= high * bound && median_ms >= low / bound;
     Some(DriftProbe {
         taken_at,
         times_ms: times_ms.to_vec(),
         median_ms,
         stored_median_ms,
+        stored_low_ms: low,
+        stored_high_ms: high,
         ratio,
         bound,
         drifted: !inside || clocks_changed,
@@ -133,6 +137,21 @@ mod tests {
         assert_eq!(p.stored_median_ms, 1.0);
         assert!((p.median_ms - 1.045).abs() < 1e-12, "{p:?}");
         assert!(!p.drifted);
+    }
+
+    #[test]
+    fn a_probe_within_the_stored_spread_and_its_bound_is_no_drift() {
+        let stored = [
+            block(Side::Reference, &[1.0], None),
+            block(Side::Reference, &[1.3], None),
+        ];
+        let p = probe(&stored, &[1.4], DRIFT_BOUND, "t".into(), false).unwrap();
+        assert!(!p.drifted, "{p:?}");
+        assert_eq!((p.stored_low_ms, p.stored_high_ms), (1.0, 1.3));
+        let p = probe(&stored, &[1.5], DRIFT_BOUND, "t".into(), false).unwrap();
+        assert!(p.drifted, "{p:?}");
+        let p = probe(&stored, &[0.9], DRIFT_BOUND, "t".into(), false).unwrap();
+        assert!(p.drifted, "{p:?}");
     }
 
     #[test]

@@ -98,9 +98,13 @@ pub struct DriftProbe {
     pub median_ms: f64,
     /// The median of the stored reference blocks' medians.
     pub stored_median_ms: f64,
+    /// The lowest and the highest of the stored blocks' medians.
+    pub stored_low_ms: f64,
+    pub stored_high_ms: f64,
     /// `median_ms / stored_median_ms`.
     pub ratio: f64,
-    /// The ratio must lie within `[1/bound, bound]` for the stored blocks to be reused.
+    /// `median_ms` must lie within `[stored_low_ms / bound, stored_high_ms · bound]` for the
+    /// stored blocks to be reused.
     pub bound: f64,
     /// Outside the bound (or the device's clocks changed): the stored blocks were dropped and
     /// the reference re-measured beside this candidate.

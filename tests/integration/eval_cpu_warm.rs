@@ -149,9 +149,9 @@ fn warm_and_cold_judge_every_candidate_alike_and_the_reuse_is_recorded() {
             reused += 1;
             assert_eq!(timing.reused_blocks, [1, 2], "{name}");
             let probe = timing.probe.as_ref().expect("a reuse follows a probe");
-            assert!(
-                !probe.drifted && probe.ratio <= probe.bound && probe.ratio >= 1.0 / probe.bound
-            );
+            assert!(!probe.drifted, "{name}: {probe:?}");
+            assert!(probe.median_ms <= probe.stored_high_ms * probe.bound);
+            assert!(probe.median_ms >= probe.stored_low_ms / probe.bound);
             assert_ne!(timing.measured_in, warm.join(stem).display().to_string());
             let (source, _) = documents(Path::new(&timing.measured_in));
             for block in &timing.reused_blocks {

@@ -1509,9 +1509,8 @@ impl Eval<'_> {
                     "the device's clocks moved since the stored blocks".to_string()
                 } else {
                     format!(
-                        "the drift probe read {:.3}x the stored blocks, outside [1/{b}, {b}]",
-                        p.ratio,
-                        b = p.bound
+                        "the drift probe's median, {:.4} ms, lay outside the stored blocks' {:.4}-{:.4} ms widened by {}x",
+                        p.median_ms, p.stored_low_ms, p.stored_high_ms, p.bound
                     )
                 });
                 timing.probe = Some(p);
