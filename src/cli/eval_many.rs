@@ -41,6 +41,23 @@ pub struct Row {
     pub ran: bool,
 }
 
+impl Row {
+    /// The row of a candidate whose eval could not begin.
+    pub fn not_run(candidate: &Path, dir: &Path, why: &str) -> Row {
+        Row {
+            candidate: candidate.display().to_string(),
+            dir: dir.display().to_string(),
+            passed: false,
+            status: "not_run".into(),
+            speedup: None,
+            score_ms: None,
+            findings: Vec::new(),
+            failure: Some(why.to_string()),
+            ran: false,
+        }
+    }
+}
+
 /// The `*.py` files of `dir`, sorted by name.
 pub fn candidates(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -71,7 +88,7 @@ pub fn exit_code(rows: &[Row]) -> u8 {
     }
 }
 
-fn row_of(candidate: &Path, dir: &Path, outcome: &EvalOutcome) -> Row {
+pub fn row_of(candidate: &Path, dir: &Path, outcome: &EvalOutcome) -> Row {
     let verdict = &outcome.verdict;
     Row {
         candidate: candidate.display().to_string(),
@@ -158,17 +175,7 @@ pub async fn execute(
                     &file.display().to_string(),
                     &e.to_string(),
                 ));
-                Row {
-                    candidate: file.display().to_string(),
-                    dir: dir.display().to_string(),
-                    passed: false,
-                    status: "not_run".into(),
-                    speedup: None,
-                    score_ms: None,
-                    findings: Vec::new(),
-                    failure: Some(e.to_string()),
-                    ran: false,
-                }
+                Row::not_run(file, &dir, &e.to_string())
             }
         };
         rows.push(row);
@@ -198,7 +205,7 @@ pub async fn execute(
 }
 
 /// The first `evals.NNN` under `parent` that does not exist yet.
-fn free_dir(parent: &Path) -> anyhow::Result<PathBuf> {
+pub fn free_dir(parent: &Path) -> anyhow::Result<PathBuf> {
     (0..1000)
         .map(|n| parent.join(format!("evals.{n:03}")))
         .find(|p| !p.exists())
