@@ -178,3 +178,34 @@ fn warm_and_cold_judge_every_candidate_alike_and_the_reuse_is_recorded() {
     assert!(!warm_root.join("harness/planted").exists());
     assert!(!warm.join("warm-reference.001").exists());
 }
+
+#[test]
+fn without_the_sandbox_every_candidate_is_judged_cold() {
+    let Some(python) = python_with_numpy() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let candidates = tmp.path().join("candidates");
+    std::fs::create_dir(&candidates).unwrap();
+    for name in ["honest.py", "raises.py", "same_as_reference.py"] {
+        std::fs::copy(problem(name), candidates.join(name)).unwrap();
+    }
+    let out = tmp.path().join("out");
+    judge_dir(&python, &candidates, &out, &["--sandbox", "off"]);
+    for stem in ["honest", "raises", "same_as_reference"] {
+        // A trusted worker of its own beside each unconfined candidate, nothing reused.
+        assert!(out.join(stem).join("reference.000").is_dir(), "{stem}");
+        let (evidence, _) = documents(&out.join(stem));
+        assert!(evidence.reference_timing.is_none() && evidence.trusted_run.is_none());
+    }
+    let warm_dirs = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("warm-reference")
+        })
+        .count();
+    assert_eq!(warm_dirs, 0);
+}

@@ -14,7 +14,7 @@ use crate::model::error::Result;
 use crate::pipeline::eval::harness_files::write_harness;
 use crate::pipeline::eval::integrity::Baseline;
 use crate::pipeline::eval::session;
-use crate::pipeline::eval::spec::{EvalOutcome, EvalSpec};
+use crate::pipeline::eval::spec::{EvalOutcome, EvalSpec, SandboxSetting};
 use crate::pipeline::eval::worker::Worker;
 
 /// Stored reference blocks older than this are measured again, whatever the probe says: a
@@ -30,6 +30,8 @@ pub struct WarmEvaluator {
     root: PathBuf,
     generation: u32,
     state: Option<WarmState>,
+    /// The sandbox here does not confine signals: every candidate is judged cold.
+    cold_only: bool,
 }
 
 /// What a warm evaluator keeps between candidates.
@@ -79,12 +81,16 @@ impl WarmEvaluator {
             root: root.to_path_buf(),
             generation: 0,
             state: None,
+            cold_only: false,
         }
     }
 
     /// Judge one candidate, as `session::evaluate` does, through the warm trusted worker
     /// (started on the first call, or again after anything made the last one unusable).
     pub async fn evaluate(&mut self, spec: &EvalSpec) -> Result<EvalOutcome> {
+        if self.cold_only || spec.sandbox == SandboxSetting::Off {
+            return session::evaluate(spec).await;
+        }
         let fit = fit_of(spec);
         let unusable = self
             .state
@@ -124,6 +130,18 @@ impl WarmEvaluator {
                 .as_ref()
                 .is_some_and(|f| f.kind == FailureKind::Interfered)
         });
+        // The candidate was judged cold (its sandbox cannot keep it from a trusted worker that
+        // outlives it): so will every other be, on this machine.
+        let unconfined = outcome.as_ref().is_ok_and(|o| {
+            !o.evidence
+                .sandbox
+                .as_ref()
+                .is_some_and(|s| s.confines.iter().any(|c| c == "signals"))
+        });
+        if unconfined && state.setup.is_none() {
+            self.cold_only = true;
+            let _ = std::fs::remove_dir_all(&state.dir);
+        }
         // A trusted worker lost (its failure, a cancel) or a candidate that interfered: the
         // next candidate gets a fresh one and fresh measurements.
         if interfered || state.trusted.is_none() {
