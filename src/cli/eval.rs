@@ -280,8 +280,7 @@ async fn judge(args: Args) -> anyhow::Result<u8> {
         };
         if from_stdin {
             return super::eval_serve::execute(
-                args.output_dir.as_deref(),
-                &output_root,
+                super::eval_many::root_of(args.output_dir.as_deref(), &output_root)?,
                 !args.cold,
                 make_spec,
             )
@@ -289,8 +288,7 @@ async fn judge(args: Args) -> anyhow::Result<u8> {
         }
         return super::eval_many::execute(
             &args.candidate,
-            args.output_dir.as_deref(),
-            &output_root,
+            super::eval_many::root_of(args.output_dir.as_deref(), &output_root)?,
             args.json,
             &args.ci,
             &args.reference,

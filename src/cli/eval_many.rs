@@ -118,12 +118,20 @@ fn snake<T: Serialize + std::fmt::Debug>(value: &T) -> String {
         .unwrap_or_else(|| format!("{value:?}"))
 }
 
-/// Evaluate every candidate of `candidates_dir` into `output_dir` (default: the next free
-/// `OUTPUT_ROOT/evals.NNN`, the configured output root); `make_spec` gives one candidate's eval into its directory.
+/// Where a run of many candidates goes: `output_dir`, else the next free
+/// `OUTPUT_ROOT/evals.NNN` (the configured output root).
+pub fn root_of(output_dir: Option<&Path>, output_root: &Path) -> anyhow::Result<PathBuf> {
+    match output_dir {
+        Some(dir) => Ok(dir.to_path_buf()),
+        None => free_dir(output_root),
+    }
+}
+
+/// Evaluate every candidate of `candidates_dir` into `root` (`root_of`); `make_spec` gives
+/// one candidate's eval into its directory.
 pub async fn execute(
     candidates_dir: &Path,
-    output_dir: Option<&Path>,
-    output_root: &Path,
+    root: PathBuf,
     json_out: bool,
     ci: &super::ci_output::CiArgs,
     reference: &Path,
@@ -131,10 +139,6 @@ pub async fn execute(
     make_spec: impl Fn(&Path, PathBuf) -> EvalSpec,
 ) -> anyhow::Result<u8> {
     let files = candidates(candidates_dir)?;
-    let root = match output_dir {
-        Some(dir) => dir.to_path_buf(),
-        None => free_dir(output_root)?,
-    };
     std::fs::create_dir_all(&root)
         .with_context(|| format!("cannot create the output directory {}", root.display()))?;
     let cancel = tokio_util::sync::CancellationToken::new();
@@ -205,7 +209,7 @@ pub async fn execute(
 }
 
 /// The first `evals.NNN` under `parent` that does not exist yet.
-pub fn free_dir(parent: &Path) -> anyhow::Result<PathBuf> {
+fn free_dir(parent: &Path) -> anyhow::Result<PathBuf> {
     (0..1000)
         .map(|n| parent.join(format!("evals.{n:03}")))
         .find(|p| !p.exists())

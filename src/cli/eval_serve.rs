@@ -14,15 +14,10 @@ use super::run::cancel_on_signals;
 
 /// Judge every candidate named on stdin until EOF (exit 0), or a signal (130).
 pub async fn execute(
-    output_dir: Option<&Path>,
-    output_root: &Path,
+    root: PathBuf,
     warm: bool,
     make_spec: impl Fn(&Path, PathBuf) -> EvalSpec,
 ) -> anyhow::Result<u8> {
-    let root = match output_dir {
-        Some(dir) => dir.to_path_buf(),
-        None => super::eval_many::free_dir(output_root)?,
-    };
     std::fs::create_dir_all(&root)
         .with_context(|| format!("cannot create the output directory {}", root.display()))?;
     let cancel = tokio_util::sync::CancellationToken::new();

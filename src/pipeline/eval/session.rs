@@ -1351,10 +1351,10 @@ impl Eval<'_> {
                 break;
             };
             let request = Message::request("release", json!({"trial": index}));
-            if trusted.conn.request(&request, limit).await.is_err() {
-                if let Some(lost) = self.trusted.take() {
-                    lost.end(false).await;
-                }
+            if trusted.conn.request(&request, limit).await.is_err()
+                && let Some(lost) = self.trusted.take()
+            {
+                lost.end(false).await;
             }
         }
         self.keep_reference_blocks();
