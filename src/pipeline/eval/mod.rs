@@ -17,6 +17,7 @@ pub mod spec;
 mod timeline_captures;
 pub mod tracer;
 pub mod warm;
+pub mod warm_state;
 pub mod worker;
 
 pub use session::{EVIDENCE_FILE, VERDICT_FILE, evaluate};

@@ -30,7 +30,9 @@ use crate::pipeline::eval::integrity::{self, Baseline};
 use crate::pipeline::eval::protocol::{Message, ProtocolError};
 use crate::pipeline::eval::seeds::SeedSource;
 use crate::pipeline::eval::spec::{Device, EvalOutcome, EvalSpec, IfExists};
-use crate::pipeline::eval::warm::{MAX_REFERENCE_AGE, StoredReference, TrustedSetup, WarmState};
+use crate::pipeline::eval::warm_state::{
+    MAX_REFERENCE_AGE, StoredReference, TrustedSetup, WarmState,
+};
 use crate::pipeline::eval::worker::{Launch, Role, Worker};
 use crate::pipeline::lock::RUN_LOCK;
 use crate::pipeline::rundir::{self, ClaimedDir};

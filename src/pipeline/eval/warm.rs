@@ -5,22 +5,14 @@
 //! what lasts between them and decides when it must be thrown away.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
-use crate::eval::evidence::{FailureKind, TimingBlock};
+use crate::eval::evidence::FailureKind;
 use crate::model::error::Result;
 use crate::pipeline::eval::harness_files::write_harness;
 use crate::pipeline::eval::integrity::Baseline;
 use crate::pipeline::eval::session;
 use crate::pipeline::eval::spec::{EvalOutcome, EvalSpec, SandboxSetting};
-use crate::pipeline::eval::worker::Worker;
-
-/// Stored reference blocks older than this are measured again, whatever the probe says: a
-/// slow drift (a warming room, a neighbour's load) could stay inside the probe's bound for
-/// one candidate at a time.
-pub const MAX_REFERENCE_AGE: Duration = Duration::from_secs(30 * 60);
+use crate::pipeline::eval::warm_state::WarmState;
 
 /// Judges candidate after candidate of one problem on one device through one trusted worker.
 /// Anything that could have touched what it keeps (the harness scripts or the reference
@@ -32,46 +24,6 @@ pub struct WarmEvaluator {
     state: Option<WarmState>,
     /// The sandbox here does not confine signals: every candidate is judged cold.
     cold_only: bool,
-}
-
-/// What a warm evaluator keeps between candidates.
-pub(crate) struct WarmState {
-    /// `ROOT/warm-reference.NNN`: the trusted worker's harness copy and run directory.
-    pub(crate) dir: PathBuf,
-    pub(crate) script: PathBuf,
-    /// The harness scripts and the reference as they were when the trusted worker started.
-    baseline: Baseline,
-    /// What the trusted worker was set up for (the spec without the candidate).
-    fit: String,
-    pub(crate) trusted: Option<Worker>,
-    pub(crate) setup: Option<TrustedSetup>,
-    /// The next trial index: the trusted worker holds trials by index, never reused.
-    pub(crate) next_trial: u32,
-    pub(crate) stored: Option<StoredReference>,
-}
-
-/// The trusted worker's `setup` answer, applied to each later candidate's evidence.
-#[derive(Debug, Clone)]
-pub(crate) struct TrustedSetup {
-    pub(crate) python: Option<String>,
-    pub(crate) torch: Option<String>,
-    pub(crate) numpy: Option<String>,
-    pub(crate) device_name: Option<String>,
-    pub(crate) framework: String,
-    pub(crate) init_seed: u64,
-    pub(crate) init_inputs: Option<(Value, Vec<u8>)>,
-}
-
-/// Reference timing blocks measured beside one candidate, for the ones after it.
-#[derive(Debug, Clone)]
-pub(crate) struct StoredReference {
-    pub(crate) blocks: Vec<TimingBlock>,
-    pub(crate) measured_in: String,
-    pub(crate) measured_at: String,
-    pub(crate) taken: Instant,
-    pub(crate) conditions: String,
-    /// Candidates judged with them so far.
-    pub(crate) reused: u32,
 }
 
 impl WarmEvaluator {
