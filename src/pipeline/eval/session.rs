@@ -156,7 +156,7 @@ async fn run_eval(spec: &EvalSpec, warm: Option<&mut WarmState>) -> Result<EvalO
         reference_work: None,
         init_inputs: None,
         next_trial,
-        first_trial: next_trial,
+        trusted_held: std::collections::BTreeSet::new(),
         warm,
         reuse: None,
         conditions: (spec.device == Device::Cuda)
@@ -333,8 +333,8 @@ struct Eval<'a> {
     /// The reference's init inputs, for a candidate file without `get_init_inputs`.
     init_inputs: Option<(Value, Vec<u8>)>,
     next_trial: u32,
-    /// This eval's first trial index (a warm trusted worker's indices go on across evals).
-    first_trial: u32,
+    /// The trials the trusted worker holds (made and not yet released).
+    trusted_held: std::collections::BTreeSet<u32>,
     /// `None` on the CPU.
     conditions: Option<ConditionsReader>,
     /// The warm evaluator's state: its trusted worker lives on after this eval.
@@ -485,8 +485,33 @@ impl Eval<'_> {
             return Err(harness(stage, format!("no worker for `{}`", request.op())));
         };
         match worker.conn.request(&request, limit).await {
-            Ok(reply) => Ok(reply),
+            Ok(reply) => {
+                if role == Role::Trusted {
+                    self.track_trusted_trials(&request);
+                }
+                Ok(reply)
+            }
             Err(error) => Err(self.fail(role, stage, error).await),
+        }
+    }
+
+    /// The trials the trusted worker holds: made by `trial`, dropped by `release` (a warm
+    /// trusted worker releases the rest after the eval).
+    fn track_trusted_trials(&mut self, request: &Message) {
+        let index = request
+            .get("trial")
+            .and_then(Value::as_u64)
+            .and_then(|i| u32::try_from(i).ok());
+        if let Some(index) = index {
+            match request.op() {
+                "trial" => {
+                    self.trusted_held.insert(index);
+                }
+                "release" => {
+                    self.trusted_held.remove(&index);
+                }
+                _ => {}
+            }
         }
     }
 
@@ -1348,7 +1373,7 @@ impl Eval<'_> {
     /// (a release that fails loses it: the next candidate gets a fresh one).
     async fn hand_back_trusted(&mut self) {
         let limit = self.call_limit();
-        for index in self.first_trial..self.next_trial {
+        for index in std::mem::take(&mut self.trusted_held) {
             let Some(trusted) = self.trusted.as_mut() else {
                 break;
             };
