@@ -18,6 +18,8 @@ use crate::pipeline::eval::warm_state::WarmState;
 /// Anything that could have touched what it keeps (the harness scripts or the reference
 /// changed, the trusted worker failed, a candidate interfered, other options) makes it start
 /// afresh before the next candidate.
+/// The trusted worker answers to the `cancel`/`kill_now` tokens of the spec it was started
+/// for: give every spec of one evaluator the same tokens.
 pub struct WarmEvaluator {
     root: PathBuf,
     generation: u32,
