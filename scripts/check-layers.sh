@@ -6,7 +6,10 @@
 #   pipeline/              model, profilers, results (never cli); pipeline/runner/ model only;
 #                          no vendor backend's own module (`profilers::ncu`, …) anywhere under
 #                          src/pipeline/ outside `#[cfg(test)]` blocks: the pipeline asks the
-#                          registry for a backend's capabilities (profilers/capability/)
+#                          registry for a backend's capabilities (profilers/capability/);
+#                          nor, in a string outside tests, a vendor tool (`nvidia-smi`, `nvcc`,
+#                          `rocm-smi`, …): the vendor's device tool (profilers/device_tool.rs)
+#                          or a capability names it
 #   metal/                 model and results (the lanes return KernelBenchmark, record into the session)
 #   eval/                  model and results: the audit is pure and knows no vendor (its harness
 #                          is pipeline/eval/)

@@ -4,7 +4,8 @@
 Reads every `src/**/*.rs` under the root given (default: the repository), resolves the paths
 each file names (`crate::…`, `super::…`, `self::…`, its child modules and the names its `use`
 statements bind) to the file that defines the item, following `pub use` re-exports, and fails
-on an upward import, a vendor module named in the pipeline, a process started outside the
+on an upward import, a vendor module or a vendor tool (`nvidia-smi`, `nvcc`, …) named in the
+pipeline, a process started outside the
 pipeline, or files that import each other in a circle. Standard library only.
 """
 
@@ -27,6 +28,10 @@ ALLOWED = {
 # Most specific first.
 LAYERS = ["pipeline/runner", "model", "profilers", "results", "pipeline", "metal", "eval"]
 VENDORS = ("ncu", "unitrace", "rocprofv3", "vtune", "metal")
+# Vendor tools the pipeline must not run by name: a backend's capability or its vendor's device
+# tool (`profilers::device_tool`) names them.
+VENDOR_TOOLS = ("nvidia-smi", "nvcc", "rocm-smi", "amd-smi", "hipcc", "xpu-smi", "icpx")
+VENDOR_TOOL_LITERAL = re.compile(r'"(?:[^"\\\n]|\\.)*?\b(' + "|".join(re.escape(t) for t in VENDOR_TOOLS) + r')\b(?:[^"\\\n]|\\.)*"')
 
 ITEM_KEYWORDS = r"(?:fn|struct|enum|trait|const|static|type|union|mod|macro_rules!)"
 TOP_ITEM = re.compile(
@@ -300,6 +305,21 @@ def check(root: Path) -> list[str]:
             ):
                 targets.append(target)
         edges[f] = targets
+
+    # The pipeline runs no vendor tool by name (outside its tests).
+    for f in tree.files:
+        if not f.startswith("src/pipeline/"):
+            continue
+        text = strip_comments(tree.text[f])
+        spans = inline_modules(text)
+        for m in VENDOR_TOOL_LITERAL.finditer(text):
+            if any(test and start <= m.start() < end for start, end, _, test in spans):
+                continue
+            line = text.count("\n", 0, m.start()) + 1
+            problems.append(
+                f"{f}:{line}: the pipeline names the vendor tool `{m.group(1)}` (a capability or "
+                "the vendor's device tool in src/profilers/ names it)"
+            )
 
     # Processes start only in the pipeline (the supervised runner and the probe runner).
     for f in tree.files:

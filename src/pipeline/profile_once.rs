@@ -27,6 +27,7 @@ use crate::pipeline::injection;
 use crate::pipeline::profile_cache::{ProfileCache, ProfileCacheOptions, store};
 use crate::pipeline::runner::RunOptions;
 use crate::profilers::capability::{Capabilities, Capability, Hit, ProfileOnceCapability};
+use crate::profilers::device_tools;
 use crate::profilers::registry;
 use crate::profilers::{EndMarker, ProfilerSettings};
 use crate::results::stats::Stats;
@@ -278,18 +279,24 @@ fn sampled(salt: &str, share: f64) -> bool {
     f64::from(draw) / f64::from(u32::MAX) < share
 }
 
-/// Where and how the profiles are measured: the GPU (nvidia-smi: name and compute capability),
-/// the driver, the profiler and its version, the clock policy, the metric set and the inputs'
-/// scope.
+/// Where and how the profiles are measured: the GPU (the vendor's device tool: name
+/// and compute capability), the driver, the profiler and its version, the clock policy, the
+/// metric set and the inputs' scope.
 async fn context(
     job: &Target<'_>,
     once: &dyn ProfileOnceCapability,
     tool_version: Option<&str>,
 ) -> ProfileContext {
-    let (device, driver) = match which::which("nvidia-smi") {
-        Ok(smi) => {
+    let unknown = || ("unknown".to_string(), "unknown".to_string());
+    let identity = registry::lookup(job.profiler)
+        .ok()
+        .and_then(|entry| entry.vendor)
+        .and_then(device_tools::for_vendor);
+    let tool = identity.and_then(|i| Some((i, which::which(i.tool().program).ok()?)));
+    let (device, driver) = match tool {
+        Some((identity, tool)) => {
             let visible = device::visible_device();
-            match device::identify(&smi, visible.as_deref(), &job.run.cancel).await {
+            match device::identify(identity, &tool, visible.as_deref(), &job.run.cancel).await {
                 Ok(gpu) => (
                     format!(
                         "{} (sm_{})",
@@ -299,10 +306,10 @@ async fn context(
                     ),
                     gpu.driver.unwrap_or_default(),
                 ),
-                Err(_) => ("unknown".to_string(), "unknown".to_string()),
+                Err(_) => unknown(),
             }
         }
-        Err(_) => ("unknown".to_string(), "unknown".to_string()),
+        None => unknown(),
     };
     let scope = job.options.scope.clone();
     ProfileContext {

@@ -62,6 +62,11 @@ pub struct Confinement {
     /// still hold): for a command a profiler has injected itself into, whose library talks to
     /// the profiler's own process (ncu's target and host connect over TCP on localhost).
     pub profiler_ipc: bool,
+    /// Also writable: the command's own `/proc/<pid>` (the launcher's pid, which the command
+    /// keeps across the exec; its threads' entries are beneath it). NVIDIA's driver library
+    /// fails `cuInit` with "OS call failed" (CUDA error 304) when it cannot write there: seen on
+    /// an H100, 2026-12-06. A process's own entries give it nothing it does not already have.
+    pub own_proc: bool,
 }
 
 impl Confinement {
@@ -137,6 +142,9 @@ pub fn wrap_argv(
     if confinement.profiler_ipc {
         argv.push("--profiler-ipc".into());
     }
+    if confinement.own_proc {
+        argv.push("--write-own-proc".into());
+    }
     argv.push("--".into());
     argv.extend(command.iter().cloned());
     argv
@@ -150,6 +158,7 @@ fn parse(args: &[OsString]) -> Result<(Confinement, Vec<OsString>), String> {
         write: Vec::new(),
         limits: Limits::default(),
         profiler_ipc: false,
+        own_proc: false,
     };
     let mut rest = args.iter();
     let number = |value: Option<&OsString>, flag: &str| -> Result<u64, String> {
@@ -180,6 +189,7 @@ fn parse(args: &[OsString]) -> Result<(Confinement, Vec<OsString>), String> {
                 confinement.limits.file_size = Some(number(rest.next(), "--file-size")?);
             }
             Some("--profiler-ipc") => confinement.profiler_ipc = true,
+            Some("--write-own-proc") => confinement.own_proc = true,
             _ => return Err(format!("unknown argument {flag:?}")),
         }
     }
@@ -239,6 +249,11 @@ fn confine(confinement: &Confinement) -> Result<(), String> {
         RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
     };
     set_limits(&confinement.limits)?;
+    let mut write = confinement.write.clone();
+    if confinement.own_proc {
+        // This pid is the command's after the exec below.
+        write.push(PathBuf::from(format!("/proc/{}", std::process::id())));
+    }
     let abi = ABI::from(i32::try_from(confinement.abi).map_err(|e| e.to_string())?);
     let text = |e: landlock::RulesetError| e.to_string();
     let mut ruleset = Ruleset::default()
@@ -262,10 +277,7 @@ fn confine(confinement: &Confinement) -> Result<(), String> {
             AccessFs::from_read(abi),
         ))
         .map_err(text)?
-        .add_rules(path_beneath_rules(
-            &confinement.write,
-            AccessFs::from_all(abi),
-        ))
+        .add_rules(path_beneath_rules(&write, AccessFs::from_all(abi)))
         .map_err(text)?
         .restrict_self()
         .map_err(text)?;
@@ -319,6 +331,7 @@ mod tests {
                 file_size: None,
             },
             profiler_ipc: false,
+            own_proc: true,
         };
         let command: Vec<OsString> = vec!["python3".into(), "-I".into(), "--".into()];
         let argv = wrap_argv(std::path::Path::new("/bin/pp"), &confinement, &command);
@@ -346,6 +359,7 @@ mod tests {
             write: vec!["/tmp/scratch".into()],
             limits: Limits::default(),
             profiler_ipc: true,
+            own_proc: false,
         };
         let command: Vec<OsString> = vec!["python3".into()];
         let argv = wrap_argv(std::path::Path::new("/bin/pp"), &confinement, &command);

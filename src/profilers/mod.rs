@@ -5,6 +5,8 @@
 
 pub mod backend;
 pub mod capability;
+pub mod device_tool;
+pub mod device_tools;
 pub mod devices;
 pub mod metal;
 pub mod ncu;

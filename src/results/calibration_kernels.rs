@@ -303,23 +303,6 @@ pub fn copy_bytes(device: &DeviceFacts) -> u64 {
     (wanted.min(cap) / MIB).max(1) * MIB
 }
 
-/// nvcc's `-arch` for a compute capability: the architecture-specific `sm_90a` on Hopper (its
-/// `wgmma` needs it), `sm_XY` elsewhere.
-pub fn nvcc_arch(compute_capability: (u32, u32)) -> String {
-    let (major, minor) = compute_capability;
-    if (major, minor) == (9, 0) {
-        "sm_90a".to_string()
-    } else {
-        format!("sm_{major}{minor}")
-    }
-}
-
-/// Parse `9.0` (nvidia-smi's `compute_cap`, the program's `compute_capability`).
-pub fn parse_compute_capability(text: &str) -> Option<(u32, u32)> {
-    let (major, minor) = text.trim().split_once('.')?;
-    Some((major.trim().parse().ok()?, minor.trim().parse().ok()?))
-}
-
 /// How long a copy of `bytes` is in GiB, for messages.
 pub fn gib(bytes: u64) -> f64 {
     bytes as f64 / GIB as f64
@@ -434,9 +417,6 @@ mod tests {
                 assert_eq!(threads % kernel.kernel.threads_per_unit(), 0);
             }
         }
-        assert_eq!(nvcc_arch((9, 0)), "sm_90a");
-        assert_eq!(nvcc_arch((8, 9)), "sm_89");
-        assert_eq!(nvcc_arch((12, 0)), "sm_120");
     }
 
     #[test]
@@ -455,8 +435,5 @@ mod tests {
             ..h200()
         };
         assert_eq!(copy_bytes(&tight), 512 << 20);
-        assert_eq!(parse_compute_capability("9.0"), Some((9, 0)));
-        assert_eq!(parse_compute_capability(" 12.1\n"), Some((12, 1)));
-        assert_eq!(parse_compute_capability("9"), None);
     }
 }

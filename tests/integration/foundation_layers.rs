@@ -1,7 +1,8 @@
 //! `scripts/check-layers.sh` on a copy of the tree: clean as it is, and failing, each saying
 //! where, on a planted import circle through a mod.rs that defines items (the shape of the
 //! job → profile_once → calibrate → measure → job circle it once missed) and on a planted
-//! `pipeline → profilers::ncu` import.
+//! `pipeline → profilers::ncu` import, and on a vendor tool (`nvidia-smi`, `nvcc`) named in a
+//! pipeline string.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -107,6 +108,40 @@ fn the_pipeline_naming_a_vendor_backend_fails_unless_only_its_tests_do() {
                 "src/pipeline/job.rs: the pipeline names the vendor backend \
                  `crate::profilers::ncu::options::DURATION`"
             ),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn the_pipeline_running_a_vendor_tool_by_name_fails_unless_only_its_tests_do() {
+    let root = tree();
+    let test_only = "\n#[cfg(test)]\nmod planted_tests {\n    #[test]\n    fn planted() {\n        \
+                     assert!(which::which(\"nvidia-smi\").is_ok() || true);\n    }\n}\n";
+    append(root.path(), "src/pipeline/job.rs", test_only);
+    let out = check(root.path());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for (planted, tool) in [
+        (
+            "\npub fn planted() -> Option<std::path::PathBuf> { which::which(\"nvidia-smi\").ok() }\n",
+            "nvidia-smi",
+        ),
+        (
+            "\npub const PLANTED: &str = \"/usr/local/cuda/bin/nvcc\";\n",
+            "nvcc",
+        ),
+    ] {
+        let root = tree();
+        append(root.path(), "src/pipeline/job.rs", planted);
+        let out = check(root.path());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{planted}: {stderr}");
+        assert!(
+            stderr.contains(&format!("the pipeline names the vendor tool `{tool}`")),
             "{stderr}"
         );
     }

@@ -38,6 +38,7 @@ mod eval_cpu_warm;
 mod eval_h200_captures;
 mod eval_hostile;
 mod eval_nvtx_capture;
+mod eval_sandbox_launcher;
 mod eval_schema;
 mod eval_work_counters;
 mod examples_run;

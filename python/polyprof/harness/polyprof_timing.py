@@ -13,7 +13,9 @@ What the GPU path corrects (docs/python.md has the H200 measurements behind each
   waits for a launch that Python has not issued yet;
 - kernels under ``GRAPH_BELOW_MS`` (by a first estimate) are timed in CUDA graphs, where no launch
   gap exists: ``batch`` pairs of (flush, call) against ``batch`` flushes alone, the difference
-  divided by the batch. With ``flush_l2=False`` the separator is a one-element fill instead.
+  divided by the batch. With ``flush_l2=False`` the separator is a one-element fill instead. A
+  graph whose replay does not write the call's output did not capture the call (its kernel ran
+  on a stream outside the capture): that call is timed with events.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ __all__ = [
     "GRAPH_BELOW_MS",
     "GRAPH_REPLAY_MS",
     "HOLD_CYCLES_PER_CALL",
+    "GraphMissedTheCall",
     "time_call",
     "time_call_host",
     "time_calls_host",
@@ -109,13 +112,56 @@ def _capture(torch: Any, body: Callable[[], Any], batch: int) -> Any:
     return graph
 
 
+class GraphMissedTheCall(RuntimeError):
+    """The captured graph does not do the call's work (the caller times with events instead)."""
+
+
+def _output_tensors(torch: Any, output: Any) -> List[Any]:
+    if isinstance(output, torch.Tensor):
+        return [output]
+    if isinstance(output, (list, tuple)):
+        return [t for t in output if isinstance(t, torch.Tensor)]
+    return []
+
+
+def _replay_writes(torch: Any, graph: Any, output: Any) -> bool:
+    """Whether one replay of ``graph`` writes the call's output (a tensor, or a list or tuple of
+    them, in the graph's memory): each is filled with all-ones bytes (NaN for floats, -1 for
+    integers: what the eval's poison writes), the graph replayed once, and at least one must
+    have changed. A kernel the call launched on a stream outside the capture (KernelBench's
+    inline CUDA on the legacy default stream) ran once while capturing and never in a replay,
+    so its output keeps the fill. An output that is all ones bytes anyway reads as unwritten:
+    that call is timed with events, which is never wrong, only less precise for tiny kernels.
+    Nothing to check (no tensor output): ``True``."""
+    # Only dense outputs are filled and read back byte for byte; an output of another layout
+    # is not judged here (the eval's own poison and comparison still see it).
+    raws = [
+        t.view(-1).view(torch.uint8)
+        for t in _output_tensors(torch, output)
+        if t.numel() > 0 and t.is_contiguous()
+    ]
+    if not raws:
+        return True
+    for raw in raws:
+        raw.fill_(255)
+    graph.replay()
+    torch.cuda.synchronize()
+    return any(not bool((raw == 255).all()) for raw in raws)
+
+
 def _time_graph_pairs(
-    torch: Any, call: Callable[[], Any], repeat: int, separator: Callable[[], Any], estimate_ms: float
+    torch: Any,
+    call: Callable[[], Any],
+    repeat: int,
+    separator: Callable[[], Any],
+    estimate_ms: float,
+    output_of: Callable[[], Any],
 ) -> "tuple[List[float], int]":
     """Per-call times from graphs of ``batch`` (separator, call) pairs minus graphs of ``batch``
     separators: no launch gap, no overlap of one call with the next, the separator's own time
     taken out. The paired graph is replayed last, so what its last call wrote is the output of
-    the last timed call."""
+    the last timed call. ``output_of()``: the output of the last captured call, which one replay
+    must write (``GraphMissedTheCall`` otherwise)."""
     separator_ms = _median(_time_events(torch, separator, 5, None))
     batch = max(1, min(1000, int(GRAPH_REPLAY_MS / max(estimate_ms + separator_ms, 1e-4))))
 
@@ -124,6 +170,12 @@ def _time_graph_pairs(
         call()
 
     paired = _capture(torch, pair, batch)
+    if not _replay_writes(torch, paired, output_of()):
+        raise GraphMissedTheCall(
+            "a replay of the captured graph left the call's output unwritten: the call's work ran "
+            "outside the capture (a kernel on the legacy default stream, a host thread), so "
+            "the graph cannot time it"
+        )
     alone = _capture(torch, separator, batch)
     base = _median(_time_events(torch, alone.replay, repeat, None))
     replays = _time_events(torch, paired.replay, repeat, None)
@@ -179,7 +231,9 @@ def time_call(
     if graph:
         separator = flush if flush is not None else _separator(torch)
         try:
-            times, batch = _time_graph_pairs(torch, timed, repeat, separator, estimate)
+            times, batch = _time_graph_pairs(
+                torch, timed, repeat, separator, estimate, lambda: last[0]
+            )
         except Exception as error:  # not capturable (synchronizes, allocates host memory, ...)
             if not auto:
                 raise

@@ -1,7 +1,8 @@
 //! The health check of a device after an eval job left it suspect: a device fault (illegal
 //! address, XID) or a hang (a timeout during a call on CUDA). The worker and its CUDA context
 //! are gone by then; before the device gets another job, a short probe pinned to it must
-//! answer (`nvidia-smi -i N`, and, when the eval used torch on CUDA, a one-element tensor op).
+//! answer (its vendor's device tool, `profilers::device_tool`, asked about it alone, and, when
+//! the eval used torch on CUDA, a one-element tensor op).
 //! Healthy: back in the pool; not: quarantined with the reason.
 
 use std::path::PathBuf;
@@ -10,13 +11,14 @@ use std::time::Duration;
 
 use crate::model::batch::BatchEntry;
 use crate::model::probe::{Probe, ProbeError, ProbeOutput, ProbeRequest};
+use crate::profilers::device_tool::DeviceTool;
+use crate::profilers::device_tools;
 use crate::profilers::devices::Device;
-use crate::profilers::registry::Vendor;
 
 use super::spec::JobSpec;
 
-/// Limit of the `nvidia-smi` query.
-const SMI_TIMEOUT: Duration = Duration::from_secs(20);
+/// Limit of the device tool's query.
+const TOOL_TIMEOUT: Duration = Duration::from_secs(20);
 /// Limit of the torch check (importing torch and creating a context take seconds).
 const TORCH_TIMEOUT: Duration = Duration::from_secs(90);
 /// What the torch check runs: a context, a kernel and a copy back.
@@ -32,11 +34,10 @@ pub struct HealthCheck {
 }
 
 /// Whether the job that just ended on `device` left it suspect: an eval whose verdict is a
-/// device fault, or a timeout on CUDA (a hang). Only NVIDIA devices have a probe.
+/// device fault, or a timeout on CUDA (a hang). Only devices whose vendor has a device tool
+/// have a probe.
 pub fn needs_check(entry: &BatchEntry, spec: &JobSpec, device: &Device) -> Option<HealthCheck> {
-    if device.vendor() != Some(Vendor::Nvidia) {
-        return None;
-    }
+    device.vendor().and_then(device_tools::for_vendor)?;
     let eval = entry.eval.as_ref()?;
     let cuda = eval.device == "cuda";
     let after = match eval.failure.as_deref()? {
@@ -53,20 +54,17 @@ pub fn needs_check(entry: &BatchEntry, spec: &JobSpec, device: &Device) -> Optio
     })
 }
 
-/// The probes of the check, each pinned to `device`.
-pub fn probes(device: &Device, check: &HealthCheck, nvidia_smi: PathBuf) -> Vec<ProbeRequest> {
-    // nvidia-smi counts every GPU whatever CUDA_VISIBLE_DEVICES says; `-i` picks the device.
-    let smi = ProbeRequest::new(
-        nvidia_smi,
-        &[
-            "-i",
-            device.index.as_str(),
-            "--query-gpu=index,name,pci.bus_id,memory.used,temperature.gpu",
-            "--format=csv,noheader",
-        ],
-        SMI_TIMEOUT,
-    );
-    let mut out = vec![smi];
+/// The probes of the check, each pinned to `device`: `tool` (found at `tool_path`) asked about
+/// it, then the torch check.
+pub fn probes(
+    device: &Device,
+    check: &HealthCheck,
+    tool: &dyn DeviceTool,
+    tool_path: PathBuf,
+) -> Vec<ProbeRequest> {
+    let mut query = ProbeRequest::new(tool_path, &[], TOOL_TIMEOUT);
+    query.args = tool.health_args(&device.index);
+    let mut out = vec![query];
     if let Some(python) = &check.torch_python {
         let mut torch = ProbeRequest::new(python, &["-c", TORCH_CHECK], TORCH_TIMEOUT);
         torch.env.extend(device.pin_env());
@@ -76,9 +74,11 @@ pub fn probes(device: &Device, check: &HealthCheck, nvidia_smi: PathBuf) -> Vec<
 }
 
 /// What one probe's answer says about the device: `Ok` with its first line, or why not.
+/// `tool` says whether an answer that exited 0 still marks the GPU broken.
 pub fn judge(
     request: &ProbeRequest,
     answer: &Result<ProbeOutput, ProbeError>,
+    tool: &dyn DeviceTool,
 ) -> Result<String, String> {
     let shown = request.shown();
     match answer {
@@ -100,15 +100,9 @@ pub fn judge(
                     first(&stderr).chars().take(200).collect::<String>()
                 ));
             }
-            // nvidia-smi answers 0 yet marks a broken GPU's fields.
-            if ["ERR!", "requires reset", "Unknown Error"]
-                .iter()
-                .any(|m| stdout.contains(m))
-            {
-                return Err(format!(
-                    "`{shown}` reports the GPU broken: {}",
-                    first(&stdout)
-                ));
+            // A device tool can answer 0 yet mark a broken GPU's fields.
+            if let Some(why) = tool.broken(&stdout) {
+                return Err(format!("`{shown}`: {why}: {}", first(&stdout)));
             }
             Ok(first(&stdout))
         }
@@ -124,13 +118,22 @@ pub async fn check_device(
 ) -> Result<String, String> {
     let (device, check) = (device.clone(), check.clone());
     let answer = tokio::task::spawn_blocking(move || {
-        let Some(smi) = probe.find_binary("nvidia-smi") else {
-            return Err("nvidia-smi is not on PATH, so the device cannot be checked".to_string());
+        let Some(tool) = device.vendor().and_then(device_tools::for_vendor) else {
+            return Err(format!(
+                "polyprof has no device tool for {}, so it cannot be checked",
+                device.name()
+            ));
+        };
+        let program = tool.tool().program;
+        let Some(path) = probe.find_binary(program) else {
+            return Err(format!(
+                "{program} is not on PATH, so the device cannot be checked"
+            ));
         };
         let mut said = Vec::new();
-        for request in probes(&device, &check, smi) {
+        for request in probes(&device, &check, tool, path) {
             let answer = probe.run(&request);
-            let line = judge(&request, &answer)?;
+            let line = judge(&request, &answer, tool)?;
             if !line.is_empty() {
                 said.push(line);
             }
@@ -145,6 +148,7 @@ pub async fn check_device(
 mod tests {
     use super::*;
     use crate::model::batch::EvalSummary;
+    use crate::profilers::registry::Vendor;
     use std::path::Path;
     use std::sync::Mutex;
 
@@ -191,7 +195,8 @@ mod tests {
             after: "x".into(),
             torch_python: Some("/py".into()),
         };
-        let p = probes(&gpu, &check, "/bin/nvidia-smi".into());
+        let tool = device_tools::for_vendor(Vendor::Nvidia).unwrap();
+        let p = probes(&gpu, &check, tool, "/bin/nvidia-smi".into());
         assert_eq!(p.len(), 2);
         assert_eq!(p[0].args[..2], ["-i", "3"]);
         assert_eq!(p[1].program, Path::new("/py"));
@@ -201,7 +206,7 @@ mod tests {
             torch_python: None,
             ..check
         };
-        assert_eq!(probes(&gpu, &no_torch, "smi".into()).len(), 1);
+        assert_eq!(probes(&gpu, &no_torch, tool, "smi".into()).len(), 1);
     }
 
     fn output(code: i32, stdout: &str, stderr: &str) -> Result<ProbeOutput, ProbeError> {
@@ -214,24 +219,35 @@ mod tests {
 
     #[test]
     fn an_answer_is_healthy_only_when_it_exits_0_and_marks_nothing_broken() {
-        let r = ProbeRequest::new("nvidia-smi", &["-i", "0"], SMI_TIMEOUT);
+        let tool = device_tools::for_vendor(Vendor::Nvidia).unwrap();
+        let r = ProbeRequest::new("nvidia-smi", &["-i", "0"], TOOL_TIMEOUT);
         assert_eq!(
-            judge(&r, &output(0, "0, NVIDIA H200, 00000000:19:00.0\n", "")).unwrap(),
+            judge(
+                &r,
+                &output(0, "0, NVIDIA H200, 00000000:19:00.0\n", ""),
+                tool
+            )
+            .unwrap(),
             "0, NVIDIA H200, 00000000:19:00.0"
         );
-        let err = judge(&r, &output(0, "0, [GPU requires reset], ERR!\n", "")).unwrap_err();
+        let err = judge(&r, &output(0, "0, [GPU requires reset], ERR!\n", ""), tool).unwrap_err();
         assert!(err.contains("broken"), "{err}");
         let err = judge(
             &r,
             &output(15, "", "Unable to determine the device handle\n"),
+            tool,
         )
         .unwrap_err();
         assert!(err.contains("device handle") && err.contains("15"), "{err}");
         let timeout = Err(ProbeError::TimedOut {
             command: "nvidia-smi".into(),
-            timeout: SMI_TIMEOUT,
+            timeout: TOOL_TIMEOUT,
         });
-        assert!(judge(&r, &timeout).unwrap_err().contains("did not answer"));
+        assert!(
+            judge(&r, &timeout, tool)
+                .unwrap_err()
+                .contains("did not answer")
+        );
     }
 
     /// A probe whose commands answer from a table (program name → answer).

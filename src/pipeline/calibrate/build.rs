@@ -1,5 +1,6 @@
-//! The calibration program: kernels.cu (embedded in polyprof) written into the calibration's
-//! work directory and compiled there with nvcc for the GPU's own architecture.
+//! The calibration program: the calibration capability's known-work source (embedded in
+//! polyprof) written into the calibration's work directory and compiled there with the
+//! capability's compiler for the GPU's own architecture.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -9,48 +10,33 @@ use tokio_util::sync::CancellationToken;
 use super::device::run_blocking;
 use super::error::CalibrateError;
 use crate::model::probe::ProbeRequest;
+use crate::profilers::capability::CalibrationProgram;
 
-/// The micro-kernels' source.
-pub const KERNELS_CU: &str = include_str!("kernels.cu");
-/// The source's and the program's names in the work directory.
-pub const SOURCE_FILE: &str = "kernels.cu";
-pub const PROGRAM_FILE: &str = "calibrate";
+/// A compiler builds the program in seconds; one still running after this is stuck.
+const COMPILE_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// nvcc compiles the program in seconds; one still running after this is stuck.
-const NVCC_TIMEOUT: Duration = Duration::from_secs(600);
-
-/// The nvcc arguments that compile `source` into `program` for `arch` (`sm_90a`).
-pub fn nvcc_args(arch: &str, source: &Path, program: &Path) -> Vec<String> {
-    vec![
-        "-O3".to_string(),
-        format!("-arch={arch}"),
-        "-lineinfo".to_string(),
-        "-o".to_string(),
-        program.display().to_string(),
-        source.display().to_string(),
-    ]
-}
-
-/// Write kernels.cu into `dir` and compile it with `nvcc` for `arch`; the program's path.
+/// Write `program`'s source into `dir` and compile it with `compiler` (the capability's
+/// compiler, found on PATH) for `arch`; the program's path.
 pub async fn compile(
-    nvcc: &Path,
+    program: &CalibrationProgram,
+    compiler: &Path,
     arch: &str,
     dir: &Path,
     cancel: &CancellationToken,
 ) -> Result<PathBuf, CalibrateError> {
-    let source = dir.join(SOURCE_FILE);
-    let program = dir.join(PROGRAM_FILE);
-    crate::model::atomic_file::write_atomic(&source, KERNELS_CU.as_bytes()).map_err(|e| {
+    let source = dir.join(program.source_file);
+    let output_file = dir.join(program.program_file);
+    crate::model::atomic_file::write_atomic(&source, program.source.as_bytes()).map_err(|e| {
         CalibrateError::Cache {
             action: "write the calibration kernels",
             path: source.clone(),
             source: e,
         }
     })?;
-    let mut request = ProbeRequest::new(nvcc, &[], NVCC_TIMEOUT);
-    request.args = nvcc_args(arch, &source, &program);
+    let mut request = ProbeRequest::new(compiler, &[], COMPILE_TIMEOUT);
+    request.args = (program.compile_args)(arch, &source, &output_file);
     let output = run_blocking(request, cancel).await?;
-    if !output.success() || !program.is_file() {
+    if !output.success() || !output_file.is_file() {
         return Err(CalibrateError::Compile {
             arch: arch.to_string(),
             status: output.status_text(),
@@ -58,20 +44,31 @@ pub async fn compile(
             file: source,
         });
     }
-    Ok(program)
+    Ok(output_file)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profilers::capability::Capability;
+    use crate::profilers::registry;
     use crate::results::calibration_kernels::{
         KernelKind, MMA_CHAINS, VECTOR_CHAINS, WGMMA_PER_GROUP,
     };
 
+    /// The known-work program of the only backend with a calibration capability today.
+    fn program() -> &'static CalibrationProgram {
+        registry::capability("ncu", Capability::Calibration, |c| c.calibration)
+            .unwrap()
+            .unwrap()
+            .program()
+    }
+
     /// The source's constant `name`, from its `#define`.
     fn define(name: &str) -> u64 {
+        let source = program().source;
         let prefix = format!("#define {name} ");
-        KERNELS_CU
+        source
             .lines()
             .find_map(|line| line.strip_prefix(&prefix))
             .and_then(|value| value.trim().parse().ok())
@@ -98,11 +95,12 @@ mod tests {
         ];
         for kind in kinds {
             let function = format!("extern \"C\" __global__ void {}(", kind.function());
-            assert!(KERNELS_CU.contains(&function), "{function}");
+            assert!(program().source.contains(&function), "{function}");
             if !matches!(kind, KernelKind::Empty | KernelKind::Copy) {
                 // Listed in the program's table, with its thread unit.
                 let entry = format!("{{\"{}\", {}, ", kind.name(), kind.function());
-                let line = KERNELS_CU
+                let line = program()
+                    .source
                     .lines()
                     .find(|l| l.trim_start().starts_with(&entry))
                     .unwrap_or_else(|| panic!("no table entry {entry}"));
@@ -123,11 +121,11 @@ mod tests {
             "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3",
             "fma.rn.f16x2 ",
         ] {
-            assert!(KERNELS_CU.contains(shape), "{shape}");
+            assert!(program().source.contains(shape), "{shape}");
         }
     }
 
-    /// Compiles kernels.cu for Hopper (`sm_90a`, the wgmma path) and Ada (`sm_89`, the
+    /// Compiles the program for Hopper (`sm_90a`, the wgmma path) and Ada (`sm_89`, the
     /// mma.sync FP8 path) with the nvcc on PATH. Skipped, and said so on stderr, where there
     /// is no nvcc.
     #[tokio::test]
@@ -139,10 +137,10 @@ mod tests {
         let cancel = CancellationToken::new();
         for arch in ["sm_90a", "sm_89"] {
             let dir = tempfile::tempdir().unwrap();
-            let program = compile(&nvcc, arch, dir.path(), &cancel)
+            let built = compile(program(), &nvcc, arch, dir.path(), &cancel)
                 .await
                 .unwrap_or_else(|e| panic!("{arch}: {e}"));
-            assert!(program.is_file());
+            assert!(built.is_file());
         }
     }
 }

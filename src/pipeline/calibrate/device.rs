@@ -1,6 +1,7 @@
-//! Which GPU is calibrated: its identity from `nvidia-smi` (name, UUID, driver, compute
-//! capability: the cache key and the architecture to compile for) and its sizes from the
-//! calibration program's own `info` (SMs, L2, memory: the plan's amounts). The parsers are pure.
+//! Which GPU is calibrated: its identity from the vendor's device tool (`profilers::device_tool`: name,
+//! UUID, driver, compute capability: the cache key and the architecture to compile for) and its
+//! sizes from the calibration program's own `info` (SMs, L2, memory: the plan's amounts). The
+//! parser of `info` is pure.
 
 use std::path::Path;
 use std::time::Duration;
@@ -8,47 +9,13 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::error::CalibrateError;
+use crate::model::device::parse_compute_capability;
 use crate::model::probe::{ProbeError, ProbeRequest};
 use crate::pipeline::probe::run_probe_async;
-use crate::results::calibration_kernels::{DeviceFacts, parse_compute_capability};
+use crate::profilers::device_tool::{DeviceTool, GpuIdentity};
+use crate::results::calibration_kernels::DeviceFacts;
 
-const QUERY_GPU: &str = "--query-gpu=index,name,uuid,driver_version,compute_cap";
 const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// One GPU as nvidia-smi names it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GpuIdentity {
-    /// nvidia-smi's index (`0`).
-    pub index: String,
-    pub name: String,
-    pub uuid: Option<String>,
-    pub driver: Option<String>,
-    pub compute_capability: Option<(u32, u32)>,
-}
-
-/// The lines of `nvidia-smi --query-gpu=index,name,uuid,driver_version,compute_cap
-/// --format=csv,noheader,nounits`; `[N/A]` cells are `None`, malformed lines are skipped.
-pub fn parse_gpu_query(text: &str) -> Vec<GpuIdentity> {
-    let cell = |text: &str| {
-        let text = text.trim();
-        (!text.is_empty() && !text.starts_with('[')).then(|| text.to_string())
-    };
-    text.lines()
-        .filter_map(|line| {
-            let cells: Vec<&str> = line.split(',').collect();
-            if cells.len() != 5 {
-                return None;
-            }
-            Some(GpuIdentity {
-                index: cell(cells[0])?,
-                name: cell(cells[1])?,
-                uuid: cell(cells[2]),
-                driver: cell(cells[3]),
-                compute_capability: parse_compute_capability(cells[4]),
-            })
-        })
-        .collect()
-}
 
 /// What the calibration program's `info` printed (`key=value` lines).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,22 +60,16 @@ pub fn visible_device() -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
-/// The GPU `device` (nvidia-smi's `-i`: an index or a UUID; the first GPU when `None`) as
-/// nvidia-smi sees it.
+/// The GPU `device` (an index or a UUID, as the identity tool takes it; the first GPU when
+/// `None`) as the backend's identity tool (`tool`, found on PATH) names it.
 pub async fn identify(
-    nvidia_smi: &Path,
+    identity: &dyn DeviceTool,
+    tool: &Path,
     device: Option<&str>,
     cancel: &CancellationToken,
 ) -> Result<GpuIdentity, CalibrateError> {
-    let mut args = vec![
-        QUERY_GPU.to_string(),
-        "--format=csv,noheader,nounits".into(),
-    ];
-    if let Some(device) = device {
-        args.extend(["-i".to_string(), device.to_string()]);
-    }
-    let mut request = ProbeRequest::new(nvidia_smi, &[], PROBE_TIMEOUT);
-    request.args = args;
+    let mut request = ProbeRequest::new(tool, &[], PROBE_TIMEOUT);
+    request.args = identity.identity_args(device);
     let command = request.shown();
     let output = run_blocking(request, cancel).await?;
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -123,15 +84,14 @@ pub async fn identify(
             ),
         });
     }
-    let gpus = parse_gpu_query(&stdout);
-    match gpus.into_iter().next() {
+    match identity.parse_identity(&stdout).into_iter().next() {
         Some(gpu) if gpu.compute_capability.is_some() => Ok(gpu),
         Some(gpu) => Err(CalibrateError::Device {
             command,
             why: format!(
-                "it gives no compute capability for {} (a driver older than R510 lacks \
-                 `compute_cap`; upgrade the driver)",
-                gpu.name
+                "it gives no compute capability for {} ({})",
+                gpu.name,
+                identity.no_compute_capability()
             ),
         }),
         None => Err(CalibrateError::Device {
@@ -186,27 +146,6 @@ pub(super) async fn run_blocking(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn nvidia_smi_lines_give_the_identity() {
-        let text = "0, NVIDIA H200, GPU-4f3c2a1b-0000-1111-2222-333344445555, 580.95.05, 9.0\n\
-                    1, NVIDIA H200, [N/A], [N/A], 9.0\n\
-                    garbage\n";
-        let gpus = parse_gpu_query(text);
-        assert_eq!(gpus.len(), 2);
-        assert_eq!(
-            gpus[0],
-            GpuIdentity {
-                index: "0".into(),
-                name: "NVIDIA H200".into(),
-                uuid: Some("GPU-4f3c2a1b-0000-1111-2222-333344445555".into()),
-                driver: Some("580.95.05".into()),
-                compute_capability: Some((9, 0)),
-            }
-        );
-        assert_eq!(gpus[1].uuid, None);
-        assert_eq!(gpus[1].driver, None);
-    }
 
     #[test]
     fn the_programs_info_gives_the_sizes_and_says_what_is_missing() {

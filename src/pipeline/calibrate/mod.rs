@@ -3,11 +3,13 @@
 //! ncu version, where the eval's audit finds it ([`lookup`]). docs/calibrate.md says what each
 //! kernel does and how a counter is judged.
 //!
-//! The steps: nvcc, ncu and a GPU are found (all that are missing are named at once); the GPU is
-//! identified with nvidia-smi; a calibration cached for it is served unless `force`; otherwise,
-//! under the key's lock and in a fresh work directory beside the cache, kernels.cu is compiled
-//! for the GPU's architecture, its `info` sizes the plan, two ncu passes run it (the launch floor,
-//! then the counters), the records are judged and the calibration is written atomically.
+//! The steps: the capability's compiler, the profiler and the vendor's device tool are found
+//! (all that are missing are named at once); the GPU is identified with that tool; a
+//! calibration cached for it is served unless `force`; otherwise, under the key's lock and in a
+//! fresh work directory beside the cache, the capability's known-work program is compiled for
+//! the GPU's architecture, its `info` sizes the plan, two profiler passes run it (the launch
+//! floor, then the counters), the records are judged and the calibration is written atomically.
+//! Nothing here names a vendor: the profiler's registry entry supplies each vendor's part.
 
 pub mod build;
 pub mod cache;
@@ -28,9 +30,11 @@ use crate::model::calibration::Calibration;
 use crate::pipeline::Profiler;
 use crate::profilers::ProfilerSettings;
 use crate::profilers::capability::{CalibrationCapability, Capability, CapabilityError};
+use crate::profilers::device_tool::{self, DeviceTool};
+use crate::profilers::device_tools;
 use crate::profilers::registry;
 use crate::results::calibration::{Judged, judge};
-use crate::results::calibration_kernels::{CalibrationPlan, nvcc_arch};
+use crate::results::calibration_kernels::CalibrationPlan;
 use crate::results::devices::DeviceTable;
 
 /// The plan saved in the work directory, for judging the capture again offline.
@@ -85,10 +89,12 @@ pub struct Calibrated {
 
 /// The tools a calibration needs, found.
 struct Tools {
-    nvcc: PathBuf,
-    nvidia_smi: PathBuf,
+    /// The calibration program's compiler.
+    compiler: PathBuf,
+    /// The vendor's device tool.
+    identity_tool: PathBuf,
     /// `ncu 2025.3.1.0`: the calibration's `tool` (the profiler and its version).
-    ncu: String,
+    profiler: String,
 }
 
 /// The profiler `options` names (else the first with a calibration capability) and that
@@ -126,19 +132,20 @@ pub async fn calibrate(options: &CalibrateOptions) -> Result<Calibrated, Calibra
         None => cache::default_dir().ok_or(CalibrateError::NoCacheDir)?,
     };
     let (profiler, calibration) = calibrator(options)?;
-    let tools = find_tools(profiler, &dir).await?;
+    let identity = vendor_tool(profiler)?;
+    let tools = find_tools(profiler, calibration, identity, &dir).await?;
     let device = options.device.clone().or_else(visible_device);
-    let gpu = device::identify(&tools.nvidia_smi, device.as_deref(), cancel).await?;
+    let gpu = device::identify(identity, &tools.identity_tool, device.as_deref(), cancel).await?;
     let (Some(driver), Some(compute_capability)) = (gpu.driver.clone(), gpu.compute_capability)
     else {
         return Err(CalibrateError::Device {
-            command: "nvidia-smi --query-gpu".into(),
+            command: identity.tool().program.to_string(),
             why: format!("it gives no driver version for {}", gpu.name),
         });
     };
     let device_key = gpu.uuid.clone().unwrap_or_else(|| gpu.name.clone());
     if !options.force
-        && let Some(calibration) = cache::lookup_in(&dir, &device_key, &driver, &tools.ncu)
+        && let Some(calibration) = cache::lookup_in(&dir, &device_key, &driver, &tools.profiler)
     {
         return Ok(Calibrated {
             calibration,
@@ -149,31 +156,27 @@ pub async fn calibrate(options: &CalibrateOptions) -> Result<Calibrated, Calibra
             warnings: Vec::new(),
         });
     }
-    let key = cache::key(&device_key, &driver, &tools.ncu);
+    let key = cache::key(&device_key, &driver, &tools.profiler);
     let _lock = cache::lock(&dir, &key)?;
     let work = fresh_work_dir(&dir, &key)?;
+    let source = calibration.program();
+    let arch = (source.arch)(compute_capability);
     say(&format!(
-        "compiling the calibration kernels for {} ({})",
-        nvcc_arch(compute_capability),
+        "compiling the calibration kernels for {arch} ({})",
         gpu.name
     ));
-    let program =
-        build::compile(&tools.nvcc, &nvcc_arch(compute_capability), &work, cancel).await?;
-    // The UUID pins the same GPU for CUDA as for nvidia-smi (their orders can differ).
-    let env = match &gpu.uuid {
-        Some(uuid) => BTreeMap::from([("CUDA_VISIBLE_DEVICES".to_string(), uuid.clone())]),
-        None => BTreeMap::from([
-            ("CUDA_VISIBLE_DEVICES".to_string(), gpu.index.clone()),
-            ("CUDA_DEVICE_ORDER".to_string(), "PCI_BUS_ID".to_string()),
-        ]),
-    };
+    let program = build::compile(source, &tools.compiler, &arch, &work, cancel).await?;
+    let env: BTreeMap<String, String> = identity.pin_env(&gpu);
     let info = device::program_info(&program, &env, cancel).await?;
     if let (Some(seen), Some(asked)) = (&info.uuid, &gpu.uuid)
         && !seen.eq_ignore_ascii_case(asked)
     {
         return Err(CalibrateError::Device {
             command: format!("{} info", program.display()),
-            why: format!("CUDA ran on {seen}, not on {asked} that nvidia-smi named"),
+            why: format!(
+                "the program ran on {seen}, not on {asked} that {} named",
+                identity.tool().program
+            ),
         });
     }
     let plan = CalibrationPlan::for_device(&gpu.name, info.facts);
@@ -222,7 +225,7 @@ pub async fn calibrate(options: &CalibrateOptions) -> Result<Calibrated, Calibra
         device_name: gpu.name,
         device_uuid: gpu.uuid,
         driver: Some(driver),
-        tool: tools.ncu,
+        tool: tools.profiler,
         created_unix_s: crate::model::batch::now_unix_s() as u64,
         path: None,
         launch_floor_ns,
@@ -240,26 +243,48 @@ pub async fn calibrate(options: &CalibrateOptions) -> Result<Calibrated, Calibra
     })
 }
 
-/// nvcc, ncu (its preflight: binary, version, GPU, counter access) and nvidia-smi; every one
-/// that is missing is named, with its fix.
-async fn find_tools(profiler: &'static str, dir: &Path) -> Result<Tools, CalibrateError> {
+/// The device tool of the GPUs `profiler` profiles (the GPU is named with it).
+fn vendor_tool(profiler: &str) -> Result<&'static dyn DeviceTool, CalibrateError> {
+    let entry = registry::lookup(profiler).map_err(|e| CalibrateError::Profiler(e.to_string()))?;
+    entry
+        .vendor
+        .and_then(device_tools::for_vendor)
+        .ok_or_else(|| {
+            CalibrateError::Profiler(format!(
+                "`{profiler}` profiles no GPU whose device tool polyprof knows, so the GPU to \
+                 calibrate cannot be named"
+            ))
+        })
+}
+
+/// The program's compiler, the profiler (its preflight: binary, version, GPU, counter access)
+/// and the device-identity tool; every one that is missing is named, with its fix.
+async fn find_tools(
+    profiler: &'static str,
+    calibration: &dyn CalibrationCapability,
+    identity: &dyn DeviceTool,
+    dir: &Path,
+) -> Result<Tools, CalibrateError> {
     let mut missing = Vec::new();
-    let nvidia_smi = which::which("nvidia-smi").ok();
-    if nvidia_smi.is_none() {
-        missing.push(MissingTool {
-            tool: "an NVIDIA GPU",
-            fix: "nvidia-smi is not on PATH, so no GPU can be found; run on a machine with an \
-                  NVIDIA GPU and its driver (nvidia-smi comes with the driver)"
-                .into(),
-        });
-    }
+    let mut find = |tool: device_tool::Tool| {
+        let found = which::which(tool.program).ok();
+        if found.is_none() {
+            missing.push(MissingTool {
+                tool: tool.what,
+                fix: tool.missing.to_string(),
+            });
+        }
+        found
+    };
+    let identity_tool = find(identity.tool());
+    let compiler = find(calibration.program().compiler);
     let dir = dir.to_path_buf();
     let preflight = tokio::task::spawn_blocking(move || {
         crate::profilers::create(profiler, &dir, &ProfilerSettings::default())
             .map(|p| p.preflight())
     })
     .await;
-    let ncu = match preflight {
+    let version = match preflight {
         Ok(Ok(preflight)) if preflight.available => Some(format!(
             "{profiler} {}",
             preflight.version.as_deref().unwrap_or("unknown")
@@ -288,21 +313,11 @@ async fn find_tools(profiler: &'static str, dir: &Path) -> Result<Tools, Calibra
             None
         }
     };
-    let nvcc = which::which("nvcc").ok();
-    if nvcc.is_none() {
-        missing.push(MissingTool {
-            tool: "nvcc",
-            fix: "not on PATH, so the calibration kernels cannot be compiled; install the CUDA \
-                  toolkit and put its bin folder on PATH (e.g. `export \
-                  PATH=/usr/local/cuda/bin:$PATH`)"
-                .into(),
-        });
-    }
-    match (nvcc, nvidia_smi, ncu) {
-        (Some(nvcc), Some(nvidia_smi), Some(ncu)) if missing.is_empty() => Ok(Tools {
-            nvcc,
-            nvidia_smi,
-            ncu,
+    match (compiler, identity_tool, version) {
+        (Some(compiler), Some(identity_tool), Some(profiler)) if missing.is_empty() => Ok(Tools {
+            compiler,
+            identity_tool,
+            profiler,
         }),
         _ => Err(CalibrateError::Missing { missing }),
     }

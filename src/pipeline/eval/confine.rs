@@ -1,8 +1,8 @@
 //! The sandbox of the candidate's workers (docs/eval-harness.md, "The sandbox"): what they may
 //! read (the system's libraries and toolchains, the Python environment, the candidate's folder,
 //! the harness, /proc, /sys, the device nodes), what they may write (a fresh scratch folder per
-//! worker; on CUDA the GPU's device nodes and /dev/shm), no network, no signal or abstract
-//! socket outside their own processes, and their resource limits. Decided once per eval from
+//! worker; on CUDA the GPU's device nodes, /dev/shm and its own /proc/<pid>), no network, no
+//! signal or abstract socket outside their own processes, and their resource limits. Decided once per eval from
 //! the kernel's Landlock ABI; recorded in the evidence as `sandbox`.
 
 use std::collections::BTreeMap;
@@ -43,6 +43,8 @@ pub struct CandidateSandbox {
     /// Besides each worker's scratch folder.
     pub write: Vec<PathBuf>,
     pub limits: Limits,
+    /// Its own `/proc/<pid>` writable too (CUDA: the driver library needs it).
+    pub own_proc: bool,
 }
 
 impl CandidateSandbox {
@@ -58,6 +60,7 @@ impl CandidateSandbox {
             write,
             limits: self.limits.clone(),
             profiler_ipc: under_profiler,
+            own_proc: self.own_proc,
         }
     }
 }
@@ -118,6 +121,7 @@ pub fn plan(
         read,
         write,
         limits: limits(spec),
+        own_proc: spec.device == Device::Cuda,
     };
     let probe = sandbox.confinement(Path::new("<scratch>"), false);
     let evidence = SandboxEvidence {
@@ -129,6 +133,7 @@ pub fn plan(
             .write
             .iter()
             .map(|p| p.display().to_string())
+            .chain(probe.own_proc.then(|| "/proc/<own pid>".to_string()))
             .collect(),
         limits: sandbox
             .limits

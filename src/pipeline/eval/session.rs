@@ -159,8 +159,11 @@ async fn run_eval(spec: &EvalSpec, warm: Option<&mut WarmState>) -> Result<EvalO
         trusted_held: std::collections::BTreeSet::new(),
         warm,
         reuse: None,
-        conditions: (spec.device == Device::Cuda)
-            .then(|| ConditionsReader::new(spec.cancel.clone())),
+        conditions: spec
+            .device
+            .vendor()
+            .and_then(crate::profilers::device_tools::for_vendor)
+            .map(|tool| ConditionsReader::new(tool, spec.cancel.clone())),
     };
     let ran = eval.run(witness, work).await;
     if let Err(failure) = ran {

@@ -24,6 +24,14 @@ impl Device {
         }
     }
 
+    /// Whose GPUs this device is (its device tool reads their conditions); `None` for the CPU.
+    pub fn vendor(self) -> Option<crate::profilers::registry::Vendor> {
+        match self {
+            Device::Cuda => Some(crate::profilers::registry::Vendor::Nvidia),
+            Device::Cpu => None,
+        }
+    }
+
     /// How arrays cross between the workers: CUDA IPC handles, or bytes through polyprof.
     pub fn transport(self) -> &'static str {
         match self {

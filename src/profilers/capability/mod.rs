@@ -12,10 +12,11 @@ pub mod calibration;
 pub mod fingerprint;
 pub mod injection;
 pub mod profile_once;
+pub mod tool;
 
 use std::fmt;
 
-pub use calibration::{CalibrationCapability, TensorPrecision};
+pub use calibration::{CalibrationCapability, CalibrationProgram, TensorPrecision};
 pub use fingerprint::FingerprintCapability;
 pub use injection::{InjectionLibrary, SdkLayout};
 pub use profile_once::{Assembly, Hit, ProfileOnceCapability};

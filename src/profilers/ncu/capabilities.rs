@@ -9,6 +9,7 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
+use super::calibration_program::PROGRAM;
 use super::launch_log::{parse_log, resolve};
 use super::options::{
     ClockControl, DRAM_CLOCK, DRAM_READ, DRAM_WRITE, DURATION, FP16_OPS, FP32_OPS, FP64_OPS,
@@ -21,8 +22,8 @@ use crate::model::record::KernelRecord;
 use crate::profilers::ProfilerSettings;
 use crate::profilers::capability::injection::SdkPaths;
 use crate::profilers::capability::{
-    Assembly, CalibrationCapability, Capabilities, FingerprintCapability, Hit, InjectionLibrary,
-    ProfileOnceCapability, SdkLayout, TensorPrecision,
+    Assembly, CalibrationCapability, CalibrationProgram, Capabilities, FingerprintCapability, Hit,
+    InjectionLibrary, ProfileOnceCapability, SdkLayout, TensorPrecision,
 };
 
 /// Every capability ncu has.
@@ -174,6 +175,10 @@ impl ProfileOnceCapability for NcuProfileOnce {
 pub struct NcuCalibration;
 
 impl CalibrationCapability for NcuCalibration {
+    fn program(&self) -> &'static CalibrationProgram {
+        &PROGRAM
+    }
+
     fn duration_metric(&self) -> &'static str {
         DURATION
     }

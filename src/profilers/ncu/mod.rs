@@ -1,6 +1,7 @@
 //! NVIDIA Nsight Compute backend: plan (`wrap`), preflight, parsers of ncu's CSV pages, metric
 //! name checks, and the static lane (cuobjdump resource usage, theoretical occupancy).
 
+pub mod calibration_program;
 pub mod capabilities;
 mod checks;
 mod context;
@@ -14,6 +15,7 @@ pub mod kernel_filter;
 pub mod launch_log;
 pub mod merge;
 pub mod names;
+pub mod nvidia_smi;
 pub mod nvtx;
 pub mod occupancy;
 pub mod options;
