@@ -41,7 +41,7 @@ from ._types import (
 )
 from .batch import BatchEntry, BatchIndex, batch
 from .benchmark import KernelBenchmark, benchmark_kernel
-from .eval import EvalResult, Finding, evaluate
+from .eval import EvalResult, Evaluator, Finding, Judged, evaluate
 from .profiler_command import Profiler, get_profilers
 from .session import (
     ProfileSession,
@@ -76,6 +76,8 @@ __all__ = [
     "benchmark_kernel",
     "KernelBenchmark",
     "evaluate",
+    "Evaluator",
+    "Judged",
     "EvalResult",
     "Finding",
     "RunResult",

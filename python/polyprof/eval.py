@@ -11,10 +11,15 @@ change the verdict.
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
+import queue
 import shutil
-from typing import Any, Callable, Dict, List, Optional
+import subprocess
+import tempfile
+import threading
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional
 
 from . import _native
 from ._eval_sources import problem_files
@@ -160,3 +165,265 @@ def evaluate(
         if sources is not None:
             shutil.rmtree(sources, ignore_errors=True)
     return EvalResult(json.loads(text))
+
+
+#: ``Evaluator`` options and their ``polyprof eval`` flags (value options).
+_FLAG_OPTIONS = {
+    "trials": "--trials",
+    "timing_blocks": "--blocks",
+    "blocks": "--blocks",
+    "repeat": "--repeat",
+    "warmup": "--warmup",
+    "atol": "--atol",
+    "rtol": "--rtol",
+    "witness_calls": "--witness-calls",
+    "witness_profiler": "--profiler",
+    "profiler": "--profiler",
+    "witness_tolerance": "--witness-tolerance",
+    "suspicious_speedup": "--suspicious-speedup",
+    "min_plausible_ms": "--min-plausible-ms",
+    "work_calls": "--work-calls",
+    "flops_per_call": "--flops",
+    "flops": "--flops",
+    "init_seed": "--seed-init",
+    "seed_init": "--seed-init",
+    "timeout": "--timeout",
+    "setup_timeout": "--setup-timeout",
+    "python": "--python",
+    "sandbox": "--sandbox",
+}
+
+#: Boolean options: the flag is given when the value is the one named.
+_SWITCH_OPTIONS = {
+    "flush_l2": ("--no-flush-l2", False),
+    "work_pass": ("--no-work-pass", False),
+    "require_candidate_kernels": ("--require-candidate-kernels", True),
+    "allow_tf32": ("--allow-tf32", True),
+}
+
+
+def _executable() -> str:
+    """The polyprof executable: ``$POLYPROF_EXECUTABLE``, the one shipped in the wheel, else
+    ``polyprof-native`` or ``polyprof`` on PATH."""
+    from pathlib import Path
+
+    given = os.environ.get("POLYPROF_EXECUTABLE")
+    if given:
+        return given
+    bundled = Path(__file__).with_name("bin") / "polyprof"
+    if bundled.is_file() and os.access(bundled, os.X_OK):
+        return str(bundled)
+    for name in ("polyprof-native", "polyprof"):
+        found = shutil.which(name)
+        if found:
+            return found
+    raise FileNotFoundError("the polyprof executable is not in this installation (build the wheel with python/build-wheel.sh, or set POLYPROF_EXECUTABLE)")
+
+
+def _argv(reference: PathLike, device: str, output_dir: Optional[str], cold: bool, options: Dict[str, Any]) -> List[str]:
+    argv = [_executable(), "eval", "--reference", os.fspath(reference), "--candidate", "-", "--device", device]
+    if output_dir is not None:
+        argv += ["--output-dir", output_dir]
+    if cold:
+        argv.append("--cold")
+    for key, value in options.items():
+        if value is None:
+            continue
+        if key in _FLAG_OPTIONS:
+            argv += [_FLAG_OPTIONS[key], str(value)]
+        elif key in _SWITCH_OPTIONS:
+            flag, when = _SWITCH_OPTIONS[key]
+            if bool(value) == when:
+                argv.append(flag)
+        else:
+            valid = ", ".join(sorted([*_FLAG_OPTIONS, *_SWITCH_OPTIONS]))
+            raise TypeError(f"Evaluator() got an unexpected option {key!r} (valid: {valid})")
+    return argv
+
+
+class Judged:
+    """One candidate's verdict from an ``Evaluator``, shaped for a reward: ``passed`` (correct
+    and no finding), ``status`` (``correct``, ``incorrect``, ``failed``, or ``not_run`` when
+    its eval could not begin), ``speedup`` with its 95 % interval (``speedup_low``,
+    ``speedup_high``; ``None`` when it was not timed), ``findings`` (their kinds), ``failure``
+    (``raised``, ``timeout``, … or why it could not run), ``dir`` (its eval directory, with
+    evidence.json and verdict.json), ``device_seconds`` (the wall seconds its eval held the
+    device: GPU seconds on ``cuda``) and ``reference_reused`` (its reference timing blocks were
+    the warm evaluator's stored ones, after their drift probe)."""
+
+    __slots__ = (
+        "candidate",
+        "passed",
+        "status",
+        "speedup",
+        "speedup_low",
+        "speedup_high",
+        "score_ms",
+        "findings",
+        "failure",
+        "dir",
+        "device_seconds",
+        "reference_reused",
+    )
+
+    def __init__(self, data: Dict[str, Any]):
+        row: Dict[str, Any] = data["row"]
+        speedup: Dict[str, Any] = row.get("speedup") or {}
+        self.candidate: str = row["candidate"]
+        self.passed: bool = bool(row.get("passed"))
+        self.status: str = row.get("status", "failed")
+        self.speedup: Optional[float] = speedup.get("value")
+        self.speedup_low: Optional[float] = speedup.get("ci_low")
+        self.speedup_high: Optional[float] = speedup.get("ci_high")
+        self.score_ms: Optional[float] = row.get("score_ms")
+        self.findings: List[str] = list(row.get("findings", []))
+        self.failure: Optional[str] = row.get("failure")
+        self.dir: str = row["dir"]
+        self.device_seconds: float = float(data.get("seconds", 0.0))
+        self.reference_reused: bool = bool(data.get("reference_reused"))
+
+    def reward(self, failed: float = 0.0) -> float:
+        """The speedup of a candidate that passed, else ``failed``: the usual RL reward."""
+        return self.speedup if self.passed and self.speedup is not None else failed
+
+    def verdict(self) -> Dict[str, Any]:
+        """verdict.json, read from the eval directory."""
+        with open(os.path.join(self.dir, "verdict.json"), encoding="utf-8") as f:
+            verdict: Dict[str, Any] = json.load(f)
+        return verdict
+
+    def evidence(self) -> Dict[str, Any]:
+        """evidence.json, read from the eval directory."""
+        with open(os.path.join(self.dir, "evidence.json"), encoding="utf-8") as f:
+            evidence: Dict[str, Any] = json.load(f)
+        return evidence
+
+    def __repr__(self) -> str:
+        return f"Judged({self.candidate!r}, status={self.status!r}, passed={self.passed}, speedup={self.speedup!r}, findings={self.findings})"
+
+
+class _Lane:
+    """One ``polyprof eval --candidate -`` process: a warm evaluator judging one candidate at
+    a time, candidate paths in on its stdin, one JSON line out per verdict."""
+
+    def __init__(self, argv: List[str]):
+        self._stderr = tempfile.TemporaryFile()
+        self._process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr)
+        self._lock = threading.Lock()
+
+    def judge(self, candidate: PathLike) -> Judged:
+        path = os.path.abspath(os.fspath(candidate))
+        if "\n" in path:
+            raise ValueError(f"a candidate path holds a newline: {path!r}")
+        with self._lock:
+            stdin, stdout = self._process.stdin, self._process.stdout
+            if stdin is None or stdout is None:
+                raise RuntimeError("the evaluator is closed")
+            try:
+                stdin.write(path.encode() + b"\n")
+                stdin.flush()
+            except BrokenPipeError:
+                pass
+            line = stdout.readline()
+        if not line:
+            raise RuntimeError(f"the evaluator's polyprof process ended (status {self._process.wait()}): {self._stderr_tail()}")
+        return Judged(json.loads(line))
+
+    def _stderr_tail(self) -> str:
+        self._stderr.seek(0)
+        return self._stderr.read().decode(errors="replace")[-4000:].strip()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._process.stdin is not None and not self._process.stdin.closed:
+                try:
+                    self._process.stdin.close()
+                except BrokenPipeError:
+                    pass
+            try:
+                self._process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self._process.terminate()
+                self._process.wait()
+            if self._process.stdout is not None:
+                self._process.stdout.close()
+            self._stderr.close()
+
+
+class Evaluator:
+    """A warm evaluator (docs/eval-harness.md, "The warm evaluator"), opened once per problem
+    and device: the reference is set up once and its timing blocks measured once (re-checked by
+    a drift probe before reuse), while every candidate still runs in fresh, sandboxed worker
+    processes and gets the verdict a cold ``polyprof.evaluate`` would give it.
+
+        with polyprof.Evaluator("ref.py", device="cuda") as ev:
+            for judged in ev.evaluate_many(paths):
+                rewards[judged.candidate] = judged.reward()
+
+    ``lanes`` warm evaluators run side by side (each judges one candidate at a time; on one GPU
+    keep 1: timings taken side by side disturb each other). ``cold=True`` judges every
+    candidate cold (for comparison). ``options`` as ``evaluate``'s, plus ``sandbox``
+    (``"on"``/``"off"``). Candidates are files (``ModelNew``); an ``output_dir`` gets one folder
+    per lane (``lane-N``), each with one folder per candidate."""
+
+    def __init__(
+        self,
+        reference: PathLike,
+        *,
+        device: str = "cuda",
+        output_dir: Optional[PathLike] = None,
+        lanes: int = 1,
+        cold: bool = False,
+        **options: Any,
+    ):
+        if lanes < 1:
+            raise ValueError(f"lanes must be at least 1, not {lanes}")
+        if not os.path.isfile(os.fspath(reference)):
+            raise FileNotFoundError(f"the reference {os.fspath(reference)!r} is not a file")
+        self._lanes: List[_Lane] = []
+        self._free: "queue.Queue[_Lane]" = queue.Queue()
+        reference = os.path.abspath(os.fspath(reference))
+        for n in range(lanes):
+            out = None if output_dir is None else os.path.join(os.fspath(output_dir), f"lane-{n}")
+            lane = _Lane(_argv(reference, device, out, cold, options))
+            self._lanes.append(lane)
+            self._free.put(lane)
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="polyprof-evaluator")
+
+    def evaluate(self, candidate: PathLike) -> Judged:
+        """Judge one candidate (blocks until its verdict; a failing candidate is returned)."""
+        lane = self._free.get()
+        try:
+            return lane.judge(candidate)
+        finally:
+            self._free.put(lane)
+
+    def submit(self, candidate: PathLike) -> "concurrent.futures.Future[Judged]":
+        """Judge ``candidate`` on the next free lane; its verdict arrives in the future."""
+        return self._pool.submit(self.evaluate, candidate)
+
+    def evaluate_many(self, candidates: Iterable[PathLike]) -> Iterator[Judged]:
+        """Judge every candidate, yielding each verdict as it finishes (not in order when there
+        are several lanes)."""
+        futures = [self.submit(c) for c in candidates]
+        for done in concurrent.futures.as_completed(futures):
+            yield done.result()
+
+    async def evaluate_async(self, candidate: PathLike) -> Judged:
+        """``evaluate`` for asyncio: awaits the verdict without blocking the event loop."""
+        import asyncio
+
+        return await asyncio.wrap_future(self.submit(candidate))
+
+    def close(self) -> None:
+        """End every lane's trusted worker and process."""
+        self._pool.shutdown(wait=True)
+        for lane in self._lanes:
+            lane.close()
+        self._lanes = []
+
+    def __enter__(self) -> "Evaluator":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

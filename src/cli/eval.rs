@@ -28,8 +28,9 @@ pub struct Args {
     #[arg(long, value_name = "REF.py")]
     pub reference: PathBuf,
     /// The candidate (ModelNew; get_init_inputs is taken from the reference when missing), or
-    /// a directory: every `*.py` in it, one after another, into OUTPUT_DIR/<stem>/.
-    #[arg(long, value_name = "CAND.py|DIR")]
+    /// a directory: every `*.py` in it, one after another, into OUTPUT_DIR/<stem>/; or `-`:
+    /// candidate paths read from stdin, one a line, one JSON line printed per verdict.
+    #[arg(long, value_name = "CAND.py|DIR|-")]
     pub candidate: PathBuf,
     /// Where the eval's files go [default: OUTPUT_ROOT/eval.<NNN>, OUTPUT_ROOT the configured
     /// `output_root`, else ./polyprof-runs]; must be empty.
@@ -38,6 +39,10 @@ pub struct Args {
     /// Print verdict.json on stdout instead of the summary.
     #[arg(long, help_heading = "Output")]
     pub json: bool,
+    /// With a directory of candidates (or `-`): start every candidate's eval cold (its own trusted
+    /// worker, the reference re-timed in full) instead of through one warm evaluator.
+    #[arg(long)]
+    pub cold: bool,
     /// Where the arrays live: cuda or cpu.
     #[arg(long, default_value = "cuda", value_parser = device_parser())]
     pub device: Device,
@@ -257,7 +262,8 @@ async fn judge(args: Args) -> anyhow::Result<u8> {
     }
     let config = polyprof::pipeline::config::Config::load()?;
     let output_root = config.output_root.value;
-    if args.candidate.is_dir() {
+    let from_stdin = args.candidate.as_os_str() == "-";
+    if args.candidate.is_dir() || from_stdin {
         let tracking = args.tracking.tracking()?;
         let make_spec = |candidate: &Path, dir: PathBuf| {
             let mut spec = EvalSpec::new(&args.reference, candidate, dir);
@@ -272,13 +278,21 @@ async fn judge(args: Args) -> anyhow::Result<u8> {
             }
             spec
         };
+        if from_stdin {
+            return super::eval_serve::execute(
+                super::eval_many::root_of(args.output_dir.as_deref(), &output_root)?,
+                !args.cold,
+                make_spec,
+            )
+            .await;
+        }
         return super::eval_many::execute(
             &args.candidate,
-            args.output_dir.as_deref(),
-            &output_root,
+            super::eval_many::root_of(args.output_dir.as_deref(), &output_root)?,
             args.json,
             &args.ci,
             &args.reference,
+            !args.cold,
             make_spec,
         )
         .await;

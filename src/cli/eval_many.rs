@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use comfy_table::{Cell, CellAlignment};
 use polyprof::eval::ci_case;
-use polyprof::pipeline::eval::{EvalOutcome, EvalSpec, evaluate};
+use polyprof::pipeline::eval::{EvalOutcome, EvalSpec, WarmEvaluator, evaluate};
 use polyprof::results::escape::terminal;
 use serde::Serialize;
 
@@ -41,6 +41,23 @@ pub struct Row {
     pub ran: bool,
 }
 
+impl Row {
+    /// The row of a candidate whose eval could not begin.
+    pub fn not_run(candidate: &Path, dir: &Path, why: &str) -> Row {
+        Row {
+            candidate: candidate.display().to_string(),
+            dir: dir.display().to_string(),
+            passed: false,
+            status: "not_run".into(),
+            speedup: None,
+            score_ms: None,
+            findings: Vec::new(),
+            failure: Some(why.to_string()),
+            ran: false,
+        }
+    }
+}
+
 /// The `*.py` files of `dir`, sorted by name.
 pub fn candidates(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -71,7 +88,7 @@ pub fn exit_code(rows: &[Row]) -> u8 {
     }
 }
 
-fn row_of(candidate: &Path, dir: &Path, outcome: &EvalOutcome) -> Row {
+pub fn row_of(candidate: &Path, dir: &Path, outcome: &EvalOutcome) -> Row {
     let verdict = &outcome.verdict;
     Row {
         candidate: candidate.display().to_string(),
@@ -101,22 +118,27 @@ fn snake<T: Serialize + std::fmt::Debug>(value: &T) -> String {
         .unwrap_or_else(|| format!("{value:?}"))
 }
 
-/// Evaluate every candidate of `candidates_dir` into `output_dir` (default: the next free
-/// `OUTPUT_ROOT/evals.NNN`, the configured output root); `make_spec` gives one candidate's eval into its directory.
+/// Where a run of many candidates goes: `output_dir`, else the next free
+/// `OUTPUT_ROOT/evals.NNN` (the configured output root).
+pub fn root_of(output_dir: Option<&Path>, output_root: &Path) -> anyhow::Result<PathBuf> {
+    match output_dir {
+        Some(dir) => Ok(dir.to_path_buf()),
+        None => free_dir(output_root),
+    }
+}
+
+/// Evaluate every candidate of `candidates_dir` into `root` (`root_of`); `make_spec` gives
+/// one candidate's eval into its directory.
 pub async fn execute(
     candidates_dir: &Path,
-    output_dir: Option<&Path>,
-    output_root: &Path,
+    root: PathBuf,
     json_out: bool,
     ci: &super::ci_output::CiArgs,
     reference: &Path,
+    warm: bool,
     make_spec: impl Fn(&Path, PathBuf) -> EvalSpec,
 ) -> anyhow::Result<u8> {
     let files = candidates(candidates_dir)?;
-    let root = match output_dir {
-        Some(dir) => dir.to_path_buf(),
-        None => free_dir(output_root)?,
-    };
     std::fs::create_dir_all(&root)
         .with_context(|| format!("cannot create the output directory {}", root.display()))?;
     let cancel = tokio_util::sync::CancellationToken::new();
@@ -124,6 +146,8 @@ pub async fn execute(
     cancel_on_signals(cancel.clone(), kill_now.clone());
     let mut rows = Vec::new();
     let mut cases = Vec::new();
+    // One trusted worker for the whole directory (docs/eval-harness.md, "The warm evaluator").
+    let mut warm = warm.then(|| WarmEvaluator::new(&root));
     for file in &files {
         if cancel.is_cancelled() {
             break;
@@ -136,7 +160,10 @@ pub async fn execute(
         spec.cancel = cancel.clone();
         spec.kill_now = kill_now.clone();
         let started = std::time::Instant::now();
-        let result = evaluate(&spec).await;
+        let result = match warm.as_mut() {
+            Some(evaluator) => evaluator.evaluate(&spec).await,
+            None => evaluate(&spec).await,
+        };
         let seconds = started.elapsed().as_secs_f64();
         let row = match result {
             Ok(outcome) => {
@@ -152,20 +179,13 @@ pub async fn execute(
                     &file.display().to_string(),
                     &e.to_string(),
                 ));
-                Row {
-                    candidate: file.display().to_string(),
-                    dir: dir.display().to_string(),
-                    passed: false,
-                    status: "not_run".into(),
-                    speedup: None,
-                    score_ms: None,
-                    findings: Vec::new(),
-                    failure: Some(e.to_string()),
-                    ran: false,
-                }
+                Row::not_run(file, &dir, &e.to_string())
             }
         };
         rows.push(row);
+    }
+    if let Some(evaluator) = warm {
+        evaluator.close().await;
     }
     if ci.wanted() {
         ci.write(&ci_case::suite(&reference.display().to_string(), cases))?;

@@ -23,6 +23,7 @@ pub mod duration;
 pub mod eval;
 pub mod eval_exit;
 pub mod eval_many;
+pub mod eval_serve;
 pub mod eval_summary;
 pub mod man;
 pub mod metal;

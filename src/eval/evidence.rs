@@ -48,9 +48,67 @@ pub struct EvalEvidence {
     /// confined.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxEvidence>,
+    /// Where the reference's timing blocks came from when a warm evaluator judged this
+    /// candidate (docs/eval-harness.md, "The warm evaluator"). Absent for a cold eval, whose
+    /// reference blocks were all measured beside this candidate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_timing: Option<ReferenceTiming>,
+    /// The trusted worker's run directory when it is not this eval's `reference.000`: a warm
+    /// evaluator's, set up once and shared by the candidates it judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trusted_run: Option<String>,
     /// Why the eval stopped early, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
+}
+
+/// A warm evaluator's reference timing blocks: measured beside an earlier candidate under the
+/// same conditions and reused after a drift probe, or measured beside this one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ReferenceTiming {
+    /// The reference blocks in `samples` (by `block`) that were measured beside an earlier
+    /// candidate; empty: every reference block was measured beside this one. Block 0 never is:
+    /// it is measured here and is the drift probe.
+    #[serde(default)]
+    pub reused_blocks: Vec<u32>,
+    /// The eval directory whose run measured the reused blocks (this one's when none were).
+    pub measured_in: String,
+    /// When those blocks' timing began (RFC 3339, UTC).
+    pub measured_at: String,
+    /// The conditions they hold for: device, its identity and driver, interpreter and library
+    /// versions, threads. Other conditions are never reused.
+    pub conditions: String,
+    /// Candidates judged with these blocks before this one.
+    pub reused_before: u32,
+    /// Why they were measured here rather than reused, when they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_because: Option<String>,
+    /// The drift probe, when there were stored blocks to compare with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<DriftProbe>,
+}
+
+/// This eval's first reference block (timed as any reference block is, the candidate's
+/// processes stopped) compared with the stored blocks it would let be reused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DriftProbe {
+    /// When it was taken (RFC 3339, UTC).
+    pub taken_at: String,
+    pub times_ms: Vec<f64>,
+    pub median_ms: f64,
+    /// The median of the stored reference blocks' medians.
+    pub stored_median_ms: f64,
+    /// The lowest and the highest of the stored blocks' medians.
+    pub stored_low_ms: f64,
+    pub stored_high_ms: f64,
+    /// `median_ms / stored_median_ms`.
+    pub ratio: f64,
+    /// `median_ms` must lie within `[stored_low_ms / bound, stored_high_ms · bound]` for the
+    /// stored blocks to be reused.
+    pub bound: f64,
+    /// Outside the bound (or the device's clocks changed): the stored blocks were dropped and
+    /// the reference re-measured beside this candidate.
+    pub drifted: bool,
 }
 
 /// The confinement every process that ran candidate code was started under.

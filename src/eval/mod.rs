@@ -9,6 +9,7 @@ pub mod candidate_match;
 pub mod ci_case;
 pub mod counter_trust;
 pub mod device_peaks;
+pub mod drift;
 pub mod evidence;
 pub mod evidence_read;
 #[cfg(test)]

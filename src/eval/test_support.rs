@@ -214,6 +214,8 @@ pub fn evidence() -> EvalEvidence {
             write: vec!["<scratch>".into()],
             ..Default::default()
         }),
+        reference_timing: None,
+        trusted_run: None,
         failure: None,
     }
 }

@@ -34,6 +34,7 @@ mod eval_audit;
 mod eval_batch;
 mod eval_cpu;
 mod eval_cpu_hostile;
+mod eval_cpu_warm;
 mod eval_h200_captures;
 mod eval_hostile;
 mod eval_nvtx_capture;

@@ -16,7 +16,10 @@ pub mod spec;
 #[cfg(test)]
 mod timeline_captures;
 pub mod tracer;
+pub mod warm;
+pub mod warm_state;
 pub mod worker;
 
 pub use session::{EVIDENCE_FILE, VERDICT_FILE, evaluate};
 pub use spec::{Device, EvalOptions, EvalOutcome, EvalSpec, IfExists, SandboxSetting};
+pub use warm::WarmEvaluator;

@@ -14,8 +14,8 @@ use sha2::{Digest, Sha256};
 
 use crate::eval::evidence::{
     self, Comparison, DeviceState, EVIDENCE_VERSION, EvalEvidence, EvalSettings, Failure,
-    FailureKind, ProblemInfo, Side, SourceFile, Stage, TensorSpec, TimingBlock, TrialEvidence,
-    TrialPhase, WitnessEvidence,
+    FailureKind, ProblemInfo, ReferenceTiming, Side, SourceFile, Stage, TensorSpec, TimingBlock,
+    TrialEvidence, TrialPhase, WitnessEvidence,
 };
 use crate::model::atomic_file::write_atomic;
 use crate::model::error::{Error, Result};
@@ -30,6 +30,9 @@ use crate::pipeline::eval::integrity::{self, Baseline};
 use crate::pipeline::eval::protocol::{Message, ProtocolError};
 use crate::pipeline::eval::seeds::SeedSource;
 use crate::pipeline::eval::spec::{Device, EvalOutcome, EvalSpec, IfExists};
+use crate::pipeline::eval::warm_state::{
+    MAX_REFERENCE_AGE, StoredReference, TrustedSetup, WarmState,
+};
 use crate::pipeline::eval::worker::{Launch, Role, Worker};
 use crate::pipeline::lock::RUN_LOCK;
 use crate::pipeline::rundir::{self, ClaimedDir};
@@ -43,6 +46,18 @@ pub const VERDICT_FILE: &str = "verdict.json";
 /// them. `Err` only when the eval could not begin (unreadable files, a directory in use or
 /// already holding an eval, invalid options); anything after that is the evidence's `failure`.
 pub async fn evaluate(spec: &EvalSpec) -> Result<EvalOutcome> {
+    run_eval(spec, None).await
+}
+
+/// One eval through a warm evaluator's trusted worker and stored reference blocks
+/// (`warm::WarmEvaluator`). A candidate whose sandbox does not confine signals (and ptrace)
+/// could reach the trusted worker that outlives it: it is judged cold, beside a trusted worker
+/// of its own.
+pub(crate) async fn evaluate_warm(spec: &EvalSpec, warm: &mut WarmState) -> Result<EvalOutcome> {
+    run_eval(spec, Some(warm)).await
+}
+
+async fn run_eval(spec: &EvalSpec, warm: Option<&mut WarmState>) -> Result<EvalOutcome> {
     spec.options.validate()?;
     let reference = source_file(&spec.reference, "reference")?;
     let candidate = source_file(&spec.candidate, "candidate")?;
@@ -52,6 +67,7 @@ pub async fn evaluate(spec: &EvalSpec) -> Result<EvalOutcome> {
     let script = write_harness(&dir)?;
     let harness_dir = script.parent().unwrap_or(&dir).to_path_buf();
     let (sandbox, sandbox_evidence) = confine::plan(spec, &harness_dir, &candidate.absolute);
+    let mut warm = warm.filter(|_| sandbox_evidence.confines.iter().any(|c| c == "signals"));
     let baseline = Baseline::take(
         &harness_dir,
         &[&reference.absolute, &candidate.absolute],
@@ -59,9 +75,16 @@ pub async fn evaluate(spec: &EvalSpec) -> Result<EvalOutcome> {
     );
     let urandom = Path::new("/dev/urandom");
     let mut seeds = SeedSource::open().map_err(|e| Error::io("open", urandom, e))?;
-    let init_seed = match spec.options.init_seed {
-        Some(seed) => seed,
-        None => seeds
+    // A warm trusted worker built its model under its init seed: every candidate it judges
+    // builds theirs under the same one.
+    let warm_seed = warm
+        .as_ref()
+        .filter(|w| w.trusted.is_some())
+        .and_then(|w| w.setup.as_ref())
+        .map(|s| s.init_seed);
+    let init_seed = match (warm_seed, spec.options.init_seed) {
+        (Some(seed), _) | (None, Some(seed)) => seed,
+        (None, None) => seeds
             .next_seed()
             .map_err(|e| Error::io("read", urandom, e))?,
     };
@@ -111,7 +134,13 @@ pub async fn evaluate(spec: &EvalSpec) -> Result<EvalOutcome> {
         reference_work: None,
         calibration: None,
         sandbox: Some(sandbox_evidence),
+        reference_timing: None,
+        trusted_run: None,
         failure: None,
+    };
+    let (trusted, next_trial) = match warm {
+        Some(ref mut w) => (w.trusted.take(), w.next_trial),
+        None => (None, 0),
     };
     let mut eval = Eval {
         sandbox,
@@ -122,11 +151,14 @@ pub async fn evaluate(spec: &EvalSpec) -> Result<EvalOutcome> {
         sources: [reference.absolute, candidate.absolute],
         seeds,
         evidence,
-        trusted: None,
+        trusted,
         candidate: None,
         reference_work: None,
         init_inputs: None,
-        next_trial: 0,
+        next_trial,
+        trusted_held: std::collections::BTreeSet::new(),
+        warm,
+        reuse: None,
         conditions: spec
             .device
             .vendor()
@@ -304,8 +336,14 @@ struct Eval<'a> {
     /// The reference's init inputs, for a candidate file without `get_init_inputs`.
     init_inputs: Option<(Value, Vec<u8>)>,
     next_trial: u32,
+    /// The trials the trusted worker holds (made and not yet released).
+    trusted_held: std::collections::BTreeSet<u32>,
     /// `None` on the CPU.
     conditions: Option<ConditionsReader>,
+    /// The warm evaluator's state: its trusted worker lives on after this eval.
+    warm: Option<&'a mut WarmState>,
+    /// Stored reference blocks this eval reuses (the drift probe passed).
+    reuse: Option<Vec<TimingBlock>>,
 }
 
 impl Eval<'_> {
@@ -314,14 +352,31 @@ impl Eval<'_> {
         witness: Option<(String, ProfilerSettings)>,
         work: Option<(String, ProfilerSettings)>,
     ) -> std::result::Result<(), Failure> {
-        self.start(
-            Role::Trusted,
-            "none",
-            ProfilerSettings::default(),
-            Stage::Reference,
-        )
-        .await?;
-        self.setup_trusted().await?;
+        let warm_setup = self
+            .warm
+            .as_ref()
+            .filter(|_| self.trusted.is_some())
+            .and_then(|w| w.setup.clone());
+        match warm_setup {
+            Some(setup) => self.apply_setup(setup),
+            None => {
+                self.start(
+                    Role::Trusted,
+                    "none",
+                    ProfilerSettings::default(),
+                    Stage::Reference,
+                )
+                .await?;
+                self.setup_trusted().await?;
+                self.keep_setup();
+            }
+        }
+        if self.warm.is_some() {
+            self.evidence.trusted_run = self
+                .trusted
+                .as_ref()
+                .map(|t| t.run_dir.display().to_string());
+        }
         // Only now, with the trusted worker connected, may the candidate's start.
         self.start(
             Role::Candidate,
@@ -373,13 +428,18 @@ impl Eval<'_> {
             Role::Trusted | Role::ReferenceWork => &self.sources[0],
             Role::Candidate | Role::Witness | Role::Work => &self.sources[1],
         };
+        // A warm trusted worker runs from the evaluator's own harness copy and directory.
+        let (script, eval_dir) = match (&self.warm, role) {
+            (Some(warm), Role::Trusted) => (warm.script.clone(), warm.dir.clone()),
+            _ => (self.script.clone(), self.dir.clone()),
+        };
         Launch {
             role,
             python: self.spec.python.clone(),
-            script: self.script.clone(),
+            script,
             source: source.clone(),
             device: self.spec.device.as_str(),
-            eval_dir: self.dir.clone(),
+            eval_dir,
             profiler: profiler.to_string(),
             settings,
             tracking: self.spec.tracking.clone(),
@@ -428,8 +488,33 @@ impl Eval<'_> {
             return Err(harness(stage, format!("no worker for `{}`", request.op())));
         };
         match worker.conn.request(&request, limit).await {
-            Ok(reply) => Ok(reply),
+            Ok(reply) => {
+                if role == Role::Trusted {
+                    self.track_trusted_trials(&request);
+                }
+                Ok(reply)
+            }
             Err(error) => Err(self.fail(role, stage, error).await),
+        }
+    }
+
+    /// The trials the trusted worker holds: made by `trial`, dropped by `release` (a warm
+    /// trusted worker releases the rest after the eval).
+    fn track_trusted_trials(&mut self, request: &Message) {
+        let index = request
+            .get("trial")
+            .and_then(Value::as_u64)
+            .and_then(|i| u32::try_from(i).ok());
+        if let Some(index) = index {
+            match request.op() {
+                "trial" => {
+                    self.trusted_held.insert(index);
+                }
+                "release" => {
+                    self.trusted_held.remove(&index);
+                }
+                _ => {}
+            }
         }
     }
 
@@ -769,6 +854,7 @@ impl Eval<'_> {
                 format!("no record of trial {trial} to time"),
             ));
         };
+        self.begin_reference_timing();
         let o = &self.spec.options;
         let fields =
             json!({"trial": trial, "repeat": o.repeat, "warmup": o.warmup, "flush_l2": o.flush_l2});
@@ -780,6 +866,10 @@ impl Eval<'_> {
                 [Side::Candidate, Side::Reference]
             };
             for side in sides {
+                if let Some(stored) = self.reused_block(side, block) {
+                    self.evidence.samples.push(stored);
+                    continue;
+                }
                 let role = match side {
                     Side::Reference => Role::Trusted,
                     Side::Candidate => Role::Candidate,
@@ -815,6 +905,9 @@ impl Eval<'_> {
                     checked_calls: Vec::new(),
                     other_side_stopped: stopped,
                 });
+                if side == Side::Reference && block == 0 {
+                    self.judge_probe();
+                }
                 if side == Side::Candidate {
                     self.evidence.trials.push(TrialEvidence {
                         phase: TrialPhase::Timed,
@@ -857,6 +950,7 @@ impl Eval<'_> {
             input_pool::pool_size(repeat, bytes(&base.inputs), bytes(&base.reference_outputs));
         let checks = self.evidence.settings.timed_checks;
         let limit = self.call_limit();
+        self.begin_reference_timing();
         for block in 0..blocks {
             let pool = self.make_pool(size).await?;
             let indices: Vec<u32> = pool.iter().map(|t| t.index).collect();
@@ -879,6 +973,10 @@ impl Eval<'_> {
             // before its own block ran the reference 35 % faster there (warm on the shared CPU).
             let mut to_check = None;
             for side in sides {
+                if let Some(stored) = self.reused_block(side, block) {
+                    self.evidence.samples.push(stored);
+                    continue;
+                }
                 let role = match side {
                     Side::Reference => Role::Trusted,
                     Side::Candidate => Role::Candidate,
@@ -917,6 +1015,9 @@ impl Eval<'_> {
                     checked_calls: drawn.clone(),
                     other_side_stopped: stopped,
                 });
+                if side == Side::Reference && block == 0 {
+                    self.judge_probe();
+                }
                 if side == Side::Candidate {
                     to_check = Some((reply, drawn));
                 }
@@ -1252,7 +1353,9 @@ impl Eval<'_> {
         }
     }
 
-    /// Say `bye` to whichever workers are still up, the candidate's first.
+    /// Say `bye` to whichever workers are still up, the candidate's first. A warm trusted
+    /// worker is kept instead: every trial of this eval released, it goes back to the
+    /// evaluator with this eval's reference blocks (when they may be reused).
     async fn close(&mut self) {
         for slot in [Role::Candidate, Role::ReferenceWork] {
             if let Some(worker) = self.slot(slot).take() {
@@ -1261,8 +1364,243 @@ impl Eval<'_> {
                 self.record_profiled_run(role, &run);
             }
         }
+        if self.warm.is_some() {
+            self.hand_back_trusted().await;
+        }
         if let Some(trusted) = self.trusted.take() {
             trusted.finish().await;
+        }
+    }
+
+    /// The warm trusted worker back to the evaluator, with every trial of this eval released
+    /// (a release that fails loses it: the next candidate gets a fresh one).
+    async fn hand_back_trusted(&mut self) {
+        let limit = self.call_limit();
+        for index in std::mem::take(&mut self.trusted_held) {
+            let Some(trusted) = self.trusted.as_mut() else {
+                break;
+            };
+            let request = Message::request("release", json!({"trial": index}));
+            if trusted.conn.request(&request, limit).await.is_err()
+                && let Some(lost) = self.trusted.take()
+            {
+                lost.end(false).await;
+            }
+        }
+        self.keep_reference_blocks();
+        if let Some(warm) = self.warm.as_deref_mut() {
+            warm.next_trial = self.next_trial;
+            warm.trusted = self.trusted.take();
+        }
+    }
+
+    /// The trusted worker's `setup` answer kept for the evaluator's later candidates (a fresh
+    /// trusted worker: nothing measured before it is reused).
+    fn keep_setup(&mut self) {
+        let environment = &self.evidence.environment;
+        let setup = TrustedSetup {
+            python: environment.python.clone(),
+            torch: environment.torch.clone(),
+            numpy: environment.numpy.clone(),
+            device_name: environment.device_name.clone(),
+            framework: self.evidence.problem.framework.clone(),
+            init_seed: self.evidence.settings.init_seed,
+            init_inputs: self.init_inputs.clone(),
+        };
+        if let Some(warm) = self.warm.as_deref_mut() {
+            warm.setup = Some(setup);
+            warm.stored = None;
+        }
+    }
+
+    /// A warm trusted worker's `setup` answer, as if it had just been given.
+    fn apply_setup(&mut self, setup: TrustedSetup) {
+        let environment = &mut self.evidence.environment;
+        environment.python = setup.python;
+        environment.torch = setup.torch;
+        environment.numpy = setup.numpy;
+        environment.device_name = setup.device_name;
+        self.evidence.problem.framework = setup.framework;
+        self.init_inputs = setup.init_inputs;
+    }
+
+    /// The conditions reference blocks are valid for: they are reused only under the same.
+    fn conditions_key(&self) -> String {
+        let e = &self.evidence.environment;
+        let or_none = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+        let threads = match self.spec.device {
+            Device::Cpu => "; 1 thread a side",
+            Device::Cuda => "",
+        };
+        format!(
+            "{} {} (uuid {}, driver {}); python {}; torch {}; numpy {}{threads}",
+            self.spec.device.as_str(),
+            or_none(&e.device_name),
+            or_none(&e.device_uuid),
+            or_none(&e.driver),
+            or_none(&e.python),
+            or_none(&e.torch),
+            or_none(&e.numpy),
+        )
+    }
+
+    /// Before the first block (warm evaluator only): whether the stored reference blocks may
+    /// be reused at all (then block 0's reference block is their drift probe), or why the
+    /// reference is measured in full beside this candidate.
+    fn begin_reference_timing(&mut self) {
+        let blocks = self.spec.options.timing_blocks;
+        let measured_in = self.dir.display().to_string();
+        let Some(warm) = self.warm.as_deref_mut() else {
+            return;
+        };
+        let because = match &warm.stored {
+            None => Some("no reference blocks stored yet (the evaluator's first timed candidate, a fresh trusted worker, or the last ones dropped)".to_string()),
+            Some(s) if s.taken.elapsed() > MAX_REFERENCE_AGE => Some(format!(
+                "the stored blocks were older than {} s",
+                MAX_REFERENCE_AGE.as_secs()
+            )),
+            Some(s) if s.blocks.len() != blocks as usize => {
+                Some("the stored blocks are not this eval's count".to_string())
+            }
+            Some(_) => None,
+        };
+        if because.is_some() {
+            warm.stored = None;
+        }
+        self.evidence.reference_timing = Some(ReferenceTiming {
+            reused_blocks: Vec::new(),
+            measured_in,
+            measured_at: now_rfc3339(),
+            conditions: String::new(),
+            reused_before: 0,
+            measured_because: because,
+            probe: None,
+        });
+    }
+
+    /// After block 0's reference block (the probe): compare it with the stored blocks; reuse
+    /// them for the later blocks when it agrees under the same conditions, else drop them.
+    fn judge_probe(&mut self) {
+        let conditions = self.conditions_key();
+        let probe_block = self
+            .evidence
+            .samples
+            .iter()
+            .rfind(|b| b.side == Side::Reference && b.block == 0)
+            .cloned();
+        let (Some(warm), Some(timing)) = (
+            self.warm.as_deref_mut(),
+            self.evidence.reference_timing.as_mut(),
+        ) else {
+            return;
+        };
+        timing.conditions = conditions.clone();
+        let Some(stored) = warm.stored.as_ref() else {
+            return;
+        };
+        if stored.conditions != conditions {
+            timing.measured_because = Some(format!(
+                "the conditions changed (the stored blocks': {})",
+                stored.conditions
+            ));
+            warm.stored = None;
+            return;
+        }
+        let Some(probe_block) = probe_block else {
+            return;
+        };
+        let changed = crate::eval::drift::clocks_changed(
+            &stored.blocks,
+            probe_block.conditions_before.as_ref(),
+        );
+        let probe = crate::eval::drift::probe(
+            &stored.blocks,
+            &probe_block.times_ms,
+            crate::eval::drift::DRIFT_BOUND,
+            now_rfc3339(),
+            changed,
+        );
+        match probe {
+            Some(p) if !p.drifted => {
+                timing.reused_blocks = stored
+                    .blocks
+                    .iter()
+                    .filter(|b| b.side == Side::Reference && b.block > 0)
+                    .map(|b| b.block)
+                    .collect();
+                timing.measured_in.clone_from(&stored.measured_in);
+                timing.measured_at.clone_from(&stored.measured_at);
+                timing.reused_before = stored.reused;
+                timing.probe = Some(p);
+                self.reuse = Some(stored.blocks.clone());
+            }
+            Some(p) => {
+                timing.measured_because = Some(if changed {
+                    "the device's clocks moved since the stored blocks".to_string()
+                } else {
+                    format!(
+                        "the drift probe's median, {:.4} ms, lay outside the stored blocks' {:.4}-{:.4} ms widened by {}x",
+                        p.median_ms, p.stored_low_ms, p.stored_high_ms, p.bound
+                    )
+                });
+                timing.probe = Some(p);
+                warm.stored = None;
+            }
+            None => {
+                timing.measured_because =
+                    Some("the probe or the stored blocks had no usable time".to_string());
+                warm.stored = None;
+            }
+        }
+    }
+
+    /// The stored reference block `block` when this eval reuses them (never block 0, the
+    /// probe, and never a candidate's).
+    fn reused_block(&self, side: Side, block: u32) -> Option<TimingBlock> {
+        if side != Side::Reference || block == 0 {
+            return None;
+        }
+        self.reuse
+            .as_ref()?
+            .iter()
+            .find(|b| b.side == Side::Reference && b.block == block)
+            .cloned()
+    }
+
+    /// After the eval: reused blocks count one more candidate; blocks measured here in full,
+    /// beside a candidate judged correct with no failure, are stored for the next ones.
+    fn keep_reference_blocks(&mut self) {
+        let complete = self.evidence.failure.is_none() && self.correct_so_far();
+        let blocks: Vec<TimingBlock> = self
+            .evidence
+            .samples
+            .iter()
+            .filter(|b| b.side == Side::Reference)
+            .cloned()
+            .collect();
+        let wanted = self.spec.options.timing_blocks as usize;
+        let conditions = self.conditions_key();
+        let (Some(warm), Some(timing)) = (
+            self.warm.as_deref_mut(),
+            self.evidence.reference_timing.as_ref(),
+        ) else {
+            return;
+        };
+        if !timing.reused_blocks.is_empty() {
+            if let Some(stored) = warm.stored.as_mut() {
+                stored.reused += 1;
+            }
+            return;
+        }
+        if complete && blocks.len() == wanted && wanted > 0 {
+            warm.stored = Some(StoredReference {
+                blocks,
+                measured_in: timing.measured_in.clone(),
+                measured_at: timing.measured_at.clone(),
+                taken: std::time::Instant::now(),
+                conditions,
+                reused: 0,
+            });
         }
     }
 }
@@ -1315,6 +1653,11 @@ fn is_stopped(pid: u32) -> bool {
                 .map(str::to_string)
         })
         .is_some_and(|state| state == "T" || state == "t")
+}
+
+/// Now, as RFC 3339 (UTC, seconds).
+fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
 fn harness(stage: Stage, message: String) -> Failure {

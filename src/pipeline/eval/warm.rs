@@ -1,0 +1,156 @@
+//! The warm evaluator (docs/eval-harness.md, "The warm evaluator"): one trusted worker per
+//! problem and device, set up once and kept from candidate to candidate, and the reference's
+//! timing blocks measured once per conditions, then reused after a drift probe. Each candidate
+//! still gets fresh, sandboxed workers of its own; `session` runs each eval, this file keeps
+//! what lasts between them and decides when it must be thrown away.
+
+use std::path::{Path, PathBuf};
+
+use crate::eval::evidence::FailureKind;
+use crate::model::error::Result;
+use crate::pipeline::eval::harness_files::write_harness;
+use crate::pipeline::eval::integrity::Baseline;
+use crate::pipeline::eval::session;
+use crate::pipeline::eval::spec::{EvalOutcome, EvalSpec, SandboxSetting};
+use crate::pipeline::eval::warm_state::WarmState;
+
+/// Judges candidate after candidate of one problem on one device through one trusted worker.
+/// Anything that could have touched what it keeps (the harness scripts or the reference
+/// changed, the trusted worker failed, a candidate interfered, other options) makes it start
+/// afresh before the next candidate.
+/// The trusted worker answers to the `cancel`/`kill_now` tokens of the spec it was started
+/// for: give every spec of one evaluator the same tokens.
+pub struct WarmEvaluator {
+    root: PathBuf,
+    generation: u32,
+    state: Option<WarmState>,
+    /// The sandbox here does not confine signals: every candidate is judged cold.
+    cold_only: bool,
+}
+
+impl WarmEvaluator {
+    /// An evaluator whose trusted workers' runs go under `root` (`warm-reference.NNN`).
+    pub fn new(root: &Path) -> WarmEvaluator {
+        WarmEvaluator {
+            root: root.to_path_buf(),
+            generation: 0,
+            state: None,
+            cold_only: false,
+        }
+    }
+
+    /// Judge one candidate, as `session::evaluate` does, through the warm trusted worker
+    /// (started on the first call, or again after anything made the last one unusable).
+    pub async fn evaluate(&mut self, spec: &EvalSpec) -> Result<EvalOutcome> {
+        if self.cold_only || spec.sandbox == SandboxSetting::Off {
+            return session::evaluate(spec).await;
+        }
+        let fit = fit_of(spec);
+        let unusable = self
+            .state
+            .as_ref()
+            .is_some_and(|s| s.fit != fit || !s.baseline.changes().is_empty());
+        if unusable {
+            self.retire().await;
+        }
+        let state = match self.state.as_mut() {
+            Some(state) => state,
+            None => {
+                let dir = self
+                    .root
+                    .join(format!("warm-reference.{:03}", self.generation));
+                self.generation += 1;
+                let script = write_harness(&dir)?;
+                let harness_dir = script.parent().unwrap_or(&dir).to_path_buf();
+                let reference =
+                    std::path::absolute(&spec.reference).unwrap_or_else(|_| spec.reference.clone());
+                let baseline = Baseline::take(&harness_dir, &[&reference], &[]);
+                self.state.insert(WarmState {
+                    dir,
+                    script,
+                    baseline,
+                    fit,
+                    trusted: None,
+                    setup: None,
+                    next_trial: 0,
+                    stored: None,
+                })
+            }
+        };
+        let outcome = session::evaluate_warm(spec, state).await;
+        let interfered = outcome.as_ref().is_ok_and(|o| {
+            o.evidence
+                .failure
+                .as_ref()
+                .is_some_and(|f| f.kind == FailureKind::Interfered)
+        });
+        // The candidate was judged cold (its sandbox cannot keep it from a trusted worker that
+        // outlives it): so will every other be, on this machine.
+        let unconfined = outcome.as_ref().is_ok_and(|o| {
+            !o.evidence
+                .sandbox
+                .as_ref()
+                .is_some_and(|s| s.confines.iter().any(|c| c == "signals"))
+        });
+        if unconfined && state.setup.is_none() {
+            self.cold_only = true;
+            let _ = std::fs::remove_dir_all(&state.dir);
+        }
+        // A trusted worker lost (its failure, a cancel) or a candidate that interfered: the
+        // next candidate gets a fresh one and fresh measurements.
+        if interfered || state.trusted.is_none() {
+            self.retire().await;
+        }
+        outcome
+    }
+
+    /// End the trusted worker (`bye`).
+    pub async fn close(mut self) {
+        self.retire().await;
+    }
+
+    async fn retire(&mut self) {
+        if let Some(mut state) = self.state.take()
+            && let Some(trusted) = state.trusted.take()
+        {
+            trusted.finish().await;
+        }
+    }
+}
+
+/// Everything of `spec` the trusted worker and the stored measurements depend on: all but the
+/// candidate and where its eval goes.
+fn fit_of(spec: &EvalSpec) -> String {
+    let reference = std::path::absolute(&spec.reference).unwrap_or_else(|_| spec.reference.clone());
+    format!(
+        "{}|{:?}|{}|{:?}|{:?}|{:?}|{:?}",
+        reference.display(),
+        spec.device,
+        spec.python.display(),
+        spec.options,
+        spec.tracking,
+        spec.extra_env,
+        spec.sandbox,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fit_ignores_the_candidate_and_its_directory_only() {
+        let a = EvalSpec::new(Path::new("r.py"), Path::new("a.py"), PathBuf::from("out/a"));
+        let b = EvalSpec::new(Path::new("r.py"), Path::new("b.py"), PathBuf::from("out/b"));
+        assert_eq!(fit_of(&a), fit_of(&b));
+        let mut c = b.clone();
+        c.options.repeat += 1;
+        assert_ne!(fit_of(&a), fit_of(&c));
+        let d = EvalSpec::new(
+            Path::new("r2.py"),
+            Path::new("a.py"),
+            PathBuf::from("out/a"),
+        );
+        assert_ne!(fit_of(&a), fit_of(&d));
+    }
+}

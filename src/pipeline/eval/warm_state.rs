@@ -1,0 +1,57 @@
+//! What a warm evaluator (`warm::WarmEvaluator`) keeps between candidates: its trusted
+//! worker, that worker's `setup` answer, the trial counter and the stored reference blocks.
+//! `session` reads and updates it during each eval; `warm` decides when it is thrown away.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::eval::evidence::TimingBlock;
+use crate::pipeline::eval::integrity::Baseline;
+use crate::pipeline::eval::worker::Worker;
+
+/// Stored reference blocks older than this are measured again, whatever the probe says: a
+/// slow drift (a warming room, a neighbour's load) could stay inside the probe's bound for
+/// one candidate at a time.
+pub const MAX_REFERENCE_AGE: Duration = Duration::from_secs(30 * 60);
+
+/// What a warm evaluator keeps between candidates.
+pub(crate) struct WarmState {
+    /// `ROOT/warm-reference.NNN`: the trusted worker's harness copy and run directory.
+    pub(crate) dir: PathBuf,
+    pub(crate) script: PathBuf,
+    /// The harness scripts and the reference as they were when the trusted worker started.
+    pub(crate) baseline: Baseline,
+    /// What the trusted worker was set up for (the spec without the candidate).
+    pub(crate) fit: String,
+    pub(crate) trusted: Option<Worker>,
+    pub(crate) setup: Option<TrustedSetup>,
+    /// The next trial index: the trusted worker holds trials by index, never reused.
+    pub(crate) next_trial: u32,
+    pub(crate) stored: Option<StoredReference>,
+}
+
+/// The trusted worker's `setup` answer, applied to each later candidate's evidence.
+#[derive(Debug, Clone)]
+pub(crate) struct TrustedSetup {
+    pub(crate) python: Option<String>,
+    pub(crate) torch: Option<String>,
+    pub(crate) numpy: Option<String>,
+    pub(crate) device_name: Option<String>,
+    pub(crate) framework: String,
+    pub(crate) init_seed: u64,
+    pub(crate) init_inputs: Option<(Value, Vec<u8>)>,
+}
+
+/// Reference timing blocks measured beside one candidate, for the ones after it.
+#[derive(Debug, Clone)]
+pub(crate) struct StoredReference {
+    pub(crate) blocks: Vec<TimingBlock>,
+    pub(crate) measured_in: String,
+    pub(crate) measured_at: String,
+    pub(crate) taken: Instant,
+    pub(crate) conditions: String,
+    /// Candidates judged with them so far.
+    pub(crate) reused: u32,
+}
