@@ -2,8 +2,8 @@
 //! read (the system's libraries and toolchains, the Python environment, the candidate's folder,
 //! the harness, /proc, /sys, the device nodes), what they may write (a fresh scratch folder per
 //! worker; on CUDA the GPU's device nodes, /dev/shm and its own `/proc/<pid>`), no network, no
-//! signal or abstract socket outside their own processes, and their resource limits. Decided once per eval from
-//! the kernel's Landlock ABI; recorded in the evidence as `sandbox`.
+//! signal or abstract socket outside their own processes, and their resource limits. Decided
+//! once per eval from the kernel's Landlock ABI; recorded in the evidence as `sandbox`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
