@@ -100,6 +100,9 @@ pub(crate) fn roofline_section(
         s = if charts.charts.len() == 1 { "" } else { "s" },
     );
     html.push_str(&legend());
+    if charts.charts.iter().any(roofline_chart::is_hierarchical) {
+        html.push_str(&hierarchical_legend());
+    }
     if sides.len() > 1 {
         html.push_str("<p class=\"note\">Filled: the first run (A); hollow: the second (B).</p>");
     }
@@ -174,6 +177,22 @@ pub(crate) fn roofline_section(
         );
     }
     Ok(html)
+}
+
+/// What the cache levels' roofs and markers mean (ncu's hierarchical roofline).
+fn hierarchical_legend() -> String {
+    use crate::results::levels::Level;
+    format!(
+        "<p class=\"note legend levels\">Hierarchical roofline, as ncu draws it: each kernel \
+         once per memory level at the same height (its FLOP/s), at its FLOPs per byte of that \
+         level: ● DRAM, <span style=\"color:{l2}\">■ L2</span>, \
+         <span style=\"color:{l1}\">◆ L1</span>, joined by a thin line; each level's roof in \
+         its colour. A marker's height under its level's roof is that level's share of its \
+         peak. The L2 and L1 roofs are the capture's own (ncu's peak per cycle at the unit's \
+         clock); the DRAM roof is the device table's.</p>",
+        l2 = roofline_chart::level_css_colour(Level::L2),
+        l1 = roofline_chart::level_css_colour(Level::L1),
+    )
 }
 
 fn kernel_table(averages: &KeyAverages, report: &Report) -> String {

@@ -6,6 +6,12 @@
 //! coordinate mapping and carrying their figures (`data-name`, `data-ai`, `data-gflops`) and a
 //! `<title>`, so a browser shows the full name on hover and a test can read them back from the
 //! DOM.
+//!
+//! Where the capture has the bytes of the cache levels (ncu's hierarchical roofline metrics,
+//! `results::levels`), the chart is hierarchical as ncu's own: an L2 and an L1 roof beside the
+//! DRAM roof, each at the bandwidth the capture gives for it, and each kernel's point once per
+//! level at the same height (its FLOP/s) and at that level's FLOP per byte, so a point's height
+//! under a roof is its share of that roof.
 
 use std::collections::BTreeSet;
 
@@ -17,6 +23,7 @@ use crate::model::record::{FlopCounts, Precision};
 use crate::results::aggregate::{GroupBy, KeyAverages, key_averages};
 use crate::results::devices::DevicePeaks;
 use crate::results::event::{Event, FrameKind};
+use crate::results::levels::Level;
 use crate::results::roofline::{Bound, ClockState};
 use crate::results::units;
 
@@ -44,6 +51,29 @@ pub struct ChartPoint {
     /// every chart of the kernel shows alike); elsewhere the point is drawn faint and its
     /// position says nothing about the bound.
     pub decided_here: bool,
+    /// The same kernel at the cache levels the capture has bytes of (L2, L1), at the same
+    /// height: FLOPs of the chart's precision per byte of that level.
+    pub levels: Vec<LevelPoint>,
+}
+
+/// A kernel's point at one cache level of a hierarchical roofline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LevelPoint {
+    pub level: Level,
+    /// FLOPs of the chart's precision per byte of this level.
+    pub intensity: f64,
+    pub bytes: f64,
+    /// The level's traffic over its roof, % (`None`: the capture has no roof for it).
+    pub pct: Option<f64>,
+}
+
+/// A cache level's roof of a hierarchical roofline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CacheRoof {
+    pub level: Level,
+    pub bandwidth_gbs: f64,
+    /// Where the figure comes from, in words.
+    pub source: String,
 }
 
 /// Points of one run (or one side of a diff).
@@ -76,6 +106,8 @@ pub struct RooflineChart {
     pub bandwidth_gbs: f64,
     /// `None`: the device table has no peak for this precision.
     pub roof: Option<Roof>,
+    /// The L2 and L1 roofs, where the kernels' capture has them (hierarchical roofline).
+    pub cache_roofs: Vec<CacheRoof>,
     pub series: Vec<Series>,
     /// Which clock the roofs are at, in words.
     pub clock_note: String,
@@ -275,6 +307,24 @@ fn chart(
     if locked {
         clock_note.push_str("; clocks locked at base by the profiler");
     }
+    let cache_roofs = cache_roofs(rows());
+    for level in [Level::L2, Level::L1] {
+        let has_bytes = rows().any(|r| cache_traffic(r, level).is_some());
+        match cache_roofs.iter().find(|r| r.level == level) {
+            Some(roof) => clock_note.push_str(&format!(
+                "; {} roof {} GB/s: {}",
+                level.label(),
+                sig(roof.bandwidth_gbs),
+                roof.source
+            )),
+            None if has_bytes => clock_note.push_str(&format!(
+                "; {0} bytes without an {0} roof: neither the capture nor the device table \
+                 gives its peak",
+                level.label()
+            )),
+            None => {}
+        }
+    }
     let mut series: Vec<Series> = sides
         .iter()
         .map(|side| Series {
@@ -303,6 +353,18 @@ fn chart(
                 continue;
             };
             let total = row.flops.total().unwrap_or(0.0) + row.flops.tensor_int8.unwrap_or(0.0);
+            let levels = [Level::L2, Level::L1]
+                .into_iter()
+                .filter_map(|level| {
+                    let traffic = cache_traffic(row, level)?;
+                    Some(LevelPoint {
+                        level,
+                        intensity: flops / traffic.bytes,
+                        bytes: traffic.bytes,
+                        pct: traffic.peak_gbs.map(|peak| 100.0 * traffic.bytes / time / peak),
+                    })
+                })
+                .collect();
             series.points.push(ChartPoint {
                 name,
                 short_name: row.name.clone(),
@@ -318,6 +380,7 @@ fn chart(
                     Bound::Compute => row.roofline.precision.is_none_or(|p| p == precision),
                     _ => true,
                 },
+                levels,
             });
         }
     }
@@ -331,9 +394,51 @@ fn chart(
         precision,
         bandwidth_gbs,
         roof,
+        cache_roofs,
         series,
         clock_note,
     }
+}
+
+/// A row's bytes (and roof) at a cache level, when its launches carry them.
+fn cache_traffic(
+    row: &crate::results::aggregate::KeyAverage,
+    level: Level,
+) -> Option<crate::results::roofline::CacheTraffic> {
+    let inputs = row.launch_inputs()?;
+    match level {
+        Level::L2 => inputs.l2,
+        Level::L1 => inputs.l1,
+        Level::Dram => None,
+    }
+    .filter(|t| t.bytes > 0.0)
+}
+
+/// The L2 and L1 roofs of a chart: the device table has no cache bandwidths, so each is ncu's
+/// own hierarchical roofline peak in the capture (bytes per cycle × the unit's clock), the
+/// median over the chart's kernels (the clock moves a little from launch to launch).
+fn cache_roofs<'a>(
+    rows: impl Iterator<Item = &'a crate::results::aggregate::KeyAverage> + Clone,
+) -> Vec<CacheRoof> {
+    [Level::L2, Level::L1]
+        .into_iter()
+        .filter_map(|level| {
+            let peak = median(
+                rows.clone()
+                    .filter_map(|r| cache_traffic(r, level)?.peak_gbs),
+            )?;
+            let metric = crate::results::levels::peak_metrics(level)?;
+            Some(CacheRoof {
+                level,
+                bandwidth_gbs: peak,
+                source: format!(
+                    "ncu's hierarchical roofline peak in the capture ({metric}), median over \
+                     these kernels; the device table has no {} bandwidth",
+                    level.label()
+                ),
+            })
+        })
+        .collect()
 }
 
 /// Each kernel's full name (its record's `kernel` attribute) by the short name its events
@@ -470,10 +575,17 @@ fn ranges(chart: &RooflineChart) -> (Range, Range) {
     let mut ys: Vec<f64> = Vec::new();
     for point in chart.series.iter().flat_map(|s| &s.points) {
         xs.push(point.intensity);
+        xs.extend(point.levels.iter().map(|l| l.intensity));
         ys.push(point.gflops_per_s);
     }
     if let Some(roof) = &chart.roof {
         xs.push(roof.gflops_per_s / chart.bandwidth_gbs);
+        xs.extend(
+            chart
+                .cache_roofs
+                .iter()
+                .map(|c| roof.gflops_per_s / c.bandwidth_gbs),
+        );
         ys.push(roof.gflops_per_s);
     }
     let decade = |values: &[f64], default: Range| {
@@ -517,12 +629,18 @@ fn draw(
             (y_range.0..y_range.1).log_scale(),
         )?;
     let label = precision_label(chart.precision);
-    let (per_byte, per_second) = match chart.precision {
-        Precision::TensorInt8 => ("int8 OP / DRAM byte".to_string(), "int8 GOP/s".to_string()),
-        _ => (
-            format!("{label} FLOP / DRAM byte"),
-            format!("{label} GFLOP/s"),
+    // A hierarchical chart's x axis is per byte of each level, as its markers say.
+    let hierarchical = is_hierarchical(chart);
+    let (work, per_work) = match chart.precision {
+        Precision::TensorInt8 => ("int8 OP".to_string(), "int8 GOP/s".to_string()),
+        _ => (format!("{label} FLOP"), format!("{label} GFLOP/s")),
+    };
+    let (per_byte, per_second) = match hierarchical {
+        true => (
+            format!("{work} / byte of each level (● DRAM, ■ L2, ◆ L1)"),
+            per_work,
         ),
+        false => (format!("{work} / DRAM byte"), per_work),
     };
     plot.configure_mesh()
         .x_desc(per_byte)
@@ -533,19 +651,34 @@ fn draw(
         .label_style(("sans-serif", LABEL_PX))
         .axis_desc_style(("sans-serif", LABEL_PX))
         .draw()?;
-    let samples = |top: f64| -> Vec<(f64, f64)> {
+    let top = chart.roof.as_ref().map_or(y_range.1, |r| r.gflops_per_s);
+    let samples = |bandwidth: f64| -> Vec<(f64, f64)> {
         let (lo, hi) = (x_range.0.log10(), x_range.1.log10());
         (0..=200)
             .map(|i| 10f64.powf(lo + (hi - lo) * i as f64 / 200.0))
-            .map(|x| (x, (chart.bandwidth_gbs * x).min(top)))
+            .map(|x| (x, (bandwidth * x).min(top)))
             .collect()
     };
-    let roof_style = ShapeStyle::from(&RGBColor(60, 60, 60)).stroke_width(2);
-    // Without a compute peak only the bandwidth roof is drawn, up to the top of the chart.
-    plot.draw_series(LineSeries::new(
-        samples(chart.roof.as_ref().map_or(y_range.1, |r| r.gflops_per_s)),
-        roof_style,
-    ))?;
+    // Without a compute peak only the bandwidth roofs are drawn, up to the top of the chart.
+    // The bandwidth roofs, DRAM first: (label, colour, GB/s).
+    let mut bandwidth_roofs = vec![(
+        format!("DRAM {} GB/s", sig(chart.bandwidth_gbs)),
+        DRAM_COLOUR,
+        chart.bandwidth_gbs,
+    )];
+    for cache in &chart.cache_roofs {
+        bandwidth_roofs.push((
+            format!("{} {} GB/s", cache.level.label(), sig(cache.bandwidth_gbs)),
+            level_colour(cache.level),
+            cache.bandwidth_gbs,
+        ));
+    }
+    for (_, colour, bandwidth) in &bandwidth_roofs {
+        plot.draw_series(LineSeries::new(
+            samples(*bandwidth),
+            ShapeStyle::from(colour).stroke_width(2),
+        ))?;
+    }
     if let Some(roof) = &chart.roof {
         let ridge = roof.gflops_per_s / chart.bandwidth_gbs;
         let (x, y) = plot.backend_coord(&(ridge, roof.gflops_per_s));
@@ -555,12 +688,32 @@ fn draw(
             ("sans-serif", LABEL_PX).into_font(),
         ))?;
     }
-    let low = plot.backend_coord(&(x_range.0 * 3.0, chart.bandwidth_gbs * x_range.0 * 3.0));
-    root.draw(&Text::new(
-        format!("DRAM {} GB/s", sig(chart.bandwidth_gbs)),
-        (low.0 + 4, low.1 - 24),
-        ("sans-serif", LABEL_PX).into_font(),
-    ))?;
+    // Each bandwidth roof is named near its low end, in its colour; labels that would overlap
+    // are pushed apart (the roofs run parallel, a factor of a few apart).
+    let mut labels: Vec<(String, RGBColor, (i32, i32))> = bandwidth_roofs
+        .iter()
+        .map(|(text, colour, bandwidth)| {
+            // Where the roof is below the top of the chart, a third of the way in.
+            let x = (x_range.0 * 3.0).min(y_range.1 / 2.0 / bandwidth);
+            let (px, py) = plot.backend_coord(&(x, bandwidth * x));
+            (text.clone(), *colour, (px + 4, py - 24))
+        })
+        .collect();
+    labels.sort_by_key(|(_, _, (_, y))| std::cmp::Reverse(*y));
+    let gap = LABEL_PX as i32 + 4;
+    for index in 1..labels.len() {
+        let below = labels[index - 1].2.1;
+        if labels[index].2.1 > below - gap {
+            labels[index].2.1 = below - gap;
+        }
+    }
+    for (text, colour, at) in &labels {
+        root.draw(&Text::new(
+            text.clone(),
+            *at,
+            ("sans-serif", LABEL_PX).into_font().color(colour),
+        ))?;
+    }
     let total: f64 = chart
         .series
         .iter()
@@ -578,6 +731,24 @@ fn draw(
             escape(&roof.label),
             roof.gflops_per_s
         ));
+    }
+    for cache in &chart.cache_roofs {
+        circles.push_str(&format!(
+            "<g class=\"cache-roof\" data-level=\"{}\" data-gbs=\"{}\" data-source=\"{}\"></g>",
+            cache.level.id(),
+            cache.bandwidth_gbs,
+            escape(&cache.source)
+        ));
+    }
+    circles.push_str("</g>");
+    // The cache levels' points under the DRAM points: a thin line joins a kernel's points,
+    // which share its height.
+    circles.push_str("<g class=\"level-points\">");
+    for (series_index, series) in chart.series.iter().enumerate() {
+        for point in series.points.iter().filter(|p| !p.levels.is_empty()) {
+            let at = |x: f64, y: f64| plot.backend_coord(&(x, y));
+            level_markers(&at, chart, series_index, &series.label, point, circles);
+        }
     }
     circles.push_str("</g><g class=\"points\">");
     for (series_index, series) in chart.series.iter().enumerate() {
@@ -693,6 +864,116 @@ fn draw(
         circles.push_str("</g>");
     }
     Ok(())
+}
+
+/// The DRAM roof's colour (the verdict colours are the points').
+const DRAM_COLOUR: RGBColor = RGBColor(60, 60, 60);
+
+/// A cache level's roof and marker outline.
+fn level_colour(level: Level) -> RGBColor {
+    match level {
+        Level::Dram => DRAM_COLOUR,
+        Level::L2 => RGBColor(44, 160, 44),
+        Level::L1 => RGBColor(148, 103, 189),
+    }
+}
+
+/// The same as CSS.
+pub fn level_css_colour(level: Level) -> String {
+    let RGBColor(r, g, b) = level_colour(level);
+    format!("#{r:02x}{g:02x}{b:02x}")
+}
+
+/// Whether a chart draws cache levels (roofs or points).
+pub fn is_hierarchical(chart: &RooflineChart) -> bool {
+    !chart.cache_roofs.is_empty()
+        || chart
+            .series
+            .iter()
+            .flat_map(|s| &s.points)
+            .any(|p| !p.levels.is_empty())
+}
+
+/// A kernel's L2 (square) and L1 (diamond) markers at its height, joined to its DRAM point,
+/// each carrying its figures for the hover and the DOM.
+fn level_markers(
+    at: &dyn Fn(f64, f64) -> (i32, i32),
+    chart: &RooflineChart,
+    series_index: usize,
+    series_label: &str,
+    point: &ChartPoint,
+    out: &mut String,
+) {
+    let (dram_x, cy) = at(point.intensity, point.gflops_per_s);
+    let xs: Vec<i32> = point
+        .levels
+        .iter()
+        .map(|l| at(l.intensity, point.gflops_per_s).0)
+        .collect();
+    let (lo, hi) = xs
+        .iter()
+        .fold((dram_x, dram_x), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
+    out.push_str(&format!(
+        "<line class=\"level-link\" data-short=\"{}\" x1=\"{lo}\" y1=\"{cy}\" x2=\"{hi}\" \
+         y2=\"{cy}\" stroke=\"#999\" stroke-width=\"1\"/>",
+        escape(&point.short_name)
+    ));
+    let fill = match series_index {
+        0 => format!(
+            "fill=\"{}\" fill-opacity=\"0.6\"",
+            bound_colour(point.bound)
+        ),
+        _ => "fill=\"none\"".to_string(),
+    };
+    for (level, x) in point.levels.iter().zip(xs) {
+        let colour = level_css_colour(level.level);
+        let shape = match level.level {
+            Level::L2 => format!(
+                "<rect class=\"level-point\" x=\"{}\" y=\"{}\" width=\"12\" height=\"12\"",
+                x - 6,
+                cy - 6
+            ),
+            _ => format!(
+                "<polygon class=\"level-point\" points=\"{x},{} {},{cy} {x},{} {},{cy}\"",
+                cy - 8,
+                x + 8,
+                cy + 8,
+                x - 8
+            ),
+        };
+        let share = level
+            .pct
+            .map_or("no roof in the capture".to_string(), |p| {
+                format!("{} % of the {} roof", units::pct(p), level.level.label())
+            });
+        out.push_str(&format!(
+            "{shape} {fill} stroke=\"{colour}\" stroke-width=\"2\" data-series=\"{series}\" \
+             data-short=\"{short}\" data-level=\"{id}\" data-ai=\"{ai}\" data-gflops=\"{gflops}\" \
+             data-bytes=\"{bytes}\" data-pct=\"{pct}\" data-bound=\"{bound}\" \
+             data-precision=\"{precision}\"><title>{title}</title>{end}",
+            series = escape(series_label),
+            short = escape(&point.short_name),
+            id = level.level.id(),
+            ai = level.intensity,
+            gflops = point.gflops_per_s,
+            bytes = level.bytes,
+            pct = level.pct.map_or(String::new(), |p| p.to_string()),
+            bound = point.bound,
+            precision = precision_id(chart.precision),
+            title = escape(&format!(
+                "{} ({series_label})\n{}: {} FLOP/byte, {} GFLOP/s, {share}\n{}",
+                point.name,
+                level.level.label(),
+                sig(level.intensity),
+                sig(point.gflops_per_s),
+                point.bound_label
+            )),
+            end = match level.level {
+                Level::L2 => "</rect>",
+                _ => "</polygon>",
+            },
+        ));
+    }
 }
 
 /// A point's radius: its area grows with its share of the chart's GPU time.
