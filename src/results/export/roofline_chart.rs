@@ -1079,6 +1079,102 @@ mod tests {
         assert!(svg.trim_end().ends_with("</svg>"));
     }
 
+    /// The H200 capture with cache-level bytes and roofs added. NOT a measurement: no capture
+    /// in the repository has ncu's hierarchical roofline metrics (`--set full` or `roofline`);
+    /// the figures are made up, of the size an H200 could give.
+    pub(crate) fn with_cache_levels(run: &mut ProfileRun) {
+        use crate::model::record::{Metric, MetricValue};
+        // (name prefix, L2→L1 bytes, L1 writeback cycles of 128 bytes)
+        let levels = [
+            ("vector_add", 1.9e8, 1.5e6),
+            ("matmul_naive", 1.07e9, 6.7e7),
+            ("void matmul_tiled", 1.34e8, 2.1e6),
+            ("reduce_sum", 6.9e7, 5.4e5),
+        ];
+        for record in &mut run.kernels {
+            let Some((_, l2, l1)) = levels.iter().find(|(n, _, _)| record.name.starts_with(n))
+            else {
+                continue;
+            };
+            for (name, value) in [
+                ("l1tex__m_xbar2l1tex_read_bytes.sum", *l2),
+                ("l1tex__m_xbar2l1tex_read_bytes.sum.peak_sustained", 5120.0),
+                ("lts__cycles_elapsed.avg.per_second", 1.755e9),
+                ("l1tex__lsu_writeback_active_mem_lg.sum", *l1),
+                ("l1tex__lsu_writeback_active_mem_lg.sum.peak_sustained", 132.0),
+                ("l1tex__cycles_elapsed.avg.per_second", 1.755e9),
+            ] {
+                record.metrics.insert(
+                    name.into(),
+                    Metric {
+                        value: MetricValue::Number(value),
+                        unit: "".into(),
+                    },
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn cache_levels_get_their_roofs_and_each_kernel_a_point_per_level_at_its_share() {
+        let mut run = ProfileRun::read(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/runs/h200-baseline"
+        )))
+        .unwrap();
+        with_cache_levels(&mut run);
+        let peaks = DeviceTable::builtin().unwrap().lookup("H200").cloned();
+        let report = Report::from_run(run, peaks);
+        let chart = run_charts(&report).charts.remove(0);
+        // Both roofs from the capture: 5120 B/cycle × 1.755 GHz, 132 × 128 B/cycle × 1.755 GHz.
+        let roofs: Vec<(Level, f64)> = chart
+            .cache_roofs
+            .iter()
+            .map(|r| (r.level, r.bandwidth_gbs))
+            .collect();
+        assert_eq!(roofs.len(), 2, "{roofs:?}");
+        assert!((roofs[0].1 - 8985.6).abs() < 0.01, "{roofs:?}");
+        assert!((roofs[1].1 - 29652.48).abs() < 0.01, "{roofs:?}");
+        assert!(
+            chart.clock_note.contains("L2 roof 8986 GB/s: ncu's hierarchical"),
+            "{}",
+            chart.clock_note
+        );
+        for point in &chart.series[0].points {
+            assert_eq!(point.levels.len(), 2, "{}", point.name);
+            for level in &point.levels {
+                let roof = chart
+                    .cache_roofs
+                    .iter()
+                    .find(|r| r.level == level.level)
+                    .unwrap();
+                // The height under the level's roof is the level's share of it.
+                let under = 100.0 * point.gflops_per_s / (roof.bandwidth_gbs * level.intensity);
+                assert!((under - level.pct.unwrap()).abs() < 1e-9, "{point:?}");
+            }
+        }
+        // matmul_naive: its L1 traffic (70 % of the L1 roof) decides, and its L1 marker sits
+        // at 70 % of that roof.
+        let naive = chart.series[0]
+            .points
+            .iter()
+            .find(|p| p.short_name == "matmul_naive")
+            .unwrap();
+        let l1 = naive.levels.iter().find(|l| l.level == Level::L1).unwrap();
+        assert_eq!(naive.bound, Bound::Memory, "{}", naive.bound_label);
+        assert_eq!(
+            naive.bound_label,
+            format!("memory · L1 {:.0} %", l1.pct.unwrap())
+        );
+        let svg = render_svg(&chart).unwrap();
+        assert_eq!(svg.matches("<rect class=\"level-point\"").count(), 4);
+        assert_eq!(svg.matches("<polygon class=\"level-point\"").count(), 4);
+        assert_eq!(svg.matches("<g class=\"cache-roof\"").count(), 2);
+        assert!(svg.contains("\nL2 8986 GB/s\n"), "no L2 roof label");
+        assert!(svg.contains("\nL1 29652 GB/s\n"), "no L1 roof label");
+        assert!(svg.contains("FLOP / byte of each level"));
+    }
+
     #[test]
     fn precisions_are_named_as_the_json_flop_counts_name_them() {
         let flops = FlopCounts {
