@@ -63,7 +63,7 @@ document.querySelectorAll('.timeline').forEach(box=>{
  const d=JSON.parse(box.querySelector('script').textContent);
  const s=d.slices,n=s.length/4,laneH=18,labelW=220;
  const cv=box.querySelector('canvas');const ctx=cv.getContext('2d');
- const q=sel=>box.querySelector(sel);const list=q('.in-view'),status=q('.view'),find=q('input');
+ const q=sel=>box.querySelector(sel);const list=q('.in-view'),lanesList=q('.lane-labels'),status=q('.view'),find=q('input');
  let end=0;for(let k=0;k<n;k++)end=Math.max(end,s[4*k+1]+s[4*k+2]);if(end<=0)end=1;
  let t0=0,t1=end*1.02,hit=-1;
  const colours=['#4e79a7','#f28e2b','#e15759','#76b7b2','#59a14f','#edc948','#b07aa1','#ff9da7','#9c755f','#bab0ac'];
@@ -83,8 +83,12 @@ document.querySelectorAll('.timeline').forEach(box=>{
    if(pw>40){const name=d.names[s[4*k+3]];ctx.save();ctx.beginPath();ctx.rect(px,laneH*l,pw,laneH);ctx.clip();
     ctx.fillStyle='#fff';ctx.fillText(name,px+3,laneH*l+13);ctx.restore();}}
   ctx.fillStyle='#fff';ctx.fillRect(0,0,labelW,cv.height);ctx.fillStyle='#222';
-  // A long lane name keeps its end (the stream id) and loses its middle.
-  d.lanes.forEach((name,l)=>ctx.fillText(name.length<=38?name:name.slice(0,16)+'…'+name.slice(-21),4,laneH*l+13));
+  // A lane name wider than the label column keeps its end (the stream id) and loses its
+  // middle, measured in the font it is drawn in; the labels as drawn are listed in the DOM.
+  const labels=d.lanes.map(laneLabel);labels.forEach((t,l)=>ctx.fillText(t,4,laneH*l+13));
+  if(lanesList.dataset.text!==labels.join('\n')){lanesList.dataset.text=labels.join('\n');
+   lanesList.replaceChildren(...labels.map((t,l)=>{const li=document.createElement('li');
+    li.textContent=t;li.dataset.lane=d.lanes[l];li.dataset.w=ctx.measureText(t).width.toFixed(1);return li;}));}
   const y=laneH*d.lanes.length+14;ctx.fillText(fmt(t0),labelW,y);
   const r=fmt(t1);ctx.fillText(r,cv.width-ctx.measureText(r).width-4,y);
   box.dataset.t0=t0;box.dataset.t1=t1;
@@ -93,6 +97,12 @@ document.querySelectorAll('.timeline').forEach(box=>{
   if(shown.length<=LIST_MAX)shown.forEach(([k,px,pw])=>{const li=document.createElement('li');
    li.textContent=d.names[s[4*k+3]];li.dataset.lane=s[4*k];li.dataset.x=px.toFixed(1);li.dataset.w=pw.toFixed(1);
    li.dataset.start=s[4*k+1];li.dataset.dur=s[4*k+2];list.appendChild(li);});}
+ function laneLabel(name){const room=labelW-8;if(ctx.measureText(name).width<=room)return name;
+  const tail=name.slice(name.lastIndexOf(' · ')+3);let head=name.length-tail.length;
+  while(head>0&&ctx.measureText(name.slice(0,head)+'…'+tail).width>room)head--;
+  let t=name.slice(0,head)+'…'+tail;
+  // The end alone too wide: keep as much of it as fits, from its end (the stream id).
+  while(t.length>2&&ctx.measureText(t).width>room)t='…'+t.slice(2);return t;}
  function view(a,b){const w=Math.max(1e-3,b-a);t0=a;t1=a+w;draw();}
  function zoom(f,z){const c=t0+f*(t1-t0),w=Math.max(1e-3,(t1-t0)*z);view(c-f*w,c-f*w+w);}
  function at(ev){const r=cv.getBoundingClientRect();const px=ev.clientX-r.left,py=ev.clientY-r.top;
@@ -185,6 +195,7 @@ pub fn timeline(panel: &Timeline) -> String {
          <button class=\"find\">find</button><span class=\"view\"></span></div>\
          <canvas height=\"40\"></canvas>\
          <ul class=\"in-view sr\" aria-label=\"slices in view\"></ul>\
+         <ul class=\"lane-labels sr\" aria-label=\"lanes\"></ul>\
          <script type=\"application/json\">{data}</script></div>",
         title = escape(&panel.title),
         count = panel.slice_count(),
