@@ -183,7 +183,7 @@ pub(crate) fn roofline_section(
 fn hierarchical_legend() -> String {
     use crate::results::levels::Level;
     format!(
-        "<p class=\"note legend levels\">Hierarchical roofline, as ncu draws it: each kernel \
+        "<p class=\"note levels\">Hierarchical roofline, as ncu draws it: each kernel \
          once per memory level at the same height (its FLOP/s), at its FLOPs per byte of that \
          level: ● DRAM, <span style=\"color:{l2}\">■ L2</span>, \
          <span style=\"color:{l1}\">◆ L1</span>, joined by a thin line; each level's roof in \

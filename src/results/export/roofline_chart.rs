@@ -673,7 +673,8 @@ fn draw(
             cache.bandwidth_gbs,
         ));
     }
-    for (_, colour, bandwidth) in &bandwidth_roofs {
+    // DRAM last: the flat compute roof the three share is drawn in its colour.
+    for (_, colour, bandwidth) in bandwidth_roofs.iter().rev() {
         plot.draw_series(LineSeries::new(
             samples(*bandwidth),
             ShapeStyle::from(colour).stroke_width(2),
@@ -851,9 +852,20 @@ fn draw(
             let name: String = point.short_name.chars().take(40).collect();
             // Near the right edge the label goes to the left of its point.
             let gap = radius(point.gpu_time_ns, total).ceil() as i32 + 4;
-            let (x, anchor) = match cx > (WIDTH as i32) * 2 / 3 {
-                true => (cx - gap, "end"),
-                false => (cx + gap, "start"),
+            // A kernel's cache-level markers share its row, left of its point as a rule: its
+            // name goes right of the point where it fits, else left of its leftmost marker.
+            let leftmost = point
+                .levels
+                .iter()
+                .map(|l| plot.backend_coord(&(l.intensity, point.gflops_per_s)).0 - 12)
+                .fold(cx - gap, i32::min);
+            let wide = (name.chars().count() as f64 * f64::from(LABEL_PX) * 0.6) as i32;
+            let fits_right = cx + gap + wide <= WIDTH as i32 - 8;
+            let (x, anchor) = match (point.levels.is_empty(), fits_right) {
+                (false, true) => (cx + gap, "start"),
+                (false, false) => (leftmost, "end"),
+                (true, _) if cx > (WIDTH as i32) * 2 / 3 => (cx - gap, "end"),
+                (true, _) => (cx + gap, "start"),
             };
             circles.push_str(&format!(
                 "<text x=\"{x}\" y=\"{}\" text-anchor=\"{anchor}\">{}</text>",
