@@ -17,6 +17,33 @@ pub fn text(text: &str) -> String {
     out
 }
 
+/// A name (kernel, job id) as element content: [`text`], with each word that holds a hyphen or
+/// a slash kept on one line (`<span class="nw">`, `white-space: nowrap`). Browsers break lines
+/// after those, so `softmax-fused-v3` read `softmax-` / `fused-v3` in a narrow column although
+/// it fits a line of its own; the table now makes the column as wide as the word. Words longer
+/// than [`NOWRAP_MAX_CHARS`] stay breakable (a mangled name would widen the table too much).
+pub fn name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 16);
+    for (index, word) in name.split(' ').enumerate() {
+        if index > 0 {
+            out.push(' ');
+        }
+        let breaks = word.contains(['-', '/']);
+        match breaks && word.chars().count() <= NOWRAP_MAX_CHARS {
+            true => {
+                out.push_str("<span class=\"nw\">");
+                out.push_str(&text(word));
+                out.push_str("</span>");
+            }
+            false => out.push_str(&text(word)),
+        }
+    }
+    out
+}
+
+/// The longest word [`name`] keeps on one line.
+pub const NOWRAP_MAX_CHARS: usize = 48;
+
 /// `path` as a link target (`href`), escaped, when it is a relative path: no scheme
 /// (`javascript:`, `file:`, `data:`), no absolute or protocol-relative path, no backslash or
 /// control character. (Where it may lead is the caller's to check: model/under_root.rs.)
@@ -46,6 +73,17 @@ pub fn relative_link(path: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_keep_hyphenated_words_on_one_line() {
+        assert_eq!(
+            name("softmax-fused-v3 <b>"),
+            "<span class=\"nw\">softmax-fused-v3</span> &lt;b&gt;"
+        );
+        assert_eq!(name("void f<32>(int)"), "void f&lt;32&gt;(int)");
+        let long = "a-".repeat(30);
+        assert_eq!(name(&long), long);
+    }
 
     #[test]
     fn markup_becomes_entities() {

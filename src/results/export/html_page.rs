@@ -16,6 +16,7 @@ th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 th[data-sort]{cursor:pointer;background:#f4f4f4}th[data-sort]:hover{background:#e8e8e8}
 td.name{font-family:ui-monospace,monospace;overflow-wrap:break-word;max-width:40em}
+.nw{white-space:nowrap}
 .rule-line{font:12px system-ui,sans-serif;color:#666;margin-top:2px}
 table.kernels tbody tr{cursor:pointer}table.kernels tr.selected{background:#fff6d6}
 .kernel-detail{border:1px solid #ccc;padding:.4em 1em;margin:.5em 0}
