@@ -21,14 +21,15 @@ const shown=el=>el.getClientRects().length>0;
 function words(el){const out=[];const w=document.createTreeWalker(el,NodeFilter.SHOW_TEXT);let n;
  while((n=w.nextNode())){const re=/\S+/g;let m;while((m=re.exec(n.data))){const r=document.createRange();
   r.setStart(n,m.index);r.setEnd(n,m.index+m[0].length);out.push([m[0],r]);}}return out;}
+function oneLine(r){return [...r.getClientRects()].reduce((a,b)=>a+b.width,0);}
 function lines(r){const tops=new Set();for(const b of r.getClientRects())if(b.width>0)tops.add(Math.round(b.top));return tops.size;}
 function inner(el){const s=getComputedStyle(el);return el.clientWidth-parseFloat(s.paddingLeft)-parseFloat(s.paddingRight);}
 document.querySelectorAll('.name').forEach(el=>{if(!shown(el))return;const room=inner(el);
- for(const [w,r] of words(el)){if(lines(r)>1&&r.getBoundingClientRect().width<=room+1)
-  bad.push('name split inside a word that fits its line: '+w.slice(0,60));}});
+ for(const [w,r] of words(el)){if(lines(r)>1&&oneLine(r)<=room+1)
+  bad.push('name split inside a word that fits its line ('+oneLine(r).toFixed(0)+' of '+room.toFixed(0)+' px): '+w.slice(0,60));}});
 document.querySelectorAll('table').forEach(t=>{if(!shown(t))return;
  t.querySelectorAll('th,td').forEach(c=>{if(c.classList.contains('name'))return;const room=inner(c);
-  for(const [w,r] of words(c)){const width=[...r.getClientRects()].reduce((a,b)=>a+b.width,0);
+  for(const [w,r] of words(c)){const width=oneLine(r);
    if(lines(r)>1||width>room+1)bad.push('column narrower ('+room.toFixed(0)+' px) than its word '+w.slice(0,40)+' ('+width.toFixed(0)+' px)');}});});
 document.querySelectorAll('svg.roofline').forEach(s=>{if(!s.querySelector('circle.point'))
  bad.push('an empty roofline: '+s.dataset.precision);});

@@ -17,18 +17,19 @@ pub fn text(text: &str) -> String {
     out
 }
 
-/// A name (kernel, job id) as element content: [`text`], with each word that holds a hyphen or
-/// a slash kept on one line (`<span class="nw">`, `white-space: nowrap`). Browsers break lines
-/// after those, so `softmax-fused-v3` read `softmax-` / `fused-v3` in a narrow column although
-/// it fits a line of its own; the table now makes the column as wide as the word. Words longer
-/// than [`NOWRAP_MAX_CHARS`] stay breakable (a mangled name would widen the table too much).
+/// A name (kernel, job id) as element content: [`text`], with each word that holds anything
+/// but letters, digits and `_` kept on one line (`<span class="nw">`, `white-space: nowrap`).
+/// Browsers break lines after a hyphen, between `)` and `(` and elsewhere in punctuation, so
+/// `softmax-fused-v3` read `softmax-` / `fused-v3` in a narrow column although it fits a line
+/// of its own; the table now makes the column as wide as the word. Words longer than
+/// [`NOWRAP_MAX_CHARS`] stay breakable (a mangled name would widen the table too much).
 pub fn name(name: &str) -> String {
     let mut out = String::with_capacity(name.len() + 16);
     for (index, word) in name.split(' ').enumerate() {
         if index > 0 {
             out.push(' ');
         }
-        let breaks = word.contains(['-', '/']);
+        let breaks = word.chars().any(|c| !(c.is_alphanumeric() || c == '_'));
         match breaks && word.chars().count() <= NOWRAP_MAX_CHARS {
             true => {
                 out.push_str("<span class=\"nw\">");
@@ -80,7 +81,10 @@ mod tests {
             name("softmax-fused-v3 <b>"),
             "<span class=\"nw\">softmax-fused-v3</span> &lt;b&gt;"
         );
-        assert_eq!(name("void f<32>(int)"), "void f&lt;32&gt;(int)");
+        assert_eq!(
+            name("void f<32>(int)"),
+            "void <span class=\"nw\">f&lt;32&gt;(int)</span>"
+        );
         let long = "a-".repeat(30);
         assert_eq!(name(&long), long);
     }

@@ -302,20 +302,25 @@ fn rows_table(rows: &[&KeyAverage], report: &Report, kernels: bool) -> String {
 }
 
 /// A kernel name escaped, with break opportunities after `::`, `,`, `<` and `(` so that a long
-/// C++ name wraps between its parts rather than inside a word.
+/// C++ name wraps between its parts rather than inside a word, and each part kept on one line
+/// otherwise (`escape::html::name`: `)(` of `operator ()()` split there).
 pub(crate) fn breakable(name: &str) -> String {
     let mut out = String::with_capacity(name.len() + 16);
+    let mut part = String::new();
     let mut chars = name.chars().peekable();
     while let Some(c) = chars.next() {
-        out.push_str(&escape(&c.to_string()));
+        part.push(c);
         let after = match c {
             ',' | '<' | '(' => true,
             ':' => chars.peek() != Some(&':'),
             _ => false,
         };
         if after {
+            out.push_str(&crate::results::escape::html::name(&part));
             out.push_str("<wbr>");
+            part.clear();
         }
     }
+    out.push_str(&crate::results::escape::html::name(&part));
     out
 }
