@@ -31,8 +31,9 @@ for id in gemm-bf16-4096-tile128 gemm-bf16-4096-tile256 softmax-fused-v3 layerno
   printf '{"id": "%s", "target": ["sh", "-c", "%s"]%s}\n' "$id" "$script" "$timeout" >>"$work/jobs.jsonl"
   index=$((index + 1))
 done
-"$polyprof" batch "$work/jobs.jsonl" --output-dir "$work/batch" --devices cpu --jobs 2 -q || true # exit 1: jobs failed
-"$polyprof" report "$work/batch" --format html -o "$work/batch.html"
+# Relative paths: the page's title and first line name them.
+(cd "$work" && "$polyprof" batch jobs.jsonl --output-dir batch --devices cpu --jobs 2 -q) || true # exit 1: jobs failed
+(cd "$work" && "$polyprof" report batch --format html -o batch.html)
 
 shoot() { # page, image name, width, height
   "$chromium" --headless --no-sandbox --disable-gpu --hide-scrollbars \
