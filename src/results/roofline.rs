@@ -501,7 +501,9 @@ pub struct CacheTraffic {
 impl CacheTraffic {
     /// Launches added up: bytes summed, the roof averaged over the GPU time of the launches
     /// that carry one (its clock moves from launch to launch as the SM clock does).
-    fn combine(launches: impl Iterator<Item = (Option<CacheTraffic>, Option<f64>)>) -> Option<Self> {
+    fn combine(
+        launches: impl Iterator<Item = (Option<CacheTraffic>, Option<f64>)>,
+    ) -> Option<Self> {
         let mut total: Option<CacheTraffic> = None;
         let (mut sum, mut weight) = (0.0, 0.0);
         for (traffic, time) in launches {

@@ -94,7 +94,10 @@ pub fn levels_run(dir: &Path) -> PathBuf {
             ("l1tex__m_xbar2l1tex_read_bytes.sum.peak_sustained", 5120.0),
             ("lts__cycles_elapsed.avg.per_second", 1.755e9),
             ("l1tex__lsu_writeback_active_mem_lg.sum", *l1),
-            ("l1tex__lsu_writeback_active_mem_lg.sum.peak_sustained", 132.0),
+            (
+                "l1tex__lsu_writeback_active_mem_lg.sum.peak_sustained",
+                132.0,
+            ),
             ("l1tex__cycles_elapsed.avg.per_second", 1.755e9),
         ] {
             metrics.insert(metric.to_string(), serde_json::json!({ "value": value }));
@@ -177,7 +180,10 @@ fn every_page_reads_at_800_and_1280_pixels_in_chromium() {
             let mut browser = Browser::open(page, width, 900);
             let problems = browser.eval(LAYOUT_CHECK);
             for problem in problems.as_array().unwrap() {
-                failures.push(format!("{name} at {width} px: {}", problem.as_str().unwrap()));
+                failures.push(format!(
+                    "{name} at {width} px: {}",
+                    problem.as_str().unwrap()
+                ));
             }
             assert!(browser.console.is_empty(), "{name}: {:?}", browser.console);
             if *name == "levels" {

@@ -412,9 +412,15 @@ fn check_levels(capture: &str, chart: &str) -> usize {
             point["data-gflops"], marker["data-gflops"],
             "{capture} {short}: the {level} marker at another height"
         );
-        assert_eq!(point["data-bound"], marker["data-bound"], "{capture} {short}");
+        assert_eq!(
+            point["data-bound"], marker["data-bound"],
+            "{capture} {short}"
+        );
         let Some(roof) = roofs.get(level) else {
-            assert_eq!(marker["data-pct"], "", "{capture} {short}: a share without a roof");
+            assert_eq!(
+                marker["data-pct"], "",
+                "{capture} {short}: a share without a roof"
+            );
             continue;
         };
         let gflops: f64 = marker["data-gflops"].parse().unwrap();
@@ -427,7 +433,8 @@ fn check_levels(capture: &str, chart: &str) -> usize {
         );
         let decided = &point["data-decided-by"];
         let label = if level == "l2" { "L2" } else { "L1" };
-        if point["data-decided-here"] == "true" && decided.starts_with(&format!("memory · {label} "))
+        if point["data-decided-here"] == "true"
+            && decided.starts_with(&format!("memory · {label} "))
         {
             assert_eq!(
                 decided,

@@ -76,10 +76,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_keep_hyphenated_words_on_one_line() {
+    fn names_keep_words_with_punctuation_on_one_line() {
         assert_eq!(
-            name("softmax-fused-v3 <b>"),
-            "<span class=\"nw\">softmax-fused-v3</span> &lt;b&gt;"
+            name("softmax-fused-v3 plain <b>"),
+            "<span class=\"nw\">softmax-fused-v3</span> plain <span class=\"nw\">&lt;b&gt;</span>"
         );
         assert_eq!(
             name("void f<32>(int)"),

@@ -117,9 +117,21 @@ pub fn render(index: &BatchIndex, root: &str, links: &JobLinks) -> String {
          <th data-sort>State</th><th data-sort>Device</th><th data-sort>Attempts</th>\
          <th data-sort>Time</th><th data-sort>Kernels</th>{}{}{}<th data-sort>Note</th>\
          <th>Report</th></tr></thead><tbody>",
-        if shown.kernel_time { "<th data-sort>Kernel time</th>" } else { "" },
-        if shown.speedup { "<th data-sort>Speedup</th>" } else { "" },
-        if shown.findings { "<th data-sort>Findings</th>" } else { "" },
+        if shown.kernel_time {
+            "<th data-sort>Kernel time</th>"
+        } else {
+            ""
+        },
+        if shown.speedup {
+            "<th data-sort>Speedup</th>"
+        } else {
+            ""
+        },
+        if shown.findings {
+            "<th data-sort>Findings</th>"
+        } else {
+            ""
+        },
     );
     for entry in ordered(index) {
         let state = match &entry.eval {

@@ -361,7 +361,9 @@ fn chart(
                         level,
                         intensity: flops / traffic.bytes,
                         bytes: traffic.bytes,
-                        pct: traffic.peak_gbs.map(|peak| 100.0 * traffic.bytes / time / peak),
+                        pct: traffic
+                            .peak_gbs
+                            .map(|peak| 100.0 * traffic.bytes / time / peak),
                     })
                 })
                 .collect();
@@ -953,11 +955,9 @@ fn level_markers(
                 x - 8
             ),
         };
-        let share = level
-            .pct
-            .map_or("no roof in the capture".to_string(), |p| {
-                format!("{} % of the {} roof", units::pct(p), level.level.label())
-            });
+        let share = level.pct.map_or("no roof in the capture".to_string(), |p| {
+            format!("{} % of the {} roof", units::pct(p), level.level.label())
+        });
         out.push_str(&format!(
             "{shape} {fill} stroke=\"{colour}\" stroke-width=\"2\" data-series=\"{series}\" \
              data-short=\"{short}\" data-level=\"{id}\" data-ai=\"{ai}\" data-gflops=\"{gflops}\" \
@@ -1113,7 +1113,10 @@ mod tests {
                 ("l1tex__m_xbar2l1tex_read_bytes.sum.peak_sustained", 5120.0),
                 ("lts__cycles_elapsed.avg.per_second", 1.755e9),
                 ("l1tex__lsu_writeback_active_mem_lg.sum", *l1),
-                ("l1tex__lsu_writeback_active_mem_lg.sum.peak_sustained", 132.0),
+                (
+                    "l1tex__lsu_writeback_active_mem_lg.sum.peak_sustained",
+                    132.0,
+                ),
                 ("l1tex__cycles_elapsed.avg.per_second", 1.755e9),
             ] {
                 record.metrics.insert(
@@ -1148,7 +1151,9 @@ mod tests {
         assert!((roofs[0].1 - 8985.6).abs() < 0.01, "{roofs:?}");
         assert!((roofs[1].1 - 29652.48).abs() < 0.01, "{roofs:?}");
         assert!(
-            chart.clock_note.contains("L2 roof 8986 GB/s: ncu's hierarchical"),
+            chart
+                .clock_note
+                .contains("L2 roof 8986 GB/s: ncu's hierarchical"),
             "{}",
             chart.clock_note
         );
