@@ -41,6 +41,7 @@ table.kernels tbody tr{cursor:pointer}table.kernels tr.selected{background:#fff6
  overflow:hidden}
 #errors{color:#b00020}
 pre.header{white-space:pre-wrap;overflow-wrap:break-word}
+@media (max-width:900px){table{font-size:12px}th,td{padding:3px 5px}}
 "#;
 
 /// Sortable tables, timelines, and the error and readiness record.
