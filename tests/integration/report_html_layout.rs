@@ -3,9 +3,9 @@
 //! column narrower than its longest word, no empty roofline (a chart without a point says why
 //! instead), chart text at least 11 px high, the timeline's lane labels ending in their stream
 //! id, every moved point of a diff with its arrow and label, and no page wider than the
-//! window (tables take 12 px text and narrower padding below 900 px). Pages: the H200 capture, the
-//! tensor capture (PyTorch's long names, no DRAM bytes), the H200 capture with cache levels
-//! (hierarchical roofline), a diff and a batch.
+//! window (tables take 12 px text and narrower padding below 900 px). Pages: the H200
+//! capture, the tensor capture (PyTorch's long names, no DRAM bytes), the pytest capture, the
+//! H200 capture with cache levels (hierarchical roofline), a diff and a batch.
 
 use std::path::{Path, PathBuf};
 

@@ -22,7 +22,8 @@ pub fn text(text: &str) -> String {
 /// Browsers break lines after a hyphen, between `)` and `(` and elsewhere in punctuation, so
 /// `softmax-fused-v3` read `softmax-` / `fused-v3` in a narrow column although it fits a line
 /// of its own; the table now makes the column as wide as the word. Words longer than
-/// [`NOWRAP_MAX_CHARS`] stay breakable (a mangled name would widen the table too much).
+/// [`NOWRAP_MAX_CHARS`] may break anywhere (`<span class="long">`, `overflow-wrap: anywhere`):
+/// a 115-character cuBLAS name would otherwise make the table wider than the window.
 pub fn name(name: &str) -> String {
     let mut out = String::with_capacity(name.len() + 16);
     for (index, word) in name.split(' ').enumerate() {
@@ -30,13 +31,18 @@ pub fn name(name: &str) -> String {
             out.push(' ');
         }
         let breaks = word.chars().any(|c| !(c.is_alphanumeric() || c == '_'));
-        match breaks && word.chars().count() <= NOWRAP_MAX_CHARS {
-            true => {
-                out.push_str("<span class=\"nw\">");
+        let class = match word.chars().count() {
+            n if n > NOWRAP_MAX_CHARS => Some("long"),
+            _ if breaks => Some("nw"),
+            _ => None,
+        };
+        match class {
+            Some(class) => {
+                out.push_str(&format!("<span class=\"{class}\">"));
                 out.push_str(&text(word));
                 out.push_str("</span>");
             }
-            false => out.push_str(&text(word)),
+            None => out.push_str(&text(word)),
         }
     }
     out
@@ -86,7 +92,7 @@ mod tests {
             "void <span class=\"nw\">f&lt;32&gt;(int)</span>"
         );
         let long = "a-".repeat(30);
-        assert_eq!(name(&long), long);
+        assert_eq!(name(&long), format!("<span class=\"long\">{long}</span>"));
     }
 
     #[test]

@@ -234,8 +234,12 @@ fn kernel_table(averages: &KeyAverages, report: &Report) -> String {
 }
 
 fn rows_table(rows: &[&KeyAverage], report: &Report, kernels: bool) -> String {
+    // Below 900 px the columns that follow from others (GPU mean, GFLOP/s, GB/s) are hidden,
+    // as the terminal table drops them first; a table still too wide scrolls on its own.
     let mut html = String::from(
-        "<table class=\"sortable kernels\"><thead><tr>\
+        "<p class=\"note narrow\">GPU mean, GFLOP/s and GB/s are hidden at this window width \
+         (they follow from the other columns); a wider window or --format json has them.</p>\
+         <div class=\"scroll\"><table class=\"sortable kernels\"><thead><tr>\
          <th data-sort>Name</th><th data-sort>Calls</th><th data-sort>GPU total</th>\
          <th data-sort>GPU mean</th><th data-sort>GFLOP/s</th><th data-sort>GB/s</th>\
          <th data-sort>FLOP/byte</th><th data-sort>% peak BW</th><th data-sort>% peak FLOP</th>\
@@ -289,7 +293,7 @@ fn rows_table(rows: &[&KeyAverage], report: &Report, kernels: bool) -> String {
             label = escape(&row.bound_cell_text()),
         );
     }
-    html.push_str("</tbody></table>");
+    html.push_str("</tbody></table></div>");
     if more > 0 {
         let _ = write!(
             html,

@@ -41,7 +41,9 @@ table.kernels tbody tr{cursor:pointer}table.kernels tr.selected{background:#fff6
  overflow:hidden}
 #errors{color:#b00020}
 pre.header{white-space:pre-wrap;overflow-wrap:break-word}
-@media (max-width:900px){table{font-size:12px}th,td{padding:3px 5px}}
+.scroll{overflow-x:auto}.note.narrow{display:none}.long{overflow-wrap:anywhere}
+@media (max-width:900px){table{font-size:12px}th,td{padding:3px 5px}.note.narrow{display:block}
+ table.kernels tr>:nth-child(4),table.kernels tr>:nth-child(5),table.kernels tr>:nth-child(6){display:none}}
 "#;
 
 /// Sortable tables, timelines, and the error and readiness record.
