@@ -29,7 +29,7 @@ document.querySelectorAll('.name').forEach(el=>{if(!shown(el))return;const room=
  for(const [w,r] of words(el)){if(lines(r)>1&&oneLine(r)<=room+1)
   bad.push('name split inside a word that fits its line ('+oneLine(r).toFixed(0)+' of '+room.toFixed(0)+' px): '+w.slice(0,60));}});
 document.querySelectorAll('table').forEach(t=>{if(!shown(t))return;
- t.querySelectorAll('th,td').forEach(c=>{if(c.classList.contains('name'))return;const room=inner(c);
+ t.querySelectorAll('th,td').forEach(c=>{if(c.classList.contains('name')||!shown(c))return;const room=inner(c);
   for(const [w,r] of words(c)){const width=oneLine(r);
    if(lines(r)>1||width>room+1)bad.push('column narrower ('+room.toFixed(0)+' px) than its word '+w.slice(0,40)+' ('+width.toFixed(0)+' px)');}});});
 document.querySelectorAll('svg.roofline').forEach(s=>{if(!s.querySelector('circle.point'))
