@@ -25,7 +25,7 @@ table.kernels tbody tr{cursor:pointer}table.kernels tr.selected{background:#fff6
 .kernel-detail dd{margin:0;font-variant-numeric:tabular-nums}.kernel-detail h4{margin:.6em 0 .2em}
 .kernel-detail h3.name{font-family:ui-monospace,monospace;overflow-wrap:break-word;font-size:1em}
 .roofline-chart.empty{flex-basis:100%;color:#555}
-.note{color:#555}.bad{color:#b00020;font-weight:600}.good{color:#1b7f3b}
+.note{color:#555}.note,figcaption{overflow-wrap:break-word}.bad{color:#b00020;font-weight:600}.good{color:#1b7f3b}
 .legend span{display:inline-block;margin-right:1em}
 .legend i{display:inline-block;width:.8em;height:.8em;border-radius:50%;margin-right:.3em}
 .timeline{position:relative;border:1px solid #ccc;margin:.5em 0}
@@ -34,7 +34,7 @@ table.kernels tbody tr{cursor:pointer}table.kernels tr.selected{background:#fff6
 .tools button{min-width:2.2em}.tools input{width:22em}.tools .view{color:#555}
 .sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
 .rooflines{display:flex;flex-wrap:wrap;gap:1em}
-.roofline-chart{margin:0;flex:1 1 100%;max-width:900px}
+.roofline-chart{margin:0;flex:1 1 100%;max-width:900px;min-width:0}
 .roofline-chart svg{width:100%;height:auto}
 .tip{position:fixed;pointer-events:none;background:#fff;border:1px solid #888;padding:4px 6px;
  font:12px ui-monospace,monospace;white-space:pre;display:none;z-index:9;max-width:60em;
