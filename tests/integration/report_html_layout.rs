@@ -48,6 +48,8 @@ document.querySelectorAll('svg.roofline').forEach(s=>{const box=s.getBoundingCli
   if(!s.querySelector('polygon.moved-head'))bad.push('a moved point without an arrow head');});
  const moved=s.querySelectorAll('line.moved').length,labels=[...s.querySelectorAll('text.moved-label')];
  if(labels.length<moved)bad.push(moved+' moved points, '+labels.length+' labels');
+ labels.forEach((t,i)=>{const a=t.getBoundingClientRect();labels.slice(i+1).forEach(u=>{const b=u.getBoundingClientRect();
+  if(a.left<b.right&&b.left<a.right&&a.top<b.bottom&&b.top<a.bottom)bad.push('moved labels over each other: '+t.textContent+' / '+u.textContent);});});
  labels.forEach(t=>{const b=t.getBoundingClientRect();if(b.left<box.left-1||b.right>box.right+1||b.top<box.top-1||b.bottom>box.bottom+1)
   bad.push('a moved label outside its chart: '+t.textContent);});});
 const wide=document.documentElement.scrollWidth;

@@ -810,6 +810,8 @@ fn draw(
     // A diff: each kernel in both runs gets an arrow from A's point to B's, named at B's end.
     if let [a, b] = chart.series.as_slice() {
         circles.push_str("<g class=\"moves\">");
+        // Labels as (x, y, anchor, text), placed once all are known so none overlaps another.
+        let mut labels: Vec<(i32, i32, &str, String)> = Vec::new();
         for to in &b.points {
             let Some(from) = a.points.iter().find(|p| p.short_name == to.short_name) else {
                 continue;
@@ -833,12 +835,14 @@ fn draw(
                 true => (x2 - 12, "end"),
                 false => (x2 + 8, "start"),
             };
+            let text = format!("{name}{}", if moved { "" } else { " (unmoved)" });
+            labels.push((x, y2 - 8, anchor, text));
+        }
+        for (x, y, anchor, text) in separated(labels) {
             circles.push_str(&format!(
-                "<text class=\"moved-label\" x=\"{x}\" y=\"{}\" text-anchor=\"{anchor}\" \
-                 font-family=\"sans-serif\" font-size=\"{LABEL_PX}\">{}{}</text>",
-                y2 - 8,
-                escape(&name),
-                if moved { "" } else { " (unmoved)" }
+                "<text class=\"moved-label\" x=\"{x}\" y=\"{y}\" text-anchor=\"{anchor}\" \
+                 font-family=\"sans-serif\" font-size=\"{LABEL_PX}\">{}</text>",
+                escape(&text),
             ));
         }
         circles.push_str("</g>");
@@ -878,6 +882,33 @@ fn draw(
         circles.push_str("</g>");
     }
     Ok(())
+}
+
+/// Text labels moved down, top to bottom, until none overlaps one placed before it: two kernels
+/// with the same FLOP/byte and close speeds (the H200 capture's two matmuls) had their names
+/// written over each other. Widths are estimated (0.6 em a character).
+fn separated<'a>(mut labels: Vec<(i32, i32, &'a str, String)>) -> Vec<(i32, i32, &'a str, String)> {
+    labels.sort_by_key(|l| l.1);
+    let line = LABEL_PX as i32 + 2;
+    let span = |(x, _, anchor, text): &(i32, i32, &str, String)| {
+        let width = (text.chars().count() as f64 * f64::from(LABEL_PX) * 0.6) as i32;
+        match *anchor {
+            "end" => (x - width, *x),
+            _ => (*x, x + width),
+        }
+    };
+    let mut placed: Vec<(i32, i32, &'a str, String)> = Vec::with_capacity(labels.len());
+    for mut label in labels {
+        let (left, right) = span(&label);
+        while placed.iter().any(|p| {
+            let (l, r) = span(p);
+            l < right && left < r && (p.1 - label.1).abs() < line
+        }) {
+            label.1 += line;
+        }
+        placed.push(label);
+    }
+    placed
 }
 
 /// The DRAM roof's colour (the verdict colours are the points').
