@@ -56,7 +56,12 @@ pub fn execute(args: &Args) -> anyhow::Result<u8> {
                 match write_job_report(args, &table, &dir) {
                     Ok(()) => {
                         if let Some(href) = href(JOB_REPORT) {
-                            job_links.push((format!("{label} report"), href));
+                            // The Job column names the job; several passes name theirs.
+                            let text = match passes.len() {
+                                1 => "report".to_string(),
+                                _ => format!("{label} report"),
+                            };
+                            job_links.push((text, href));
                         }
                     }
                     Err(error) => {

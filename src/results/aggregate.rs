@@ -121,6 +121,13 @@ pub struct VerdictShare {
 }
 
 impl KeyAverage {
+    /// The row's launches added up as its verdict measured them (cache bytes and roofs
+    /// included); `None` for rows without kernel launches.
+    pub fn launch_inputs(&self) -> Option<RooflineInputs> {
+        let inputs: Vec<RooflineInputs> = self.launches.iter().map(|(i, _)| *i).collect();
+        (!inputs.is_empty()).then(|| RooflineInputs::combine(&inputs))
+    }
+
     /// `name`, or the call path joined with ` / `.
     pub fn label(&self) -> String {
         if self.call_path.is_empty() {

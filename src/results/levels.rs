@@ -104,6 +104,17 @@ pub fn share_pct(traffic: &LevelTraffic, gpu_time_ns: Option<f64>) -> Option<f64
     Some(100.0 * traffic.bytes / time / peak)
 }
 
+/// How a level's roof is made from the capture, in ncu's metric names (`… .peak_sustained ×
+/// clock`), for the charts' notes; `None` for DRAM, whose roof is the device table's.
+pub fn peak_metrics(level: Level) -> Option<String> {
+    let m = LEVELS.iter().find(|m| m.level == level)?;
+    let per_unit = match m.bytes_per_unit > 1.0 {
+        true => format!(" × {} bytes", m.bytes_per_unit),
+        false => String::new(),
+    };
+    Some(format!("{}.peak_sustained{per_unit} × {}", m.base, m.clock))
+}
+
 /// Every metric name a capture needs for the cache levels (for `--metrics`).
 pub fn metric_names() -> Vec<String> {
     LEVELS

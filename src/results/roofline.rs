@@ -490,6 +490,41 @@ impl RooflinePoint {
     }
 }
 
+/// One cache level's traffic in a launch (or launches added up): bytes, and the level's roof
+/// in GB/s when the capture carried it (ncu's hierarchical roofline peak at the unit's clock).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CacheTraffic {
+    pub bytes: f64,
+    pub peak_gbs: Option<f64>,
+}
+
+impl CacheTraffic {
+    /// Launches added up: bytes summed, the roof averaged over the GPU time of the launches
+    /// that carry one (its clock moves from launch to launch as the SM clock does).
+    fn combine(
+        launches: impl Iterator<Item = (Option<CacheTraffic>, Option<f64>)>,
+    ) -> Option<Self> {
+        let mut total: Option<CacheTraffic> = None;
+        let (mut sum, mut weight) = (0.0, 0.0);
+        for (traffic, time) in launches {
+            let Some(traffic) = traffic else { continue };
+            let entry = total.get_or_insert(CacheTraffic {
+                bytes: 0.0,
+                peak_gbs: None,
+            });
+            entry.bytes += traffic.bytes;
+            if let (Some(peak), Some(time)) = (traffic.peak_gbs, time.filter(|t| *t > 0.0)) {
+                sum += peak * time;
+                weight += time;
+            }
+        }
+        total.map(|t| CacheTraffic {
+            peak_gbs: (weight > 0.0).then(|| sum / weight),
+            ..t
+        })
+    }
+}
+
 /// What a verdict can be based on; [`RooflineInputs::from_record`] fills it from a record.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct RooflineInputs {
@@ -508,6 +543,10 @@ pub struct RooflineInputs {
     /// L2 and L1 traffic over their roofs, % (the hierarchical roofline's cache levels).
     pub l2_pct: Option<f64>,
     pub l1_pct: Option<f64>,
+    /// The bytes of those cache levels and their roofs (GB/s), for the hierarchical roofline's
+    /// points: what `l2_pct` and `l1_pct` are made of.
+    pub l2: Option<CacheTraffic>,
+    pub l1: Option<CacheTraffic>,
     pub sm_clock_hz: Option<f64>,
     pub dram_clock_hz: Option<f64>,
     /// Whether the profiler locked the clocks (from the run's command; `None`: not known).
@@ -547,6 +586,8 @@ impl RooflineInputs {
         total.dram_throughput_pct = weighted(|l| l.dram_throughput_pct);
         total.l2_pct = weighted(|l| l.l2_pct);
         total.l1_pct = weighted(|l| l.l1_pct);
+        total.l2 = CacheTraffic::combine(launches.iter().map(|l| (l.l2, l.gpu_time_ns)));
+        total.l1 = CacheTraffic::combine(launches.iter().map(|l| (l.l1, l.gpu_time_ns)));
         total.sm_clock_hz = weighted(|l| l.sm_clock_hz);
         total.dram_clock_hz = weighted(|l| l.dram_clock_hz);
         total.busiest_pipe = launches
@@ -572,9 +613,20 @@ impl RooflineInputs {
                 .find(|t| t.level == level)
                 .and_then(|t| crate::results::levels::share_pct(t, record.duration_ns))
         };
+        let traffic = |level: Level| {
+            levels
+                .iter()
+                .find(|t| t.level == level)
+                .map(|t| CacheTraffic {
+                    bytes: t.bytes,
+                    peak_gbs: t.peak_gbs,
+                })
+        };
         RooflineInputs {
             l2_pct: level_pct(Level::L2),
             l1_pct: level_pct(Level::L1),
+            l2: traffic(Level::L2),
+            l1: traffic(Level::L1),
             flops: record.flops,
             bytes: record.total_dram_bytes(),
             gpu_time_ns: record.duration_ns,

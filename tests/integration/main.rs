@@ -80,6 +80,7 @@ mod report_fields;
 mod report_fixtures;
 mod report_hatchet;
 mod report_html;
+mod report_html_layout;
 mod report_proton_viewer;
 mod report_table;
 mod report_table_width;

@@ -369,6 +369,9 @@ fn bound_deciding_figure_and_point_agree_on_every_real_capture() {
                 }
             }
         }
+        for chart in figures.find_iter(&html) {
+            check_levels(name, chart.as_str());
+        }
         if has_rules {
             assert!(
                 html.contains("<li data-rule=\"SOLBottleneck\""),
@@ -379,6 +382,93 @@ fn bound_deciding_figure_and_point_agree_on_every_real_capture() {
     }
     assert!(judged >= 30, "only {judged} launches judged");
     assert!(with_rules >= 1, "no capture with ncu's rule results");
+}
+
+/// A hierarchical chart's cache levels: each L2/L1 marker sits at its kernel's height, at the
+/// level's share under that level's roof, and a kernel decided by a cache level
+/// (`memory · L1 70 %`) has that level's marker at that share. Returns how many markers.
+fn check_levels(capture: &str, chart: &str) -> usize {
+    let roof_re = Regex::new(r#"<g class="cache-roof" [^>]*>"#).unwrap();
+    let marker_re = Regex::new(r#"<(?:rect|polygon) class="level-point"[^>]*>"#).unwrap();
+    let point_re = Regex::new(r#"<circle class="point"[^>]*>"#).unwrap();
+    let roofs: BTreeMap<String, f64> = roof_re
+        .find_iter(chart)
+        .map(|m| attributes(m.as_str()))
+        .map(|a| (a["data-level"].clone(), a["data-gbs"].parse().unwrap()))
+        .collect();
+    let points: Vec<_> = point_re
+        .find_iter(chart)
+        .map(|m| attributes(m.as_str()))
+        .collect();
+    let mut markers = 0;
+    for marker in marker_re.find_iter(chart).map(|m| attributes(m.as_str())) {
+        markers += 1;
+        let (short, level) = (&marker["data-short"], &marker["data-level"]);
+        let point = points
+            .iter()
+            .find(|p| &p["data-short"] == short && p["data-series"] == marker["data-series"])
+            .unwrap_or_else(|| panic!("{capture} {short}: a {level} marker without its point"));
+        assert_eq!(
+            point["data-gflops"], marker["data-gflops"],
+            "{capture} {short}: the {level} marker at another height"
+        );
+        assert_eq!(
+            point["data-bound"], marker["data-bound"],
+            "{capture} {short}"
+        );
+        let Some(roof) = roofs.get(level) else {
+            assert_eq!(
+                marker["data-pct"], "",
+                "{capture} {short}: a share without a roof"
+            );
+            continue;
+        };
+        let gflops: f64 = marker["data-gflops"].parse().unwrap();
+        let ai: f64 = marker["data-ai"].parse().unwrap();
+        let pct: f64 = marker["data-pct"].parse().unwrap();
+        let under = 100.0 * gflops / (roof * ai);
+        assert!(
+            (under - pct).abs() <= 1e-6 * pct.max(1.0),
+            "{capture} {short}: the {level} marker at {under} % of its roof, its share {pct} %"
+        );
+        let decided = &point["data-decided-by"];
+        let label = if level == "l2" { "L2" } else { "L1" };
+        if point["data-decided-here"] == "true"
+            && decided.starts_with(&format!("memory · {label} "))
+        {
+            assert_eq!(
+                decided,
+                &format!("memory · {label} {pct:.0} %"),
+                "{capture} {short}: decided by {label}, its marker elsewhere"
+            );
+        }
+    }
+    markers
+}
+
+/// The cache levels of a hierarchical roofline agree with the verdict too. NOT on a real
+/// capture: none in the repository or the shared fixtures has ncu's hierarchical roofline
+/// metrics (`--set full` or `--set roofline`), so the H200 capture gets made-up cache bytes and
+/// roofs (see `report_html_layout::levels_run`); every real capture that has them is checked by
+/// `bound_deciding_figure_and_point_agree_on_every_real_capture` through the same function.
+#[test]
+fn cache_level_markers_agree_with_the_bound_and_its_figure() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = crate::report_html_layout::levels_run(dir.path());
+    let json: Value = serde_json::from_str(&report(&run, Some("H200"), "json")).unwrap();
+    let mut by_cache = 0;
+    for kernel in json["kernels"].as_array().unwrap() {
+        let text = check_kernel("levels", kernel).unwrap();
+        by_cache += (text.starts_with("L1 ") || text.starts_with("L2 ")) as usize;
+    }
+    assert!(by_cache >= 1, "no kernel decided by a cache level");
+    let html = report(&run, Some("H200"), "html");
+    let figure_re = Regex::new(r#"(?s)<figure class="roofline-chart[^"]*".*?</figure>"#).unwrap();
+    let markers: usize = figure_re
+        .find_iter(&html)
+        .map(|chart| check_levels("levels", chart.as_str()))
+        .sum();
+    assert_eq!(markers, 8, "L2 and L1 markers of the four kernels");
 }
 
 /// Whether the kernel's DRAM figure came from the DRAM speed of light (which may exceed the

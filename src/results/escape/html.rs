@@ -17,6 +17,40 @@ pub fn text(text: &str) -> String {
     out
 }
 
+/// A name (kernel, job id) as element content: [`text`], with each word that holds anything
+/// but letters, digits and `_` kept on one line (`<span class="nw">`, `white-space: nowrap`).
+/// Browsers break lines after a hyphen, between `)` and `(` and elsewhere in punctuation, so
+/// `softmax-fused-v3` read `softmax-` / `fused-v3` in a narrow column although it fits a line
+/// of its own; the table now makes the column as wide as the word. Words longer than
+/// [`NOWRAP_MAX_CHARS`] may break anywhere (`<span class="long">`, `overflow-wrap: anywhere`):
+/// a 115-character cuBLAS name would otherwise make the table wider than the window.
+pub fn name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 16);
+    for (index, word) in name.split(' ').enumerate() {
+        if index > 0 {
+            out.push(' ');
+        }
+        let breaks = word.chars().any(|c| !(c.is_alphanumeric() || c == '_'));
+        let class = match word.chars().count() {
+            n if n > NOWRAP_MAX_CHARS => Some("long"),
+            _ if breaks => Some("nw"),
+            _ => None,
+        };
+        match class {
+            Some(class) => {
+                out.push_str(&format!("<span class=\"{class}\">"));
+                out.push_str(&text(word));
+                out.push_str("</span>");
+            }
+            None => out.push_str(&text(word)),
+        }
+    }
+    out
+}
+
+/// The longest word [`name`] keeps on one line.
+pub const NOWRAP_MAX_CHARS: usize = 48;
+
 /// `path` as a link target (`href`), escaped, when it is a relative path: no scheme
 /// (`javascript:`, `file:`, `data:`), no absolute or protocol-relative path, no backslash or
 /// control character. (Where it may lead is the caller's to check: model/under_root.rs.)
@@ -46,6 +80,20 @@ pub fn relative_link(path: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_keep_words_with_punctuation_on_one_line() {
+        assert_eq!(
+            name("softmax-fused-v3 plain <b>"),
+            "<span class=\"nw\">softmax-fused-v3</span> plain <span class=\"nw\">&lt;b&gt;</span>"
+        );
+        assert_eq!(
+            name("void f<32>(int)"),
+            "void <span class=\"nw\">f&lt;32&gt;(int)</span>"
+        );
+        let long = "a-".repeat(30);
+        assert_eq!(name(&long), format!("<span class=\"long\">{long}</span>"));
+    }
 
     #[test]
     fn markup_becomes_entities() {

@@ -100,6 +100,9 @@ pub(crate) fn roofline_section(
         s = if charts.charts.len() == 1 { "" } else { "s" },
     );
     html.push_str(&legend());
+    if charts.charts.iter().any(roofline_chart::is_hierarchical) {
+        html.push_str(&hierarchical_legend());
+    }
     if sides.len() > 1 {
         html.push_str("<p class=\"note\">Filled: the first run (A); hollow: the second (B).</p>");
     }
@@ -176,6 +179,22 @@ pub(crate) fn roofline_section(
     Ok(html)
 }
 
+/// What the cache levels' roofs and markers mean (ncu's hierarchical roofline).
+fn hierarchical_legend() -> String {
+    use crate::results::levels::Level;
+    format!(
+        "<p class=\"note levels\">Hierarchical roofline, as ncu draws it: each kernel \
+         once per memory level at the same height (its FLOP/s), at its FLOPs per byte of that \
+         level: ● DRAM, <span style=\"color:{l2}\">■ L2</span>, \
+         <span style=\"color:{l1}\">◆ L1</span>, joined by a thin line; each level's roof in \
+         its colour. A marker's height under its level's roof is that level's share of its \
+         peak. The L2 and L1 roofs are the capture's own (ncu's peak per cycle at the unit's \
+         clock); the DRAM roof is the device table's.</p>",
+        l2 = roofline_chart::level_css_colour(Level::L2),
+        l1 = roofline_chart::level_css_colour(Level::L1),
+    )
+}
+
 fn kernel_table(averages: &KeyAverages, report: &Report) -> String {
     let sorted = averages.sorted(report.sort_by);
     let rows: Vec<_> = sorted
@@ -215,8 +234,12 @@ fn kernel_table(averages: &KeyAverages, report: &Report) -> String {
 }
 
 fn rows_table(rows: &[&KeyAverage], report: &Report, kernels: bool) -> String {
+    // Below 900 px the columns that follow from others (GPU mean, GFLOP/s, GB/s) are hidden,
+    // as the terminal table drops them first; a table still too wide scrolls on its own.
     let mut html = String::from(
-        "<table class=\"sortable kernels\"><thead><tr>\
+        "<p class=\"note narrow\">GPU mean, GFLOP/s and GB/s are hidden at this window width \
+         (they follow from the other columns); a wider window or --format json has them.</p>\
+         <div class=\"scroll\"><table class=\"sortable kernels\"><thead><tr>\
          <th data-sort>Name</th><th data-sort>Calls</th><th data-sort>GPU total</th>\
          <th data-sort>GPU mean</th><th data-sort>GFLOP/s</th><th data-sort>GB/s</th>\
          <th data-sort>FLOP/byte</th><th data-sort>% peak BW</th><th data-sort>% peak FLOP</th>\
@@ -270,7 +293,7 @@ fn rows_table(rows: &[&KeyAverage], report: &Report, kernels: bool) -> String {
             label = escape(&row.bound_cell_text()),
         );
     }
-    html.push_str("</tbody></table>");
+    html.push_str("</tbody></table></div>");
     if more > 0 {
         let _ = write!(
             html,
@@ -283,20 +306,25 @@ fn rows_table(rows: &[&KeyAverage], report: &Report, kernels: bool) -> String {
 }
 
 /// A kernel name escaped, with break opportunities after `::`, `,`, `<` and `(` so that a long
-/// C++ name wraps between its parts rather than inside a word.
+/// C++ name wraps between its parts rather than inside a word, and each part kept on one line
+/// otherwise (`escape::html::name`: `)(` of `operator ()()` split there).
 pub(crate) fn breakable(name: &str) -> String {
     let mut out = String::with_capacity(name.len() + 16);
+    let mut part = String::new();
     let mut chars = name.chars().peekable();
     while let Some(c) = chars.next() {
-        out.push_str(&escape(&c.to_string()));
+        part.push(c);
         let after = match c {
             ',' | '<' | '(' => true,
             ':' => chars.peek() != Some(&':'),
             _ => false,
         };
         if after {
+            out.push_str(&crate::results::escape::html::name(&part));
             out.push_str("<wbr>");
+            part.clear();
         }
     }
+    out.push_str(&crate::results::escape::html::name(&part));
     out
 }

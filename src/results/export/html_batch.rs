@@ -79,12 +79,59 @@ pub fn render(index: &BatchIndex, root: &str, links: &JobLinks) -> String {
             String::new()
         }
     );
-    body.push_str(
+    // Columns no job has a value for are left out, so the table fits a narrow window (a
+    // profiling batch has no speedups or findings; a failed batch no kernel times).
+    let jobs = || index.jobs.values();
+    let shown = Optional {
+        kernel_time: jobs().any(|e| e.total_kernel_ns.is_some()),
+        speedup: jobs().any(|e| e.eval.as_ref().is_some_and(|v| v.speedup.is_some())),
+        findings: jobs().any(|e| e.eval.as_ref().is_some_and(|v| !v.findings.is_empty())),
+    };
+    let left_out: Vec<&str> = [
+        (!shown.kernel_time, "kernel time"),
+        (!shown.speedup, "speedup"),
+        (!shown.findings, "findings"),
+    ]
+    .into_iter()
+    .filter_map(|(out, name)| out.then_some(name))
+    .collect();
+    if !left_out.is_empty() {
+        let names = match left_out.split_last() {
+            Some((last, [])) => last.to_string(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
+        };
+        let _ = write!(
+            body,
+            "<p class=\"note\">No job has a value for {names}: {} left out.</p>",
+            if left_out.len() == 1 {
+                "its column is"
+            } else {
+                "their columns are"
+            }
+        );
+    }
+    let _ = write!(
+        body,
         "<table class=\"sortable batch\"><thead><tr><th data-sort>Job</th>\
          <th data-sort>State</th><th data-sort>Device</th><th data-sort>Attempts</th>\
-         <th data-sort>Time</th><th data-sort>Kernels</th><th data-sort>Kernel time</th>\
-         <th data-sort>Speedup</th><th data-sort>Findings</th><th data-sort>Note</th>\
+         <th data-sort>Time</th><th data-sort>Kernels</th>{}{}{}<th data-sort>Note</th>\
          <th>Report</th></tr></thead><tbody>",
+        if shown.kernel_time {
+            "<th data-sort>Kernel time</th>"
+        } else {
+            ""
+        },
+        if shown.speedup {
+            "<th data-sort>Speedup</th>"
+        } else {
+            ""
+        },
+        if shown.findings {
+            "<th data-sort>Findings</th>"
+        } else {
+            ""
+        },
     );
     for entry in ordered(index) {
         let state = match &entry.eval {
@@ -104,8 +151,8 @@ pub fn render(index: &BatchIndex, root: &str, links: &JobLinks) -> String {
             .map(|list| {
                 list.iter()
                     .map(|(label, href)| match html::relative_link(href) {
-                        Some(href) => format!("<a href=\"{href}\">{}</a>", escape(label)),
-                        None => escape(label),
+                        Some(href) => format!("<a href=\"{href}\">{}</a>", html::name(label)),
+                        None => html::name(label),
                     })
                     .collect::<Vec<_>>()
                     .join(" ")
@@ -113,10 +160,11 @@ pub fn render(index: &BatchIndex, root: &str, links: &JobLinks) -> String {
             .unwrap_or_default();
         let _ = write!(
             body,
-            "<tr data-job=\"{id}\" data-state=\"{state_name}\"><td class=\"name\">{id}</td>\
+            "<tr data-job=\"{id}\" data-state=\"{state_name}\"><td class=\"name\">{id_html}</td>\
              <td class=\"{class}\">{state}</td>{device}{attempts}{time}{kernels}{ktime}{speedup}\
              {findings}{note}<td>{job_links}</td></tr>",
             id = escape(&entry.id),
+            id_html = html::name(&entry.id),
             state_name = entry.state,
             class = if bad { "bad" } else { "" },
             state = escape(&state),
@@ -127,22 +175,38 @@ pub fn render(index: &BatchIndex, root: &str, links: &JobLinks) -> String {
                 &units::or_dash(entry.duration_s.map(|s| format!("{s:.2} s")))
             ),
             kernels = number_cell(Some(entry.kernels as f64), &entry.kernels.to_string()),
-            ktime = number_cell(
-                entry.total_kernel_ns,
-                &units::or_dash(entry.total_kernel_ns.map(units::time_ns))
-            ),
-            speedup = number_cell(
-                speedup.map(|s| s.value),
-                &units::or_dash(
-                    speedup.map(|s| format!("{:.2}× [{:.2}–{:.2}]", s.value, s.ci_low, s.ci_high))
-                )
-            ),
-            findings = text_cell(&findings),
+            ktime = match shown.kernel_time {
+                true => number_cell(
+                    entry.total_kernel_ns,
+                    &units::or_dash(entry.total_kernel_ns.map(units::time_ns)),
+                ),
+                false => String::new(),
+            },
+            speedup = match shown.speedup {
+                true => number_cell(
+                    speedup.map(|s| s.value),
+                    &units::or_dash(speedup.map(|s| {
+                        format!("{:.2}× [{:.2}–{:.2}]", s.value, s.ci_low, s.ci_high)
+                    })),
+                ),
+                false => String::new(),
+            },
+            findings = match shown.findings {
+                true => text_cell(&findings),
+                false => String::new(),
+            },
             note = text_cell(&note(entry)),
         );
     }
     body.push_str("</tbody></table>");
     page(&format!("polyprof batch — {root}"), &body)
+}
+
+/// Which of the columns that may have no value at all are shown.
+struct Optional {
+    kernel_time: bool,
+    speedup: bool,
+    findings: bool,
 }
 
 /// How a job ended in a few words: its top kernel, or its outcome and last error.

@@ -55,7 +55,7 @@ pub fn render(diff: &RunDiff, a: &Report, b: &Report) -> Result<String> {
             body,
             "<tr data-change=\"{change}\"><td class=\"name\">{name}</td>{change_cell}{na}{nb}{ma}{mb}{dns}{dpct}{band}{why}</tr>",
             change = kernel.change.as_str(),
-            name = escape(&kernel.name),
+            name = crate::results::escape::html::name(&kernel.name),
             change_cell = format_args!(
                 "<td class=\"{}\">{}</td>",
                 match kernel.change {

@@ -111,7 +111,7 @@ fn panel(
         "<div class=\"kernel-detail\" id=\"kernel-{index}\" data-short=\"{short}\" hidden>\
          <h3 class=\"name\">{name}</h3>",
         short = escape(&row.name),
-        name = escape(&full),
+        name = crate::results::escape::html::name(&full),
     );
     let values = |f: &dyn Fn(&KernelRecord) -> Option<f64>| -> Vec<f64> {
         launches.iter().filter_map(|k| f(k)).collect()

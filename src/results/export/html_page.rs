@@ -16,6 +16,7 @@ th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 th[data-sort]{cursor:pointer;background:#f4f4f4}th[data-sort]:hover{background:#e8e8e8}
 td.name{font-family:ui-monospace,monospace;overflow-wrap:break-word;max-width:40em}
+.nw{white-space:nowrap}
 .rule-line{font:12px system-ui,sans-serif;color:#666;margin-top:2px}
 table.kernels tbody tr{cursor:pointer}table.kernels tr.selected{background:#fff6d6}
 .kernel-detail{border:1px solid #ccc;padding:.4em 1em;margin:.5em 0}
@@ -24,7 +25,7 @@ table.kernels tbody tr{cursor:pointer}table.kernels tr.selected{background:#fff6
 .kernel-detail dd{margin:0;font-variant-numeric:tabular-nums}.kernel-detail h4{margin:.6em 0 .2em}
 .kernel-detail h3.name{font-family:ui-monospace,monospace;overflow-wrap:break-word;font-size:1em}
 .roofline-chart.empty{flex-basis:100%;color:#555}
-.note{color:#555}.bad{color:#b00020;font-weight:600}.good{color:#1b7f3b}
+.note{color:#555}.note,figcaption{overflow-wrap:break-word}.bad{color:#b00020;font-weight:600}.good{color:#1b7f3b}
 .legend span{display:inline-block;margin-right:1em}
 .legend i{display:inline-block;width:.8em;height:.8em;border-radius:50%;margin-right:.3em}
 .timeline{position:relative;border:1px solid #ccc;margin:.5em 0}
@@ -33,13 +34,16 @@ table.kernels tbody tr{cursor:pointer}table.kernels tr.selected{background:#fff6
 .tools button{min-width:2.2em}.tools input{width:22em}.tools .view{color:#555}
 .sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
 .rooflines{display:flex;flex-wrap:wrap;gap:1em}
-.roofline-chart{margin:0;flex:1 1 100%;max-width:900px}
+.roofline-chart{margin:0;flex:1 1 100%;max-width:900px;min-width:0}
 .roofline-chart svg{width:100%;height:auto}
 .tip{position:fixed;pointer-events:none;background:#fff;border:1px solid #888;padding:4px 6px;
  font:12px ui-monospace,monospace;white-space:pre;display:none;z-index:9;max-width:60em;
  overflow:hidden}
 #errors{color:#b00020}
 pre.header{white-space:pre-wrap;overflow-wrap:break-word}
+.scroll{overflow-x:auto}.note.narrow{display:none}.long{overflow-wrap:anywhere}
+@media (max-width:900px){table{font-size:12px}th,td{padding:3px 5px}.note.narrow{display:block}
+ table.kernels tr>:nth-child(4),table.kernels tr>:nth-child(5),table.kernels tr>:nth-child(6){display:none}}
 "#;
 
 /// Sortable tables, timelines, and the error and readiness record.
@@ -63,7 +67,7 @@ document.querySelectorAll('.timeline').forEach(box=>{
  const d=JSON.parse(box.querySelector('script').textContent);
  const s=d.slices,n=s.length/4,laneH=18,labelW=220;
  const cv=box.querySelector('canvas');const ctx=cv.getContext('2d');
- const q=sel=>box.querySelector(sel);const list=q('.in-view'),status=q('.view'),find=q('input');
+ const q=sel=>box.querySelector(sel);const list=q('.in-view'),lanesList=q('.lane-labels'),status=q('.view'),find=q('input');
  let end=0;for(let k=0;k<n;k++)end=Math.max(end,s[4*k+1]+s[4*k+2]);if(end<=0)end=1;
  let t0=0,t1=end*1.02,hit=-1;
  const colours=['#4e79a7','#f28e2b','#e15759','#76b7b2','#59a14f','#edc948','#b07aa1','#ff9da7','#9c755f','#bab0ac'];
@@ -83,8 +87,12 @@ document.querySelectorAll('.timeline').forEach(box=>{
    if(pw>40){const name=d.names[s[4*k+3]];ctx.save();ctx.beginPath();ctx.rect(px,laneH*l,pw,laneH);ctx.clip();
     ctx.fillStyle='#fff';ctx.fillText(name,px+3,laneH*l+13);ctx.restore();}}
   ctx.fillStyle='#fff';ctx.fillRect(0,0,labelW,cv.height);ctx.fillStyle='#222';
-  // A long lane name keeps its end (the stream id) and loses its middle.
-  d.lanes.forEach((name,l)=>ctx.fillText(name.length<=38?name:name.slice(0,16)+'…'+name.slice(-21),4,laneH*l+13));
+  // A lane name wider than the label column keeps its end (the stream id) and loses its
+  // middle, measured in the font it is drawn in; the labels as drawn are listed in the DOM.
+  const labels=d.lanes.map(laneLabel);labels.forEach((t,l)=>ctx.fillText(t,4,laneH*l+13));
+  if(lanesList.dataset.text!==labels.join('\n')){lanesList.dataset.text=labels.join('\n');
+   lanesList.replaceChildren(...labels.map((t,l)=>{const li=document.createElement('li');
+    li.textContent=t;li.dataset.lane=d.lanes[l];li.dataset.w=ctx.measureText(t).width.toFixed(1);return li;}));}
   const y=laneH*d.lanes.length+14;ctx.fillText(fmt(t0),labelW,y);
   const r=fmt(t1);ctx.fillText(r,cv.width-ctx.measureText(r).width-4,y);
   box.dataset.t0=t0;box.dataset.t1=t1;
@@ -93,6 +101,12 @@ document.querySelectorAll('.timeline').forEach(box=>{
   if(shown.length<=LIST_MAX)shown.forEach(([k,px,pw])=>{const li=document.createElement('li');
    li.textContent=d.names[s[4*k+3]];li.dataset.lane=s[4*k];li.dataset.x=px.toFixed(1);li.dataset.w=pw.toFixed(1);
    li.dataset.start=s[4*k+1];li.dataset.dur=s[4*k+2];list.appendChild(li);});}
+ function laneLabel(name){const room=labelW-8;if(ctx.measureText(name).width<=room)return name;
+  const tail=name.slice(name.lastIndexOf(' · ')+3);let head=name.length-tail.length;
+  while(head>0&&ctx.measureText(name.slice(0,head)+'…'+tail).width>room)head--;
+  let t=name.slice(0,head)+'…'+tail;
+  // The end alone too wide: keep as much of it as fits, from its end (the stream id).
+  while(t.length>2&&ctx.measureText(t).width>room)t='…'+t.slice(2);return t;}
  function view(a,b){const w=Math.max(1e-3,b-a);t0=a;t1=a+w;draw();}
  function zoom(f,z){const c=t0+f*(t1-t0),w=Math.max(1e-3,(t1-t0)*z);view(c-f*w,c-f*w+w);}
  function at(ev){const r=cv.getBoundingClientRect();const px=ev.clientX-r.left,py=ev.clientY-r.top;
@@ -185,6 +199,7 @@ pub fn timeline(panel: &Timeline) -> String {
          <button class=\"find\">find</button><span class=\"view\"></span></div>\
          <canvas height=\"40\"></canvas>\
          <ul class=\"in-view sr\" aria-label=\"slices in view\"></ul>\
+         <ul class=\"lane-labels sr\" aria-label=\"lanes\"></ul>\
          <script type=\"application/json\">{data}</script></div>",
         title = escape(&panel.title),
         count = panel.slice_count(),

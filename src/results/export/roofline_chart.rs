@@ -6,6 +6,12 @@
 //! coordinate mapping and carrying their figures (`data-name`, `data-ai`, `data-gflops`) and a
 //! `<title>`, so a browser shows the full name on hover and a test can read them back from the
 //! DOM.
+//!
+//! Where the capture has the bytes of the cache levels (ncu's hierarchical roofline metrics,
+//! `results::levels`), the chart is hierarchical as ncu's own: an L2 and an L1 roof beside the
+//! DRAM roof, each at the bandwidth the capture gives for it, and each kernel's point once per
+//! level at the same height (its FLOP/s) and at that level's FLOP per byte, so a point's height
+//! under a roof is its share of that roof.
 
 use std::collections::BTreeSet;
 
@@ -17,6 +23,7 @@ use crate::model::record::{FlopCounts, Precision};
 use crate::results::aggregate::{GroupBy, KeyAverages, key_averages};
 use crate::results::devices::DevicePeaks;
 use crate::results::event::{Event, FrameKind};
+use crate::results::levels::Level;
 use crate::results::roofline::{Bound, ClockState};
 use crate::results::units;
 
@@ -44,6 +51,29 @@ pub struct ChartPoint {
     /// every chart of the kernel shows alike); elsewhere the point is drawn faint and its
     /// position says nothing about the bound.
     pub decided_here: bool,
+    /// The same kernel at the cache levels the capture has bytes of (L2, L1), at the same
+    /// height: FLOPs of the chart's precision per byte of that level.
+    pub levels: Vec<LevelPoint>,
+}
+
+/// A kernel's point at one cache level of a hierarchical roofline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LevelPoint {
+    pub level: Level,
+    /// FLOPs of the chart's precision per byte of this level.
+    pub intensity: f64,
+    pub bytes: f64,
+    /// The level's traffic over its roof, % (`None`: the capture has no roof for it).
+    pub pct: Option<f64>,
+}
+
+/// A cache level's roof of a hierarchical roofline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CacheRoof {
+    pub level: Level,
+    pub bandwidth_gbs: f64,
+    /// Where the figure comes from, in words.
+    pub source: String,
 }
 
 /// Points of one run (or one side of a diff).
@@ -76,6 +106,8 @@ pub struct RooflineChart {
     pub bandwidth_gbs: f64,
     /// `None`: the device table has no peak for this precision.
     pub roof: Option<Roof>,
+    /// The L2 and L1 roofs, where the kernels' capture has them (hierarchical roofline).
+    pub cache_roofs: Vec<CacheRoof>,
     pub series: Vec<Series>,
     /// Which clock the roofs are at, in words.
     pub clock_note: String,
@@ -275,6 +307,24 @@ fn chart(
     if locked {
         clock_note.push_str("; clocks locked at base by the profiler");
     }
+    let cache_roofs = cache_roofs(rows());
+    for level in [Level::L2, Level::L1] {
+        let has_bytes = rows().any(|r| cache_traffic(r, level).is_some());
+        match cache_roofs.iter().find(|r| r.level == level) {
+            Some(roof) => clock_note.push_str(&format!(
+                "; {} roof {} GB/s: {}",
+                level.label(),
+                sig(roof.bandwidth_gbs),
+                roof.source
+            )),
+            None if has_bytes => clock_note.push_str(&format!(
+                "; {0} bytes without an {0} roof: neither the capture nor the device table \
+                 gives its peak",
+                level.label()
+            )),
+            None => {}
+        }
+    }
     let mut series: Vec<Series> = sides
         .iter()
         .map(|side| Series {
@@ -303,6 +353,20 @@ fn chart(
                 continue;
             };
             let total = row.flops.total().unwrap_or(0.0) + row.flops.tensor_int8.unwrap_or(0.0);
+            let levels = [Level::L2, Level::L1]
+                .into_iter()
+                .filter_map(|level| {
+                    let traffic = cache_traffic(row, level)?;
+                    Some(LevelPoint {
+                        level,
+                        intensity: flops / traffic.bytes,
+                        bytes: traffic.bytes,
+                        pct: traffic
+                            .peak_gbs
+                            .map(|peak| 100.0 * traffic.bytes / time / peak),
+                    })
+                })
+                .collect();
             series.points.push(ChartPoint {
                 name,
                 short_name: row.name.clone(),
@@ -318,6 +382,7 @@ fn chart(
                     Bound::Compute => row.roofline.precision.is_none_or(|p| p == precision),
                     _ => true,
                 },
+                levels,
             });
         }
     }
@@ -331,9 +396,51 @@ fn chart(
         precision,
         bandwidth_gbs,
         roof,
+        cache_roofs,
         series,
         clock_note,
     }
+}
+
+/// A row's bytes (and roof) at a cache level, when its launches carry them.
+fn cache_traffic(
+    row: &crate::results::aggregate::KeyAverage,
+    level: Level,
+) -> Option<crate::results::roofline::CacheTraffic> {
+    let inputs = row.launch_inputs()?;
+    match level {
+        Level::L2 => inputs.l2,
+        Level::L1 => inputs.l1,
+        Level::Dram => None,
+    }
+    .filter(|t| t.bytes > 0.0)
+}
+
+/// The L2 and L1 roofs of a chart: the device table has no cache bandwidths, so each is ncu's
+/// own hierarchical roofline peak in the capture (bytes per cycle × the unit's clock), the
+/// median over the chart's kernels (the clock moves a little from launch to launch).
+fn cache_roofs<'a>(
+    rows: impl Iterator<Item = &'a crate::results::aggregate::KeyAverage> + Clone,
+) -> Vec<CacheRoof> {
+    [Level::L2, Level::L1]
+        .into_iter()
+        .filter_map(|level| {
+            let peak = median(
+                rows.clone()
+                    .filter_map(|r| cache_traffic(r, level)?.peak_gbs),
+            )?;
+            let metric = crate::results::levels::peak_metrics(level)?;
+            Some(CacheRoof {
+                level,
+                bandwidth_gbs: peak,
+                source: format!(
+                    "ncu's hierarchical roofline peak in the capture ({metric}), median over \
+                     these kernels; the device table has no {} bandwidth",
+                    level.label()
+                ),
+            })
+        })
+        .collect()
 }
 
 /// Each kernel's full name (its record's `kernel` attribute) by the short name its events
@@ -470,10 +577,17 @@ fn ranges(chart: &RooflineChart) -> (Range, Range) {
     let mut ys: Vec<f64> = Vec::new();
     for point in chart.series.iter().flat_map(|s| &s.points) {
         xs.push(point.intensity);
+        xs.extend(point.levels.iter().map(|l| l.intensity));
         ys.push(point.gflops_per_s);
     }
     if let Some(roof) = &chart.roof {
         xs.push(roof.gflops_per_s / chart.bandwidth_gbs);
+        xs.extend(
+            chart
+                .cache_roofs
+                .iter()
+                .map(|c| roof.gflops_per_s / c.bandwidth_gbs),
+        );
         ys.push(roof.gflops_per_s);
     }
     let decade = |values: &[f64], default: Range| {
@@ -517,12 +631,18 @@ fn draw(
             (y_range.0..y_range.1).log_scale(),
         )?;
     let label = precision_label(chart.precision);
-    let (per_byte, per_second) = match chart.precision {
-        Precision::TensorInt8 => ("int8 OP / DRAM byte".to_string(), "int8 GOP/s".to_string()),
-        _ => (
-            format!("{label} FLOP / DRAM byte"),
-            format!("{label} GFLOP/s"),
+    // A hierarchical chart's x axis is per byte of each level, as its markers say.
+    let hierarchical = is_hierarchical(chart);
+    let (work, per_work) = match chart.precision {
+        Precision::TensorInt8 => ("int8 OP".to_string(), "int8 GOP/s".to_string()),
+        _ => (format!("{label} FLOP"), format!("{label} GFLOP/s")),
+    };
+    let (per_byte, per_second) = match hierarchical {
+        true => (
+            format!("{work} / byte of each level (● DRAM, ■ L2, ◆ L1)"),
+            per_work,
         ),
+        false => (format!("{work} / DRAM byte"), per_work),
     };
     plot.configure_mesh()
         .x_desc(per_byte)
@@ -533,19 +653,35 @@ fn draw(
         .label_style(("sans-serif", LABEL_PX))
         .axis_desc_style(("sans-serif", LABEL_PX))
         .draw()?;
-    let samples = |top: f64| -> Vec<(f64, f64)> {
+    let top = chart.roof.as_ref().map_or(y_range.1, |r| r.gflops_per_s);
+    let samples = |bandwidth: f64| -> Vec<(f64, f64)> {
         let (lo, hi) = (x_range.0.log10(), x_range.1.log10());
         (0..=200)
             .map(|i| 10f64.powf(lo + (hi - lo) * i as f64 / 200.0))
-            .map(|x| (x, (chart.bandwidth_gbs * x).min(top)))
+            .map(|x| (x, (bandwidth * x).min(top)))
             .collect()
     };
-    let roof_style = ShapeStyle::from(&RGBColor(60, 60, 60)).stroke_width(2);
-    // Without a compute peak only the bandwidth roof is drawn, up to the top of the chart.
-    plot.draw_series(LineSeries::new(
-        samples(chart.roof.as_ref().map_or(y_range.1, |r| r.gflops_per_s)),
-        roof_style,
-    ))?;
+    // Without a compute peak only the bandwidth roofs are drawn, up to the top of the chart.
+    // The bandwidth roofs, DRAM first: (label, colour, GB/s).
+    let mut bandwidth_roofs = vec![(
+        format!("DRAM {} GB/s", sig(chart.bandwidth_gbs)),
+        DRAM_COLOUR,
+        chart.bandwidth_gbs,
+    )];
+    for cache in &chart.cache_roofs {
+        bandwidth_roofs.push((
+            format!("{} {} GB/s", cache.level.label(), sig(cache.bandwidth_gbs)),
+            level_colour(cache.level),
+            cache.bandwidth_gbs,
+        ));
+    }
+    // DRAM last: the flat compute roof the three share is drawn in its colour.
+    for (_, colour, bandwidth) in bandwidth_roofs.iter().rev() {
+        plot.draw_series(LineSeries::new(
+            samples(*bandwidth),
+            ShapeStyle::from(colour).stroke_width(2),
+        ))?;
+    }
     if let Some(roof) = &chart.roof {
         let ridge = roof.gflops_per_s / chart.bandwidth_gbs;
         let (x, y) = plot.backend_coord(&(ridge, roof.gflops_per_s));
@@ -555,12 +691,32 @@ fn draw(
             ("sans-serif", LABEL_PX).into_font(),
         ))?;
     }
-    let low = plot.backend_coord(&(x_range.0 * 3.0, chart.bandwidth_gbs * x_range.0 * 3.0));
-    root.draw(&Text::new(
-        format!("DRAM {} GB/s", sig(chart.bandwidth_gbs)),
-        (low.0 + 4, low.1 - 24),
-        ("sans-serif", LABEL_PX).into_font(),
-    ))?;
+    // Each bandwidth roof is named near its low end, in its colour; labels that would overlap
+    // are pushed apart (the roofs run parallel, a factor of a few apart).
+    let mut labels: Vec<(String, RGBColor, (i32, i32))> = bandwidth_roofs
+        .iter()
+        .map(|(text, colour, bandwidth)| {
+            // Where the roof is below the top of the chart, a third of the way in.
+            let x = (x_range.0 * 3.0).min(y_range.1 / 2.0 / bandwidth);
+            let (px, py) = plot.backend_coord(&(x, bandwidth * x));
+            (text.clone(), *colour, (px + 4, py - 24))
+        })
+        .collect();
+    labels.sort_by_key(|(_, _, (_, y))| std::cmp::Reverse(*y));
+    let gap = LABEL_PX as i32 + 4;
+    for index in 1..labels.len() {
+        let below = labels[index - 1].2.1;
+        if labels[index].2.1 > below - gap {
+            labels[index].2.1 = below - gap;
+        }
+    }
+    for (text, colour, at) in &labels {
+        root.draw(&Text::new(
+            text.clone(),
+            *at,
+            ("sans-serif", LABEL_PX).into_font().color(colour),
+        ))?;
+    }
     let total: f64 = chart
         .series
         .iter()
@@ -578,6 +734,24 @@ fn draw(
             escape(&roof.label),
             roof.gflops_per_s
         ));
+    }
+    for cache in &chart.cache_roofs {
+        circles.push_str(&format!(
+            "<g class=\"cache-roof\" data-level=\"{}\" data-gbs=\"{}\" data-source=\"{}\"></g>",
+            cache.level.id(),
+            cache.bandwidth_gbs,
+            escape(&cache.source)
+        ));
+    }
+    circles.push_str("</g>");
+    // The cache levels' points under the DRAM points: a thin line joins a kernel's points,
+    // which share its height.
+    circles.push_str("<g class=\"level-points\">");
+    for (series_index, series) in chart.series.iter().enumerate() {
+        for point in series.points.iter().filter(|p| !p.levels.is_empty()) {
+            let at = |x: f64, y: f64| plot.backend_coord(&(x, y));
+            level_markers(&at, chart, series_index, &series.label, point, circles);
+        }
     }
     circles.push_str("</g><g class=\"points\">");
     for (series_index, series) in chart.series.iter().enumerate() {
@@ -636,6 +810,8 @@ fn draw(
     // A diff: each kernel in both runs gets an arrow from A's point to B's, named at B's end.
     if let [a, b] = chart.series.as_slice() {
         circles.push_str("<g class=\"moves\">");
+        // Labels as (x, y, anchor, text), placed once all are known so none overlaps another.
+        let mut labels: Vec<(i32, i32, &str, String)> = Vec::new();
         for to in &b.points {
             let Some(from) = a.points.iter().find(|p| p.short_name == to.short_name) else {
                 continue;
@@ -659,12 +835,14 @@ fn draw(
                 true => (x2 - 12, "end"),
                 false => (x2 + 8, "start"),
             };
+            let text = format!("{name}{}", if moved { "" } else { " (unmoved)" });
+            labels.push((x, y2 - 8, anchor, text));
+        }
+        for (x, y, anchor, text) in separated(labels) {
             circles.push_str(&format!(
-                "<text class=\"moved-label\" x=\"{x}\" y=\"{}\" text-anchor=\"{anchor}\" \
-                 font-family=\"sans-serif\" font-size=\"{LABEL_PX}\">{}{}</text>",
-                y2 - 8,
-                escape(&name),
-                if moved { "" } else { " (unmoved)" }
+                "<text class=\"moved-label\" x=\"{x}\" y=\"{y}\" text-anchor=\"{anchor}\" \
+                 font-family=\"sans-serif\" font-size=\"{LABEL_PX}\">{}</text>",
+                escape(&text),
             ));
         }
         circles.push_str("</g>");
@@ -680,9 +858,20 @@ fn draw(
             let name: String = point.short_name.chars().take(40).collect();
             // Near the right edge the label goes to the left of its point.
             let gap = radius(point.gpu_time_ns, total).ceil() as i32 + 4;
-            let (x, anchor) = match cx > (WIDTH as i32) * 2 / 3 {
-                true => (cx - gap, "end"),
-                false => (cx + gap, "start"),
+            // A kernel's cache-level markers share its row, left of its point as a rule: its
+            // name goes right of the point where it fits, else left of its leftmost marker.
+            let leftmost = point
+                .levels
+                .iter()
+                .map(|l| plot.backend_coord(&(l.intensity, point.gflops_per_s)).0 - 12)
+                .fold(cx - gap, i32::min);
+            let wide = (name.chars().count() as f64 * f64::from(LABEL_PX) * 0.6) as i32;
+            let fits_right = cx + gap + wide <= WIDTH as i32 - 8;
+            let (x, anchor) = match (point.levels.is_empty(), fits_right) {
+                (false, true) => (cx + gap, "start"),
+                (false, false) => (leftmost, "end"),
+                (true, _) if cx > (WIDTH as i32) * 2 / 3 => (cx - gap, "end"),
+                (true, _) => (cx + gap, "start"),
             };
             circles.push_str(&format!(
                 "<text x=\"{x}\" y=\"{}\" text-anchor=\"{anchor}\">{}</text>",
@@ -693,6 +882,141 @@ fn draw(
         circles.push_str("</g>");
     }
     Ok(())
+}
+
+/// Text labels moved down, top to bottom, until none overlaps one placed before it: two kernels
+/// with the same FLOP/byte and close speeds (the H200 capture's two matmuls) had their names
+/// written over each other. Widths are estimated (0.6 em a character).
+fn separated<'a>(mut labels: Vec<(i32, i32, &'a str, String)>) -> Vec<(i32, i32, &'a str, String)> {
+    labels.sort_by_key(|l| l.1);
+    let line = LABEL_PX as i32 + 2;
+    let span = |(x, _, anchor, text): &(i32, i32, &str, String)| {
+        let width = (text.chars().count() as f64 * f64::from(LABEL_PX) * 0.6) as i32;
+        match *anchor {
+            "end" => (x - width, *x),
+            _ => (*x, x + width),
+        }
+    };
+    let mut placed: Vec<(i32, i32, &'a str, String)> = Vec::with_capacity(labels.len());
+    for mut label in labels {
+        let (left, right) = span(&label);
+        while placed.iter().any(|p| {
+            let (l, r) = span(p);
+            l < right && left < r && (p.1 - label.1).abs() < line
+        }) {
+            label.1 += line;
+        }
+        placed.push(label);
+    }
+    placed
+}
+
+/// The DRAM roof's colour (the verdict colours are the points').
+const DRAM_COLOUR: RGBColor = RGBColor(60, 60, 60);
+
+/// A cache level's roof and marker outline.
+fn level_colour(level: Level) -> RGBColor {
+    match level {
+        Level::Dram => DRAM_COLOUR,
+        Level::L2 => RGBColor(44, 160, 44),
+        Level::L1 => RGBColor(148, 103, 189),
+    }
+}
+
+/// The same as CSS.
+pub fn level_css_colour(level: Level) -> String {
+    let RGBColor(r, g, b) = level_colour(level);
+    format!("#{r:02x}{g:02x}{b:02x}")
+}
+
+/// Whether a chart draws cache levels (roofs or points).
+pub fn is_hierarchical(chart: &RooflineChart) -> bool {
+    !chart.cache_roofs.is_empty()
+        || chart
+            .series
+            .iter()
+            .flat_map(|s| &s.points)
+            .any(|p| !p.levels.is_empty())
+}
+
+/// A kernel's L2 (square) and L1 (diamond) markers at its height, joined to its DRAM point,
+/// each carrying its figures for the hover and the DOM.
+fn level_markers(
+    at: &dyn Fn(f64, f64) -> (i32, i32),
+    chart: &RooflineChart,
+    series_index: usize,
+    series_label: &str,
+    point: &ChartPoint,
+    out: &mut String,
+) {
+    let (dram_x, cy) = at(point.intensity, point.gflops_per_s);
+    let xs: Vec<i32> = point
+        .levels
+        .iter()
+        .map(|l| at(l.intensity, point.gflops_per_s).0)
+        .collect();
+    let (lo, hi) = xs
+        .iter()
+        .fold((dram_x, dram_x), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
+    out.push_str(&format!(
+        "<line class=\"level-link\" data-short=\"{}\" x1=\"{lo}\" y1=\"{cy}\" x2=\"{hi}\" \
+         y2=\"{cy}\" stroke=\"#999\" stroke-width=\"1\"/>",
+        escape(&point.short_name)
+    ));
+    let fill = match series_index {
+        0 => format!(
+            "fill=\"{}\" fill-opacity=\"0.6\"",
+            bound_colour(point.bound)
+        ),
+        _ => "fill=\"none\"".to_string(),
+    };
+    for (level, x) in point.levels.iter().zip(xs) {
+        let colour = level_css_colour(level.level);
+        let shape = match level.level {
+            Level::L2 => format!(
+                "<rect class=\"level-point\" x=\"{}\" y=\"{}\" width=\"12\" height=\"12\"",
+                x - 6,
+                cy - 6
+            ),
+            _ => format!(
+                "<polygon class=\"level-point\" points=\"{x},{} {},{cy} {x},{} {},{cy}\"",
+                cy - 8,
+                x + 8,
+                cy + 8,
+                x - 8
+            ),
+        };
+        let share = level.pct.map_or("no roof in the capture".to_string(), |p| {
+            format!("{} % of the {} roof", units::pct(p), level.level.label())
+        });
+        out.push_str(&format!(
+            "{shape} {fill} stroke=\"{colour}\" stroke-width=\"2\" data-series=\"{series}\" \
+             data-short=\"{short}\" data-level=\"{id}\" data-ai=\"{ai}\" data-gflops=\"{gflops}\" \
+             data-bytes=\"{bytes}\" data-pct=\"{pct}\" data-bound=\"{bound}\" \
+             data-precision=\"{precision}\"><title>{title}</title>{end}",
+            series = escape(series_label),
+            short = escape(&point.short_name),
+            id = level.level.id(),
+            ai = level.intensity,
+            gflops = point.gflops_per_s,
+            bytes = level.bytes,
+            pct = level.pct.map_or(String::new(), |p| p.to_string()),
+            bound = point.bound,
+            precision = precision_id(chart.precision),
+            title = escape(&format!(
+                "{} ({series_label})\n{}: {} FLOP/byte, {} GFLOP/s, {share}\n{}",
+                point.name,
+                level.level.label(),
+                sig(level.intensity),
+                sig(point.gflops_per_s),
+                point.bound_label
+            )),
+            end = match level.level {
+                Level::L2 => "</rect>",
+                _ => "</polygon>",
+            },
+        ));
+    }
 }
 
 /// A point's radius: its area grows with its share of the chart's GPU time.
@@ -796,6 +1120,107 @@ mod tests {
         assert!(svg.contains("data-short=\"matmul_tiled&lt;32&gt;\""));
         assert!(svg.contains("data-precision=\"fp32\""));
         assert!(svg.trim_end().ends_with("</svg>"));
+    }
+
+    /// The H200 capture with cache-level bytes and roofs added. NOT a measurement: no capture
+    /// in the repository has ncu's hierarchical roofline metrics (`--set full` or `roofline`);
+    /// the figures are made up, of the size an H200 could give.
+    pub(crate) fn with_cache_levels(run: &mut ProfileRun) {
+        use crate::model::record::{Metric, MetricValue};
+        // (name prefix, L2→L1 bytes, L1 writeback cycles of 128 bytes)
+        let levels = [
+            ("vector_add", 1.9e8, 1.5e6),
+            ("matmul_naive", 1.07e9, 6.7e7),
+            ("void matmul_tiled", 1.34e8, 2.1e6),
+            ("reduce_sum", 6.9e7, 5.4e5),
+        ];
+        for record in &mut run.kernels {
+            let Some((_, l2, l1)) = levels.iter().find(|(n, _, _)| record.name.starts_with(n))
+            else {
+                continue;
+            };
+            for (name, value) in [
+                ("l1tex__m_xbar2l1tex_read_bytes.sum", *l2),
+                ("l1tex__m_xbar2l1tex_read_bytes.sum.peak_sustained", 5120.0),
+                ("lts__cycles_elapsed.avg.per_second", 1.755e9),
+                ("l1tex__lsu_writeback_active_mem_lg.sum", *l1),
+                (
+                    "l1tex__lsu_writeback_active_mem_lg.sum.peak_sustained",
+                    132.0,
+                ),
+                ("l1tex__cycles_elapsed.avg.per_second", 1.755e9),
+            ] {
+                record.metrics.insert(
+                    name.into(),
+                    Metric {
+                        value: MetricValue::Number(value),
+                        unit: "".into(),
+                    },
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn cache_levels_get_their_roofs_and_each_kernel_a_point_per_level_at_its_share() {
+        let mut run = ProfileRun::read(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/runs/h200-baseline"
+        )))
+        .unwrap();
+        with_cache_levels(&mut run);
+        let peaks = DeviceTable::builtin().unwrap().lookup("H200").cloned();
+        let report = Report::from_run(run, peaks);
+        let chart = run_charts(&report).charts.remove(0);
+        // Both roofs from the capture: 5120 B/cycle × 1.755 GHz, 132 × 128 B/cycle × 1.755 GHz.
+        let roofs: Vec<(Level, f64)> = chart
+            .cache_roofs
+            .iter()
+            .map(|r| (r.level, r.bandwidth_gbs))
+            .collect();
+        assert_eq!(roofs.len(), 2, "{roofs:?}");
+        assert!((roofs[0].1 - 8985.6).abs() < 0.01, "{roofs:?}");
+        assert!((roofs[1].1 - 29652.48).abs() < 0.01, "{roofs:?}");
+        assert!(
+            chart
+                .clock_note
+                .contains("L2 roof 8986 GB/s: ncu's hierarchical"),
+            "{}",
+            chart.clock_note
+        );
+        for point in &chart.series[0].points {
+            assert_eq!(point.levels.len(), 2, "{}", point.name);
+            for level in &point.levels {
+                let roof = chart
+                    .cache_roofs
+                    .iter()
+                    .find(|r| r.level == level.level)
+                    .unwrap();
+                // The height under the level's roof is the level's share of it.
+                let under = 100.0 * point.gflops_per_s / (roof.bandwidth_gbs * level.intensity);
+                assert!((under - level.pct.unwrap()).abs() < 1e-9, "{point:?}");
+            }
+        }
+        // matmul_naive: its L1 traffic (70 % of the L1 roof) decides, and its L1 marker sits
+        // at 70 % of that roof.
+        let naive = chart.series[0]
+            .points
+            .iter()
+            .find(|p| p.short_name == "matmul_naive")
+            .unwrap();
+        let l1 = naive.levels.iter().find(|l| l.level == Level::L1).unwrap();
+        assert_eq!(naive.bound, Bound::Memory, "{}", naive.bound_label);
+        assert_eq!(
+            naive.bound_label,
+            format!("memory · L1 {:.0} %", l1.pct.unwrap())
+        );
+        let svg = render_svg(&chart).unwrap();
+        assert_eq!(svg.matches("<rect class=\"level-point\"").count(), 4);
+        assert_eq!(svg.matches("<polygon class=\"level-point\"").count(), 4);
+        assert_eq!(svg.matches("<g class=\"cache-roof\"").count(), 2);
+        assert!(svg.contains("\nL2 8986 GB/s\n"), "no L2 roof label");
+        assert!(svg.contains("\nL1 29652 GB/s\n"), "no L1 roof label");
+        assert!(svg.contains("FLOP / byte of each level"));
     }
 
     #[test]
