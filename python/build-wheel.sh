@@ -30,6 +30,7 @@ need=(maturin)
 $zig && need+=(cargo-zigbuild)
 missing=false
 for tool in "${need[@]}"; do command -v "$tool" >/dev/null || missing=true; done
+if $zig && ! command -v zig >/dev/null && ! python3 -c 'import ziglang' 2>/dev/null; then missing=true; fi
 if $missing; then
   tools="$target/tmp/wheel-tools-venv"
   [[ -x "$tools/bin/cargo-zigbuild" ]] || {

@@ -151,3 +151,71 @@ fn the_release_wheel_runs_doctor_in_an_old_glibc_userland() {
     );
     eprintln!("{TEST}: polyprof doctor ran and {extension} resolved on glibc {glibc}");
 }
+
+/// A wheel (zip file) at `path` holding the WHEEL file with `tag` and this host's `/bin/true`
+/// as `polyprof/bin/polyprof` (it needs the host's glibc, 2.34 or later on a current distro).
+fn wheel_with(path: &Path, tag: &str) {
+    let program = "import sys, zipfile\n\
+                   with zipfile.ZipFile(sys.argv[1], 'w') as w:\n\
+                   \x20   w.writestr('polyprof-0.1.0.dist-info/WHEEL', 'Wheel-Version: 1.0\\nTag: ' + sys.argv[2] + '\\n')\n\
+                   \x20   w.writestr('polyprof-0.1.0.dist-info/METADATA', 'Name: polyprof\\n')\n\
+                   \x20   w.write('/bin/true', 'polyprof/bin/polyprof')\n";
+    let out = Command::new("python3")
+        .args(["-c", program])
+        .arg(path)
+        .arg(tag)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn check_wheel_fails_a_wheel_whose_files_need_a_newer_glibc_than_its_tag() {
+    let test =
+        "wheel_old_glibc::check_wheel_fails_a_wheel_whose_files_need_a_newer_glibc_than_its_tag";
+    if !Path::new("/bin/true").is_file() || cfg!(not(target_os = "linux")) {
+        skip(test, "needs Linux's /bin/true as an ELF file to pack");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let check = |tag: &str, extra: &[&str]| {
+        let wheel = dir
+            .path()
+            .join(format!("polyprof-0.1.0-cp39-abi3-{tag}.whl"));
+        wheel_with(&wheel, &format!("cp39-abi3-{tag}"));
+        let out = Command::new("python3")
+            .arg(script("check-wheel.py"))
+            .arg(&wheel)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "the stub wheel lacks the README, licenses…"
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    // This host's /bin/true needs a glibc newer than 2.17 (GLIBC_2.34's __libc_start_main).
+    let old = check("manylinux_2_17_x86_64.manylinux2014_x86_64", &[]);
+    assert!(
+        old.contains("polyprof/bin/polyprof needs GLIBC_2.")
+            && old.contains("above the tag's glibc 2.17"),
+        "{old}"
+    );
+    let new = check("manylinux_2_99_x86_64", &["--max-glibc", "2.28"]);
+    assert!(!new.contains("above the tag's glibc"), "{new}");
+    assert!(
+        new.contains("tagged manylinux_2_99_x86_64: needs glibc 2.99, more than 2.28"),
+        "{new}"
+    );
+    let plain = check("linux_x86_64", &[]);
+    assert!(
+        plain.contains("tagged linux_x86_64: not manylinux"),
+        "{plain}"
+    );
+}
