@@ -116,14 +116,22 @@ pub fn finish(
 const STDERR_TAIL_LINES: usize = 20;
 
 /// The last lines of stderr of each job that did not succeed, from its run.json (the last
-/// attempt of its last step); a job without one (lost, never started) has none.
-fn stderr_tails(index: &BatchIndex, root: &str) -> std::collections::BTreeMap<String, Vec<String>> {
+/// attempt of its last step); a job without one (lost, never started) has none. The batch
+/// page (`report BATCH_ROOT`) carries them too.
+pub fn stderr_tails(
+    index: &BatchIndex,
+    root: &str,
+) -> std::collections::BTreeMap<String, Vec<String>> {
     index
         .jobs
         .values()
         .filter(|e| !matches!(e.state, EntryState::Succeeded | EntryState::Skipped))
         .filter_map(|entry| {
-            let path = Path::new(root).join(&entry.run_dir).join("run.json");
+            // A crafted index cannot make a report quote a run.json outside the root.
+            let dir =
+                polyprof::model::under_root::resolve(Path::new(root), &entry.run_dir, "batch.json")
+                    .ok()?;
+            let path = dir.join("run.json");
             let run = polyprof::model::run::ProfileRun::read(&path).ok()?;
             let attempt = run.steps.last()?.attempts.last()?;
             // A short stream is all head; a long one keeps its last lines in the tail.
@@ -262,7 +270,7 @@ pub fn print(out: &mut impl Write, index: &BatchIndex, root: &str) -> std::io::R
     }
     if table.row_count() > 0 {
         super::width::keep_whole(&mut table, 0);
-        writeln!(out, "{table}")?;
+        writeln!(out, "{}", super::width::render(&table))?;
     }
     if hidden > 0 {
         writeln!(

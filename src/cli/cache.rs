@@ -177,7 +177,9 @@ fn list(dir: &Path, cache: Option<&ProfileCache>, json: bool) -> anyhow::Result<
             cell(&entry.origin_run),
         ]);
     }
-    writeln!(out, "{table}")?;
+    // Kernel names whole (the digest is a word too): blocks when they cannot fit.
+    super::width::keep_whole(&mut table, 1);
+    writeln!(out, "{}", super::width::render(&table))?;
     writeln!(
         out,
         "{} entries, {} in {}",

@@ -215,7 +215,7 @@ fn render(calibrated: &Calibrated, now_unix_s: u64) -> String {
         table.add_row(row(check));
     }
     super::width::keep_whole(&mut table, 0);
-    let _ = writeln!(out, "{table}");
+    let _ = writeln!(out, "{}", super::width::render(&table));
     let _ = writeln!(
         out,
         "trust: good within {:.0} %, usable within {:.0} %, untrusted beyond (the audit does not \

@@ -33,7 +33,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             terminal::line(&source.to_string()).into_owned(),
         ]);
     }
-    writeln!(out, "{table}")?;
+    writeln!(out, "{}", super::width::render(&table))?;
     for skipped in &config.skipped {
         writeln!(
             out,

@@ -134,7 +134,7 @@ fn render_table(list: &[Preflight]) -> String {
         ]);
     }
     super::width::keep_whole(&mut table, 0);
-    table.to_string()
+    super::width::render(&table)
 }
 
 pub async fn execute(args: Args) -> anyhow::Result<u8> {

@@ -258,7 +258,7 @@ pub fn print_table(out: &mut impl Write, rows: &[Row], root: &Path) -> std::io::
         ]);
     }
     super::width::keep_whole(&mut table, 0);
-    writeln!(out, "{table}")?;
+    writeln!(out, "{}", super::width::render(&table))?;
     let passed = rows.iter().filter(|r| r.passed).count();
     writeln!(
         out,

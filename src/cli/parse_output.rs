@@ -95,55 +95,84 @@ const DROP_ORDER: [&str; 6] = ["FLOP/B", "GFLOP/s", "DRAM MB", "pid", "grid", "b
 /// The narrowest a kernel name gets when the kept columns still do not fit.
 const MIN_KERNEL_WIDTH: usize = 16;
 
-/// `rows` fitted to `width`: columns left out in [`DROP_ORDER`] (the columns read as reported
-/// before it, last first; the `--metrics` asked for stay), then kernel names shortened.
-/// Returns the kept header, rows and the headers left out.
-fn fit_to(
-    header: Vec<String>,
-    mut rows: Vec<Vec<String>>,
-    width: usize,
-) -> (Vec<String>, Vec<Vec<String>>, Vec<String>) {
-    let widths = |header: &[String], rows: &[Vec<String>]| -> Vec<usize> {
-        (0..header.len())
-            .map(|i| {
-                std::iter::once(&header[i])
-                    .chain(rows.iter().map(|r| &r[i]))
-                    .map(|c| c.chars().count())
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect()
-    };
+/// How a table fits a width: the columns kept (indices, in order), those left out (in the
+/// order they went) and the widest a kernel name may be, if narrower than its column.
+struct Fit {
+    kept: Vec<usize>,
+    left_out: Vec<usize>,
+    kernel_width: Option<usize>,
+}
+
+/// Columns left out in [`DROP_ORDER`] (the columns read as reported before it, last first;
+/// the `--metrics` asked for stay) until the columns, `widths` wide (each its widest cell,
+/// header included), fit `width`; then kernel names shortened.
+fn fit(header: &[String], widths: &[usize], width: usize) -> Fit {
     // As StreamedTable draws it: a border each side, one space before and two after a cell.
-    let total = |w: &[usize]| w.iter().map(|w| w + 3).sum::<usize>() + 1;
-    let mut header = header;
+    let total = |kept: &[usize]| kept.iter().map(|&i| widths[i] + 3).sum::<usize>() + 1;
+    let mut kept: Vec<usize> = (0..header.len()).collect();
     let mut left_out = Vec::new();
     let fixed = HEADER.len();
-    let reported = fixed + as_reported().count();
-    let mut candidates: Vec<String> = header[fixed..reported].iter().rev().cloned().collect();
-    candidates.extend(DROP_ORDER.iter().map(|h| h.to_string()));
+    let reported = (fixed + as_reported().count()).min(header.len());
+    let mut candidates: Vec<&str> = header[fixed.min(reported)..reported]
+        .iter()
+        .rev()
+        .map(String::as_str)
+        .collect();
+    candidates.extend(DROP_ORDER);
     for name in candidates {
-        if total(&widths(&header, &rows)) <= width {
+        if total(&kept) <= width {
             break;
         }
-        if let Some(i) = header.iter().position(|h| *h == name) {
-            header.remove(i);
-            rows.iter_mut().for_each(|r| {
-                r.remove(i);
-            });
-            left_out.push(name);
+        if let Some(at) = kept.iter().position(|&i| header[i] == name) {
+            left_out.push(kept.remove(at));
         }
     }
-    let w = widths(&header, &rows);
-    let over = total(&w).saturating_sub(width);
-    if over > 0
-        && let Some(k) = header.iter().position(|h| h == "kernel")
-    {
-        let keep = w[k].saturating_sub(over).max(MIN_KERNEL_WIDTH);
-        for row in &mut rows {
-            row[k] = polyprof::results::names::truncate_middle(&row[k], keep);
-        }
+    let over = total(&kept).saturating_sub(width);
+    let kernel_width = header
+        .iter()
+        .position(|h| h == "kernel")
+        .filter(|_| over > 0)
+        .map(|k| widths[k].saturating_sub(over).max(MIN_KERNEL_WIDTH));
+    Fit {
+        kept,
+        left_out,
+        kernel_width,
     }
+}
+
+impl Fit {
+    /// `row`'s kept cells, a kernel name (column `kernel` of the full row) shortened.
+    fn apply(&self, row: &[String], kernel: Option<usize>) -> Vec<String> {
+        self.kept
+            .iter()
+            .map(|&i| match (self.kernel_width, kernel == Some(i)) {
+                (Some(keep), true) => polyprof::results::names::truncate_middle(&row[i], keep),
+                _ => row[i].clone(),
+            })
+            .collect()
+    }
+}
+
+/// `rows` fitted to `width` ([`fit`]). Returns the kept header, rows and the headers left out.
+fn fit_to(
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+    width: usize,
+) -> (Vec<String>, Vec<Vec<String>>, Vec<String>) {
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            std::iter::once(&header[i])
+                .chain(rows.iter().map(|r| &r[i]))
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let plan = fit(&header, &widths, width);
+    let kernel = header.iter().position(|h| h == "kernel");
+    let rows = rows.iter().map(|r| plan.apply(r, kernel)).collect();
+    let left_out = plan.left_out.iter().map(|&i| header[i].clone()).collect();
+    let header = plan.kept.iter().map(|&i| header[i].clone()).collect();
     (header, rows, left_out)
 }
 
@@ -180,6 +209,16 @@ fn print_table_within(
         }));
     }
     writeln!(out, "{table}")?;
+    print_left_out(out, width, &left_out)?;
+    Ok(())
+}
+
+/// The line under a fitted table that names the columns it left out, if any.
+pub fn print_left_out(
+    out: &mut impl Write,
+    width: usize,
+    left_out: &[String],
+) -> std::io::Result<()> {
     if !left_out.is_empty() {
         let note = format!(
             "left out to fit {width} columns: {} (--json has every field; COLUMNS=N widens)",
@@ -203,19 +242,55 @@ fn header(metrics: &[String]) -> Vec<String> {
 pub struct StreamedTable {
     header: Vec<String>,
     widths: Vec<usize>,
+    /// Set by [`StreamedTable::fit`]: the rows' cells kept and how.
+    fit: Option<Fit>,
+    /// The kernel column of a full row.
+    kernel: Option<usize>,
 }
 
 impl StreamedTable {
     pub fn new(metrics: &[String]) -> Self {
         let header = header(metrics);
         let widths = header.iter().map(|h| h.chars().count()).collect();
-        StreamedTable { header, widths }
+        let kernel = header.iter().position(|h| h == "kernel");
+        StreamedTable {
+            header,
+            widths,
+            fit: None,
+            kernel,
+        }
     }
 
     pub fn widen(&mut self, row: &[String]) {
         for (width, cell) in self.widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
+    }
+
+    /// After every row widened: the columns that fit `width` (`None`: all), as
+    /// [`print_table`] leaves them out. Returns the headers left out.
+    pub fn fit(&mut self, width: Option<usize>) -> Vec<String> {
+        let Some(width) = width else {
+            return Vec::new();
+        };
+        let plan = fit(&self.header, &self.widths, width);
+        let left_out = plan
+            .left_out
+            .iter()
+            .map(|&i| self.header[i].clone())
+            .collect();
+        let widths = plan
+            .kept
+            .iter()
+            .map(|&i| match (plan.kernel_width, self.kernel == Some(i)) {
+                (Some(keep), true) => self.widths[i].min(keep),
+                _ => self.widths[i],
+            })
+            .collect();
+        self.header = plan.kept.iter().map(|&i| self.header[i].clone()).collect();
+        self.widths = widths;
+        self.fit = Some(plan);
+        left_out
     }
 
     fn rule(
@@ -235,7 +310,8 @@ impl StreamedTable {
         for (i, (cell, width)) in cells.iter().zip(&self.widths).enumerate() {
             let pad = width.saturating_sub(cell.chars().count());
             // As in the held table: the header and the kernel column left, numbers right.
-            let (before, after) = if header || i == 2 { (0, pad) } else { (pad, 0) };
+            let kernel = self.header.get(i).is_some_and(|h| h == "kernel");
+            let (before, after) = if header || kernel { (0, pad) } else { (pad, 0) };
             text.push(' ');
             text.extend(std::iter::repeat_n(' ', before));
             text.push_str(cell);
@@ -254,7 +330,10 @@ impl StreamedTable {
     }
 
     pub fn row(&self, out: &mut impl Write, row: &[String]) -> std::io::Result<()> {
-        self.line(out, row, false)
+        match &self.fit {
+            Some(plan) => self.line(out, &plan.apply(row, self.kernel), false),
+            None => self.line(out, row, false),
+        }
     }
 
     pub fn end(&self, out: &mut impl Write) -> std::io::Result<()> {
@@ -334,5 +413,43 @@ mod tests {
             String::from_utf8(streamed).unwrap(),
             String::from_utf8(held).unwrap()
         );
+    }
+
+    #[test]
+    fn a_streamed_table_fits_the_width_as_the_held_table_does() {
+        let metrics = vec!["extra".to_string()];
+        let record = KernelRecord {
+            launch_id: 7,
+            process_id: Some(4242),
+            name: "a_kernel_with_a_rather_long_templated_name<float, 128, 64>".into(),
+            short_name: "a_kernel_with_a_rather_long_templated_name<float, 128, 64>".into(),
+            duration_ns: Some(3e8),
+            block: Some([16, 16, 1]),
+            grid: Some([1024, 1, 1]),
+            ..Default::default()
+        };
+        let rows = vec![table_row(&record, &metrics)];
+        for width in [60, 80, 100] {
+            let mut held = Vec::new();
+            print_table_within(&mut held, rows.clone(), &metrics, Some(width)).unwrap();
+            let mut table = StreamedTable::new(&metrics);
+            table.widen(&rows[0]);
+            let left_out = table.fit(Some(width));
+            let mut streamed = Vec::new();
+            table.start(&mut streamed).unwrap();
+            table.row(&mut streamed, &rows[0]).unwrap();
+            table.end(&mut streamed).unwrap();
+            print_left_out(&mut streamed, width, &left_out).unwrap();
+            let (streamed, held) = (
+                String::from_utf8(streamed).unwrap(),
+                String::from_utf8(held).unwrap(),
+            );
+            assert_eq!(streamed, held, "at {width}");
+            let table_lines = streamed.lines().take_while(|l| !l.starts_with("left out"));
+            assert!(
+                table_lines.into_iter().all(|l| l.chars().count() <= width),
+                "{streamed}"
+            );
+        }
     }
 }

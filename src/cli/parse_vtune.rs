@@ -13,7 +13,9 @@ use polyprof::model::record::KernelRecord;
 use polyprof::profilers::vtune::REPORT_FILE;
 use polyprof::profilers::vtune::report::{Delimiter, parse_stream};
 
-use super::parse_output::{StreamedTable, exit_code, report_diagnostics, table_row};
+use super::parse_output::{
+    StreamedTable, exit_code, print_left_out, report_diagnostics, table_row,
+};
 
 /// Parse `files` as VTune reports; `json` and `metrics` as `polyprof parse` takes them.
 pub fn execute(files: &[PathBuf], json: bool, metrics: &[String]) -> anyhow::Result<u8> {
@@ -58,12 +60,17 @@ pub fn execute(files: &[PathBuf], json: bool, metrics: &[String]) -> anyhow::Res
         let parsed = parse_all(files, &mut |record| {
             table.widen(&table_row(&record, metrics))
         });
+        let width = super::width::table_width_for(false);
+        let left_out = table.fit(width);
         table.start(&mut out)?;
         // The second reading only prints: what it finds was found by the first.
         parse_all(files, &mut |record| {
             keep(table.row(&mut out, &table_row(&record, metrics)))
         });
         table.end(&mut out)?;
+        if let Some(width) = width {
+            print_left_out(&mut out, width, &left_out)?;
+        }
         parsed
     };
     if let Some(error) = write_error {

@@ -77,7 +77,9 @@ pub fn execute(args: &Args) -> anyhow::Result<u8> {
         }
         links.insert(entry.id.clone(), job_links);
     }
-    let html = html_batch::render(&index, &root.display().to_string(), &links);
+    let root_text = root.display().to_string();
+    let tails = super::batch_summary::stderr_tails(&index, &root_text);
+    let html = html_batch::render_with_tails(&index, &root_text, &links, &tails);
     super::report::write_output(args.output.as_deref(), html.as_bytes(), Format::Html)?;
     Ok(0)
 }

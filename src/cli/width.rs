@@ -38,7 +38,7 @@ pub fn table() -> comfy_table::Table {
 
 /// Words never split: each column is at least as wide as its longest word, and `column`
 /// (job ids, candidates, profilers) as its longest cell, so long cells wrap at spaces. When
-/// that cannot fit, the identifier column gives up what is missing (down to 12).
+/// that cannot fit, [`render`] prints the rows as blocks instead of splitting a word.
 pub fn keep_whole(table: &mut comfy_table::Table, column: usize) {
     let count = table.column_count();
     let mut words = vec![0usize; count];
@@ -60,14 +60,6 @@ pub fn keep_whole(table: &mut comfy_table::Table, column: usize) {
     let mut floors = words;
     if let Some(id) = floors.get_mut(column) {
         *id = cells[column];
-    }
-    if let Some(width) = table.width() {
-        // A border before each column and after the last, a space either side of each cell.
-        let needed: usize = floors.iter().map(|w| w + 3).sum::<usize>() + 1;
-        let over = needed.saturating_sub(usize::from(width));
-        if let Some(id) = floors.get_mut(column) {
-            *id = id.saturating_sub(over).max(12.min(*id));
-        }
     }
     for (i, floor) in floors.into_iter().enumerate() {
         if let Some(target) = table.column_mut(i) {
@@ -106,4 +98,97 @@ pub fn fitted<W: std::io::Write>(
     let mut buffer = Vec::new();
     print(&mut buffer)?;
     out.write_all(prose(&String::from_utf8_lossy(&buffer)).as_bytes())
+}
+
+/// The table as text, fitted: when even whole words cannot fit the width (`doctor` at 60
+/// columns: a 38-character path in a cell), one block per row instead of a table, its first
+/// cell as a heading and each other cell as `header: text` wrapped under it at spaces.
+pub fn render(table: &comfy_table::Table) -> String {
+    let text = table.to_string();
+    let Some(width) = table.width().map(usize::from) else {
+        return text;
+    };
+    if text.lines().all(|line| line.chars().count() <= width) {
+        return text;
+    }
+    stacked(table, width)
+}
+
+/// [`render`]'s layout for a width no table fits.
+fn stacked(table: &comfy_table::Table, width: usize) -> String {
+    let headers: Vec<String> = table
+        .header()
+        .map(|row| row.cell_iter().map(|c| c.content()).collect())
+        .unwrap_or_default();
+    let wrap = |text: &str, first: &str, rest: &str| {
+        let options = textwrap::Options::new(width.max(1))
+            .break_words(false)
+            .word_separator(textwrap::WordSeparator::AsciiSpace)
+            .initial_indent(first)
+            .subsequent_indent(rest);
+        textwrap::wrap(text, options).join("\n")
+    };
+    let mut blocks = Vec::new();
+    for row in table.row_iter() {
+        let mut lines = Vec::new();
+        for (i, cell) in row.cell_iter().enumerate() {
+            let content = cell.content();
+            if i == 0 {
+                lines.push(wrap(&content.replace('\n', " "), "", "  "));
+                continue;
+            }
+            let label = headers.get(i).map_or(String::new(), |h| format!("{h}: "));
+            // The label is text, not indent: a name too long for its line goes under it.
+            for (j, line) in content.lines().enumerate() {
+                match j {
+                    0 => lines.push(wrap(&format!("{label}{line}"), "  ", "    ")),
+                    _ => lines.push(wrap(line, "    ", "    ")),
+                }
+            }
+        }
+        blocks.push(lines.join("\n"));
+    }
+    blocks.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_table_that_cannot_fit_becomes_blocks_with_words_whole() {
+        let mut table = comfy_table::Table::new();
+        table
+            .load_style(polyprof::results::fit::TABLE_STYLE)
+            .set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
+            .set_width(44)
+            .set_header(["profiler", "available", "details"])
+            .add_row([
+                "ncu",
+                "no",
+                "install it, e.g. `/opt/nvidia/nsight-compute/<version>`\nwarning: none",
+            ]);
+        keep_whole(&mut table, 0);
+        let text = render(&table);
+        assert!(text.lines().all(|l| l.chars().count() <= 44), "{text}");
+        assert!(
+            text.starts_with("ncu\n  available: no\n  details: install it, e.g.\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n    `/opt/nvidia/nsight-compute/<version>`\n"),
+            "{text}"
+        );
+        assert!(text.ends_with("\n    warning: none"), "{text}");
+    }
+
+    #[test]
+    fn a_table_that_fits_stays_a_table() {
+        let mut table = comfy_table::Table::new();
+        table
+            .set_width(80)
+            .set_header(["a", "b"])
+            .add_row(["1", "2"]);
+        assert_eq!(render(&table), table.to_string());
+    }
 }

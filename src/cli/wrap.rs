@@ -10,6 +10,12 @@ use polyprof::profilers::{self, ProfilerSettings, quote};
 
 /// Arguments of `polyprof wrap`.
 #[derive(Debug, clap::Args)]
+// clap wraps the help but never the usage line, 83 columns here: two lines, as clap's own
+// continuation would indent them.
+#[command(
+    override_usage = "polyprof wrap [OPTIONS] --profiler <PROFILER> --output-dir <DIR>\n       \
+                            -- <CMD>..."
+)]
 pub struct Args {
     /// Backend: ncu, unitrace, ocl-unitrace, vtune, metal, rocprofv3, or none.
     #[arg(long, value_parser = super::values::profilers())]

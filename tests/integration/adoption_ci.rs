@@ -127,3 +127,63 @@ fn eval_and_diff_junit_files_validate() {
         }
     }
 }
+
+#[test]
+fn a_failed_jobs_stderr_tail_and_kind_reach_the_batch_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let jobs = write_jobs(
+        dir.path(),
+        &[
+            sh_job(
+                "broken",
+                "echo preparing >&2; echo 'the solver <diverged> at step 7' >&2; exit 3",
+            ),
+            sh_job("fine", "echo fine >&2"),
+        ],
+    );
+    let root = dir.path().join("root");
+    let out = polyprof()
+        .arg("batch")
+        .arg(&jobs)
+        .arg("--output-dir")
+        .arg(&root)
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let page = dir.path().join("batch.html");
+    let out = polyprof()
+        .arg("report")
+        .arg(&root)
+        .args(["--format", "html", "-o"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    let row = |id: &str| {
+        let at = html
+            .find(&format!("data-job=\"{id}\""))
+            .unwrap_or_else(|| panic!("no row of {id}"));
+        let end = html[at..].find("</tr>").unwrap();
+        html[at..at + end].to_string()
+    };
+    let broken = row("broken");
+    // The kind (state and outcome), then the tail collapsed, its markup escaped.
+    assert!(broken.contains(">failed<"), "{broken}");
+    assert!(broken.contains("exited with code 3"), "{broken}");
+    let details = broken
+        .find("<details class=\"stderr-tail\">")
+        .expect("a collapsed tail in the failed job's row");
+    assert!(
+        broken[details..].contains("preparing\nthe solver &lt;diverged&gt; at step 7"),
+        "{broken}"
+    );
+    // A job that succeeded has no tail.
+    assert!(!row("fine").contains("<details"), "{}", row("fine"));
+}

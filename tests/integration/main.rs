@@ -6,6 +6,7 @@ mod support;
 
 mod adoption_ci;
 mod adoption_cli;
+mod adoption_tables;
 mod amd_rocprofv3;
 mod amd_rocprofv3_proptest;
 mod batch_cascade;
@@ -110,3 +111,4 @@ mod verdicts_pipes;
 mod verdicts_roofline;
 mod verdicts_schema;
 mod verdicts_table_json;
+mod wheel_old_glibc;

@@ -14,6 +14,9 @@ use crate::results::units;
 /// Links of one job: (label, href relative to the page).
 pub type JobLinks = BTreeMap<String, Vec<(String, String)>>;
 
+/// The last lines of stderr of each job that did not succeed, by job id.
+pub type StderrTails = BTreeMap<String, Vec<String>>;
+
 /// Where a job goes in the page: the ones to look at first.
 fn rank(entry: &BatchEntry) -> u8 {
     match entry.state {
@@ -52,6 +55,17 @@ pub fn ordered(index: &BatchIndex) -> Vec<&BatchEntry> {
 
 /// The page of `index`; `links` holds each job's reports, by job id.
 pub fn render(index: &BatchIndex, root: &str, links: &JobLinks) -> String {
+    render_with_tails(index, root, links, &StderrTails::new())
+}
+
+/// [`render`], the note of each job in `tails` followed by its stderr's last lines, collapsed
+/// (what JUnit's `system-err` and the Markdown summary carry too).
+pub fn render_with_tails(
+    index: &BatchIndex,
+    root: &str,
+    links: &JobLinks,
+    tails: &StderrTails,
+) -> String {
     let mut body = String::new();
     let counts = index.counts();
     let summary: Vec<String> = counts
@@ -195,11 +209,30 @@ pub fn render(index: &BatchIndex, root: &str, links: &JobLinks) -> String {
                 true => text_cell(&findings),
                 false => String::new(),
             },
-            note = text_cell(&note(entry)),
+            note = note_cell(
+                &note(entry),
+                tails.get(&entry.id).map_or(&[][..], Vec::as_slice)
+            ),
         );
     }
     body.push_str("</tbody></table>");
     page(&format!("polyprof batch — {root}"), &body)
+}
+
+/// The note, then the stderr tail (if any) in a closed `<details>`: the table stays one line a
+/// job until a reader opens it.
+fn note_cell(note: &str, tail: &[String]) -> String {
+    if tail.is_empty() {
+        return text_cell(note);
+    }
+    format!(
+        "<td>{}<details class=\"stderr-tail\"><summary>stderr (last {} lines)</summary>\
+         <pre style=\"white-space:pre-wrap;overflow-wrap:anywhere;max-height:24em;\
+         overflow:auto\">{}</pre></details></td>",
+        escape(note),
+        tail.len(),
+        escape(&tail.join("\n"))
+    )
 }
 
 /// Which of the columns that may have no value at all are shown.
@@ -267,5 +300,35 @@ mod tests {
         let html = render(&index, "root", &JobLinks::new());
         assert!(html.find("data-job=\"d\"") < html.find("data-job=\"a\""));
         assert!(html.contains("not passed: incorrect"));
+    }
+
+    #[test]
+    fn a_failed_jobs_stderr_tail_is_collapsed_under_its_note_and_escaped() {
+        let mut failed = entry("b", EntryState::Failed, None);
+        failed.outcome = Some(crate::model::outcome::Outcome::Exited { code: 3 });
+        let index = BatchIndex::new(
+            "jobs.toml",
+            Backend::Local,
+            [failed, entry("a", EntryState::Succeeded, None)],
+        );
+        let tails = StderrTails::from([(
+            "b".to_string(),
+            vec![
+                "preparing".to_string(),
+                "<script>diverged</script>".to_string(),
+            ],
+        )]);
+        let html = render_with_tails(&index, "root", &JobLinks::new(), &tails);
+        let row = &html[html.find("data-job=\"b\"").unwrap()..];
+        let row = &row[..row.find("</tr>").unwrap()];
+        assert!(row.contains("exited with code 3"), "{row}");
+        assert!(
+            row.contains("<details class=\"stderr-tail\"><summary>stderr (last 2 lines)"),
+            "{row}"
+        );
+        assert!(row.contains("preparing\n&lt;script&gt;diverged"), "{row}");
+        assert!(!html.contains("<script>diverged"));
+        // No tail, no details: the page without tails is the same as before.
+        assert!(!render(&index, "root", &JobLinks::new()).contains("<details"));
     }
 }
