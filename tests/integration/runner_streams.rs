@@ -47,6 +47,24 @@ fn the_commands_stdout_is_on_stdout_and_polyprofs_lines_on_stderr() {
 }
 
 #[test]
+fn the_commands_stdout_passes_byte_for_byte_without_a_newline_added() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = polyprof()
+        .args(["run", "--output-dir"])
+        .arg(dir.path().join("out"))
+        .args(["--", "sh", "-c", "printf 'a\\nb'; printf 'c' >&2"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    // What `sh -c … > file` would write: no newline after the last, unfinished line.
+    assert_eq!(output.stdout, b"a\nb", "{output:?}");
+    // On stderr, shared with polyprof's own lines, that line is ended before the summary.
+    let stderr = text(&output.stderr);
+    assert!(stderr.starts_with("c\n"), "{stderr}");
+}
+
+#[test]
 fn with_json_the_document_is_alone_on_stdout_and_the_echo_on_stderr() {
     let (output, dir) = run(&["--json"]);
     assert_eq!(output.status.code(), Some(0), "{output:?}");

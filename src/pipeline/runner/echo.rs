@@ -80,6 +80,8 @@ pub struct Echo {
     tx: SyncSender<(EchoTo, Vec<u8>)>,
     counters: Arc<Counters>,
     queue_bytes: usize,
+    /// The command's stdout has a destination of its own (polyprof's stdout).
+    stdout_apart: bool,
 }
 
 impl std::fmt::Debug for Echo {
@@ -115,6 +117,7 @@ impl Echo {
         let (tx, rx) = std::sync::mpsc::sync_channel::<(EchoTo, Vec<u8>)>(1024);
         let counters = Arc::new(Counters::default());
         let shared = counters.clone();
+        let stdout_apart = stdout.is_some();
         let mut stdout = stdout;
         std::thread::Builder::new()
             .name("polyprof-echo".into())
@@ -171,6 +174,7 @@ impl Echo {
             tx,
             counters,
             queue_bytes,
+            stdout_apart,
         })
     }
 
@@ -418,10 +422,15 @@ impl EchoStream {
         }
     }
 
-    /// The stream ended: echo a last line that had no newline, with one.
+    /// The stream ended: echo a last line that had no newline. On a destination shared with
+    /// polyprof's own lines it gets one, so they start on a line of their own; the command's
+    /// stdout on its own destination gets exactly its bytes (`polyprof run -- cat f > out`
+    /// writes what `cat f > out` does).
     pub fn finish(mut self) {
         if !self.carry.is_empty() {
-            self.carry.push(b'\n');
+            if !(self.to == EchoTo::Stdout && self.echo.stdout_apart) {
+                self.carry.push(b'\n');
+            }
             self.echo.offer_to(self.to, &self.carry);
         }
     }
@@ -504,15 +513,18 @@ mod tests {
         let mut stderr = EchoStream::new(echo.clone(), EchoTo::Main);
         stdout.feed(b"out 1\n");
         stderr.feed(b"err 1\n");
-        stdout.feed(b"out 2\n");
+        stdout.feed(b"out 2\nno newline");
+        stderr.feed(b"err 2, no newline");
         stdout.finish();
         stderr.finish();
         echo.end_status();
         assert!(echo.flush(Duration::from_secs(5)));
         std::thread::sleep(Duration::from_millis(50));
-        assert_eq!(&*out.0.lock().unwrap(), b"out 1\nout 2\n");
+        // Its own destination gets the command's bytes exactly: no newline added at the end.
+        assert_eq!(&*out.0.lock().unwrap(), b"out 1\nout 2\nno newline");
         let main = String::from_utf8(main.0.lock().unwrap().clone()).unwrap();
         assert!(main.contains("err 1\n"), "{main:?}");
+        assert!(main.contains("err 2, no newline\n"), "{main:?}");
         assert!(!main.contains("out 1\n"), "{main:?}");
         // The status line shows the last line of either stream, on the main destination.
         assert!(main.contains("run · out 2"), "{main:?}");
