@@ -78,8 +78,8 @@ pub async fn build(
     cache_root: &Path,
     cancel: &CancellationToken,
 ) -> Result<PathBuf, InjectionError> {
-    let missing = || InjectionError::NoCompiler(library.compiler_missing);
-    let compiler = which::which(library.compiler).map_err(|_| missing())?;
+    let missing = || InjectionError::NoCompiler(library.compiler.missing);
+    let compiler = which::which(library.compiler.program).map_err(|_| missing())?;
     let compiler = std::fs::canonicalize(&compiler).unwrap_or(compiler);
     let toolkit = compiler
         .parent()

@@ -842,18 +842,7 @@ impl Eval<'_> {
         if self.spec.device == Device::Cpu {
             return self.pooled_timing(trial).await;
         }
-        let Some(base) = self
-            .evidence
-            .trials
-            .iter()
-            .rfind(|t| t.index == trial)
-            .cloned()
-        else {
-            return Err(harness(
-                Stage::Timing,
-                format!("no record of trial {trial} to time"),
-            ));
-        };
+        let base = self.trial_record(trial, "to time")?;
         self.begin_reference_timing();
         let o = &self.spec.options;
         let fields =
@@ -926,23 +915,31 @@ impl Eval<'_> {
         Ok(())
     }
 
+    /// The latest record of trial `index`, which the timing needs `for_what`.
+    fn trial_record(
+        &self,
+        index: u32,
+        for_what: &str,
+    ) -> std::result::Result<TrialEvidence, Failure> {
+        self.evidence
+            .trials
+            .iter()
+            .rfind(|t| t.index == index)
+            .cloned()
+            .ok_or_else(|| {
+                harness(
+                    Stage::Timing,
+                    format!("no record of trial {index} {for_what}"),
+                )
+            })
+    }
+
     /// `timing_blocks` rounds, each on a fresh pool of input sets (`input_pool`): the timed
     /// calls of both sides cycle through the pool in one secret order, the warm-up runs on
     /// trial `warm` (in no pool), the other side's processes are stopped while a block runs,
     /// and after each candidate block a random draw of its calls is compared.
     async fn pooled_timing(&mut self, warm: u32) -> std::result::Result<(), Failure> {
-        let Some(base) = self
-            .evidence
-            .trials
-            .iter()
-            .rfind(|t| t.index == warm)
-            .cloned()
-        else {
-            return Err(harness(
-                Stage::Timing,
-                format!("no record of trial {warm} to warm up on"),
-            ));
-        };
+        let base = self.trial_record(warm, "to warm up on")?;
         let bytes = |specs: &[TensorSpec]| specs.iter().map(|s| s.nbytes).sum::<u64>();
         let o = &self.spec.options;
         let (repeat, warmup, blocks, flush_l2) = (o.repeat, o.warmup, o.timing_blocks, o.flush_l2);

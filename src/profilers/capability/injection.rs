@@ -3,6 +3,7 @@
 //! describes it here; the pipeline finds the compiler and the SDK, compiles it once per source
 //! and toolkit into the user's cache, and sets the variables that load it.
 
+use crate::profilers::capability::tool::Tool;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -39,8 +40,7 @@ pub struct InjectionLibrary {
     /// The compiled library's file name.
     pub library_file: &'static str,
     /// The compiler, looked up on PATH (`nvcc`), and what to say when it is missing.
-    pub compiler: &'static str,
-    pub compiler_missing: &'static str,
+    pub compiler: Tool,
     pub sdk: SdkLayout,
     /// The compiler's arguments: build `output` from `source` against the SDK.
     pub compile_args: fn(sdk: &SdkPaths, source: &Path, output: &Path) -> Vec<String>,

@@ -4,6 +4,7 @@
 //! the known-work kernels' passes). Another CUPTI library is another [`InjectionLibrary`] here,
 //! built with [`cupti_nvcc_args`] against the same [`CUPTI`] layout.
 
+use crate::profilers::capability::tool::Tool;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -77,8 +78,11 @@ pub const FINGERPRINT_LIBRARY: InjectionLibrary = InjectionLibrary {
     source_file: "inject.c",
     source: include_str!("inject.c"),
     library_file: "libpolyprof_fingerprint.so",
-    compiler: "nvcc",
-    compiler_missing: "nvcc is not on PATH: the fingerprint library is compiled with it (install the CUDA toolkit, or run without --profile-cache)",
+    compiler: Tool {
+        program: "nvcc",
+        what: "nvcc",
+        missing: "nvcc is not on PATH: the fingerprint library is compiled with it (install the CUDA toolkit, or run without --profile-cache)",
+    },
     sdk: CUPTI,
     compile_args: cupti_nvcc_args,
     load_env: |library, dir| {

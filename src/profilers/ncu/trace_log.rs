@@ -2,6 +2,7 @@
 //! `pipeline::eval::tracer`): its source, its compiler arguments, and the reader of the records it
 //! writes (`trace-<pid>.tsv`, one record a line; trace.c's header is the format).
 
+use crate::profilers::capability::tool::Tool;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
@@ -17,8 +18,11 @@ pub const TRACER: GpuTracer = GpuTracer {
         source_file: "trace.c",
         source: TRACE_C,
         library_file: TRACE_LIBRARY,
-        compiler: "nvcc",
-        compiler_missing: "nvcc is not on PATH: the GPU timeline needs the CUDA toolkit (nvcc and CUPTI) to build polyprof's tracer",
+        compiler: Tool {
+            program: "nvcc",
+            what: "nvcc",
+            missing: "nvcc is not on PATH: the GPU timeline needs the CUDA toolkit (nvcc and CUPTI) to build polyprof's tracer",
+        },
         sdk: CUPTI,
         compile_args: cupti_nvcc_args,
         load_env,
