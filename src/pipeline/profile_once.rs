@@ -288,10 +288,7 @@ async fn context(
     tool_version: Option<&str>,
 ) -> ProfileContext {
     let unknown = || ("unknown".to_string(), "unknown".to_string());
-    let identity = registry::lookup(job.profiler)
-        .ok()
-        .and_then(|entry| entry.vendor)
-        .and_then(device_tools::for_vendor);
+    let identity = device_tools::for_profiler(job.profiler);
     let tool = identity.and_then(|i| Some((i, which::which(i.tool().program).ok()?)));
     let (device, driver) = match tool {
         Some((identity, tool)) => {

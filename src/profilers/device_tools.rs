@@ -11,3 +11,12 @@ pub fn for_vendor(vendor: Vendor) -> Option<&'static dyn DeviceTool> {
         Vendor::Intel | Vendor::Amd | Vendor::Apple => None,
     }
 }
+
+/// The device tool of the GPUs the backend named `profiler` profiles; `None` for an unknown
+/// name, a backend of no vendor (`none`) or a vendor without a tool.
+pub fn for_profiler(profiler: &str) -> Option<&'static dyn DeviceTool> {
+    super::registry::lookup(profiler)
+        .ok()?
+        .vendor
+        .and_then(for_vendor)
+}

@@ -41,6 +41,12 @@ fn kinds(verdict: &EvalVerdict) -> Vec<FindingKind> {
     verdict.findings.iter().map(|f| f.kind).collect()
 }
 
+/// Not passed, with a finding of `kind`.
+fn assert_caught(verdict: &EvalVerdict, kind: FindingKind) {
+    assert!(!verdict.passed, "{verdict:#?}");
+    assert!(kinds(verdict).contains(&kind), "{verdict:#?}");
+}
+
 /// The pool and the draw as the evidence records them: 20 distinct sets per block, none the
 /// warm-up's, 4 calls compared per candidate block, each comparison a timed trial of its call.
 fn assert_fresh_inputs(evidence: &EvalEvidence) {
@@ -118,11 +124,7 @@ fn calls_told_apart_by_counting_are_drawn_and_caught() {
         return;
     };
     assert_fresh_inputs(&evidence);
-    assert!(!verdict.passed);
-    assert!(
-        kinds(&verdict).contains(&FindingKind::TimedOutputIncorrect),
-        "{verdict:#?}"
-    );
+    assert_caught(&verdict, FindingKind::TimedOutputIncorrect);
 }
 
 #[test]
@@ -130,11 +132,7 @@ fn calls_told_apart_by_the_timing_loops_frame_are_drawn_and_caught() {
     let Some((_, verdict, _tmp)) = judge("hostile_frame_locals.py") else {
         return;
     };
-    assert!(!verdict.passed);
-    assert!(
-        kinds(&verdict).contains(&FindingKind::TimedOutputIncorrect),
-        "{verdict:#?}"
-    );
+    assert_caught(&verdict, FindingKind::TimedOutputIncorrect);
 }
 
 #[test]
@@ -142,11 +140,7 @@ fn a_warm_up_memo_answers_for_other_inputs_and_is_caught() {
     let Some((_, verdict, _tmp)) = judge("hostile_warmup_memo.py") else {
         return;
     };
-    assert!(!verdict.passed);
-    assert!(
-        kinds(&verdict).contains(&FindingKind::TimedOutputIncorrect),
-        "{verdict:#?}"
-    );
+    assert_caught(&verdict, FindingKind::TimedOutputIncorrect);
 }
 
 #[test]

@@ -245,16 +245,12 @@ pub async fn calibrate(options: &CalibrateOptions) -> Result<Calibrated, Calibra
 
 /// The device tool of the GPUs `profiler` profiles (the GPU is named with it).
 fn vendor_tool(profiler: &str) -> Result<&'static dyn DeviceTool, CalibrateError> {
-    let entry = registry::lookup(profiler).map_err(|e| CalibrateError::Profiler(e.to_string()))?;
-    entry
-        .vendor
-        .and_then(device_tools::for_vendor)
-        .ok_or_else(|| {
-            CalibrateError::Profiler(format!(
-                "`{profiler}` profiles no GPU whose device tool polyprof knows, so the GPU to \
-                 calibrate cannot be named"
-            ))
-        })
+    device_tools::for_profiler(profiler).ok_or_else(|| {
+        CalibrateError::Profiler(format!(
+            "`{profiler}` profiles no GPU whose device tool polyprof knows, so the GPU to \
+             calibrate cannot be named"
+        ))
+    })
 }
 
 /// The program's compiler, the profiler (its preflight: binary, version, GPU, counter access)
