@@ -1,6 +1,7 @@
 //! Files that are not what they are named (issue 43, the cases hostile_inputs.rs left open),
 //! each through the real binary: another user's symbolic link named `polyprof.toml`; a FIFO
-//! or a `/dev/zero` link as the configuration under `run`; FIFOs and folders named like
+//! or a `/dev/zero` link as the configuration under `run` and as the device table under
+//! `report`; a FIFO as a batch root's `batch.json` or `entry.json`; FIFOs and folders named like
 //! profile cache entries under `expire`; `cache clear` on a folder of empty two-hex-digit
 //! folders; a batch job's lock planted as a hard link; job files of each format with a
 //! byte-order mark; a 0 ns kernel duration kept by `parse` and refused by `diff` alike.
@@ -141,6 +142,85 @@ fn a_fifo_or_a_dev_zero_link_named_polyprof_toml_never_hangs_run() {
         );
         // The run went to the default root: nothing was read from the FIFO or the device.
         assert!(cwd.join("polyprof-runs").is_dir());
+    }
+}
+
+#[test]
+fn a_fifo_or_a_dev_zero_link_as_the_device_table_never_hangs_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("gpus.toml");
+    mkfifo(&fifo);
+    let zero = dir.path().join("zero.toml");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    let run = fixture("runs/h200-baseline");
+    for table in [&fifo, &zero] {
+        // Named by the flag, and by a project file of yours.
+        let out = in_dir(
+            dir.path(),
+            home.path(),
+            &[
+                "report",
+                run.to_str().unwrap(),
+                "--devices",
+                table.to_str().unwrap(),
+            ],
+        );
+        assert_exit(&out, 2);
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains("not a regular file"), "{stderr}");
+        std::fs::write(
+            dir.path().join("polyprof.toml"),
+            format!(
+                "devices = \"{}\"\n",
+                table.file_name().unwrap().to_str().unwrap()
+            ),
+        )
+        .unwrap();
+        let out = in_dir(dir.path(), home.path(), &["report", run.to_str().unwrap()]);
+        assert_exit(&out, 2);
+        assert!(text(&out.stderr).contains("not a regular file"));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A batch root's documents
+
+#[test]
+fn a_fifo_as_batch_json_or_entry_json_never_hangs_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_jobs(dir.path(), &[sh_job("j1", "true")]);
+    let root = dir.path().join("root");
+    let batch = |extra: &[&str]| {
+        crate::support::batch::batch(&file, &root)
+            .args(["--devices", "cpu", "-q"])
+            .args(extra)
+            .timeout(NO_HANG)
+            .output()
+            .unwrap()
+    };
+    assert_exit(&batch(&[]), 0);
+    // A resume reads both; one that cannot be read is rebuilt (the index from the entries,
+    // the entry by running its job again), as after a crash: at once, never waited on.
+    let index = root.join("batch.json");
+    let entry = root.join("runs/j1/entry.json");
+    for fifos in [&[&entry][..], &[&index], &[&index, &entry]] {
+        for path in fifos {
+            std::fs::remove_file(path).unwrap();
+            mkfifo(path);
+        }
+        let out = batch(&["--resume"]);
+        assert_exit(&out, 0);
+        for path in [&index, &entry] {
+            assert!(
+                std::fs::symlink_metadata(path).unwrap().is_file(),
+                "{fifos:?}"
+            );
+        }
+        assert_eq!(
+            crate::support::batch::entry(&root, "j1").state,
+            polyprof::model::batch::EntryState::Succeeded
+        );
     }
 }
 
