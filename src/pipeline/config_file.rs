@@ -85,8 +85,8 @@ pub fn read(path: &Path) -> std::io::Result<Found> {
     }
 }
 
-/// Why something owned by `uid` is not honoured, `subject` saying what (`it`, `the link`);
-/// `None` when the user running polyprof (the effective uid) or root owns it.
+/// Why something owned by `uid` is not honoured, `subject` saying what (`it`, `it is a link
+/// that`); `None` when the user running polyprof (the effective uid) or root owns it.
 #[cfg(unix)]
 fn untrusted_owner(uid: u32, subject: &str) -> Option<String> {
     let me = nix::unistd::geteuid().as_raw();
