@@ -1,10 +1,11 @@
 //! Files that are not what they are named (issue 43, the cases hostile_inputs.rs left open),
 //! each through the real binary: another user's symbolic link named `polyprof.toml`; a FIFO
 //! or a `/dev/zero` link as the configuration under `run` and as the device table under
-//! `report`; a FIFO as a batch root's `batch.json` or `entry.json`; FIFOs and folders named like
-//! profile cache entries under `expire`; `cache clear` on a folder of empty two-hex-digit
-//! folders; a batch job's lock planted as a hard link; job files of each format with a
-//! byte-order mark; a 0 ns kernel duration kept by `parse` and refused by `diff` alike.
+//! `report`; a FIFO as a run's `scopes.json`, an eval's `evidence.json`, a batch root's
+//! `batch.json` or `entry.json`; FIFOs and folders named like profile cache entries under
+//! `expire`; `cache clear` on a folder of empty two-hex-digit folders; a batch job's lock
+//! planted as a hard link; job files of each format with a byte-order mark; a 0 ns kernel
+//! duration kept by `parse` and refused by `diff` alike.
 
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -181,6 +182,42 @@ fn a_fifo_or_a_dev_zero_link_as_the_device_table_never_hangs_report() {
         assert_exit(&out, 2);
         assert!(text(&out.stderr).contains("not a regular file"));
     }
+}
+
+#[test]
+fn a_fifo_as_a_runs_scopes_or_an_evals_evidence_never_hangs_report_or_audit() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::copy(fixture("runs/h200-baseline/run.json"), run.join("run.json")).unwrap();
+    mkfifo(&run.join("scopes.json"));
+    let out = polyprof()
+        .arg("report")
+        .arg(&run)
+        .timeout(NO_HANG)
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+    assert!(
+        text(&out.stderr).contains("FIFO (named pipe), not a regular file"),
+        "{}",
+        text(&out.stderr)
+    );
+    let eval = dir.path().join("eval");
+    std::fs::create_dir_all(&eval).unwrap();
+    mkfifo(&eval.join("evidence.json"));
+    let out = polyprof()
+        .arg("audit")
+        .arg(&eval)
+        .timeout(NO_HANG)
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+    assert!(
+        text(&out.stderr).contains("FIFO (named pipe), not a regular file"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
