@@ -159,7 +159,8 @@ impl ProfileCache {
 
     /// A cache that exists and carries this layout's marker, for upkeep (`list`, `clear`,
     /// `expire`, `invalidate`); `None`, creating and marking nothing, when `dir` does not exist
-    /// or holds nothing (at most a lock file). A directory with anything else and no marker is
+    /// or holds nothing (at most what a writer opening it makes before its marker: the lock
+    /// file, the marker's temporary file). A directory with anything else and no marker is
     /// refused: upkeep never marks a folder, so `clear` cannot take a folder of two-hex-digit
     /// folders (git objects, a hash store) for a cache and remove what is in it.
     pub fn open_existing(dir: &Path) -> Result<Option<Self>> {
@@ -181,7 +182,19 @@ impl ProfileCache {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let read =
                     std::fs::read_dir(dir).map_err(|e| io("read the profile cache", dir, e))?;
-                if read.flatten().all(|e| e.file_name() == LOCK_FILE) {
+                // What a writer opening a new cache makes before its marker is in place.
+                let only_a_writers = read.flatten().all(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    name == LOCK_FILE || name.starts_with(&format!(".{VERSION_FILE}."))
+                });
+                // That writer may have marked it, and stored entries, since the read above.
+                let marked_since = read_regular(&marker)
+                    .is_ok_and(|b| String::from_utf8_lossy(&b).trim() == LAYOUT);
+                if marked_since {
+                    Ok(Some(ProfileCache {
+                        dir: dir.to_path_buf(),
+                    }))
+                } else if only_a_writers {
                     Ok(None)
                 } else {
                     Err(ProfileCacheError::NotACache {
