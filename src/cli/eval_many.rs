@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use comfy_table::{Cell, CellAlignment};
 use polyprof::eval::ci_case;
-use polyprof::pipeline::eval::{EvalOutcome, EvalSpec, WarmEvaluator, evaluate};
+use polyprof::pipeline::eval::ahead::{BuildQueue, Pending, may_run_ahead};
+use polyprof::pipeline::eval::{
+    EvalOutcome, EvalSpec, WarmEvaluator, evaluate, evaluate_prepared,
+};
 use polyprof::results::escape::terminal;
 use serde::Serialize;
 
@@ -33,6 +36,9 @@ pub struct Row {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub score_ms: Option<f64>,
     pub findings: Vec<String>,
+    /// Seconds of its judged turn (the trusted worker and the device); 0 when it never began
+    /// (a failed build, an eval that could not begin).
+    pub device_seconds: f64,
     /// Why it stopped early (`raised`, …) or could not run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
@@ -52,6 +58,7 @@ impl Row {
             speedup: None,
             score_ms: None,
             findings: Vec::new(),
+            device_seconds: 0.0,
             failure: Some(why.to_string()),
             ran: false,
         }
@@ -105,6 +112,7 @@ pub fn row_of(candidate: &Path, dir: &Path, outcome: &EvalOutcome) -> Row {
             }),
         score_ms: verdict.timing.as_ref().map(|t| t.score_ms),
         findings: verdict.findings.iter().map(|f| snake(&f.kind)).collect(),
+        device_seconds: outcome.evidence.judged.as_ref().map_or(0.0, |j| j.seconds),
         failure: verdict.failure.as_ref().map(|f| snake(&f.kind)),
         ran: !outcome.harness_failed(),
     }
@@ -136,6 +144,7 @@ pub async fn execute(
     ci: &super::ci_output::CiArgs,
     reference: &Path,
     warm: bool,
+    build_jobs: usize,
     make_spec: impl Fn(&Path, PathBuf) -> EvalSpec,
 ) -> anyhow::Result<u8> {
     let files = candidates(candidates_dir)?;
@@ -148,10 +157,10 @@ pub async fn execute(
     let mut cases = Vec::new();
     // One trusted worker for the whole directory (docs/eval-harness.md, "The warm evaluator").
     let mut warm = warm.then(|| WarmEvaluator::new(&root));
+    // Every candidate's build starts now, `build_jobs` at a time, ahead of its judged turn.
+    let queue = (build_jobs > 0).then(|| BuildQueue::new(build_jobs));
+    let mut jobs = Vec::with_capacity(files.len());
     for file in &files {
-        if cancel.is_cancelled() {
-            break;
-        }
         let stem = file
             .file_stem()
             .map_or_else(|| "candidate".into(), |s| s.to_string_lossy().into_owned());
@@ -159,11 +168,15 @@ pub async fn execute(
         let mut spec = make_spec(file, dir.clone());
         spec.cancel = cancel.clone();
         spec.kill_now = kill_now.clone();
+        let pending = ahead_of_turn(queue.as_ref(), &spec);
+        jobs.push((file, dir, spec, pending));
+    }
+    for (file, dir, spec, pending) in jobs {
+        if cancel.is_cancelled() {
+            break;
+        }
         let started = std::time::Instant::now();
-        let result = match warm.as_mut() {
-            Some(evaluator) => evaluator.evaluate(&spec).await,
-            None => evaluate(&spec).await,
-        };
+        let result = judge_one(warm.as_mut(), &spec, pending).await;
         let seconds = started.elapsed().as_secs_f64();
         let row = match result {
             Ok(outcome) => {
@@ -206,6 +219,31 @@ pub async fn execute(
         return Ok(super::run::EXIT_CANCELLED);
     }
     Ok(exit_code(&rows))
+}
+
+/// `spec`'s build submitted to `queue`, when there is one and its builds may run ahead.
+pub fn ahead_of_turn(queue: Option<&BuildQueue>, spec: &EvalSpec) -> Option<Pending> {
+    queue
+        .filter(|_| may_run_ahead(spec))
+        .map(|q| q.submit(spec.clone()))
+}
+
+/// Judge one candidate (warm or cold), its build taken from `pending` when it ran ahead.
+pub async fn judge_one(
+    warm: Option<&mut WarmEvaluator>,
+    spec: &EvalSpec,
+    pending: Option<Pending>,
+) -> polyprof::model::error::Result<EvalOutcome> {
+    let prepared = match pending {
+        Some(pending) => Some(pending.ready().await?),
+        None => None,
+    };
+    match (warm, prepared) {
+        (Some(evaluator), Some(prepared)) => evaluator.evaluate_prepared(spec, prepared).await,
+        (Some(evaluator), None) => evaluator.evaluate(spec).await,
+        (None, Some(prepared)) => evaluate_prepared(spec, prepared).await,
+        (None, None) => evaluate(spec).await,
+    }
 }
 
 /// The first `evals.NNN` under `parent` that does not exist yet.
@@ -282,6 +320,7 @@ mod tests {
             speedup: None,
             score_ms: None,
             findings: Vec::new(),
+            device_seconds: 0.0,
             failure: None,
             ran,
         }

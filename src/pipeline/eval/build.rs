@@ -1,0 +1,376 @@
+//! The build stage (docs/eval-harness.md, "The build stage"): before its judged turn, the
+//! candidate is imported alone in a sandboxed build worker that sees no device, with the GPU's
+//! architecture given, so an inline extension's compiler runs on the CPU while the GPU judges
+//! others. Its products stay in a build folder of its own, which only the same candidate's
+//! judged workers read later. A build that fails is the verdict: no judged turn.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Instant, SystemTime};
+
+use crate::eval::evidence::{BuildEvidence, Failure, FailureKind, Stage};
+use crate::model::outcome::Outcome;
+use crate::model::run::ProfileRun;
+use crate::pipeline::eval::confine::CandidateSandbox;
+use crate::pipeline::eval::failure::ended_as;
+use crate::pipeline::eval::spec::{Device, EvalSpec};
+use crate::pipeline::eval::worker::{self, Launch, Role, StartError};
+use crate::pipeline::sandbox::Confinement;
+use crate::profilers::ProfilerSettings;
+
+/// The variables that point a worker's build caches into the build folder, with the
+/// subfolder each gets.
+const CACHES: [(&str, &str); 3] = [
+    ("TORCH_EXTENSIONS_DIR", "torch_extensions"),
+    ("TRITON_CACHE_DIR", "triton"),
+    ("POLYPROF_BUILD_DIR", "own"),
+];
+
+/// The GPU runtimes' visibility variables, each set empty for the build worker: no device.
+const HIDE_DEVICES: [&str; 3] = [
+    "CUDA_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+];
+
+/// Device files the build worker may still write: none of them is a GPU.
+const HARMLESS_DEVICES: [&str; 3] = ["/dev/null", "/dev/zero", "/dev/full"];
+
+/// Words of an import that failed only because it wanted a GPU (module-level device work):
+/// such a candidate is built in its judged turn instead, as before the build stage.
+const NEEDED_A_DEVICE: [&str; 5] = [
+    "No CUDA GPUs are available",
+    "Found no NVIDIA driver",
+    "no CUDA-capable device",
+    "CUDA driver initialization failed",
+    "No HIP GPUs are available",
+];
+
+/// Lines of the build log's tail quoted in the failure.
+const TAIL_LINES: usize = 20;
+
+/// `name=path` of each build cache beneath `dir`.
+pub fn cache_env(dir: &Path) -> BTreeMap<String, String> {
+    CACHES
+        .iter()
+        .map(|(name, sub)| (name.to_string(), dir.join(sub).display().to_string()))
+        .collect()
+}
+
+/// The build worker's confinement: no GPU device node writable (the runtime cannot open one),
+/// nor its own `/proc/<pid>` (only the CUDA driver needs that).
+pub fn without_devices(confinement: &mut Confinement) {
+    confinement.write.retain(|p| {
+        !p.starts_with("/dev") || HARMLESS_DEVICES.iter().any(|d| p == Path::new(d))
+    });
+    confinement.own_proc = false;
+}
+
+/// One candidate's build folder: private (0700), removed when dropped (after its judged turn).
+#[derive(Debug)]
+pub struct BuildDir {
+    dir: tempfile::TempDir,
+}
+
+impl BuildDir {
+    pub fn create() -> std::io::Result<BuildDir> {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::Builder::new().prefix("polyprof-build-").tempdir()?;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
+        for (_, sub) in CACHES {
+            std::fs::create_dir_all(dir.path().join(sub))?;
+        }
+        Ok(BuildDir { dir })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// Every file beneath a folder: its size and modification time, by path (links not followed).
+type Listing = BTreeMap<PathBuf, (u64, Option<SystemTime>)>;
+
+fn listing(dir: &Path) -> Listing {
+    let mut files = Listing::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(meta) = entry.path().symlink_metadata() else {
+                continue;
+            };
+            if meta.is_dir() {
+                pending.push(entry.path());
+            } else {
+                files.insert(entry.path(), (meta.len(), meta.modified().ok()));
+            }
+        }
+    }
+    files
+}
+
+/// A candidate's finished build stage.
+#[derive(Debug)]
+pub struct Built {
+    pub dir: BuildDir,
+    pub evidence: BuildEvidence,
+    /// The build failed: the eval's failure, and no judged turn.
+    pub failure: Option<Failure>,
+    after_build: Listing,
+}
+
+impl Built {
+    /// Whether the build folder is still as the build left it (read by polyprof after the
+    /// judged import).
+    pub fn unchanged(&self) -> bool {
+        listing(self.dir.path()) == self.after_build
+    }
+}
+
+/// What the build worker is started with.
+pub struct BuildLaunch<'a> {
+    pub spec: &'a EvalSpec,
+    /// The eval directory (its `build.000` run directory goes there).
+    pub eval_dir: &'a Path,
+    pub script: &'a Path,
+    /// The candidate's file, absolute.
+    pub candidate: &'a Path,
+    pub sandbox: Option<CandidateSandbox>,
+    /// It runs ahead of the judged turn (beside other work).
+    pub ahead: bool,
+}
+
+/// Run the candidate's build stage. `Err` only when its folder cannot be made.
+pub async fn run(launch: BuildLaunch<'_>) -> std::result::Result<Built, Failure> {
+    let spec = launch.spec;
+    let dir = BuildDir::create().map_err(|e| Failure {
+        stage: Stage::Build,
+        kind: FailureKind::Harness,
+        message: format!("cannot create the candidate's build folder: {e}"),
+        log: None,
+    })?;
+    let arch = arch_list(spec).await;
+    let mut extra_env = spec.extra_env.clone();
+    for name in HIDE_DEVICES {
+        extra_env.insert(name.to_string(), String::new());
+    }
+    if let Some(arch) = &arch {
+        extra_env.insert("TORCH_CUDA_ARCH_LIST".to_string(), arch.clone());
+    }
+    let worker = Launch {
+        role: Role::Build,
+        python: spec.python.clone(),
+        script: launch.script.to_path_buf(),
+        source: launch.candidate.to_path_buf(),
+        device: spec.device.as_str(),
+        eval_dir: launch.eval_dir.to_path_buf(),
+        profiler: "none".to_string(),
+        settings: ProfilerSettings::default(),
+        tracking: spec.tracking.clone(),
+        extra_env,
+        cancel: spec.cancel.clone(),
+        kill_now: spec.kill_now.clone(),
+        connect_timeout: spec.options.setup_timeout,
+        sandbox: launch.sandbox,
+        build_dir: Some(dir.path().to_path_buf()),
+    };
+    let started_at = now();
+    let clock = Instant::now();
+    let ran = worker.run_to_end().await;
+    let seconds = clock.elapsed().as_secs_f64();
+    let ended_at = now();
+    let after_build = listing(dir.path());
+    let mut evidence = BuildEvidence {
+        run_dir: Role::Build.dir_name(),
+        devices: "none".to_string(),
+        arch,
+        started_at,
+        ended_at,
+        seconds,
+        ahead: launch.ahead,
+        files: u32::try_from(after_build.len()).unwrap_or(u32::MAX),
+        reused: None,
+        note: None,
+    };
+    let failure = match ran {
+        Ok(run) => judge_build(spec, &run, launch.eval_dir, &mut evidence),
+        Err(StartError::Setup(why)) => Some(Failure {
+            stage: Stage::Build,
+            kind: FailureKind::Harness,
+            message: format!("cannot start the build worker: {why}"),
+            log: None,
+        }),
+        // Only a worker that must connect ends these ways.
+        Err(StartError::Ended(run) | StartError::Timeout(run) | StartError::Cancelled(run)) => {
+            judge_build(spec, &run, launch.eval_dir, &mut evidence)
+        }
+    };
+    Ok(Built {
+        dir,
+        evidence,
+        failure,
+        after_build,
+    })
+}
+
+/// The build's failure from how its process ended (nothing it said counts): exit 0 built;
+/// a process that never started, or a cancel, is polyprof's failure; anything else the
+/// candidate's, with the log's tail, unless it only wanted a GPU.
+fn judge_build(
+    spec: &EvalSpec,
+    run: &ProfileRun,
+    eval_dir: &Path,
+    evidence: &mut BuildEvidence,
+) -> Option<Failure> {
+    let log = worker::stderr_log(run, eval_dir);
+    let tail = worker::stderr_tail(run, TAIL_LINES);
+    let (kind, message) = match &run.outcome {
+        Some(outcome) if outcome.is_success() => return None,
+        Some(Outcome::SpawnFailed { error, .. }) => (
+            FailureKind::Harness,
+            format!(
+                "cannot start the build worker: {error}; give the Python interpreter with --python (or $POLYPROF_PYTHON)"
+            ),
+        ),
+        None | Some(Outcome::Cancelled) => (
+            FailureKind::Harness,
+            "the eval was cancelled during the candidate's build".to_string(),
+        ),
+        Some(Outcome::TimedOut { after_s }) => (
+            FailureKind::BuildFailed,
+            format!(
+                "the candidate's build (its import with no device visible) did not finish within {after_s:.0} s and was killed"
+            ),
+        ),
+        Some(_) => {
+            if spec.device == Device::Cuda && NEEDED_A_DEVICE.iter().any(|w| tail.contains(w)) {
+                evidence.note = Some(
+                    "the import wanted a GPU (module-level device work): the candidate is built in its judged turn instead"
+                        .to_string(),
+                );
+                return None;
+            }
+            (
+                FailureKind::BuildFailed,
+                format!(
+                    "the candidate's build (its import with no device visible) failed: the build worker {}",
+                    ended_as(run)
+                ),
+            )
+        }
+    };
+    let message = if tail.trim().is_empty() || kind == FailureKind::Harness {
+        message
+    } else {
+        format!("{message}; the build log's last lines:\n{tail}")
+    };
+    evidence.note = Some(match kind {
+        FailureKind::Harness => "not built: polyprof's failure".to_string(),
+        _ => "failed: the judged turn never began".to_string(),
+    });
+    Some(Failure {
+        stage: Stage::Build,
+        kind,
+        message,
+        log,
+    })
+}
+
+/// `TORCH_CUDA_ARCH_LIST` for the build: the user's own, else the eval's GPU's compute
+/// capability (`MAJOR.MINOR`) from the vendor's device tool; `None` on the CPU or when the GPU
+/// cannot be identified (torch then builds for every architecture it knows).
+async fn arch_list(spec: &EvalSpec) -> Option<String> {
+    let vendor = spec.device.vendor()?;
+    if let Some(own) = std::env::var("TORCH_CUDA_ARCH_LIST")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+    {
+        return Some(own);
+    }
+    let device = spec
+        .extra_env
+        .get("CUDA_VISIBLE_DEVICES")
+        .and_then(|v| v.split(',').next())
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+        .or_else(crate::pipeline::calibrate::visible_device);
+    let key = device.clone().unwrap_or_default();
+    static KNOWN: OnceLock<Mutex<BTreeMap<String, Option<String>>>> = OnceLock::new();
+    let known = KNOWN.get_or_init(Default::default);
+    if let Some(arch) = known.lock().ok().and_then(|k| k.get(&key).cloned()) {
+        return arch;
+    }
+    let tool = crate::profilers::device_tools::for_vendor(vendor)?;
+    let program = which::which(tool.tool().program).ok()?;
+    let arch = crate::pipeline::calibrate::device::identify(
+        tool,
+        &program,
+        device.as_deref(),
+        &spec.cancel,
+    )
+    .await
+    .ok()
+    .and_then(|gpu| gpu.compute_capability)
+    .map(|(major, minor)| format!("{major}.{minor}"));
+    if let Ok(mut known) = known.lock() {
+        known.insert(key, arch.clone());
+    }
+    arch
+}
+
+/// Now, as RFC 3339 (UTC, nanoseconds): build and judged spans compare as text.
+pub fn now() -> String {
+    humantime::format_rfc3339_nanos(SystemTime::now()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::sandbox::Limits;
+
+    #[test]
+    fn the_build_worker_may_write_no_gpu_node() {
+        let mut confinement = Confinement {
+            abi: 6,
+            read: vec!["/usr".into()],
+            write: vec![
+                "/tmp/scratch".into(),
+                "/dev/null".into(),
+                "/dev/nvidia0".into(),
+                "/dev/nvidiactl".into(),
+                "/dev/shm".into(),
+                "/dev/dri".into(),
+            ],
+            limits: Limits::default(),
+            profiler_ipc: false,
+            own_proc: true,
+        };
+        without_devices(&mut confinement);
+        assert_eq!(
+            confinement.write,
+            [PathBuf::from("/tmp/scratch"), PathBuf::from("/dev/null")]
+        );
+        assert!(!confinement.own_proc);
+    }
+
+    #[test]
+    fn the_caches_point_into_the_build_folder_and_a_change_there_is_seen() {
+        let built = BuildDir::create().unwrap();
+        let env = cache_env(built.path());
+        assert_eq!(env.len(), 3);
+        for value in env.values() {
+            assert!(Path::new(value).starts_with(built.path()), "{value}");
+            assert!(Path::new(value).is_dir(), "{value}");
+        }
+        let before = listing(built.path());
+        assert!(before.is_empty());
+        std::fs::write(Path::new(&env["POLYPROF_BUILD_DIR"]).join("lib.so"), "x").unwrap();
+        let after = listing(built.path());
+        assert_eq!(after.len(), 1);
+        assert_ne!(before, after);
+    }
+}
