@@ -191,6 +191,7 @@ _FLAG_OPTIONS = {
     "setup_timeout": "--setup-timeout",
     "python": "--python",
     "sandbox": "--sandbox",
+    "build_jobs": "--build-jobs",
 }
 
 #: Boolean options: the flag is given when the value is the one named.
@@ -247,8 +248,8 @@ class Judged:
     its eval could not begin), ``speedup`` with its 95 % interval (``speedup_low``,
     ``speedup_high``; ``None`` when it was not timed), ``findings`` (their kinds), ``failure``
     (``raised``, ``timeout``, … or why it could not run), ``dir`` (its eval directory, with
-    evidence.json and verdict.json), ``device_seconds`` (the wall seconds its eval held the
-    device: GPU seconds on ``cuda``) and ``reference_reused`` (its reference timing blocks were
+    evidence.json and verdict.json), ``device_seconds`` (the wall seconds its judged turn held the
+    device: GPU seconds on ``cuda``; 0 for a candidate whose build failed) and ``reference_reused`` (its reference timing blocks were
     the warm evaluator's stored ones, after their drift probe)."""
 
     __slots__ = (
@@ -279,7 +280,9 @@ class Judged:
         self.findings: List[str] = list(row.get("findings", []))
         self.failure: Optional[str] = row.get("failure")
         self.dir: str = row["dir"]
-        self.device_seconds: float = float(data.get("seconds", 0.0))
+        # The judged turn's seconds (0 for a failed build: it never reached the device); older
+        # executables gave only the whole eval's.
+        self.device_seconds: float = float(data.get("device_seconds", data.get("seconds", 0.0)))
         self.reference_reused: bool = bool(data.get("reference_reused"))
 
     def reward(self, failed: float = 0.0) -> float:

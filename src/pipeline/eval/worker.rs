@@ -452,12 +452,17 @@ pub fn stderr_log(run: &ProfileRun, eval_dir: &Path) -> Option<String> {
 
 /// The last lines the worker wrote on stderr (a traceback, a crash message).
 pub fn stderr_tail(run: &ProfileRun, lines: usize) -> String {
+    // A short output is kept whole in the head; the tail holds only what came after it.
     let tail = run
         .steps
         .iter()
         .rev()
         .find_map(|s| s.attempts.last())
-        .map(|a| a.stderr.tail.clone())
+        .map(|a| {
+            let mut lines = a.stderr.head.clone();
+            lines.extend(a.stderr.tail.iter().cloned());
+            lines
+        })
         .unwrap_or_default();
     let skip = tail.len().saturating_sub(lines);
     tail[skip..].join("\n")
