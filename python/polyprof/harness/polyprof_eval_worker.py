@@ -65,6 +65,8 @@ EXIT_DEVICE_FAULT = 3
 EXIT_PROTOCOL = 2
 #: Exit status of a build worker whose import of the candidate failed (its traceback on stderr).
 EXIT_BUILD_FAILED = 4
+#: The build worker's first line on stderr (polyprof reads it: the interpreter ran this script).
+BUILD_STARTED = "polyprof build worker: started"
 #: Module names the sources are loaded under (fixed, so neither side can guess the other's).
 MODULE_NAMES = {"trusted": "polyprof_reference", "candidate": "polyprof_candidate"}
 #: The class each role builds.
@@ -1660,7 +1662,9 @@ def build(source: str, device: str) -> int:
     """The build stage: import the candidate as its judged worker will (same module name), so an
     inline extension is compiled into the build folder polyprof points TORCH_EXTENSIONS_DIR (and
     POLYPROF_BUILD_DIR) at, with no device visible. Nothing is answered: polyprof reads the exit
-    status and keeps stderr as the build log."""
+    status and keeps stderr as the build log. Its first line says this script started, before
+    any candidate code: without it a failure is polyprof's (no interpreter, no sandbox)."""
+    print(BUILD_STARTED, file=sys.stderr, flush=True)
     try:
         Worker("candidate", source, device).load_source()
     except WorkerError as e:

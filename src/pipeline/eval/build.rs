@@ -47,6 +47,10 @@ const NEEDED_A_DEVICE: [&str; 5] = [
     "No HIP GPUs are available",
 ];
 
+/// The build worker's first line on stderr, written before it imports anything of the
+/// candidate's (`BUILD_STARTED` in the worker script).
+const STARTED: &str = "polyprof build worker: started";
+
 /// Lines of the build log's tail quoted in the failure.
 const TAIL_LINES: usize = 20;
 
@@ -246,6 +250,15 @@ fn judge_build(
                 "the candidate's build (its import with no device visible) did not finish within {after_s:.0} s and was killed"
             ),
         ),
+        // Its script never ran (no such interpreter, a sandbox that could not be set up): no
+        // candidate code ran either. The candidate cannot remove a line written before it.
+        Some(_) if !started(run) => (
+            FailureKind::Harness,
+            format!(
+                "the build worker did not start: its process {}; its output:\n{tail}\n(is the Python interpreter right? give it with --python or $POLYPROF_PYTHON)",
+                ended_as(run)
+            ),
+        ),
         Some(_) => {
             if spec.device == Device::Cuda && NEEDED_A_DEVICE.iter().any(|w| tail.contains(w)) {
                 evidence.note = Some(
@@ -278,6 +291,15 @@ fn judge_build(
         message,
         log,
     })
+}
+
+/// Whether the worker script wrote its first line (the interpreter ran it).
+fn started(run: &ProfileRun) -> bool {
+    run.steps
+        .iter()
+        .rev()
+        .find_map(|s| s.attempts.last())
+        .is_some_and(|a| a.stderr.head.first().is_some_and(|l| l.trim() == STARTED))
 }
 
 /// `TORCH_CUDA_ARCH_LIST` for the build: the user's own, else the eval's GPU's compute
