@@ -284,14 +284,16 @@ async fn judge(args: Args) -> anyhow::Result<u8> {
             }
             spec
         };
-        let build_jobs = args
-            .build_jobs
-            .unwrap_or_else(polyprof::pipeline::eval::ahead::default_jobs);
+        let judging = super::eval_many::Judging {
+            warm: !args.cold,
+            build_jobs: args
+                .build_jobs
+                .unwrap_or_else(polyprof::pipeline::eval::ahead::default_jobs),
+        };
         if from_stdin {
             return super::eval_serve::execute(
                 super::eval_many::root_of(args.output_dir.as_deref(), &output_root)?,
-                !args.cold,
-                build_jobs,
+                judging,
                 make_spec,
             )
             .await;
@@ -302,8 +304,7 @@ async fn judge(args: Args) -> anyhow::Result<u8> {
             args.json,
             &args.ci,
             &args.reference,
-            !args.cold,
-            build_jobs,
+            judging,
             make_spec,
         )
         .await;

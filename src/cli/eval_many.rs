@@ -9,9 +9,7 @@ use anyhow::Context;
 use comfy_table::{Cell, CellAlignment};
 use polyprof::eval::ci_case;
 use polyprof::pipeline::eval::ahead::{BuildQueue, Pending, may_run_ahead};
-use polyprof::pipeline::eval::{
-    EvalOutcome, EvalSpec, WarmEvaluator, evaluate, evaluate_prepared,
-};
+use polyprof::pipeline::eval::{EvalOutcome, EvalSpec, WarmEvaluator, evaluate, evaluate_prepared};
 use polyprof::results::escape::terminal;
 use serde::Serialize;
 
@@ -143,10 +141,10 @@ pub async fn execute(
     json_out: bool,
     ci: &super::ci_output::CiArgs,
     reference: &Path,
-    warm: bool,
-    build_jobs: usize,
+    judging: Judging,
     make_spec: impl Fn(&Path, PathBuf) -> EvalSpec,
 ) -> anyhow::Result<u8> {
+    let Judging { warm, build_jobs } = judging;
     let files = candidates(candidates_dir)?;
     std::fs::create_dir_all(&root)
         .with_context(|| format!("cannot create the output directory {}", root.display()))?;
@@ -219,6 +217,15 @@ pub async fn execute(
         return Ok(super::run::EXIT_CANCELLED);
     }
     Ok(exit_code(&rows))
+}
+
+/// How a run of many candidates is judged.
+#[derive(Debug, Clone, Copy)]
+pub struct Judging {
+    /// Through one warm evaluator (else each cold).
+    pub warm: bool,
+    /// Builds run ahead this many at a time (0: each right before its own turn).
+    pub build_jobs: usize,
 }
 
 /// `spec`'s build submitted to `queue`, when there is one and its builds may run ahead.

@@ -11,7 +11,7 @@ use anyhow::Context;
 use polyprof::pipeline::eval::ahead::{BuildQueue, Pending};
 use polyprof::pipeline::eval::{EvalSpec, WarmEvaluator};
 
-use super::eval_many::{Row, ahead_of_turn, judge_one, row_of};
+use super::eval_many::{Judging, Row, ahead_of_turn, judge_one, row_of};
 use super::run::cancel_on_signals;
 
 /// One candidate named on stdin, its build perhaps under way.
@@ -26,10 +26,10 @@ struct Waiting {
 /// arrive while a candidate is judged start their builds at once (`build_jobs` at a time).
 pub async fn execute(
     root: PathBuf,
-    warm: bool,
-    build_jobs: usize,
+    judging: Judging,
     make_spec: impl Fn(&Path, PathBuf) -> EvalSpec,
 ) -> anyhow::Result<u8> {
+    let Judging { warm, build_jobs } = judging;
     std::fs::create_dir_all(&root)
         .with_context(|| format!("cannot create the output directory {}", root.display()))?;
     let cancel = tokio_util::sync::CancellationToken::new();

@@ -84,13 +84,8 @@ fn a_candidate_that_raises_at_import_fails_its_build() {
     )
     .unwrap();
     let dir = tmp.path().join("eval");
-    let out = crate::support::eval::eval_cpu(
-        &python,
-        &problem("reference.py"),
-        &candidate,
-        &dir,
-        &[],
-    );
+    let out =
+        crate::support::eval::eval_cpu(&python, &problem("reference.py"), &candidate, &dir, &[]);
     assert_eq!(out.status.code(), Some(1));
     assert_build_failed(&dir, "missing on purpose");
 }
@@ -169,7 +164,10 @@ fn builds_of_later_candidates_run_while_earlier_ones_are_judged() {
         String::from_utf8_lossy(&run.stdout),
         String::from_utf8_lossy(&run.stderr)
     );
-    assert_build_failed(&out.join("d_broken"), "undeclared_symbol_of_the_broken_build");
+    assert_build_failed(
+        &out.join("d_broken"),
+        "undeclared_symbol_of_the_broken_build",
+    );
     let rows: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("evals.json")).unwrap()).unwrap();
     let rows = rows.as_array().unwrap();
@@ -184,7 +182,11 @@ fn builds_of_later_candidates_run_while_earlier_ones_are_judged() {
     for stem in ["a", "b", "c"] {
         let (evidence, verdict) = documents(&out.join(stem));
         assert!(verdict.passed, "{stem}: {:?}", evidence.failure);
-        assert_eq!(evidence.build.as_ref().unwrap().reused, Some(true), "{stem}");
+        assert_eq!(
+            evidence.build.as_ref().unwrap().reused,
+            Some(true),
+            "{stem}"
+        );
         assert!(seconds(stem) > 0.0, "{stem}");
         if !evidence.build.as_ref().unwrap().ahead {
             crate::support::record_skip(

@@ -4,6 +4,7 @@
 
 pub mod ahead;
 pub mod build;
+pub mod build_dir;
 pub mod conditions;
 pub mod confine;
 pub mod failure;

@@ -247,7 +247,7 @@ impl Launch {
         if let Some(build_dir) = &self.build_dir {
             options
                 .extra_env
-                .extend(crate::pipeline::eval::build::cache_env(build_dir));
+                .extend(crate::pipeline::eval::build_dir::cache_env(build_dir));
         }
         let Some(sandbox) = &self.sandbox else {
             return Ok((argv, Some(scratch)));
@@ -259,7 +259,7 @@ impl Launch {
             confinement.write.push(build_dir.clone());
         }
         if self.role == Role::Build {
-            crate::pipeline::eval::build::without_devices(&mut confinement);
+            crate::pipeline::eval::build_dir::without_devices(&mut confinement);
         }
         let wrapped =
             crate::pipeline::sandbox::wrap_argv(&sandbox.launcher, &confinement, &command);
