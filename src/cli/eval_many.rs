@@ -2,6 +2,7 @@
 //! against the reference into `OUTPUT_DIR/<stem>/`, one summary table, and
 //! `OUTPUT_DIR/evals.json` (one row per candidate).
 
+use std::collections::VecDeque;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -155,24 +156,39 @@ pub async fn execute(
     let mut cases = Vec::new();
     // One trusted worker for the whole directory (docs/eval-harness.md, "The warm evaluator").
     let mut warm = warm.then(|| WarmEvaluator::new(&root));
-    // Every candidate's build starts now, `build_jobs` at a time, ahead of its judged turn.
+    // Builds run `build_jobs` at a time, ahead of the judged turns, at most `window` ahead.
     let queue = (build_jobs > 0).then(|| BuildQueue::new(build_jobs));
-    let mut jobs = Vec::with_capacity(files.len());
-    for file in &files {
-        let stem = file
-            .file_stem()
-            .map_or_else(|| "candidate".into(), |s| s.to_string_lossy().into_owned());
-        let dir = root.join(&stem);
-        let mut spec = make_spec(file, dir.clone());
-        spec.cancel = cancel.clone();
-        spec.kill_now = kill_now.clone();
-        let pending = ahead_of_turn(queue.as_ref(), &spec);
-        jobs.push((file, dir, spec, pending));
-    }
-    for (file, dir, spec, pending) in jobs {
+    let window = build_window(build_jobs);
+    let mut waiting: VecDeque<Waiting> = files
+        .iter()
+        .map(|file| {
+            let stem = file
+                .file_stem()
+                .map_or_else(|| "candidate".into(), |s| s.to_string_lossy().into_owned());
+            let dir = root.join(&stem);
+            let mut spec = make_spec(file, dir.clone());
+            spec.cancel = cancel.clone();
+            spec.kill_now = kill_now.clone();
+            Waiting {
+                file: file.clone(),
+                dir,
+                spec,
+                pending: None,
+            }
+        })
+        .collect();
+    top_up(&mut waiting, queue.as_ref(), window);
+    while let Some(Waiting {
+        file,
+        dir,
+        spec,
+        pending,
+    }) = waiting.pop_front()
+    {
         if cancel.is_cancelled() {
             break;
         }
+        top_up(&mut waiting, queue.as_ref(), window);
         let started = std::time::Instant::now();
         let result = judge_one(warm.as_mut(), &spec, pending).await;
         let seconds = started.elapsed().as_secs_f64();
@@ -183,14 +199,14 @@ pub async fn execute(
                     &outcome.verdict,
                     Some(seconds),
                 ));
-                row_of(file, &outcome.dir, &outcome)
+                row_of(&file, &outcome.dir, &outcome)
             }
             Err(e) => {
                 cases.push(ci_case::not_run_case(
                     &file.display().to_string(),
                     &e.to_string(),
                 ));
-                Row::not_run(file, &dir, &e.to_string())
+                Row::not_run(&file, &dir, &e.to_string())
             }
         };
         rows.push(row);
@@ -228,11 +244,33 @@ pub struct Judging {
     pub build_jobs: usize,
 }
 
-/// `spec`'s build submitted to `queue`, when there is one and its builds may run ahead.
-pub fn ahead_of_turn(queue: Option<&BuildQueue>, spec: &EvalSpec) -> Option<Pending> {
-    queue
-        .filter(|_| may_run_ahead(spec))
-        .map(|q| q.submit(spec.clone()))
+/// One candidate waiting for its judged turn; its build perhaps under way.
+pub struct Waiting {
+    pub file: PathBuf,
+    pub dir: PathBuf,
+    pub spec: EvalSpec,
+    /// Its build, once started ahead (`None`: not yet, or it builds right before its turn).
+    pub pending: Option<Pending>,
+}
+
+/// How many waiting candidates may be built ahead at once: twice the build jobs, so the next
+/// turns never wait for a build while the build folders waiting on disk stay few (a torch
+/// extension's can hold tens of MB).
+pub fn build_window(build_jobs: usize) -> usize {
+    build_jobs.saturating_mul(2)
+}
+
+/// Start the builds of the first `window` waiting candidates, in order, where builds may run
+/// ahead ([`may_run_ahead`]); the others build right before their turns.
+pub fn top_up(waiting: &mut VecDeque<Waiting>, queue: Option<&BuildQueue>, window: usize) {
+    let Some(queue) = queue else {
+        return;
+    };
+    for candidate in waiting.iter_mut().take(window) {
+        if candidate.pending.is_none() && may_run_ahead(&candidate.spec) {
+            candidate.pending = Some(queue.submit(candidate.spec.clone()));
+        }
+    }
 }
 
 /// Judge one candidate (warm or cold), its build taken from `pending` when it ran ahead.

@@ -8,19 +8,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use polyprof::pipeline::eval::ahead::{BuildQueue, Pending};
+use polyprof::pipeline::eval::ahead::BuildQueue;
 use polyprof::pipeline::eval::{EvalSpec, WarmEvaluator};
 
-use super::eval_many::{Judging, Row, ahead_of_turn, judge_one, row_of};
+use super::eval_many::{Judging, Row, Waiting, build_window, judge_one, row_of, top_up};
 use super::run::cancel_on_signals;
-
-/// One candidate named on stdin, its build perhaps under way.
-struct Waiting {
-    file: PathBuf,
-    dir: PathBuf,
-    spec: EvalSpec,
-    pending: Option<Pending>,
-}
 
 /// Judge every candidate named on stdin until EOF (exit 0), or a signal (130). Lines that
 /// arrive while a candidate is judged start their builds at once (`build_jobs` at a time).
@@ -37,6 +29,7 @@ pub async fn execute(
     cancel_on_signals(cancel.clone(), kill_now.clone());
     let mut evaluator = warm.then(|| WarmEvaluator::new(&root));
     let queue = (build_jobs > 0).then(|| BuildQueue::new(build_jobs));
+    let window = build_window(build_jobs);
     let mut lines = stdin_lines();
     let mut waiting: VecDeque<Waiting> = VecDeque::new();
     let mut count: u32 = 0;
@@ -55,12 +48,11 @@ pub async fn execute(
         let mut spec = make_spec(&file, dir.clone());
         spec.cancel = cancel.clone();
         spec.kill_now = kill_now.clone();
-        let pending = ahead_of_turn(queue.as_ref(), &spec);
         Some(Waiting {
             file,
             dir,
             spec,
-            pending,
+            pending: None,
         })
     };
     loop {
@@ -73,7 +65,10 @@ pub async fn execute(
                 () = cancel.cancelled() => None,
             };
             match line {
-                Some(line) => waiting.extend(take(line, &mut count)),
+                Some(line) => {
+                    waiting.extend(take(line, &mut count));
+                    top_up(&mut waiting, queue.as_ref(), window);
+                }
                 None => open = false,
             }
             continue;
@@ -81,6 +76,7 @@ pub async fn execute(
         if cancel.is_cancelled() {
             break;
         }
+        top_up(&mut waiting, queue.as_ref(), window);
         let started = std::time::Instant::now();
         let judged = judge_one(evaluator.as_mut(), &next.spec, next.pending);
         tokio::pin!(judged);
@@ -92,6 +88,7 @@ pub async fn execute(
                     Some(line) => {
                         let line = line.context("cannot read a candidate path from stdin")?;
                         waiting.extend(take(line, &mut count));
+                        top_up(&mut waiting, queue.as_ref(), window);
                     }
                     None => open = false,
                 },
