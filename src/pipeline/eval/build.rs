@@ -156,56 +156,24 @@ fn judge_build(
     eval_dir: &Path,
     evidence: &mut BuildEvidence,
 ) -> Option<Failure> {
-    let log = worker::stderr_log(run, eval_dir);
     let tail = worker::stderr_tail(run, TAIL_LINES);
-    let (kind, message) = match &run.outcome {
-        Some(outcome) if outcome.is_success() => return None,
-        Some(Outcome::SpawnFailed { error, .. }) => (
-            FailureKind::Harness,
-            format!(
-                "cannot start the build worker: {error}; give the Python interpreter with --python (or $POLYPROF_PYTHON)"
-            ),
-        ),
-        None | Some(Outcome::Cancelled) => (
-            FailureKind::Harness,
-            "the eval was cancelled during the candidate's build".to_string(),
-        ),
-        Some(Outcome::TimedOut { after_s }) => (
-            FailureKind::BuildFailed,
-            format!(
-                "the candidate's build (its import with no device visible) did not finish within {after_s:.0} s and was killed"
-            ),
-        ),
-        // Its script never ran (no such interpreter, a sandbox that could not be set up): no
-        // candidate code ran either. The candidate cannot remove a line written before it.
-        Some(_) if !started(run) => (
-            FailureKind::Harness,
-            format!(
-                "the build worker did not start: its process {}; its output:\n{tail}\n(is the Python interpreter right? give it with --python or $POLYPROF_PYTHON)",
-                ended_as(run)
-            ),
-        ),
-        Some(_) => {
-            if spec.device == Device::Cuda && NEEDED_A_DEVICE.iter().any(|w| tail.contains(w)) {
-                evidence.note = Some(
-                    "the import wanted a GPU (module-level device work): the candidate is built in its judged turn instead"
-                        .to_string(),
-                );
-                return None;
-            }
-            (
-                FailureKind::BuildFailed,
-                format!(
-                    "the candidate's build (its import with no device visible) failed: the build worker {}",
-                    ended_as(run)
-                ),
-            )
+    let ending = ended_as(run);
+    let (kind, message) = match classify(
+        run.outcome.as_ref(),
+        started(run),
+        &tail,
+        spec.device,
+        &ending,
+    ) {
+        BuildEnd::Built => return None,
+        BuildEnd::WantedDevice => {
+            evidence.note = Some(
+                "the import wanted a GPU (module-level device work): the candidate is built in its judged turn instead"
+                    .to_string(),
+            );
+            return None;
         }
-    };
-    let message = if tail.trim().is_empty() || kind == FailureKind::Harness {
-        message
-    } else {
-        format!("{message}; the build log's last lines:\n{tail}")
+        BuildEnd::Failed(kind, message) => (kind, message),
     };
     evidence.note = Some(match kind {
         FailureKind::Harness => "not built: polyprof's failure".to_string(),
@@ -215,8 +183,66 @@ fn judge_build(
         stage: Stage::Build,
         kind,
         message,
-        log,
+        log: worker::stderr_log(run, eval_dir),
     })
+}
+
+/// What the end of a build worker means.
+#[derive(Debug, PartialEq)]
+enum BuildEnd {
+    Built,
+    /// Its import failed only for want of a GPU: built in the judged turn instead.
+    WantedDevice,
+    Failed(FailureKind, String),
+}
+
+/// The meaning of a build worker's end: its `outcome`, whether its script `started` (its first
+/// line), its log's `tail`, the eval's device, how it `ended` in words.
+fn classify(
+    outcome: Option<&Outcome>,
+    started: bool,
+    tail: &str,
+    device: Device,
+    ended: &str,
+) -> BuildEnd {
+    let with_tail = |message: String| {
+        if tail.trim().is_empty() {
+            message
+        } else {
+            format!("{message}; the build log's last lines:\n{tail}")
+        }
+    };
+    let failed = |message: String| BuildEnd::Failed(FailureKind::BuildFailed, with_tail(message));
+    match outcome {
+        Some(outcome) if outcome.is_success() => BuildEnd::Built,
+        Some(Outcome::SpawnFailed { error, .. }) => BuildEnd::Failed(
+            FailureKind::Harness,
+            format!(
+                "cannot start the build worker: {error}; give the Python interpreter with --python (or $POLYPROF_PYTHON)"
+            ),
+        ),
+        None | Some(Outcome::Cancelled) => BuildEnd::Failed(
+            FailureKind::Harness,
+            "the eval was cancelled during the candidate's build".to_string(),
+        ),
+        Some(Outcome::TimedOut { after_s }) => failed(format!(
+            "the candidate's build (its import with no device visible) did not finish within {after_s:.0} s and was killed"
+        )),
+        // Its script never ran (no such interpreter, a sandbox that could not be set up): no
+        // candidate code ran either. The candidate cannot remove a line written before it.
+        Some(_) if !started => BuildEnd::Failed(
+            FailureKind::Harness,
+            format!(
+                "the build worker did not start: its process {ended}; its output:\n{tail}\n(is the Python interpreter right? give it with --python or $POLYPROF_PYTHON)"
+            ),
+        ),
+        Some(_) if device == Device::Cuda && NEEDED_A_DEVICE.iter().any(|w| tail.contains(w)) => {
+            BuildEnd::WantedDevice
+        }
+        Some(_) => failed(format!(
+            "the candidate's build (its import with no device visible) failed: the build worker {ended}"
+        )),
+    }
 }
 
 /// Whether the worker script wrote its first line (the interpreter ran it).
@@ -273,4 +299,73 @@ async fn arch_list(spec: &EvalSpec) -> Option<String> {
 /// Now, as RFC 3339 (UTC, nanoseconds): build and judged spans compare as text.
 pub fn now() -> String {
     humantime::format_rfc3339_nanos(SystemTime::now()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(end: &BuildEnd) -> Option<FailureKind> {
+        match end {
+            BuildEnd::Failed(kind, _) => Some(*kind),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_build_is_judged_by_how_its_process_ended_and_who_ran() {
+        let exited = |code| Some(Outcome::Exited { code });
+        let cpu = Device::Cpu;
+        assert_eq!(
+            classify(exited(0).as_ref(), true, "", cpu, "x"),
+            BuildEnd::Built
+        );
+        // The candidate's import or compiler failed: its fault, its log's tail quoted.
+        let end = classify(
+            exited(4).as_ref(),
+            true,
+            "error: undeclared",
+            cpu,
+            "exited with status 4",
+        );
+        assert_eq!(kind(&end), Some(FailureKind::BuildFailed));
+        let BuildEnd::Failed(_, message) = end else {
+            unreachable!()
+        };
+        assert!(
+            message.contains("status 4") && message.ends_with("error: undeclared"),
+            "{message}"
+        );
+        let timed_out = Some(Outcome::TimedOut { after_s: 600.0 });
+        assert_eq!(
+            kind(&classify(timed_out.as_ref(), true, "", cpu, "x")),
+            Some(FailureKind::BuildFailed)
+        );
+        // Nothing of the candidate's ran: polyprof's failure, whatever the status.
+        for (outcome, started) in [
+            (exited(125), false),
+            (Some(Outcome::Cancelled), true),
+            (None, false),
+            (
+                Some(Outcome::SpawnFailed {
+                    error: "no such file".into(),
+                    errno: Some(2),
+                }),
+                false,
+            ),
+        ] {
+            let end = classify(outcome.as_ref(), started, "", cpu, "x");
+            assert_eq!(kind(&end), Some(FailureKind::Harness), "{outcome:?}");
+        }
+        // An import that only wanted a GPU is built in its judged turn, on CUDA only.
+        let tail = "RuntimeError: No CUDA GPUs are available";
+        assert_eq!(
+            classify(exited(4).as_ref(), true, tail, Device::Cuda, "x"),
+            BuildEnd::WantedDevice
+        );
+        assert_eq!(
+            kind(&classify(exited(4).as_ref(), true, tail, cpu, "x")),
+            Some(FailureKind::BuildFailed)
+        );
+    }
 }
