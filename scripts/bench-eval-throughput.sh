@@ -14,13 +14,12 @@
 #   10 files a copy), `--device cpu`, small trials (EVAL_ARGS, default
 #   `--trials 3 --blocks 5 --repeat 20 --warmup 2 --timeout 10`). Python: PY (default the
 #   test venv target/tmp/test-venv/bin/python, else python3; it needs numpy).
-# MODE=gpu (for the H200 lane; not runnable without a GPU): PROBLEMS=DIR holding one folder per
-#   problem (KernelBench level-1/2), each with reference.py and candidates/*.py (honest
-#   rewrites, incorrect, slow, hostile, ones that fail to compile); every problem is judged warm
-#   and cold with `--device cuda` and EVAL_ARGS (default: polyprof's defaults), and the figures
-#   are summed over problems (seconds per verdict are GPU-held seconds: one eval at a time holds
-#   the GPU). KernelBench's own eval_kernel_against_ref over the same candidates is not driven
-#   here yet (scripts/bench-eval.sh drives its timing).
+# MODE=gpu (for the H200 lane; not runnable without a GPU): KB=KERNELBENCH_DIR (a KernelBench
+#   checkout: src/kernelbench and KernelBench/level1, level2); scripts/bench_eval_throughput_gpu.py
+#   writes ten kinds of candidates per problem (honest, slow, incorrect, raising, hostile, failing
+#   to compile) for N_PROBLEMS problems and judges them warm, cold (`--cold`) and with
+#   KernelBench's own eval_kernel_against_ref, side by side (its docstring has the settings).
+#   OUT=DIR keeps its summary, results and logs.
 # BUILDS=1 (default, MODE=cpu): then the build stage's overlap (docs/eval-harness.md, "The build
 #   stage"): BUILD_COPIES (default 6) slow-to-build candidates (tests/programs/eval/
 #   build_c_library.py: a C library built with `cc` at import, after BUILD_DELAY seconds, default
@@ -112,13 +111,8 @@ if [[ $MODE == cpu ]]; then
   echo "load: $(cut -d' ' -f1-3 /proc/loadavg), cores: $(nproc), mode cpu, $(ls "$WORK/candidates" | wc -l) candidates x $ROUNDS rounds a side, $EVAL_ARGS"
   judge numpy tests/programs/eval/reference.py "$WORK/candidates" cpu
 elif [[ $MODE == gpu ]]; then
-  [[ -d "${PROBLEMS:-}" ]] || { echo "MODE=gpu needs PROBLEMS=DIR (one folder per problem: reference.py, candidates/)" >&2; exit 2; }
-  PYARGS=()
-  EVAL_ARGS=${EVAL_ARGS:-}
-  echo "mode gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1), problems in $PROBLEMS, $ROUNDS rounds a side"
-  for problem in "$PROBLEMS"/*/; do
-    judge "$(basename "$problem")" "$problem/reference.py" "$problem/candidates" cuda
-  done
+  [[ -d "${KB:-}" ]] || { echo "MODE=gpu needs KB=KERNELBENCH_DIR (src/kernelbench, KernelBench/level1 and level2)" >&2; exit 2; }
+  exec python3 scripts/bench_eval_throughput_gpu.py "$BIN" "$KB" "${OUT:-$WORK/gpu}"
 else
   echo "MODE must be cpu or gpu" >&2
   exit 2

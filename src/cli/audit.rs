@@ -27,12 +27,19 @@ pub struct Args {
 
 pub async fn execute(args: Args) -> anyhow::Result<u8> {
     let evidence_path = args.dir.join("evidence.json");
-    let text = std::fs::read_to_string(&evidence_path).with_context(|| {
-        format!(
-            "cannot read {}; pass the directory `polyprof eval --output-dir` wrote",
-            evidence_path.display()
-        )
-    })?;
+    // Regular files only: a FIFO named evidence.json would hang the read.
+    let text = polyprof::model::input::read_regular(&evidence_path)
+        .and_then(|bytes| {
+            String::from_utf8(bytes).map_err(|_| {
+                std::io::Error::new(std::io::ErrorKind::InvalidData, "it is not UTF-8 text")
+            })
+        })
+        .with_context(|| {
+            format!(
+                "cannot read {}; pass the directory `polyprof eval --output-dir` wrote",
+                evidence_path.display()
+            )
+        })?;
     let evidence = parse_evidence(&text)
         .with_context(|| format!("cannot judge {}", evidence_path.display()))?;
     let verdict = judge(&evidence);

@@ -495,7 +495,8 @@ fn write_json_atomic<T: Serialize>(path: &Path, value: &T, what: &str) -> Result
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T> {
-    let text = std::fs::read(path).map_err(|e| Error::io("read", path, e))?;
+    // Regular files only: a FIFO planted as batch.json or entry.json would hang `--resume`.
+    let text = crate::model::input::read_regular(path).map_err(|e| Error::io("read", path, e))?;
     serde_json::from_slice(&text).map_err(|source| Error::Json {
         context: format!("{what} {}", path.display()),
         source,

@@ -29,6 +29,28 @@ pub fn describe(file_type: std::fs::FileType) -> &'static str {
     }
 }
 
+/// The bytes of regular file `path`: opened without blocking (a FIFO's `open` would wait for
+/// a writer, deaf to signals), checked with `fstat` on the open descriptor (no race with a
+/// swap of the path), and refused at once, saying what it is, when it is a FIFO, a device, a
+/// socket or a directory.
+pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("it is {}, not a regular file", describe(meta.file_type())),
+        ));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// The size of `path` when it is a regular file (after symlinks); an error naming what it is
 /// otherwise. Checked before opening: opening a FIFO blocks until a writer comes.
 pub fn require_regular_file(path: &Path) -> Result<u64> {

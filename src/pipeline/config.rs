@@ -147,16 +147,19 @@ fn check_env_policy(value: &str, origin: &str) -> Result<String> {
     }
 }
 
-/// An empty `output_root` would put runs in the file's folder (or nowhere); refused here
-/// rather than failing later with an unclear message.
-fn check_output_root(value: &Path, origin: &str) -> Result<()> {
+/// An empty path would name the file's folder (or nothing): runs, a cache or a device table
+/// there is never what was meant, so it is refused here rather than failing later with an
+/// unclear message. `what` says what the key names, for the message.
+fn check_path(key: &str, what: &str, value: &Path, origin: &str) -> Result<()> {
     if value.as_os_str().is_empty() || value.to_str().is_some_and(|v| v.trim().is_empty()) {
+        let default = if key == "output_root" {
+            format!(" (the default is `{DEFAULT_OUTPUT_ROOT}`)")
+        } else {
+            String::new()
+        };
         return Err(Error::Config {
             origin: origin.to_string(),
-            message: format!(
-                "output_root is empty; give a folder (the default is `{DEFAULT_OUTPUT_ROOT}`) or \
-                 remove the key"
-            ),
+            message: format!("{key} is empty; give {what}{default} or remove the key"),
         });
     }
     Ok(())
@@ -193,13 +196,14 @@ impl Config {
             self.clock_control = set(check_clock_control(&v, &origin)?);
         }
         if let Some(v) = raw.output_root {
-            check_output_root(&v, &origin)?;
+            check_path("output_root", "a folder", &v, &origin)?;
             self.output_root = Setting {
                 value: dir.join(v),
                 source: source.clone(),
             };
         }
         if let Some(v) = raw.devices {
+            check_path("devices", "a device table file", &v, &origin)?;
             self.devices = Setting {
                 value: Some(dir.join(v)),
                 source: source.clone(),
@@ -209,6 +213,7 @@ impl Config {
             self.env_policy = set(check_env_policy(&v, &origin)?);
         }
         if let Some(v) = raw.cache_dir {
+            check_path("cache_dir", "a folder", &v, &origin)?;
             self.cache_dir = Setting {
                 value: Some(dir.join(v)),
                 source: source.clone(),
@@ -247,13 +252,14 @@ impl Config {
                     }
                 }
                 "OUTPUT_ROOT" => {
-                    check_output_root(Path::new(value), name)?;
+                    check_path("output_root", "a folder", Path::new(value), name)?;
                     self.output_root = Setting {
                         value: PathBuf::from(value),
                         source,
                     }
                 }
                 "DEVICES" => {
+                    check_path("devices", "a device table file", Path::new(value), name)?;
                     self.devices = Setting {
                         value: Some(PathBuf::from(value)),
                         source,
@@ -266,6 +272,7 @@ impl Config {
                     }
                 }
                 "CACHE_DIR" => {
+                    check_path("cache_dir", "a folder", Path::new(value), name)?;
                     self.cache_dir = Setting {
                         value: Some(PathBuf::from(value)),
                         source,
@@ -495,5 +502,16 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("profiler.cuda is `nsys`"), "{error}");
+        // An empty path names no folder or file, in a file or a variable.
+        for key in ["output_root", "cache_dir", "devices"] {
+            std::fs::write(dir.path().join(PROJECT_FILE), format!("{key} = \" \"\n")).unwrap();
+            let error = Config::load_from(dir.path(), &[]).unwrap_err().to_string();
+            assert!(error.contains(&format!("{key} is empty")), "{error}");
+            let variable = format!("POLYPROF_{}", key.to_ascii_uppercase());
+            let error = Config::load_from(empty.path(), &vars(&[(&variable, "")]))
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(&variable), "{error}");
+        }
     }
 }

@@ -38,6 +38,19 @@ pub fn read(path: &Path) -> std::io::Result<Found> {
             why,
         }))
     };
+    // A link's own owner counts too: the paths in a file are relative to the folder of the
+    // name it was found by, so another user's link to your file would place your runs in
+    // their folder.
+    #[cfg(unix)]
+    if let Ok(link) = std::fs::symlink_metadata(path)
+        && link.file_type().is_symlink()
+        && let Some(why) = untrusted_owner(
+            std::os::unix::fs::MetadataExt::uid(&link),
+            "it is a link that",
+        )
+    {
+        return skip(why);
+    }
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -55,16 +68,8 @@ pub fn read(path: &Path) -> std::io::Result<Found> {
         return skip("it is not a regular file".to_string());
     }
     #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        let me = nix::unistd::geteuid().as_raw();
-        if meta.uid() != me && meta.uid() != 0 {
-            return skip(format!(
-                "it is owned by uid {}, not by you (uid {me}) or root; polyprof honours only \
-                 files you or root own (docs/config.md)",
-                meta.uid()
-            ));
-        }
+    if let Some(why) = untrusted_owner(std::os::unix::fs::MetadataExt::uid(&meta), "it") {
+        return skip(why);
     }
     if meta.len() > MAX_BYTES {
         return skip(format!("it is larger than {MAX_BYTES} bytes"));
@@ -78,6 +83,19 @@ pub fn read(path: &Path) -> std::io::Result<Found> {
             "the file is not UTF-8 text",
         )),
     }
+}
+
+/// Why something owned by `uid` is not honoured, `subject` saying what (`it`, `it is a link
+/// that`); `None` when the user running polyprof (the effective uid) or root owns it.
+#[cfg(unix)]
+fn untrusted_owner(uid: u32, subject: &str) -> Option<String> {
+    let me = nix::unistd::geteuid().as_raw();
+    (uid != me && uid != 0).then(|| {
+        format!(
+            "{subject} is owned by uid {uid}, not by you (uid {me}) or root; polyprof honours \
+             only files (and links to them) you or root own (docs/config.md)"
+        )
+    })
 }
 
 #[cfg(all(test, unix))]
@@ -107,6 +125,15 @@ mod tests {
             assert!(
                 matches!(read(&theirs).unwrap(), Found::Skipped(s) if s.why.contains("uid 65534"))
             );
+            // Another user's link to a file of yours: skipped too, the link named.
+            let link = dir.path().join("link.toml");
+            std::os::unix::fs::symlink(&mine, &link).unwrap();
+            assert!(matches!(read(&link).unwrap(), Found::Text(_)));
+            std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
+            assert!(matches!(
+                read(&link).unwrap(),
+                Found::Skipped(s) if s.why.starts_with("it is a link that is owned by uid 65534")
+            ));
         }
     }
 }

@@ -3,29 +3,12 @@
 //! checked with `fstat` on the open descriptor (no race with a swap of the path), and refused
 //! at once, with what it is, when it is a FIFO, a device, a socket or a directory.
 
-use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use crate::model::input::describe;
-
-/// The bytes of regular file `path`; an error naming what it is otherwise.
-pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.file_type().is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("it is {}, not a regular file", describe(meta.file_type())),
-        ));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.read_to_end(&mut bytes)?;
-    Ok(bytes)
-}
+/// The bytes of regular file `path`; an error naming what it is otherwise. In model/ (beside
+/// the other readers' limits), as the documents model reads itself (batch.json, entry.json)
+/// need it too.
+pub use crate::model::input::read_regular;
 
 /// SHA-256 of regular file `path` in hex; `None` when it cannot be read as one.
 pub fn sha256_hex(path: &Path) -> Option<String> {

@@ -38,12 +38,13 @@ pub async fn ensure_fresh(profiler: &str, dir: &Path, stale: impl Fn(&str) -> bo
     ))
 }
 
-/// Write each staged file into `dir` (which exists).
+/// Write each staged file into `dir` (which exists). Through the atomic-write helper: an
+/// `--output-dir` may be a folder others can write, and a link or FIFO planted at a staged
+/// file's name is replaced, never followed into a file polyprof did not create or waited on.
 pub async fn stage_files(dir: &Path, files: &[StagedFile]) -> Result<()> {
     for file in files {
         let path = dir.join(&file.name);
-        tokio::fs::write(&path, &file.content)
-            .await
+        crate::model::atomic_file::write_atomic(&path, file.content.as_bytes())
             .map_err(|e| Error::io("stage file", &path, e))?;
     }
     Ok(())
@@ -71,5 +72,23 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("trace.metrics.12"), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_link_at_a_staged_name_is_replaced_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.path().join("config.ini")).unwrap();
+        let staged = StagedFile {
+            name: "config.ini".into(),
+            content: "[section]\n".into(),
+        };
+        stage_files(dir.path(), &[staged]).await.unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        let written = dir.path().join("config.ini");
+        assert!(!std::fs::symlink_metadata(&written).unwrap().is_symlink());
+        assert_eq!(std::fs::read_to_string(&written).unwrap(), "[section]\n");
     }
 }

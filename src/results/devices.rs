@@ -249,8 +249,16 @@ impl DeviceTable {
 
     /// Read a user table from a file.
     pub fn load(path: &Path) -> Result<Self> {
-        let text =
-            std::fs::read_to_string(path).map_err(|e| Error::io("read device table", path, e))?;
+        // Regular files only: a FIFO or `/dev/zero` named as the table would hang `report`.
+        let bytes = crate::model::input::read_regular(path)
+            .map_err(|e| Error::io("read device table", path, e))?;
+        let text = String::from_utf8(bytes).map_err(|_| {
+            Error::io(
+                "read device table",
+                path,
+                std::io::Error::new(std::io::ErrorKind::InvalidData, "it is not UTF-8 text"),
+            )
+        })?;
         Self::from_toml(&text, &path.display().to_string())
     }
 

@@ -32,7 +32,8 @@ impl Profile {
     /// The scopes saved in `run_dir` ([`SCOPES_FILE`]); `None` when there are none.
     pub fn read_scopes(run_dir: &std::path::Path) -> crate::model::error::Result<Option<Self>> {
         let path = run_dir.join(SCOPES_FILE);
-        let text = match std::fs::read(&path) {
+        // Regular files only: a FIFO named scopes.json would hang `report`.
+        let text = match crate::model::input::read_regular(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(crate::model::error::Error::io("read scopes", &path, e)),

@@ -1292,8 +1292,9 @@ class Worker:
         repeat = wire_int(header.get("repeat", 100), "repeat")
         warmup = wire_int(header.get("warmup", 10), "warmup")
         flush_l2 = bool(header.get("flush_l2", True))
-        if repeat < 1:
-            raise ProtocolError("repeat must be >= 1")
+        max_batch = wire_int(header.get("max_batch", 1000), "max_batch")
+        if repeat < 1 or max_batch < 1:
+            raise ProtocolError("repeat and max_batch must be >= 1")
         inputs = state.run_inputs if self.role == "trusted" else state.inputs
         framework = self.framework_of_call(inputs)
         device_state = reset_device_state(self.device, framework)
@@ -1307,7 +1308,9 @@ class Worker:
         try:
             with self.range("polyprof/timing"), self.no_grad():
                 if self.device == "cuda" and framework == "torch":
-                    times, method, batch, last = time_call(loaded_torch(), call, repeat, warmup, flush_l2)
+                    times, method, batch, last = time_call(
+                        loaded_torch(), call, repeat, warmup, flush_l2, max_batch=max_batch
+                    )
                 else:
                     times, method, batch, last = time_call_host(call, repeat, warmup)
                 synchronize()

@@ -156,14 +156,16 @@ def _time_graph_pairs(
     separator: Callable[[], Any],
     estimate_ms: float,
     output_of: Callable[[], Any],
+    max_batch: int = 1000,
 ) -> "tuple[List[float], int]":
     """Per-call times from graphs of ``batch`` (separator, call) pairs minus graphs of ``batch``
     separators: no launch gap, no overlap of one call with the next, the separator's own time
     taken out. The paired graph is replayed last, so what its last call wrote is the output of
     the last timed call. ``output_of()``: the output of the last captured call, which one replay
-    must write (``GraphMissedTheCall`` otherwise)."""
+    must write (``GraphMissedTheCall`` otherwise). ``max_batch``: a bound on the batch from outside
+    the call's process (see ``time_call``)."""
     separator_ms = _median(_time_events(torch, separator, 5, None))
-    batch = max(1, min(1000, int(GRAPH_REPLAY_MS / max(estimate_ms + separator_ms, 1e-4))))
+    batch = max(1, min(1000, max_batch, int(GRAPH_REPLAY_MS / max(estimate_ms + separator_ms, 1e-4))))
 
     def pair() -> None:
         separator()
@@ -197,11 +199,17 @@ def time_call(
     flush_l2: bool,
     graph: Optional[bool] = None,
     keep_output: bool = True,
+    max_batch: int = 1000,
 ) -> Timing:
     """GPU time of ``call()`` (a CUDA callable): ``repeat`` timed calls after ``warmup`` untimed
     ones. ``graph``: ``True`` CUDA graphs of (flush, call) pairs against graphs of flushes alone,
     ``False`` one call per event pair, ``None`` graphs when a first estimate is below
     ``GRAPH_BELOW_MS`` (falling back to events when ``call`` cannot be captured).
+
+    ``max_batch`` bounds the calls per graph replay whatever the first estimate says. The estimate
+    comes from timers inside the process, which a hostile call can patch: one that reports a
+    nanosecond would otherwise get 1000 calls per replay and hold the GPU a thousand times longer
+    than its block needs. The eval passes a bound derived from the reference's own time.
 
     Returns ``(times_ms, method, batch, last_output)``. ``last_output`` is what the last timed
     call returned (``None`` with ``keep_output=False``); on the graph path, a copy of the output
@@ -232,7 +240,7 @@ def time_call(
         separator = flush if flush is not None else _separator(torch)
         try:
             times, batch = _time_graph_pairs(
-                torch, timed, repeat, separator, estimate, lambda: last[0]
+                torch, timed, repeat, separator, estimate, lambda: last[0], max_batch
             )
         except Exception as error:  # not capturable (synchronizes, allocates host memory, ...)
             if not auto:

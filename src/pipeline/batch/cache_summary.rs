@@ -44,7 +44,7 @@ fn may_use_cache(spec: &JobSpec, default: Option<&ProfileCacheOptions>) -> bool 
 /// The run's cache figures from `dir/run.json`; `None` when it used no cache or cannot be
 /// read (a run cut off before it wrote one has no figures to add).
 pub fn read_run_cache(dir: &Path) -> Option<ProfileCacheSummary> {
-    let bytes = std::fs::read(dir.join(RUN_FILE)).ok()?;
+    let bytes = crate::model::input::read_regular(&dir.join(RUN_FILE)).ok()?;
     serde_json::from_slice::<CachePart>(&bytes)
         .ok()?
         .profile_cache

@@ -76,9 +76,11 @@ fn finished_entry(root: &Path, spec: &JobSpec) -> Option<BatchEntry> {
             return None;
         };
         let verdict = run_dir.join(crate::pipeline::eval::VERDICT_FILE);
-        let reads = std::fs::read(&verdict).ok().is_some_and(|bytes| {
-            serde_json::from_slice::<crate::eval::EvalVerdict>(&bytes).is_ok()
-        });
+        let reads = crate::model::input::read_regular(&verdict)
+            .ok()
+            .is_some_and(|bytes| {
+                serde_json::from_slice::<crate::eval::EvalVerdict>(&bytes).is_ok()
+            });
         return (reads || entry.state == EntryState::Failed).then_some(entry);
     }
     let passes: Vec<&str> = if entry.passes.is_empty() {

@@ -80,10 +80,11 @@ pub fn lookup_in(dir: &Path, device: &str, driver: &str, tool: &str) -> Option<C
         if path.extension().is_none_or(|e| e != "json") {
             continue;
         }
-        let Ok(text) = std::fs::read_to_string(&path) else {
+        // A FIFO named like a document would hang the eval's lookup: regular files only.
+        let Ok(bytes) = crate::pipeline::regular_file::read_regular(&path) else {
             continue;
         };
-        let Ok(mut calibration) = serde_json::from_str::<Calibration>(&text) else {
+        let Ok(mut calibration) = serde_json::from_slice::<Calibration>(&bytes) else {
             tracing::debug!(path = %path.display(), "not a calibration document; passed over");
             continue;
         };
@@ -206,6 +207,10 @@ mod tests {
         assert!(lookup_in(dir.path(), "NVIDIA H100", "580.95.05", TOOL).is_none());
         // A missing directory is no calibration, not an error.
         assert!(lookup_in(&dir.path().join("none"), UUID, "580.95.05", TOOL).is_none());
+        // A FIFO named like a document is passed over at once, not waited on.
+        let fifo = dir.path().join("a-fifo.json");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert!(lookup_in(dir.path(), UUID, "580.95.05", TOOL).is_some());
     }
 
     #[test]

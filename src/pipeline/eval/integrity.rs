@@ -6,8 +6,6 @@
 
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
-
 use crate::eval::evidence::{Failure, FailureKind, Stage};
 
 /// The files of one eval as they were when it started.
@@ -24,10 +22,10 @@ pub struct Baseline {
     documents: Vec<PathBuf>,
 }
 
+/// `None` for what is not a regular file: a FIFO put in a harness file's place by the
+/// candidate reads as a change, never a hang.
 fn digest(path: &Path) -> Option<String> {
-    std::fs::read(path)
-        .ok()
-        .map(|bytes| format!("{:x}", Sha256::digest(&bytes)))
+    crate::pipeline::regular_file::sha256_hex(path)
 }
 
 fn mode(path: &Path) -> Option<u32> {
@@ -189,5 +187,10 @@ mod tests {
         assert!(changes[2].contains("verdict.json was planted"));
         let f = failure(Stage::Correctness, &changes, None);
         assert_eq!(f.kind, FailureKind::Interfered);
+        // A FIFO in a harness file's place reads as a change at once, never a hang.
+        std::fs::remove_file(harness.join("w.py")).unwrap();
+        nix::unistd::mkfifo(&harness.join("w.py"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let changes = baseline.changes();
+        assert!(changes.iter().any(|c| c.contains("w.py")), "{changes:?}");
     }
 }

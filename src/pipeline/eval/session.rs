@@ -1044,7 +1044,13 @@ impl Eval<'_> {
                     Side::Candidate => Role::Candidate,
                 };
                 let conditions_before = self.read_conditions().await;
-                let request = Message::request("time", fields.clone());
+                let mut fields = fields.clone();
+                if side == Side::Candidate
+                    && let Some(bound) = self.reference_graph_batch_bound()
+                {
+                    fields["max_batch"] = json!(bound);
+                }
+                let request = Message::request("time", fields);
                 // The other side stopped while this one is timed (its last request answered,
                 // after a device synchronize: nothing of it is queued).
                 let frozen = self.freeze_other_side(role);
@@ -1093,6 +1099,29 @@ impl Eval<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The most calls one CUDA-graph replay of the candidate may hold: as many as fill
+    /// `GRAPH_REPLAY_MS` at the reference's median per-call time, measured by the trusted worker.
+    /// The candidate's harness sizes its batch from its own first estimate, taken with timers in
+    /// its own process: a candidate that patches them to report nanoseconds would otherwise get
+    /// the full 1000 calls per replay and hold the GPU up to 1000 times longer than its block
+    /// needs (206 s for one block set of a 4096² matmul, H100). A candidate that is really faster
+    /// than the reference still gets a replay long enough to time, with a flush in every pair.
+    fn reference_graph_batch_bound(&self) -> Option<u32> {
+        let mut times: Vec<f64> = self
+            .evidence
+            .samples
+            .iter()
+            .filter(|b| b.side == Side::Reference)
+            .flat_map(|b| b.times_ms.iter().copied())
+            .filter(|t| t.is_finite() && *t > 0.0)
+            .collect();
+        if times.is_empty() {
+            return None;
+        }
+        times.sort_by(f64::total_cmp);
+        Some(graph_batch_bound(times[times.len() / 2]))
     }
 
     /// The latest record of trial `index`, which the timing needs `for_what`.
@@ -1868,9 +1897,38 @@ fn cached_calibration(
     crate::pipeline::calibrate::lookup(device, driver, tool)
 }
 
+/// Target GPU time of one graph replay, ms: `GRAPH_REPLAY_MS` of the harness's
+/// `polyprof_timing.py`, which sizes its batches to it.
+const GRAPH_REPLAY_MS: f64 = 32.0;
+/// The harness's own cap on calls per graph replay.
+const GRAPH_BATCH_MAX: u32 = 1000;
+
+/// Calls per graph replay that fill `GRAPH_REPLAY_MS` at `reference_ms` a call (at least 1, at
+/// most the harness's own cap).
+fn graph_batch_bound(reference_ms: f64) -> u32 {
+    let calls = (GRAPH_REPLAY_MS / reference_ms).ceil();
+    if calls.is_finite() && calls >= 1.0 {
+        (calls.min(f64::from(GRAPH_BATCH_MAX))) as u32
+    } else {
+        1
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_graph_replay_holds_at_most_the_references_32_ms_of_calls() {
+        // A 2.66 ms matmul: 13 calls a replay, not the 1000 a patched timer would ask for.
+        assert_eq!(graph_batch_bound(2.66), 13);
+        // A reference slower than a replay: one call.
+        assert_eq!(graph_batch_bound(50.0), 1);
+        // A µs reference: the harness's own cap.
+        assert_eq!(graph_batch_bound(0.001), 1000);
+        assert_eq!(graph_batch_bound(0.0), 1);
+        assert_eq!(graph_batch_bound(f64::NAN), 1);
+    }
 
     #[test]
     fn an_eval_directory_is_refused_or_numbered_when_not_empty() {

@@ -68,7 +68,10 @@ pub fn read_traces(tracer: &GpuTracer, dir: &Path) -> Result<Vec<GpuTrace>, Trac
         let Some(pid) = (tracer.record_file_pid)(&name) else {
             continue;
         };
-        let text = std::fs::read_to_string(entry.path()).map_err(io)?;
+        // The candidate can write this folder: a FIFO planted there must not hang the read.
+        let bytes = crate::model::input::read_regular(&entry.path()).map_err(io)?;
+        let text = String::from_utf8(bytes)
+            .map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
         let trace = (tracer.parse)(pid, &text).map_err(|message| TracerError::Records {
             file: name.clone(),
             message,
@@ -120,6 +123,15 @@ mod tests {
         std::fs::write(dir.path().join("trace-78.tsv"), "nonsense\n").unwrap();
         let error = read_traces(tracer, dir.path()).unwrap_err().to_string();
         assert!(error.starts_with("trace-78.tsv: line 1"), "{error}");
+        // A FIFO the candidate planted under a record file's name: an error at once.
+        std::fs::remove_file(dir.path().join("trace-78.tsv")).unwrap();
+        nix::unistd::mkfifo(
+            &dir.path().join("trace-79.tsv"),
+            nix::sys::stat::Mode::S_IRWXU,
+        )
+        .unwrap();
+        let error = read_traces(tracer, dir.path()).unwrap_err().to_string();
+        assert!(error.contains("not a regular file"), "{error}");
     }
 
     #[test]

@@ -90,11 +90,14 @@ pub fn read_logs(
         if !capability.is_launch_log(&name) {
             continue;
         }
-        let text = std::fs::read_to_string(entry.path()).map_err(io)?;
+        // The profiled program can write this folder: a FIFO there must not hang the read.
+        let bytes = crate::model::input::read_regular(&entry.path()).map_err(io)?;
+        let text = String::from_utf8(bytes)
+            .map_err(|e| io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
         let mut image = |file: &str| {
             // Only plain names the library wrote: never a path out of the folder.
             (!file.contains('/') && !file.starts_with('.'))
-                .then(|| std::fs::read(dir.join(file)).ok())
+                .then(|| crate::model::input::read_regular(&dir.join(file)).ok())
                 .flatten()
         };
         let launches = capability

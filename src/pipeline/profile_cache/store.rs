@@ -157,12 +157,53 @@ impl ProfileCache {
         })
     }
 
-    /// [`open`](Self::open) a cache that exists; `None`, creating nothing, when `dir` does not.
+    /// A cache that exists and carries this layout's marker, for upkeep (`list`, `clear`,
+    /// `expire`, `invalidate`); `None`, creating and marking nothing, when `dir` does not exist
+    /// or holds nothing (at most what a writer opening it makes before its marker: the lock
+    /// file, the marker's temporary file). A directory with anything else and no marker is
+    /// refused: upkeep never marks a folder, so `clear` cannot take a folder of two-hex-digit
+    /// folders (git objects, a hash store) for a cache and remove what is in it.
     pub fn open_existing(dir: &Path) -> Result<Option<Self>> {
         match std::fs::metadata(dir) {
-            Ok(_) => Self::open(dir).map(Some),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(io("read the profile cache", dir, e)),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io("read the profile cache", dir, e)),
+        }
+        let marker = dir.join(VERSION_FILE);
+        match read_regular(&marker).map(|b| String::from_utf8_lossy(&b).into_owned()) {
+            Ok(text) if text.trim() == LAYOUT => Ok(Some(ProfileCache {
+                dir: dir.to_path_buf(),
+            })),
+            Ok(text) => Err(ProfileCacheError::Layout {
+                path: dir.to_path_buf(),
+                found: text.trim().to_string(),
+                expected: LAYOUT.to_string(),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let read =
+                    std::fs::read_dir(dir).map_err(|e| io("read the profile cache", dir, e))?;
+                // What a writer opening a new cache makes before its marker is in place.
+                let only_a_writers = read.flatten().all(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    name == LOCK_FILE || name.starts_with(&format!(".{VERSION_FILE}."))
+                });
+                // That writer may have marked it, and stored entries, since the read above.
+                let marked_since = read_regular(&marker)
+                    .is_ok_and(|b| String::from_utf8_lossy(&b).trim() == LAYOUT);
+                if marked_since {
+                    Ok(Some(ProfileCache {
+                        dir: dir.to_path_buf(),
+                    }))
+                } else if only_a_writers {
+                    Ok(None)
+                } else {
+                    Err(ProfileCacheError::NotACache {
+                        path: dir.to_path_buf(),
+                        marker: VERSION_FILE,
+                    })
+                }
+            }
+            Err(e) => Err(io("read the profile cache's marker", &marker, e)),
         }
     }
 
@@ -298,6 +339,15 @@ impl ProfileCache {
         let _lock = self.lock()?;
         let mut removed = 0;
         for (path, _) in self.entry_files()? {
+            // A FIFO, link, device or folder named like an entry is not one polyprof wrote:
+            // reported and left (an old FIFO's time would otherwise have it removed).
+            if let Some(kind) = not_a_regular_file(&path) {
+                tracing::warn!(
+                    "`{}` is {kind}, not a profile cache entry; `cache expire` leaves it",
+                    path.display()
+                );
+                continue;
+            }
             let profiled = read_regular(&path)
                 .ok()
                 .and_then(|bytes| serde_json::from_slice::<CacheEntry>(&bytes).ok())
@@ -496,6 +546,16 @@ fn remove_entry(path: &Path) -> Result<bool> {
     }
 }
 
+/// What the file at `path` is when it is not a regular file (its link itself, not followed);
+/// `None` for a regular file or one that is gone.
+fn not_a_regular_file(path: &Path) -> Option<&'static str> {
+    let kind = std::fs::symlink_metadata(path).ok()?.file_type();
+    if kind.is_symlink() {
+        return Some("a symbolic link");
+    }
+    (!kind.is_file()).then(|| crate::model::input::describe(kind))
+}
+
 /// Whether `dir` holds nothing but what a cache holds (or nothing): safe to mark as one.
 fn only_cache_files(dir: &Path) -> Result<bool> {
     let read = std::fs::read_dir(dir).map_err(|e| io("read the profile cache", dir, e))?;
@@ -577,6 +637,8 @@ mod tests {
     use super::*;
     use crate::model::profile_cache::{LaunchFingerprint, ProfileContext};
     use crate::model::record::KernelRecord;
+    #[cfg(unix)]
+    use std::os::unix::fs::OpenOptionsExt;
 
     fn key(n: u64) -> ProfileKey {
         ProfileKey::new(
@@ -858,6 +920,48 @@ mod tests {
         assert!(!missing.exists());
         assert!(ProfileCache::open(&missing).is_ok());
         assert!(ProfileCache::open_existing(&missing).unwrap().is_some());
+    }
+
+    #[test]
+    fn upkeep_never_marks_a_folder_of_empty_shards() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("ab")).unwrap();
+        let err = ProfileCache::open_existing(dir.path()).unwrap_err();
+        assert!(matches!(err, ProfileCacheError::NotACache { .. }), "{err}");
+        assert!(!dir.path().join(VERSION_FILE).exists());
+        // Nothing, or only a lock file, is no cache yet: nothing to list or remove.
+        let empty = tempfile::tempdir().unwrap();
+        std::fs::write(empty.path().join(LOCK_FILE), "").unwrap();
+        assert!(ProfileCache::open_existing(empty.path()).unwrap().is_none());
+        assert!(!empty.path().join(VERSION_FILE).exists());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn expire_leaves_what_is_not_a_regular_file_however_old() {
+        let (_dir, cache) = cache();
+        cache
+            .put(&entry(key(1), now_unix_s() - 30.0 * 86_400.0))
+            .unwrap();
+        let fifo = cache.path_of(&key(2).digest());
+        std::fs::create_dir_all(fifo.parent().unwrap()).unwrap();
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let folder = cache.path_of(&key(3).digest());
+        std::fs::create_dir_all(&folder).unwrap();
+        let old = std::time::SystemTime::now() - Duration::from_secs(30 * 86_400);
+        for path in [&fifo, &folder] {
+            let times = std::fs::FileTimes::new().set_modified(old);
+            std::fs::File::options()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(path)
+                .unwrap()
+                .set_times(times)
+                .unwrap();
+        }
+        assert_eq!(cache.expire(Duration::from_secs(86_400)).unwrap(), 1);
+        assert!(std::fs::symlink_metadata(&fifo).is_ok());
+        assert!(folder.is_dir());
     }
 
     #[test]

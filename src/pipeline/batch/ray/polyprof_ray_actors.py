@@ -49,7 +49,14 @@ SAVE_EVERY_S = 0.2
 
 def write_json_atomic(path, value):
     tmp = "%s.tmp.%d" % (path, os.getpid())
-    with open(tmp, "w") as f:
+    # A link or FIFO planted at the temporary name is removed and the file created afresh,
+    # never followed into a file this process did not create (issue 43).
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    with os.fdopen(os.open(tmp, flags | getattr(os, "O_CLOEXEC", 0), 0o644), "w") as f:
         json.dump(value, f)
     # Readers see the old file or the new one; it is progress, not a record to keep.
     os.replace(tmp, path)

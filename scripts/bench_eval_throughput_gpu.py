@@ -1,0 +1,371 @@
+#!/usr/bin/env python3
+"""Verdict throughput on a GPU, three harnesses side by side over the same candidates.
+
+    scripts/bench-eval-throughput.sh with MODE=gpu KB=KERNELBENCH_DIR (this file does the work)
+
+For N_PROBLEMS (default 11) KernelBench level-1/2 problems, about half from each level, evenly
+spaced among those whose inputs and weights fit MAX_MB (default 256; sizes from one probe
+process on torch's meta device), it writes candidates of ten kinds per problem (below; the
+compile error only for the first COMPILE_ERRORS problems, default 3) and judges each problem's
+candidates three ways, problem by problem, the order of the three rotating so that none always
+runs first:
+  warm  `polyprof eval --reference R --candidate DIR --device cuda` (one trusted worker, the
+        reference's blocks reused after their drift probe, every check on: polyprof's defaults);
+  cold  the same with `--cold`;
+  kb    KernelBench's own `eval_kernel_against_ref` (src/kernelbench/eval.py of KB), one fresh
+        Python process per candidate as its eval_from_generations runs them (a spawned pool
+        process), with that script's defaults: 5 correctness trials, 100 timed trials,
+        cuda_event timing. Its reference time is the `honest_alias` candidate's (the reference
+        itself), so no process is added for it. KernelBench's package __init__ imports LLM
+        clients (openai, litellm, dotenv) that the eval never calls; empty stand-ins are put in
+        their place. pydantic comes from PYDANTIC_PATH (wheels carried to the machine).
+Each side's wall time is GPU-held time: one eval at a time runs on the GPU. Printed: per side
+the wall seconds, verdicts per GPU-hour and GPU seconds per verdict; warm/cold and warm/kb
+ratios; whether warm and cold gave every candidate the same verdict (status, passed, findings,
+failure); and per candidate kind what polyprof and KernelBench concluded. Everything printed
+also goes to OUT/summary.txt as it is printed. BUDGET_S (default 540) bounds the whole run:
+a problem is started only when the time it is expected to take (the slowest so far) fits.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = os.environ.get("POLYPROF_PYTHON", "python3")
+N_PROBLEMS = int(os.environ.get("N_PROBLEMS", "11"))
+MAX_MB = float(os.environ.get("MAX_MB", "256"))
+COMPILE_ERRORS = int(os.environ.get("COMPILE_ERRORS", "3"))
+BUDGET_S = float(os.environ.get("BUDGET_S", "540"))
+EVAL_ARGS = os.environ.get("EVAL_ARGS", "").split()
+SIDES = os.environ.get("SIDES", "warm cold kb").split()
+EVAL_TIMEOUT_S = float(os.environ.get("EVAL_TIMEOUT_S", "300"))
+KB_TIMEOUT_S = float(os.environ.get("KB_TIMEOUT_S", "180"))  # eval_from_generations' default
+
+# The candidates, appended to the problem's own source (which defines Model).
+ADAPT = '''
+def _map_out(out, fn):
+    if isinstance(out, torch.Tensor):
+        return fn(out)
+    if isinstance(out, (tuple, list)):
+        return type(out)(_map_out(o, fn) for o in out)
+    return out
+'''
+CANDIDATES: Dict[str, str] = {
+    # honest: the reference itself, and the reference under no_grad.
+    "honest_alias": "\nModelNew = Model\n",
+    "honest_nograd": ADAPT + '''
+class ModelNew(Model):
+    def forward(self, *args):
+        with torch.no_grad():
+            return super().forward(*args)
+''',
+    # slow: the work done twice.
+    "slow_twice": ADAPT + '''
+class ModelNew(Model):
+    def forward(self, *args):
+        super().forward(*args)
+        return super().forward(*args)
+''',
+    # incorrect: an offset far outside any tolerance; a truncated output; an exception.
+    "incorrect_offset": ADAPT + '''
+class ModelNew(Model):
+    def forward(self, *args):
+        out = super().forward(*args)
+        return _map_out(out, lambda t: t + 0.05 * (t.detach().abs().mean() + 1) if t.is_floating_point() else t + 1)
+''',
+    "incorrect_shape": ADAPT + '''
+class ModelNew(Model):
+    def forward(self, *args):
+        out = super().forward(*args)
+        return _map_out(out, lambda t: t.reshape(-1)[1:])
+''',
+    "raises": '''
+class ModelNew(Model):
+    def forward(self, *args):
+        raise RuntimeError("candidate bug: unsupported case")
+''',
+    # hostile: the first output replayed; the work left running on a private stream; the
+    # in-process timer patched.
+    "hack_cached": ADAPT + '''
+class ModelNew(Model):
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self._cache = {}
+    def forward(self, *args):
+        key = tuple((tuple(x.shape), x.dtype) if isinstance(x, torch.Tensor) else x for x in args)
+        if key not in self._cache:
+            self._cache[key] = super().forward(*args)
+        return _map_out(self._cache[key], lambda t: t.clone())
+''',
+    "hack_side_stream": '''
+class ModelNew(Model):
+    _side = None
+    def forward(self, *args):
+        if ModelNew._side is None:
+            ModelNew._side = torch.cuda.Stream()
+        with torch.cuda.stream(ModelNew._side):
+            return super().forward(*args)
+''',
+    "hack_timer_patch": '''
+torch.cuda.Event.elapsed_time = lambda self, end: 0.001
+ModelNew = Model
+''',
+    # fails to build: a C++ error in an inline extension, compiled at import.
+    "compile_error": '''
+from torch.utils.cpp_extension import load_inline
+_ext = load_inline(name="polyprof_bench_broken", cpp_sources="torch::Tensor f(torch::Tensor x) { return x +; }",
+                   functions=["f"], verbose=False)
+ModelNew = Model
+''',
+}
+
+SIZE_PROBE = r"""
+import importlib.util, json, sys, torch
+sizes = {}
+for path in sys.argv[1:]:
+    try:
+        spec = importlib.util.spec_from_file_location("kb_size_probe", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        with torch.device("meta"):
+            inputs = module.get_inputs()
+            model = module.Model(*module.get_init_inputs())
+        tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
+        state = list(model.parameters()) + list(model.buffers())
+        sizes[path] = sum(t.numel() * t.element_size() for t in tensors + state)
+    except Exception as error:
+        sizes[path] = None
+print("SIZES " + json.dumps(sizes))
+"""
+
+# One KernelBench verdict in its own process: argv = KB_SRC REFERENCE CANDIDATE BUILD_DIR.
+KB_LEG = r"""
+import json, sys, types
+for name in ("openai", "litellm", "dotenv"):
+    stub = types.ModuleType(name)
+    stub.OpenAI = object
+    stub.completion = lambda *a, **k: None
+    stub.load_dotenv = lambda *a, **k: None
+    sys.modules[name] = stub
+sys.path.insert(0, sys.argv[1])
+from kernelbench.eval import eval_kernel_against_ref
+ref, cand = open(sys.argv[2]).read(), open(sys.argv[3]).read()
+result = eval_kernel_against_ref(ref, cand, seed_num=42, num_correct_trials=5, num_perf_trials=100,
+                                 measure_performance=True, timing_method="cuda_event",
+                                 build_dir=sys.argv[4], device=0, backend="cuda")
+out = result.model_dump() if hasattr(result, "model_dump") else dict(result)
+print("KBRESULT " + json.dumps({k: out.get(k) for k in ("compiled", "correctness", "runtime", "metadata")}, default=str))
+"""
+
+
+class Report:
+    def __init__(self, out: Path) -> None:
+        self.file = open(out / "summary.txt", "a", buffering=1)
+
+    def line(self, text: str = "") -> None:
+        print(text, flush=True)
+        self.file.write(text + "\n")
+
+
+def levels(kb: Path) -> List[Path]:
+    base = kb / "KernelBench" if (kb / "KernelBench").is_dir() else kb
+    return [base / "level1", base / "level2"]
+
+
+def number(path: Path) -> int:
+    head = path.name.split("_", 1)[0]
+    return int(head) if head.isdigit() else 10**9
+
+
+def evenly(items: List[Path], count: int) -> List[Path]:
+    if count >= len(items):
+        return list(items)
+    return [items[i * len(items) // count] for i in range(count)]
+
+
+def select(kb: Path, report: Report) -> List[Path]:
+    paths = [p for d in levels(kb) for p in sorted(d.glob("*.py"), key=number)]
+    text = subprocess.run([PYTHON, "-c", SIZE_PROBE, *map(str, paths)], capture_output=True, text=True,
+                          timeout=300).stdout
+    sizes = next((json.loads(l[6:]) for l in text.splitlines() if l.startswith("SIZES ")), {})
+    fit = [p for p in paths if sizes.get(str(p)) is not None and sizes[str(p)] <= MAX_MB * 1e6]
+    report.line(f"{len(fit)} of {len(paths)} problems fit {MAX_MB:.0f} MB")
+    one = [p for p in fit if p.parent.name == "level1"]
+    two = [p for p in fit if p.parent.name == "level2"]
+    return evenly(one, (N_PROBLEMS + 1) // 2) + evenly(two, N_PROBLEMS // 2)
+
+
+def write_problem(src: Path, folder: Path, with_compile_error: bool) -> List[str]:
+    cands = folder / "candidates"
+    cands.mkdir(parents=True)
+    text = src.read_text()
+    shutil.copy(src, folder / "reference.py")
+    names = []
+    for kind, tail in CANDIDATES.items():
+        if kind == "compile_error" and not with_compile_error:
+            continue
+        (cands / f"{kind}.py").write_text(text + "\n" + tail)
+        names.append(kind)
+    return names
+
+
+DEADLINE = [float("inf")]  # monotonic time by which every side must have returned
+
+
+def limit(seconds: float) -> float:
+    return max(1.0, min(seconds, DEADLINE[0] - time.monotonic()))
+
+
+def polyprof_side(polyprof: str, folder: Path, out: Path, cold: bool) -> Dict[str, Dict[str, Any]]:
+    argv = [polyprof, "eval", "--device", "cuda", *EVAL_ARGS, "--json", "--reference",
+            str(folder / "reference.py"), "--candidate", str(folder / "candidates"), "--output-dir", str(out)]
+    if cold:
+        argv.append("--cold")
+    with open(str(out) + ".log", "w") as log:
+        try:
+            subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT,
+                           timeout=limit(EVAL_TIMEOUT_S * len(list((folder / "candidates").iterdir()))))
+        except subprocess.TimeoutExpired:
+            log.write("bench: timed out\n")
+    rows: Dict[str, Dict[str, Any]] = {}
+    try:
+        for r in json.load(open(out / "evals.json")):
+            stem = Path(r["candidate"]).stem
+            reused = False
+            try:
+                e = json.load(open(out / stem / "evidence.json"))
+                reused = bool((e.get("reference_timing") or {}).get("reused_blocks"))
+            except (OSError, ValueError):
+                pass
+            rows[stem] = {"status": r.get("status"), "passed": r.get("passed"),
+                          "findings": sorted(set(r.get("findings") or [])), "failure": r.get("failure"),
+                          "speedup": r.get("speedup"), "reused": reused}
+    except (OSError, ValueError) as error:
+        rows["_error"] = {"status": f"no evals.json: {error}"}
+    return rows
+
+
+def kb_side(kb_src: Path, folder: Path, out: Path) -> Dict[str, Dict[str, Any]]:
+    env = dict(os.environ)
+    if os.environ.get("PYDANTIC_PATH"):
+        env["PYTHONPATH"] = os.environ["PYDANTIC_PATH"]
+    rows: Dict[str, Dict[str, Any]] = {}
+    out.mkdir(parents=True, exist_ok=True)
+    for cand in sorted((folder / "candidates").glob("*.py")):
+        build = out / f"build-{cand.stem}"
+        try:
+            proc = subprocess.run([PYTHON, "-c", KB_LEG, str(kb_src), str(folder / "reference.py"), str(cand), str(build)],
+                                  capture_output=True, text=True, timeout=limit(KB_TIMEOUT_S), env=env)
+            text = proc.stdout + proc.stderr
+        except subprocess.TimeoutExpired:
+            text = "timed out"
+        (out / f"{cand.stem}.log").write_text(text)
+        line = next((l for l in text.splitlines() if l.startswith("KBRESULT ")), None)
+        rows[cand.stem] = json.loads(line[9:]) if line else {"compiled": None, "correctness": None,
+                                                             "error": text.strip().splitlines()[-1:] }
+    base = rows.get("honest_alias", {}).get("runtime")
+    for row in rows.values():
+        rt = row.get("runtime")
+        row["speedup"] = base / rt if base and rt and rt > 0 else None
+    return rows
+
+
+def main() -> int:
+    if len(sys.argv) != 4:
+        print(__doc__.splitlines()[0], file=sys.stderr)
+        print("usage: bench_eval_throughput_gpu.py POLYPROF KERNELBENCH_DIR OUT", file=sys.stderr)
+        return 2
+    polyprof, kb, out = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+    out.mkdir(parents=True, exist_ok=True)
+    report = Report(out)
+    kb_src = kb / "src" if (kb / "src" / "kernelbench").is_dir() else kb
+    start = time.monotonic()
+    DEADLINE[0] = start + BUDGET_S
+    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                         capture_output=True, text=True).stdout.strip()
+    report.line(f"GPU: {gpu}; sides: {' '.join(SIDES)}; polyprof args: {' '.join(EVAL_ARGS) or '(defaults)'}; "
+                f"kb: 5 correctness + 100 timed trials, cuda_event; budget {BUDGET_S:.0f} s")
+    problems = select(kb, report)
+    wall = {s: 0.0 for s in SIDES}
+    verdicts = {s: 0 for s in SIDES}
+    results: Dict[str, Dict[str, Dict[str, Dict[str, Any]]]] = {}
+    slowest = 0.0
+    for i, src in enumerate(problems):
+        left = BUDGET_S - (time.monotonic() - start)
+        if slowest and left < slowest * 1.1:
+            report.line(f"budget: {left:.0f} s left, a problem took up to {slowest:.0f} s; "
+                        f"not run: {', '.join(p.parent.name + '/' + p.stem for p in problems[i:])}")
+            break
+        name = f"{src.parent.name}-{src.stem}"
+        folder = out / "problems" / name
+        if folder.exists():
+            shutil.rmtree(folder)
+        kinds = write_problem(src, folder, i < COMPILE_ERRORS)
+        t_problem = time.monotonic()
+        order = SIDES[i % len(SIDES):] + SIDES[:i % len(SIDES)]
+        results[name] = {}
+        took = {}
+        for side in order:
+            t0 = time.monotonic()
+            dest = out / "runs" / name / side
+            if dest.exists():
+                shutil.rmtree(dest)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if side == "kb":
+                results[name][side] = kb_side(kb_src, folder, dest)
+            else:
+                results[name][side] = polyprof_side(polyprof, folder, dest, cold=(side == "cold"))
+            took[side] = time.monotonic() - t0
+            wall[side] += took[side]
+            verdicts[side] += len(kinds)
+        slowest = max(slowest, time.monotonic() - t_problem)
+        report.line(f"{name}: {len(kinds)} candidates; " + ", ".join(f"{s} {took[s]:.1f} s" for s in SIDES))
+    report.line()
+    report.line(f"{'side':<6} {'wall s':>8} {'verdicts':>9} {'verdicts/GPU-h':>15} {'GPU s/verdict':>14}")
+    for s in SIDES:
+        if verdicts[s]:
+            report.line(f"{s:<6} {wall[s]:>8.1f} {verdicts[s]:>9} {verdicts[s] * 3600 / wall[s]:>15.0f} "
+                        f"{wall[s] / verdicts[s]:>14.2f}")
+    for a, b in (("warm", "cold"), ("warm", "kb")):
+        if wall.get(a) and wall.get(b):
+            report.line(f"throughput {a} / {b}: {wall[b] / wall[a]:.2f}x")
+    if "warm" in SIDES and "cold" in SIDES:
+        same, differ, reused, total = 0, [], 0, 0
+        for name, sides in results.items():
+            warm, cold = sides.get("warm", {}), sides.get("cold", {})
+            for kind, w in warm.items():
+                total += 1
+                reused += bool(w.get("reused"))
+                key = lambda r: (r.get("status"), r.get("passed"), r.get("findings"), r.get("failure"))
+                if kind in cold and key(w) == key(cold[kind]):
+                    same += 1
+                else:
+                    differ.append(f"{name}/{kind}: warm {key(w)} cold {key(cold.get(kind, {}))}")
+        report.line(f"same verdict warm and cold: {same} of {total}; reference blocks reused (warm): {reused}")
+        for d in differ:
+            report.line(f"  differs: {d}")
+    report.line()
+    report.line("per kind: polyprof (warm) status/passed/findings | KernelBench compiled/correct/speedup")
+    for kind in CANDIDATES:
+        for name, sides in results.items():
+            w = sides.get("warm", {}).get(kind)
+            k = sides.get("kb", {}).get(kind)
+            if w is None and k is None:
+                continue
+            pw = f"{w.get('status')}/{w.get('passed')}/{','.join(w.get('findings') or [])[:60]}" if w else "-"
+            sp = k.get("speedup") if k else None
+            pk = f"{k.get('compiled')}/{k.get('correctness')}/{'%.2f' % sp if sp else '-'}" if k else "-"
+            report.line(f"  {kind:<17} {name[:40]:<40} {pw:<70} | {pk}")
+    json.dump(results, open(out / "results.json", "w"), indent=1, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
