@@ -50,7 +50,8 @@ pub async fn evaluate(spec: &EvalSpec) -> Result<EvalOutcome> {
     run_eval(spec, None, None).await
 }
 
-/// [`evaluate`] of a candidate whose build stage already ran ([`prepare`], ahead of its turn).
+/// [`evaluate`] of a candidate whose build stage already ran ([`prepare`], ahead of its turn);
+/// `spec` is the one `prepare` was given.
 pub async fn evaluate_prepared(spec: &EvalSpec, prepared: Prepared) -> Result<EvalOutcome> {
     run_eval(spec, None, Some(prepared)).await
 }
