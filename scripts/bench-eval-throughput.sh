@@ -20,6 +20,12 @@
 #   to compile) for N_PROBLEMS problems and judges them warm, cold (`--cold`) and with
 #   KernelBench's own eval_kernel_against_ref, side by side (its docstring has the settings).
 #   OUT=DIR keeps its summary, results and logs.
+# BUILDS=1 (default, MODE=cpu): then the build stage's overlap (docs/eval-harness.md, "The build
+#   stage"): BUILD_COPIES (default 6) slow-to-build candidates (tests/programs/eval/
+#   build_c_library.py: a C library built with `cc` at import, after BUILD_DELAY seconds, default
+#   1) judged warm with `--build-jobs 0` (each built right before its own turn) and with
+#   `--build-jobs BUILD_JOBS` (default: nproc; builds ahead while earlier candidates are judged),
+#   alternating ROUNDS times; prints both walls and their ratio.
 # BIN: the polyprof executable (default target/release/polyprof, built if missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -124,3 +130,47 @@ echo "throughput warm / cold: $(awk -v w="${wall_ms[warm]}" -v c="${wall_ms[cold
 echo "reference blocks reused (warm): $reused of $verdicts candidates (the rest: untimed, or the drift probe asked for a re-measure)"
 echo "same verdict warm and cold: $same of $verdicts"
 for d in "${differ[@]}"; do echo "  differs: $d"; done
+
+# The build stage's overlap (CPU): the same slow-to-build candidates, builds right before each
+# turn against builds ahead of the turns.
+if [[ $MODE == cpu && ${BUILDS:-1} == 1 ]]; then
+  command -v cc >/dev/null || { echo "SKIPPED build overlap: no cc on PATH" >&2; exit 0; }
+  BUILD_COPIES=${BUILD_COPIES:-6}
+  BUILD_DELAY=${BUILD_DELAY:-1}
+  BUILD_JOBS=${BUILD_JOBS:-$(nproc)}
+  mkdir -p "$WORK/slow-builds"
+  for copy in $(seq "$BUILD_COPIES"); do
+    sed "s/^BUILD_DELAY_S = 0.0$/BUILD_DELAY_S = $BUILD_DELAY/" tests/programs/eval/build_c_library.py \
+      > "$WORK/slow-builds/build_$copy.py"
+  done
+  grep -q "^BUILD_DELAY_S = $BUILD_DELAY$" "$WORK/slow-builds/build_1.py" || { echo "the build delay was not set" >&2; exit 2; }
+  declare -A build_ms=([before]=0 [ahead]=0)
+  for round in $(seq "$ROUNDS"); do
+    order=(before ahead)
+    (( round % 2 == 0 )) && order=(ahead before)
+    for mode in "${order[@]}"; do
+      jobs=0
+      [[ $mode == ahead ]] && jobs=$BUILD_JOBS
+      t0=$(now_ns)
+      # shellcheck disable=SC2086
+      "$BIN" eval --device cpu ${EVAL_ARGS} "${PYARGS[@]}" --json --build-jobs "$jobs" \
+        --reference tests/programs/eval/reference.py --candidate "$WORK/slow-builds" \
+        --output-dir "$WORK/builds.$mode.$round" > /dev/null || true
+      build_ms[$mode]=$(( build_ms[$mode] + $(ms_since "$t0") ))
+    done
+  done
+  passed=$(python3 - "$WORK" "$ROUNDS" <<'EOF'
+import json, os, sys
+work, rounds = sys.argv[1], int(sys.argv[2])
+rows = [r for mode in ("before", "ahead") for n in range(1, rounds + 1)
+        for r in json.load(open(os.path.join(work, f"builds.{mode}.{n}", "evals.json")))]
+print(sum(r["passed"] for r in rows), len(rows))
+EOF
+)
+  echo
+  echo "build overlap: $BUILD_COPIES candidates building ${BUILD_DELAY}s + cc each, $ROUNDS rounds a side, warm"
+  printf '%-28s %10s\n' side "wall s"
+  printf '%-28s %10.1f\n' "builds before each turn" "$(awk -v ms="${build_ms[before]}" 'BEGIN {print ms / 1000}')"
+  printf '%-28s %10.1f\n' "builds ahead (--build-jobs $BUILD_JOBS)" "$(awk -v ms="${build_ms[ahead]}" 'BEGIN {print ms / 1000}')"
+  echo "throughput ahead / before: $(awk -v a="${build_ms[ahead]}" -v b="${build_ms[before]}" 'BEGIN {printf "%.2f", b / a}')x (passed: ${passed% *} of ${passed#* })"
+fi

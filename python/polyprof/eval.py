@@ -11,10 +11,10 @@ change the verdict.
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import json
 import os
-import queue
 import shutil
 import subprocess
 import tempfile
@@ -191,6 +191,7 @@ _FLAG_OPTIONS = {
     "setup_timeout": "--setup-timeout",
     "python": "--python",
     "sandbox": "--sandbox",
+    "build_jobs": "--build-jobs",
 }
 
 #: Boolean options: the flag is given when the value is the one named.
@@ -247,8 +248,8 @@ class Judged:
     its eval could not begin), ``speedup`` with its 95 % interval (``speedup_low``,
     ``speedup_high``; ``None`` when it was not timed), ``findings`` (their kinds), ``failure``
     (``raised``, ``timeout``, … or why it could not run), ``dir`` (its eval directory, with
-    evidence.json and verdict.json), ``device_seconds`` (the wall seconds its eval held the
-    device: GPU seconds on ``cuda``) and ``reference_reused`` (its reference timing blocks were
+    evidence.json and verdict.json), ``device_seconds`` (the wall seconds its judged turn held the
+    device: GPU seconds on ``cuda``; 0 for a candidate whose build failed) and ``reference_reused`` (its reference timing blocks were
     the warm evaluator's stored ones, after their drift probe)."""
 
     __slots__ = (
@@ -279,7 +280,9 @@ class Judged:
         self.findings: List[str] = list(row.get("findings", []))
         self.failure: Optional[str] = row.get("failure")
         self.dir: str = row["dir"]
-        self.device_seconds: float = float(data.get("seconds", 0.0))
+        # The judged turn's seconds (0 for a failed build: it never reached the device); older
+        # executables gave only the whole eval's.
+        self.device_seconds: float = float(data.get("device_seconds", data.get("seconds", 0.0)))
         self.reference_reused: bool = bool(data.get("reference_reused"))
 
     def reward(self, failed: float = 0.0) -> float:
@@ -304,30 +307,71 @@ class Judged:
 
 class _Lane:
     """One ``polyprof eval --candidate -`` process: a warm evaluator judging one candidate at
-    a time, candidate paths in on its stdin, one JSON line out per verdict."""
+    a time, candidate paths in on its stdin, one JSON line out per verdict, in order. Paths are
+    written as soon as they are submitted, so the process builds later candidates on the CPU
+    while earlier ones are judged (docs/eval-harness.md, "The build stage"); a reader thread
+    hands each line to the oldest waiting future."""
 
     def __init__(self, argv: List[str]):
         self._stderr = tempfile.TemporaryFile()
         self._process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr)
         self._lock = threading.Lock()
+        self._waiting: "collections.deque[concurrent.futures.Future[Judged]]" = collections.deque()
+        self._reader = threading.Thread(target=self._read, name="polyprof-evaluator-lane", daemon=True)
+        self._reader.start()
 
-    def judge(self, candidate: PathLike) -> Judged:
+    def outstanding(self) -> int:
+        """Candidates submitted and not yet judged."""
+        with self._lock:
+            return len(self._waiting)
+
+    def submit(self, candidate: PathLike) -> "concurrent.futures.Future[Judged]":
         path = os.path.abspath(os.fspath(candidate))
         if "\n" in path:
             raise ValueError(f"a candidate path holds a newline: {path!r}")
+        future: "concurrent.futures.Future[Judged]" = concurrent.futures.Future()
         with self._lock:
-            stdin, stdout = self._process.stdin, self._process.stdout
-            if stdin is None or stdout is None:
+            stdin = self._process.stdin
+            if stdin is None or stdin.closed:
                 raise RuntimeError("the evaluator is closed")
+            if self._process.poll() is not None:
+                future.set_exception(self._ended())
+                return future
+            self._waiting.append(future)
             try:
                 stdin.write(path.encode() + b"\n")
                 stdin.flush()
             except BrokenPipeError:
-                pass
-            line = stdout.readline()
-        if not line:
-            raise RuntimeError(f"the evaluator's polyprof process ended (status {self._process.wait()}): {self._stderr_tail()}")
-        return Judged(json.loads(line))
+                pass  # the reader fails what waits, with the process's own words
+        return future
+
+    def judge(self, candidate: PathLike) -> Judged:
+        return self.submit(candidate).result()
+
+    def _read(self) -> None:
+        stdout = self._process.stdout
+        while stdout is not None:
+            try:
+                line = stdout.readline()
+            except (OSError, ValueError):
+                line = b""
+            if not line:
+                break
+            with self._lock:
+                future = self._waiting.popleft() if self._waiting else None
+            if future is None:
+                continue
+            try:
+                future.set_result(Judged(json.loads(line)))
+            except Exception as e:  # a line that is not a verdict: its candidate's error
+                future.set_exception(RuntimeError(f"the evaluator printed an unreadable line: {e}"))
+        with self._lock:
+            left, self._waiting = list(self._waiting), collections.deque()
+        for future in left:
+            future.set_exception(self._ended())
+
+    def _ended(self) -> RuntimeError:
+        return RuntimeError(f"the evaluator's polyprof process ended (status {self._process.wait()}): {self._stderr_tail()}")
 
     def _stderr_tail(self) -> str:
         self._stderr.seek(0)
@@ -340,14 +384,15 @@ class _Lane:
                     self._process.stdin.close()
                 except BrokenPipeError:
                     pass
-            try:
-                self._process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self._process.terminate()
-                self._process.wait()
-            if self._process.stdout is not None:
-                self._process.stdout.close()
-            self._stderr.close()
+        try:
+            self._process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self._process.terminate()
+            self._process.wait()
+        self._reader.join(timeout=60)
+        if self._process.stdout is not None:
+            self._process.stdout.close()
+        self._stderr.close()
 
 
 class Evaluator:
@@ -363,7 +408,8 @@ class Evaluator:
     ``lanes`` warm evaluators run side by side (each judges one candidate at a time; on one GPU
     keep 1: timings taken side by side disturb each other). ``cold=True`` judges every
     candidate cold (for comparison). ``options`` as ``evaluate``'s, plus ``sandbox``
-    (``"on"``/``"off"``). Candidates are files (``ModelNew``); an ``output_dir`` gets one folder
+    (``"on"``/``"off"``) and ``build_jobs`` (candidates' builds run ahead on the CPU this many
+    at a time, default the CPU count; 0: each right before its turn). Candidates are files (``ModelNew``); an ``output_dir`` gets one folder
     per lane (``lane-N``), each with one folder per candidate."""
 
     def __init__(
@@ -381,30 +427,28 @@ class Evaluator:
         if not os.path.isfile(os.fspath(reference)):
             raise FileNotFoundError(f"the reference {os.fspath(reference)!r} is not a file")
         self._lanes: List[_Lane] = []
-        self._free: "queue.Queue[_Lane]" = queue.Queue()
         reference = os.path.abspath(os.fspath(reference))
         for n in range(lanes):
             out = None if output_dir is None else os.path.join(os.fspath(output_dir), f"lane-{n}")
-            lane = _Lane(_argv(reference, device, out, cold, options))
-            self._lanes.append(lane)
-            self._free.put(lane)
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=lanes, thread_name_prefix="polyprof-evaluator")
+            self._lanes.append(_Lane(_argv(reference, device, out, cold, options)))
+        self._choose = threading.Lock()
 
     def evaluate(self, candidate: PathLike) -> Judged:
         """Judge one candidate (blocks until its verdict; a failing candidate is returned)."""
-        lane = self._free.get()
-        try:
-            return lane.judge(candidate)
-        finally:
-            self._free.put(lane)
+        return self.submit(candidate).result()
 
     def submit(self, candidate: PathLike) -> "concurrent.futures.Future[Judged]":
-        """Judge ``candidate`` on the next free lane; its verdict arrives in the future."""
-        return self._pool.submit(self.evaluate, candidate)
+        """Send ``candidate`` to the lane with the fewest waiting now (its build starts there at
+        once, its judged turn after theirs); its verdict arrives in the future."""
+        with self._choose:
+            if not self._lanes:
+                raise RuntimeError("the evaluator is closed")
+            lane = min(self._lanes, key=lambda lane: lane.outstanding())
+            return lane.submit(candidate)
 
     def evaluate_many(self, candidates: Iterable[PathLike]) -> Iterator[Judged]:
         """Judge every candidate, yielding each verdict as it finishes (not in order when there
-        are several lanes)."""
+        are several lanes). All are sent at once: their builds run ahead of their turns."""
         futures = [self.submit(c) for c in candidates]
         for done in concurrent.futures.as_completed(futures):
             yield done.result()
@@ -416,11 +460,11 @@ class Evaluator:
         return await asyncio.wrap_future(self.submit(candidate))
 
     def close(self) -> None:
-        """End every lane's trusted worker and process."""
-        self._pool.shutdown(wait=True)
-        for lane in self._lanes:
+        """End every lane's trusted worker and process (after the verdicts still due)."""
+        with self._choose:
+            lanes, self._lanes = self._lanes, []
+        for lane in lanes:
             lane.close()
-        self._lanes = []
 
     def __enter__(self) -> "Evaluator":
         return self

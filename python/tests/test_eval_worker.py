@@ -510,3 +510,29 @@ def test_a_device_fault_is_reported_and_ends_the_worker(workers):
     _, call, _ = run_trial(trusted, cand, 0, 1, "ipc")
     assert call["ok"] is False and call["error"]["kind"] == "device_fault", call
     assert cand.process.wait(timeout=60) == 3
+
+
+def run_build(source, tmp_path):
+    """The worker's build role on ``source``: no socket, its exit status and stderr."""
+    argv = [sys.executable, "-I", str(WORKER), "--role", "build", "--source", str(source), "--device", "cpu"]
+    env = dict(clean_environment(), POLYPROF_BUILD_DIR=str(tmp_path))
+    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_the_build_role_imports_the_candidate_and_says_it_started_first(tmp_path):
+    good = tmp_path / "good.py"
+    good.write_text("import os\nopen(os.path.join(os.environ['POLYPROF_BUILD_DIR'], 'built'), 'w').close()\nclass ModelNew:\n    pass\n")
+    done = run_build(good, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[0] == load_worker_module().BUILD_STARTED
+    assert (tmp_path / "built").exists()
+
+
+def test_a_build_whose_import_raises_exits_4_with_its_traceback(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("raise RuntimeError('Error building extension on purpose')\n")
+    done = run_build(bad, tmp_path)
+    assert done.returncode == load_worker_module().EXIT_BUILD_FAILED == 4
+    lines = done.stderr.splitlines()
+    assert lines[0] == "polyprof build worker: started"
+    assert "compile_error" in done.stderr and "on purpose" in lines[-1]

@@ -78,3 +78,22 @@ def test_unknown_options_and_missing_references_are_refused(tmp_path):
         polyprof.Evaluator(tmp_path / "nope.py", device="cpu")
     with pytest.raises(ValueError):
         polyprof.Evaluator(PROBLEMS / "reference.py", device="cpu", lanes=0)
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="the build candidates compile a C library with cc")
+def test_evaluate_many_sends_every_candidate_at_once_so_later_builds_run_ahead(tmp_path):
+    folder = tmp_path / "candidates"
+    folder.mkdir()
+    for name in ("a.py", "b.py", "c.py"):
+        shutil.copy(PROBLEMS / "build_c_library.py", folder / name)
+    with polyprof.Evaluator(PROBLEMS / "reference.py", device="cpu", output_dir=tmp_path / "out", build_jobs=2, **QUICK) as ev:
+        judged = list(ev.evaluate_many(sorted(folder.iterdir())))
+    assert len(judged) == 3 and all(j.passed for j in judged), judged
+    evidence = sorted((j.evidence() for j in judged), key=lambda e: e["judged"]["started_at"])
+    assert all(e["build"]["reused"] for e in evidence)
+    if not all(e["build"]["ahead"] for e in evidence):
+        pytest.skip("the sandbox does not confine everything here: each candidate built right before its turn")
+    # RFC 3339 with nanoseconds, UTC: the timestamps compare as text. Each later build began
+    # before the judging of the one before it ended.
+    for earlier, later in zip(evidence, evidence[1:]):
+        assert later["build"]["started_at"] < earlier["judged"]["ended_at"], (earlier, later)

@@ -43,6 +43,12 @@ pub struct Args {
     /// worker, the reference re-timed in full) instead of through one warm evaluator.
     #[arg(long)]
     pub cold: bool,
+    /// With a directory of candidates (or `-`): builds (each candidate's import with no device
+    /// visible, an inline extension compiled) run this many at a time on the CPU, ahead of the
+    /// judged turns; 0: each candidate builds right before its own turn [default: the CPU
+    /// count].
+    #[arg(long, value_name = "N")]
+    pub build_jobs: Option<usize>,
     /// Where the arrays live: cuda or cpu.
     #[arg(long, default_value = "cuda", value_parser = device_parser())]
     pub device: Device,
@@ -278,10 +284,16 @@ async fn judge(args: Args) -> anyhow::Result<u8> {
             }
             spec
         };
+        let judging = super::eval_many::Judging {
+            warm: !args.cold,
+            build_jobs: args
+                .build_jobs
+                .unwrap_or_else(polyprof::pipeline::eval::ahead::default_jobs),
+        };
         if from_stdin {
             return super::eval_serve::execute(
                 super::eval_many::root_of(args.output_dir.as_deref(), &output_root)?,
-                !args.cold,
+                judging,
                 make_spec,
             )
             .await;
@@ -292,7 +304,7 @@ async fn judge(args: Args) -> anyhow::Result<u8> {
             args.json,
             &args.ci,
             &args.reference,
-            !args.cold,
+            judging,
             make_spec,
         )
         .await;

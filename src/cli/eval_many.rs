@@ -2,13 +2,15 @@
 //! against the reference into `OUTPUT_DIR/<stem>/`, one summary table, and
 //! `OUTPUT_DIR/evals.json` (one row per candidate).
 
+use std::collections::VecDeque;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use comfy_table::{Cell, CellAlignment};
 use polyprof::eval::ci_case;
-use polyprof::pipeline::eval::{EvalOutcome, EvalSpec, WarmEvaluator, evaluate};
+use polyprof::pipeline::eval::ahead::{BuildQueue, Pending, may_run_ahead};
+use polyprof::pipeline::eval::{EvalOutcome, EvalSpec, WarmEvaluator, evaluate, evaluate_prepared};
 use polyprof::results::escape::terminal;
 use serde::Serialize;
 
@@ -33,6 +35,9 @@ pub struct Row {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub score_ms: Option<f64>,
     pub findings: Vec<String>,
+    /// Seconds of its judged turn (the trusted worker and the device); 0 when it never began
+    /// (a failed build, an eval that could not begin).
+    pub device_seconds: f64,
     /// Why it stopped early (`raised`, …) or could not run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
@@ -52,6 +57,7 @@ impl Row {
             speedup: None,
             score_ms: None,
             findings: Vec::new(),
+            device_seconds: 0.0,
             failure: Some(why.to_string()),
             ran: false,
         }
@@ -105,6 +111,7 @@ pub fn row_of(candidate: &Path, dir: &Path, outcome: &EvalOutcome) -> Row {
             }),
         score_ms: verdict.timing.as_ref().map(|t| t.score_ms),
         findings: verdict.findings.iter().map(|f| snake(&f.kind)).collect(),
+        device_seconds: outcome.evidence.judged.as_ref().map_or(0.0, |j| j.seconds),
         failure: verdict.failure.as_ref().map(|f| snake(&f.kind)),
         ran: !outcome.harness_failed(),
     }
@@ -135,9 +142,10 @@ pub async fn execute(
     json_out: bool,
     ci: &super::ci_output::CiArgs,
     reference: &Path,
-    warm: bool,
+    judging: Judging,
     make_spec: impl Fn(&Path, PathBuf) -> EvalSpec,
 ) -> anyhow::Result<u8> {
+    let Judging { warm, build_jobs } = judging;
     let files = candidates(candidates_dir)?;
     std::fs::create_dir_all(&root)
         .with_context(|| format!("cannot create the output directory {}", root.display()))?;
@@ -148,22 +156,41 @@ pub async fn execute(
     let mut cases = Vec::new();
     // One trusted worker for the whole directory (docs/eval-harness.md, "The warm evaluator").
     let mut warm = warm.then(|| WarmEvaluator::new(&root));
-    for file in &files {
+    // Builds run `build_jobs` at a time, ahead of the judged turns, at most `window` ahead.
+    let queue = (build_jobs > 0).then(|| BuildQueue::new(build_jobs));
+    let window = build_window(build_jobs);
+    let mut waiting: VecDeque<Waiting> = files
+        .iter()
+        .map(|file| {
+            let stem = file
+                .file_stem()
+                .map_or_else(|| "candidate".into(), |s| s.to_string_lossy().into_owned());
+            let dir = root.join(&stem);
+            let mut spec = make_spec(file, dir.clone());
+            spec.cancel = cancel.clone();
+            spec.kill_now = kill_now.clone();
+            Waiting {
+                file: file.clone(),
+                dir,
+                spec,
+                pending: None,
+            }
+        })
+        .collect();
+    top_up(&mut waiting, queue.as_ref(), window);
+    while let Some(Waiting {
+        file,
+        dir,
+        spec,
+        pending,
+    }) = waiting.pop_front()
+    {
         if cancel.is_cancelled() {
             break;
         }
-        let stem = file
-            .file_stem()
-            .map_or_else(|| "candidate".into(), |s| s.to_string_lossy().into_owned());
-        let dir = root.join(&stem);
-        let mut spec = make_spec(file, dir.clone());
-        spec.cancel = cancel.clone();
-        spec.kill_now = kill_now.clone();
+        top_up(&mut waiting, queue.as_ref(), window);
         let started = std::time::Instant::now();
-        let result = match warm.as_mut() {
-            Some(evaluator) => evaluator.evaluate(&spec).await,
-            None => evaluate(&spec).await,
-        };
+        let result = judge_one(warm.as_mut(), &spec, pending).await;
         let seconds = started.elapsed().as_secs_f64();
         let row = match result {
             Ok(outcome) => {
@@ -172,14 +199,14 @@ pub async fn execute(
                     &outcome.verdict,
                     Some(seconds),
                 ));
-                row_of(file, &outcome.dir, &outcome)
+                row_of(&file, &outcome.dir, &outcome)
             }
             Err(e) => {
                 cases.push(ci_case::not_run_case(
                     &file.display().to_string(),
                     &e.to_string(),
                 ));
-                Row::not_run(file, &dir, &e.to_string())
+                Row::not_run(&file, &dir, &e.to_string())
             }
         };
         rows.push(row);
@@ -206,6 +233,62 @@ pub async fn execute(
         return Ok(super::run::EXIT_CANCELLED);
     }
     Ok(exit_code(&rows))
+}
+
+/// How a run of many candidates is judged.
+#[derive(Debug, Clone, Copy)]
+pub struct Judging {
+    /// Through one warm evaluator (else each cold).
+    pub warm: bool,
+    /// Builds run ahead this many at a time (0: each right before its own turn).
+    pub build_jobs: usize,
+}
+
+/// One candidate waiting for its judged turn; its build perhaps under way.
+pub struct Waiting {
+    pub file: PathBuf,
+    pub dir: PathBuf,
+    pub spec: EvalSpec,
+    /// Its build, once started ahead (`None`: not yet, or it builds right before its turn).
+    pub pending: Option<Pending>,
+}
+
+/// How many waiting candidates may be built ahead at once: twice the build jobs, so the next
+/// turns never wait for a build while the build folders waiting on disk stay few (a torch
+/// extension's can hold tens of MB).
+pub fn build_window(build_jobs: usize) -> usize {
+    build_jobs.saturating_mul(2)
+}
+
+/// Start the builds of the first `window` waiting candidates, in order, where builds may run
+/// ahead ([`may_run_ahead`]); the others build right before their turns.
+pub fn top_up(waiting: &mut VecDeque<Waiting>, queue: Option<&BuildQueue>, window: usize) {
+    let Some(queue) = queue else {
+        return;
+    };
+    for candidate in waiting.iter_mut().take(window) {
+        if candidate.pending.is_none() && may_run_ahead(&candidate.spec) {
+            candidate.pending = Some(queue.submit(candidate.spec.clone()));
+        }
+    }
+}
+
+/// Judge one candidate (warm or cold), its build taken from `pending` when it ran ahead.
+pub async fn judge_one(
+    warm: Option<&mut WarmEvaluator>,
+    spec: &EvalSpec,
+    pending: Option<Pending>,
+) -> polyprof::model::error::Result<EvalOutcome> {
+    let prepared = match pending {
+        Some(pending) => Some(pending.ready().await?),
+        None => None,
+    };
+    match (warm, prepared) {
+        (Some(evaluator), Some(prepared)) => evaluator.evaluate_prepared(spec, prepared).await,
+        (Some(evaluator), None) => evaluator.evaluate(spec).await,
+        (None, Some(prepared)) => evaluate_prepared(spec, prepared).await,
+        (None, None) => evaluate(spec).await,
+    }
 }
 
 /// The first `evals.NNN` under `parent` that does not exist yet.
@@ -282,6 +365,7 @@ mod tests {
             speedup: None,
             score_ms: None,
             findings: Vec::new(),
+            device_seconds: 0.0,
             failure: None,
             ran,
         }

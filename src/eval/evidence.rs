@@ -57,9 +57,59 @@ pub struct EvalEvidence {
     /// evaluator's, set up once and shared by the candidates it judged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trusted_run: Option<String>,
+    /// The candidate's build stage (docs/eval-harness.md, "The build stage"): its import in a
+    /// worker of its own with no device visible, before the judged turn. Absent in evidence
+    /// written before the build stage existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<BuildEvidence>,
+    /// The judged turn (the trusted worker and the candidate's workers on the device): when it
+    /// began and ended. Absent when it never began (a failed build): no device time spent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judged: Option<JudgedTurn>,
     /// Why the eval stopped early, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
+}
+
+/// The candidate's build stage: where and how long it ran, and whether the judged import
+/// found its products unchanged. Recorded by polyprof from outside the build worker (its exit,
+/// its build folder's listing), never from anything the worker said.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BuildEvidence {
+    /// The build worker's run directory (its logs), relative to the eval directory.
+    pub run_dir: String,
+    /// The devices the build worker could see: `none`.
+    pub devices: String,
+    /// `TORCH_CUDA_ARCH_LIST` the build was given (the eval's GPU's compute capability, or the
+    /// user's own setting); absent on the CPU or when the GPU could not be identified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
+    /// When the build worker started and ended (RFC 3339, UTC, nanoseconds).
+    pub started_at: String,
+    pub ended_at: String,
+    pub seconds: f64,
+    /// It ran ahead of the judged turn, beside other candidates' builds or judging.
+    pub ahead: bool,
+    /// Files the build left in its build folder (`POLYPROF_BUILD_DIR`, `TORCH_EXTENSIONS_DIR`,
+    /// `TRITON_CACHE_DIR`).
+    pub files: u32,
+    /// Whether the judged worker's import left the build folder as the build left it (it
+    /// reused every product, built nothing again); absent when the judged import never ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reused: Option<bool>,
+    /// The build's outcome when it did not succeed, or why the judged turn still ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The judged turn of one candidate: from its trusted worker's first request (or a warm one's
+/// hand-over) to its last worker's end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct JudgedTurn {
+    /// RFC 3339, UTC, nanoseconds.
+    pub started_at: String,
+    pub ended_at: String,
+    pub seconds: f64,
 }
 
 /// A warm evaluator's reference timing blocks: measured beside an earlier candidate under the
@@ -474,6 +524,7 @@ pub struct LaunchCounters {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
+    Build,
     Reference,
     Load,
     Setup,
@@ -488,6 +539,9 @@ pub enum Stage {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FailureKind {
+    /// The candidate's build stage failed: its import raised or its compiler failed in the
+    /// build worker (no device visible); its judged turn never began.
+    BuildFailed,
     /// The candidate's source did not import or its extension did not compile.
     CompileError,
     /// The candidate raised a Python exception.

@@ -216,6 +216,8 @@ pub fn evidence() -> EvalEvidence {
         }),
         reference_timing: None,
         trusted_run: None,
+        build: None,
+        judged: None,
         failure: None,
     }
 }

@@ -63,6 +63,10 @@ CHUNK_ELEMENTS = 1 << 24
 EXIT_DEVICE_FAULT = 3
 #: Exit status after a broken protocol (a malformed frame: nothing can be answered any more).
 EXIT_PROTOCOL = 2
+#: Exit status of a build worker whose import of the candidate failed (its traceback on stderr).
+EXIT_BUILD_FAILED = 4
+#: The build worker's first line on stderr (polyprof reads it: the interpreter ran this script).
+BUILD_STARTED = "polyprof build worker: started"
 #: Module names the sources are loaded under (fixed, so neither side can guess the other's).
 MODULE_NAMES = {"trusted": "polyprof_reference", "candidate": "polyprof_candidate"}
 #: The class each role builds.
@@ -1647,11 +1651,33 @@ def pin_host_threads(device: str) -> Optional[str]:
 
 def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="polyprof eval worker (run by polyprof eval)")
-    parser.add_argument("--socket", required=True, help="the orchestrator's Unix socket")
-    parser.add_argument("--role", required=True, choices=("trusted", "candidate"))
+    parser.add_argument("--socket", help="the orchestrator's Unix socket (not for --role build)")
+    parser.add_argument("--role", required=True, choices=("trusted", "candidate", "build"))
     parser.add_argument("--source", required=True, help="the reference (trusted) or candidate file")
     parser.add_argument("--device", required=True, choices=("cuda", "cpu"))
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.role != "build" and not args.socket:
+        parser.error("--socket is required for the trusted and candidate roles")
+    return args
+
+
+def build(source: str, device: str) -> int:
+    """The build stage: import the candidate as its judged worker will (same module name), so an
+    inline extension is compiled into the build folder polyprof points TORCH_EXTENSIONS_DIR (and
+    POLYPROF_BUILD_DIR) at, with no device visible. Nothing is answered: polyprof reads the exit
+    status and keeps stderr as the build log. Its first line says this script started, before
+    any candidate code: without it a failure is polyprof's (no interpreter, no sandbox)."""
+    print(BUILD_STARTED, file=sys.stderr, flush=True)
+    try:
+        Worker("candidate", source, device).load_source()
+    except WorkerError as e:
+        print(f"polyprof build: importing {source} failed ({e.kind}): {e.message}", file=sys.stderr)
+        if e.trace:
+            print(e.trace.rstrip(), file=sys.stderr)
+        sys.stderr.flush()
+        return EXIT_BUILD_FAILED
+    sys.stderr.flush()
+    return 0
 
 
 def serve(sock: socket.socket, worker: Worker) -> int:
@@ -1700,6 +1726,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     # a print in the problem's code lands in the log and nowhere else.
     sys.stdout.flush()
     os.dup2(2, 1)
+    if args.role == "build":
+        return build(os.path.abspath(args.source), args.device)
     pin_host_threads(args.device)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:

@@ -203,6 +203,7 @@ fn who(role: Role) -> &'static str {
         Role::Witness => "the candidate's worker under the witness",
         Role::Work => "the candidate's worker under the work counters",
         Role::ReferenceWork => "the reference's worker under the work counters",
+        Role::Build => "the candidate's build worker",
     }
 }
 

@@ -2,6 +2,9 @@
 //! workers, speaks their protocol, reads the GPU's conditions, runs the witness pass and
 //! writes `evidence.json` and `verdict.json` (docs/eval-harness.md).
 
+pub mod ahead;
+pub mod build;
+pub mod build_dir;
 pub mod conditions;
 pub mod confine;
 pub mod failure;
@@ -20,6 +23,6 @@ pub mod warm;
 pub mod warm_state;
 pub mod worker;
 
-pub use session::{EVIDENCE_FILE, VERDICT_FILE, evaluate};
+pub use session::{EVIDENCE_FILE, Prepared, VERDICT_FILE, evaluate, evaluate_prepared, prepare};
 pub use spec::{Device, EvalOptions, EvalOutcome, EvalSpec, IfExists, SandboxSetting};
 pub use warm::WarmEvaluator;

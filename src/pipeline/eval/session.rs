@@ -14,12 +14,13 @@ use sha2::{Digest, Sha256};
 
 use crate::eval::evidence::{
     self, Comparison, DeviceState, EVIDENCE_VERSION, EvalEvidence, EvalSettings, Failure,
-    FailureKind, ProblemInfo, ReferenceTiming, Side, SourceFile, Stage, TensorSpec, TimingBlock,
-    TrialEvidence, TrialPhase, WitnessEvidence,
+    FailureKind, JudgedTurn, ProblemInfo, ReferenceTiming, SandboxEvidence, Side, SourceFile,
+    Stage, TensorSpec, TimingBlock, TrialEvidence, TrialPhase, WitnessEvidence,
 };
 use crate::model::atomic_file::write_atomic;
 use crate::model::error::{Error, Result};
 use crate::model::run::ProfileRun;
+use crate::pipeline::eval::build::{self, Built};
 use crate::pipeline::eval::conditions::ConditionsReader;
 use crate::pipeline::eval::confine::{self, CandidateSandbox};
 use crate::pipeline::eval::failure;
@@ -46,18 +47,52 @@ pub const VERDICT_FILE: &str = "verdict.json";
 /// them. `Err` only when the eval could not begin (unreadable files, a directory in use or
 /// already holding an eval, invalid options); anything after that is the evidence's `failure`.
 pub async fn evaluate(spec: &EvalSpec) -> Result<EvalOutcome> {
-    run_eval(spec, None).await
+    run_eval(spec, None, None).await
+}
+
+/// [`evaluate`] of a candidate whose build stage already ran ([`prepare`], ahead of its turn);
+/// `spec` is the one `prepare` was given.
+pub async fn evaluate_prepared(spec: &EvalSpec, prepared: Prepared) -> Result<EvalOutcome> {
+    run_eval(spec, None, Some(prepared)).await
 }
 
 /// One eval through a warm evaluator's trusted worker and stored reference blocks
 /// (`warm::WarmEvaluator`). A candidate whose sandbox does not confine signals (and ptrace)
 /// could reach the trusted worker that outlives it: it is judged cold, beside a trusted worker
 /// of its own.
-pub(crate) async fn evaluate_warm(spec: &EvalSpec, warm: &mut WarmState) -> Result<EvalOutcome> {
-    run_eval(spec, Some(warm)).await
+pub(crate) async fn evaluate_warm(
+    spec: &EvalSpec,
+    warm: &mut WarmState,
+    prepared: Option<Prepared>,
+) -> Result<EvalOutcome> {
+    run_eval(spec, Some(warm), prepared).await
 }
 
-async fn run_eval(spec: &EvalSpec, warm: Option<&mut WarmState>) -> Result<EvalOutcome> {
+/// An eval before its judged turn: its directory claimed, its harness written, its files'
+/// baseline taken, and the candidate's build stage run (`build`). Made by [`prepare`].
+pub struct Prepared {
+    claimed: ClaimedDir,
+    dir: PathBuf,
+    script: PathBuf,
+    reference: Source,
+    candidate: Source,
+    sandbox: Option<CandidateSandbox>,
+    sandbox_evidence: SandboxEvidence,
+    baseline: Baseline,
+    built: std::result::Result<Built, Failure>,
+}
+
+impl Prepared {
+    /// The eval directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+/// Everything of an eval before its judged turn, the build stage included (`ahead`: it runs
+/// beside other candidates' work, recorded in the evidence). `Err` only when the eval could not
+/// begin, as for [`evaluate`].
+pub async fn prepare(spec: &EvalSpec, ahead: bool) -> Result<Prepared> {
     spec.options.validate()?;
     let reference = source_file(&spec.reference, "reference")?;
     let candidate = source_file(&spec.candidate, "candidate")?;
@@ -67,12 +102,55 @@ async fn run_eval(spec: &EvalSpec, warm: Option<&mut WarmState>) -> Result<EvalO
     let script = write_harness(&dir)?;
     let harness_dir = script.parent().unwrap_or(&dir).to_path_buf();
     let (sandbox, sandbox_evidence) = confine::plan(spec, &harness_dir, &candidate.absolute);
-    let mut warm = warm.filter(|_| sandbox_evidence.confines.iter().any(|c| c == "signals"));
+    // Taken before the build worker starts: whatever it changes is seen.
     let baseline = Baseline::take(
         &harness_dir,
         &[&reference.absolute, &candidate.absolute],
         &[dir.join(EVIDENCE_FILE), dir.join(VERDICT_FILE)],
     );
+    let built = build::run(build::BuildLaunch {
+        spec,
+        eval_dir: &dir,
+        script: &script,
+        candidate: &candidate.absolute,
+        sandbox: sandbox.clone(),
+        ahead,
+    })
+    .await;
+    Ok(Prepared {
+        claimed,
+        dir,
+        script,
+        reference,
+        candidate,
+        sandbox,
+        sandbox_evidence,
+        baseline,
+        built,
+    })
+}
+
+async fn run_eval(
+    spec: &EvalSpec,
+    warm: Option<&mut WarmState>,
+    prepared: Option<Prepared>,
+) -> Result<EvalOutcome> {
+    let prepared = match prepared {
+        Some(prepared) => prepared,
+        None => prepare(spec, false).await?,
+    };
+    let Prepared {
+        claimed,
+        dir,
+        script,
+        reference,
+        candidate,
+        sandbox,
+        sandbox_evidence,
+        baseline,
+        built,
+    } = prepared;
+    let warm = warm.filter(|_| sandbox_evidence.confines.iter().any(|c| c == "signals"));
     let urandom = Path::new("/dev/urandom");
     let mut seeds = SeedSource::open().map_err(|e| Error::io("open", urandom, e))?;
     // A warm trusted worker built its model under its init seed: every candidate it judges
@@ -136,21 +214,97 @@ async fn run_eval(spec: &EvalSpec, warm: Option<&mut WarmState>) -> Result<EvalO
         sandbox: Some(sandbox_evidence),
         reference_timing: None,
         trusted_run: None,
+        build: None,
+        judged: None,
         failure: None,
     };
+    let (built, build_failure) = match built {
+        Ok(mut built) => {
+            let failure = built.failure.take();
+            (Some(built), failure)
+        }
+        Err(failure) => (None, Some(failure)),
+    };
+    let mut evidence = evidence;
+    evidence.build = built.as_ref().map(|b| b.evidence.clone());
+    // A failed build is the verdict: the judged turn (the trusted worker, the device) never
+    // begins for it.
+    let (baseline, evidence) = match build_failure {
+        Some(failure) => {
+            evidence.failure = Some(failure);
+            (baseline, evidence)
+        }
+        None => {
+            judged_turn(
+                spec,
+                warm,
+                evidence,
+                JudgedParts {
+                    sandbox,
+                    baseline,
+                    dir: dir.clone(),
+                    script,
+                    sources: [reference.absolute, candidate.absolute],
+                    seeds,
+                    built,
+                    witness,
+                    work,
+                },
+            )
+            .await
+        }
+    };
+    finish(claimed, dir, baseline, evidence)
+}
+
+/// What the judged turn is given besides the spec, the warm state and the evidence.
+struct JudgedParts {
+    sandbox: Option<CandidateSandbox>,
+    baseline: Baseline,
+    dir: PathBuf,
+    script: PathBuf,
+    sources: [PathBuf; 2],
+    seeds: SeedSource,
+    built: Option<Built>,
+    witness: Option<(String, ProfilerSettings)>,
+    work: Option<(String, ProfilerSettings)>,
+}
+
+/// The judged turn: the trusted worker (a warm one, or its own), the candidate's workers, every
+/// stage from setup to the work pass, and their close; its span goes into the evidence.
+async fn judged_turn(
+    spec: &EvalSpec,
+    mut warm: Option<&mut WarmState>,
+    evidence: EvalEvidence,
+    parts: JudgedParts,
+) -> (Baseline, EvalEvidence) {
+    let started_at = build::now();
+    let clock = Instant::now();
     let (trusted, next_trial) = match warm {
         Some(ref mut w) => (w.trusted.take(), w.next_trial),
         None => (None, 0),
     };
+    let JudgedParts {
+        sandbox,
+        baseline,
+        dir,
+        script,
+        sources,
+        seeds,
+        built,
+        witness,
+        work,
+    } = parts;
     let mut eval = Eval {
         sandbox,
         baseline,
         spec,
-        dir: dir.clone(),
+        dir,
         script,
-        sources: [reference.absolute, candidate.absolute],
+        sources,
         seeds,
         evidence,
+        built,
         trusted,
         candidate: None,
         reference_work: None,
@@ -171,9 +325,24 @@ async fn run_eval(spec: &EvalSpec, warm: Option<&mut WarmState>) -> Result<EvalO
         eval.evidence.failure = Some(failure);
     }
     eval.close().await;
-    let changes = eval.baseline.changes();
-    eval.baseline.restore_modes();
-    let mut evidence = eval.evidence;
+    eval.evidence.judged = Some(JudgedTurn {
+        started_at,
+        ended_at: build::now(),
+        seconds: clock.elapsed().as_secs_f64(),
+    });
+    (eval.baseline, eval.evidence)
+}
+
+/// After the eval (judged or not): the integrity check of its files, the audit, both
+/// documents written.
+fn finish(
+    claimed: ClaimedDir,
+    dir: PathBuf,
+    baseline: Baseline,
+    mut evidence: EvalEvidence,
+) -> Result<EvalOutcome> {
+    let changes = baseline.changes();
+    baseline.restore_modes();
     let already = evidence
         .failure
         .as_ref()
@@ -344,6 +513,8 @@ struct Eval<'a> {
     warm: Option<&'a mut WarmState>,
     /// Stored reference blocks this eval reuses (the drift probe passed).
     reuse: Option<Vec<TimingBlock>>,
+    /// The candidate's build stage: its folder, which its judged workers build into too.
+    built: Option<Built>,
 }
 
 impl Eval<'_> {
@@ -385,7 +556,11 @@ impl Eval<'_> {
             Stage::Load,
         )
         .await?;
-        self.setup_candidate(Role::Candidate, Stage::Setup).await?;
+        let setup = self.setup_candidate(Role::Candidate, Stage::Setup).await;
+        if let (Some(built), Some(record)) = (&self.built, self.evidence.build.as_mut()) {
+            record.reused = Some(built.unchanged());
+        }
+        setup?;
         let timing_trial = self.correctness().await?;
         let correct = self.correct_so_far();
         // An incorrect candidate is not timed: its speed means nothing.
@@ -418,7 +593,7 @@ impl Eval<'_> {
     fn slot(&mut self, role: Role) -> &mut Option<Worker> {
         match role {
             Role::Trusted => &mut self.trusted,
-            Role::Candidate | Role::Witness | Role::Work => &mut self.candidate,
+            Role::Candidate | Role::Witness | Role::Work | Role::Build => &mut self.candidate,
             Role::ReferenceWork => &mut self.reference_work,
         }
     }
@@ -426,7 +601,7 @@ impl Eval<'_> {
     fn launch(&self, role: Role, profiler: &str, settings: ProfilerSettings) -> Launch {
         let source = match role {
             Role::Trusted | Role::ReferenceWork => &self.sources[0],
-            Role::Candidate | Role::Witness | Role::Work => &self.sources[1],
+            Role::Candidate | Role::Witness | Role::Work | Role::Build => &self.sources[1],
         };
         // A warm trusted worker runs from the evaluator's own harness copy and directory.
         let (script, eval_dir) = match (&self.warm, role) {
@@ -448,7 +623,13 @@ impl Eval<'_> {
             kill_now: self.spec.kill_now.clone(),
             connect_timeout: self.spec.options.setup_timeout,
             sandbox: match role {
-                Role::Candidate | Role::Witness | Role::Work => self.sandbox.clone(),
+                Role::Candidate | Role::Witness | Role::Work | Role::Build => self.sandbox.clone(),
+                Role::Trusted | Role::ReferenceWork => None,
+            },
+            build_dir: match role {
+                Role::Candidate | Role::Witness | Role::Work | Role::Build => {
+                    self.built.as_ref().map(|b| b.dir.path().to_path_buf())
+                }
                 Role::Trusted | Role::ReferenceWork => None,
             },
         }
@@ -583,7 +764,7 @@ impl Eval<'_> {
     fn limit_of(&self, role: Role) -> Duration {
         match role {
             Role::Work | Role::ReferenceWork => self.call_limit().saturating_mul(WORK_LIMIT_FACTOR),
-            Role::Trusted | Role::Candidate | Role::Witness => self.call_limit(),
+            Role::Trusted | Role::Candidate | Role::Witness | Role::Build => self.call_limit(),
         }
     }
 
@@ -1336,7 +1517,7 @@ impl Eval<'_> {
             Role::Witness => self.evidence.witness.as_mut(),
             Role::Work => self.evidence.work.as_mut(),
             Role::ReferenceWork => self.evidence.reference_work.as_mut(),
-            Role::Trusted | Role::Candidate => None,
+            Role::Trusted | Role::Candidate | Role::Build => None,
         }
     }
 

@@ -10,7 +10,7 @@ use crate::eval::evidence::FailureKind;
 use crate::model::error::Result;
 use crate::pipeline::eval::harness_files::write_harness;
 use crate::pipeline::eval::integrity::Baseline;
-use crate::pipeline::eval::session;
+use crate::pipeline::eval::session::{self, Prepared};
 use crate::pipeline::eval::spec::{EvalOutcome, EvalSpec, SandboxSetting};
 use crate::pipeline::eval::warm_state::WarmState;
 
@@ -42,8 +42,25 @@ impl WarmEvaluator {
     /// Judge one candidate, as `session::evaluate` does, through the warm trusted worker
     /// (started on the first call, or again after anything made the last one unusable).
     pub async fn evaluate(&mut self, spec: &EvalSpec) -> Result<EvalOutcome> {
+        self.judge(spec, None).await
+    }
+
+    /// [`WarmEvaluator::evaluate`] of a candidate whose build stage already ran
+    /// (`session::prepare`, ahead of its turn: `ahead::BuildQueue`).
+    pub async fn evaluate_prepared(
+        &mut self,
+        spec: &EvalSpec,
+        prepared: Prepared,
+    ) -> Result<EvalOutcome> {
+        self.judge(spec, Some(prepared)).await
+    }
+
+    async fn judge(&mut self, spec: &EvalSpec, prepared: Option<Prepared>) -> Result<EvalOutcome> {
         if self.cold_only || spec.sandbox == SandboxSetting::Off {
-            return session::evaluate(spec).await;
+            return match prepared {
+                Some(prepared) => session::evaluate_prepared(spec, prepared).await,
+                None => session::evaluate(spec).await,
+            };
         }
         let fit = fit_of(spec);
         let unusable = self
@@ -77,7 +94,7 @@ impl WarmEvaluator {
                 })
             }
         };
-        let outcome = session::evaluate_warm(spec, state).await;
+        let outcome = session::evaluate_warm(spec, state, prepared).await;
         let interfered = outcome.as_ref().is_ok_and(|o| {
             o.evidence
                 .failure
@@ -97,8 +114,10 @@ impl WarmEvaluator {
             let _ = std::fs::remove_dir_all(&state.dir);
         }
         // A trusted worker lost (its failure, a cancel) or a candidate that interfered: the
-        // next candidate gets a fresh one and fresh measurements.
-        if interfered || state.trusted.is_none() {
+        // next candidate gets a fresh one and fresh measurements. A candidate whose build
+        // failed never reached a trusted worker: none was lost.
+        let lost = state.trusted.is_none() && (state.setup.is_some() || !built_failed(&outcome));
+        if interfered || lost {
             self.retire().await;
         }
         outcome
@@ -116,6 +135,11 @@ impl WarmEvaluator {
             trusted.finish().await;
         }
     }
+}
+
+/// The eval ended in its build stage (its judged turn never began).
+fn built_failed(outcome: &Result<EvalOutcome>) -> bool {
+    outcome.as_ref().is_ok_and(|o| o.evidence.judged.is_none())
 }
 
 /// Everything of `spec` the trusted worker and the stored measurements depend on: all but the

@@ -65,6 +65,8 @@ pub enum Role {
     Work,
     /// The reference again, under the work counters (the reference's work pass).
     ReferenceWork,
+    /// The candidate's build stage: its import alone, no device visible, no socket.
+    Build,
 }
 
 impl Role {
@@ -73,6 +75,7 @@ impl Role {
         match self {
             Role::Trusted | Role::ReferenceWork => "trusted",
             Role::Candidate | Role::Witness | Role::Work => "candidate",
+            Role::Build => "build",
         }
     }
 
@@ -84,6 +87,7 @@ impl Role {
             Role::Witness => "witness",
             Role::Work => "work",
             Role::ReferenceWork => "reference-work",
+            Role::Build => "build",
         };
         pass_label(name, 0)
     }
@@ -114,6 +118,9 @@ pub struct Launch {
     /// The candidate's workers' sandbox (`None`: not confined; always `None` for the trusted
     /// side, which runs no candidate code).
     pub sandbox: Option<CandidateSandbox>,
+    /// The candidate's build folder (`build::BuildDir`): its build caches point there instead
+    /// of into the worker's scratch folder, and it may write there. `None` for the trusted side.
+    pub build_dir: Option<PathBuf>,
 }
 
 /// A running, connected worker.
@@ -155,8 +162,11 @@ impl Launch {
             "-I".into(),
             self.script.as_os_str().into(),
         ];
-        argv.push("--socket".into());
-        argv.push(socket.as_os_str().into());
+        // The build worker only imports the candidate: it speaks to nobody.
+        if self.role != Role::Build {
+            argv.push("--socket".into());
+            argv.push(socket.as_os_str().into());
+        }
         argv.push("--role".into());
         argv.push(self.role.arg().into());
         argv.push("--source".into());
@@ -233,16 +243,26 @@ impl Launch {
                 .extra_env
                 .insert(name.to_string(), path.display().to_string());
         }
+        // The build stage's products, where the build worker left them for the judged ones.
+        if let Some(build_dir) = &self.build_dir {
+            options
+                .extra_env
+                .extend(crate::pipeline::eval::build_dir::cache_env(build_dir));
+        }
         let Some(sandbox) = &self.sandbox else {
             return Ok((argv, Some(scratch)));
         };
         let command: Vec<std::ffi::OsString> =
             argv.iter().map(|a| a.as_os_str().to_owned()).collect();
-        let wrapped = crate::pipeline::sandbox::wrap_argv(
-            &sandbox.launcher,
-            &sandbox.confinement(scratch.path(), self.profiler != "none"),
-            &command,
-        );
+        let mut confinement = sandbox.confinement(scratch.path(), self.profiler != "none");
+        if let Some(build_dir) = &self.build_dir {
+            confinement.write.push(build_dir.clone());
+        }
+        if self.role == Role::Build {
+            crate::pipeline::eval::build_dir::without_devices(&mut confinement);
+        }
+        let wrapped =
+            crate::pipeline::sandbox::wrap_argv(&sandbox.launcher, &confinement, &command);
         Ok((wrapped.into_iter().map(Arg::from).collect(), Some(scratch)))
     }
 
@@ -332,6 +352,29 @@ impl Launch {
     }
 }
 
+impl Launch {
+    /// Run a worker that speaks to nobody (the build worker) to its end, within
+    /// `connect_timeout` (the setup limit), into its run directory `eval_dir/<role>.000`.
+    pub async fn run_to_end(&self) -> Result<ProfileRun, StartError> {
+        let run_dir = self.eval_dir.join(self.role.dir_name());
+        let claimed = rundir::claim(&run_dir).map_err(|e| StartError::Setup(e.to_string()))?;
+        let mut run = self.run_options(self.cancel.child_token(), self.kill_now.child_token());
+        run.timeout = Some(self.connect_timeout);
+        let (target, _scratch) = self.target(Path::new(""), &mut run)?;
+        let job = Job {
+            target,
+            profiler: self.profiler.clone(),
+            settings: self.settings.clone(),
+            output_dir: run_dir.clone(),
+            label: Some(self.role.dir_name()),
+            run,
+            call_path: Vec::new(),
+            profile_cache: None,
+        };
+        Ok(profile_claimed(&job, &ExecutionTarget::Local, &claimed).await)
+    }
+}
+
 impl Worker {
     /// Say `bye` and wait for the process to exit (killed if it does not within a while).
     pub async fn finish(mut self) -> ProfileRun {
@@ -409,12 +452,17 @@ pub fn stderr_log(run: &ProfileRun, eval_dir: &Path) -> Option<String> {
 
 /// The last lines the worker wrote on stderr (a traceback, a crash message).
 pub fn stderr_tail(run: &ProfileRun, lines: usize) -> String {
+    // A short output is kept whole in the head; the tail holds only what came after it.
     let tail = run
         .steps
         .iter()
         .rev()
         .find_map(|s| s.attempts.last())
-        .map(|a| a.stderr.tail.clone())
+        .map(|a| {
+            let mut lines = a.stderr.head.clone();
+            lines.extend(a.stderr.tail.iter().cloned());
+            lines
+        })
         .unwrap_or_default();
     let skip = tail.len().saturating_sub(lines);
     tail[skip..].join("\n")
@@ -440,6 +488,7 @@ mod tests {
             kill_now: CancellationToken::new(),
             connect_timeout: Duration::from_secs(1),
             sandbox: None,
+            build_dir: None,
         }
     }
 

@@ -1,0 +1,258 @@
+//! The build stage on `--device cpu` (docs/eval-harness.md, "The build stage"): a candidate
+//! imported alone in a sandboxed build worker with no device visible before its judged turn. A
+//! build that fails is the verdict, with its compiler's log, and no judged turn; a library the
+//! build compiled (`cc`, then ctypes) is found by the judged worker and reused; in a run of
+//! many, later candidates' builds start while earlier ones are judged.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::Stdio;
+
+use polyprof::eval::evidence::{EvalEvidence, FailureKind, Stage};
+
+use crate::support::eval::{documents, eval_problem, problem, python_with_numpy};
+
+/// `cc` on PATH (the C candidates compile with it); else the test says it is skipped.
+fn have_cc() -> bool {
+    if which::which("cc").is_ok() {
+        return true;
+    }
+    crate::support::record_skip(
+        &crate::support::this_test(),
+        "no `cc` on PATH (the candidates build C libraries with it)",
+    );
+    false
+}
+
+/// A broken build's eval: failed in the build stage by the candidate, its log quoted and kept,
+/// no judged turn (no trusted worker, no candidate worker), every check named as not run.
+fn assert_build_failed(dir: &Path, says: &str) {
+    let (evidence, verdict) = documents(dir);
+    let failure = evidence.failure.as_ref().expect("a failure");
+    assert_eq!(
+        (failure.kind, failure.stage),
+        (FailureKind::BuildFailed, Stage::Build),
+        "{failure:?}"
+    );
+    assert!(failure.message.contains(says), "{}", failure.message);
+    let log = dir.join(failure.log.as_deref().expect("the build log named"));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains(says), "{}: {text}", log.display());
+    assert!(log.starts_with(dir.join("build.000")), "{}", log.display());
+    // The judged turn never began: no device time, no trusted or candidate worker.
+    assert!(evidence.judged.is_none());
+    assert!(!dir.join("reference.000").exists() && !dir.join("candidate.000").exists());
+    let build = evidence.build.as_ref().expect("the build recorded");
+    assert_eq!(build.devices, "none");
+    assert!(build.reused.is_none());
+    assert!(!verdict.passed);
+    assert!(!verdict.checks.is_empty());
+    // Only the sandbox's check reads what was set before any candidate code ran.
+    for check in verdict.checks.iter().filter(|c| c.check != "sandbox") {
+        assert!(!check.ran, "{} ran after a failed build", check.check);
+        assert!(check.why_not.is_some(), "{}", check.check);
+    }
+}
+
+#[test]
+fn a_build_that_fails_is_the_verdict_with_its_compiler_log() {
+    if !have_cc() {
+        return;
+    }
+    let Some(eval) = eval_problem("build_broken.py", &[]) else {
+        return;
+    };
+    assert_eq!(
+        eval.out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&eval.out.stderr)
+    );
+    assert_build_failed(&eval.dir, "undeclared_symbol_of_the_broken_build");
+}
+
+#[test]
+fn a_candidate_that_raises_at_import_fails_its_build() {
+    let Some(python) = python_with_numpy() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let candidate = tmp.path().join("raises_at_import.py");
+    std::fs::write(
+        &candidate,
+        "raise ImportError('the toolchain of this candidate is missing on purpose')\n",
+    )
+    .unwrap();
+    let dir = tmp.path().join("eval");
+    let out =
+        crate::support::eval::eval_cpu(&python, &problem("reference.py"), &candidate, &dir, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_build_failed(&dir, "missing on purpose");
+}
+
+#[test]
+fn a_library_built_at_import_is_reused_by_the_judged_worker() {
+    if !have_cc() {
+        return;
+    }
+    let Some(eval) = eval_problem("build_c_library.py", &[]) else {
+        return;
+    };
+    assert_eq!(
+        eval.out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&eval.out.stdout)
+    );
+    let (evidence, verdict) = documents(&eval.dir);
+    assert!(verdict.passed, "{:?}", evidence.failure);
+    let build = evidence.build.as_ref().expect("the build recorded");
+    // The source and the library, in the build folder; the judged import changed nothing there.
+    assert_eq!(build.files, 2, "{build:?}");
+    assert_eq!(build.reused, Some(true), "{build:?}");
+    assert!(!build.ahead);
+    let judged = evidence.judged.as_ref().expect("a judged turn");
+    assert!(build.ended_at <= judged.started_at, "{build:?} {judged:?}");
+    // The build worker saw no device (the variable set empty over whatever polyprof had).
+    let log = std::fs::read_to_string(eval.dir.join("build.000/run.1.stderr.log")).unwrap();
+    assert!(log.contains("VISIBLE-DEVICES ''"), "{log}");
+}
+
+fn build_and_judged(evidence: &EvalEvidence) -> (String, String, String) {
+    let build = evidence.build.as_ref().expect("a build");
+    let judged = evidence.judged.as_ref().expect("a judged turn");
+    (
+        build.started_at.clone(),
+        judged.started_at.clone(),
+        judged.ended_at.clone(),
+    )
+}
+
+#[test]
+fn builds_of_later_candidates_run_while_earlier_ones_are_judged() {
+    if !have_cc() {
+        return;
+    }
+    let Some(python) = python_with_numpy() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let candidates = tmp.path().join("candidates");
+    std::fs::create_dir(&candidates).unwrap();
+    for name in ["a.py", "b.py", "c.py"] {
+        std::fs::copy(problem("build_c_library.py"), candidates.join(name)).unwrap();
+    }
+    std::fs::copy(problem("build_broken.py"), candidates.join("d_broken.py")).unwrap();
+    let out = tmp.path().join("out");
+    let run = crate::support::polyprof()
+        .args(["eval", "--device", "cpu", "--trials", "2", "--blocks", "2"])
+        .args(["--repeat", "3", "--warmup", "1", "--build-jobs", "2"])
+        .arg("--python")
+        .arg(&python)
+        .arg("--reference")
+        .arg(problem("reference.py"))
+        .arg("--candidate")
+        .arg(&candidates)
+        .arg("--output-dir")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(1),
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_build_failed(
+        &out.join("d_broken"),
+        "undeclared_symbol_of_the_broken_build",
+    );
+    let rows: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("evals.json")).unwrap()).unwrap();
+    let rows = rows.as_array().unwrap();
+    let seconds = |stem: &str| {
+        rows.iter()
+            .find(|r| r["dir"].as_str().is_some_and(|d| d.ends_with(stem)))
+            .and_then(|r| r["device_seconds"].as_f64())
+            .unwrap_or_else(|| panic!("no device_seconds for {stem}: {rows:?}"))
+    };
+    assert_eq!(seconds("d_broken"), 0.0);
+    let mut spans = Vec::new();
+    for stem in ["a", "b", "c"] {
+        let (evidence, verdict) = documents(&out.join(stem));
+        assert!(verdict.passed, "{stem}: {:?}", evidence.failure);
+        assert_eq!(
+            evidence.build.as_ref().unwrap().reused,
+            Some(true),
+            "{stem}"
+        );
+        assert!(seconds(stem) > 0.0, "{stem}");
+        if !evidence.build.as_ref().unwrap().ahead {
+            crate::support::record_skip(
+                &crate::support::this_test(),
+                "the sandbox does not confine everything here: builds ran right before their turns",
+            );
+            return;
+        }
+        spans.push(build_and_judged(&evidence));
+    }
+    // Ordered by the evidence's own timestamps (RFC 3339 with nanoseconds, UTC: they compare
+    // as text): each later build began before the judging of the one before it ended.
+    for pair in spans.windows(2) {
+        let (earlier, later) = (&pair[0], &pair[1]);
+        assert!(
+            later.0 < earlier.2,
+            "a build started at {} only after the judging before it ended at {}",
+            later.0,
+            earlier.2
+        );
+    }
+}
+
+#[test]
+fn candidates_from_stdin_build_ahead_and_a_failed_build_costs_no_device_time() {
+    if !have_cc() {
+        return;
+    }
+    let Some(python) = python_with_numpy() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_polyprof"))
+        .args(["eval", "--device", "cpu", "--trials", "2", "--blocks", "2"])
+        .args(["--repeat", "3", "--warmup", "1"])
+        .arg("--python")
+        .arg(&python)
+        .arg("--reference")
+        .arg(problem("reference.py"))
+        .args(["--candidate", "-", "--output-dir"])
+        .arg(&out)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for name in ["build_broken.py", "build_c_library.py"] {
+        writeln!(stdin, "{}", problem(name).display()).unwrap();
+    }
+    drop(stdin);
+    let done = child.wait_with_output().unwrap();
+    assert_eq!(
+        done.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&done.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0]["row"]["failure"], "build_failed", "{lines:?}");
+    assert_eq!(lines[0]["device_seconds"], 0.0);
+    assert_eq!(lines[1]["row"]["passed"], true, "{lines:?}");
+    assert!(lines[1]["device_seconds"].as_f64().unwrap() > 0.0);
+}
