@@ -36,6 +36,8 @@ pub struct Common<'a> {
     pub env_allow: &'a [String],
     /// `--profile-cache [DIR]`, passed on to every task.
     pub profile_cache: Option<&'a Option<PathBuf>>,
+    /// `--cold-evals`, passed on to every task.
+    pub cold_evals: bool,
     pub ci: &'a super::ci_output::CiArgs,
 }
 
@@ -253,6 +255,9 @@ pub(super) fn task_argv(
     argv.push(format!("--env-policy={policy}"));
     for name in args.env_allow {
         argv.push(format!("--env-allow={name}"));
+    }
+    if args.cold_evals {
+        argv.push("--cold-evals".to_string());
     }
     match args.profile_cache {
         None => {}

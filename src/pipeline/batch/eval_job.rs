@@ -15,9 +15,12 @@ use crate::profilers::devices::Device;
 
 use super::eval_table::EvalJob;
 use super::spec::JobSpec;
+use super::warm_evals::WarmEvals;
 
 /// Run the eval of `spec` into `dir` (its run directory, empty) and fill `entry` from the
-/// verdict. `device`: the pool's slot, whose pinning both workers get.
+/// verdict. `device`: the pool's slot, whose pinning both workers get. `warm`: the process's
+/// warm evaluators (`None`: judged cold).
+#[allow(clippy::too_many_arguments)]
 pub async fn run_eval_job(
     entry: &mut BatchEntry,
     spec: &JobSpec,
@@ -26,6 +29,7 @@ pub async fn run_eval_job(
     device: Option<&Device>,
     run: &RunOptions,
     timeout: Option<Duration>,
+    warm: Option<&WarmEvals>,
 ) {
     let eval_spec = match eval_spec(spec, eval, dir, device, run, timeout) {
         Ok(s) => s,
@@ -35,7 +39,11 @@ pub async fn run_eval_job(
             return;
         }
     };
-    match evaluate(&eval_spec).await {
+    let outcome = match warm {
+        Some(evaluators) => evaluators.evaluate(&eval_spec).await,
+        None => evaluate(&eval_spec).await,
+    };
+    match outcome {
         Ok(outcome) => fill_entry(entry, &outcome),
         Err(e) => {
             entry.state = EntryState::Failed;

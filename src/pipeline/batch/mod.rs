@@ -38,6 +38,7 @@ pub mod slurm;
 pub mod spec;
 pub mod stage;
 pub mod task;
+pub mod warm_evals;
 
 pub use api::{BatchOptions, OpenBatch, run_batch};
 pub use jobfile::{JobFileError, load};
