@@ -82,6 +82,19 @@ pub fn eval_spec(
     Ok(s)
 }
 
+/// What a warm evaluator of `spec`'s eval is kept for: its eval table but the candidate, and
+/// the job's variables (`None`: not an eval job). Jobs of one key can share a trusted worker;
+/// a driver sends them where one is already warm (the evaluator itself still checks the fit).
+pub fn problem_key(spec: &JobSpec) -> Option<String> {
+    let eval = spec.eval.as_ref()?;
+    let table = EvalJob {
+        candidate: std::path::PathBuf::new(),
+        ..eval.clone()
+    };
+    let table = serde_json::to_string(&table).unwrap_or_else(|_| format!("{table:?}"));
+    Some(format!("{table}|{:?}", spec.env))
+}
+
 /// The entry's state, summary and errors from a finished eval: a judged candidate (passed or
 /// not) succeeded as a job; an eval that could not run, or a candidate that failed, did not.
 pub fn fill_entry(entry: &mut BatchEntry, outcome: &EvalOutcome) {
@@ -205,6 +218,25 @@ mod tests {
         assert!(err.contains("unknown field `candiate`"), "{err}");
         let err = job(r#"{"id": "e"}"#).unwrap_err();
         assert!(err.contains("or an `eval` table"), "{err}");
+    }
+
+    #[test]
+    fn the_problem_key_ignores_the_candidate_only() {
+        let key = |json: &str| problem_key(&job(json).unwrap());
+        let a = key(r#"{"id": "a", "eval": {"reference": "r.py", "candidate": "a.py"}}"#);
+        let b = key(r#"{"id": "b", "eval": {"reference": "r.py", "candidate": "b.py"}}"#);
+        assert!(a.is_some());
+        assert_eq!(a, b);
+        let other = key(r#"{"id": "c", "eval": {"reference": "s.py", "candidate": "a.py"}}"#);
+        assert_ne!(a, other);
+        let trials =
+            key(r#"{"id": "d", "eval": {"reference": "r.py", "candidate": "a.py", "trials": 2}}"#);
+        assert_ne!(a, trials);
+        let env = key(
+            r#"{"id": "e", "env": {"A": "1"}, "eval": {"reference": "r.py", "candidate": "a.py"}}"#,
+        );
+        assert_ne!(a, env);
+        assert_eq!(key(r#"{"id": "t", "target": ["true"]}"#), None);
     }
 
     #[test]
