@@ -426,7 +426,14 @@ fn eval_jobs_in_shares_reuse_one_warm_evaluator_per_share() {
     }
     let work = tempfile::tempdir().unwrap();
     let dir = work.path();
-    let names = ["honest", "slow", "raises", "inplace", "wrong_shape", "numpy_rewrite"];
+    let names = [
+        "honest",
+        "slow",
+        "raises",
+        "inplace",
+        "wrong_shape",
+        "numpy_rewrite",
+    ];
     let jobs: Vec<_> = names
         .iter()
         .map(|name| {
@@ -457,7 +464,14 @@ fn eval_jobs_in_shares_reuse_one_warm_evaluator_per_share() {
     let cluster = LocalCluster::up();
     let root = dir.join("root");
     let out = slurm_batch(cluster.polyprof(), &file, &root)
-        .args(["--slurm-mode", "shares", "--tasks", "2", "--gpus-per-task", "1"])
+        .args([
+            "--slurm-mode",
+            "shares",
+            "--tasks",
+            "2",
+            "--gpus-per-task",
+            "1",
+        ])
         .arg("--quiet")
         .output()
         .unwrap();
@@ -475,10 +489,13 @@ fn eval_jobs_in_shares_reuse_one_warm_evaluator_per_share() {
             "{name}: in a share and cold differ"
         );
         let (evidence, _) = crate::support::eval::documents(&root.join("runs").join(name));
-        let Some(run) = evidence.trusted_run else {
+        if !crate::eval_batch_warm::confines_signals(&evidence) {
             confined = false;
             continue;
-        };
+        }
+        let run = evidence
+            .trusted_run
+            .expect("judged through a warm evaluator");
         assert!(
             run.starts_with(&root.join("warm").display().to_string()),
             "{run}"

@@ -120,7 +120,10 @@ fn a_problems_candidates_judged_warm_in_the_pool_match_cold_and_reuse_the_refere
             return;
         }
         assert!(!warm.join("runs").join(id).join("reference.000").exists());
-        let trusted = warm_evidence.trusted_run.clone().expect("the warm run named");
+        let trusted = warm_evidence
+            .trusted_run
+            .clone()
+            .expect("the warm run named");
         assert!(
             Path::new(&trusted).starts_with(warm.join("warm")),
             "{id}: {trusted}"

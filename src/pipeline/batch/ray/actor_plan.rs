@@ -310,7 +310,9 @@ mod tests {
     fn eval_jobs_of_one_problem_share_an_affinity_number() {
         let job = |json: serde_json::Value| serde_json::from_value::<JobSpec>(json).unwrap();
         let eval = |id: &str, reference: &str| {
-            job(serde_json::json!({"id": id, "eval": {"reference": reference, "candidate": format!("{id}.py")}}))
+            job(
+                serde_json::json!({"id": id, "eval": {"reference": reference, "candidate": format!("{id}.py")}}),
+            )
         };
         let specs = vec![
             eval("a", "p.py"),
