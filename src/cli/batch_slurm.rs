@@ -308,6 +308,10 @@ mod tests {
 
     /// The options every array task gets, with `--profile-cache` as given.
     fn argv(profile_cache: Option<&Option<PathBuf>>) -> Vec<String> {
+        argv_with(profile_cache, false)
+    }
+
+    fn argv_with(profile_cache: Option<&Option<PathBuf>>, cold_evals: bool) -> Vec<String> {
         let ci = super::super::ci_output::CiArgs::default();
         let common = Common {
             jobs: Path::new("jobs.jsonl"),
@@ -322,6 +326,7 @@ mod tests {
             env_policy: &EnvPolicy::Inherit,
             env_allow: &[],
             profile_cache,
+            cold_evals,
             ci: &ci,
         };
         task_argv(
@@ -331,6 +336,12 @@ mod tests {
             Path::new("/r/out"),
         )
         .unwrap()
+    }
+
+    #[test]
+    fn each_task_judges_evals_cold_only_when_the_batch_does() {
+        assert!(!argv(None).iter().any(|a| a == "--cold-evals"));
+        assert!(argv_with(None, true).iter().any(|a| a == "--cold-evals"));
     }
 
     #[test]

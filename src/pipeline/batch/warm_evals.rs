@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use crate::model::error::Result;
 use crate::pipeline::eval::warm::fit_of;
-use crate::pipeline::eval::{EvalOutcome, EvalSpec, WarmEvaluator};
+use crate::pipeline::eval::{EvalOutcome, EvalSpec, WarmEvaluator, evaluate};
 
 /// Where a batch's warm evaluators put their trusted workers' runs (`ROOT/warm/`).
 pub const WARM_DIR: &str = "warm";
@@ -67,6 +67,14 @@ impl WarmEvals {
     /// Every spec must carry the same `cancel`/`kill_now` tokens (a trusted worker answers
     /// to those it was started with).
     pub async fn evaluate(&self, spec: &EvalSpec) -> Result<EvalOutcome> {
+        // A reference or candidate that is not a regular file (a FIFO would block the warm
+        // path's snapshot of the reference): the cold eval refuses it at once, by name.
+        if ![&spec.reference, &spec.candidate]
+            .iter()
+            .all(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file()))
+        {
+            return evaluate(spec).await;
+        }
         let fit = fit_of(spec);
         let mut evaluator = {
             let mut idle = self.lock();
@@ -107,5 +115,33 @@ impl WarmEvals {
     fn lock(&self) -> std::sync::MutexGuard<'_, Idle> {
         // Nothing here can leave the list half-changed: a poisoned lock's data is whole.
         self.idle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_fifo_is_refused_by_the_cold_eval_without_starting_an_evaluator() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo.py");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let candidate = dir.path().join("c.py");
+        std::fs::write(&candidate, "").unwrap();
+        let evals = WarmEvals::new(&dir.path().join("warm"), 2);
+        let mut spec = EvalSpec::new(&fifo, &candidate, dir.path().join("e"));
+        spec.device = crate::pipeline::eval::Device::Cpu;
+        let refused =
+            tokio::time::timeout(std::time::Duration::from_secs(20), evals.evaluate(&spec))
+                .await
+                .expect("refused at once, not blocked on the FIFO");
+        let text = match refused {
+            Ok(outcome) => format!("{:?}", outcome.verdict.failure),
+            Err(e) => e.to_string(),
+        };
+        assert!(text.contains("FIFO"), "{text}");
+        assert_eq!(evals.started(), 0);
+        evals.close().await;
     }
 }
