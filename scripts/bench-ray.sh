@@ -4,7 +4,7 @@
 # time) against the same job file on the local pool with four CPU slots (`--devices cpu
 # --jobs 4`), measured side by side. Prints wall times, per-job costs and the ratio; each side
 # runs ROUNDS times (default 1, interleaved), the median is used.
-#   scripts/bench-ray.sh [JOBS] [ROUNDS]
+#   scripts/bench-ray.sh [JOBS] [ROUNDS]      (JOBS=0: the evals alone)
 # MODES (default `actors`) lists the --ray-mode values to measure: `MODES="actors jobs"` adds
 # the one-Ray-job-per-job mode (seconds per job: about 8 minutes for 200 jobs here).
 # Then EVALS short CPU evals (default 200; 0: none): the candidates of tests/programs/eval's
@@ -27,12 +27,13 @@ export POLYPROF_RAY_PORT="${POLYPROF_RAY_PORT:-8390}"
 cleanup() { scripts/ray-local.sh down "$work/cluster" >/dev/null 2>&1 || true; rm -rf "$work"; }
 trap cleanup EXIT
 address="$(scripts/ray-local.sh up "$work/cluster" | tail -n 1)"
+now() { date +%s.%N; }
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+if (( jobs > 0 )); then
 for i in $(seq -w 0 $((jobs - 1))); do
     echo "{\"id\": \"b$i\", \"target\": [\"sleep\", \"0.1\"]}"
 done >"$work/jobs.jsonl"
 
-now() { date +%s.%N; }
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 declare -A times
 local_t=()
 for r in $(seq 1 "$rounds"); do
@@ -62,6 +63,7 @@ for mode in $modes; do
 done
 printf 'local         (4 slots, %s jobs): %6.1f s  (rounds: %s); %.0f ms per job and slot over the ideal\n' \
     "$jobs" "$l" "${local_t[*]}" "$(per_job "$l")"
+fi
 
 if [[ "$evals" == 0 ]]; then
     exit 0
@@ -78,7 +80,9 @@ for i in $(seq -w 0 $((evals - 1))); do
     printf '{"id": "e%s", "timeout_s": 60, "eval": {"reference": "%s/reference.py", "candidate": "%s/%s.py", "device": "cpu", "trials": 2, "timing_blocks": 2, "repeat": 3, "python": "%s"}}\n' \
         "$i" "$problem" "$problem" "$name" "$python_abs"
 done >"$work/evals.jsonl"
-judged() { grep -c '"status":' "$1/batch.json" || true; }
+judged() {
+    python3 -c 'import json, sys; print(sum(1 for e in json.load(open(sys.argv[1]))["jobs"].values() if e.get("eval")))' "$1/batch.json"
+}
 declare -A eval_t
 for r in $(seq 1 "$rounds"); do
     for side in ray local cold; do
@@ -93,6 +97,7 @@ for r in $(seq 1 "$rounds"); do
         "$bin" batch "$work/evals.jsonl" --output-dir "$out" "${args[@]}" --quiet >/dev/null || true
         t1=$(now)
         eval_t[$side]+="$(echo "$t1 - $t0" | bc) "
+        echo "bench-ray: evals $side round $r: $(echo "$t1 - $t0" | bc) s" >&2
         n=$(judged "$out")
         [[ "$n" == "$evals" ]] || { echo "bench-ray: only $n of $evals evals judged ($side)" >&2; exit 1; }
     done
