@@ -10,8 +10,9 @@ use anyhow::Context;
 use polyprof::model::batch::{BatchEntry, EntryState, RayJobInfo, SlurmTaskInfo};
 use polyprof::pipeline::batch::devices::DeviceChoice;
 use polyprof::pipeline::batch::pool::PoolOptions;
+use polyprof::pipeline::batch::warm_evals::WarmEvals;
 use polyprof::pipeline::batch::{self, BatchOptions, JobSpec, OpenBatch, TaskOptions, run_task};
-use polyprof::profilers::devices::device_from_env;
+use polyprof::profilers::devices::{Device, device_from_env};
 use polyprof::profilers::selection::Selection;
 
 use polyprof::pipeline::profile_cache::ProfileCacheOptions;
@@ -45,6 +46,10 @@ pub struct Args {
     /// cascade's baseline: what it saves is measured against this).
     #[arg(long)]
     pub all_stages: bool,
+    /// Judge each eval job cold, with a trusted worker of its own, instead of through a warm
+    /// evaluator per problem and device (docs/batch.md, "Warm evals"): slower, for comparison.
+    #[arg(long)]
+    pub cold_evals: bool,
     /// Check the job file and print each job it expands to (its profilers and profile cache),
     /// running nothing and creating nothing; with `--json`, as a JSON array.
     #[arg(long, conflicts_with_all = ["resume", "task_index", "task_id"])]
@@ -180,6 +185,7 @@ pub async fn execute(mut args: Args) -> anyhow::Result<u8> {
             env_policy: args.env_policy.as_ref().unwrap_or(&EnvPolicy::Inherit),
             env_allow: &args.env_allow,
             profile_cache: args.profile_cache.as_ref(),
+            cold_evals: args.cold_evals,
             ci: &args.ci,
         };
         if args.ray.ray.is_some() {
@@ -231,6 +237,7 @@ async fn run_local(args: &Args, specs: &[JobSpec], opts: TaskOptions) -> anyhow:
         quarantine_after: args.quarantine_after,
         max_parallel: None,
         all_stages: args.all_stages,
+        cold_evals: args.cold_evals,
     };
     let index = open.run(specs, &pool_opts, Some(progress.observer())).await;
     progress.finish();
@@ -266,6 +273,7 @@ fn task_options(args: &Args) -> anyhow::Result<TaskOptions> {
             dir: dir.clone(),
             ..ProfileCacheOptions::default()
         }),
+        warm: None,
     })
 }
 
@@ -342,12 +350,30 @@ async fn run_share(
     std::fs::create_dir_all(&args.output_dir)
         .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
     let device = device_from_env(|name| std::env::var(name).ok());
+    // One warm evaluator per problem for the whole share (this task's one device).
+    let warm = warm_evals(args, specs);
     let opts = &TaskOptions {
         slurm: slurm_task_from_env(),
+        warm: warm.clone(),
         ..opts.clone()
     };
     cancel_on_signals(opts.run.cancel.clone(), opts.run.kill_now.clone());
-    for i in indices {
+    let result = run_share_jobs(args, specs, opts, k, &indices, device.as_ref()).await;
+    if let Some(warm) = warm {
+        warm.close().await;
+    }
+    result
+}
+
+async fn run_share_jobs(
+    args: &Args,
+    specs: &[JobSpec],
+    opts: &TaskOptions,
+    k: usize,
+    indices: &[usize],
+    device: Option<&Device>,
+) -> anyhow::Result<u8> {
+    for &i in indices {
         if opts.run.cancel.is_cancelled() {
             break;
         }
@@ -358,12 +384,20 @@ async fn run_share(
                 specs.len()
             )
         })?;
-        let entry = run_task(spec, &args.output_dir, device.as_ref(), opts).await;
+        let entry = run_task(spec, &args.output_dir, device, opts).await;
         if !args.quiet {
             eprintln!("polyprof batch: job `{}`: {}", entry.id, describe(&entry));
         }
     }
     Ok(0)
+}
+
+/// The warm evaluators of a task that runs job after job (a share, `--task-serve`): `None`
+/// with `--cold-evals` or when no job is an eval. Two idle at most: the problem in hand and
+/// the one before (jobs come in file order).
+fn warm_evals(args: &Args, specs: &[JobSpec]) -> Option<Arc<WarmEvals>> {
+    (!args.cold_evals && specs.iter().any(|s| s.eval.is_some()))
+        .then(|| Arc::new(WarmEvals::for_process(&args.output_dir, 2)))
 }
 
 /// `--task-serve`: job after job as stdin asks, until stdin closes or a SIGTERM (the actor
@@ -373,6 +407,25 @@ async fn serve_tasks(args: &Args, specs: &[JobSpec], opts: &TaskOptions) -> anyh
         .with_context(|| format!("cannot create {}", args.output_dir.display()))?;
     let device = device_from_env(|name| std::env::var(name).ok());
     cancel_on_signals(opts.run.cancel.clone(), opts.run.kill_now.clone());
+    // One warm evaluator per problem on this child's device, for as long as it serves.
+    let warm = warm_evals(args, specs);
+    let opts = &TaskOptions {
+        warm: warm.clone(),
+        ..opts.clone()
+    };
+    let result = serve_jobs(args, specs, opts, device.as_ref()).await;
+    if let Some(warm) = warm {
+        warm.close().await;
+    }
+    result
+}
+
+async fn serve_jobs(
+    args: &Args,
+    specs: &[JobSpec],
+    opts: &TaskOptions,
+    device: Option<&Device>,
+) -> anyhow::Result<u8> {
     loop {
         let line = tokio::task::spawn_blocking(|| {
             let mut line = String::new();
@@ -408,7 +461,7 @@ async fn serve_tasks(args: &Args, specs: &[JobSpec], opts: &TaskOptions) -> anyh
             }),
             ..opts.clone()
         };
-        let entry = run_task(spec, &args.output_dir, device.as_ref(), &job_opts).await;
+        let entry = run_task(spec, &args.output_dir, device, &job_opts).await;
         let mut out = std::io::stdout().lock();
         writeln!(out, "polyprof-task-done {index} {}", entry.state)?;
         out.flush()?;

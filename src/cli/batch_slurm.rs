@@ -36,6 +36,8 @@ pub struct Common<'a> {
     pub env_allow: &'a [String],
     /// `--profile-cache [DIR]`, passed on to every task.
     pub profile_cache: Option<&'a Option<PathBuf>>,
+    /// `--cold-evals`, passed on to every task.
+    pub cold_evals: bool,
     pub ci: &'a super::ci_output::CiArgs,
 }
 
@@ -254,6 +256,9 @@ pub(super) fn task_argv(
     for name in args.env_allow {
         argv.push(format!("--env-allow={name}"));
     }
+    if args.cold_evals {
+        argv.push("--cold-evals".to_string());
+    }
     match args.profile_cache {
         None => {}
         Some(None) => argv.push("--profile-cache".to_string()),
@@ -303,6 +308,10 @@ mod tests {
 
     /// The options every array task gets, with `--profile-cache` as given.
     fn argv(profile_cache: Option<&Option<PathBuf>>) -> Vec<String> {
+        argv_with(profile_cache, false)
+    }
+
+    fn argv_with(profile_cache: Option<&Option<PathBuf>>, cold_evals: bool) -> Vec<String> {
         let ci = super::super::ci_output::CiArgs::default();
         let common = Common {
             jobs: Path::new("jobs.jsonl"),
@@ -317,6 +326,7 @@ mod tests {
             env_policy: &EnvPolicy::Inherit,
             env_allow: &[],
             profile_cache,
+            cold_evals,
             ci: &ci,
         };
         task_argv(
@@ -326,6 +336,12 @@ mod tests {
             Path::new("/r/out"),
         )
         .unwrap()
+    }
+
+    #[test]
+    fn each_task_judges_evals_cold_only_when_the_batch_does() {
+        assert!(!argv(None).iter().any(|a| a == "--cold-evals"));
+        assert!(argv_with(None, true).iter().any(|a| a == "--cold-evals"));
     }
 
     #[test]

@@ -575,3 +575,155 @@ fn actors_ctrl_c_and_resume() {
     }
     assert_eq!(cluster.jobs_of(&root).len(), 1, "nothing submitted twice");
 }
+
+/// Eval jobs of one CPU problem through the actors (tests/programs/eval): each actor's
+/// `--task-serve` child judges its candidates through one warm evaluator (a trusted worker per
+/// actor, not per candidate), with the same verdicts as the local pool's `--cold-evals`; then
+/// an actor killed while it judges a slow candidate: that eval runs again elsewhere, and the
+/// index holds every candidate once, each judged.
+#[test]
+fn eval_jobs_through_actors_are_judged_warm_and_a_killed_actor_loses_none() {
+    let test = "batch_ray::eval_jobs_through_actors_are_judged_warm_and_a_killed_actor_loses_none";
+    let Some(python) = crate::support::eval::python_with_numpy() else {
+        return;
+    };
+    if !ray_available(test) {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    // Slow to set up: long enough to kill its actor while it is judged.
+    let slow_setup = work.path().join("slow_setup.py");
+    let honest = std::fs::read_to_string(crate::support::eval::problem("honest.py")).unwrap();
+    std::fs::write(&slow_setup, format!("import time\ntime.sleep(4)\n{honest}")).unwrap();
+    let eval_job = |id: &str, candidate: &std::path::Path| {
+        serde_json::json!({
+            "id": id,
+            "timeout_s": 60,
+            "eval": {
+                "reference": crate::support::eval::problem("reference.py"),
+                "candidate": candidate,
+                "device": "cpu",
+                "trials": 2,
+                "timing_blocks": 2,
+                "repeat": 3,
+                "python": python,
+            }
+        })
+    };
+    let names = [
+        "honest",
+        "slow",
+        "raises",
+        "inplace",
+        "wrong_shape",
+        "numpy_rewrite",
+    ];
+    let mut jobs: Vec<_> = (0..12)
+        .map(|i| {
+            let name = names[i % names.len()];
+            eval_job(
+                &format!("e{i:02}-{name}"),
+                &crate::support::eval::problem(&format!("{name}.py")),
+            )
+        })
+        .collect();
+    let file = write_jobs(work.path(), &jobs);
+    let cold = work.path().join("cold");
+    let out = crate::support::batch::batch(&file, &cold)
+        .args(["--devices", "cpu", "--jobs", "2", "-q", "--cold-evals"])
+        .output()
+        .unwrap();
+    crate::support::assert_exit(&out, 1);
+    let cold_index = index(&cold);
+
+    let cluster = RayCluster::up();
+    let root = work.path().join("root");
+    let out = cluster.batch(&file, &root).arg("-q").output().unwrap();
+    crate::support::assert_exit(&out, 1);
+    let warm_index = index(&root);
+    assert_eq!(warm_index.jobs.len(), 12);
+    let mut trusted_runs = BTreeSet::new();
+    let mut signals_confined = true;
+    for (id, e) in &warm_index.jobs {
+        let c = &cold_index.jobs[id];
+        assert_eq!(e.state, c.state, "{id}: {:?}", e.errors);
+        let (w, c) = (e.eval.as_ref().unwrap(), c.eval.as_ref().unwrap());
+        assert_eq!(
+            (&w.status, w.passed, &w.findings, &w.failure),
+            (&c.status, c.passed, &c.findings, &c.failure),
+            "{id}: through the actors and cold differ"
+        );
+        let (evidence, _) = crate::support::eval::documents(&root.join("runs").join(id));
+        // A sandbox that confines signals lets the trusted worker outlive a candidate: then
+        // the candidate must have been judged warm.
+        if !crate::eval_batch_warm::confines_signals(&evidence) {
+            signals_confined = false;
+            continue;
+        }
+        let run = evidence
+            .trusted_run
+            .expect("judged through a warm evaluator");
+        assert!(
+            run.starts_with(&root.join("warm").display().to_string()),
+            "{run}"
+        );
+        trusted_runs.insert(run);
+    }
+    if !signals_confined {
+        crate::support::record_skip(
+            test,
+            "the sandbox does not confine signals in the actors: their evals were judged cold (checked: the same verdicts)",
+        );
+    } else {
+        // At most one trusted worker per actor (four), never one per candidate.
+        assert!(
+            (1..=4).contains(&trusted_runs.len()),
+            "{} trusted workers for 12 candidates: {trusted_runs:?}",
+            trusted_runs.len()
+        );
+    }
+
+    // An actor killed while it judges the slow candidate.
+    let dir = work.path().join("kill");
+    std::fs::create_dir_all(&dir).unwrap();
+    jobs.truncate(6);
+    jobs.push(eval_job("slow-setup", &slow_setup));
+    let file = write_jobs(&dir, &jobs);
+    let root = dir.join("root");
+    let mut child = cluster
+        .batch(&file, &root)
+        .arg("-q")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let victim = "6";
+    let start = std::time::Instant::now();
+    let pid = loop {
+        if let Some(p) = progress(&root)
+            && p["jobs"][victim]["state"] == "running"
+            && let Some(pid) = p["jobs"][victim]["pid"].as_i64()
+        {
+            break pid;
+        }
+        assert!(start.elapsed() < LIMIT, "the slow candidate never ran");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    std::thread::sleep(Duration::from_millis(1000));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "judged, some not passed");
+    let index = index(&root);
+    assert_eq!(index.jobs.len(), 7, "each candidate once in the index");
+    for e in index.jobs.values() {
+        assert!(e.eval.is_some(), "{}: judged: {:?}", e.id, e.errors);
+    }
+    let slow = &index.jobs["slow-setup"];
+    assert_eq!(slow.state, EntryState::Succeeded, "{:?}", slow.errors);
+    assert!(slow.eval.as_ref().unwrap().passed);
+    let killed = &progress(&root).unwrap()["jobs"][victim];
+    assert_eq!(killed["attempts"], 2, "{killed}");
+}

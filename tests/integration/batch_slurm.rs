@@ -411,3 +411,109 @@ fn shares_run_the_jobs_in_one_task_per_gpu() {
         assert_eq!(array, if again { &second } else { &job_id }, "{id}");
     }
 }
+
+/// Eval jobs of one CPU problem in `--slurm-mode shares --tasks 2`: each share task judges
+/// its candidates through one warm evaluator (one trusted worker per share, the later
+/// candidates reusing it), with the same verdicts as the local pool's `--cold-evals`.
+#[test]
+fn eval_jobs_in_shares_reuse_one_warm_evaluator_per_share() {
+    let test = "batch_slurm::eval_jobs_in_shares_reuse_one_warm_evaluator_per_share";
+    let Some(python) = crate::support::eval::python_with_numpy() else {
+        return;
+    };
+    if !slurm_installed(test) {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let names = [
+        "honest",
+        "slow",
+        "raises",
+        "inplace",
+        "wrong_shape",
+        "numpy_rewrite",
+    ];
+    let jobs: Vec<_> = names
+        .iter()
+        .map(|name| {
+            serde_json::json!({
+                "id": name,
+                "timeout_s": 60,
+                "eval": {
+                    "reference": crate::support::eval::problem("reference.py"),
+                    "candidate": crate::support::eval::problem(&format!("{name}.py")),
+                    "device": "cpu",
+                    "trials": 2,
+                    "timing_blocks": 2,
+                    "repeat": 3,
+                    "python": python,
+                }
+            })
+        })
+        .collect();
+    let file = write_jobs(dir, &jobs);
+    let cold = dir.join("cold");
+    let out = crate::support::batch::batch(&file, &cold)
+        .args(["--devices", "cpu", "--jobs", "2", "-q", "--cold-evals"])
+        .output()
+        .unwrap();
+    crate::support::assert_exit(&out, 1);
+    let cold_index = index(&cold);
+
+    let cluster = LocalCluster::up();
+    let root = dir.join("root");
+    let out = slurm_batch(cluster.polyprof(), &file, &root)
+        .args([
+            "--slurm-mode",
+            "shares",
+            "--tasks",
+            "2",
+            "--gpus-per-task",
+            "1",
+        ])
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    crate::support::assert_exit(&out, 1);
+    let warm_index = index(&root);
+    let mut by_share: std::collections::BTreeMap<u32, BTreeSet<String>> = Default::default();
+    let mut confined = true;
+    for name in names {
+        let (w, c) = (&warm_index.jobs[name], &cold_index.jobs[name]);
+        assert_eq!(w.state, c.state, "{name}: {:?}", w.errors);
+        let (ws, cs) = (w.eval.as_ref().unwrap(), c.eval.as_ref().unwrap());
+        assert_eq!(
+            (&ws.status, ws.passed, &ws.findings, &ws.failure),
+            (&cs.status, cs.passed, &cs.findings, &cs.failure),
+            "{name}: in a share and cold differ"
+        );
+        let (evidence, _) = crate::support::eval::documents(&root.join("runs").join(name));
+        if !crate::eval_batch_warm::confines_signals(&evidence) {
+            confined = false;
+            continue;
+        }
+        let run = evidence
+            .trusted_run
+            .expect("judged through a warm evaluator");
+        assert!(
+            run.starts_with(&root.join("warm").display().to_string()),
+            "{run}"
+        );
+        let task = w.slurm.as_ref().unwrap().task_id;
+        by_share.entry(task).or_default().insert(run);
+    }
+    if !confined {
+        crate::support::record_skip(
+            test,
+            "the sandbox does not confine signals in the share tasks: their evals were judged cold (checked: the same verdicts)",
+        );
+        return;
+    }
+    // Three candidates per share, one trusted worker each (the raising candidate does not
+    // cost the share its trusted worker).
+    assert_eq!(by_share.len(), 2, "{by_share:?}");
+    for (task, runs) in &by_share {
+        assert_eq!(runs.len(), 1, "share {task}: {runs:?}");
+    }
+}

@@ -33,6 +33,7 @@ mod container_mounts;
 mod demo;
 mod eval_audit;
 mod eval_batch;
+mod eval_batch_warm;
 mod eval_build;
 mod eval_cpu;
 mod eval_cpu_hostile;

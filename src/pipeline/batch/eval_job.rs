@@ -15,9 +15,12 @@ use crate::profilers::devices::Device;
 
 use super::eval_table::EvalJob;
 use super::spec::JobSpec;
+use super::warm_evals::WarmEvals;
 
 /// Run the eval of `spec` into `dir` (its run directory, empty) and fill `entry` from the
-/// verdict. `device`: the pool's slot, whose pinning both workers get.
+/// verdict. `device`: the pool's slot, whose pinning both workers get. `warm`: the process's
+/// warm evaluators (`None`: judged cold).
+#[allow(clippy::too_many_arguments)]
 pub async fn run_eval_job(
     entry: &mut BatchEntry,
     spec: &JobSpec,
@@ -26,6 +29,7 @@ pub async fn run_eval_job(
     device: Option<&Device>,
     run: &RunOptions,
     timeout: Option<Duration>,
+    warm: Option<&WarmEvals>,
 ) {
     let eval_spec = match eval_spec(spec, eval, dir, device, run, timeout) {
         Ok(s) => s,
@@ -35,7 +39,11 @@ pub async fn run_eval_job(
             return;
         }
     };
-    match evaluate(&eval_spec).await {
+    let outcome = match warm {
+        Some(evaluators) => evaluators.evaluate(&eval_spec).await,
+        None => evaluate(&eval_spec).await,
+    };
+    match outcome {
         Ok(outcome) => fill_entry(entry, &outcome),
         Err(e) => {
             entry.state = EntryState::Failed;
@@ -72,6 +80,19 @@ pub fn eval_spec(
     s.cancel = run.cancel.clone();
     s.kill_now = run.kill_now.clone();
     Ok(s)
+}
+
+/// What a warm evaluator of `spec`'s eval is kept for: its eval table but the candidate, and
+/// the job's variables (`None`: not an eval job). Jobs of one key can share a trusted worker;
+/// a driver sends them where one is already warm (the evaluator itself still checks the fit).
+pub fn problem_key(spec: &JobSpec) -> Option<String> {
+    let eval = spec.eval.as_ref()?;
+    let table = EvalJob {
+        candidate: std::path::PathBuf::new(),
+        ..eval.clone()
+    };
+    let table = serde_json::to_string(&table).unwrap_or_else(|_| format!("{table:?}"));
+    Some(format!("{table}|{:?}", spec.env))
 }
 
 /// The entry's state, summary and errors from a finished eval: a judged candidate (passed or
@@ -197,6 +218,25 @@ mod tests {
         assert!(err.contains("unknown field `candiate`"), "{err}");
         let err = job(r#"{"id": "e"}"#).unwrap_err();
         assert!(err.contains("or an `eval` table"), "{err}");
+    }
+
+    #[test]
+    fn the_problem_key_ignores_the_candidate_only() {
+        let key = |json: &str| problem_key(&job(json).unwrap());
+        let a = key(r#"{"id": "a", "eval": {"reference": "r.py", "candidate": "a.py"}}"#);
+        let b = key(r#"{"id": "b", "eval": {"reference": "r.py", "candidate": "b.py"}}"#);
+        assert!(a.is_some());
+        assert_eq!(a, b);
+        let other = key(r#"{"id": "c", "eval": {"reference": "s.py", "candidate": "a.py"}}"#);
+        assert_ne!(a, other);
+        let trials =
+            key(r#"{"id": "d", "eval": {"reference": "r.py", "candidate": "a.py", "trials": 2}}"#);
+        assert_ne!(a, trials);
+        let env = key(
+            r#"{"id": "e", "env": {"A": "1"}, "eval": {"reference": "r.py", "candidate": "a.py"}}"#,
+        );
+        assert_ne!(a, env);
+        assert_eq!(key(r#"{"id": "t", "target": ["true"]}"#), None);
     }
 
     #[test]

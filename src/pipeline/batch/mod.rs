@@ -14,9 +14,10 @@
 //! - `devices`: the pool's devices (discovery, `--devices`, CPU slots).
 //! - `index`: building, resuming and updating the index.
 //! - `pool`: the local scheduler (one job per device, quarantine, cancellation).
+//! - `warm_evals`: the warm evaluators a process keeps for the eval jobs it runs in turn.
 //! - `api`: all of it in one call (`run_batch`), or in two (`OpenBatch::open`, `run`).
 //! - `slurm`: the Slurm backend (a job array; submit, poll, cancel, collect).
-//! - `ray`: the Ray backend (one Ray job per job through the Job Submission API).
+//! - `ray`: the Ray backend (long-lived actors in one Ray job, or one Ray job per job).
 //! - `remote_index`: what the Slurm and Ray drivers share around their polls (index writes,
 //!   the wait, the last write).
 
@@ -38,6 +39,7 @@ pub mod slurm;
 pub mod spec;
 pub mod stage;
 pub mod task;
+pub mod warm_evals;
 
 pub use api::{BatchOptions, OpenBatch, run_batch};
 pub use jobfile::{JobFileError, load};

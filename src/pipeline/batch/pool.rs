@@ -20,6 +20,7 @@ use super::health::{check_device, needs_check};
 use super::index::{Prepared, cancel_running};
 use super::spec::JobSpec;
 use super::task::{TaskOptions, run_task};
+use super::warm_evals::WarmEvals;
 
 /// How the pool runs.
 #[derive(Debug, Clone)]
@@ -34,6 +35,9 @@ pub struct PoolOptions {
     /// Run every stage of every problem's candidates, skipping none (`--all-stages`: the
     /// cascade's baseline).
     pub all_stages: bool,
+    /// Judge each eval job cold, with a trusted worker of its own (`--cold-evals`), instead
+    /// of through the pool's warm evaluators.
+    pub cold_evals: bool,
 }
 
 /// Device-level failures in a row before a device leaves the pool, by default.
@@ -46,6 +50,7 @@ impl Default for PoolOptions {
             quarantine_after: DEFAULT_QUARANTINE_AFTER,
             max_parallel: None,
             all_stages: false,
+            cold_evals: false,
         }
     }
 }
@@ -299,6 +304,14 @@ pub async fn run_pool(
     let mut task_opts = opts.task.clone();
     // A device failure goes back to the pool, which moves the job to another device.
     task_opts.stop_on_device_error = true;
+    // One warm evaluator per problem and slot, kept while the pool runs (two per slot idle at
+    // most: a slot's current problem and the one before).
+    let own_warm =
+        (!opts.cold_evals && task_opts.warm.is_none() && specs.iter().any(|s| s.eval.is_some()))
+            .then(|| Arc::new(WarmEvals::for_process(root, 2 * devices.len())));
+    if own_warm.is_some() {
+        task_opts.warm = own_warm.clone();
+    }
     let task_opts = Arc::new(task_opts);
     let vendors = specs
         .iter()
@@ -536,6 +549,9 @@ pub async fn run_pool(
     }
     for write in std::mem::take(&mut pool.writes) {
         let _ = write.await;
+    }
+    if let Some(warm) = own_warm {
+        warm.close().await;
     }
     // Nothing runs any more; an entry still marked running was cut off.
     cancel_running(&mut pool.index);

@@ -24,6 +24,7 @@ use crate::profilers::selection::Selection;
 
 use super::eval_job::run_eval_job;
 use super::spec::JobSpec;
+use super::warm_evals::WarmEvals;
 
 /// What every job of a batch shares.
 #[derive(Debug, Clone)]
@@ -54,6 +55,9 @@ pub struct TaskOptions {
     /// The batch's profile cache (`--profile-cache [DIR]`) for every pass under a profiler
     /// other than `none` whose job gives no `profile_cache` of its own.
     pub profile_cache: Option<ProfileCacheOptions>,
+    /// The warm evaluators eval jobs go through (`None`: each eval judged cold, with a
+    /// trusted worker of its own).
+    pub warm: Option<Arc<WarmEvals>>,
 }
 
 impl Default for TaskOptions {
@@ -72,6 +76,7 @@ impl Default for TaskOptions {
             ray: None,
             node: None,
             profile_cache: None,
+            warm: None,
         }
     }
 }
@@ -164,6 +169,7 @@ pub async fn run_task(
                     device,
                     &opts.run,
                     opts.timeout,
+                    opts.warm.as_deref(),
                 )
                 .await
             }

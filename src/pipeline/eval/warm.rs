@@ -144,7 +144,7 @@ fn built_failed(outcome: &Result<EvalOutcome>) -> bool {
 
 /// Everything of `spec` the trusted worker and the stored measurements depend on: all but the
 /// candidate and where its eval goes.
-fn fit_of(spec: &EvalSpec) -> String {
+pub fn fit_of(spec: &EvalSpec) -> String {
     let reference = std::path::absolute(&spec.reference).unwrap_or_else(|_| spec.reference.clone());
     format!(
         "{}|{:?}|{}|{:?}|{:?}|{:?}|{:?}",

@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::model::batch::{BatchEntry, EntryState, RayJobInfo};
+use crate::pipeline::batch::eval_job::problem_key;
 use crate::pipeline::batch::spec::JobSpec;
 
 use super::api::{JobDetails, JobStatus};
@@ -54,6 +55,11 @@ pub(super) struct Plan {
     pub task_argv: Vec<String>,
     /// `(task index, job id)`, in the order they are sent.
     pub jobs: Vec<(usize, String)>,
+    /// Task index → the number of the problem an eval job's warm evaluator is kept for
+    /// (one per distinct `eval_job::problem_key`): the driver sends a job to an actor that
+    /// already judged that problem when one is free.
+    #[serde(default)]
+    pub affinity: BTreeMap<usize, usize>,
     /// How many actors to start (one per slot).
     pub actors: usize,
     pub num_gpus: f64,
@@ -63,6 +69,20 @@ pub(super) struct Plan {
     pub max_lost: u32,
     pub runs_dir: PathBuf,
     pub progress: PathBuf,
+}
+
+/// The problem number of each eval job of `planned` (task indices), numbered in order of
+/// first appearance.
+pub(super) fn affinity(specs: &[JobSpec], planned: &[usize]) -> BTreeMap<usize, usize> {
+    let mut numbers: std::collections::HashMap<String, usize> = Default::default();
+    planned
+        .iter()
+        .filter_map(|&i| {
+            let key = problem_key(specs.get(i)?)?;
+            let next = numbers.len();
+            Some((i, *numbers.entry(key).or_insert(next)))
+        })
+        .collect()
 }
 
 /// What the Python driver says of its actors and jobs.
@@ -284,6 +304,25 @@ mod tests {
             exit: Some(0),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn eval_jobs_of_one_problem_share_an_affinity_number() {
+        let job = |json: serde_json::Value| serde_json::from_value::<JobSpec>(json).unwrap();
+        let eval = |id: &str, reference: &str| {
+            job(
+                serde_json::json!({"id": id, "eval": {"reference": reference, "candidate": format!("{id}.py")}}),
+            )
+        };
+        let specs = vec![
+            eval("a", "p.py"),
+            job(serde_json::json!({"id": "t", "target": ["true"]})),
+            eval("b", "q.py"),
+            eval("c", "p.py"),
+        ];
+        let numbers = affinity(&specs, &[0, 1, 2, 3]);
+        assert_eq!(numbers, BTreeMap::from([(0, 0), (2, 1), (3, 0)]));
+        assert_eq!(affinity(&specs, &[3, 2]), BTreeMap::from([(3, 0), (2, 1)]));
     }
 
     #[test]

@@ -20,7 +20,8 @@ use crate::pipeline::batch::spec::JobSpec;
 use crate::profilers::quote::join;
 
 use super::actor_plan::{
-    self, DRIVER_FILE, DRIVER_PY, MAX_LOST, Plan, Round, plan_path, progress_path, read_progress,
+    self, DRIVER_FILE, DRIVER_PY, MAX_LOST, Plan, Round, affinity, plan_path, progress_path,
+    read_progress,
 };
 use super::api::{JobDetails, META_BATCH, META_NAME, META_ROOT, SubmitRequest, batch_key};
 use super::client::RayClient;
@@ -206,6 +207,7 @@ async fn submit(
         submission_id: sid.to_string(),
         task_argv: run.task_argv.clone(),
         jobs: planned.iter().map(|&i| (i, specs[i].id.clone())).collect(),
+        affinity: affinity(specs, planned),
         actors: slots.min(planned.len()).max(1),
         num_gpus: gpus,
         // An actor asks no CPU beside a GPU or a custom resource (the slot is that); alone,

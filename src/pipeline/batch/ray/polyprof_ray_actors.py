@@ -21,8 +21,10 @@ Failure handling:
 - SIGTERM (polyprof's Ctrl-C stops this Ray job) kills the actors; their jobs' polyprof get
   SIGTERM, cancel their commands and write their entries `cancelled`.
 
-The actor keeps state across calls (`self.warm`): the place for per-actor warm state, such as a
-warm evaluator per problem on the actor's GPU, built on first use and reused by later jobs.
+Warm state: the actor's `--task-serve` child keeps a warm evaluator per problem on the actor's
+GPU (its trusted worker and the reference's blocks) from one eval job to the next. This driver
+sends an eval job to an actor that already judged its problem (`affinity`) when one is free,
+else to any; an actor that restarted (or whose child was stopped) starts cold.
 """
 
 import collections
@@ -45,6 +47,8 @@ NO_ACTOR_LIMIT_S = 120.0
 DEPTH = 2
 # The progress file is rewritten at most this often (and at the end).
 SAVE_EVERY_S = 0.2
+# The problems an actor's child keeps warm: its last two (as `--task-serve` keeps them).
+WARM_PROBLEMS = 2
 
 
 def write_json_atomic(path, value):
@@ -123,8 +127,6 @@ class TaskActor:
         self.time_limit_s = plan.get("time_limit_s")
         self.proc = None
         self.buffer = b""
-        # Per-actor state kept across jobs (a warm evaluator per problem will live here).
-        self.warm = {}
 
     def where(self):
         context = ray.get_runtime_context()
@@ -200,6 +202,7 @@ class TaskActor:
                     "reused": False,
                     "exit": code,
                     "timed_out": True,
+                    "stopped": True,
                     "output": self.output_tail(),
                 }
             chunk = os.read(fd, 65536)
@@ -210,6 +213,7 @@ class TaskActor:
                     "reused": False,
                     "exit": code,
                     "timed_out": False,
+                    "stopped": True,
                     "output": self.output_tail(),
                 }
             self.buffer += chunk
@@ -235,6 +239,8 @@ def main(plan_path):
         options["resources"] = plan["resources"]
     actor_class = ray.remote(max_restarts=-1, max_task_retries=0)(TaskActor)
     jobs = {int(i): job_id for i, job_id in plan["jobs"]}
+    # Task index -> the number of its problem (eval jobs only).
+    affinity = {int(i): group for i, group in (plan.get("affinity") or {}).items()}
     queue = collections.deque(int(i) for i, _ in plan["jobs"])
     max_lost = int(plan.get("max_lost", 3))
     count = max(1, min(int(plan["actors"]), len(queue)))
@@ -247,6 +253,8 @@ def main(plan_path):
     sent = [collections.deque() for _ in range(count)]
     up = [False] * count
     ping_failures = [0] * count
+    # The problems each actor's child holds warm, most recent last.
+    warm = [[] for _ in range(count)]
     # Calls in flight: ref -> (slot, "where" | "run", index or None).
     calls = {}
     state = {"actors": [], "jobs": {}, "finished": False}
@@ -270,6 +278,24 @@ def main(plan_path):
         write_json_atomic(progress_path, state)
         last_save[0] = time.monotonic()
 
+    def take_for(slot):
+        """The first queued job of a problem the actor holds warm, else the first queued."""
+        if warm[slot]:
+            for position, index in enumerate(queue):
+                if affinity.get(index) in warm[slot]:
+                    del queue[position]
+                    return index
+        return queue.popleft()
+
+    def now_warm(slot, index):
+        group = affinity.get(index)
+        if group is None:
+            return
+        if group in warm[slot]:
+            warm[slot].remove(group)
+        warm[slot].append(group)
+        del warm[slot][:-WARM_PROBLEMS]
+
     def mark_running(slot):
         if sent[slot]:
             job_state(sent[slot][0], state="running", slot=slot, **(where[slot] or {}))
@@ -286,7 +312,8 @@ def main(plan_path):
                         continue
                     if depth > 1 and len(queue) < count:
                         continue
-                    index = queue.popleft()
+                    index = take_for(slot)
+                    now_warm(slot, index)
                     entry = job_state(index, state="sent", slot=slot, **(where[slot] or {}))
                     entry["attempts"] += 1
                     sent[slot].append(index)
@@ -341,6 +368,8 @@ def main(plan_path):
                     if (up[slot] or kind == "where") and ping_failures[slot] <= 20:
                         # Back in the pool once Ray has restarted it (this call waits for that).
                         up[slot] = False
+                        # A restarted actor starts a fresh child: nothing warm.
+                        warm[slot] = []
                         restarts[slot] += 1 if kind == "run" else 0
                         where[slot] = None
                         calls[slots[slot].where.remote()] = (slot, "where", None)
@@ -357,6 +386,9 @@ def main(plan_path):
                 else:
                     if index in sent[slot]:
                         sent[slot].remove(index)
+                    if value.get("stopped"):
+                        # The actor stopped its child (or it ended): the next one starts cold.
+                        warm[slot] = []
                     job_state(
                         index,
                         state="timed_out" if value["timed_out"] else "done",
