@@ -162,8 +162,9 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         super::output::println(&serde_json::to_string_pretty(&report)?)?;
     } else {
         let shown: Vec<Preflight> = list.iter().chain(&builtin).cloned().collect();
-        super::output::println(&render_table(&shown))?;
-        super::output::println(&super::width::prose(&format!(
+        // Tools' versions and messages are their own text: shown, never sent.
+        super::output::println_text(&render_table(&shown))?;
+        super::output::println_text(&super::width::prose(&format!(
             "{} of {} profilers can run here{}; the built-in `none` always can",
             available.len(),
             list.len(),
