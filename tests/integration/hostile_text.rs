@@ -264,6 +264,31 @@ fn names_that_are_markup_leave_the_pages_script_running_in_chromium() {
     assert!(dom.contains("data-slices=\"4\""), "no timeline");
 }
 
+/// The H200 capture's launches repeated as `names` distinct kernels, each launch's duration
+/// times `scale`, in `dir/folder`.
+fn many_names(dir: &Path, folder: &str, names: usize, scale: f64) -> PathBuf {
+    let text = std::fs::read_to_string(fixture("runs/h200-baseline/run.json")).unwrap();
+    let mut doc: Value = serde_json::from_str(&text).unwrap();
+    let kernels = doc["kernels"].as_array().unwrap().clone();
+    let many: Vec<Value> = (0..names)
+        .map(|i| {
+            let mut k = kernels[i % kernels.len()].clone();
+            k["launch_id"] = Value::from(i);
+            k["short_name"] = Value::from(format!("kernel_{i}"));
+            k["name"] = Value::from(format!("kernel_{i}(float *, int)"));
+            if let Some(ns) = k["duration_ns"].as_f64() {
+                k["duration_ns"] = Value::from(ns * scale);
+            }
+            k
+        })
+        .collect();
+    doc["kernels"] = Value::from(many);
+    let run = dir.join(folder);
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::write(run.join("run.json"), doc.to_string()).unwrap();
+    run
+}
+
 #[test]
 fn a_page_of_many_distinct_names_holds_a_bounded_number_of_panels() {
     // 3,000 distinct names: more than the table (1,000 rows) and the chart (1,000 points)
@@ -271,22 +296,7 @@ fn a_page_of_many_distinct_names_holds_a_bounded_number_of_panels() {
     // quadratic in names and 150 MB at 100k.
     const NAMES: usize = 3000;
     let dir = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(fixture("runs/h200-baseline/run.json")).unwrap();
-    let mut doc: Value = serde_json::from_str(&text).unwrap();
-    let kernels = doc["kernels"].as_array().unwrap().clone();
-    let many: Vec<Value> = (0..NAMES)
-        .map(|i| {
-            let mut k = kernels[i % kernels.len()].clone();
-            k["launch_id"] = Value::from(i);
-            k["short_name"] = Value::from(format!("kernel_{i}"));
-            k["name"] = Value::from(format!("kernel_{i}(float *, int)"));
-            k
-        })
-        .collect();
-    doc["kernels"] = Value::from(many);
-    let run = dir.path().join("run");
-    std::fs::create_dir_all(&run).unwrap();
-    std::fs::write(run.join("run.json"), doc.to_string()).unwrap();
+    let run = many_names(dir.path(), "run", NAMES, 1.0);
     let page = dir.path().join("page.html");
     let out = polyprof()
         .arg("report")
@@ -321,4 +331,28 @@ fn a_page_of_many_distinct_names_holds_a_bounded_number_of_panels() {
         )),
         "{first}"
     );
+}
+
+#[test]
+fn a_diff_of_many_distinct_names_names_only_its_largest_moves() {
+    // Every kernel of both runs moved: each move's name was placed apart from all others
+    // placed before it, in time growing faster than the square of their number.
+    let dir = tempfile::tempdir().unwrap();
+    let a = many_names(dir.path(), "a", 1500, 1.0);
+    let b = many_names(dir.path(), "b", 1500, 2.0);
+    let page = dir.path().join("diff.html");
+    let out = polyprof()
+        .arg("diff")
+        .arg(&a)
+        .arg(&b)
+        .args(["--format", "html", "-o"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_some_and(|c| c <= 1), "{out:?}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    let moves = html.matches("class=\"moved\"").count();
+    let labels = html.matches("class=\"moved-label\"").count();
+    assert!(moves >= 100, "{moves} moves drawn");
+    assert!((1..=24).contains(&labels), "{labels} move labels");
 }
