@@ -813,7 +813,7 @@ fn draw(
     if let [a, b] = chart.series.as_slice() {
         circles.push_str("<g class=\"moves\">");
         // Labels as (x, y, anchor, text), placed once all are known so none overlaps another.
-        let mut labels: Vec<(f64, (i32, i32, &str, String))> = Vec::new();
+        let mut labels: Vec<(f64, Label)> = Vec::new();
         // A's points by name, looked up once per B point (a search per point was quadratic).
         let in_a: std::collections::HashMap<&str, &ChartPoint> = a
             .points
@@ -897,20 +897,23 @@ fn draw(
     Ok(())
 }
 
+/// A label's x, y, text anchor and text.
+type Label = (i32, i32, &'static str, String);
+
 /// Text labels moved down, top to bottom, until none overlaps one placed before it: two kernels
 /// with the same FLOP/byte and close speeds (the H200 capture's two matmuls) had their names
 /// written over each other. Widths are estimated (0.6 em a character).
-fn separated<'a>(mut labels: Vec<(i32, i32, &'a str, String)>) -> Vec<(i32, i32, &'a str, String)> {
+fn separated(mut labels: Vec<Label>) -> Vec<Label> {
     labels.sort_by_key(|l| l.1);
     let line = LABEL_PX as i32 + 2;
-    let span = |(x, _, anchor, text): &(i32, i32, &str, String)| {
+    let span = |(x, _, anchor, text): &Label| {
         let width = (text.chars().count() as f64 * f64::from(LABEL_PX) * 0.6) as i32;
         match *anchor {
             "end" => (x - width, *x),
             _ => (*x, x + width),
         }
     };
-    let mut placed: Vec<(i32, i32, &'a str, String)> = Vec::with_capacity(labels.len());
+    let mut placed: Vec<Label> = Vec::with_capacity(labels.len());
     for mut label in labels {
         let (left, right) = span(&label);
         while placed.iter().any(|p| {
