@@ -146,11 +146,16 @@ fn observer(quiet: bool, total: usize, mode: RayMode) -> RayObserver {
                 address,
                 version,
                 window,
-            } => match mode {
-                RayMode::Jobs => eprintln!(
+            } => match (
+                mode,
+                // Ray's own text: shown, never sent.
+                polyprof::results::escape::terminal::line(address),
+                polyprof::results::escape::terminal::line(version),
+            ) {
+                (RayMode::Jobs, address, version) => eprintln!(
                     "polyprof batch: Ray {version} at {address}; at most {window} jobs submitted at once"
                 ),
-                RayMode::Actors => eprintln!(
+                (RayMode::Actors, address, version) => eprintln!(
                     "polyprof batch: Ray {version} at {address}; one Ray job, up to {window} actors (one per slot)"
                 ),
             },
@@ -177,7 +182,10 @@ fn observer(quiet: bool, total: usize, mode: RayMode) -> RayObserver {
             RayEvent::Cancelling { jobs } => {
                 eprintln!("polyprof batch: cancelling: stopping {jobs} Ray jobs")
             }
-            RayEvent::Warning(text) => eprintln!("polyprof batch: warning: {text}"),
+            RayEvent::Warning(text) => eprintln!(
+                "polyprof batch: warning: {}",
+                polyprof::results::escape::terminal::text(text)
+            ),
         }
     })
 }

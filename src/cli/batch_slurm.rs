@@ -297,7 +297,10 @@ fn observer(quiet: bool, total: usize, root: &Path) -> SlurmObserver {
             SlurmEvent::Cancelling { job_id } => {
                 eprintln!("polyprof batch: cancelling: scancel {job_id}")
             }
-            SlurmEvent::Warning(text) => eprintln!("polyprof batch: warning: {text}"),
+            SlurmEvent::Warning(text) => eprintln!(
+                "polyprof batch: warning: {}",
+                polyprof::results::escape::terminal::text(text)
+            ),
         }
     })
 }

@@ -313,7 +313,10 @@ pub fn print(out: &mut impl Write, index: &BatchIndex, root: &str) -> std::io::R
 
 /// The stderr line for the `n`th of `total` jobs to finish on a cluster, with its node if known.
 pub fn finished_line(n: usize, total: usize, entry: &BatchEntry, node: Option<&str>) -> String {
-    let node = node.map(|n| format!(" on {n}")).unwrap_or_default();
+    // The node's name is the scheduler's text: shown, never sent.
+    let node = node
+        .map(|n| format!(" on {}", terminal::line(n)))
+        .unwrap_or_default();
     format!(
         "polyprof batch: [{n}/{total}] {}: {}{node}",
         entry.id, entry.state

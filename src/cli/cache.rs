@@ -149,7 +149,8 @@ fn list(dir: &Path, cache: Option<&ProfileCache>, json: bool) -> anyhow::Result<
         return Ok(0);
     }
     if entries.is_empty() {
-        writeln!(out, "no entries in {}", dir.display())?;
+        let dir = dir.display().to_string();
+        writeln!(out, "no entries in {}", terminal::line(&dir))?;
         return Ok(0);
     }
     let now = now_unix_s();
@@ -185,7 +186,7 @@ fn list(dir: &Path, cache: Option<&ProfileCache>, json: bool) -> anyhow::Result<
         "{} entries, {} in {}",
         stats.entries,
         size(stats.bytes),
-        dir.display()
+        terminal::line(&dir.display().to_string())
     )?;
     Ok(0)
 }
@@ -217,7 +218,7 @@ fn removal(
             "removed {removed} entries; {} left ({}) in {}",
             stats.entries,
             size(stats.bytes),
-            dir.display()
+            terminal::line(&dir.display().to_string())
         )?;
     }
     Ok(0)

@@ -93,8 +93,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         },
         cancel,
         progress: Some(std::sync::Arc::new(|step: &str| {
-            use std::io::Write;
-            let _ = writeln!(std::io::stderr(), "polyprof calibrate: {step}");
+            super::output::eprintln_text(&format!("polyprof calibrate: {step}"));
         })),
     };
     let calibrated = match calibrate(&options).await {
@@ -129,7 +128,8 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         };
         super::output::println(&serde_json::to_string_pretty(&report)?)?;
     } else {
-        super::output::print(&render(&calibrated, now_unix_s()))?;
+        // Device and kernel names, tools' warnings: shown, never sent.
+        super::output::print_text(&render(&calibrated, now_unix_s()))?;
     }
     if untrusted.is_empty() {
         return Ok(0);

@@ -46,8 +46,9 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             "removed"
         };
         writeln!(out, "{verb} {} container(s)", report.removed.len())?;
+        // Container names and the engine's messages: shown, never sent.
         for name in &report.removed {
-            writeln!(out, "  {name}")?;
+            writeln!(out, "  {}", polyprof::results::escape::terminal::line(name))?;
         }
         if report.owner_alive > 0 {
             writeln!(
@@ -64,7 +65,12 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             )?;
         }
         for failure in &report.failed {
-            writeln!(out, "failed: {failure}")?;
+            let failure = failure.to_string();
+            writeln!(
+                out,
+                "failed: {}",
+                polyprof::results::escape::terminal::text(&failure)
+            )?;
         }
     }
     Ok(u8::from(!report.failed.is_empty()))

@@ -149,11 +149,16 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             .into_iter()
             .rev()
         {
-            writeln!(out, "  {line}")?;
+            writeln!(out, "  {}", polyprof::results::escape::terminal::line(line))?;
         }
     }
     for error in &run.errors {
-        writeln!(out, "error: {error}")?;
+        let error = error.to_string();
+        writeln!(
+            out,
+            "error: {}",
+            polyprof::results::escape::terminal::text(&error)
+        )?;
     }
     if !ncu_usable {
         super::demo_replay::show(&args.output_dir, &mut out)?;

@@ -140,7 +140,10 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         Some(path) => {
             polyprof::model::atomic_file::write_atomic(path, text.as_bytes())
                 .with_context(|| format!("write the comparison to {}", path.display()))?;
-            eprintln!("polyprof: wrote {} ({format:?})", path.display());
+            super::output::eprintln_text(&format!(
+                "polyprof: wrote {} ({format:?})",
+                path.display()
+            ));
         }
         None => {
             let mut stdout = std::io::stdout().lock();

@@ -8,6 +8,7 @@ use serde::Serialize;
 use polyprof::model::Probe;
 use polyprof::pipeline::{HostProbe, Profiler};
 use polyprof::profilers::{self, PROFILER_NAMES, Preflight};
+use polyprof::results::escape::terminal;
 
 /// Version of the `doctor --json` document; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -126,11 +127,14 @@ fn render_table(list: &[Preflight]) -> String {
         for warning in &p.warnings {
             details.push_str(&format!("\nwarning: {warning}"));
         }
+        // A tool's version line and messages are its own text: shown, never sent, and
+        // escaped before layout so the columns fit what is shown.
+        let version = p.version.as_deref().unwrap_or("-");
         table.add_row([
             p.profiler.clone(),
             if p.available { "yes" } else { "no" }.to_string(),
-            p.version.clone().unwrap_or_else(|| "-".into()),
-            details,
+            terminal::line(version).into_owned(),
+            terminal::text(&details).into_owned(),
         ]);
     }
     super::width::keep_whole(&mut table, 0);
@@ -162,8 +166,8 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         super::output::println(&serde_json::to_string_pretty(&report)?)?;
     } else {
         let shown: Vec<Preflight> = list.iter().chain(&builtin).cloned().collect();
-        super::output::println(&render_table(&shown))?;
-        super::output::println(&super::width::prose(&format!(
+        super::output::println_text(&render_table(&shown))?;
+        super::output::println_text(&super::width::prose(&format!(
             "{} of {} profilers can run here{}; the built-in `none` always can",
             available.len(),
             list.len(),

@@ -370,33 +370,41 @@ async fn judge(args: Args) -> anyhow::Result<u8> {
 }
 
 /// The human summary: the shared verdict text (`eval_summary::render`, also `polyprof audit`'s)
-/// and where the eval's files are.
+/// and where the eval's files are. The witness's error quotes a tool's text and the paths are
+/// the candidate's: all of it shown, never sent to the terminal.
 pub fn print_summary(out: &mut impl Write, outcome: &EvalOutcome) -> std::io::Result<()> {
+    let text = summary(outcome);
+    out.write_all(polyprof::results::escape::terminal::text(&text).as_bytes())
+}
+
+fn summary(outcome: &EvalOutcome) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
     let verdict = &outcome.verdict;
     let evidence: &EvalEvidence = &outcome.evidence;
-    writeln!(
+    let _ = writeln!(
         out,
         "polyprof eval [{}] in {}",
         evidence.problem.device,
         outcome.dir.display()
-    )?;
-    write!(out, "{}", super::eval_summary::render(verdict))?;
+    );
+    out.push_str(&super::eval_summary::render(verdict));
     if let Some(error) = evidence.witness.as_ref().and_then(|w| w.error.as_ref()) {
-        writeln!(out, "  witness not taken: {error}")?;
+        let _ = writeln!(out, "  witness not taken: {error}");
     }
     if let Some(failure) = &verdict.failure {
         if let Some(log) = &failure.log {
-            writeln!(out, "  log          {}", outcome.dir.join(log).display())?;
+            let _ = writeln!(out, "  log          {}", outcome.dir.join(log).display());
         }
         if matches!(
             failure.kind,
             FailureKind::Harness | FailureKind::ReferenceError
         ) {
-            writeln!(out, "  (the eval itself could not run: nothing was judged)")?;
+            out.push_str("  (the eval itself could not run: nothing was judged)\n");
         }
     }
-    writeln!(out, "  files        {EVIDENCE_FILE}, {VERDICT_FILE}")?;
-    Ok(())
+    let _ = writeln!(out, "  files        {EVIDENCE_FILE}, {VERDICT_FILE}");
+    out
 }
 
 #[cfg(test)]

@@ -129,10 +129,10 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<u8> {
     };
     let analysis = analyze_text(&text, options);
     if analysis.instruction_count == 0 {
-        eprintln!(
+        super::output::eprintln_text(&format!(
             "polyprof: warning: no instructions found in `{}`; is it applegpu disassembly?",
             args.file.display()
-        );
+        ));
     }
     if args.json {
         // Large listings give megabytes of JSON: stream it instead of building one string.
@@ -146,7 +146,8 @@ fn analyze(args: AnalyzeArgs) -> anyhow::Result<u8> {
             _ => {}
         }
     } else {
-        super::output::print(&annotate::render(
+        // The listing quotes the file's text: shown, never sent to the terminal.
+        super::output::print_text(&annotate::render(
             &analysis,
             &args.file.display().to_string(),
         ))?;
@@ -170,7 +171,7 @@ fn caps(args: CapsArgs) -> anyhow::Result<u8> {
         if args.json {
             super::output::println(&serde_json::to_string_pretty(&caps)?)?;
         } else {
-            super::output::println(&format!(
+            super::output::println_text(&format!(
                 "{}: unified memory {}, max threadgroup memory {} B, max threads per threadgroup \
                  {:?}, recommended working set {} B, counter sampling at stage boundary {}, at \
                  dispatch boundary {}",
@@ -222,13 +223,13 @@ fn run(args: RunArgs) -> anyhow::Result<u8> {
             None => runtime::run(&request)?,
         };
         for w in &report.warnings {
-            eprintln!("polyprof: warning: {w}");
+            super::output::eprintln_text(&format!("polyprof: warning: {w}"));
         }
         if args.json {
             super::output::println(&serde_json::to_string_pretty(&report)?)?;
         } else {
-            super::output::println(&report.benchmark.summary())?;
-            super::output::println(&format!(
+            super::output::println_text(&report.benchmark.summary())?;
+            super::output::println_text(&format!(
                 "{} | grid {:?} threadgroup {:?} | pipeline: max threads {}, execution width {}, \
                  static threadgroup memory {} B | clock: {}",
                 report.device,

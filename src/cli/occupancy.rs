@@ -52,8 +52,8 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         result.limit_shared_mem.to_string(),
     ]);
     table.add_row(["blocks (SM)".to_string(), result.limit_blocks.to_string()]);
-    super::output::println(&super::width::render(&table))?;
-    super::output::println(&super::width::prose(&format!(
+    super::output::println_text(&super::width::render(&table))?;
+    super::output::println_text(&super::width::prose(&format!(
         "CC {}: {} active blocks x {} warps = {} warps per SM, theoretical occupancy {:.1}% \
          (limited by {}; {} registers per warp, {} B shared per block allocated, carveout {} B)",
         result.cc,

@@ -17,3 +17,21 @@ pub fn print(text: &str) -> anyhow::Result<()> {
 pub fn println(text: &str) -> anyhow::Result<()> {
     print(&format!("{text}\n"))
 }
+
+/// Text for people (a table, a summary, a listing) on stdout: names, paths and tools' or
+/// workloads' text in it show their control characters, never send them
+/// (`results::escape::terminal`); line breaks and tabs stay.
+pub fn print_text(text: &str) -> anyhow::Result<()> {
+    print(&polyprof::results::escape::terminal::text(text))
+}
+
+/// [`print_text`] with a trailing newline.
+pub fn println_text(text: &str) -> anyhow::Result<()> {
+    print_text(&format!("{text}\n"))
+}
+
+/// A line for people on stderr, shown as [`print_text`] shows it. A closed stderr is ignored.
+pub fn eprintln_text(text: &str) {
+    let text = polyprof::results::escape::terminal::text(text);
+    let _ = writeln!(std::io::stderr(), "{text}");
+}

@@ -213,7 +213,7 @@ fn parse_with_backend(entry: &BackendEntry, args: &Args) -> anyhow::Result<u8> {
     }
     out.flush()?;
     for error in &output.errors {
-        eprintln!("error: {error}");
+        super::parse_output::print_error(error);
     }
     report_diagnostics(&output.parsed, args.json);
     // A file the parser could not read is like an unreadable one; the others were printed.

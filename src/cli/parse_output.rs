@@ -6,7 +6,7 @@ use std::io::Write;
 use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_BORDERS_ONLY};
 use polyprof::model::parsed::NO_DATA;
 use polyprof::model::record::KernelRecord;
-use polyprof::model::{NormalizedField, ParsedOutput, Severity, normalized_field};
+use polyprof::model::{Diagnostic, NormalizedField, ParsedOutput, Severity, normalized_field};
 use polyprof::results::escape::terminal;
 
 /// The exit status of `parse`, the same for every profiler: 2 when a file could not be read or
@@ -370,12 +370,22 @@ pub fn report_diagnostics(parsed: &ParsedOutput, json: bool) {
             Severity::Warning => "warning",
             Severity::Error => "error",
         };
-        // A profiler's own text: shown, never sent to the terminal.
-        eprintln!("{level} [{}]: {}", d.kind, terminal::text(&d.message));
-        if let Some(hint) = &d.hint {
-            eprintln!("  hint: {}", terminal::text(hint));
-        }
+        print_diagnostic(level, d);
     }
+}
+
+/// One diagnostic on stderr: a profiler's own text (kernel names, its messages), shown and
+/// never sent to the terminal.
+pub fn print_diagnostic(level: &str, d: &Diagnostic) {
+    eprintln!("{level} [{}]: {}", d.kind, terminal::text(&d.message));
+    if let Some(hint) = &d.hint {
+        eprintln!("  hint: {}", terminal::text(hint));
+    }
+}
+
+/// A parse error (a file's name, the text that did not parse) on stderr, shown.
+pub fn print_error(error: &impl std::fmt::Display) {
+    eprintln!("error: {}", terminal::text(&error.to_string()));
 }
 
 #[cfg(test)]

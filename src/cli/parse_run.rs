@@ -39,7 +39,7 @@ pub fn write(
             Severity::Warning => "warning",
             Severity::Error => "error",
         };
-        eprintln!("{level} [{}]: {}", d.kind, d.message);
+        super::parse_output::print_diagnostic(level, d);
     }
     let mut err = std::io::stderr();
     writeln!(

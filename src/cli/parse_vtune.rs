@@ -78,7 +78,7 @@ pub fn execute(files: &[PathBuf], json: bool, metrics: &[String]) -> anyhow::Res
     }
     out.flush()?;
     for error in &errors {
-        eprintln!("error: {error}");
+        super::parse_output::print_error(error);
     }
     report_diagnostics(&merged, json);
     // A file the parser could not read is like an unreadable one; the others were printed.

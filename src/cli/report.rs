@@ -91,7 +91,11 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
         Some(path) => {
             export::write_file(&report, args.format, path)?;
             tracing::debug!(path = %path.display(), "wrote the report");
-            eprintln!("polyprof: wrote {} ({:?})", path.display(), args.format);
+            super::output::eprintln_text(&format!(
+                "polyprof: wrote {} ({:?})",
+                path.display(),
+                args.format
+            ));
         }
         None => {
             let bytes = match args.format {
@@ -117,7 +121,10 @@ pub fn write_output(path: Option<&Path>, bytes: &[u8], format: Format) -> anyhow
         Some(path) => {
             polyprof::model::atomic_file::write_atomic(path, bytes)
                 .with_context(|| format!("write the report to {}", path.display()))?;
-            eprintln!("polyprof: wrote {} ({format:?})", path.display());
+            super::output::eprintln_text(&format!(
+                "polyprof: wrote {} ({format:?})",
+                path.display()
+            ));
         }
         None => {
             let mut stdout = std::io::stdout().lock();

@@ -567,36 +567,44 @@ fn stream_line(name: &str, capture: &StreamCapture) -> String {
     text
 }
 
+/// The summary on `out`: its names, paths, the end marker's line and the messages (a tool's or
+/// the workload's text) shown, never sent to the terminal.
 fn print_summary(out: &mut impl Write, run: &ProfileRun) -> std::io::Result<()> {
+    out.write_all(polyprof::results::escape::terminal::text(&summary(run)).as_bytes())
+}
+
+fn summary(run: &ProfileRun) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
     let outcome = run
         .outcome
         .as_ref()
         .map_or_else(|| "did not run".to_string(), |o| o.to_string());
     let attempt = run.steps.iter().rev().find_map(|s| s.attempts.last());
     let elapsed = attempt.map_or(0.0, |a| a.timings.end_s);
-    writeln!(
+    let _ = writeln!(
         out,
         "polyprof run [{}]: {outcome} (wall {elapsed:.3} s)",
         run.profiler.name
-    )?;
-    writeln!(out, "  run directory: {}", run.output_dir.display())?;
+    );
+    let _ = writeln!(out, "  run directory: {}", run.output_dir.display());
     if let Some(attempt) = attempt {
-        writeln!(out, "  {}", stream_line("stdout", &attempt.stdout))?;
-        writeln!(out, "  {}", stream_line("stderr", &attempt.stderr))?;
+        let _ = writeln!(out, "  {}", stream_line("stdout", &attempt.stdout));
+        let _ = writeln!(out, "  {}", stream_line("stderr", &attempt.stderr));
         if let Some(marker) = &attempt.marker {
-            writeln!(out, "  end marker at {:.3} s: {}", marker.at_s, marker.line)?;
+            let _ = writeln!(out, "  end marker at {:.3} s: {}", marker.at_s, marker.line);
         }
     }
     if !run.kernels.is_empty() {
-        writeln!(out, "  kernels: {}", run.kernels.len())?;
+        let _ = writeln!(out, "  kernels: {}", run.kernels.len());
     }
     for warning in &run.warnings {
-        writeln!(out, "  warning: {warning}")?;
+        let _ = writeln!(out, "  warning: {warning}");
     }
     for error in &run.errors {
-        writeln!(out, "  error: {error}")?;
+        let _ = writeln!(out, "  error: {error}");
     }
-    Ok(())
+    out
 }
 
 #[cfg(test)]

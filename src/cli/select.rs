@@ -116,7 +116,7 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
             table.origin(),
         ))?)?;
     } else {
-        super::output::print(&render_text(&selected))?;
+        super::output::print_text(&render_text(&selected))?;
     }
     Ok(0)
 }

@@ -54,6 +54,7 @@ mod foundation_quote;
 mod foundation_selection;
 mod hostile_files;
 mod hostile_inputs;
+mod hostile_text;
 mod intel_ocl_retry;
 mod intel_parse_cli;
 mod intel_segments;

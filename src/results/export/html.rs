@@ -220,7 +220,10 @@ fn kernel_table(averages: &KeyAverages, report: &Report) -> String {
         );
         let _ = write!(html, "<p class=\"note rule\">{}.</p>", escape(&rule_text()));
         html.push_str(&rows_table(&rows, report, true));
-        html.push_str(&html_drilldown::panels(report, &rows));
+        html.push_str(&html_drilldown::panels(
+            report,
+            &html_limits::detailed(&rows, |row| row.gpu_total_ns.unwrap_or(0.0)),
+        ));
     }
     if !scopes.is_empty() {
         html.push_str(

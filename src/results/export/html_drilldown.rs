@@ -5,9 +5,11 @@
 //! button that finds them on the timeline). Every figure is a `<dd data-field data-v>` so that
 //! tests read them back and compare them with `--format json`.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use crate::model::record::KernelRecord;
+use crate::model::record::{KernelRecord, RuleResult};
+use crate::model::run::ProfileRun;
 use crate::model::verdict_metrics::{
     ALU_PIPE, FMA_PIPE, ISSUE_ACTIVE, LSU_PIPE, SM_CLOCK, TENSOR_PIPE,
 };
@@ -38,26 +40,51 @@ const PIPES: [(&str, &str); 5] = [
 const LISTED_LAUNCHES: usize = 20;
 
 /// The panels of `rows` (kernel rows), in one hidden section the page's script opens.
+/// Launches and rule results are looked up by name in maps built once: a search of every
+/// record per row made the page quadratic in distinct kernel names (issue 43).
 pub fn panels(report: &Report, rows: &[&KeyAverage]) -> String {
     let mut html = String::from(
         "<section id=\"drilldown\"><h2>Kernel</h2><p class=\"note\" id=\"drilldown-hint\">Click \
          a kernel's row or its roofline point to open its figures here.</p>",
     );
+    let launches = report
+        .run
+        .as_ref()
+        .map(launches_by_name)
+        .unwrap_or_default();
+    let rules_by_name = report
+        .run
+        .as_ref()
+        .map(rules::by_kernel)
+        .unwrap_or_default();
     for (index, row) in rows.iter().enumerate() {
-        let launches: Vec<&KernelRecord> = report
-            .run
-            .as_ref()
-            .map(|run| {
-                run.kernels
-                    .iter()
-                    .filter(|k| k.short_name == row.name || k.name == row.name)
-                    .collect()
-            })
+        let of_row = launches
+            .get(row.name.as_str())
+            .map(Vec::as_slice)
             .unwrap_or_default();
-        panel(&mut html, report, index, row, &launches);
+        let rule_list = rules_by_name
+            .get(&row.name)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        panel(&mut html, report, index, row, of_row, rule_list);
     }
     html.push_str("</section>");
     html
+}
+
+/// Each record under its short name and its full name (once where they are the same), in
+/// the run's order: a row's launches are the records either name matches.
+fn launches_by_name(run: &ProfileRun) -> HashMap<&str, Vec<&KernelRecord>> {
+    let mut map: HashMap<&str, Vec<&KernelRecord>> = HashMap::new();
+    for record in &run.kernels {
+        map.entry(record.short_name.as_str())
+            .or_default()
+            .push(record);
+        if record.name != record.short_name {
+            map.entry(record.name.as_str()).or_default().push(record);
+        }
+    }
+    map
 }
 
 /// One value when every launch agrees (`data-v` holds it), else the range.
@@ -101,6 +128,7 @@ fn panel(
     index: usize,
     row: &KeyAverage,
     launches: &[&KernelRecord],
+    rule_list: &[RuleResult],
 ) {
     let full = launches
         .first()
@@ -270,12 +298,6 @@ fn panel(
     );
 
     // The profiler's rule results, advice first.
-    let rule_list = report
-        .run
-        .as_ref()
-        .map(rules::by_kernel)
-        .and_then(|mut map| map.remove(&row.name))
-        .unwrap_or_default();
     if !rule_list.is_empty() {
         let profiler = report
             .run
@@ -287,7 +309,7 @@ fn panel(
             "<h4>{} rules</h4><ul class=\"rules\">",
             escape(&profiler)
         );
-        for rule in rules::ranked(&rule_list) {
+        for rule in rules::ranked(rule_list) {
             let speedup = rule
                 .estimated_speedup_pct
                 .map(|p| format!(" (estimated speedup {p:.0} %)"))

@@ -97,8 +97,9 @@ pub fn render(suite: &CiSuite) -> String {
                 escape(c.result.message())
             );
             // The details (a failed job's stderr tail) collapsed under the reason; a fence
-            // longer than any run of backticks in them keeps them verbatim.
-            let detail = c.result.detail();
+            // longer than any run of backticks in them keeps them verbatim, their control
+            // characters shown as a terminal shows them (a summary is also read with `cat`).
+            let detail = crate::results::escape::terminal::text(c.result.detail());
             if !detail.is_empty() {
                 let longest = detail
                     .split(|ch| ch != '`')
@@ -165,6 +166,21 @@ mod tests {
         );
         assert!(text.contains("| ✅ | a | 1 \\| 2 |"), "{text}");
         assert!(text.contains("- ❌ **b**: exited with code 3"), "{text}");
+    }
+
+    #[test]
+    fn a_failed_jobs_details_show_their_escape_sequences() {
+        let mut suite = CiSuite::new("polyprof batch", &["state"]);
+        let tail = "Traceback\n\x1b]52;c;aGk=\x07\x1b[2J``` done";
+        suite
+            .cases
+            .push(case("b", CaseResult::failed("exited with code 1", tail)));
+        let text = render(&suite);
+        assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text:?}");
+        assert!(
+            text.contains("````text\nTraceback\n\\x1b]52;c;aGk=\\x07\\x1b[2J``` done\n````"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -512,6 +512,8 @@ pub fn bound_colour(bound: Bound) -> &'static str {
 const WIDTH: u32 = 900;
 /// Up to this many points are labelled with their names.
 const MAX_LABELLED_POINTS: usize = 12;
+/// The most moves of a diff's chart that get their kernel's name.
+const MAX_LABELLED_MOVES: usize = 24;
 const HEIGHT: u32 = 560;
 /// Text size of roof, axis and point labels in the chart's 900-pixel coordinates: the page shows
 /// one chart a row, so at an 800-pixel window (about 750 pixels of chart) it is 15 px high.
@@ -811,9 +813,15 @@ fn draw(
     if let [a, b] = chart.series.as_slice() {
         circles.push_str("<g class=\"moves\">");
         // Labels as (x, y, anchor, text), placed once all are known so none overlaps another.
-        let mut labels: Vec<(i32, i32, &str, String)> = Vec::new();
+        let mut labels: Vec<(f64, Label)> = Vec::new();
+        // A's points by name, looked up once per B point (a search per point was quadratic).
+        let in_a: std::collections::HashMap<&str, &ChartPoint> = a
+            .points
+            .iter()
+            .map(|p| (p.short_name.as_str(), p))
+            .collect();
         for to in &b.points {
-            let Some(from) = a.points.iter().find(|p| p.short_name == to.short_name) else {
+            let Some(from) = in_a.get(to.short_name.as_str()) else {
                 continue;
             };
             let (x1, y1) = plot.backend_coord(&(from.intensity, from.gflops_per_s));
@@ -836,8 +844,13 @@ fn draw(
                 false => (x2 + 8, "start"),
             };
             let text = format!("{name}{}", if moved { "" } else { " (unmoved)" });
-            labels.push((x, y2 - 8, anchor, text));
+            labels.push((to.gpu_time_ns, (x, y2 - 8, anchor, text)));
         }
+        // Names for the moves with the most GPU time only: hundreds would overlap into a
+        // block, and separating them costs time that grows faster than their number.
+        labels.sort_by(|x, y| y.0.total_cmp(&x.0));
+        labels.truncate(MAX_LABELLED_MOVES);
+        let labels = labels.into_iter().map(|(_, label)| label).collect();
         for (x, y, anchor, text) in separated(labels) {
             circles.push_str(&format!(
                 "<text class=\"moved-label\" x=\"{x}\" y=\"{y}\" text-anchor=\"{anchor}\" \
@@ -884,20 +897,23 @@ fn draw(
     Ok(())
 }
 
+/// A label's x, y, text anchor and text.
+type Label = (i32, i32, &'static str, String);
+
 /// Text labels moved down, top to bottom, until none overlaps one placed before it: two kernels
 /// with the same FLOP/byte and close speeds (the H200 capture's two matmuls) had their names
 /// written over each other. Widths are estimated (0.6 em a character).
-fn separated<'a>(mut labels: Vec<(i32, i32, &'a str, String)>) -> Vec<(i32, i32, &'a str, String)> {
+fn separated(mut labels: Vec<Label>) -> Vec<Label> {
     labels.sort_by_key(|l| l.1);
     let line = LABEL_PX as i32 + 2;
-    let span = |(x, _, anchor, text): &(i32, i32, &str, String)| {
+    let span = |(x, _, anchor, text): &Label| {
         let width = (text.chars().count() as f64 * f64::from(LABEL_PX) * 0.6) as i32;
         match *anchor {
             "end" => (x - width, *x),
             _ => (*x, x + width),
         }
     };
-    let mut placed: Vec<(i32, i32, &'a str, String)> = Vec::with_capacity(labels.len());
+    let mut placed: Vec<Label> = Vec::with_capacity(labels.len());
     for mut label in labels {
         let (left, right) = span(&label);
         while placed.iter().any(|p| {
