@@ -110,6 +110,8 @@ fn batch_json(
         ray: None,
         node: polyprof::pipeline::host::hostname(),
         profile_cache: None,
+        // The pool starts its own warm evaluators for eval jobs.
+        warm: None,
     };
     let opts = BatchOptions {
         devices,
