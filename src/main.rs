@@ -17,6 +17,9 @@ fn main() -> std::process::ExitCode {
     // Whatever a killed supervisor leaves behind is re-parented here, where the runner finds
     // and ends it (pipeline::runner::orphans).
     polyprof::pipeline::runner::orphans::become_subreaper();
+    // Supervisors are forks of this process, not executions of polyprof-supervise (one program
+    // start less per run; see docs/runner.md).
+    polyprof::pipeline::runner::supervisor::fork_in_process();
     // One command runs one job at a time; a single-threaded runtime starts faster and keeps the
     // marker-to-return path free of cross-thread wake-ups (measured in scripts/bench-runner.sh).
     let runtime = match tokio::runtime::Builder::new_current_thread()
