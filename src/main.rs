@@ -2,8 +2,6 @@
 
 mod cli;
 
-use clap::Parser;
-
 fn main() -> std::process::ExitCode {
     // `polyprof run` re-executes this binary as the command's supervisor; that mode never
     // returns here.
@@ -12,7 +10,7 @@ fn main() -> std::process::ExitCode {
     polyprof::pipeline::sandbox::run_if_requested();
     // `polyprof run --container` may start this binary as its container watchdog.
     polyprof::pipeline::container::watchdog::run_if_requested();
-    let args = cli::Cli::parse();
+    let args = cli::Cli::parse_args();
     cli::init_logging(args.verbose);
     // Whatever a killed supervisor leaves behind is re-parented here, where the runner finds
     // and ends it (pipeline::runner::orphans).

@@ -103,7 +103,14 @@ fn the_clis_supervisor_is_a_fork_holding_no_descriptor_of_polyprof() {
                   echo \"secret=${POLYPROF_TEST_SECRET_X:-unset} given=${GIVEN:-unset}\"";
     let out = fx.out();
     let output = crate::support::polyprof()
-        .args(["run", "--env-policy", "clean", "--env", "GIVEN=yes", "--output-dir"])
+        .args([
+            "run",
+            "--env-policy",
+            "clean",
+            "--env",
+            "GIVEN=yes",
+            "--output-dir",
+        ])
         .arg(&out)
         .args(["--", "sh", "-c", script])
         .env("POLYPROF_TEST_SECRET_X", "leaked")
@@ -120,7 +127,11 @@ fn the_clis_supervisor_is_a_fork_holding_no_descriptor_of_polyprof() {
         .split_whitespace()
         .map(|fd| fd.parse().unwrap())
         .collect();
-    assert_eq!(fds.len(), 4, "0, 1, 2 and the report pipe, nothing else: {stdout}");
+    assert_eq!(
+        fds.len(),
+        4,
+        "0, 1, 2 and the report pipe, nothing else: {stdout}"
+    );
     assert_eq!(&fds[..3], [0, 1, 2], "{stdout}");
     assert_eq!(lines[2], "secret=unset given=yes", "{stdout}");
 }
