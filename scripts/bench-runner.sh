@@ -176,7 +176,7 @@ for side in quiet null file; do echo 999999 > "$WORK/best.$side"; done
 keep_best() { awk -v t="$2" '{print (t < $1) ? t : $1}' "$WORK/best.$1" > "$WORK/tmp"; mv "$WORK/tmp" "$WORK/best.$1"; }
 for _ in $(seq "$RUNS"); do
   rm -rf "$WORK/e.d"; t0=$(now_ns)
-  "$BIN" run -q --log-cap-mib 4096 --output-dir "$WORK/e.d" -- cat "$f" > /dev/null
+  "$BIN" run -q --log-cap-mib 4096 --output-dir "$WORK/e.d" -- cat "$f" > /dev/null 2>&1
   keep_best quiet "$(awk -v a="$t0" -v b="$(now_ns)" 'BEGIN {print (b - a) / 1e9}')"
   rm -rf "$WORK/e.d"; t0=$(now_ns)
   "$BIN" run --log-cap-mib 4096 --output-dir "$WORK/e.d" -- cat "$f" > /dev/null 2> /dev/null
