@@ -115,7 +115,7 @@ echo "== 3. throughput and peak RSS =="
 timed() { # timed OUTFILE CMD...: writes "wall_s rss_kib"
   local out=$1; shift
   if [ -x /usr/bin/time ]; then
-    /usr/bin/time -f "%e %M" -o "$out" "$@" > /dev/null
+    /usr/bin/time -f "%e %M" -o "$out" "$@" > /dev/null 2>&1
   else
     local t0 t1; t0=$(now_ns); "$@" > /dev/null; t1=$(now_ns)
     echo "$(( (t1 - t0) / 1000000 ))" | awk '{print $1/1000, "n/a"}' > "$out"
@@ -176,7 +176,7 @@ for side in quiet null file; do echo 999999 > "$WORK/best.$side"; done
 keep_best() { awk -v t="$2" '{print (t < $1) ? t : $1}' "$WORK/best.$1" > "$WORK/tmp"; mv "$WORK/tmp" "$WORK/best.$1"; }
 for _ in $(seq "$RUNS"); do
   rm -rf "$WORK/e.d"; t0=$(now_ns)
-  "$BIN" run -q --log-cap-mib 4096 --output-dir "$WORK/e.d" -- cat "$f" > /dev/null
+  "$BIN" run -q --log-cap-mib 4096 --output-dir "$WORK/e.d" -- cat "$f" > /dev/null 2>&1
   keep_best quiet "$(awk -v a="$t0" -v b="$(now_ns)" 'BEGIN {print (b - a) / 1e9}')"
   rm -rf "$WORK/e.d"; t0=$(now_ns)
   "$BIN" run --log-cap-mib 4096 --output-dir "$WORK/e.d" -- cat "$f" > /dev/null 2> /dev/null
@@ -204,16 +204,16 @@ CGROUP=$("$BIN" doctor 2>/dev/null | grep -q 'cgroup v2 per run: available' && e
 : > "$WORK/t.bare"; : > "$WORK/t.sup"; : > "$WORK/t.grp"; : > "$WORK/t.cg"; : > "$WORK/t.base"
 for _ in $(seq "$N"); do
   t0=$(now_ns); true; /bin/true; t1=$(now_ns); echo $(( (t1 - t0) / 1000 )) >> "$WORK/t.bare"
-  t0=$(now_ns); "$BIN" run -q --force --output-dir "$WORK/s.d" -- true > /dev/null; t1=$(now_ns)
+  t0=$(now_ns); "$BIN" run -q --force --output-dir "$WORK/s.d" -- true > /dev/null 2>&1; t1=$(now_ns)
   echo $(( (t1 - t0) / 1000 )) >> "$WORK/t.sup"
-  t0=$(now_ns); "$BIN" run -q --force --tracking group --output-dir "$WORK/g.d" -- true > /dev/null; t1=$(now_ns)
+  t0=$(now_ns); "$BIN" run -q --force --tracking group --output-dir "$WORK/g.d" -- true > /dev/null 2>&1; t1=$(now_ns)
   echo $(( (t1 - t0) / 1000 )) >> "$WORK/t.grp"
   if [ -n "$BASE" ]; then
-    t0=$(now_ns); "$BASE" run -q --force --output-dir "$WORK/b.d" -- true > /dev/null; t1=$(now_ns)
+    t0=$(now_ns); "$BASE" run -q --force --output-dir "$WORK/b.d" -- true > /dev/null 2>&1; t1=$(now_ns)
     echo $(( (t1 - t0) / 1000 )) >> "$WORK/t.base"
   fi
   if [ "$CGROUP" = yes ]; then
-    t0=$(now_ns); "$BIN" run -q --force --tracking cgroup --output-dir "$WORK/c.d" -- true > /dev/null; t1=$(now_ns)
+    t0=$(now_ns); "$BIN" run -q --force --tracking cgroup --output-dir "$WORK/c.d" -- true > /dev/null 2>&1; t1=$(now_ns)
     echo $(( (t1 - t0) / 1000 )) >> "$WORK/t.cg"
   fi
 done

@@ -2,8 +2,6 @@
 
 mod cli;
 
-use clap::Parser;
-
 fn main() -> std::process::ExitCode {
     // `polyprof run` re-executes this binary as the command's supervisor; that mode never
     // returns here.
@@ -12,11 +10,14 @@ fn main() -> std::process::ExitCode {
     polyprof::pipeline::sandbox::run_if_requested();
     // `polyprof run --container` may start this binary as its container watchdog.
     polyprof::pipeline::container::watchdog::run_if_requested();
-    let args = cli::Cli::parse();
+    let args = cli::Cli::parse_args();
     cli::init_logging(args.verbose);
     // Whatever a killed supervisor leaves behind is re-parented here, where the runner finds
     // and ends it (pipeline::runner::orphans).
     polyprof::pipeline::runner::orphans::become_subreaper();
+    // Supervisors are forks of this process, not executions of polyprof-supervise (one program
+    // start less per run; see docs/runner.md).
+    polyprof::pipeline::runner::supervisor::fork_in_process();
     // One command runs one job at a time; a single-threaded runtime starts faster and keeps the
     // marker-to-return path free of cross-thread wake-ups (measured in scripts/bench-runner.sh).
     let runtime = match tokio::runtime::Builder::new_current_thread()

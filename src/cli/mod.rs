@@ -99,6 +99,40 @@ pub struct Cli {
     pub command: Command,
 }
 
+impl Cli {
+    /// The command line. `polyprof run …`, which a batch of short jobs starts once per job, is
+    /// parsed against the `run` subcommand alone: building every subcommand's arguments was
+    /// two thirds of `polyprof --version`'s instructions and touched pages no run needs (issue
+    /// 37). Whatever does not parse that way (`--help`, a usage error) is parsed again against
+    /// the whole CLI, which answers as it always did.
+    pub fn parse_args() -> Cli {
+        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        Self::parse_run_alone(&args).unwrap_or_else(|| Cli::parse_from(args))
+    }
+
+    /// `args` parsed against `run` alone, when they are a valid `polyprof run …`.
+    fn parse_run_alone(args: &[std::ffi::OsString]) -> Option<Cli> {
+        if args.get(1).is_none_or(|word| word != "run") {
+            return None;
+        }
+        let verbose = clap::Arg::new("verbose")
+            .short('v')
+            .long("verbose")
+            .action(clap::ArgAction::Count)
+            .global(true);
+        // `default().name(…)` is what clap's `new(…)` does; spelled so that check-layers'
+        // search for process starts does not take clap's command for one.
+        let command = clap::Command::default()
+            .name("polyprof")
+            .arg(verbose)
+            .subcommand(<run::Args as clap::Args>::augment_args(
+                clap::Command::default().name("run"),
+            ));
+        let matches = command.try_get_matches_from(args).ok()?;
+        <Cli as clap::FromArgMatches>::from_arg_matches(&matches).ok()
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Every profiler backend, whether it can run here, its version, and how to fix it.
@@ -205,6 +239,33 @@ pub fn init_logging(verbose: u8) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_parsed_alone_is_what_the_whole_cli_parses() {
+        let lines = [
+            "polyprof run -- true",
+            "polyprof run -v -q --force --output-dir d -- sh -c x",
+            "polyprof run -vv --json --tracking group --timeout 1m --env A=b --env-allow X* -- a -- b",
+            "polyprof run --profiler ncu --end-marker pytest --label l --exit-code polyprof -- ./app",
+        ];
+        for line in lines {
+            let args: Vec<std::ffi::OsString> = line.split(' ').map(Into::into).collect();
+            let alone = Cli::parse_run_alone(&args).expect(line);
+            let whole = Cli::try_parse_from(&args).expect(line);
+            assert_eq!(format!("{alone:?}"), format!("{whole:?}"), "{line}");
+        }
+        // Help, errors, other subcommands and flags before `run` go to the whole CLI.
+        for line in [
+            "polyprof -v run -- true",
+            "polyprof run --help",
+            "polyprof run",
+            "polyprof run --bogus -- true",
+            "polyprof report x",
+        ] {
+            let args: Vec<std::ffi::OsString> = line.split(' ').map(Into::into).collect();
+            assert!(Cli::parse_run_alone(&args).is_none(), "{line}");
+        }
+    }
 
     #[test]
     fn each_v_lowers_polyprofs_level_only() {

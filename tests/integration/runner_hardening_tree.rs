@@ -92,6 +92,50 @@ fn a_command_that_kills_its_supervisor_leaves_nothing_behind_and_says_so() {
     assert_no_survivors(&fx);
 }
 
+/// `polyprof run`'s supervisor is a fork of polyprof, not an exec of `polyprof-supervise`
+/// (issue 37): its executable is polyprof's own, it holds none of polyprof's descriptors (the
+/// logs, the run directory's lock, the pipes' other ends) but the standard streams and its
+/// report pipe, and the command still gets the environment of its policy, not polyprof's.
+#[test]
+fn the_clis_supervisor_is_a_fork_holding_no_descriptor_of_polyprof() {
+    let fx = Fixture::new();
+    let script = "readlink /proc/$PPID/exe; ls /proc/$PPID/fd | sort -n | tr '\\n' ' '; echo; \
+                  echo \"secret=${POLYPROF_TEST_SECRET_X:-unset} given=${GIVEN:-unset}\"";
+    let out = fx.out();
+    let output = crate::support::polyprof()
+        .args([
+            "run",
+            "--env-policy",
+            "clean",
+            "--env",
+            "GIVEN=yes",
+            "--output-dir",
+        ])
+        .arg(&out)
+        .args(["--", "sh", "-c", script])
+        .env("POLYPROF_TEST_SECRET_X", "leaked")
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{stdout}");
+    let polyprof = std::fs::canonicalize(env!("CARGO_BIN_EXE_polyprof")).unwrap();
+    assert_eq!(std::path::Path::new(lines[0]), polyprof, "{stdout}");
+    let fds: Vec<i32> = lines[1]
+        .split_whitespace()
+        .map(|fd| fd.parse().unwrap())
+        .collect();
+    assert_eq!(
+        fds.len(),
+        4,
+        "0, 1, 2 and the report pipe, nothing else: {stdout}"
+    );
+    assert_eq!(&fds[..3], [0, 1, 2], "{stdout}");
+    assert_eq!(lines[2], "secret=unset given=yes", "{stdout}");
+}
+
 #[test]
 fn group_tracking_is_still_available_and_keeps_the_group_floor() {
     let fx = Fixture::new();

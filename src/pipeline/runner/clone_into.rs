@@ -44,9 +44,12 @@ pub enum Started {
 /// Start `program args…` inside the cgroup whose directory is open as `cgroup`, with an empty
 /// signal mask and SIGPIPE at its default (the Rust runtime ignores it; an ignored signal stays
 /// ignored across exec).
+/// `env`: the command's complete environment, when it is not this process's own (a forked
+/// supervisor's).
 pub fn spawn_in_cgroup(
     program: &OsString,
     args: &[OsString],
+    env: Option<&[(OsString, OsString)]>,
     cgroup: &OwnedFd,
 ) -> io::Result<Started> {
     let cstring = |word: &OsString| {
@@ -60,6 +63,25 @@ pub fn spawn_in_cgroup(
         .collect::<io::Result<_>>()?;
     let mut pointers: Vec<*const libc::c_char> = words.iter().map(|w| w.as_ptr()).collect();
     pointers.push(std::ptr::null());
+    let env_words: Option<Vec<CString>> = env
+        .map(|env| {
+            env.iter()
+                .map(|(name, value)| {
+                    let mut pair = name.clone();
+                    pair.push("=");
+                    pair.push(value);
+                    cstring(&pair)
+                })
+                .collect::<io::Result<_>>()
+        })
+        .transpose()?;
+    let env_pointers: Option<Vec<*const libc::c_char>> = env_words.as_ref().map(|words| {
+        words
+            .iter()
+            .map(|w| w.as_ptr())
+            .chain(std::iter::once(std::ptr::null()))
+            .collect()
+    });
     // Reports the child's exec failure: closed on a successful exec, errno written otherwise.
     let mut fds = [0; 2];
     // SAFETY: pipe2 fills two descriptors, which are owned from here on.
@@ -92,7 +114,10 @@ pub fn spawn_in_cgroup(
             libc::sigemptyset(&mut empty);
             libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-            libc::execvp(pointers[0], pointers.as_ptr());
+            match &env_pointers {
+                Some(envp) => libc::execvpe(pointers[0], pointers.as_ptr(), envp.as_ptr()),
+                None => libc::execvp(pointers[0], pointers.as_ptr()),
+            };
             let errno = *libc::__errno_location();
             libc::write(
                 write.as_raw_fd(),

@@ -44,6 +44,11 @@ pub fn build_command(
             "the command is empty",
         ));
     }
+    if let Some(launch) = launch
+        && super::supervisor::in_process()
+    {
+        return Ok(forked_supervisor(spec, env, raw_env, &launch));
+    }
     let argv: Vec<std::ffi::OsString> = match launch {
         Some(launch) => {
             let command: Vec<std::ffi::OsString> = spec.argv.iter().map(Into::into).collect();
@@ -84,6 +89,48 @@ pub fn build_command(
     // itself would orphan what left the group.
     cmd.kill_on_drop(launch.is_none());
     Ok(cmd)
+}
+
+/// The supervisor as a fork of this process (see `supervisor::fork_in_process`): std forks,
+/// sets up the pipes and the process group, and the `pre_exec` hook runs the supervisor and
+/// exits, so the program named is never executed.
+fn forked_supervisor(
+    spec: &CommandSpec,
+    env: &BTreeMap<String, String>,
+    raw_env: &[(std::ffi::OsString, std::ffi::OsString)],
+    launch: &Launch<'_>,
+) -> Command {
+    let command: Vec<std::ffi::OsString> = spec.argv.iter().map(Into::into).collect();
+    let env: Vec<(std::ffi::OsString, std::ffi::OsString)> = env
+        .iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .chain(raw_env.iter().cloned())
+        .collect();
+    let settings = super::supervisor::Settings {
+        parent: std::process::id() as i32,
+        leak_timeout: launch.leak_timeout,
+        kill_grace: launch.kill_grace,
+        report_fd: launch.report_fd,
+        cgroup: launch.cgroup,
+    };
+    let mut cmd = std::process::Command::new(launch.exe);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(dir) = &spec.cwd {
+        cmd.current_dir(dir);
+    }
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    // SAFETY: runs in the forked child; see `supervisor::run_in_fork` for what it may touch.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+            super::supervisor::run_in_fork(&settings, &command, &env)
+        });
+    }
+    let mut cmd = Command::from(cmd);
+    // As for the executed supervisor: a dropped run asks it to kill the tree.
+    cmd.kill_on_drop(false);
+    cmd
 }
 
 struct SpawnRequest {

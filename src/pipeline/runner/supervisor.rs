@@ -10,6 +10,7 @@
 use std::ffi::OsString;
 use std::io::Write;
 use std::os::fd::FromRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -67,6 +68,80 @@ pub struct Settings {
     pub kill_grace: Duration,
     pub report_fd: i32,
     pub cgroup: bool,
+}
+
+/// Whether supervisors are forked from this process instead of executed (see [`fork_in_process`]).
+static IN_PROCESS: AtomicBool = AtomicBool::new(false);
+
+/// From now on, start each supervisor as a fork of this process that runs the supervising code
+/// and never executes anything itself, instead of executing `polyprof-supervise`. The exec, the
+/// dynamic loader and the C library's start cost as much as the command's own start (about
+/// 1.5 ms per run on the development machine, issue 37); the fork costs what `--tracking
+/// group`'s fork costs. The forked supervisor runs only code that takes no lock another thread
+/// of this process may hold (its own syscalls, `/proc` reads, the allocator, which glibc's
+/// `fork` leaves usable, and `std::process::Command`, which takes the environment's read lock:
+/// the program must never call `std::env::set_var` while runs start), closes every descriptor
+/// it inherited but the report pipe and the standard streams, and ends with `_exit`. The CLI
+/// calls it first thing in `main`; a library host (Python, any program with threads of its own)
+/// keeps the executed supervisor by default.
+pub fn fork_in_process() {
+    IN_PROCESS.store(true, Ordering::Relaxed);
+}
+
+/// Whether [`fork_in_process`] was called.
+pub fn in_process() -> bool {
+    IN_PROCESS.load(Ordering::Relaxed)
+}
+
+/// The body of a forked supervisor (see [`fork_in_process`]); runs in the child between fork and
+/// the exec that never comes, after std set up the standard streams and the process group.
+/// `env` is the command's complete environment. Never returns.
+pub fn run_in_fork(settings: &Settings, command: &[OsString], env: &[(OsString, OsString)]) -> ! {
+    // First of all: the runner's signal handlers (tokio's) were copied into this process, and
+    // must never run here; these signals are taken with sigtimedwait from now on.
+    let set = signal_set();
+    // SAFETY: plain syscalls on this single-threaded child.
+    unsafe {
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+    // The runner's descriptors (its pipes and logs, the run directory's lock, other runs' pipes
+    // in a batch) must not be held here; closing std's exec-status pipe also tells the runner
+    // that the start succeeded.
+    close_descriptors_except(settings.report_fd);
+    let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        supervise(settings, command, Some(env))
+    }))
+    .unwrap_or(101);
+    // SAFETY: _exit ends this child without running the runner's exit handlers or flushing
+    // buffers copied from it.
+    unsafe { libc::_exit(code) }
+}
+
+/// Close every descriptor above the standard streams but `keep`.
+fn close_descriptors_except(keep: i32) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: close_range on this process's own descriptor table.
+        let close_range = |first: i32, last: u32| unsafe {
+            libc::syscall(libc::SYS_close_range, first as u32, last, 0u32) == 0
+        };
+        let below = keep <= 3 || close_range(3, (keep - 1) as u32);
+        let above = close_range(keep.max(2) + 1, u32::MAX);
+        if below && above {
+            return;
+        }
+    }
+    // No close_range (Linux before 5.9, other systems): every number up to the limit.
+    // SAFETY: sysconf and close on this process's own descriptors.
+    let limit = unsafe { libc::sysconf(libc::_SC_OPEN_MAX) }.clamp(256, 1 << 16) as i32;
+    for fd in 3..limit {
+        if fd != keep {
+            // SAFETY: as above.
+            unsafe {
+                libc::close(fd);
+            }
+        }
+    }
 }
 
 /// The argv that runs `command` under the supervisor.
@@ -133,7 +208,7 @@ fn main(args: &[OsString]) -> i32 {
         report_fd: report_fd as i32,
         cgroup: cgroup == "cgroup",
     };
-    supervise(&settings, &args[6..])
+    supervise(&settings, &args[6..], None)
 }
 
 fn signal_set() -> libc::sigset_t {
@@ -236,7 +311,12 @@ struct Me {
     session: i32,
 }
 
-fn supervise(settings: &Settings, command: &[OsString]) -> i32 {
+/// `env`: the command's environment, when it is not this process's own (a forked supervisor).
+fn supervise(
+    settings: &Settings,
+    command: &[OsString],
+    env: Option<&[(OsString, OsString)]>,
+) -> i32 {
     let Settings {
         parent,
         leak_timeout,
@@ -275,7 +355,7 @@ fn supervise(settings: &Settings, command: &[OsString]) -> i32 {
         .then(|| RunCgroup::create(me.pid as u32))
         .flatten();
     report.cgroup = cgroup.as_ref().map(|c| c.dir().to_path_buf());
-    let command_pid = match start_command(program, rest, cgroup.as_ref()) {
+    let command_pid = match start_command(program, rest, env, cgroup.as_ref()) {
         Ok(pid) => pid,
         Err(e) => {
             let errno = e.raw_os_error();
@@ -354,12 +434,13 @@ fn supervise(settings: &Settings, command: &[OsString]) -> i32 {
 fn start_command(
     program: &OsString,
     rest: &[OsString],
+    env: Option<&[(OsString, OsString)]>,
     cgroup: Option<&RunCgroup>,
 ) -> std::io::Result<i32> {
     #[cfg(target_os = "linux")]
     if let Some(dir) = cgroup.and_then(|c| c.open_dir().ok()) {
         use super::clone_into::{Started, spawn_in_cgroup};
-        match spawn_in_cgroup(program, rest, &dir)? {
+        match spawn_in_cgroup(program, rest, env, &dir)? {
             Started::Running(pid) => return Ok(pid),
             Started::ExecFailed(e) => return Err(e),
             Started::Unsupported => {}
@@ -368,6 +449,9 @@ fn start_command(
     let joiner = cgroup.and_then(RunCgroup::joiner);
     let mut command = std::process::Command::new(program);
     command.args(rest);
+    if let Some(env) = env {
+        command.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
+    }
     // The signals this process blocks must not stay blocked in the command (std keeps the mask
     // it inherits). The command joins the run's cgroup before it execs, so everything it
     // starts is in it.
