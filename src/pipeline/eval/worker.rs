@@ -179,6 +179,20 @@ impl Launch {
     /// Run options: the trusted workers inherit polyprof's environment, the candidate's get the
     /// `untrusted` policy; both get `MALLOC_PERTURB_`, so memory malloc hands out is never left
     /// over from an earlier call. Nothing secret is in either.
+    /// The worker's run, as a job of the runner into `run_dir`.
+    fn job(&self, target: Vec<Arg>, run: RunOptions, run_dir: &Path) -> Job {
+        Job {
+            target,
+            profiler: self.profiler.clone(),
+            settings: self.settings.clone(),
+            output_dir: run_dir.to_path_buf(),
+            label: Some(self.role.dir_name()),
+            run,
+            call_path: Vec::new(),
+            profile_cache: None,
+        }
+    }
+
     fn run_options(&self, cancel: CancellationToken, kill_now: CancellationToken) -> RunOptions {
         let mut options = RunOptions {
             tracking: self.tracking.clone(),
@@ -294,16 +308,7 @@ impl Launch {
         let kill_now = self.kill_now.child_token();
         let mut run = self.run_options(cancel, kill_now.clone());
         let (target, scratch) = self.target(&socket, &mut run)?;
-        let job = Job {
-            target,
-            profiler: self.profiler.clone(),
-            settings: self.settings.clone(),
-            output_dir: run_dir.clone(),
-            label: Some(self.role.dir_name()),
-            run,
-            call_path: Vec::new(),
-            profile_cache: None,
-        };
+        let job = self.job(target, run, &run_dir);
         let mut job =
             tokio::spawn(
                 async move { profile_claimed(&job, &ExecutionTarget::Local, &claimed).await },
@@ -361,16 +366,7 @@ impl Launch {
         let mut run = self.run_options(self.cancel.child_token(), self.kill_now.child_token());
         run.timeout = Some(self.connect_timeout);
         let (target, _scratch) = self.target(Path::new(""), &mut run)?;
-        let job = Job {
-            target,
-            profiler: self.profiler.clone(),
-            settings: self.settings.clone(),
-            output_dir: run_dir.clone(),
-            label: Some(self.role.dir_name()),
-            run,
-            call_path: Vec::new(),
-            profile_cache: None,
-        };
+        let job = self.job(target, run, &run_dir);
         Ok(profile_claimed(&job, &ExecutionTarget::Local, &claimed).await)
     }
 }
