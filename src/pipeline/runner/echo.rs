@@ -330,7 +330,9 @@ impl StatusLine {
     fn new(label: String) -> Self {
         StatusLine {
             start: Instant::now(),
-            label,
+            // A label comes from a job file as often as from the user: no control character of
+            // it reaches the terminal (the line's own escapes are the only ones sent).
+            label: label.chars().filter(|c| !c.is_control()).collect(),
             last: String::new(),
             shown: false,
         }
@@ -451,6 +453,21 @@ mod tests {
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
         }
+    }
+
+    #[test]
+    fn the_status_line_sends_no_control_character_of_its_label_or_last_line() {
+        let mut status = StatusLine::new("job \x1b]52;c;cHduZWQ=\x07\x1b[2J".into());
+        let mut out = Vec::new();
+        // (The command's own output is echoed as it is, like the command run bare; the status
+        // line drawn under it is polyprof's.)
+        status.note(b"step \x1b]0;title\x07 done\n");
+        status.draw(&mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        // The line's own escape (carriage return, erase line) and nothing else.
+        assert_eq!(text.matches('\x1b').count(), 1, "{text:?}");
+        assert!(!text.contains('\x07'), "{text:?}");
+        assert!(text.contains("job ]52;c;cHduZWQ=[2J"), "{text:?}");
     }
 
     /// A writer that never returns until released: a pipe nobody reads.
