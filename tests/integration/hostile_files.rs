@@ -18,18 +18,12 @@ use polyprof::pipeline::profile_cache::ProfileCache;
 use serde_json::Value;
 
 use crate::support::batch::{sh_job, write_jobs};
+use crate::support::hostile::{NO_HANG, cache, mkfifo, put, text};
 use crate::support::{assert_exit, fixture, polyprof, skip};
 
 /// Long enough for a debug build on a loaded machine; a hang (a FIFO read) never ends.
-const NO_HANG: Duration = Duration::from_secs(60);
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
-fn mkfifo(path: &Path) {
-    nix::unistd::mkfifo(path, nix::sys::stat::Mode::S_IRWXU).unwrap();
-}
 
 /// Set `path`'s modification time `age` ago (a FIFO opened without waiting for a writer).
 fn age_by(path: &Path, age: Duration) {
@@ -264,60 +258,14 @@ fn a_fifo_as_batch_json_or_entry_json_never_hangs_resume() {
 // ---------------------------------------------------------------------------------------------
 // The profile cache
 
-fn key(n: u64) -> ProfileKey {
-    ProfileKey::new(
-        LaunchFingerprint {
-            module_sha256: format!("{n:064x}"),
-            function: format!("_Z7kernel{n}Pf"),
-            grid: [128, 1, 1],
-            block: [256, 1, 1],
-            dynamic_shared_bytes: 0,
-        },
-        ProfileContext {
-            device: "NVIDIA H200".into(),
-            driver: "580.95.05".into(),
-            tool: "ncu 2025.3.1.0".into(),
-            clock_control: "base".into(),
-            metric_set: "default".into(),
-            scope: "problem-1".into(),
-        },
-    )
-}
 
-fn put(cache: &ProfileCache, n: u64, age_s: f64) -> PathBuf {
-    cache
-        .put(&CacheEntry {
-            record: KernelRecord {
-                profiler: "ncu".into(),
-                name: format!("kernel{n}(float *)"),
-                short_name: format!("kernel{n}"),
-                duration_ns: Some(1000.0),
-                ..KernelRecord::default()
-            },
-            key: key(n),
-            origin_run: "runs/j1/ncu.000".into(),
-            profiled_unix_s: now_unix_s() - age_s,
-            profile_s: 0.2,
-        })
-        .unwrap()
-}
 
-fn cache(dir: &Path, args: &[&str]) -> std::process::Output {
-    polyprof()
-        .arg("cache")
-        .args(args)
-        .arg("--dir")
-        .arg(dir)
-        .timeout(NO_HANG)
-        .output()
-        .unwrap()
-}
 
 #[test]
 fn expire_leaves_an_old_fifo_or_folder_named_like_an_entry_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let store = ProfileCache::open(dir.path()).unwrap();
-    let old = put(&store, 1, 30.0 * 86_400.0);
+    let old = put(&store, 1, "kernel1", 30.0 * 86_400.0);
     let shard = old.parent().unwrap();
     let named = |digit: &str| {
         shard.join(format!(
@@ -348,7 +296,7 @@ fn expire_leaves_an_old_fifo_or_folder_named_like_an_entry_and_says_so() {
         "{stderr}"
     );
     // The writer lock was released: a write goes through at once.
-    put(&store, 2, 0.0);
+    put(&store, 2, "kernel2", 0.0);
 }
 
 #[test]

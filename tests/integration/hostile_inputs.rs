@@ -16,17 +16,14 @@ use polyprof::pipeline::profile_cache::ProfileCache;
 use serde_json::Value;
 
 use crate::support::batch::{sh_job, write_jobs};
+use crate::support::hostile::{NO_HANG, cache, key, mkfifo, put, text};
 use crate::support::{assert_exit, fixture, polyprof, skip};
 
 /// Long enough for a debug build on a loaded machine; a hang (a FIFO read) never ends.
-const NO_HANG: Duration = Duration::from_secs(60);
 
 /// Clear screen, window title, clipboard write (OSC 52), and a C1 CSI: what a name may send.
 const ESCAPES: &str = "evil\x1b[2J\x1b]0;owned\x07\x1b]52;c;aGk=\x07\u{9b}31m";
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 /// Nothing that a terminal would act on reached it, and the sequence is shown instead.
 fn assert_shown_not_sent(out: &[u8]) {
@@ -38,9 +35,6 @@ fn assert_shown_not_sent(out: &[u8]) {
     assert!(out.contains("evil\\x1b[2J"), "{out}");
 }
 
-fn mkfifo(path: &Path) {
-    nix::unistd::mkfifo(path, nix::sys::stat::Mode::S_IRWXU).unwrap();
-}
 
 fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
@@ -346,54 +340,8 @@ fn a_candidates_exception_with_escape_sequences_is_shown_by_the_eval_summary_not
 // ---------------------------------------------------------------------------------------------
 // The profile cache
 
-fn key(n: u64) -> ProfileKey {
-    ProfileKey::new(
-        LaunchFingerprint {
-            module_sha256: format!("{n:064x}"),
-            function: format!("_Z7kernel{n}Pf"),
-            grid: [128, 1, 1],
-            block: [256, 1, 1],
-            dynamic_shared_bytes: 0,
-        },
-        ProfileContext {
-            device: "NVIDIA H200".into(),
-            driver: "580.95.05".into(),
-            tool: "ncu 2025.3.1.0".into(),
-            clock_control: "base".into(),
-            metric_set: "default".into(),
-            scope: "problem-1".into(),
-        },
-    )
-}
 
-fn put(cache: &ProfileCache, n: u64, short_name: &str, age_s: f64) -> PathBuf {
-    cache
-        .put(&CacheEntry {
-            record: KernelRecord {
-                profiler: "ncu".into(),
-                name: format!("{short_name}(float *)"),
-                short_name: short_name.into(),
-                duration_ns: Some(1000.0),
-                ..KernelRecord::default()
-            },
-            key: key(n),
-            origin_run: "runs/j1/ncu.000".into(),
-            profiled_unix_s: now_unix_s() - age_s,
-            profile_s: 0.2,
-        })
-        .unwrap()
-}
 
-fn cache(dir: &Path, args: &[&str]) -> std::process::Output {
-    polyprof()
-        .arg("cache")
-        .args(args)
-        .arg("--dir")
-        .arg(dir)
-        .timeout(NO_HANG)
-        .output()
-        .unwrap()
-}
 
 #[test]
 fn fifos_in_the_cache_never_hang_list_or_expire() {

@@ -7,6 +7,7 @@ pub mod browser;
 pub mod container;
 pub mod eval;
 pub mod eval_captures;
+pub mod hostile;
 pub mod ncu;
 pub mod ray;
 pub mod runner;

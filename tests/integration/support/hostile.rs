@@ -1,0 +1,75 @@
+//! Helpers of the hostile-input tests (hostile_inputs.rs, hostile_files.rs): what a command
+//! may take at most before it counts as hung, FIFOs, profile-cache entries.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use polyprof::model::batch::now_unix_s;
+use polyprof::model::profile_cache::{CacheEntry, LaunchFingerprint, ProfileContext, ProfileKey};
+use polyprof::model::record::KernelRecord;
+use polyprof::pipeline::profile_cache::ProfileCache;
+
+use super::polyprof;
+
+/// Longer than any of these commands takes; a command still running then hung.
+pub const NO_HANG: Duration = Duration::from_secs(60);
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+pub fn mkfifo(path: &Path) {
+    nix::unistd::mkfifo(path, nix::sys::stat::Mode::S_IRWXU).unwrap();
+}
+
+/// A profile-cache key for kernel number `n`.
+pub fn key(n: u64) -> ProfileKey {
+    ProfileKey::new(
+        LaunchFingerprint {
+            module_sha256: format!("{n:064x}"),
+            function: format!("_Z7kernel{n}Pf"),
+            grid: [128, 1, 1],
+            block: [256, 1, 1],
+            dynamic_shared_bytes: 0,
+        },
+        ProfileContext {
+            device: "NVIDIA H200".into(),
+            driver: "580.95.05".into(),
+            tool: "ncu 2025.3.1.0".into(),
+            clock_control: "base".into(),
+            metric_set: "default".into(),
+            scope: "problem-1".into(),
+        },
+    )
+}
+
+/// Entry `n` of kernel `short_name`, profiled `age_s` seconds ago.
+pub fn put(cache: &ProfileCache, n: u64, short_name: &str, age_s: f64) -> PathBuf {
+    cache
+        .put(&CacheEntry {
+            record: KernelRecord {
+                profiler: "ncu".into(),
+                name: format!("{short_name}(float *)"),
+                short_name: short_name.into(),
+                duration_ns: Some(1000.0),
+                ..KernelRecord::default()
+            },
+            key: key(n),
+            origin_run: "runs/j1/ncu.000".into(),
+            profiled_unix_s: now_unix_s() - age_s,
+            profile_s: 0.2,
+        })
+        .unwrap()
+}
+
+/// `polyprof cache ARGS --dir DIR`, within [`NO_HANG`].
+pub fn cache(dir: &Path, args: &[&str]) -> std::process::Output {
+    polyprof()
+        .arg("cache")
+        .args(args)
+        .arg("--dir")
+        .arg(dir)
+        .timeout(NO_HANG)
+        .output()
+        .unwrap()
+}
