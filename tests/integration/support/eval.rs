@@ -14,8 +14,8 @@ pub fn problem(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// The Python the eval tests give the workers: `$POLYPROF_TEST_PYTHON`, else `python3`, when
-/// it imports numpy. Elsewhere `None` (the test says it is skipped); in CI (`CI` set) a
+/// The Python the eval tests give the workers: `$POLYPROF_TEST_PYTHON`, else `python3` (as found
+/// on PATH), when it imports numpy. Elsewhere `None` (the test says it is skipped); in CI (`CI` set) a
 /// missing numpy fails the test instead: scripts/test.sh installs it.
 pub fn python_with_numpy() -> Option<PathBuf> {
     let python = std::env::var_os("POLYPROF_TEST_PYTHON")
@@ -26,7 +26,9 @@ pub fn python_with_numpy() -> Option<PathBuf> {
         .output()
         .is_ok_and(|o| o.status.success());
     if has_numpy {
-        return Some(python);
+        // As a path: a job sent elsewhere (a Ray actor, whose PATH leads with Ray's own
+        // environment) would find another `python3` by the bare name.
+        return Some(which::which(&python).unwrap_or(python));
     }
     assert!(
         std::env::var_os("CI").is_none(),
