@@ -11,19 +11,12 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use polyprof::model::batch::now_unix_s;
-use polyprof::model::profile_cache::{CacheEntry, LaunchFingerprint, ProfileContext, ProfileKey};
-use polyprof::model::record::KernelRecord;
 use polyprof::pipeline::profile_cache::ProfileCache;
 use serde_json::Value;
 
 use crate::support::batch::{sh_job, write_jobs};
 use crate::support::hostile::{NO_HANG, cache, mkfifo, put, text};
 use crate::support::{assert_exit, fixture, polyprof, skip};
-
-/// Long enough for a debug build on a loaded machine; a hang (a FIFO read) never ends.
-
-
 
 /// Set `path`'s modification time `age` ago (a FIFO opened without waiting for a writer).
 fn age_by(path: &Path, age: Duration) {
@@ -257,9 +250,6 @@ fn a_fifo_as_batch_json_or_entry_json_never_hangs_resume() {
 
 // ---------------------------------------------------------------------------------------------
 // The profile cache
-
-
-
 
 #[test]
 fn expire_leaves_an_old_fifo_or_folder_named_like_an_entry_and_says_so() {

@@ -7,23 +7,16 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
-use polyprof::model::batch::now_unix_s;
-use polyprof::model::profile_cache::{CacheEntry, LaunchFingerprint, ProfileContext, ProfileKey};
-use polyprof::model::record::KernelRecord;
 use polyprof::pipeline::profile_cache::ProfileCache;
 use serde_json::Value;
 
 use crate::support::batch::{sh_job, write_jobs};
-use crate::support::hostile::{NO_HANG, cache, key, mkfifo, put, text};
+use crate::support::hostile::{NO_HANG, cache, mkfifo, put, text};
 use crate::support::{assert_exit, fixture, polyprof, skip};
-
-/// Long enough for a debug build on a loaded machine; a hang (a FIFO read) never ends.
 
 /// Clear screen, window title, clipboard write (OSC 52), and a C1 CSI: what a name may send.
 const ESCAPES: &str = "evil\x1b[2J\x1b]0;owned\x07\x1b]52;c;aGk=\x07\u{9b}31m";
-
 
 /// Nothing that a terminal would act on reached it, and the sequence is shown instead.
 fn assert_shown_not_sent(out: &[u8]) {
@@ -34,7 +27,6 @@ fn assert_shown_not_sent(out: &[u8]) {
     );
     assert!(out.contains("evil\\x1b[2J"), "{out}");
 }
-
 
 fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
@@ -339,9 +331,6 @@ fn a_candidates_exception_with_escape_sequences_is_shown_by_the_eval_summary_not
 
 // ---------------------------------------------------------------------------------------------
 // The profile cache
-
-
-
 
 #[test]
 fn fifos_in_the_cache_never_hang_list_or_expire() {

@@ -11,7 +11,7 @@ use polyprof::pipeline::profile_cache::ProfileCache;
 
 use super::polyprof;
 
-/// Longer than any of these commands takes; a command still running then hung.
+/// Long enough for a debug build on a loaded machine; a hang (a FIFO read) never ends.
 pub const NO_HANG: Duration = Duration::from_secs(60);
 
 pub fn text(bytes: &[u8]) -> String {
