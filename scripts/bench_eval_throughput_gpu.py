@@ -24,7 +24,9 @@ the wall seconds, verdicts per GPU-hour and GPU seconds per verdict; warm/cold a
 ratios; whether warm and cold gave every candidate the same verdict (status, passed, findings,
 failure); and per candidate kind what polyprof and KernelBench concluded. Everything printed
 also goes to OUT/summary.txt as it is printed. BUDGET_S (default 540) bounds the whole run:
-a problem is started only when the time it is expected to take (the slowest so far) fits.
+a problem is started only when the time it is expected to take (the slowest so far) fits, and
+each of its sides may take an equal share of what is left (a side cut short says so in its
+log and its candidates show no verdict).
 """
 from __future__ import annotations
 
@@ -217,10 +219,11 @@ def write_problem(src: Path, folder: Path, with_compile_error: bool) -> List[str
 
 
 DEADLINE = [float("inf")]  # monotonic time by which every side must have returned
+SIDE_DEADLINE = [float("inf")]  # the running side's share of what is left
 
 
 def limit(seconds: float) -> float:
-    return max(1.0, min(seconds, DEADLINE[0] - time.monotonic()))
+    return max(1.0, min(seconds, DEADLINE[0] - time.monotonic(), SIDE_DEADLINE[0] - time.monotonic()))
 
 
 def polyprof_side(polyprof: str, folder: Path, out: Path, cold: bool) -> Dict[str, Dict[str, Any]]:
@@ -312,8 +315,11 @@ def main() -> int:
         order = SIDES[i % len(SIDES):] + SIDES[:i % len(SIDES)]
         results[name] = {}
         took = {}
-        for side in order:
+        for k, side in enumerate(order):
             t0 = time.monotonic()
+            # Each side gets an equal share of what is left, so a slow side cannot starve the
+            # others of the run's budget (the cut sides are said in the summary).
+            SIDE_DEADLINE[0] = t0 + (DEADLINE[0] - t0) / (len(order) - k)
             dest = out / "runs" / name / side
             if dest.exists():
                 shutil.rmtree(dest)
