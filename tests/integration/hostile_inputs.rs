@@ -12,21 +12,11 @@ use polyprof::pipeline::profile_cache::ProfileCache;
 use serde_json::Value;
 
 use crate::support::batch::{sh_job, write_jobs};
-use crate::support::hostile::{NO_HANG, cache, mkfifo, put, text};
+use crate::support::hostile::{NO_HANG, assert_shown_not_sent, cache, mkfifo, put, text};
 use crate::support::{assert_exit, fixture, polyprof, skip};
 
 /// Clear screen, window title, clipboard write (OSC 52), and a C1 CSI: what a name may send.
 const ESCAPES: &str = "evil\x1b[2J\x1b]0;owned\x07\x1b]52;c;aGk=\x07\u{9b}31m";
-
-/// Nothing that a terminal would act on reached it, and the sequence is shown instead.
-fn assert_shown_not_sent(out: &[u8]) {
-    let out = text(out);
-    assert!(
-        !out.contains('\x1b') && !out.contains('\x07') && !out.contains('\u{9b}'),
-        "a control character reached the terminal: {out:?}"
-    );
-    assert!(out.contains("evil\\x1b[2J"), "{out}");
-}
 
 fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
@@ -311,10 +301,10 @@ fn escape_sequences_in_names_are_shown_by_report_and_diff_not_sent() {
     let b = run_named(dir.path(), "b", ESCAPES);
     let out = polyprof().arg("report").arg(&a).output().unwrap();
     assert_exit(&out, 0);
-    assert_shown_not_sent(&out.stdout);
+    assert_shown_not_sent("report", &out.stdout);
     let out = polyprof().arg("diff").arg(&a).arg(&b).output().unwrap();
     assert!(out.status.code().is_some_and(|c| c <= 1), "{out:?}");
-    assert_shown_not_sent(&out.stdout);
+    assert_shown_not_sent("diff", &out.stdout);
 }
 
 #[test]
@@ -326,7 +316,7 @@ fn a_candidates_exception_with_escape_sequences_is_shown_by_the_eval_summary_not
     std::fs::write(dir.path().join("evidence.json"), evidence.to_string()).unwrap();
     let out = polyprof().arg("audit").arg(dir.path()).output().unwrap();
     assert_exit(&out, 1);
-    assert_shown_not_sent(&out.stdout);
+    assert_shown_not_sent("audit's summary", &out.stdout);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -413,7 +403,7 @@ fn cache_list_shows_escapes_and_clips_a_one_megabyte_name() {
     put(&store, 2, &long, 0.0);
     let out = cache(dir.path(), &["list"]);
     assert_exit(&out, 0);
-    assert_shown_not_sent(&out.stdout);
+    assert_shown_not_sent("cache list", &out.stdout);
     let longest = text(&out.stdout).lines().map(str::len).max().unwrap();
     assert!(longest < 4096, "a line of {longest} bytes");
     // The JSON keeps the whole name.

@@ -12,24 +12,11 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::support::hostile::{assert_shown_not_sent, text};
 use crate::support::{assert_exit, fixture, polyprof, skip};
 
 /// Clear screen, window title, clipboard write (OSC 52): what outside text may try to send.
 const ESCAPES: &str = "evil\x1b[2J\x1b]0;owned\x07\x1b]52;c;aGk=\x07";
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// Nothing a terminal would act on reached `out`, and the sequence is shown there instead.
-fn assert_shown_not_sent(what: &str, out: &[u8]) {
-    let out = text(out);
-    assert!(
-        !out.contains('\x1b') && !out.contains('\x07'),
-        "{what}: a control character reached the terminal: {out:?}"
-    );
-    assert!(out.contains("evil\\x1b[2J"), "{what}: not shown: {out}");
-}
 
 #[test]
 fn a_profilers_messages_with_escapes_are_shown_by_parse_into_a_run_dir_not_sent() {

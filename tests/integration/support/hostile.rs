@@ -18,6 +18,17 @@ pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// Nothing in `out` (what `what` printed) that a terminal would act on (ESC, BEL, a C1 CSI), and
+/// the test's escape sequence shown instead.
+pub fn assert_shown_not_sent(what: &str, out: &[u8]) {
+    let out = text(out);
+    assert!(
+        !out.contains('\x1b') && !out.contains('\x07') && !out.contains('\u{9b}'),
+        "{what}: a control character reached the terminal: {out:?}"
+    );
+    assert!(out.contains("evil\\x1b[2J"), "{what}: not shown: {out}");
+}
+
 pub fn mkfifo(path: &Path) {
     nix::unistd::mkfifo(path, nix::sys::stat::Mode::S_IRWXU).unwrap();
 }
