@@ -37,9 +37,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+# The KernelBench selection and size probe, and the line-by-line summary, of scripts/gpu-eval.sh.
+from eval_runs import Report  # noqa: E402
+from gpu_eval import evenly, kb_levels, probe_sizes, problem_number  # noqa: E402
 PYTHON = os.environ.get("POLYPROF_PYTHON", "python3")
 N_PROBLEMS = int(os.environ.get("N_PROBLEMS", "11"))
 MAX_MB = float(os.environ.get("MAX_MB", "256"))
@@ -128,25 +132,6 @@ ModelNew = Model
 ''',
 }
 
-SIZE_PROBE = r"""
-import importlib.util, json, sys, torch
-sizes = {}
-for path in sys.argv[1:]:
-    try:
-        spec = importlib.util.spec_from_file_location("kb_size_probe", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        with torch.device("meta"):
-            inputs = module.get_inputs()
-            model = module.Model(*module.get_init_inputs())
-        tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
-        state = list(model.parameters()) + list(model.buffers())
-        sizes[path] = sum(t.numel() * t.element_size() for t in tensors + state)
-    except Exception as error:
-        sizes[path] = None
-print("SIZES " + json.dumps(sizes))
-"""
-
 # One KernelBench verdict in its own process: argv = KB_SRC REFERENCE CANDIDATE BUILD_DIR.
 KB_LEG = r"""
 import json, sys, types
@@ -167,37 +152,16 @@ print("KBRESULT " + json.dumps({k: out.get(k) for k in ("compiled", "correctness
 """
 
 
-class Report:
-    def __init__(self, out: Path) -> None:
-        self.file = open(out / "summary.txt", "a", buffering=1)
-
-    def line(self, text: str = "") -> None:
-        print(text, flush=True)
-        self.file.write(text + "\n")
-
-
-def levels(kb: Path) -> List[Path]:
-    base = kb / "KernelBench" if (kb / "KernelBench").is_dir() else kb
-    return [base / "level1", base / "level2"]
-
-
-def number(path: Path) -> int:
-    head = path.name.split("_", 1)[0]
-    return int(head) if head.isdigit() else 10**9
-
-
-def evenly(items: List[Path], count: int) -> List[Path]:
-    if count >= len(items):
-        return list(items)
-    return [items[i * len(items) // count] for i in range(count)]
-
-
 def select(kb: Path, report: Report) -> List[Path]:
-    paths = [p for d in levels(kb) for p in sorted(d.glob("*.py"), key=number)]
-    text = subprocess.run([PYTHON, "-c", SIZE_PROBE, *map(str, paths)], capture_output=True, text=True,
-                          timeout=300).stdout
-    sizes = next((json.loads(l[6:]) for l in text.splitlines() if l.startswith("SIZES ")), {})
-    fit = [p for p in paths if sizes.get(str(p)) is not None and sizes[str(p)] <= MAX_MB * 1e6]
+    paths = [p for d in kb_levels(kb) for p in sorted(d.glob("*.py"), key=problem_number)]
+    sizes = probe_sizes(paths, report)
+
+    def fits(path: Path) -> bool:
+        size = sizes.get(str(path), {})
+        total = size.get("input_bytes", 0) + size.get("state_bytes", 0)
+        return "error" not in size and bool(size) and total <= MAX_MB * 1e6
+
+    fit = [p for p in paths if fits(p)]
     report.line(f"{len(fit)} of {len(paths)} problems fit {MAX_MB:.0f} MB")
     one = [p for p in fit if p.parent.name == "level1"]
     two = [p for p in fit if p.parent.name == "level2"]
@@ -287,7 +251,7 @@ def main() -> int:
         return 2
     polyprof, kb, out = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
     out.mkdir(parents=True, exist_ok=True)
-    report = Report(out)
+    report = Report(out / "summary.txt")
     kb_src = kb / "src" if (kb / "src" / "kernelbench").is_dir() else kb
     start = time.monotonic()
     DEADLINE[0] = start + BUDGET_S
@@ -315,11 +279,11 @@ def main() -> int:
         order = SIDES[i % len(SIDES):] + SIDES[:i % len(SIDES)]
         results[name] = {}
         took = {}
-        for k, side in enumerate(order):
+        for position, side in enumerate(order):
             t0 = time.monotonic()
             # Each side gets an equal share of what is left, so a slow side cannot starve the
             # others of the run's budget (the cut sides are said in the summary).
-            SIDE_DEADLINE[0] = t0 + (DEADLINE[0] - t0) / (len(order) - k)
+            SIDE_DEADLINE[0] = t0 + (DEADLINE[0] - t0) / (len(order) - position)
             dest = out / "runs" / name / side
             if dest.exists():
                 shutil.rmtree(dest)
@@ -361,13 +325,14 @@ def main() -> int:
     report.line("per kind: polyprof (warm) status/passed/findings | KernelBench compiled/correct/speedup")
     for kind in CANDIDATES:
         for name, sides in results.items():
-            w = sides.get("warm", {}).get(kind)
-            k = sides.get("kb", {}).get(kind)
-            if w is None and k is None:
+            ours = sides.get("warm", {}).get(kind)
+            theirs = sides.get("kb", {}).get(kind)
+            if ours is None and theirs is None:
                 continue
-            pw = f"{w.get('status')}/{w.get('passed')}/{','.join(w.get('findings') or [])[:60]}" if w else "-"
-            sp = k.get("speedup") if k else None
-            pk = f"{k.get('compiled')}/{k.get('correctness')}/{'%.2f' % sp if sp else '-'}" if k else "-"
+            pw = (f"{ours.get('status')}/{ours.get('passed')}/{','.join(ours.get('findings') or [])[:60]}"
+                  if ours else "-")
+            sp = theirs.get("speedup") if theirs else None
+            pk = f"{theirs.get('compiled')}/{theirs.get('correctness')}/{'%.2f' % sp if sp else '-'}" if theirs else "-"
             report.line(f"  {kind:<17} {name[:40]:<40} {pw:<70} | {pk}")
     json.dump(results, open(out / "results.json", "w"), indent=1, default=str)
     return 0
