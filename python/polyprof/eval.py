@@ -39,6 +39,7 @@ _OPTION_NAMES = {
     "witness_profiler": "witness_profiler",
     "profiler": "witness_profiler",
     "witness_tolerance": "witness_tolerance",
+    "scored_trace": "scored_trace",
     "suspicious_speedup": "suspicious_speedup",
     "min_plausible_ms": "min_plausible_ms",
     "require_candidate_kernels": "require_candidate_kernels",
@@ -132,7 +133,8 @@ def evaluate(
     ``options`` (defaults as ``polyprof eval``): ``trials`` (3), ``timing_blocks`` (5),
     ``repeat`` (50), ``warmup`` (5), ``atol``/``rtol`` (1e-2), ``flush_l2`` (True),
     ``witness_calls`` (3), ``witness_profiler`` (``"ncu"``; ``"none"`` for no witness),
-    ``witness_tolerance`` (0.9), ``suspicious_speedup`` (10), ``min_plausible_ms`` (0.001),
+    ``witness_tolerance`` (0.9), ``scored_trace`` (True: the scored pass traced on the GPU and
+    judged on its timeline, no separate witness pass), ``suspicious_speedup`` (10), ``min_plausible_ms`` (0.001),
     ``require_candidate_kernels`` (False), ``work_pass`` (True: a correct candidate's calls
     profiled with work counters on CUDA), ``work_calls`` (1), ``flops_per_call`` (or ``flops``:
     the FLOPs one call must do, for the FLOP floor), ``allow_tf32`` (False), ``init_seed``
@@ -198,6 +200,7 @@ _FLAG_OPTIONS = {
 _SWITCH_OPTIONS = {
     "flush_l2": ("--no-flush-l2", False),
     "work_pass": ("--no-work-pass", False),
+    "scored_trace": ("--scored-trace=off", False),
     "require_candidate_kernels": ("--require-candidate-kernels", True),
     "allow_tf32": ("--allow-tf32", True),
 }

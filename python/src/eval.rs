@@ -29,6 +29,8 @@ struct EvalArgs {
     /// `none` for no witness pass.
     witness_profiler: Option<String>,
     witness_tolerance: Option<f64>,
+    /// Trace the scored pass and judge its calls on the GPU timeline (CUDA; default true).
+    scored_trace: Option<bool>,
     suspicious_speedup: Option<f64>,
     min_plausible_ms: Option<f64>,
     require_candidate_kernels: Option<bool>,
@@ -71,6 +73,7 @@ impl EvalArgs {
             witness_calls: self.witness_calls.unwrap_or(d.witness_calls),
             witness_profiler,
             witness_tolerance: self.witness_tolerance.unwrap_or(d.witness_tolerance),
+            scored_trace: self.scored_trace.unwrap_or(d.scored_trace),
             suspicious_speedup: self.suspicious_speedup.unwrap_or(d.suspicious_speedup),
             min_plausible_ms: self.min_plausible_ms.unwrap_or(d.min_plausible_ms),
             require_candidate_kernels: self

@@ -166,6 +166,11 @@ pub struct Args {
     /// The candidate's score time below this share of its witnessed time is a finding.
     #[arg(long, value_name = "X", default_value_t = polyprof::pipeline::eval::spec::DEFAULT_WITNESS_TOLERANCE, help_heading = "Checks")]
     pub witness_tolerance: f64,
+    /// Trace the candidate's scored pass on the GPU (polyprof's CUPTI tracer) and judge every
+    /// call on that timeline; the separate witness pass is then skipped. `off`: the witness pass
+    /// under the profiler, as before. CUDA only.
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"], help_heading = "Checks")]
+    pub scored_trace: String,
     /// Confine the candidate's workers (Landlock): on, or off (the verdict then says the
     /// candidate was not confined). Also `POLYPROF_SANDBOX=off`.
     #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
@@ -191,6 +196,7 @@ impl Args {
             witness_calls: self.witness_calls,
             witness_profiler: (profiler != "none").then_some(profiler),
             witness_tolerance: self.witness_tolerance,
+            scored_trace: self.scored_trace == "on",
             suspicious_speedup: self.suspicious_speedup,
             min_plausible_ms: self.min_plausible_ms,
             require_candidate_kernels: self.require_candidate_kernels,

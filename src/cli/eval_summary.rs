@@ -231,6 +231,7 @@ mod tests {
             },
             timing: None,
             witness: None,
+            timeline: None,
             checks: vec![CheckRun {
                 check: "witness_time".into(),
                 ran: false,

@@ -6,6 +6,7 @@
 use super::counter_trust::citation;
 use super::evidence::EvalEvidence;
 use super::rules::{Facts, RULES};
+use super::timeline_facts::timeline_facts;
 use super::timing::timing_summary;
 use super::verdict::{Correctness, EvalVerdict, Status, VERDICT_VERSION};
 use super::witness_summary::witness_facts;
@@ -14,10 +15,12 @@ use super::witness_summary::witness_facts;
 pub fn judge(evidence: &EvalEvidence) -> EvalVerdict {
     let timing = timing_summary(evidence);
     let witness = witness_facts(evidence, timing.as_ref().ok().map(|t| t.score_ms));
+    let timeline = timeline_facts(evidence);
     let facts = Facts {
         evidence,
         timing: timing.as_ref().map_err(String::as_str),
         witness: witness.as_ref().map_err(String::as_str),
+        timeline: timeline.as_ref().map_err(String::as_str),
     };
     let mut checks = Vec::with_capacity(RULES.len());
     let mut findings = Vec::new();
@@ -43,6 +46,7 @@ pub fn judge(evidence: &EvalEvidence) -> EvalVerdict {
         correctness,
         timing: timing.ok(),
         witness: witness.ok().map(|w| w.summary),
+        timeline: timeline.ok().map(|t| t.summary),
         checks,
         missing_checks,
         timed_input_sets: pool.map(|(sets, _, _)| count(sets)),
@@ -89,6 +93,9 @@ mod tests {
     use crate::eval::test_support::{evidence, trial};
     use crate::eval::verdict::FindingKind;
 
+    const NOT_TRACED: &str =
+        "the scored pass was not traced (--scored-trace off, or evidence from before the tracer)";
+
     #[test]
     fn an_honest_eval_passes_with_every_check_run() {
         let verdict = judge(&evidence());
@@ -112,10 +119,12 @@ mod tests {
                     "the timed calls of candidate block 0 reused one input set and only the \
                      block's last output was compared (the cuda timing path has no input pool)"
                 ),
+                ("gpu_timeline", NOT_TRACED),
                 (
                     "work_floor",
                     "the work pass was not asked for (work_pass off)"
                 ),
+                ("work_matches_scored", NOT_TRACED),
                 (
                     "precision",
                     "the work pass was not asked for (work_pass off)"
@@ -193,11 +202,13 @@ mod tests {
                     "the timed calls of candidate block 0 reused one input set and only the \
                      block's last output was compared (the cpu timing path has no input pool)"
                 ),
+                ("gpu_timeline", "no GPU timeline on cpu"),
                 ("witness_time", "no witness on cpu"),
                 ("witness_ranges", "no witness on cpu"),
                 ("call_consistency", "no witness on cpu"),
                 ("candidate_kernels", "no witness on cpu"),
                 ("work_floor", "no work pass on cpu"),
+                ("work_matches_scored", "no GPU timeline on cpu"),
                 ("roofline", "no GPU peaks on cpu"),
                 ("precision", "no work pass on cpu"),
                 ("device_reset", "no timing block recorded its device state"),

@@ -31,6 +31,10 @@ pub struct EvalEvidence {
     pub samples: Vec<TimingBlock>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub witness: Option<WitnessEvidence>,
+    /// The scored pass's GPU timeline: what the tracer recorded in the candidate's worker and
+    /// the marks sent with each request (docs/eval-harness.md, "The GPU timeline").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<ScoredTrace>,
     /// The candidate's work pass: one call profiled with work counters (DRAM bytes, FLOPs per
     /// precision, SM clock), caches flushed before each kernel. Run only for a candidate that
     /// is correct and not already judged.
@@ -69,6 +73,40 @@ pub struct EvalEvidence {
     /// Why the eval stopped early, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
+}
+
+/// The scored pass as the tracer saw it. Everything the audit needs to re-judge the calls: the
+/// records themselves (not a path to them), and each request as it was sent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ScoredTrace {
+    /// The tracer (its library's name).
+    pub tracer: String,
+    /// The folder it wrote, relative to the eval directory.
+    pub dir: String,
+    /// The candidate's worker's pid, from its socket's peer credentials: whose trace holds the
+    /// calls. `None` when the worker never connected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_pid: Option<u32>,
+    /// Each request sent to the candidate's worker, in order, with the marks drawn for it.
+    #[serde(default)]
+    pub requests: Vec<SentRequest>,
+    /// One trace per process that loaded the tracer (the worker, and any child that used the
+    /// device).
+    #[serde(default)]
+    pub traces: Vec<crate::model::gpu_trace::GpuTrace>,
+    /// The tracer could not be built, loaded or read: why (the timeline is then not judged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One request to the candidate's worker and the times its answer reported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SentRequest {
+    #[serde(flatten)]
+    pub request: crate::eval::timeline::MarkedRequest,
+    /// A timing block's per-call times as the candidate's worker reported them (ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported_times_ms: Option<Vec<f64>>,
 }
 
 /// The candidate's build stage: where and how long it ran, and whether the judged import
@@ -262,6 +300,11 @@ pub struct EvalSettings {
     /// the block ran (0: only the block's last call, as evidence made before pools).
     #[serde(default)]
     pub timed_checks: u32,
+    /// The candidate's scored pass ran under polyprof's GPU tracer, its calls bounded by the
+    /// harness's marks on the GPU timeline (`timeline`): that pass is the witness, and no
+    /// separate witness pass was planned. False in evidence from before the tracer was wired.
+    #[serde(default)]
+    pub scored_trace: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

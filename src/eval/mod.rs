@@ -22,9 +22,10 @@ pub mod schema;
 pub mod source_scan;
 pub mod speedup;
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 pub mod timeline;
 pub mod timeline_checks;
+pub mod timeline_facts;
 pub mod timing;
 pub mod verdict;
 pub mod witness;

@@ -3,7 +3,8 @@
 //!
 //! Called for: `correctness` and `inputs_unchanged` always; `fresh_inputs` when the timing planned random
 //! draws of timed outputs (`timed_checks` > 0: the host path today); `witness_time` when a
-//! witness pass was planned (CUDA, a witness profiler, witness calls); `work_floor` when a work
+//! witness pass was planned (CUDA, a witness profiler, witness calls) — or, when the scored pass
+//! was traced instead, `gpu_timeline`, and `work_matches_scored` with a work pass; `work_floor` when a work
 //! pass was planned and the problem has a FLOP count (`--flops`, or the reference's analytic
 //! count): a problem with analytic FLOPs whose work pass counts none has not shown its work.
 //! Checks not listed here may skip for reasons of the problem itself (a task with no float
@@ -12,6 +13,7 @@
 use super::evidence::EvalEvidence;
 use super::rules::{correctness, fresh_inputs, inputs, witness_time, work_floor};
 use super::verdict::CheckRun;
+use super::{timeline_checks, work_match};
 
 /// The checks `evidence`'s eval calls for.
 pub fn called_for(evidence: &EvalEvidence) -> Vec<&'static str> {
@@ -20,7 +22,15 @@ pub fn called_for(evidence: &EvalEvidence) -> Vec<&'static str> {
     if s.timed_checks > 0 && s.timing_blocks > 0 {
         checks.push(fresh_inputs::CHECK);
     }
-    if evidence.problem.device == "cuda" && s.witness_profiler.is_some() && s.witness_calls > 0 {
+    if evidence.problem.device == "cuda" && s.scored_trace {
+        checks.push(timeline_checks::CHECK);
+        if s.work_pass {
+            checks.push(work_match::CHECK);
+        }
+    } else if evidence.problem.device == "cuda"
+        && s.witness_profiler.is_some()
+        && s.witness_calls > 0
+    {
         checks.push(witness_time::CHECK);
     }
     if s.work_pass && flop_count(evidence).is_some() {

@@ -29,6 +29,7 @@ pub fn settings() -> EvalSettings {
         flops_per_call: None,
         allow_tf32: false,
         timed_checks: 0,
+        scored_trace: false,
     }
 }
 
@@ -198,6 +199,7 @@ pub fn evidence() -> EvalEvidence {
             block(Side::Candidate, 1, &[0.2, 0.202, 0.198]),
             block(Side::Reference, 1, &[1.0, 1.02, 0.98]),
         ],
+        timeline: None,
         witness: Some(witness()),
         work: None,
         reference_work: None,

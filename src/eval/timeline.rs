@@ -28,7 +28,9 @@ use serde::{Deserialize, Serialize};
 use crate::model::gpu_trace::{ActivityKind, GpuActivity, GpuTrace};
 
 /// A request's marker sizes (bytes of each memset), as the orchestrator drew them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct RequestMarks {
     pub open: u64,
     pub close: u64,
@@ -38,7 +40,7 @@ pub struct RequestMarks {
 
 /// A request the orchestrator sent, with the marks it drew for it (`None`: sent unmarked, such
 /// as `setup`, which runs before the harness can mark anything).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MarkedRequest {
     pub op: String,
     #[serde(default)]

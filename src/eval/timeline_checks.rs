@@ -23,7 +23,7 @@ pub const CHECK: &str = "gpu_timeline";
 const EXAMPLES: usize = 5;
 
 /// What the timeline says about the calls.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TimelineSummary {
     /// Call windows found.
     pub calls: usize,
@@ -40,7 +40,7 @@ pub struct TimelineSummary {
 }
 
 /// One timing block's calls on the timeline.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BlockTime {
     pub request: usize,
     pub calls: usize,

@@ -18,6 +18,9 @@ pub struct EvalVerdict {
     pub timing: Option<TimingSummary>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub witness: Option<WitnessSummary>,
+    /// The scored pass's calls on the GPU timeline, when the scored pass was traced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<super::timeline_checks::TimelineSummary>,
     /// Every check, whether it ran, and why not when it did not.
     pub checks: Vec<CheckRun>,
     /// Checks this eval called for (`eval::required_checks`) that did not run, each as
@@ -170,6 +173,8 @@ pub enum FindingKind {
     TimelineMarksBroken,
     // The work pass's kernels are not the scored pass's (`work_matches_scored`).
     DifferentUnderProfiler,
+    // The tracer lost records, so the timeline cannot show every call's work (`gpu_timeline`).
+    TraceIncomplete,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -29,6 +29,10 @@ pub fn witness_facts(
     let Some(witness) = &evidence.witness else {
         return Err(if evidence.problem.device == "cpu" {
             "no witness on cpu".to_string()
+        } else if evidence.settings.scored_trace {
+            "the scored pass was traced instead: its calls are judged on the GPU timeline \
+             (gpu_timeline)"
+                .to_string()
         } else if evidence.settings.witness_profiler.is_none() {
             "no witness profiler was set".to_string()
         } else {

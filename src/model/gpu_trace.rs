@@ -6,7 +6,19 @@
 use serde::{Deserialize, Serialize};
 
 /// What ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ActivityKind {
     Kernel,
@@ -15,7 +27,7 @@ pub enum ActivityKind {
 }
 
 /// One piece of work that ran on the GPU.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GpuActivity {
     pub kind: ActivityKind,
     /// The tracer's correlation id: the same as the API call that queued it.
@@ -65,7 +77,7 @@ impl GpuActivity {
 }
 
 /// A module image the process loaded.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TracedModule {
     /// The tracer's own short hash of the image (names the saved file).
     pub image_hash: String,
@@ -73,7 +85,7 @@ pub struct TracedModule {
 }
 
 /// One process's trace.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GpuTrace {
     pub pid: u32,
     /// In the order the tracer handed them over (not sorted by time).

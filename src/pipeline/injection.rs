@@ -71,6 +71,14 @@ pub fn find_sdk(toolkit: &Path, layout: &SdkLayout) -> Result<SdkPaths, Injectio
     }
 }
 
+/// Where injection libraries are built and kept: beside polyprof's cache folder (the user's
+/// cache), else `fallback`.
+pub fn default_root(fallback: &Path) -> PathBuf {
+    crate::pipeline::config::default_cache_dir()
+        .and_then(|d| d.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| fallback.to_path_buf())
+}
+
 /// The compiled `library` for the compiler on PATH, built into
 /// `cache_root/<name>/<digest>/` unless there already.
 pub async fn build(

@@ -103,9 +103,7 @@ pub async fn prepare(
         None => store::default_dir().map_err(|e| bypass(e.to_string()))?,
     };
     let cache = ProfileCache::open(&dir).map_err(|e| bypass(e.to_string()))?;
-    let library_root = crate::pipeline::config::default_cache_dir()
-        .and_then(|d| d.parent().map(Path::to_path_buf))
-        .unwrap_or_else(|| run_dir.to_path_buf());
+    let library_root = injection::default_root(run_dir);
     let library = injection::build(fingerprinter.library(), &library_root, &job.run.cancel)
         .await
         .map_err(|e| bypass(e.to_string()))?;

@@ -8,14 +8,17 @@ use serde_json::json;
 use super::{Facts, LISTED_IDS, LISTED_NAMES, Measure, RuleOutcome, finding, listed};
 use crate::eval::calls::{Placement, launch_placement};
 use crate::eval::candidate_match::matching_candidate;
+use crate::eval::timeline_facts::TimelineFacts;
 use crate::eval::verdict::FindingKind;
+use crate::model::kernel_name::short_kernel_name;
 
 pub const CHECK: &str = "candidate_kernels";
 
 pub fn check(facts: &Facts) -> RuleOutcome {
-    let witness = match facts.witness {
-        Ok(witness) => witness,
-        Err(why) => return RuleOutcome::skipped(CHECK, why),
+    let witness = match (facts.witness, facts.timeline) {
+        (Ok(witness), _) => witness,
+        (Err(_), Ok(timeline)) => return from_timeline(facts, timeline),
+        (Err(why), Err(_)) => return RuleOutcome::skipped(CHECK, why),
     };
     let evidence = facts.evidence;
     let candidates = &evidence.candidate_kernels;
@@ -88,6 +91,65 @@ pub fn check(facts: &Facts) -> RuleOutcome {
                 limit: 1.0,
                 unit: "kernels",
             },
+            evidence_json,
+        ));
+    }
+    RuleOutcome::ran(CHECK, findings)
+}
+
+/// The same judgement from the scored pass's timeline: the kernels that ran inside its calls.
+fn from_timeline(facts: &Facts, timeline: &TimelineFacts) -> RuleOutcome {
+    let candidates = &facts.evidence.candidate_kernels;
+    let required = facts.evidence.settings.require_candidate_kernels;
+    if candidates.is_empty() && !required {
+        return RuleOutcome::skipped(
+            CHECK,
+            "the candidate's source defines no kernel, and none is required",
+        );
+    }
+    let names = timeline.call_kernel_names();
+    if names
+        .iter()
+        .any(|n| matching_candidate(&short_kernel_name(n), candidates).is_some())
+    {
+        return RuleOutcome::ran(CHECK, Vec::new());
+    }
+    let in_calls: Vec<String> = names
+        .iter()
+        .take(LISTED_NAMES)
+        .map(|n| short_kernel_name(n))
+        .collect();
+    let evidence_json = json!({"candidate_kernels": candidates, "kernels_in_calls": in_calls});
+    let none_ran = || Measure {
+        measured: 0.0,
+        limit: 1.0,
+        unit: "kernels",
+    };
+    let mut findings = Vec::new();
+    if !candidates.is_empty() {
+        findings.push(finding(
+            FindingKind::DecoyKernels,
+            CHECK,
+            format!(
+                "the candidate defines {} but none of them ran in a call on the GPU timeline; \
+                 the calls ran {}",
+                candidates.join(", "),
+                or_nothing(&in_calls)
+            ),
+            none_ran(),
+            evidence_json.clone(),
+        ));
+    }
+    if required {
+        findings.push(finding(
+            FindingKind::NoCandidateKernel,
+            CHECK,
+            format!(
+                "no kernel of the candidate's own ran in a call on the GPU timeline (required); \
+                 the calls ran {}",
+                or_nothing(&in_calls)
+            ),
+            none_ran(),
             evidence_json,
         ));
     }

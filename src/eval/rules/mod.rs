@@ -6,6 +6,7 @@ pub mod candidate_kernels;
 pub mod correctness;
 pub mod device_reset;
 pub mod fresh_inputs;
+pub mod gpu_timeline;
 pub mod inputs;
 pub mod output_sanity;
 pub mod plausible_time;
@@ -17,10 +18,12 @@ pub mod suspicious_speedup;
 pub mod witness_ranges;
 pub mod witness_time;
 pub mod work_floor;
+pub mod work_matches_scored;
 
 use serde_json::Value;
 
 use super::evidence::EvalEvidence;
+use super::timeline_facts::TimelineFacts;
 use super::verdict::{CheckRun, Finding, FindingKind, TimingSummary};
 use super::witness_summary::WitnessFacts;
 
@@ -30,6 +33,8 @@ pub struct Facts<'a> {
     pub evidence: &'a EvalEvidence,
     pub timing: Result<&'a TimingSummary, &'a str>,
     pub witness: Result<&'a WitnessFacts<'a>, &'a str>,
+    /// The scored pass's GPU timeline, when it was traced.
+    pub timeline: Result<&'a TimelineFacts<'a>, &'a str>,
 }
 
 /// One rule's result: its check run and its findings.
@@ -79,12 +84,13 @@ impl RuleOutcome {
 pub type Rule = fn(&Facts) -> RuleOutcome;
 
 /// Every rule, in the order their checks are listed in a verdict.
-pub const RULES: [Rule; 16] = [
+pub const RULES: [Rule; 18] = [
     sandbox::check,
     correctness::check,
     inputs::check,
     fresh_inputs::check,
     output_sanity::check,
+    gpu_timeline::check,
     witness_time::check,
     witness_ranges::check,
     call_consistency::check,
@@ -92,6 +98,7 @@ pub const RULES: [Rule; 16] = [
     suspicious_speedup::check,
     plausible_time::check,
     work_floor::check,
+    work_matches_scored::check,
     roofline::check,
     precision::check,
     sample_conditions::check,
@@ -141,6 +148,7 @@ pub mod testing {
     //! Running the audit's derivations on test evidence, as `judge` does.
 
     use super::*;
+    use crate::eval::timeline_facts::timeline_facts;
     use crate::eval::timing::timing_summary;
     use crate::eval::witness_summary::witness_facts;
 
@@ -148,10 +156,12 @@ pub mod testing {
     pub fn run(rule: Rule, evidence: &EvalEvidence) -> RuleOutcome {
         let timing = timing_summary(evidence);
         let witness = witness_facts(evidence, timing.as_ref().ok().map(|t| t.score_ms));
+        let timeline = timeline_facts(evidence);
         let facts = Facts {
             evidence,
             timing: timing.as_ref().map_err(String::as_str),
             witness: witness.as_ref().map_err(String::as_str),
+            timeline: timeline.as_ref().map_err(String::as_str),
         };
         rule(&facts)
     }

@@ -107,6 +107,7 @@ pub async fn run(launch: BuildLaunch<'_>) -> std::result::Result<Built, Failure>
         connect_timeout: spec.options.setup_timeout,
         sandbox: launch.sandbox,
         build_dir: Some(dir.path().to_path_buf()),
+        trace: None,
     };
     let started_at = now();
     let clock = Instant::now();

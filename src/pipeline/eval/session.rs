@@ -14,8 +14,8 @@ use sha2::{Digest, Sha256};
 
 use crate::eval::evidence::{
     self, Comparison, DeviceState, EVIDENCE_VERSION, EvalEvidence, EvalSettings, Failure,
-    FailureKind, JudgedTurn, ProblemInfo, ReferenceTiming, SandboxEvidence, Side, SourceFile,
-    Stage, TensorSpec, TimingBlock, TrialEvidence, TrialPhase, WitnessEvidence,
+    FailureKind, JudgedTurn, ProblemInfo, ReferenceTiming, SandboxEvidence, ScoredTrace, Side,
+    SourceFile, Stage, TensorSpec, TimingBlock, TrialEvidence, TrialPhase, WitnessEvidence,
 };
 use crate::model::atomic_file::write_atomic;
 use crate::model::error::{Error, Result};
@@ -29,6 +29,7 @@ use crate::pipeline::eval::harness_files::write_harness;
 use crate::pipeline::eval::input_pool;
 use crate::pipeline::eval::integrity::{self, Baseline};
 use crate::pipeline::eval::protocol::{Message, ProtocolError};
+use crate::pipeline::eval::scored_trace::{self, ScoredTracing, TraceLoad};
 use crate::pipeline::eval::seeds::SeedSource;
 use crate::pipeline::eval::spec::{Device, EvalOutcome, EvalSpec, IfExists};
 use crate::pipeline::eval::warm_state::{
@@ -166,7 +167,22 @@ async fn run_eval(
             .next_seed()
             .map_err(|e| Error::io("read", urandom, e))?,
     };
-    let witness = witness_pass(spec);
+    // The scored pass traced is the witness: no separate witness pass then.
+    let (witness, tracing, timeline) = match scored_trace::plan(spec).await {
+        Some(Ok((tracer, library))) => {
+            let tracing = ScoredTracing::new(tracer, library, &dir);
+            let record = tracing.evidence();
+            (None, Some(tracing), Some(record))
+        }
+        Some(Err(why)) => {
+            let record = ScoredTrace {
+                error: Some(format!("{why} (the witness pass was taken instead)")),
+                ..ScoredTrace::default()
+            };
+            (witness_pass(spec), None, Some(record))
+        }
+        None => (witness_pass(spec), None, None),
+    };
     let work = work_pass(spec);
     let o = &spec.options;
     let evidence = EvalEvidence {
@@ -199,6 +215,7 @@ async fn run_eval(
             flops_per_call: o.flops_per_call,
             allow_tf32: o.allow_tf32,
             timed_checks: crate::pipeline::eval::input_pool::timed_checks(spec.device, o.repeat),
+            scored_trace: tracing.is_some(),
         },
         environment: evidence::Environment {
             polyprof: Some(env!("CARGO_PKG_VERSION").to_string()),
@@ -208,6 +225,7 @@ async fn run_eval(
         trials: Vec::new(),
         samples: Vec::new(),
         witness: None,
+        timeline,
         work: None,
         reference_work: None,
         calibration: None,
@@ -249,6 +267,7 @@ async fn run_eval(
                     built,
                     witness,
                     work,
+                    tracing,
                 },
             )
             .await
@@ -268,6 +287,7 @@ struct JudgedParts {
     built: Option<Built>,
     witness: Option<(String, ProfilerSettings)>,
     work: Option<(String, ProfilerSettings)>,
+    tracing: Option<ScoredTracing>,
 }
 
 /// The judged turn: the trusted worker (a warm one, or its own), the candidate's workers, every
@@ -294,6 +314,7 @@ async fn judged_turn(
         built,
         witness,
         work,
+        tracing,
     } = parts;
     let mut eval = Eval {
         sandbox,
@@ -313,6 +334,7 @@ async fn judged_turn(
         trusted_held: std::collections::BTreeSet::new(),
         warm,
         reuse: None,
+        scored: tracing,
         conditions: spec
             .device
             .vendor()
@@ -325,6 +347,10 @@ async fn judged_turn(
         eval.evidence.failure = Some(failure);
     }
     eval.close().await;
+    // Every worker has ended: the tracer has handed over its last records.
+    if let (Some(tracing), Some(record)) = (&eval.scored, eval.evidence.timeline.as_mut()) {
+        tracing.read(record);
+    }
     eval.evidence.judged = Some(JudgedTurn {
         started_at,
         ended_at: build::now(),
@@ -515,6 +541,8 @@ struct Eval<'a> {
     reuse: Option<Vec<TimingBlock>>,
     /// The candidate's build stage: its folder, which its judged workers build into too.
     built: Option<Built>,
+    /// The scored pass's tracer (`None`: the scored pass is not traced).
+    scored: Option<ScoredTracing>,
 }
 
 impl Eval<'_> {
@@ -632,6 +660,7 @@ impl Eval<'_> {
                 }
                 Role::Trusted | Role::ReferenceWork => None,
             },
+            trace: None,
         }
     }
 
@@ -647,8 +676,17 @@ impl Eval<'_> {
         if !changes.is_empty() {
             return Err(integrity::failure(stage, &changes, None));
         }
-        match self.launch(role, profiler, settings).start().await {
+        let mut launch = self.launch(role, profiler, settings);
+        if role == Role::Candidate {
+            launch.trace = self.trace_load();
+        }
+        match launch.start().await {
             Ok(worker) => {
+                if role == Role::Candidate
+                    && let Some(record) = self.evidence.timeline.as_mut()
+                {
+                    record.worker_pid = worker.pid;
+                }
                 *self.slot(role) = Some(worker);
                 Ok(())
             }
@@ -656,15 +694,43 @@ impl Eval<'_> {
         }
     }
 
+    /// What loads the scored pass's tracer into the candidate's worker; a tracer that cannot
+    /// be loaded leaves the scored pass untraced, and the evidence says why.
+    fn trace_load(&mut self) -> Option<TraceLoad> {
+        match self.scored.as_ref()?.load() {
+            Ok(load) => Some(load),
+            Err(e) => {
+                if let Some(record) = self.evidence.timeline.as_mut() {
+                    record.error = Some(format!("cannot load the tracer: {e}"));
+                }
+                None
+            }
+        }
+    }
+
     /// Send `request` to `role`'s worker. On any error the worker is ended and the failure
-    /// says how it ended.
+    /// says how it ended. A request to the traced candidate's worker is marked first.
     async fn ask(
         &mut self,
         role: Role,
         stage: Stage,
-        request: Message,
+        mut request: Message,
         limit: Duration,
     ) -> std::result::Result<Message, Failure> {
+        let traced = role == Role::Candidate && self.scored.is_some();
+        if traced
+            && let (Some(tracing), Some(record)) =
+                (self.scored.as_mut(), self.evidence.timeline.as_mut())
+        {
+            tracing
+                .mark(&mut request, &mut self.seeds, record)
+                .map_err(|e| {
+                    harness(
+                        stage,
+                        format!("cannot draw the marks from /dev/urandom: {e}"),
+                    )
+                })?;
+        }
         let Some(worker) = self.slot(role).as_mut() else {
             return Err(harness(stage, format!("no worker for `{}`", request.op())));
         };
@@ -672,6 +738,9 @@ impl Eval<'_> {
             Ok(reply) => {
                 if role == Role::Trusted {
                     self.track_trusted_trials(&request);
+                }
+                if traced && let Some(record) = self.evidence.timeline.as_mut() {
+                    scored_trace::note_reported(record, &reply);
                 }
                 Ok(reply)
             }

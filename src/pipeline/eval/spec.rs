@@ -80,6 +80,10 @@ pub struct EvalOptions {
     /// The witness profiler (`ncu`); `None`: no witness pass. Only used with `--device cuda`.
     pub witness_profiler: Option<String>,
     pub witness_tolerance: f64,
+    /// Trace the candidate's scored pass (the witness profiler's GPU tracer) and judge its calls
+    /// on the GPU timeline; the separate witness pass is then not taken. CUDA only; where the
+    /// tracer cannot be built the witness pass is taken instead and the evidence says why.
+    pub scored_trace: bool,
     pub suspicious_speedup: f64,
     pub min_plausible_ms: f64,
     pub require_candidate_kernels: bool,
@@ -121,6 +125,7 @@ impl Default for EvalOptions {
             witness_calls: 3,
             witness_profiler: Some("ncu".to_string()),
             witness_tolerance: DEFAULT_WITNESS_TOLERANCE,
+            scored_trace: true,
             suspicious_speedup: 10.0,
             min_plausible_ms: 0.001,
             require_candidate_kernels: false,

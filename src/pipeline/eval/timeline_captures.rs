@@ -260,4 +260,161 @@ mod tests {
         // The scored pass alone sees nothing wrong with it.
         assert!(judged("hack_profiler_stop").0.is_empty());
     }
+    /// The honest test evidence, its scored pass traced as capture `name` (no witness pass);
+    /// with `work`, capture `name`'s work pass (ncu's CSV) as its work evidence.
+    fn traced_evidence(name: &str, work: bool) -> crate::eval::EvalEvidence {
+        use crate::eval::evidence::{ScoredTrace, SentRequest, WitnessEvidence, WitnessLaunch};
+        let c = capture(name);
+        let mut e = crate::eval::test_support::evidence();
+        e.candidate_kernels.clear();
+        e.witness = None;
+        e.settings.scored_trace = true;
+        e.settings.witness_tolerance = crate::pipeline::eval::spec::DEFAULT_WITNESS_TOLERANCE;
+        let reported: std::collections::HashMap<usize, Vec<f64>> =
+            c.reported.iter().cloned().collect();
+        e.timeline = Some(ScoredTrace {
+            tracer: "polyprof-trace".into(),
+            dir: "scored-trace".into(),
+            worker_pid: Some(c.trace.pid),
+            requests: c
+                .requests
+                .iter()
+                .enumerate()
+                .map(|(i, request)| SentRequest {
+                    request: request.clone(),
+                    reported_times_ms: reported.get(&i).cloned(),
+                })
+                .collect(),
+            traces: vec![c.trace],
+            error: None,
+        });
+        e.settings.work_pass = work;
+        if work {
+            let launches = work_calls(name)
+                .into_iter()
+                .enumerate()
+                .flat_map(|(call, kernels)| {
+                    kernels
+                        .kernels
+                        .into_iter()
+                        .map(move |(kernel, ns)| (call, kernel, ns))
+                })
+                .enumerate()
+                .map(|(id, (call, kernel, ns))| WitnessLaunch {
+                    launch_id: id as u64,
+                    name: kernel.clone(),
+                    short_name: kernel,
+                    duration_ns: Some(ns as f64),
+                    ranges: vec![format!("polyprof/call/{}", 20 + call)],
+                    thread_id: None,
+                    stream: None,
+                    process_id: None,
+                    counters: Some(Default::default()),
+                })
+                .collect();
+            e.work = Some(WitnessEvidence {
+                profiler: "ncu".into(),
+                run_dir: "work.000".into(),
+                clock_control: None,
+                cache_control: Some("all".into()),
+                launches,
+                error: None,
+            });
+        }
+        e
+    }
+
+    fn checks_run(verdict: &crate::eval::EvalVerdict) -> Vec<&str> {
+        verdict
+            .checks
+            .iter()
+            .filter(|c| c.ran)
+            .map(|c| c.check.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn the_audit_judges_an_honest_traced_scored_pass_with_no_witness_pass() {
+        let verdict = crate::eval::judge(&traced_evidence("honest_matmul_cublas", true));
+        let run = checks_run(&verdict);
+        assert!(run.contains(&"gpu_timeline") && run.contains(&"work_matches_scored"));
+        assert!(verdict.findings.is_empty(), "{:#?}", verdict.findings);
+        assert!(
+            verdict.missing_checks.is_empty(),
+            "{:?}",
+            verdict.missing_checks
+        );
+        let timeline = verdict.timeline.expect("the timeline's summary");
+        assert_eq!(timeline.outside, 0);
+        assert!(timeline.blocks.iter().all(|b| b.median_ms > 0.3));
+        // The witness pass's own checks say the scored pass was traced instead.
+        let witness_time = verdict
+            .checks
+            .iter()
+            .find(|c| c.check == "witness_time")
+            .unwrap();
+        assert!(!witness_time.ran);
+        assert!(
+            witness_time
+                .why_not
+                .as_deref()
+                .unwrap()
+                .contains("gpu_timeline")
+        );
+    }
+
+    #[test]
+    fn the_audit_fails_each_hostile_traced_capture() {
+        for (name, kind) in [
+            ("hack_wrapped_full", FindingKind::WorkInHarnessStep),
+            ("hack_flood_after_return", FindingKind::KernelsOutsideCalls),
+            ("hack_side_stream", FindingKind::KernelsOutsideCalls),
+            ("hack_graph_fifth", FindingKind::InconsistentCalls),
+            ("hack_phantom_call", FindingKind::InconsistentCalls),
+        ] {
+            let verdict = crate::eval::judge(&traced_evidence(name, false));
+            let kinds: Vec<FindingKind> = verdict.findings.iter().map(|f| f.kind).collect();
+            assert!(
+                !verdict.passed && kinds.contains(&kind),
+                "{name}: {kinds:?}"
+            );
+        }
+        let verdict = crate::eval::judge(&traced_evidence("hack_profiler_stop", true));
+        let kinds: Vec<FindingKind> = verdict.findings.iter().map(|f| f.kind).collect();
+        assert_eq!(kinds, [FindingKind::DifferentUnderProfiler]);
+    }
+
+    #[test]
+    fn a_traced_eval_whose_trace_is_missing_is_not_passed_and_says_why() {
+        let mut e = traced_evidence("honest_matmul_cublas", false);
+        e.timeline.as_mut().unwrap().traces.clear();
+        let verdict = crate::eval::judge(&e);
+        assert!(!verdict.passed);
+        assert_eq!(
+            verdict.missing_checks.len(),
+            1,
+            "{:?}",
+            verdict.missing_checks
+        );
+        assert!(verdict.missing_checks[0].starts_with("gpu_timeline: the tracer wrote no records"));
+        // Records the tracer lost, and another process's GPU work, are findings.
+        let mut e = traced_evidence("honest_matmul_cublas", false);
+        let scored = e.timeline.as_mut().unwrap();
+        let mut child = scored.traces[0].clone();
+        child.pid += 1;
+        scored.traces[0].dropped = 2;
+        scored.traces.push(child);
+        let kinds: Vec<FindingKind> = crate::eval::judge(&e)
+            .findings
+            .iter()
+            .map(|f| f.kind)
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                FindingKind::TraceIncomplete,
+                FindingKind::KernelsOutsideCalls
+            ]
+        );
+    }
 }

@@ -121,6 +121,8 @@ pub struct Launch {
     /// The candidate's build folder (`build::BuildDir`): its build caches point there instead
     /// of into the worker's scratch folder, and it may write there. `None` for the trusted side.
     pub build_dir: Option<PathBuf>,
+    /// The scored pass's tracer, loaded into this worker (the candidate's scored worker only).
+    pub trace: Option<crate::pipeline::eval::scored_trace::TraceLoad>,
 }
 
 /// A running, connected worker.
@@ -263,6 +265,10 @@ impl Launch {
                 .extra_env
                 .extend(crate::pipeline::eval::build_dir::cache_env(build_dir));
         }
+        // After the policy: the untrusted policy keeps no variable it was not told of.
+        if let Some(trace) = &self.trace {
+            options.extra_env.extend(trace.env.clone());
+        }
         let Some(sandbox) = &self.sandbox else {
             return Ok((argv, Some(scratch)));
         };
@@ -271,6 +277,10 @@ impl Launch {
         let mut confinement = sandbox.confinement(scratch.path(), self.profiler != "none");
         if let Some(build_dir) = &self.build_dir {
             confinement.write.push(build_dir.clone());
+        }
+        if let Some(trace) = &self.trace {
+            confinement.write.push(trace.write.clone());
+            confinement.read.push(trace.read.clone());
         }
         if self.role == Role::Build {
             crate::pipeline::eval::build_dir::without_devices(&mut confinement);
@@ -485,6 +495,7 @@ mod tests {
             connect_timeout: Duration::from_secs(1),
             sandbox: None,
             build_dir: None,
+            trace: None,
         }
     }
 
