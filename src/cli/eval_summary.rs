@@ -91,6 +91,33 @@ fn render_unescaped(verdict: &EvalVerdict) -> String {
             w.launches_outside_calls
         );
     }
+    if let Some(t) = &verdict.timeline {
+        let blocks: Vec<String> = t
+            .blocks
+            .iter()
+            .map(|b| match b.reported_median_ms {
+                Some(r) => format!("{:.4} ms (timer {r:.4})", b.median_ms),
+                None => format!("{:.4} ms", b.median_ms),
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "  timeline     {} call(s) on the GPU; timed blocks' median call {}; {} activit(ies) outside calls ({:.4} ms){}",
+            t.calls,
+            if blocks.is_empty() {
+                "none".to_string()
+            } else {
+                blocks.join(", ")
+            },
+            t.outside,
+            t.outside_ms,
+            if t.dropped > 0 {
+                format!("; {} record(s) lost", t.dropped)
+            } else {
+                String::new()
+            }
+        );
+    }
     if let Some(c) = &verdict.calibration {
         let path = c
             .path
