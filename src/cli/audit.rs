@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use polyprof::eval::evidence_read::parse_evidence;
+use polyprof::eval::evidence_read::{attach_records, parse_evidence};
 use polyprof::eval::judge;
 use polyprof::model::atomic_file::write_atomic;
 
@@ -40,8 +40,20 @@ pub async fn execute(args: Args) -> anyhow::Result<u8> {
                 evidence_path.display()
             )
         })?;
-    let evidence = parse_evidence(&text)
+    let mut evidence = parse_evidence(&text)
         .with_context(|| format!("cannot judge {}", evidence_path.display()))?;
+    if let Some(records) = evidence.timeline.as_ref().and_then(|t| t.records.as_ref()) {
+        // Only a plain name in the eval directory: the evidence cannot point the audit elsewhere.
+        let path = std::path::Path::new(&records.path);
+        let bytes = match path.file_name() {
+            Some(name) if path.components().count() == 1 => {
+                polyprof::model::input::read_regular(&args.dir.join(name))
+                    .map_err(|e| format!("cannot read it: {e}"))
+            }
+            _ => Err("not a file name of the eval directory".to_string()),
+        };
+        attach_records(&mut evidence, bytes);
+    }
     let verdict = judge(&evidence);
     let json = serde_json::to_string_pretty(&verdict)? + "\n";
     let verdict_path = args.dir.join("verdict.json");

@@ -90,13 +90,30 @@ pub struct ScoredTrace {
     /// Each request sent to the candidate's worker, in order, with the marks drawn for it.
     #[serde(default)]
     pub requests: Vec<SentRequest>,
+    /// The records themselves, in a file of their own beside evidence.json (a small kernel's
+    /// eval records tens of thousands of activities).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub records: Option<RecordsFile>,
     /// One trace per process that loaded the tracer (the worker, and any child that used the
-    /// device).
-    #[serde(default)]
+    /// device): loaded from `records` (`evidence_read::load_records`), or still in memory from
+    /// the eval that took them.
+    #[serde(skip)]
+    #[schemars(skip)]
     pub traces: Vec<crate::model::gpu_trace::GpuTrace>,
     /// The tracer could not be built, loaded or read: why (the timeline is then not judged).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// The scored pass's records: gzipped JSON (a list of `GpuTrace`), named relative to the eval
+/// directory, with its digest (written once the candidate's processes were gone: a file that
+/// no longer matches is not judged).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RecordsFile {
+    pub path: String,
+    pub sha256: String,
+    /// Activities over all its traces.
+    pub activities: u64,
 }
 
 /// One request to the candidate's worker and the times its answer reported.

@@ -22,6 +22,24 @@ pub enum EvidenceError {
     },
 }
 
+/// The scored pass's records into `evidence` from the bytes of its records file (as read from
+/// the eval directory), or, when they cannot be had, why (the timeline is then not judged).
+pub fn attach_records(evidence: &mut EvalEvidence, bytes: Result<Vec<u8>, String>) {
+    let Some(scored) = evidence.timeline.as_mut() else {
+        return;
+    };
+    let Some(records) = &scored.records else {
+        return;
+    };
+    let decoded = bytes.and_then(|b| crate::model::gpu_trace_file::decode(&b, &records.sha256));
+    match decoded {
+        Ok(traces) => scored.traces = traces,
+        Err(why) => {
+            scored.error = Some(format!("{}: {why}", records.path));
+        }
+    }
+}
+
 /// Parse `text` as evidence this polyprof can judge.
 pub fn parse_evidence(text: &str) -> Result<EvalEvidence, EvidenceError> {
     let value: serde_json::Value = serde_json::from_str(text).map_err(EvidenceError::NotJson)?;
@@ -73,5 +91,48 @@ mod tests {
             parse_evidence("{\"schema_ver"),
             Err(EvidenceError::NotJson(_))
         ));
+    }
+    #[test]
+    fn records_are_attached_from_their_file_only_when_their_digest_matches() {
+        use crate::eval::evidence::{RecordsFile, ScoredTrace};
+        use crate::model::gpu_trace::GpuTrace;
+        let traces = vec![GpuTrace {
+            pid: 9,
+            ..GpuTrace::default()
+        }];
+        let (bytes, sha256) = crate::model::gpu_trace_file::encode(&traces).unwrap();
+        let mut e = evidence();
+        e.timeline = Some(ScoredTrace {
+            records: Some(RecordsFile {
+                path: "scored-trace.json.gz".into(),
+                sha256,
+                activities: 0,
+            }),
+            ..ScoredTrace::default()
+        });
+        // The records are not in evidence.json itself.
+        let text = serde_json::to_string(&e).unwrap();
+        let mut read = parse_evidence(&text).unwrap();
+        attach_records(&mut read, Ok(bytes.clone()));
+        let scored = read.timeline.as_ref().unwrap();
+        assert_eq!(
+            (scored.traces.clone(), scored.error.clone()),
+            (traces, None)
+        );
+        let mut read = parse_evidence(&text).unwrap();
+        attach_records(&mut read, Ok(bytes[1..].to_vec()));
+        assert!(
+            read.timeline
+                .unwrap()
+                .error
+                .unwrap()
+                .contains("changed after the eval")
+        );
+        let mut read = parse_evidence(&text).unwrap();
+        attach_records(&mut read, Err("cannot read it: gone".into()));
+        assert_eq!(
+            read.timeline.unwrap().error.as_deref(),
+            Some("scored-trace.json.gz: cannot read it: gone")
+        );
     }
 }

@@ -13,6 +13,7 @@ pub mod duration_check;
 pub mod error;
 pub mod fields;
 pub mod gpu_trace;
+pub mod gpu_trace_file;
 pub mod input;
 pub mod kernel_name;
 pub mod number;

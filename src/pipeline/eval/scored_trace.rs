@@ -13,12 +13,16 @@ use super::protocol::Message;
 use super::seeds::SeedSource;
 use super::spec::{Device, EvalSpec};
 use super::tracer;
-use crate::eval::evidence::{ScoredTrace, SentRequest};
+use crate::eval::evidence::{RecordsFile, ScoredTrace, SentRequest};
 use crate::eval::timeline::{MarkedRequest, RequestMarks};
 use crate::profilers::tracer::GpuTracer;
 
-/// The folder of the eval directory the tracer writes into.
+/// The folder of the eval directory the tracer writes into (removed once read).
 pub const TRACE_DIR: &str = "scored-trace";
+/// The trusted worker's tracer folder, in its run's directory (never read).
+pub const REFERENCE_TRACE_DIR: &str = "reference-trace";
+/// The file of the eval directory its records are kept in (`model::gpu_trace_file`).
+pub const RECORDS_FILE: &str = "scored-trace.json.gz";
 /// Marker sizes: multiples of 16 bytes in [4 KiB, 1 MiB) (the worker's mark buffer is 1 MiB).
 const MARK_MIN: u64 = 4 << 10;
 const MARK_END: u64 = 1 << 20;
@@ -97,6 +101,15 @@ impl ScoredTracing {
         })
     }
 
+    /// The same tracer for the trusted worker, into `dir` (never read): the reference is timed
+    /// under the tracer's cost as the candidate is, so the speedup compares like with like.
+    pub fn load_for_reference(&self, dir: &Path) -> Result<TraceLoad, tracer::TracerError> {
+        let mut load = self.load()?;
+        load.env = tracer::load_env(self.tracer, &self.library, dir)?;
+        load.write = dir.to_path_buf();
+        Ok(load)
+    }
+
     /// Mark `request` (drawn now, just before it is sent) and record it as sent.
     pub fn mark(
         &mut self,
@@ -129,8 +142,40 @@ impl ScoredTracing {
         Ok(())
     }
 
-    /// Every record file the tracer wrote, into `record` (or why they could not be read).
+    /// Every record file the tracer wrote, into `record` (or why they could not be read), then
+    /// kept in one compressed file (`RECORDS_FILE`), and the tracer's folder (its raw files and
+    /// module images) removed.
     pub fn read(&self, record: &mut ScoredTrace) {
+        self.read_raw(record);
+        if record.error.is_some() {
+            return;
+        }
+        let kept =
+            crate::model::gpu_trace_file::encode(&record.traces).and_then(|(bytes, sha256)| {
+                let path = self.dir.with_file_name(RECORDS_FILE);
+                crate::model::atomic_file::write_atomic(&path, &bytes)?;
+                Ok(sha256)
+            });
+        match kept {
+            Ok(sha256) => {
+                record.records = Some(RecordsFile {
+                    path: RECORDS_FILE.to_string(),
+                    sha256,
+                    activities: record
+                        .traces
+                        .iter()
+                        .map(|t| t.activities.len() as u64)
+                        .sum(),
+                });
+                let _ = std::fs::remove_dir_all(&self.dir);
+            }
+            Err(e) => {
+                record.error = Some(format!("cannot keep the records in {RECORDS_FILE}: {e}"))
+            }
+        }
+    }
+
+    fn read_raw(&self, record: &mut ScoredTrace) {
         let too_large = std::fs::read_dir(&self.dir).ok().and_then(|entries| {
             entries.flatten().find_map(|entry| {
                 let len = entry.metadata().ok()?.len();
@@ -279,6 +324,14 @@ mod tests {
         assert_eq!(record.error, None);
         assert_eq!(record.traces.len(), 1);
         assert_eq!(record.traces[0].pid, 77);
+        // Kept in one file, whose digest the evidence holds; the raw folder is gone.
+        let kept = record.records.clone().unwrap();
+        assert_eq!(kept.activities, 1);
+        let bytes = std::fs::read(dir.path().join(&kept.path)).unwrap();
+        let back = crate::model::gpu_trace_file::decode(&bytes, &kept.sha256).unwrap();
+        assert_eq!(back, record.traces);
+        assert!(!load.write.exists());
+        std::fs::create_dir_all(&load.write).unwrap();
         let huge = std::fs::File::create(load.write.join("trace-78.tsv")).unwrap();
         huge.set_len(MAX_TRACE_BYTES + 1).unwrap();
         let mut record = tracing.evidence();

@@ -350,6 +350,11 @@ async fn judged_turn(
     // Every worker has ended: the tracer has handed over its last records.
     if let (Some(tracing), Some(record)) = (&eval.scored, eval.evidence.timeline.as_mut()) {
         tracing.read(record);
+        // A cold eval's trusted worker is gone: what its tracer wrote is of no use (a warm
+        // one's stays with the evaluator's folder).
+        if eval.warm.is_none() {
+            let _ = std::fs::remove_dir_all(eval.dir.join(scored_trace::REFERENCE_TRACE_DIR));
+        }
     }
     eval.evidence.judged = Some(JudgedTurn {
         started_at,
@@ -677,8 +682,16 @@ impl Eval<'_> {
             return Err(integrity::failure(stage, &changes, None));
         }
         let mut launch = self.launch(role, profiler, settings);
-        if role == Role::Candidate {
-            launch.trace = self.trace_load();
+        match role {
+            Role::Candidate => launch.trace = self.trace_load(),
+            Role::Trusted => {
+                let dir = launch.eval_dir.join(scored_trace::REFERENCE_TRACE_DIR);
+                launch.trace = self
+                    .scored
+                    .as_ref()
+                    .and_then(|s| s.load_for_reference(&dir).ok());
+            }
+            _ => {}
         }
         match launch.start().await {
             Ok(worker) => {

@@ -285,6 +285,7 @@ mod tests {
                     reported_times_ms: reported.get(&i).cloned(),
                 })
                 .collect(),
+            records: None,
             traces: vec![c.trace],
             error: None,
         });

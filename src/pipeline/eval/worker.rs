@@ -121,7 +121,8 @@ pub struct Launch {
     /// The candidate's build folder (`build::BuildDir`): its build caches point there instead
     /// of into the worker's scratch folder, and it may write there. `None` for the trusted side.
     pub build_dir: Option<PathBuf>,
-    /// The scored pass's tracer, loaded into this worker (the candidate's scored worker only).
+    /// The scored pass's tracer, loaded into this worker: the candidate's scored worker, and the
+    /// trusted worker that times the reference beside it (so both pay the tracer's cost).
     pub trace: Option<crate::pipeline::eval::scored_trace::TraceLoad>,
 }
 
@@ -237,6 +238,10 @@ impl Launch {
         options: &mut RunOptions,
     ) -> Result<(Vec<Arg>, Option<tempfile::TempDir>), StartError> {
         let argv = self.argv(socket);
+        // After the policy: the untrusted policy keeps no variable it was not told of.
+        if let Some(trace) = &self.trace {
+            options.extra_env.extend(trace.env.clone());
+        }
         if self.role.arg() == "trusted" {
             return Ok((argv, None));
         }
@@ -264,10 +269,6 @@ impl Launch {
             options
                 .extra_env
                 .extend(crate::pipeline::eval::build_dir::cache_env(build_dir));
-        }
-        // After the policy: the untrusted policy keeps no variable it was not told of.
-        if let Some(trace) = &self.trace {
-            options.extra_env.extend(trace.env.clone());
         }
         let Some(sandbox) = &self.sandbox else {
             return Ok((argv, Some(scratch)));
