@@ -1729,6 +1729,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.role == "build":
         return build(os.path.abspath(args.source), args.device)
     pin_host_threads(args.device)
+    if args.device == "cuda" and importlib.util.find_spec("torch") is not None:
+        # torch before connecting: a worker started ahead of its turn (the work pass's, while the
+        # scored pass is timed) loads it meanwhile. Importing it initializes no device.
+        import torch  # noqa: F401
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(args.socket)

@@ -35,7 +35,7 @@ use crate::pipeline::eval::spec::{Device, EvalOutcome, EvalSpec, IfExists};
 use crate::pipeline::eval::warm_state::{
     MAX_REFERENCE_AGE, StoredReference, TrustedSetup, WarmState,
 };
-use crate::pipeline::eval::worker::{Launch, Role, Worker};
+use crate::pipeline::eval::worker::{Launch, Role, StartError, Worker};
 use crate::pipeline::lock::RUN_LOCK;
 use crate::pipeline::rundir::{self, ClaimedDir};
 use crate::profilers::ProfilerSettings;
@@ -335,6 +335,7 @@ async fn judged_turn(
         warm,
         reuse: None,
         scored: tracing,
+        work_ready: None,
         conditions: spec
             .device
             .vendor()
@@ -548,6 +549,9 @@ struct Eval<'a> {
     built: Option<Built>,
     /// The scored pass's tracer (`None`: the scored pass is not traced).
     scored: Option<ScoredTracing>,
+    /// The work pass's worker, started while the scored pass is timed (its interpreter, torch
+    /// and the profiler load meanwhile; no candidate code runs before its `setup`).
+    work_ready: Option<tokio::task::JoinHandle<std::result::Result<Worker, StartError>>>,
 }
 
 impl Eval<'_> {
@@ -596,6 +600,9 @@ impl Eval<'_> {
         setup?;
         let timing_trial = self.correctness().await?;
         let correct = self.correct_so_far();
+        if correct && let Some((profiler, settings)) = &work {
+            self.start_work_ahead(profiler, settings.clone());
+        }
         // An incorrect candidate is not timed: its speed means nothing.
         if correct && self.spec.options.timing_blocks > 0 {
             self.timing(timing_trial).await?;
@@ -1497,7 +1504,11 @@ impl Eval<'_> {
         profiler: &str,
         settings: ProfilerSettings,
     ) -> std::result::Result<bool, Failure> {
-        if let Err(e) = self.start(role, profiler, settings, stage).await {
+        let started = match (role, self.work_ready.take()) {
+            (Role::Work, Some(ready)) => self.take_started(role, stage, ready).await,
+            _ => self.start(role, profiler, settings, stage).await,
+        };
+        if let Err(e) = started {
             self.set_profiled_error(role, e.message);
             return Ok(false);
         }
@@ -1642,10 +1653,51 @@ impl Eval<'_> {
         }
     }
 
+    /// Start the work pass's worker now, beside the scored pass: only the interpreter, torch and
+    /// the profiler load before its `setup`, which waits for the scored pass to end. Only a
+    /// torch problem gets a work pass.
+    fn start_work_ahead(&mut self, profiler: &str, settings: ProfilerSettings) {
+        if self.evidence.problem.framework != "torch" || !self.baseline.changes().is_empty() {
+            return;
+        }
+        let launch = self.launch(Role::Work, profiler, settings);
+        self.work_ready = Some(tokio::spawn(async move { launch.start().await }));
+    }
+
+    /// The worker started ahead, in `role`'s slot (or the failure of its start).
+    async fn take_started(
+        &mut self,
+        role: Role,
+        stage: Stage,
+        ready: tokio::task::JoinHandle<std::result::Result<Worker, StartError>>,
+    ) -> std::result::Result<(), Failure> {
+        let started = ready
+            .await
+            .map_err(|e| harness(stage, format!("the worker's start did not finish: {e}")))?;
+        match started {
+            Ok(worker) => {
+                let changes = self.baseline.changes();
+                if !changes.is_empty() {
+                    worker.end(false).await;
+                    return Err(integrity::failure(stage, &changes, None));
+                }
+                *self.slot(role) = Some(worker);
+                Ok(())
+            }
+            Err(e) => Err(failure::from_start(role, stage, &e, &self.dir)),
+        }
+    }
+
     /// Say `bye` to whichever workers are still up, the candidate's first. A warm trusted
     /// worker is kept instead: every trial of this eval released, it goes back to the
     /// evaluator with this eval's reference blocks (when they may be reused).
     async fn close(&mut self) {
+        // A work pass started ahead and never taken (the eval stopped before it).
+        if let Some(ready) = self.work_ready.take()
+            && let Ok(Ok(worker)) = ready.await
+        {
+            worker.end(false).await;
+        }
         for slot in [Role::Candidate, Role::ReferenceWork] {
             if let Some(worker) = self.slot(slot).take() {
                 let role = worker.role;
