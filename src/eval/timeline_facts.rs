@@ -6,12 +6,15 @@ use super::evidence::EvalEvidence;
 use super::timeline::{MarkedRequest, Timeline, attribute};
 use super::timeline_checks::{TimelineSummary, judge_timeline};
 use super::verdict::Finding;
+use std::borrow::Cow;
+
 use crate::model::gpu_trace::{ActivityKind, GpuTrace};
 
 /// The judged timeline.
 #[derive(Debug)]
 pub struct TimelineFacts<'a> {
-    pub trace: &'a GpuTrace,
+    /// The worker's trace as judged (cut before a failed eval's last request).
+    pub trace: Cow<'a, GpuTrace>,
     pub requests: Vec<MarkedRequest>,
     pub timeline: Timeline,
     pub summary: TimelineSummary,
@@ -56,26 +59,33 @@ pub fn timeline_facts(evidence: &EvalEvidence) -> Result<TimelineFacts<'_>, Stri
     let Some(pid) = scored.worker_pid else {
         return Err("the candidate's worker never connected: no trace is its".to_string());
     };
-    let Some(trace) = scored.traces.iter().find(|t| t.pid == pid) else {
+    let Some(worker_trace) = scored.traces.iter().find(|t| t.pid == pid) else {
         return Err(format!(
             "the tracer wrote no records for the candidate's worker (pid {pid}): it was not \
              loaded, or its record file was removed"
         ));
     };
-    let requests: Vec<MarkedRequest> = scored.requests.iter().map(|s| s.request.clone()).collect();
+    let mut requests: Vec<MarkedRequest> =
+        scored.requests.iter().map(|s| s.request.clone()).collect();
     let reported: Vec<(usize, Vec<f64>)> = scored
         .requests
         .iter()
         .enumerate()
         .filter_map(|(i, s)| s.reported_times_ms.clone().map(|t| (i, t)))
         .collect();
+    // A failed eval's last request never finished (the worker died, or was ended, in it): its
+    // close mark may be missing, and that is the failure's story, not the timeline's.
+    let trace = match evidence.failure {
+        Some(_) => cut_at_last_request(worker_trace, &mut requests),
+        None => Cow::Borrowed(worker_trace),
+    };
     let (summary, findings) = judge_timeline(
-        trace,
+        &trace,
         &requests,
         &reported,
         evidence.settings.witness_tolerance,
     );
-    let timeline = attribute(trace, &requests);
+    let timeline = attribute(&trace, &requests);
     let other_processes = scored
         .traces
         .iter()
@@ -93,4 +103,31 @@ pub fn timeline_facts(evidence: &EvalEvidence) -> Result<TimelineFacts<'_>, Stri
         findings,
         other_processes,
     })
+}
+
+/// `trace` without the last marked request and whatever ran from its open mark on (the whole
+/// trace when that mark never ran).
+fn cut_at_last_request<'a>(
+    trace: &'a GpuTrace,
+    requests: &mut Vec<MarkedRequest>,
+) -> Cow<'a, GpuTrace> {
+    let Some(last) = requests.iter().rposition(|r| r.marks.is_some()) else {
+        return Cow::Borrowed(trace);
+    };
+    let open = requests[last].marks.map(|m| m.open);
+    requests.truncate(last);
+    let from = trace
+        .activities
+        .iter()
+        .filter(|a| a.kind == ActivityKind::Memset && a.value == Some(0) && a.bytes == open)
+        .map(|a| a.start_ns)
+        .min();
+    match from {
+        Some(from) => {
+            let mut cut = trace.clone();
+            cut.activities.retain(|a| a.start_ns < from);
+            Cow::Owned(cut)
+        }
+        None => Cow::Borrowed(trace),
+    }
 }

@@ -44,6 +44,6 @@ pub fn check(facts: &Facts) -> RuleOutcome {
             .count();
         work = vec![CallKernels { kernels: vec![] }; calls.max(1)];
     }
-    let scored = scored_calls(timeline.trace, &timeline.requests, &timeline.timeline);
+    let scored = scored_calls(&timeline.trace, &timeline.requests, &timeline.timeline);
     RuleOutcome::ran(CHECK, judge_work_match(&scored, &work))
 }

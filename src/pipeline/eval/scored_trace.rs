@@ -196,6 +196,21 @@ impl ScoredTracing {
     }
 }
 
+/// Every regular file of `dir` truncated to nothing (a tracer still appending to one goes on
+/// from its new end).
+pub fn empty_files(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_file())
+            && let Ok(file) = std::fs::OpenOptions::new().write(true).open(entry.path())
+        {
+            let _ = file.set_len(0);
+        }
+    }
+}
+
 /// The times a `time` answer reported, onto the last request sent.
 pub fn note_reported(record: &mut ScoredTrace, reply: &Message) {
     if let Some(sent) = record.requests.last_mut()

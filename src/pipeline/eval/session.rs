@@ -351,10 +351,15 @@ async fn judged_turn(
     // Every worker has ended: the tracer has handed over its last records.
     if let (Some(tracing), Some(record)) = (&eval.scored, eval.evidence.timeline.as_mut()) {
         tracing.read(record);
-        // A cold eval's trusted worker is gone: what its tracer wrote is of no use (a warm
-        // one's stays with the evaluator's folder).
-        if eval.warm.is_none() {
-            let _ = std::fs::remove_dir_all(eval.dir.join(scored_trace::REFERENCE_TRACE_DIR));
+        // What the trusted worker's tracer wrote is never read: a cold eval's goes with its
+        // worker, a warm one's is emptied (the tracer appends to its open file, from 0 again).
+        match eval.warm.as_deref() {
+            None => {
+                let _ = std::fs::remove_dir_all(eval.dir.join(scored_trace::REFERENCE_TRACE_DIR));
+            }
+            Some(warm) => {
+                scored_trace::empty_files(&warm.dir.join(scored_trace::REFERENCE_TRACE_DIR))
+            }
         }
     }
     eval.evidence.judged = Some(JudgedTurn {

@@ -418,4 +418,36 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn a_failed_evals_last_request_missing_its_close_mark_is_the_failures_story() {
+        // The worker died inside its last request: the close mark never ran.
+        let mut e = traced_evidence("honest_matmul_cublas", false);
+        let scored = e.timeline.as_mut().unwrap();
+        let close = scored
+            .requests
+            .iter()
+            .rev()
+            .find_map(|r| r.request.marks)
+            .unwrap()
+            .close;
+        scored.traces[0]
+            .activities
+            .retain(|a| a.bytes != Some(close) || a.value != Some(0));
+        let kinds = |e: &crate::eval::EvalEvidence| -> Vec<FindingKind> {
+            crate::eval::judge(e)
+                .findings
+                .iter()
+                .map(|f| f.kind)
+                .collect()
+        };
+        assert!(kinds(&e).contains(&FindingKind::TimelineMarksBroken));
+        e.failure = Some(crate::eval::evidence::Failure {
+            stage: crate::eval::evidence::Stage::Timing,
+            kind: crate::eval::evidence::FailureKind::Crashed,
+            message: "the candidate worker died (signal 9)".into(),
+            log: None,
+        });
+        assert!(kinds(&e).is_empty(), "{:?}", kinds(&e));
+    }
 }

@@ -48,6 +48,7 @@
 
 static int out_fd = -1;
 static char dir[4096];
+static int save_modules = 1;
 static pthread_mutex_t module_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* One line, written whole (O_APPEND: lines of several threads never interleave). */
@@ -144,6 +145,10 @@ static void on_module_loaded(const CUpti_ResourceData *data) {
   unsigned long long hash = fnv64((const unsigned char *)module->pCubin, module->cubinSize);
   char name[64], path[8192], tmp[8300];
   snprintf(name, sizeof name, "module-%016llx.bin", hash);
+  if (!save_modules) {
+    emit("M\t%016llx\t%zu\t-\n", hash, module->cubinSize);
+    return;
+  }
   snprintf(path, sizeof path, "%s/%s", dir, name);
   snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
   pthread_mutex_lock(&module_lock);
@@ -203,6 +208,10 @@ int InitializeInjection(void) {
   const char *out = getenv("POLYPROF_TRACE_DIR");
   if (out == NULL || out[0] == '\0') return 0;
   snprintf(dir, sizeof dir, "%s", out);
+  /* POLYPROF_TRACE_MODULES=0: name each module image by its hash only (the images of a torch
+     process are tens of MB, and only the fingerprint join reads them). */
+  const char *modules = getenv("POLYPROF_TRACE_MODULES");
+  save_modules = !(modules != NULL && strcmp(modules, "0") == 0);
   char path[8192];
   snprintf(path, sizeof path, "%s/trace-%d.tsv", dir, (int)getpid());
   out_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);

@@ -36,6 +36,8 @@ pub fn load_env(library: &Path, dir: &Path) -> BTreeMap<String, String> {
     BTreeMap::from([
         (INJECTION_ENV.to_string(), library.display().to_string()),
         (TRACE_DIR_ENV.to_string(), dir.display().to_string()),
+        // Module images by hash only: the eval reads no image (tens of MB a torch process).
+        (MODULES_ENV.to_string(), "0".to_string()),
     ])
 }
 
@@ -45,6 +47,8 @@ pub const TRACE_C: &str = include_str!("trace.c");
 pub const TRACE_LIBRARY: &str = "libpolyprof_trace.so";
 /// The environment variable naming the folder the tracer writes into.
 pub const TRACE_DIR_ENV: &str = "POLYPROF_TRACE_DIR";
+/// `0`: the tracer names each module image by its hash and does not save it.
+pub const MODULES_ENV: &str = "POLYPROF_TRACE_MODULES";
 /// The environment variable CUDA loads an injection library from.
 pub const INJECTION_ENV: &str = "CUDA_INJECTION64_PATH";
 
