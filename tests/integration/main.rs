@@ -43,6 +43,7 @@ mod eval_hostile;
 mod eval_nvtx_capture;
 mod eval_sandbox_launcher;
 mod eval_schema;
+mod eval_timeline_audit;
 mod eval_work_counters;
 mod examples_run;
 mod foundation_cli;
