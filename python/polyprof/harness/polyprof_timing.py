@@ -91,6 +91,16 @@ def _time_events(torch: Any, call: Callable[[], Any], repeat: int, flush: Option
     return [s.elapsed_time(e) for s, e in zip(starts, ends)]
 
 
+def _marks_ms(torch: Any, marks_cost: Optional[Callable[[], None]]) -> float:
+    """What the marks around one call add to an event-timed call: event pairs around the marks'
+    imitation against event pairs around nothing (both include the events' own cost)."""
+    if marks_cost is None:
+        return 0.0
+    with_marks = _median(_time_events(torch, marks_cost, 21, None))
+    empty = _median(_time_events(torch, lambda: None, 21, None))
+    return max(0.0, with_marks - empty)
+
+
 def _median(values: List[float]) -> float:
     ordered = sorted(values)
     mid = len(ordered) // 2
@@ -159,6 +169,7 @@ def _time_graph_pairs(
     estimate_ms: float,
     output_of: Callable[[], Any],
     max_batch: int = 1000,
+    marks_cost: Optional[Callable[[], None]] = None,
 ) -> "tuple[List[float], int]":
     """Per-call times from graphs of ``batch`` (separator, call) pairs minus graphs of ``batch``
     separators: no launch gap, no overlap of one call with the next, the separator's own time
@@ -180,7 +191,14 @@ def _time_graph_pairs(
             "outside the capture (a kernel on the legacy default stream, a host thread), so "
             "the graph cannot time it"
         )
-    alone = _capture(torch, separator, batch)
+    baseline = separator
+    if marks_cost is not None:
+
+        def baseline() -> None:
+            separator()
+            marks_cost()
+
+    alone = _capture(torch, baseline, batch)
     base = _median(_time_events(torch, alone.replay, repeat, None))
     replays = _time_events(torch, paired.replay, repeat, None)
     return [(t - base) / batch for t in replays], batch
@@ -202,6 +220,7 @@ def time_call(
     graph: Optional[bool] = None,
     keep_output: bool = True,
     max_batch: int = 1000,
+    marks_cost: Optional[Callable[[], None]] = None,
 ) -> Timing:
     """GPU time of ``call()`` (a CUDA callable): ``repeat`` timed calls after ``warmup`` untimed
     ones. ``graph``: ``True`` CUDA graphs of (flush, call) pairs against graphs of flushes alone,
@@ -212,6 +231,11 @@ def time_call(
     comes from timers inside the process, which a hostile call can patch: one that reports a
     nanosecond would otherwise get 1000 calls per replay and hold the GPU a thousand times longer
     than its block needs. The eval passes a bound derived from the reference's own time.
+
+    ``marks_cost`` queues GPU work as costly as the harness's marks around one call (the scored
+    pass's timeline); on the graph path the flushes-alone graph runs it too, so the marks' time
+    is not the call's; on the events path its cost, measured with event pairs around it against
+    event pairs around nothing, is taken off each call.
 
     Returns ``(times_ms, method, batch, last_output)``. ``last_output`` is what the last timed
     call returned (``None`` with ``keep_output=False``); on the graph path, a copy of the output
@@ -242,19 +266,21 @@ def time_call(
         separator = flush if flush is not None else _separator(torch)
         try:
             times, batch = _time_graph_pairs(
-                torch, timed, repeat, separator, estimate, lambda: last[0], max_batch
+                torch, timed, repeat, separator, estimate, lambda: last[0], max_batch, marks_cost
             )
         except Exception as error:  # not capturable (synchronizes, allocates host memory, ...)
             if not auto:
                 raise
             torch.cuda.synchronize()
-            times = _time_events(torch, timed, repeat, flush)
+            marks_ms = _marks_ms(torch, marks_cost)
+            times = [t - marks_ms for t in _time_events(torch, timed, repeat, flush)]
             return times, f"events (CUDA graph capture failed: {type(error).__name__})", 1, last[0]
         what = "flush" if flush is not None else "separator"
         output = _detach_from_graph(torch, last[0]) if keep_output else None
         return times, f"cuda_graph {batch}x({what}+call) - {batch}x{what}", batch, output
 
-    times = _time_events(torch, timed, repeat, flush)
+    marks_ms = _marks_ms(torch, marks_cost)
+    times = [t - marks_ms for t in _time_events(torch, timed, repeat, flush)]
     return times, "events", 1, last[0]
 
 
