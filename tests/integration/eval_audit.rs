@@ -64,7 +64,9 @@ fn an_honest_candidate_passes() {
     assert_eq!(verdict["timing"]["speedup"]["method"], "hodges_lehmann_log");
     // Every check ran but the two that need the work pass, which this eval did not take, and
     // the sandbox's (the capture records none) and the pool's: the CUDA timing path (and this
-    // capture, made before pools) times one input set, so its draws were not planned.
+    // capture, made before pools) times one input set, so its draws were not planned. This
+    // capture predates the traced scored pass: the timeline's two checks say so, and are not
+    // called for (its witness pass is).
     let skipped: Vec<&str> = verdict["checks"]
         .as_array()
         .unwrap()
@@ -74,8 +76,16 @@ fn an_honest_candidate_passes() {
         .collect();
     assert_eq!(
         skipped,
-        ["sandbox", "fresh_inputs", "work_floor", "precision"]
+        [
+            "sandbox",
+            "fresh_inputs",
+            "gpu_timeline",
+            "work_floor",
+            "work_matches_scored",
+            "precision"
+        ]
     );
+    assert!(verdict["missing_checks"].is_null());
 }
 
 #[test]

@@ -47,6 +47,10 @@ pub struct EvalJob {
     pub flops_per_call: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allow_tf32: Option<bool>,
+    /// The scored pass traced and judged on its GPU timeline (default true on cuda); `false`:
+    /// the witness pass under `witness_profiler` instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scored_trace: Option<bool>,
     /// The workers' interpreter (default: `$POLYPROF_PYTHON`, else `python3`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub python: Option<PathBuf>,
@@ -92,6 +96,7 @@ impl EvalJob {
             work_calls: self.work_calls.unwrap_or(defaults.work_calls),
             flops_per_call: self.flops_per_call.or(defaults.flops_per_call),
             allow_tf32: self.allow_tf32.unwrap_or(defaults.allow_tf32),
+            scored_trace: self.scored_trace.unwrap_or(defaults.scored_trace),
             witness_profiler: match witness {
                 None => defaults.witness_profiler.clone(),
                 Some(p) if p == "none" => None,

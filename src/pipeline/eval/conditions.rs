@@ -48,7 +48,13 @@ impl ConditionsReader {
         if self.unavailable {
             return None;
         }
-        let Some(text) = self.query(self.tool.reading_args(&self.gpu)).await else {
+        // Both questions at once: each is a start of the device tool (tens of ms or more), and
+        // they are asked before and after every timing block, on the GPU's time.
+        let (text, apps) = tokio::join!(
+            self.query(self.tool.reading_args(&self.gpu)),
+            self.query(self.tool.processes_args(&self.gpu))
+        );
+        let Some(text) = text else {
             self.unavailable = true;
             return None;
         };
@@ -62,7 +68,7 @@ impl ConditionsReader {
             throttle_reasons: reading.throttle_reasons,
             other_processes: Vec::new(),
         };
-        if let Some(apps) = self.query(self.tool.processes_args(&self.gpu)).await {
+        if let Some(apps) = apps {
             conditions.other_processes = self
                 .tool
                 .parse_processes(&apps)
