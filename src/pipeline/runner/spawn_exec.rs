@@ -221,6 +221,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(target_os = "linux")]
     fn the_child_starts_with_no_blocked_signal_and_its_own_environment() {
         // SAFETY: block SIGUSR2 on this test thread only; posix_spawn must not pass it on.
         unsafe {
