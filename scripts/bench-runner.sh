@@ -5,7 +5,7 @@
 #   3. throughput and peak RSS: 1 GiB of short lines, and one 100 MiB line, through the runner
 #      with logs on disk vs `cat` writing the same bytes to a file
 #   4. the live echo: the same short lines without -q, echo to /dev/null and to a file, vs -q
-#      (goal: within 10 %)
+#      (goal: within 10 %); with a baseline, its -q and echo to a file too
 #   5. `polyprof run -- true`, median of 300, with the supervising subreaper vs group-only
 #      tracking vs bare `true` (goal: under 5 ms of overhead on a quiet machine), and with
 #      `--tracking cgroup` where a cgroup v2 per run can be created (what it costs per run)
@@ -172,7 +172,7 @@ done
 echo
 echo "== 4. live echo (no -q) vs -q =="
 f="$WORK/lines.dat"; mib=$(awk -v s="$(stat -c %s "$f")" 'BEGIN {print s / 1048576}')
-for side in quiet null file; do echo 999999 > "$WORK/best.$side"; done
+for side in quiet null file bquiet bfile; do echo 999999 > "$WORK/best.$side"; done
 keep_best() { awk -v t="$2" '{print (t < $1) ? t : $1}' "$WORK/best.$1" > "$WORK/tmp"; mv "$WORK/tmp" "$WORK/best.$1"; }
 for _ in $(seq "$RUNS"); do
   rm -rf "$WORK/e.d"; t0=$(now_ns)
@@ -186,6 +186,14 @@ for _ in $(seq "$RUNS"); do
   "$BIN" run --log-cap-mib 4096 --output-dir "$WORK/e.d" -- cat "$f" > "$WORK/echo.out" 2> /dev/null
   keep_best file "$(awk -v a="$t0" -v b="$(now_ns)" 'BEGIN {print (b - a) / 1e9}')"
   echoed=$(stat -c %s "$WORK/echo.out")
+  if [ -n "$BASE" ]; then
+    rm -rf "$WORK/e.d"; t0=$(now_ns)
+    "$BASE" run -q --log-cap-mib 4096 --output-dir "$WORK/e.d" -- cat "$f" > /dev/null 2>&1
+    keep_best bquiet "$(awk -v a="$t0" -v b="$(now_ns)" 'BEGIN {print (b - a) / 1e9}')"
+    rm -rf "$WORK/e.d" "$WORK/echo.out"; t0=$(now_ns)
+    "$BASE" run --log-cap-mib 4096 --output-dir "$WORK/e.d" -- cat "$f" > "$WORK/echo.out" 2> /dev/null
+    keep_best bfile "$(awk -v a="$t0" -v b="$(now_ns)" 'BEGIN {print (b - a) / 1e9}')"
+  fi
 done
 read -r q_s < "$WORK/best.quiet"; read -r n_s < "$WORK/best.null"; read -r e_s < "$WORK/best.file"
 echo "$mib MiB of short lines, best of $RUNS, seconds (ratio vs -q; goal <= 1.10):"
@@ -193,6 +201,11 @@ printf "  -q                    %6.2f\n" "$q_s"
 printf "  echo to /dev/null     %6.2f   %s\n" "$n_s" "$(ratio "$n_s" "$q_s")"
 printf "  echo to a file        %6.2f   %s   (%s of %s bytes echoed; the rest dropped, counted)\n" \
   "$e_s" "$(ratio "$e_s" "$q_s")" "$echoed" "$(stat -c %s "$f")"
+if [ -n "$BASE" ]; then
+  read -r bq_s < "$WORK/best.bquiet"; read -r be_s < "$WORK/best.bfile"
+  printf "  [base] -q             %6.2f\n" "$bq_s"
+  printf "  [base] echo to a file %6.2f   %s\n" "$be_s" "$(ratio "$be_s" "$bq_s")"
+fi
 printf "  vs section 3's pipe and tee (same bytes; target >= 1): -q %s %s, echo to a file %s %s\n" \
   "$(ratio "$lines_pipe_s" "$q_s")" "$(ratio "$lines_tee_s" "$q_s")" "$(ratio "$lines_pipe_s" "$e_s")" "$(ratio "$lines_tee_s" "$e_s")"
 rm -f "$WORK/echo.out" "$WORK/lines.dat" "$WORK/line.dat"

@@ -30,7 +30,9 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(cli::EXIT_INTERNAL);
         }
     };
-    match runtime.block_on(cli::dispatch(args.command)) {
+    // Boxed: the dispatch future is tens of KiB, and on main's stack every page of it was
+    // probed (a page fault each) whether the command in hand used it or not.
+    match runtime.block_on(Box::pin(cli::dispatch(args.command))) {
         Ok(code) => std::process::ExitCode::from(code),
         Err(error) => {
             if cli::is_broken_pipe(&error) {

@@ -318,6 +318,29 @@ impl StreamState {
         if chunk.is_empty() {
             return;
         }
+        self.keep(chunk);
+        if let Some(echo) = &mut self.echo {
+            echo.feed(chunk);
+        }
+        self.splitter.feed(chunk, &mut self.consumer);
+    }
+
+    /// [`StreamState::feed`] of bytes `range` of the reader's `buffer`, which the echo may take
+    /// (see [`EchoStream::feed_owned`]): `buffer` is then another one of the same length.
+    pub fn feed_owned(&mut self, buffer: &mut Vec<u8>, range: std::ops::Range<usize>) {
+        let chunk = &buffer[range.clone()];
+        if chunk.is_empty() {
+            return;
+        }
+        self.keep(chunk);
+        self.splitter.feed(chunk, &mut self.consumer);
+        if let Some(echo) = &mut self.echo {
+            echo.feed_owned(buffer, range);
+        }
+    }
+
+    /// The log, the verbatim copy, the tail and the counts.
+    fn keep(&mut self, chunk: &[u8]) {
         self.consumer.shared.saw_output();
         self.total_bytes += chunk.len() as u64;
         // Raw bytes first: whatever happens next, they are on disk.
@@ -330,10 +353,6 @@ impl StreamState {
         if self.tail_max > 0 {
             self.tail.push(chunk);
         }
-        if let Some(echo) = &mut self.echo {
-            echo.feed(chunk);
-        }
-        self.splitter.feed(chunk, &mut self.consumer);
     }
 
     /// Whether an unfinished line is waiting that could hold the end marker.

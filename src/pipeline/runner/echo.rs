@@ -9,6 +9,7 @@
 //! the main destination (polyprof's stderr).
 
 use std::io::Write;
+use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
@@ -22,8 +23,11 @@ const BACKPRESSURE_WAIT: Duration = Duration::from_millis(20);
 /// A partial line longer than this is echoed without waiting for its newline.
 const CARRY_MAX: usize = 64 * 1024;
 /// Written chunks kept for reuse. A fresh 256 KiB chunk per read cost page faults, zeroing and
-/// an munmap per chunk (a tenth of the echo's time to a file); reused ones cost a memcpy.
-const POOL_MAX: usize = 16;
+/// an munmap per chunk (a tenth of the echo's time to a file). The reader hands its read buffer
+/// over whole and takes a written one back ([`EchoStream::feed_owned`]): no copy of the bytes.
+/// As many as the default queue holds of the reader's 256 KiB buffers, and the two readers'
+/// own: a buffer freed while the writer catches up and allocated again later is zeroed again.
+const POOL_MAX: usize = 36;
 /// Chunks larger than this are not kept (a rare huge line must not stay resident).
 const POOL_CHUNK_MAX: usize = 1 << 20;
 
@@ -54,18 +58,35 @@ struct Counters {
 }
 
 impl Counters {
+    fn reused(&self) -> Option<Vec<u8>> {
+        self.pool.lock().ok().and_then(|mut pool| pool.pop())
+    }
+
+    /// An empty chunk with room for `len` bytes.
     fn take_chunk(&self, len: usize) -> Vec<u8> {
-        let reused = self.pool.lock().ok().and_then(|mut pool| pool.pop());
-        let mut chunk = reused.unwrap_or_default();
+        let mut chunk = self.reused().unwrap_or_default();
+        chunk.clear();
         chunk.reserve(len);
         chunk
     }
 
-    fn give_back(&self, mut chunk: Vec<u8>) {
+    /// A buffer of exactly `len` initialised bytes to read into (a reused one is not zeroed
+    /// again).
+    fn take_buffer(&self, len: usize) -> Vec<u8> {
+        match self.reused() {
+            Some(mut buffer) => {
+                buffer.resize(len, 0);
+                buffer
+            }
+            None => vec![0; len],
+        }
+    }
+
+    /// Keep a written chunk for reuse; its bytes stay (a reader's buffer must not be zeroed).
+    fn give_back(&self, chunk: Vec<u8>) {
         if chunk.capacity() > POOL_CHUNK_MAX {
             return;
         }
-        chunk.clear();
         if let Ok(mut pool) = self.pool.lock()
             && pool.len() < POOL_MAX
         {
@@ -74,10 +95,13 @@ impl Counters {
     }
 }
 
+/// Bytes `range` of the buffer go to the destination.
+type Message = (EchoTo, Vec<u8>, Range<usize>);
+
 /// Handle to the echo writer; cheap to clone.
 #[derive(Clone)]
 pub struct Echo {
-    tx: SyncSender<(EchoTo, Vec<u8>)>,
+    tx: SyncSender<Message>,
     counters: Arc<Counters>,
     queue_bytes: usize,
     /// The command's stdout has a destination of its own (polyprof's stdout).
@@ -114,7 +138,7 @@ impl Echo {
         queue_bytes: usize,
         label: Option<String>,
     ) -> std::io::Result<Echo> {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<(EchoTo, Vec<u8>)>(1024);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Message>(1024);
         let counters = Arc::new(Counters::default());
         let shared = counters.clone();
         let stdout_apart = stdout.is_some();
@@ -124,7 +148,7 @@ impl Echo {
             .spawn(move || {
                 let mut status = label.map(StatusLine::new);
                 loop {
-                    let (to, chunk) = match rx.recv_timeout(STATUS_EVERY) {
+                    let (to, buffer, range) = match rx.recv_timeout(STATUS_EVERY) {
                         Ok(message) => message,
                         Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
                             if let Some(status) = &mut status
@@ -136,6 +160,7 @@ impl Echo {
                         }
                         Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
                     };
+                    let chunk = buffer.get(range).unwrap_or_default();
                     if chunk.is_empty() {
                         // The run is over: take the status line away.
                         if let Some(status) = &mut status {
@@ -147,14 +172,14 @@ impl Echo {
                     match (to, &mut stdout) {
                         (EchoTo::Stdout, Some(out)) => {
                             if !shared.stdout_broken.load(Ordering::Relaxed) {
-                                write_aside(&mut status, &mut main, out, &chunk, &shared);
+                                write_aside(&mut status, &mut main, out, chunk, &shared);
                             }
                         }
                         _ => {
                             if !shared.broken.load(Ordering::Relaxed) {
                                 let written = match &mut status {
-                                    Some(status) => status.write_through(&mut main, &chunk),
-                                    None => main.write_all(&chunk),
+                                    Some(status) => status.write_through(&mut main, chunk),
+                                    None => main.write_all(chunk),
                                 };
                                 if written.is_err() {
                                     // A closed stderr: stop echoing, quietly; the logs have
@@ -167,7 +192,7 @@ impl Echo {
                     shared
                         .queued_bytes
                         .fetch_sub(chunk.len(), Ordering::Relaxed);
-                    shared.give_back(chunk);
+                    shared.give_back(buffer);
                 }
             })?;
         Ok(Echo {
@@ -203,48 +228,74 @@ impl Echo {
 
     /// [`Echo::offer`] to the destination `to`.
     pub fn offer_to(&self, to: EchoTo, bytes: &[u8]) {
+        if bytes.is_empty() || self.closed(to) {
+            return;
+        }
+        let mut chunk = self.counters.take_chunk(bytes.len());
+        chunk.extend_from_slice(bytes);
+        let range = 0..chunk.len();
+        if let Some(unsent) = self.send(to, chunk, range) {
+            self.counters.give_back(unsent);
+        }
+    }
+
+    /// Hand bytes `range` of `buffer` to the writer without copying them. Returns the buffer
+    /// when it was not taken (the destination is closed, or the bytes were dropped).
+    pub fn offer_owned(&self, to: EchoTo, buffer: Vec<u8>, range: Range<usize>) -> Option<Vec<u8>> {
+        if range.is_empty() || self.closed(to) {
+            return Some(buffer);
+        }
+        self.send(to, buffer, range)
+    }
+
+    /// A buffer of `len` bytes to read into, written out and handed back by the writer when it
+    /// can be.
+    pub fn take_buffer(&self, len: usize) -> Vec<u8> {
+        self.counters.take_buffer(len)
+    }
+
+    fn closed(&self, to: EchoTo) -> bool {
         let closed = match to {
             EchoTo::Main => &self.counters.broken,
             EchoTo::Stdout => &self.counters.stdout_broken,
         };
-        if bytes.is_empty() || closed.load(Ordering::Relaxed) {
-            return;
-        }
+        closed.load(Ordering::Relaxed)
+    }
+
+    /// Queue `buffer[range]`, waiting a little for room (see [`Echo::offer`]); the buffer comes
+    /// back when the bytes were dropped.
+    fn send(&self, to: EchoTo, mut buffer: Vec<u8>, range: Range<usize>) -> Option<Vec<u8>> {
+        let len = range.len();
         let queued = || self.counters.queued_bytes.load(Ordering::Relaxed);
         if self.counters.stalled.load(Ordering::Relaxed) {
             if queued() > self.queue_bytes / 2 {
-                return self.drop_bytes(bytes.len());
+                self.drop_bytes(len);
+                return Some(buffer);
             }
             self.counters.stalled.store(false, Ordering::Relaxed);
         }
         let mut waited_since: Option<Instant> = None;
-        let mut chunk = self.counters.take_chunk(bytes.len());
-        chunk.extend_from_slice(bytes);
         loop {
-            if queued() + chunk.len() <= self.queue_bytes {
-                self.counters
-                    .queued_bytes
-                    .fetch_add(chunk.len(), Ordering::Relaxed);
-                match self.tx.try_send((to, chunk)) {
-                    Ok(()) => return,
-                    Err(TrySendError::Full((_, back))) => {
-                        self.counters
-                            .queued_bytes
-                            .fetch_sub(back.len(), Ordering::Relaxed);
-                        chunk = back;
+            if queued() + len <= self.queue_bytes {
+                self.counters.queued_bytes.fetch_add(len, Ordering::Relaxed);
+                match self.tx.try_send((to, buffer, range.clone())) {
+                    Ok(()) => return None,
+                    Err(TrySendError::Full((_, back, _))) => {
+                        self.counters.queued_bytes.fetch_sub(len, Ordering::Relaxed);
+                        buffer = back;
                     }
-                    Err(TrySendError::Disconnected((_, back))) => {
-                        self.counters
-                            .queued_bytes
-                            .fetch_sub(back.len(), Ordering::Relaxed);
-                        return self.drop_bytes(back.len());
+                    Err(TrySendError::Disconnected((_, back, _))) => {
+                        self.counters.queued_bytes.fetch_sub(len, Ordering::Relaxed);
+                        self.drop_bytes(len);
+                        return Some(back);
                     }
                 }
             }
             let since = *waited_since.get_or_insert_with(Instant::now);
             if since.elapsed() >= BACKPRESSURE_WAIT {
                 self.counters.stalled.store(true, Ordering::Relaxed);
-                return self.drop_bytes(chunk.len());
+                self.drop_bytes(len);
+                return Some(buffer);
             }
             std::thread::sleep(Duration::from_micros(200));
         }
@@ -263,7 +314,7 @@ impl Echo {
 
     /// Remove the status line (if any) once what is queued has been written.
     pub fn end_status(&self) {
-        let _ = self.tx.try_send((EchoTo::Main, Vec::new()));
+        let _ = self.tx.try_send((EchoTo::Main, Vec::new(), 0..0));
     }
 
     /// Wait until the writer has caught up, at most `limit` (a stuck destination is not waited
@@ -424,6 +475,44 @@ impl EchoStream {
         }
     }
 
+    /// [`EchoStream::feed`] of bytes `range` of the reader's `buffer`: the whole lines in it
+    /// are handed to the writer in the buffer itself, which is replaced by one the writer is
+    /// done with (the same length), so the bytes are not copied.
+    pub fn feed_owned(&mut self, buffer: &mut Vec<u8>, range: Range<usize>) {
+        let Some(last) = buffer[range.clone()].iter().rposition(|&b| b == b'\n') else {
+            return self.feed(&buffer[range]);
+        };
+        let mut start = range.start;
+        let end = range.start + last + 1;
+        if !self.carry.is_empty() {
+            // Finish the carried line with a small copy; the rest goes as it is.
+            let first = buffer[start..end]
+                .iter()
+                .position(|&b| b == b'\n')
+                .unwrap_or(last);
+            self.carry.extend_from_slice(&buffer[start..=start + first]);
+            self.echo.offer_to(self.to, &self.carry);
+            self.carry.clear();
+            start += first + 1;
+        }
+        let rest = end..range.end;
+        self.carry.extend_from_slice(&buffer[rest]);
+        if start < end {
+            let replacement = self.echo.take_buffer(buffer.len());
+            let full = std::mem::replace(buffer, replacement);
+            if let Some(unsent) = self.echo.offer_owned(self.to, full, start..end) {
+                // Not taken: keep reading into it rather than into a second buffer.
+                self.echo
+                    .counters
+                    .give_back(std::mem::replace(buffer, unsent));
+            }
+        }
+        if self.carry.len() > CARRY_MAX {
+            self.echo.offer_to(self.to, &self.carry);
+            self.carry.clear();
+        }
+    }
+
     /// The stream ended: echo a last line that had no newline. On a destination shared with
     /// polyprof's own lines it gets one, so they start on a line of their own; the command's
     /// stdout on its own destination gets exactly its bytes (`polyprof run -- cat f > out`
@@ -493,6 +582,26 @@ mod tests {
         stream.finish();
         assert!(echo.flush(Duration::from_secs(5)));
         assert_eq!(&*sink.0.lock().unwrap(), b"abc\ndef\ntail\n");
+        assert_eq!(echo.dropped_bytes(), 0);
+    }
+
+    #[test]
+    fn owned_buffers_pass_whole_lines_in_order_and_come_back_the_same_length() {
+        let sink = Sink::default();
+        let echo = Echo::spawn(sink.clone(), 1 << 20).unwrap();
+        let mut stream = EchoStream::new(echo.clone(), EchoTo::Main);
+        let mut buffer = vec![0u8; 64];
+        let mut sent = Vec::new();
+        for piece in [&b"ab"[..], b"c\nde", b"f\ng\nh", b"\n", b"tail"] {
+            // The bytes sit at an offset in the buffer, as at a page boundary in the reader.
+            buffer[8..8 + piece.len()].copy_from_slice(piece);
+            stream.feed_owned(&mut buffer, 8..8 + piece.len());
+            assert_eq!(buffer.len(), 64);
+            sent.extend_from_slice(piece);
+        }
+        stream.finish();
+        assert!(echo.flush(Duration::from_secs(5)));
+        assert_eq!(&*sink.0.lock().unwrap(), b"abc\ndef\ng\nh\ntail\n");
         assert_eq!(echo.dropped_bytes(), 0);
     }
 

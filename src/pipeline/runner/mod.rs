@@ -15,6 +15,7 @@ pub mod orphans;
 pub mod pytest;
 pub mod reader;
 pub mod spawn;
+pub mod spawn_exec;
 pub mod splitter;
 pub mod supervise;
 pub mod supervisor;

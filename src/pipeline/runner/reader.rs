@@ -23,12 +23,18 @@ pub async fn read_stream<R: AsyncRead + Unpin>(
     stop: CancellationToken,
     name: &'static str,
 ) -> (StreamCapture, Vec<String>) {
-    // Page-aligned, like cat's buffer: the kernel copies whole pages in and out of it.
+    // Page-aligned, like cat's buffer: the kernel copies whole pages in and out of it. The echo
+    // may take the buffer with the bytes in it and give another (`StreamState::feed_owned`),
+    // so the aligned part is found again for each read.
     let mut storage = vec![0u8; READ_BUFFER + PAGE];
-    let offset = storage.as_ptr().align_offset(PAGE).min(PAGE);
-    let buf = &mut storage[offset..offset + READ_BUFFER];
+    let aligned = |storage: &Vec<u8>| {
+        let offset = storage.as_ptr().align_offset(PAGE).min(PAGE);
+        offset..offset + READ_BUFFER
+    };
     let mut partial_checked = false;
     loop {
+        let window = aligned(&storage);
+        let buf = &mut storage[window.clone()];
         let pause = async {
             if !partial_checked && state.partial_pending() {
                 tokio::time::sleep(PARTIAL_PAUSE).await
@@ -40,8 +46,14 @@ pub async fn read_stream<R: AsyncRead + Unpin>(
             biased;
             _ = stop.cancelled() => {
                 for _ in 0..64 {
-                    match tokio::time::timeout(Duration::ZERO, pipe.read(buf)).await {
-                        Ok(Ok(n)) if n > 0 => state.feed(&buf[..n]),
+                    let window = aligned(&storage);
+                    let read =
+                        tokio::time::timeout(Duration::ZERO, pipe.read(&mut storage[window.clone()]))
+                            .await;
+                    match read {
+                        Ok(Ok(n)) if n > 0 => {
+                            state.feed_owned(&mut storage, window.start..window.start + n)
+                        }
                         _ => break,
                     }
                 }
@@ -51,7 +63,7 @@ pub async fn read_stream<R: AsyncRead + Unpin>(
                 Ok(0) => break,
                 Ok(n) => {
                     partial_checked = false;
-                    state.feed(&buf[..n]);
+                    state.feed_owned(&mut storage, window.start..window.start + n);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => {

@@ -177,6 +177,21 @@ fn spawner() -> Option<std_mpsc::Sender<SpawnRequest>> {
     Some(tx)
 }
 
+/// Whether this is the CLI's main thread, which lives as long as polyprof: a child forked here
+/// needs no spawner thread for its parent-death signal. Starting that thread, its allocator
+/// arena and the hand-over to it cost a few hundred microseconds of a short run (issue 37).
+/// Only where the program said so (`supervisor::fork_in_process`, the CLI, whose async code
+/// runs on the main thread): a library host's main thread may end before its runs do.
+fn on_lasting_main_thread() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: gettid and getpid have no preconditions.
+        super::supervisor::in_process() && unsafe { libc::gettid() == libc::getpid() }
+    }
+    #[cfg(not(target_os = "linux"))]
+    super::supervisor::in_process()
+}
+
 /// Spawn `cmd`; `inherit` (the report pipe's write end, close-on-exec) is inheritable during
 /// this spawn only. Spawns are serialised on the spawner thread, so two runs started at once
 /// do not pass each other's report pipes on.
@@ -202,6 +217,9 @@ fn set_cloexec(fd: std::os::fd::RawFd, on: bool) -> io::Result<()> {
 /// Start the command from the long-lived spawner thread (plain spawn if that thread is gone).
 /// `inherit`: a close-on-exec descriptor the child must inherit (see `spawn_inheriting`).
 pub async fn spawn(mut cmd: Command, inherit: Option<std::os::fd::RawFd>) -> io::Result<Child> {
+    if on_lasting_main_thread() {
+        return spawn_inheriting(&mut cmd, inherit);
+    }
     if let Some(tx) = spawner() {
         let (reply, rx) = oneshot::channel();
         let request = SpawnRequest {

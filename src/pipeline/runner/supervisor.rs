@@ -430,7 +430,8 @@ fn supervise(
 }
 
 /// Start the command: inside the run's cgroup with `clone3` where it can be (no move into the
-/// cgroup, which waits for an RCU grace period), else forked and moved in before exec.
+/// cgroup, which waits for an RCU grace period), else forked and moved in before exec; without
+/// a cgroup, with `posix_spawn`.
 fn start_command(
     program: &OsString,
     rest: &[OsString],
@@ -447,14 +448,19 @@ fn start_command(
         }
     }
     let joiner = cgroup.and_then(RunCgroup::joiner);
+    let Some(joiner) = joiner else {
+        // Nothing to do in the child before exec: no copy of this address space (see
+        // `spawn_exec`).
+        return super::spawn_exec::spawn_command(program, rest, env);
+    };
     let mut command = std::process::Command::new(program);
     command.args(rest);
     if let Some(env) = env {
         command.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
     }
-    // The signals this process blocks must not stay blocked in the command (std keeps the mask
-    // it inherits). The command joins the run's cgroup before it execs, so everything it
-    // starts is in it.
+    // The command joins the run's cgroup before it execs, so everything it starts is in it;
+    // the signals this process blocks must not stay blocked in it (std keeps the mask it
+    // inherits).
     // SAFETY: only sigemptyset, pthread_sigmask and join_now's raw open/write/close
     // (async-signal-safe) between fork and exec.
     unsafe {
@@ -462,10 +468,8 @@ fn start_command(
             let mut empty: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut empty);
             libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
-            if let Some(procs) = &joiner {
-                // Not joined: the subreaper still finds every descendant.
-                let _ = cgroup::join_now(procs);
-            }
+            // Not joined: the subreaper still finds every descendant.
+            let _ = cgroup::join_now(&joiner);
             Ok(())
         });
     }
@@ -563,16 +567,10 @@ pub fn read_report(fd: std::os::fd::OwnedFd) -> Option<Report> {
     let mut bytes = Vec::new();
     let mut file = std::fs::File::from(fd);
     // The writer has exited, so this ends at EOF unless a stray process kept the write end: the
-    // descriptor is non-blocking, so that case ends at "would block" instead of hanging.
-    let mut buf = [0u8; 64 * 1024];
-    loop {
-        match file.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => bytes.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
+    // descriptor is non-blocking, so that case ends at "would block" instead of hanging (with
+    // what was read kept). Read straight into the vector: a report is about 100 bytes, and a
+    // zeroed 64 KiB buffer on the stack cost page faults on every run.
+    let _ = file.read_to_end(&mut bytes);
     serde_json::from_slice(&bytes).ok()
 }
 

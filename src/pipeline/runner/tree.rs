@@ -95,6 +95,14 @@ pub fn descendants(procs: &[ProcInfo], root: i32) -> Vec<ProcInfo> {
 /// The children of `pid` from `/proc/<pid>/task/*/children` (one file per thread); None when
 /// the kernel does not offer those files (then a full scan is needed).
 fn children_of(pid: i32) -> Option<Vec<i32>> {
+    // A process of one thread (the supervisor, most commands) has one children file: read it
+    // without listing the task directory (an opendir's 32 KiB buffer made the forked
+    // supervisor's allocator consolidate, a copy-on-write fault per heap page it touched).
+    if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        && threads(pid) == Some(1)
+    {
+        return Some(parse_pids(&text));
+    }
     let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
     let mut children = Vec::new();
     let mut any = false;
@@ -103,12 +111,23 @@ fn children_of(pid: i32) -> Option<Vec<i32>> {
             continue;
         };
         any = true;
-        children.extend(
-            text.split_whitespace()
-                .filter_map(|p| p.parse::<i32>().ok()),
-        );
+        children.extend(parse_pids(&text));
     }
     any.then_some(children)
+}
+
+fn parse_pids(text: &str) -> Vec<i32> {
+    text.split_whitespace()
+        .filter_map(|p| p.parse::<i32>().ok())
+        .collect()
+}
+
+/// The number of threads of `pid` (field 20 of /proc/PID/stat).
+fn threads(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.rsplit_once(')')?.1;
+    // After the command name: state is field 3, num_threads field 20.
+    rest.split_whitespace().nth(17)?.parse().ok()
 }
 
 /// The processes below `root`, walking down from it: cost grows with the tree, not with
@@ -267,6 +286,32 @@ mod tests {
             found.iter().any(|p| p.ppid == child.id() as i32),
             "{found:?}"
         );
+    }
+
+    #[test]
+    fn a_child_of_another_thread_is_found_and_one_thread_is_counted_as_one() {
+        // Forked from a second thread: it is in that thread's children file, not the main one's.
+        let mut child = std::thread::spawn(|| {
+            std::process::Command::new("sleep")
+                .arg("30")
+                .spawn()
+                .unwrap()
+        })
+        .join()
+        .unwrap();
+        let me = std::process::id() as i32;
+        let children = children_of(me).unwrap_or_default();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(children.contains(&(child.id() as i32)), "{children:?}");
+        let mut single = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let counted = threads(single.id() as i32);
+        let _ = single.kill();
+        let _ = single.wait();
+        assert_eq!(counted, Some(1));
     }
 
     #[test]
