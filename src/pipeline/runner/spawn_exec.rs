@@ -83,7 +83,7 @@ pub fn spawn_command(
 /// by `/bin/sh`, as `execvp` does.
 fn spawn_path(path: &[u8], argv: &Words, envp: &Words) -> io::Result<i32> {
     let file = CString::new(path).map_err(|_| nul_error())?;
-    match posix_spawn(&file, argv.pointers(), envp.pointers()) {
+    match posix_spawn(&file, argv, envp) {
         Err(e) if e.raw_os_error() == Some(libc::ENOEXEC) => {
             let shell = Words::new(
                 [OsString::from("/bin/sh"), OsString::from_vec(path.to_vec())]
@@ -94,16 +94,15 @@ fn spawn_path(path: &[u8], argv: &Words, envp: &Words) -> io::Result<i32> {
                             .map(|w| OsString::from_vec(w.to_bytes().to_vec())),
                     ),
             )?;
-            posix_spawn(&shell.words[0], shell.pointers(), envp.pointers())
+            posix_spawn(&shell.words[0], &shell, envp)
         }
         other => other,
     }
 }
 
-/// Owned C strings and the null-terminated pointer array that points into them.
+/// Owned C strings (nix's `posix_spawn` makes the null-terminated array).
 struct Words {
     words: Vec<CString>,
-    pointers: Vec<*mut libc::c_char>,
 }
 
 impl Words {
@@ -111,16 +110,7 @@ impl Words {
         let words: Vec<CString> = words
             .map(|w| CString::new(w.into_vec()).map_err(|_| nul_error()))
             .collect::<io::Result<_>>()?;
-        let pointers = words
-            .iter()
-            .map(|w| w.as_ptr().cast_mut())
-            .chain(std::iter::once(std::ptr::null_mut()))
-            .collect();
-        Ok(Words { words, pointers })
-    }
-
-    fn pointers(&self) -> *const *mut libc::c_char {
-        self.pointers.as_ptr()
+        Ok(Words { words })
     }
 }
 
@@ -132,43 +122,20 @@ fn nul_error() -> io::Error {
 }
 
 /// One `posix_spawn` with an empty signal mask and SIGPIPE at its default.
-fn posix_spawn(
-    file: &CString,
-    argv: *const *mut libc::c_char,
-    envp: *const *mut libc::c_char,
-) -> io::Result<i32> {
-    // SAFETY: the attribute object is initialised before use and destroyed once; the signal
-    // sets are initialised by sigemptyset; argv and envp are null-terminated arrays of valid C
-    // strings that outlive the call.
-    unsafe {
-        let mut attr: libc::posix_spawnattr_t = std::mem::zeroed();
-        let ret = libc::posix_spawnattr_init(&mut attr);
-        if ret != 0 {
-            return Err(io::Error::from_raw_os_error(ret));
-        }
-        let mut empty: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut empty);
-        let mut default: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut default);
-        libc::sigaddset(&mut default, libc::SIGPIPE);
-        let flags = libc::POSIX_SPAWN_SETSIGMASK | libc::POSIX_SPAWN_SETSIGDEF;
-        let mut ret = libc::posix_spawnattr_setsigmask(&mut attr, &empty);
-        if ret == 0 {
-            ret = libc::posix_spawnattr_setsigdefault(&mut attr, &default);
-        }
-        if ret == 0 {
-            ret = libc::posix_spawnattr_setflags(&mut attr, flags as _);
-        }
-        let mut pid: libc::pid_t = 0;
-        if ret == 0 {
-            ret = libc::posix_spawn(&mut pid, file.as_ptr(), std::ptr::null(), &attr, argv, envp);
-        }
-        libc::posix_spawnattr_destroy(&mut attr);
-        if ret != 0 {
-            return Err(io::Error::from_raw_os_error(ret));
-        }
-        Ok(pid)
-    }
+fn posix_spawn(file: &CString, argv: &Words, envp: &Words) -> io::Result<i32> {
+    use nix::spawn::{PosixSpawnAttr, PosixSpawnFileActions, PosixSpawnFlags};
+    use nix::sys::signal::{SigSet, Signal};
+    let mut attr = PosixSpawnAttr::init()?;
+    attr.set_sigmask(&SigSet::empty())?;
+    let mut default = SigSet::empty();
+    default.add(Signal::SIGPIPE);
+    attr.set_sigdefault(&default)?;
+    attr.set_flags(
+        PosixSpawnFlags::POSIX_SPAWN_SETSIGMASK | PosixSpawnFlags::POSIX_SPAWN_SETSIGDEF,
+    )?;
+    let actions = PosixSpawnFileActions::init()?;
+    let pid = nix::spawn::posix_spawn(file.as_c_str(), &actions, &attr, &argv.words, &envp.words)?;
+    Ok(pid.as_raw())
 }
 
 #[cfg(test)]
@@ -176,13 +143,11 @@ mod tests {
     use super::*;
 
     fn wait(pid: i32) -> i32 {
-        let mut status = 0;
-        // SAFETY: waitpid on a child of this test process.
-        unsafe {
-            libc::waitpid(pid, &mut status, 0);
+        use nix::sys::wait::{WaitStatus, waitpid};
+        match waitpid(nix::unistd::Pid::from_raw(pid), None) {
+            Ok(WaitStatus::Exited(_, code)) => code,
+            other => panic!("{other:?}"),
         }
-        assert!(libc::WIFEXITED(status), "status {status}");
-        libc::WEXITSTATUS(status)
     }
 
     fn env_with_path(path: &str) -> Vec<(OsString, OsString)> {
@@ -223,13 +188,10 @@ mod tests {
     #[test]
     #[cfg(target_os = "linux")]
     fn the_child_starts_with_no_blocked_signal_and_its_own_environment() {
-        // SAFETY: block SIGUSR2 on this test thread only; posix_spawn must not pass it on.
-        unsafe {
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            libc::sigaddset(&mut set, libc::SIGUSR2);
-            libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        }
+        // SIGUSR2 blocked on this test thread only; posix_spawn must not pass it on.
+        let mut set = nix::sys::signal::SigSet::empty();
+        set.add(nix::sys::signal::Signal::SIGUSR2);
+        set.thread_block().unwrap();
         let env = vec![
             ("PATH".into(), "/usr/bin:/bin".into()),
             ("POLYPROF_T".into(), "x y".into()),
