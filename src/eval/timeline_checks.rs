@@ -10,46 +10,16 @@
 //!   replays work on some calls only;
 //! - the candidate's own timer below the GPU time its calls took (`reported_time_below_witness`).
 
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::timeline::{MarkedRequest, OutsidePlace, Timeline, WorkKey, attribute, call_signature};
-use super::verdict::{Finding, FindingKind};
+use super::verdict::{BlockTime, Finding, FindingKind, TimelineSummary};
 use crate::model::gpu_trace::GpuTrace;
 
 /// The check's name in `checks` and in each finding.
 pub const CHECK: &str = "gpu_timeline";
 /// Names listed in a finding's evidence, at most.
 const EXAMPLES: usize = 5;
-
-/// What the timeline says about the calls.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct TimelineSummary {
-    /// Call windows found.
-    pub calls: usize,
-    /// Per timing request (in order): the median GPU time of its calls (ms), and how many.
-    pub blocks: Vec<BlockTime>,
-    /// Activities outside every call that were not the harness's.
-    pub outside: usize,
-    /// Their GPU time (ms, summed).
-    pub outside_ms: f64,
-    pub setup_activities: usize,
-    pub harness_activities: usize,
-    /// Records the tracer lost.
-    pub dropped: u64,
-}
-
-/// One timing block's calls on the timeline.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct BlockTime {
-    pub request: usize,
-    pub calls: usize,
-    /// Median GPU busy time of a call (ms).
-    pub median_ms: f64,
-    /// The candidate's own median for the block (ms), when the request reported one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reported_median_ms: Option<f64>,
-}
 
 /// Judge a trace against the requests that were sent. `reported` gives, per request index, the
 /// per-call times the candidate's worker reported for it (a timing block's `times_ms`), and

@@ -4,8 +4,9 @@
 
 use super::evidence::EvalEvidence;
 use super::timeline::{MarkedRequest, Timeline, attribute};
-use super::timeline_checks::{TimelineSummary, judge_timeline};
+use super::timeline_checks::judge_timeline;
 use super::verdict::Finding;
+use super::verdict::TimelineSummary;
 use std::borrow::Cow;
 
 use crate::model::gpu_trace::{ActivityKind, GpuTrace};

@@ -20,7 +20,7 @@ pub struct EvalVerdict {
     pub witness: Option<WitnessSummary>,
     /// The scored pass's calls on the GPU timeline, when the scored pass was traced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeline: Option<super::timeline_checks::TimelineSummary>,
+    pub timeline: Option<TimelineSummary>,
     /// Every check, whether it ran, and why not when it did not.
     pub checks: Vec<CheckRun>,
     /// Checks this eval called for (`eval::required_checks`) that did not run, each as
@@ -192,4 +192,33 @@ pub struct Finding {
     /// The records behind it (trial indices, launch ids, blocks).
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub evidence: serde_json::Value,
+}
+
+/// What the timeline says about the calls.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TimelineSummary {
+    /// Call windows found.
+    pub calls: usize,
+    /// Per timing request (in order): the median GPU time of its calls (ms), and how many.
+    pub blocks: Vec<BlockTime>,
+    /// Activities outside every call that were not the harness's.
+    pub outside: usize,
+    /// Their GPU time (ms, summed).
+    pub outside_ms: f64,
+    pub setup_activities: usize,
+    pub harness_activities: usize,
+    /// Records the tracer lost.
+    pub dropped: u64,
+}
+
+/// One timing block's calls on the timeline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BlockTime {
+    pub request: usize,
+    pub calls: usize,
+    /// Median GPU busy time of a call (ms).
+    pub median_ms: f64,
+    /// The candidate's own median for the block (ms), when the request reported one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported_median_ms: Option<f64>,
 }
