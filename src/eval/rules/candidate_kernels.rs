@@ -59,41 +59,7 @@ pub fn check(facts: &Facts) -> RuleOutcome {
         "candidate_launches_elsewhere": elsewhere,
         "candidate_launches_left_out": elsewhere_left_out,
     });
-    let none_ran = Measure {
-        measured: 0.0,
-        limit: 1.0,
-        unit: "kernels",
-    };
-    let mut findings = Vec::new();
-    if !candidates.is_empty() {
-        findings.push(finding(
-            FindingKind::DecoyKernels,
-            CHECK,
-            format!(
-                "the candidate defines {} but none of them ran in a call; the calls ran {}",
-                candidates.join(", "),
-                or_nothing(&in_calls)
-            ),
-            none_ran,
-            evidence_json.clone(),
-        ));
-    }
-    if required {
-        findings.push(finding(
-            FindingKind::NoCandidateKernel,
-            CHECK,
-            format!(
-                "no kernel of the candidate's own ran in a call (required); the calls ran {}",
-                or_nothing(&in_calls)
-            ),
-            Measure {
-                measured: 0.0,
-                limit: 1.0,
-                unit: "kernels",
-            },
-            evidence_json,
-        ));
-    }
+    let findings = none_of_its_own(candidates, required, &in_calls, "", evidence_json);
     RuleOutcome::ran(CHECK, findings)
 }
 
@@ -120,6 +86,26 @@ fn from_timeline(facts: &Facts, timeline: &TimelineFacts) -> RuleOutcome {
         .map(|n| short_kernel_name(n))
         .collect();
     let evidence_json = json!({"candidate_kernels": candidates, "kernels_in_calls": in_calls});
+    let findings = none_of_its_own(
+        candidates,
+        required,
+        &in_calls,
+        " on the GPU timeline",
+        evidence_json,
+    );
+    RuleOutcome::ran(CHECK, findings)
+}
+
+/// The findings of calls that ran none of the candidate's own kernels: decoys when its source
+/// defines some, and `no_candidate_kernel` when they are required. `seen`: where the calls were
+/// looked at ("" or " on the GPU timeline").
+fn none_of_its_own(
+    candidates: &[String],
+    required: bool,
+    in_calls: &[String],
+    seen: &str,
+    evidence_json: serde_json::Value,
+) -> Vec<crate::eval::verdict::Finding> {
     let none_ran = || Measure {
         measured: 0.0,
         limit: 1.0,
@@ -131,10 +117,9 @@ fn from_timeline(facts: &Facts, timeline: &TimelineFacts) -> RuleOutcome {
             FindingKind::DecoyKernels,
             CHECK,
             format!(
-                "the candidate defines {} but none of them ran in a call on the GPU timeline; \
-                 the calls ran {}",
+                "the candidate defines {} but none of them ran in a call{seen}; the calls ran {}",
                 candidates.join(", "),
-                or_nothing(&in_calls)
+                or_nothing(in_calls)
             ),
             none_ran(),
             evidence_json.clone(),
@@ -145,15 +130,14 @@ fn from_timeline(facts: &Facts, timeline: &TimelineFacts) -> RuleOutcome {
             FindingKind::NoCandidateKernel,
             CHECK,
             format!(
-                "no kernel of the candidate's own ran in a call on the GPU timeline (required); \
-                 the calls ran {}",
-                or_nothing(&in_calls)
+                "no kernel of the candidate's own ran in a call{seen} (required); the calls ran {}",
+                or_nothing(in_calls)
             ),
             none_ran(),
             evidence_json,
         ));
     }
-    RuleOutcome::ran(CHECK, findings)
+    findings
 }
 
 fn or_nothing(names: &[String]) -> String {
