@@ -185,8 +185,9 @@ fn spawner() -> Option<std_mpsc::Sender<SpawnRequest>> {
 fn on_lasting_main_thread() -> bool {
     #[cfg(target_os = "linux")]
     {
-        // SAFETY: gettid and getpid have no preconditions.
-        super::supervisor::in_process() && unsafe { libc::gettid() == libc::getpid() }
+        // nix's gettid is the raw system call: glibc's wrapper is 2.30's, newer than the
+        // wheel's glibc 2.17.
+        super::supervisor::in_process() && nix::unistd::gettid() == nix::unistd::getpid()
     }
     #[cfg(not(target_os = "linux"))]
     super::supervisor::in_process()
