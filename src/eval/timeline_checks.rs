@@ -30,9 +30,26 @@ pub fn judge_timeline(
     reported: &[(usize, Vec<f64>)],
     tolerance: f64,
 ) -> (TimelineSummary, Vec<Finding>) {
-    let timeline = attribute(trace, requests);
+    judge_attributed(
+        trace,
+        requests,
+        &attribute(trace, requests),
+        reported,
+        tolerance,
+    )
+}
+
+/// [`judge_timeline`] of a timeline already attributed (`timeline::attribute` of the same
+/// trace and requests), for a caller that keeps it.
+pub fn judge_attributed(
+    trace: &GpuTrace,
+    requests: &[MarkedRequest],
+    timeline: &Timeline,
+    reported: &[(usize, Vec<f64>)],
+    tolerance: f64,
+) -> (TimelineSummary, Vec<Finding>) {
     let mut findings = Vec::new();
-    outside_findings(trace, requests, &timeline, &mut findings);
+    outside_findings(trace, requests, timeline, &mut findings);
     if !timeline.mark_problems.is_empty() {
         findings.push(Finding {
             kind: FindingKind::TimelineMarksBroken,

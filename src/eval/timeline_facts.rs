@@ -4,7 +4,7 @@
 
 use super::evidence::EvalEvidence;
 use super::timeline::{MarkedRequest, Timeline, attribute};
-use super::timeline_checks::judge_timeline;
+use super::timeline_checks::judge_attributed;
 use super::verdict::Finding;
 use super::verdict::TimelineSummary;
 use std::borrow::Cow;
@@ -80,13 +80,14 @@ pub fn timeline_facts(evidence: &EvalEvidence) -> Result<TimelineFacts<'_>, Stri
         Some(_) => cut_at_last_request(worker_trace, &mut requests),
         None => Cow::Borrowed(worker_trace),
     };
-    let (summary, findings) = judge_timeline(
+    let timeline = attribute(&trace, &requests);
+    let (summary, findings) = judge_attributed(
         &trace,
         &requests,
+        &timeline,
         &reported,
         evidence.settings.witness_tolerance,
     );
-    let timeline = attribute(&trace, &requests);
     let other_processes = scored
         .traces
         .iter()

@@ -6,34 +6,15 @@
 use std::path::Path;
 
 use polyprof::model::batch::now_unix_s;
-use polyprof::model::profile_cache::{CacheEntry, LaunchFingerprint, ProfileContext, ProfileKey};
+use polyprof::model::profile_cache::CacheEntry;
 use polyprof::model::record::KernelRecord;
 use polyprof::pipeline::profile_cache::ProfileCache;
 use serde_json::Value;
 
+use crate::support::hostile::key_on as key;
 use crate::support::{assert_exit, polyprof};
 
 const DAY: f64 = 86_400.0;
-
-fn key(n: u64, device: &str) -> ProfileKey {
-    ProfileKey::new(
-        LaunchFingerprint {
-            module_sha256: format!("{n:064x}"),
-            function: format!("_Z7kernel{n}Pf"),
-            grid: [128, 1, 1],
-            block: [256, 1, 1],
-            dynamic_shared_bytes: 0,
-        },
-        ProfileContext {
-            device: device.into(),
-            driver: "580.95.05".into(),
-            tool: "ncu 2025.3.1.0".into(),
-            clock_control: "base".into(),
-            metric_set: "default".into(),
-            scope: "problem-1".into(),
-        },
-    )
-}
 
 /// Three entries: kernel1 profiled 10 days ago, kernel2 2 days ago, kernel3 now.
 fn filled(dir: &Path) -> Vec<String> {

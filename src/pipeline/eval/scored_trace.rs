@@ -90,24 +90,24 @@ impl ScoredTracing {
     /// The variables and folders that load the tracer into the candidate's worker (its record
     /// folder created here).
     pub fn load(&self) -> Result<TraceLoad, tracer::TracerError> {
-        let env = tracer::load_env(self.tracer, &self.library, &self.dir)?;
-        Ok(TraceLoad {
-            env,
-            write: self.dir.clone(),
-            read: self
-                .library
-                .parent()
-                .map_or_else(|| self.library.clone(), Path::to_path_buf),
-        })
+        self.load_into(&self.dir)
     }
 
     /// The same tracer for the trusted worker, into `dir` (never read): the reference is timed
     /// under the tracer's cost as the candidate is, so the speedup compares like with like.
     pub fn load_for_reference(&self, dir: &Path) -> Result<TraceLoad, tracer::TracerError> {
-        let mut load = self.load()?;
-        load.env = tracer::load_env(self.tracer, &self.library, dir)?;
-        load.write = dir.to_path_buf();
-        Ok(load)
+        self.load_into(dir)
+    }
+
+    fn load_into(&self, dir: &Path) -> Result<TraceLoad, tracer::TracerError> {
+        Ok(TraceLoad {
+            env: tracer::load_env(self.tracer, &self.library, dir)?,
+            write: dir.to_path_buf(),
+            read: self
+                .library
+                .parent()
+                .map_or_else(|| self.library.clone(), Path::to_path_buf),
+        })
     }
 
     /// Mark `request` (drawn now, just before it is sent) and record it as sent.

@@ -7,6 +7,7 @@ use std::io::Read;
 
 use serde::Deserialize;
 
+use crate::eval::evidence::SentRequest;
 use crate::eval::timeline::MarkedRequest;
 use crate::model::gpu_trace::GpuTrace;
 use crate::profilers::tracers::gpu_tracer;
@@ -19,17 +20,10 @@ pub struct Capture {
     pub reported: Vec<(usize, Vec<f64>)>,
 }
 
-#[derive(Deserialize)]
-struct Sent {
-    #[serde(flatten)]
-    request: MarkedRequest,
-    #[serde(default)]
-    reported_times_ms: Option<Vec<f64>>,
-}
-
+/// requests.json: each request as sent, in the evidence's own form.
 #[derive(Deserialize)]
 struct Requests {
-    requests: Vec<Sent>,
+    requests: Vec<SentRequest>,
 }
 
 macro_rules! capture {

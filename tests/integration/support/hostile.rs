@@ -1,5 +1,6 @@
 //! Helpers of the hostile-input tests (hostile_inputs.rs, hostile_files.rs): what a command
-//! may take at most before it counts as hung, FIFOs, profile-cache entries.
+//! may take at most before it counts as hung, FIFOs, profile-cache keys and entries (also
+//! profile_cache_cli.rs's).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -33,8 +34,13 @@ pub fn mkfifo(path: &Path) {
     nix::unistd::mkfifo(path, nix::sys::stat::Mode::S_IRWXU).unwrap();
 }
 
-/// A profile-cache key for kernel number `n`.
+/// A profile-cache key for kernel number `n`, on the H200.
 pub fn key(n: u64) -> ProfileKey {
+    key_on(n, "NVIDIA H200")
+}
+
+/// A profile-cache key for kernel number `n` on `device`.
+pub fn key_on(n: u64, device: &str) -> ProfileKey {
     ProfileKey::new(
         LaunchFingerprint {
             module_sha256: format!("{n:064x}"),
@@ -44,7 +50,7 @@ pub fn key(n: u64) -> ProfileKey {
             dynamic_shared_bytes: 0,
         },
         ProfileContext {
-            device: "NVIDIA H200".into(),
+            device: device.into(),
             driver: "580.95.05".into(),
             tool: "ncu 2025.3.1.0".into(),
             clock_control: "base".into(),
