@@ -174,6 +174,7 @@ pub async fn execute(
                 dir,
                 spec,
                 pending: None,
+                prestarts: false,
             }
         })
         .collect();
@@ -183,14 +184,19 @@ pub async fn execute(
         dir,
         spec,
         pending,
+        ..
     }) = waiting.pop_front()
     {
         if cancel.is_cancelled() {
             break;
         }
         top_up(&mut waiting, queue.as_ref(), window);
+        if warm.is_some() {
+            prestart_next(&mut waiting, &spec);
+        }
         let started = std::time::Instant::now();
         let result = judge_one(warm.as_mut(), &spec, pending).await;
+        spec.timing_over.cancel();
         let seconds = started.elapsed().as_secs_f64();
         let row = match result {
             Ok(outcome) => {
@@ -251,6 +257,21 @@ pub struct Waiting {
     pub spec: EvalSpec,
     /// Its build, once started ahead (`None`: not yet, or it builds right before its turn).
     pub pending: Option<Pending>,
+    /// Its scored worker starts once the candidate before it is no longer timed.
+    pub prestarts: bool,
+}
+
+/// Through a warm evaluator, the next candidate's scored worker starts while `current`'s work
+/// pass runs (`Pending::then_prestart`): only one whose build ran ahead (it is confined like
+/// its build, and ready).
+pub fn prestart_next(waiting: &mut VecDeque<Waiting>, current: &EvalSpec) {
+    if let Some(next) = waiting.front_mut()
+        && !next.prestarts
+        && let Some(pending) = next.pending.take()
+    {
+        next.pending = Some(pending.then_prestart(next.spec.clone(), current.timing_over.clone()));
+        next.prestarts = true;
+    }
 }
 
 /// How many waiting candidates may be built ahead at once: twice the build jobs, so the next

@@ -11,7 +11,9 @@ use anyhow::Context;
 use polyprof::pipeline::eval::ahead::BuildQueue;
 use polyprof::pipeline::eval::{EvalSpec, WarmEvaluator};
 
-use super::eval_many::{Judging, Row, Waiting, build_window, judge_one, row_of, top_up};
+use super::eval_many::{
+    Judging, Row, Waiting, build_window, judge_one, prestart_next, row_of, top_up,
+};
 use super::run::cancel_on_signals;
 
 /// Judge every candidate named on stdin until EOF (exit 0), or a signal (130). Lines that
@@ -53,6 +55,7 @@ pub async fn execute(
             dir,
             spec,
             pending: None,
+            prestarts: false,
         })
     };
     loop {
@@ -77,6 +80,10 @@ pub async fn execute(
             break;
         }
         top_up(&mut waiting, queue.as_ref(), window);
+        let warm = evaluator.is_some();
+        if warm {
+            prestart_next(&mut waiting, &next.spec);
+        }
         let started = std::time::Instant::now();
         let judged = judge_one(evaluator.as_mut(), &next.spec, next.pending);
         tokio::pin!(judged);
@@ -89,11 +96,15 @@ pub async fn execute(
                         let line = line.context("cannot read a candidate path from stdin")?;
                         waiting.extend(take(line, &mut count));
                         top_up(&mut waiting, queue.as_ref(), window);
+                        if warm {
+                            prestart_next(&mut waiting, &next.spec);
+                        }
                     }
                     None => open = false,
                 },
             }
         };
+        next.spec.timing_over.cancel();
         let seconds = started.elapsed().as_secs_f64();
         let (row, reused) = match result {
             Ok(outcome) => {

@@ -165,6 +165,10 @@ pub struct JudgedTurn {
     pub started_at: String,
     pub ended_at: String,
     pub seconds: f64,
+    /// The candidate's scored worker was started before this turn, while the previous
+    /// candidate's work pass ran (its interpreter and imports only; its code ran in this turn).
+    #[serde(default)]
+    pub worker_started_ahead: bool,
 }
 
 /// A warm evaluator's reference timing blocks: measured beside an earlier candidate under the

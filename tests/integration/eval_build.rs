@@ -179,6 +179,7 @@ fn builds_of_later_candidates_run_while_earlier_ones_are_judged() {
     };
     assert_eq!(seconds("d_broken"), 0.0);
     let mut spans = Vec::new();
+    let mut started_ahead = Vec::new();
     for stem in ["a", "b", "c"] {
         let (evidence, verdict) = documents(&out.join(stem));
         assert!(verdict.passed, "{stem}: {:?}", evidence.failure);
@@ -196,7 +197,11 @@ fn builds_of_later_candidates_run_while_earlier_ones_are_judged() {
             return;
         }
         spans.push(build_and_judged(&evidence));
+        started_ahead.push(evidence.judged.as_ref().unwrap().worker_started_ahead);
     }
+    // Through the warm evaluator, each later candidate's scored worker was started while the
+    // one before it finished its turn; the first had nothing before it.
+    assert_eq!(started_ahead, [false, true, true]);
     // Ordered by the evidence's own timestamps (RFC 3339 with nanoseconds, UTC: they compare
     // as text): each later build began before the judging of the one before it ended.
     for pair in spans.windows(2) {

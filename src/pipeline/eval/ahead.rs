@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::eval::evidence::CONFINED;
 use crate::model::error::{Error, Result};
@@ -80,6 +81,21 @@ impl BuildQueue {
 }
 
 impl Pending {
+    /// This preparation, then its scored worker's start ([`session::prestart`]) as soon as
+    /// `go` fires: the candidate judged before it no longer times the device.
+    pub fn then_prestart(self, spec: EvalSpec, go: CancellationToken) -> Pending {
+        let task = tokio::spawn(async move {
+            let mut prepared = self.ready().await?;
+            tokio::select! {
+                () = go.cancelled() => session::prestart(&spec, &mut prepared).await,
+                // Cancelled meanwhile: the eval ends at its first step; nothing to start.
+                () = spec.cancel.cancelled() => {}
+            }
+            Ok(prepared)
+        });
+        Pending { task }
+    }
+
     /// The finished preparation (its build stage run, failed or not); `Err` when the eval
     /// could not begin.
     pub async fn ready(self) -> Result<Prepared> {

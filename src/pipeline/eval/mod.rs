@@ -13,6 +13,7 @@ pub mod harness_files;
 pub mod input_pool;
 pub mod integrity;
 pub mod protocol;
+mod scored_ahead;
 pub mod scored_trace;
 pub mod seeds;
 pub mod session;

@@ -14,8 +14,8 @@ use sha2::{Digest, Sha256};
 
 use crate::eval::evidence::{
     self, Comparison, DeviceState, EVIDENCE_VERSION, EvalEvidence, EvalSettings, Failure,
-    FailureKind, JudgedTurn, ProblemInfo, ReferenceTiming, SandboxEvidence, ScoredTrace, Side,
-    SourceFile, Stage, TensorSpec, TimingBlock, TrialEvidence, TrialPhase, WitnessEvidence,
+    FailureKind, JudgedTurn, ProblemInfo, ReferenceTiming, SandboxEvidence, Side, SourceFile,
+    Stage, TensorSpec, TimingBlock, TrialEvidence, TrialPhase, WitnessEvidence,
 };
 use crate::model::atomic_file::write_atomic;
 use crate::model::error::{Error, Result};
@@ -29,6 +29,7 @@ use crate::pipeline::eval::harness_files::write_harness;
 use crate::pipeline::eval::input_pool;
 use crate::pipeline::eval::integrity::{self, Baseline};
 use crate::pipeline::eval::protocol::{Message, ProtocolError};
+use crate::pipeline::eval::scored_ahead::{self, CandidateSide, ScoredPlan, StartedAhead};
 use crate::pipeline::eval::scored_trace::{self, ScoredTracing, TraceLoad};
 use crate::pipeline::eval::seeds::SeedSource;
 use crate::pipeline::eval::spec::{Device, EvalOutcome, EvalSpec, IfExists};
@@ -81,6 +82,8 @@ pub struct Prepared {
     sandbox_evidence: SandboxEvidence,
     baseline: Baseline,
     built: std::result::Result<Built, Failure>,
+    /// Its scored worker, started before its turn ([`prestart`]).
+    ahead: Option<StartedAhead>,
 }
 
 impl Prepared {
@@ -128,7 +131,35 @@ pub async fn prepare(spec: &EvalSpec, ahead: bool) -> Result<Prepared> {
         sandbox_evidence,
         baseline,
         built,
+        ahead: None,
     })
+}
+
+/// Start the scored worker of a prepared candidate now, ahead of its turn (a warm evaluator's
+/// next candidate, while the current one's work pass runs): its interpreter, torch and the
+/// tracer load; its `setup`, where its code first runs, waits for its turn. A candidate whose
+/// build failed, or whose files changed, gets none. Its eval uses the worker only when the warm
+/// trusted worker it then finds is set up; otherwise the worker is ended and its eval starts
+/// one in the usual order (the trusted worker first).
+pub async fn prestart(spec: &EvalSpec, prepared: &mut Prepared) {
+    let built = match &prepared.built {
+        Ok(built) if built.failure.is_none() => built,
+        _ => return,
+    };
+    if prepared.ahead.is_some() || !prepared.baseline.changes().is_empty() {
+        return;
+    }
+    let plan = scored_ahead::plan(spec, &prepared.dir).await;
+    let side = CandidateSide {
+        spec,
+        script: &prepared.script,
+        eval_dir: &prepared.dir,
+        source: &prepared.candidate.absolute,
+        sandbox: prepared.sandbox.as_ref(),
+        build_dir: Some(built.dir.path().to_path_buf()),
+    };
+    let launch = side.launch(Role::Candidate, "none", ProfilerSettings::default());
+    prepared.ahead = Some(StartedAhead::start(plan, launch));
 }
 
 async fn run_eval(
@@ -150,6 +181,7 @@ async fn run_eval(
         sandbox_evidence,
         baseline,
         built,
+        ahead,
     } = prepared;
     let warm = warm.filter(|_| sandbox_evidence.confines.iter().any(|c| c == "signals"));
     let urandom = Path::new("/dev/urandom");
@@ -167,22 +199,17 @@ async fn run_eval(
             .next_seed()
             .map_err(|e| Error::io("read", urandom, e))?,
     };
-    // The scored pass traced is the witness: no separate witness pass then.
-    let (witness, tracing, timeline) = match scored_trace::plan(spec).await {
-        Some(Ok((tracer, library))) => {
-            let tracing = ScoredTracing::new(tracer, library, &dir);
-            let record = tracing.evidence();
-            (None, Some(tracing), Some(record))
-        }
-        Some(Err(why)) => {
-            let record = ScoredTrace {
-                error: Some(format!("{why} (the witness pass was taken instead)")),
-                ..ScoredTrace::default()
-            };
-            (witness_pass(spec), None, Some(record))
-        }
-        None => (witness_pass(spec), None, None),
+    // The scored pass traced is the witness: no separate witness pass then. A worker started
+    // ahead was started under its eval's plan: there is one plan per eval.
+    let (plan, scored_ready) = match ahead {
+        Some(StartedAhead { plan, worker }) => (plan, Some(worker)),
+        None => (scored_ahead::plan(spec, &dir).await, None),
     };
+    let ScoredPlan {
+        witness,
+        tracing,
+        timeline,
+    } = plan;
     let work = work_pass(spec);
     let o = &spec.options;
     let evidence = EvalEvidence {
@@ -268,11 +295,14 @@ async fn run_eval(
                     witness,
                     work,
                     tracing,
+                    scored_ready,
                 },
             )
             .await
         }
     };
+    // A candidate that never reached its judged turn still lets the next one's worker start.
+    spec.timing_over.cancel();
     finish(claimed, dir, baseline, evidence)
 }
 
@@ -288,7 +318,12 @@ struct JudgedParts {
     witness: Option<(String, ProfilerSettings)>,
     work: Option<(String, ProfilerSettings)>,
     tracing: Option<ScoredTracing>,
+    /// The candidate's scored worker, started ahead of this turn.
+    scored_ready: Option<ScoredReady>,
 }
+
+/// A worker's start under way beside other work.
+type ScoredReady = tokio::task::JoinHandle<std::result::Result<Worker, StartError>>;
 
 /// The judged turn: the trusted worker (a warm one, or its own), the candidate's workers, every
 /// stage from setup to the work pass, and their close; its span goes into the evidence.
@@ -315,6 +350,7 @@ async fn judged_turn(
         witness,
         work,
         tracing,
+        scored_ready,
     } = parts;
     let mut eval = Eval {
         sandbox,
@@ -336,6 +372,8 @@ async fn judged_turn(
         reuse: None,
         scored: tracing,
         work_ready: None,
+        scored_ready,
+        started_ahead: false,
         conditions: spec
             .device
             .vendor()
@@ -366,6 +404,7 @@ async fn judged_turn(
         started_at,
         ended_at: build::now(),
         seconds: clock.elapsed().as_secs_f64(),
+        worker_started_ahead: eval.started_ahead,
     });
     (eval.baseline, eval.evidence)
 }
@@ -403,16 +442,6 @@ fn finish(
         evidence,
         verdict,
     })
-}
-
-/// The witness profiler and its settings, when the eval takes a witness pass.
-fn witness_pass(spec: &EvalSpec) -> Option<(String, ProfilerSettings)> {
-    if spec.device != Device::Cuda || spec.options.witness_calls == 0 {
-        return None;
-    }
-    let name = spec.options.witness_profiler.clone()?;
-    let settings = crate::profilers::witness::witness_settings(&name)?;
-    Some((name, settings))
 }
 
 /// The work pass's profiler (the witness's) and its work settings, when the eval takes one:
@@ -556,7 +585,11 @@ struct Eval<'a> {
     scored: Option<ScoredTracing>,
     /// The work pass's worker, started while the scored pass is timed (its interpreter, torch
     /// and the profiler load meanwhile; no candidate code runs before its `setup`).
-    work_ready: Option<tokio::task::JoinHandle<std::result::Result<Worker, StartError>>>,
+    work_ready: Option<ScoredReady>,
+    /// The candidate's scored worker, started before this turn (`prestart`).
+    scored_ready: Option<ScoredReady>,
+    /// The candidate's scored worker this eval used was started ahead of its turn.
+    started_ahead: bool,
 }
 
 impl Eval<'_> {
@@ -573,6 +606,11 @@ impl Eval<'_> {
         match warm_setup {
             Some(setup) => self.apply_setup(setup),
             None => {
+                // A worker started ahead expected a warm trusted worker already set up: the
+                // trusted side starts first, alone.
+                if let Some(ready) = self.scored_ready.take() {
+                    scored_ahead::discard(ready, self.scored.as_ref()).await;
+                }
                 self.start(
                     Role::Trusted,
                     "none",
@@ -590,14 +628,24 @@ impl Eval<'_> {
                 .as_ref()
                 .map(|t| t.run_dir.display().to_string());
         }
-        // Only now, with the trusted worker connected, may the candidate's start.
-        self.start(
-            Role::Candidate,
-            "none",
-            ProfilerSettings::default(),
-            Stage::Load,
-        )
-        .await?;
+        // Only now, with the trusted worker connected, may the candidate's start (or, started
+        // ahead, be taken).
+        match self.scored_ready.take() {
+            Some(ready) => {
+                self.take_started(Role::Candidate, Stage::Load, ready)
+                    .await?;
+                self.started_ahead = true;
+            }
+            None => {
+                self.start(
+                    Role::Candidate,
+                    "none",
+                    ProfilerSettings::default(),
+                    Stage::Load,
+                )
+                .await?
+            }
+        }
         let setup = self.setup_candidate(Role::Candidate, Stage::Setup).await;
         if let (Some(built), Some(record)) = (&self.built, self.evidence.build.as_mut()) {
             record.reused = Some(built.unchanged());
@@ -614,6 +662,9 @@ impl Eval<'_> {
         }
         self.release(Role::Candidate, timing_trial, Stage::Timing)
             .await?;
+        // The device is no longer timed: the next candidate's worker may start beside what
+        // follows (the work pass).
+        self.spec.timing_over.cancel();
         if correct && let Some((profiler, settings)) = witness {
             self.witness(profiler, settings).await?;
         }
@@ -644,41 +695,27 @@ impl Eval<'_> {
     }
 
     fn launch(&self, role: Role, profiler: &str, settings: ProfilerSettings) -> Launch {
-        let source = match role {
-            Role::Trusted | Role::ReferenceWork => &self.sources[0],
-            Role::Candidate | Role::Witness | Role::Work | Role::Build => &self.sources[1],
+        let side = CandidateSide {
+            spec: self.spec,
+            script: &self.script,
+            eval_dir: &self.dir,
+            source: &self.sources[1],
+            sandbox: self.sandbox.as_ref(),
+            build_dir: self.built.as_ref().map(|b| b.dir.path().to_path_buf()),
         };
-        // A warm trusted worker runs from the evaluator's own harness copy and directory.
-        let (script, eval_dir) = match (&self.warm, role) {
-            (Some(warm), Role::Trusted) => (warm.script.clone(), warm.dir.clone()),
-            _ => (self.script.clone(), self.dir.clone()),
-        };
-        Launch {
-            role,
-            python: self.spec.python.clone(),
-            script,
-            source: source.clone(),
-            device: self.spec.device.as_str(),
-            eval_dir,
-            profiler: profiler.to_string(),
-            settings,
-            tracking: self.spec.tracking.clone(),
-            extra_env: self.spec.extra_env.clone(),
-            cancel: self.spec.cancel.clone(),
-            kill_now: self.spec.kill_now.clone(),
-            connect_timeout: self.spec.options.setup_timeout,
-            sandbox: match role {
-                Role::Candidate | Role::Witness | Role::Work | Role::Build => self.sandbox.clone(),
-                Role::Trusted | Role::ReferenceWork => None,
-            },
-            build_dir: match role {
-                Role::Candidate | Role::Witness | Role::Work | Role::Build => {
-                    self.built.as_ref().map(|b| b.dir.path().to_path_buf())
-                }
-                Role::Trusted | Role::ReferenceWork => None,
-            },
-            trace: None,
+        let mut launch = side.launch(role, profiler, settings);
+        if matches!(role, Role::Trusted | Role::ReferenceWork) {
+            // The trusted side runs no candidate code: no sandbox, no build folder.
+            launch.source = self.sources[0].clone();
+            launch.sandbox = None;
+            launch.build_dir = None;
+            // A warm trusted worker runs from the evaluator's own harness copy and directory.
+            if let (Some(warm), Role::Trusted) = (&self.warm, role) {
+                launch.script = warm.script.clone();
+                launch.eval_dir = warm.dir.clone();
+            }
         }
+        launch
     }
 
     async fn start(
@@ -707,30 +744,27 @@ impl Eval<'_> {
         }
         match launch.start().await {
             Ok(worker) => {
-                if role == Role::Candidate
-                    && let Some(record) = self.evidence.timeline.as_mut()
-                {
-                    record.worker_pid = worker.pid;
-                }
-                *self.slot(role) = Some(worker);
+                self.place(role, worker);
                 Ok(())
             }
             Err(e) => Err(failure::from_start(role, stage, &e, &self.dir)),
         }
     }
 
+    /// `worker` into `role`'s slot; the scored worker's pid into the timeline's record.
+    fn place(&mut self, role: Role, worker: Worker) {
+        if role == Role::Candidate
+            && let Some(record) = self.evidence.timeline.as_mut()
+        {
+            record.worker_pid = worker.pid;
+        }
+        *self.slot(role) = Some(worker);
+    }
+
     /// What loads the scored pass's tracer into the candidate's worker; a tracer that cannot
     /// be loaded leaves the scored pass untraced, and the evidence says why.
     fn trace_load(&mut self) -> Option<TraceLoad> {
-        match self.scored.as_ref()?.load() {
-            Ok(load) => Some(load),
-            Err(e) => {
-                if let Some(record) = self.evidence.timeline.as_mut() {
-                    record.error = Some(format!("cannot load the tracer: {e}"));
-                }
-                None
-            }
-        }
+        scored_ahead::trace_load(self.scored.as_ref(), self.evidence.timeline.as_mut())
     }
 
     /// Send `request` to `role`'s worker. On any error the worker is ended and the failure
@@ -1674,7 +1708,7 @@ impl Eval<'_> {
         &mut self,
         role: Role,
         stage: Stage,
-        ready: tokio::task::JoinHandle<std::result::Result<Worker, StartError>>,
+        ready: ScoredReady,
     ) -> std::result::Result<(), Failure> {
         let started = ready
             .await
@@ -1686,7 +1720,7 @@ impl Eval<'_> {
                     worker.end(false).await;
                     return Err(integrity::failure(stage, &changes, None));
                 }
-                *self.slot(role) = Some(worker);
+                self.place(role, worker);
                 Ok(())
             }
             Err(e) => Err(failure::from_start(role, stage, &e, &self.dir)),
@@ -1697,11 +1731,14 @@ impl Eval<'_> {
     /// worker is kept instead: every trial of this eval released, it goes back to the
     /// evaluator with this eval's reference blocks (when they may be reused).
     async fn close(&mut self) {
-        // A work pass started ahead and never taken (the eval stopped before it).
-        if let Some(ready) = self.work_ready.take()
-            && let Ok(Ok(worker)) = ready.await
+        // A worker started ahead and never taken (the eval stopped before it).
+        for ready in [self.work_ready.take(), self.scored_ready.take()]
+            .into_iter()
+            .flatten()
         {
-            worker.end(false).await;
+            if let Ok(Ok(worker)) = ready.await {
+                worker.end(false).await;
+            }
         }
         for slot in [Role::Candidate, Role::ReferenceWork] {
             if let Some(worker) = self.slot(slot).take() {

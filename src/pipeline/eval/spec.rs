@@ -195,6 +195,10 @@ pub struct EvalSpec {
     pub cancel: CancellationToken,
     /// Stops the eval at once (SIGKILL).
     pub kill_now: CancellationToken,
+    /// Fired once this eval no longer times the device (its scored pass is over, or it ended):
+    /// what may run beside the rest of its turn — the next candidate's worker's start — may
+    /// begin (`ahead::Pending::then_prestart`).
+    pub timing_over: CancellationToken,
     /// How the candidate's workers are confined (on by default).
     pub sandbox: SandboxSetting,
 }
@@ -259,6 +263,7 @@ impl EvalSpec {
             extra_env: BTreeMap::new(),
             cancel: CancellationToken::new(),
             kill_now: CancellationToken::new(),
+            timing_over: CancellationToken::new(),
             sandbox: SandboxSetting::from_environment(),
         }
     }
