@@ -26,7 +26,9 @@ failure); and per candidate kind what polyprof and KernelBench concluded. Everyt
 also goes to OUT/summary.txt as it is printed. BUDGET_S (default 540) bounds the whole run:
 a problem is started only when the time it is expected to take (the slowest so far) fits, and
 each of its sides may take an equal share of what is left (a side cut short says so in its
-log and its candidates show no verdict).
+log and its candidates show no verdict). PROBLEMS_FROM and PROBLEMS_COUNT take a share of the
+selection (a run split over several device calls; the compile errors still go to the first
+COMPILE_ERRORS problems of the whole selection).
 """
 from __future__ import annotations
 
@@ -49,6 +51,10 @@ N_PROBLEMS = int(os.environ.get("N_PROBLEMS", "11"))
 MAX_MB = float(os.environ.get("MAX_MB", "256"))
 COMPILE_ERRORS = int(os.environ.get("COMPILE_ERRORS", "3"))
 BUDGET_S = float(os.environ.get("BUDGET_S", "540"))
+# A share of the selection, for a run split over several device calls: problems
+# [PROBLEMS_FROM, PROBLEMS_FROM + PROBLEMS_COUNT) of the N_PROBLEMS selected.
+PROBLEMS_FROM = int(os.environ.get("PROBLEMS_FROM", "0"))
+PROBLEMS_COUNT = int(os.environ.get("PROBLEMS_COUNT", "0")) or None
 EVAL_ARGS = os.environ.get("EVAL_ARGS", "").split()
 SIDES = os.environ.get("SIDES", "warm cold kb").split()
 EVAL_TIMEOUT_S = float(os.environ.get("EVAL_TIMEOUT_S", "300"))
@@ -260,6 +266,8 @@ def main() -> int:
     report.line(f"GPU: {gpu}; sides: {' '.join(SIDES)}; polyprof args: {' '.join(EVAL_ARGS) or '(defaults)'}; "
                 f"kb: 5 correctness + 100 timed trials, cuda_event; budget {BUDGET_S:.0f} s")
     problems = select(kb, report)
+    end = None if PROBLEMS_COUNT is None else PROBLEMS_FROM + PROBLEMS_COUNT
+    problems = problems[PROBLEMS_FROM:end]
     wall = {s: 0.0 for s in SIDES}
     verdicts = {s: 0 for s in SIDES}
     results: Dict[str, Dict[str, Dict[str, Dict[str, Any]]]] = {}
@@ -274,7 +282,7 @@ def main() -> int:
         folder = out / "problems" / name
         if folder.exists():
             shutil.rmtree(folder)
-        kinds = write_problem(src, folder, i < COMPILE_ERRORS)
+        kinds = write_problem(src, folder, PROBLEMS_FROM + i < COMPILE_ERRORS)
         t_problem = time.monotonic()
         order = SIDES[i % len(SIDES):] + SIDES[:i % len(SIDES)]
         results[name] = {}

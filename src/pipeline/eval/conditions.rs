@@ -50,9 +50,14 @@ impl ConditionsReader {
         }
         // Both questions at once: each is a start of the device tool (tens of ms or more), and
         // they are asked before and after every timing block, on the GPU's time.
+        let asked = std::time::Instant::now();
         let (text, apps) = tokio::join!(
             self.query(self.tool.reading_args(&self.gpu)),
             self.query(self.tool.processes_args(&self.gpu))
+        );
+        tracing::debug!(
+            ms = asked.elapsed().as_secs_f64() * 1e3,
+            "eval: the device's conditions read"
         );
         let Some(text) = text else {
             self.unavailable = true;

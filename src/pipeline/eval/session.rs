@@ -335,6 +335,7 @@ async fn judged_turn(
 ) -> (Baseline, EvalEvidence) {
     let started_at = build::now();
     let clock = Instant::now();
+    tracing::debug!("eval: the judged turn begins");
     let (trusted, next_trial) = match warm {
         Some(ref mut w) => (w.trusted.take(), w.next_trial),
         None => (None, 0),
@@ -386,6 +387,7 @@ async fn judged_turn(
         eval.evidence.failure = Some(failure);
     }
     eval.close().await;
+    tracing::debug!("eval: the workers are closed");
     // Every worker has ended: the tracer has handed over its last records.
     if let (Some(tracing), Some(record)) = (&eval.scored, eval.evidence.timeline.as_mut()) {
         tracing.read(record);
@@ -400,6 +402,7 @@ async fn judged_turn(
             }
         }
     }
+    tracing::debug!("eval: the scored trace is read");
     eval.evidence.judged = Some(JudgedTurn {
         started_at,
         ended_at: build::now(),
@@ -646,13 +649,19 @@ impl Eval<'_> {
                 .await?
             }
         }
+        tracing::debug!(
+            ahead = self.started_ahead,
+            "eval: the candidate's worker is up"
+        );
         let setup = self.setup_candidate(Role::Candidate, Stage::Setup).await;
         if let (Some(built), Some(record)) = (&self.built, self.evidence.build.as_mut()) {
             record.reused = Some(built.unchanged());
         }
         setup?;
+        tracing::debug!("eval: the candidate is set up");
         let timing_trial = self.correctness().await?;
         let correct = self.correct_so_far();
+        tracing::debug!(correct, "eval: the correctness trials are done");
         if correct && let Some((profiler, settings)) = &work {
             self.start_work_ahead(profiler, settings.clone());
         }
@@ -665,6 +674,7 @@ impl Eval<'_> {
         // The device is no longer timed: the next candidate's worker may start beside what
         // follows (the work pass).
         self.spec.timing_over.cancel();
+        tracing::debug!("eval: the timing is done");
         if correct && let Some((profiler, settings)) = witness {
             self.witness(profiler, settings).await?;
         }
@@ -674,6 +684,7 @@ impl Eval<'_> {
             && let Some((profiler, settings)) = work
         {
             self.work(profiler, settings).await?;
+            tracing::debug!("eval: the work pass is done");
         }
         Ok(())
     }
@@ -1157,6 +1168,7 @@ impl Eval<'_> {
         let fields =
             json!({"trial": trial, "repeat": o.repeat, "warmup": o.warmup, "flush_l2": o.flush_l2});
         let limit = self.call_limit();
+        let mut between: Option<evidence::Conditions> = None;
         for block in 0..o.timing_blocks {
             let sides = if block % 2 == 0 {
                 [Side::Reference, Side::Candidate]
@@ -1172,7 +1184,12 @@ impl Eval<'_> {
                     Side::Reference => Role::Trusted,
                     Side::Candidate => Role::Candidate,
                 };
-                let conditions_before = self.read_conditions().await;
+                // The reading taken right after the block before is this block's before: nothing
+                // ran on the device between them but the harness's output check.
+                let conditions_before = match between.take() {
+                    Some(reading) => Some(reading),
+                    None => self.read_conditions().await,
+                };
                 let mut fields = fields.clone();
                 if side == Side::Candidate
                     && let Some(bound) = self.reference_graph_batch_bound()
@@ -1188,6 +1205,7 @@ impl Eval<'_> {
                 drop(frozen);
                 let reply = asked?;
                 let conditions_after = self.read_conditions().await;
+                between.clone_from(&conditions_after);
                 let times_ms: Vec<f64> =
                     self.field(role, Stage::Timing, &reply, "times_ms").await?;
                 let method: String = self.field(role, Stage::Timing, &reply, "method").await?;
