@@ -13,6 +13,7 @@ use polyprof::pipeline::eval::ahead::{BuildQueue, Pending, may_run_ahead};
 use polyprof::pipeline::eval::{EvalOutcome, EvalSpec, WarmEvaluator, evaluate, evaluate_prepared};
 use polyprof::results::escape::terminal;
 use serde::Serialize;
+use tokio_util::sync::CancellationToken;
 
 use super::eval_exit::{EXIT_EVAL_FAILED, EXIT_NOT_PASSED, EXIT_PASSED};
 use super::run::cancel_on_signals;
@@ -161,7 +162,8 @@ pub async fn execute(
     let window = build_window(build_jobs);
     let mut waiting: VecDeque<Waiting> = files
         .iter()
-        .map(|file| {
+        .enumerate()
+        .map(|(order, file)| {
             let stem = file
                 .file_stem()
                 .map_or_else(|| "candidate".into(), |s| s.to_string_lossy().into_owned());
@@ -170,6 +172,7 @@ pub async fn execute(
             spec.cancel = cancel.clone();
             spec.kill_now = kill_now.clone();
             Waiting {
+                order,
                 file: file.clone(),
                 dir,
                 spec,
@@ -179,20 +182,27 @@ pub async fn execute(
         })
         .collect();
     top_up(&mut waiting, queue.as_ref(), window);
+    if warm.is_some() {
+        // The first candidate's worker starts as soon as its build is done: nothing is timed.
+        let now = CancellationToken::new();
+        now.cancel();
+        prestart_next(&mut waiting, window, &now);
+    }
     while let Some(Waiting {
+        order,
         file,
         dir,
         spec,
         pending,
         ..
-    }) = waiting.pop_front()
+    }) = next_turn(&mut waiting, window).await
     {
         if cancel.is_cancelled() {
             break;
         }
         top_up(&mut waiting, queue.as_ref(), window);
         if warm.is_some() {
-            prestart_next(&mut waiting, &spec);
+            prestart_next(&mut waiting, window, &spec.timing_over);
         }
         let started = std::time::Instant::now();
         let result = judge_one(warm.as_mut(), &spec, pending).await;
@@ -200,23 +210,27 @@ pub async fn execute(
         let seconds = started.elapsed().as_secs_f64();
         let row = match result {
             Ok(outcome) => {
-                cases.push(ci_case::case(
-                    &file.display().to_string(),
-                    &outcome.verdict,
-                    Some(seconds),
+                cases.push((
+                    order,
+                    ci_case::case(&file.display().to_string(), &outcome.verdict, Some(seconds)),
                 ));
                 row_of(&file, &outcome.dir, &outcome)
             }
             Err(e) => {
-                cases.push(ci_case::not_run_case(
-                    &file.display().to_string(),
-                    &e.to_string(),
+                cases.push((
+                    order,
+                    ci_case::not_run_case(&file.display().to_string(), &e.to_string()),
                 ));
                 Row::not_run(&file, &dir, &e.to_string())
             }
         };
-        rows.push(row);
+        rows.push((order, row));
     }
+    // Judged as their builds finished: reported in the directory's order.
+    rows.sort_by_key(|(order, _)| *order);
+    cases.sort_by_key(|(order, _)| *order);
+    let rows: Vec<Row> = rows.into_iter().map(|(_, row)| row).collect();
+    let cases = cases.into_iter().map(|(_, case)| case).collect();
     if let Some(evaluator) = warm {
         evaluator.close().await;
     }
@@ -252,6 +266,8 @@ pub struct Judging {
 
 /// One candidate waiting for its judged turn; its build perhaps under way.
 pub struct Waiting {
+    /// Its place in the order the candidates came in (rows are reported in it).
+    pub order: usize,
     pub file: PathBuf,
     pub dir: PathBuf,
     pub spec: EvalSpec,
@@ -261,16 +277,44 @@ pub struct Waiting {
     pub prestarts: bool,
 }
 
-/// Through a warm evaluator, the next candidate's scored worker starts while `current`'s work
-/// pass runs (`Pending::then_prestart`): only one whose build ran ahead (it is confined like
-/// its build, and ready).
-pub fn prestart_next(waiting: &mut VecDeque<Waiting>, current: &EvalSpec) {
-    if let Some(next) = waiting.front_mut()
-        && !next.prestarts
+/// Through a warm evaluator, the scored worker of the candidate likeliest to be judged next
+/// starts once `go` fires (the current candidate no longer times the device:
+/// `Pending::then_prestart`): the first in the build window whose build has finished, else the
+/// first still building. Only one whose build ran ahead (it is confined like its build).
+pub fn prestart_next(waiting: &mut VecDeque<Waiting>, window: usize, go: &CancellationToken) {
+    let candidates = || waiting.iter().take(window.max(1));
+    let unstarted = |w: &Waiting| !w.prestarts && w.pending.is_some();
+    let chosen = candidates()
+        .position(|w| unstarted(w) && w.pending.as_ref().is_some_and(Pending::is_finished))
+        .or_else(|| candidates().position(unstarted));
+    if let Some(next) = chosen.and_then(|i| waiting.get_mut(i))
         && let Some(pending) = next.pending.take()
     {
-        next.pending = Some(pending.then_prestart(next.spec.clone(), current.timing_over.clone()));
+        next.pending = Some(pending.then_prestart(next.spec.clone(), go.clone()));
         next.prestarts = true;
+    }
+}
+
+/// The next candidate to judge: of the build window, one whose worker is starting and whose
+/// build is done, else the first whose build is done or that builds in its own turn; else the
+/// first to finish its build. The device never waits on a slow build (a compile error that
+/// takes nvcc 20 s) while a later candidate is ready. `None`: nothing is waiting.
+pub async fn next_turn(waiting: &mut VecDeque<Waiting>, window: usize) -> Option<Waiting> {
+    /// How often unfinished builds are looked at while every candidate waits on one.
+    const POLL: std::time::Duration = std::time::Duration::from_millis(20);
+    loop {
+        if waiting.is_empty() {
+            return None;
+        }
+        let ready = |w: &Waiting| w.pending.as_ref().is_none_or(Pending::is_finished);
+        let front = || waiting.iter().take(window.max(1));
+        let pick = front()
+            .position(|w| w.prestarts && ready(w))
+            .or_else(|| front().position(ready));
+        if let Some(i) = pick {
+            return waiting.remove(i);
+        }
+        tokio::time::sleep(POLL).await;
     }
 }
 

@@ -51,6 +51,7 @@ pub async fn execute(
         spec.cancel = cancel.clone();
         spec.kill_now = kill_now.clone();
         Some(Waiting {
+            order: *count as usize,
             file,
             dir,
             spec,
@@ -81,8 +82,9 @@ pub async fn execute(
         }
         top_up(&mut waiting, queue.as_ref(), window);
         let warm = evaluator.is_some();
+        // Lines are answered in the order they came: only the next in line is started ahead.
         if warm {
-            prestart_next(&mut waiting, &next.spec);
+            prestart_next(&mut waiting, 1, &next.spec.timing_over);
         }
         let started = std::time::Instant::now();
         let judged = judge_one(evaluator.as_mut(), &next.spec, next.pending);
@@ -97,7 +99,7 @@ pub async fn execute(
                         waiting.extend(take(line, &mut count));
                         top_up(&mut waiting, queue.as_ref(), window);
                         if warm {
-                            prestart_next(&mut waiting, &next.spec);
+                            prestart_next(&mut waiting, 1, &next.spec.timing_over);
                         }
                     }
                     None => open = false,

@@ -199,9 +199,10 @@ fn builds_of_later_candidates_run_while_earlier_ones_are_judged() {
         spans.push(build_and_judged(&evidence));
         started_ahead.push(evidence.judged.as_ref().unwrap().worker_started_ahead);
     }
-    // Through the warm evaluator, each later candidate's scored worker was started while the
-    // one before it finished its turn; the first had nothing before it.
-    assert_eq!(started_ahead, [false, true, true]);
+    // Through the warm evaluator every candidate's scored worker was started ahead: the first's
+    // once its build was done (nothing was timed yet), each later one's while the candidate
+    // before it finished its turn.
+    assert_eq!(started_ahead, [true, true, true]);
     // Ordered by the evidence's own timestamps (RFC 3339 with nanoseconds, UTC: they compare
     // as text): each later build began before the judging of the one before it ended.
     for pair in spans.windows(2) {
@@ -260,4 +261,75 @@ fn candidates_from_stdin_build_ahead_and_a_failed_build_costs_no_device_time() {
     assert_eq!(lines[0]["device_seconds"], 0.0);
     assert_eq!(lines[1]["row"]["passed"], true, "{lines:?}");
     assert!(lines[1]["device_seconds"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn a_slow_build_does_not_hold_the_device_while_a_later_candidate_is_ready() {
+    if !have_cc() {
+        return;
+    }
+    let Some(python) = python_with_numpy() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let candidates = tmp.path().join("candidates");
+    std::fs::create_dir(&candidates).unwrap();
+    // First in the directory's order, but its build takes 4 s; the second's takes none.
+    let slow = std::fs::read_to_string(problem("build_c_library.py"))
+        .unwrap()
+        .replace("\nBUILD_DELAY_S = 0.0\n", "\nBUILD_DELAY_S = 4.0\n");
+    assert!(
+        slow.contains("BUILD_DELAY_S = 4.0"),
+        "the delay was not set"
+    );
+    std::fs::write(candidates.join("a_slow.py"), slow).unwrap();
+    std::fs::copy(problem("build_c_library.py"), candidates.join("b_quick.py")).unwrap();
+    let out = tmp.path().join("out");
+    let run = crate::support::polyprof()
+        .args(["eval", "--device", "cpu", "--trials", "2", "--blocks", "2"])
+        .args(["--repeat", "3", "--warmup", "1", "--build-jobs", "2"])
+        .arg("--python")
+        .arg(&python)
+        .arg("--reference")
+        .arg(problem("reference.py"))
+        .arg("--candidate")
+        .arg(&candidates)
+        .arg("--output-dir")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let (slow, _) = documents(&out.join("a_slow"));
+    let (quick, _) = documents(&out.join("b_quick"));
+    if !slow.build.as_ref().unwrap().ahead {
+        crate::support::record_skip(
+            &crate::support::this_test(),
+            "the sandbox does not confine everything here: builds ran right before their turns",
+        );
+        return;
+    }
+    let (_, slow_judged, _) = build_and_judged(&slow);
+    let (_, quick_judged, quick_ended) = build_and_judged(&quick);
+    // The quick one was judged first, while the slow one still built; the rows keep the
+    // directory's order.
+    assert!(
+        quick_ended <= slow_judged,
+        "b_quick's turn ended at {quick_ended}, a_slow's began at {slow_judged}"
+    );
+    assert!(quick_judged < slow.build.as_ref().unwrap().ended_at);
+    let rows: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("evals.json")).unwrap()).unwrap();
+    let names: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["candidate"].as_str().unwrap().rsplit('/').next().unwrap())
+        .collect();
+    assert_eq!(names, ["a_slow.py", "b_quick.py"]);
 }

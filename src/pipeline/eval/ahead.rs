@@ -96,6 +96,12 @@ impl Pending {
         Pending { task }
     }
 
+    /// Whether the preparation (and the start it was chained to) has finished: its turn would
+    /// not wait for it.
+    pub fn is_finished(&self) -> bool {
+        self.task.is_finished()
+    }
+
     /// The finished preparation (its build stage run, failed or not); `Err` when the eval
     /// could not begin.
     pub async fn ready(self) -> Result<Prepared> {

@@ -131,17 +131,3 @@ impl StartedAhead {
         }
     }
 }
-
-/// End a worker started ahead unused (its eval starts one in the usual order, or never runs),
-/// and remove anything it left in the record folder of `tracing`.
-pub(crate) async fn discard(
-    worker: JoinHandle<Result<Worker, StartError>>,
-    tracing: Option<&ScoredTracing>,
-) {
-    if let Ok(Ok(worker)) = worker.await {
-        worker.end(false).await;
-    }
-    if let Some(tracing) = tracing {
-        tracing.clear();
-    }
-}

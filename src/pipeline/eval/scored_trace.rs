@@ -93,12 +93,6 @@ impl ScoredTracing {
         self.load_into(&self.dir)
     }
 
-    /// Remove whatever a worker that was started and then discarded left in the record folder:
-    /// only the worker the eval keeps may have records there.
-    pub fn clear(&self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-
     /// The same tracer for the trusted worker, into `dir` (never read): the reference is timed
     /// under the tracer's cost as the candidate is, so the speedup compares like with like.
     pub fn load_for_reference(&self, dir: &Path) -> Result<TraceLoad, tracer::TracerError> {

@@ -609,11 +609,8 @@ impl Eval<'_> {
         match warm_setup {
             Some(setup) => self.apply_setup(setup),
             None => {
-                // A worker started ahead expected a warm trusted worker already set up: the
-                // trusted side starts first, alone.
-                if let Some(ready) = self.scored_ready.take() {
-                    scored_ahead::discard(ready, self.scored.as_ref()).await;
-                }
+                // A candidate's worker started ahead runs none of its code before its `setup`,
+                // which is sent only once the trusted worker is set up.
                 self.start(
                     Role::Trusted,
                     "none",
@@ -1569,13 +1566,17 @@ impl Eval<'_> {
             self.set_profiled_error(role, e.message);
             return Ok(false);
         }
+        tracing::debug!(?role, "eval: the profiled worker is up");
         self.setup_candidate(role, stage).await?;
+        tracing::debug!(?role, "eval: the profiled worker is set up");
         for n in 0..calls {
             let index = self.trial(role, phase, stage, n == 0).await?;
             self.release(role, index, stage).await?;
         }
+        tracing::debug!(?role, "eval: the profiled calls are done");
         if let Some(worker) = self.candidate.take() {
             let run = worker.finish().await;
+            tracing::debug!(?role, "eval: the profiled worker has ended");
             self.record_profiled_run(role, &run);
         }
         Ok(true)
@@ -1595,6 +1596,7 @@ impl Eval<'_> {
             let run = candidate.finish().await;
             self.record_profiled_run(role, &run);
         }
+        tracing::debug!("eval: the scored worker has ended");
         self.evidence.work = Some(profiled_evidence(&profiler, Role::Work));
         // Only torch problems run CUDA kernels of their own to count; a numpy problem's arrays
         // stay on the host.
