@@ -375,6 +375,7 @@ async fn judged_turn(
         work_ready: None,
         scored_ready,
         started_ahead: false,
+        scored_ending: None,
         conditions: spec
             .device
             .vendor()
@@ -593,6 +594,8 @@ struct Eval<'a> {
     scored_ready: Option<ScoredReady>,
     /// The candidate's scored worker this eval used was started ahead of its turn.
     started_ahead: bool,
+    /// The scored worker's end, under way beside the work pass's setup.
+    scored_ending: Option<tokio::task::JoinHandle<ProfileRun>>,
 }
 
 impl Eval<'_> {
@@ -801,8 +804,15 @@ impl Eval<'_> {
         let Some(worker) = self.slot(role).as_mut() else {
             return Err(harness(stage, format!("no worker for `{}`", request.op())));
         };
+        let asked = Instant::now();
         match worker.conn.request(&request, limit).await {
             Ok(reply) => {
+                tracing::debug!(
+                    ?role,
+                    op = request.op(),
+                    ms = asked.elapsed().as_secs_f64() * 1e3,
+                    "eval: a request answered"
+                );
                 if role == Role::Trusted {
                     self.track_trusted_trials(&request);
                 }
@@ -1567,7 +1577,9 @@ impl Eval<'_> {
             return Ok(false);
         }
         tracing::debug!(?role, "eval: the profiled worker is up");
-        self.setup_candidate(role, stage).await?;
+        let setup = self.setup_candidate(role, stage).await;
+        self.scored_ended().await;
+        setup?;
         tracing::debug!(?role, "eval: the profiled worker is set up");
         for n in 0..calls {
             let index = self.trial(role, phase, stage, n == 0).await?;
@@ -1591,12 +1603,11 @@ impl Eval<'_> {
         profiler: String,
         settings: ProfilerSettings,
     ) -> std::result::Result<(), Failure> {
+        // The scored worker ends beside the work worker's setup (no call of the work pass runs
+        // before it has ended: `profiled_calls` waits for it after the setup).
         if let Some(candidate) = self.candidate.take() {
-            let role = candidate.role;
-            let run = candidate.finish().await;
-            self.record_profiled_run(role, &run);
+            self.scored_ending = Some(tokio::spawn(candidate.finish()));
         }
-        tracing::debug!("eval: the scored worker has ended");
         self.evidence.work = Some(profiled_evidence(&profiler, Role::Work));
         // Only torch problems run CUDA kernels of their own to count; a numpy problem's arrays
         // stay on the host.
@@ -1747,10 +1758,22 @@ impl Eval<'_> {
         }
     }
 
+    /// The scored worker, ending beside the work pass's setup, has ended (its last records are
+    /// in the tracer's file).
+    async fn scored_ended(&mut self) {
+        if let Some(ending) = self.scored_ending.take() {
+            if let Err(e) = ending.await {
+                tracing::debug!(error = %e, "the scored worker's end was not awaited");
+            }
+            tracing::debug!("eval: the scored worker has ended");
+        }
+    }
+
     /// Say `bye` to whichever workers are still up, the candidate's first. A warm trusted
     /// worker is kept instead: every trial of this eval released, it goes back to the
     /// evaluator with this eval's reference blocks (when they may be reused).
     async fn close(&mut self) {
+        self.scored_ended().await;
         // A worker started ahead and never taken (the eval stopped before it).
         for ready in [self.work_ready.take(), self.scored_ready.take()]
             .into_iter()
