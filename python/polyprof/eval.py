@@ -11,7 +11,6 @@ change the verdict.
 
 from __future__ import annotations
 
-import collections
 import concurrent.futures
 import json
 import os
@@ -310,16 +309,18 @@ class Judged:
 
 class _Lane:
     """One ``polyprof eval --candidate -`` process: a warm evaluator judging one candidate at
-    a time, candidate paths in on its stdin, one JSON line out per verdict, in order. Paths are
-    written as soon as they are submitted, so the process builds later candidates on the CPU
-    while earlier ones are judged (docs/eval-harness.md, "The build stage"); a reader thread
-    hands each line to the oldest waiting future."""
+    a time, candidate paths in on its stdin, one JSON line out per verdict, as each is judged.
+    Paths are written as soon as they are submitted, so the process builds later candidates on
+    the CPU while earlier ones are judged, and judges them as their builds finish
+    (docs/eval-harness.md, "The build stage"); a reader thread hands each line to the future of
+    the candidate it names by its ``index`` (the order it was submitted in)."""
 
     def __init__(self, argv: List[str]):
         self._stderr = tempfile.TemporaryFile()
         self._process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr)
         self._lock = threading.Lock()
-        self._waiting: "collections.deque[concurrent.futures.Future[Judged]]" = collections.deque()
+        self._waiting: "Dict[int, concurrent.futures.Future[Judged]]" = {}
+        self._submitted = 0
         self._reader = threading.Thread(target=self._read, name="polyprof-evaluator-lane", daemon=True)
         self._reader.start()
 
@@ -340,7 +341,8 @@ class _Lane:
             if self._process.poll() is not None:
                 future.set_exception(self._ended())
                 return future
-            self._waiting.append(future)
+            self._waiting[self._submitted] = future
+            self._submitted += 1
             try:
                 stdin.write(path.encode() + b"\n")
                 stdin.flush()
@@ -360,16 +362,29 @@ class _Lane:
                 line = b""
             if not line:
                 break
+            try:
+                data = json.loads(line)
+                index = data.get("index") if isinstance(data, dict) else None
+            except ValueError as e:
+                data, index = None, None
+                unreadable: Optional[Exception] = e
+            else:
+                unreadable = None
             with self._lock:
-                future = self._waiting.popleft() if self._waiting else None
+                # A line without its index (unreadable) goes to the oldest candidate waiting.
+                if not isinstance(index, int) or index not in self._waiting:
+                    index = min(self._waiting) if self._waiting else None
+                future = self._waiting.pop(index) if index is not None else None
             if future is None:
                 continue
             try:
-                future.set_result(Judged(json.loads(line)))
+                if unreadable is not None:
+                    raise unreadable
+                future.set_result(Judged(data))
             except Exception as e:  # a line that is not a verdict: its candidate's error
                 future.set_exception(RuntimeError(f"the evaluator printed an unreadable line: {e}"))
         with self._lock:
-            left, self._waiting = list(self._waiting), collections.deque()
+            left, self._waiting = list(self._waiting.values()), {}
         for future in left:
             future.set_exception(self._ended())
 
@@ -450,8 +465,9 @@ class Evaluator:
             return lane.submit(candidate)
 
     def evaluate_many(self, candidates: Iterable[PathLike]) -> Iterator[Judged]:
-        """Judge every candidate, yielding each verdict as it finishes (not in order when there
-        are several lanes). All are sent at once: their builds run ahead of their turns."""
+        """Judge every candidate, yielding each verdict as it finishes (not in the order given:
+        a lane judges its candidates as their builds finish, and lanes run side by side). All
+        are sent at once: their builds run ahead of their turns."""
         futures = [self.submit(c) for c in candidates]
         for done in concurrent.futures.as_completed(futures):
             yield done.result()

@@ -182,6 +182,13 @@ pub async fn execute(
         })
         .collect();
     top_up(&mut waiting, queue.as_ref(), window);
+    if let (Some(evaluator), Some(first)) = (warm.as_mut(), waiting.front()) {
+        // The trusted worker's start beside the builds. A start that cannot begin is left to the
+        // first turn, which says why.
+        if let Err(e) = evaluator.start_trusted_ahead(&first.spec).await {
+            tracing::debug!(error = %e, "the trusted worker was not started ahead");
+        }
+    }
     if warm.is_some() {
         // The first candidate's worker starts as soon as its build is done: nothing is timed.
         let now = CancellationToken::new();

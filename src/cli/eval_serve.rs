@@ -1,7 +1,7 @@
 //! `polyprof eval --reference R --candidate -`: candidate files read from stdin, one path a
 //! line, each judged as it arrives through one warm evaluator (or cold with `--cold`) into
-//! `OUTPUT_DIR/NNNNN-<stem>/`, and one JSON line per candidate on stdout, flushed at once, in
-//! the order they came. The Python `Evaluator` keeps one of these open (docs/eval.md).
+//! `OUTPUT_DIR/NNNNN-<stem>/`, and one JSON line per candidate on stdout, flushed at once, as
+//! each is judged (as builds finish): `index` says which line of stdin it answers (from 0). The Python `Evaluator` keeps one of these open (docs/eval.md).
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -12,7 +12,7 @@ use polyprof::pipeline::eval::ahead::BuildQueue;
 use polyprof::pipeline::eval::{EvalSpec, WarmEvaluator};
 
 use super::eval_many::{
-    Judging, Row, Waiting, build_window, judge_one, prestart_next, row_of, top_up,
+    Judging, Row, Waiting, build_window, judge_one, next_turn, prestart_next, row_of, top_up,
 };
 use super::run::cancel_on_signals;
 
@@ -51,7 +51,7 @@ pub async fn execute(
         spec.cancel = cancel.clone();
         spec.kill_now = kill_now.clone();
         Some(Waiting {
-            order: *count as usize,
+            order: *count as usize - 1,
             file,
             dir,
             spec,
@@ -60,7 +60,7 @@ pub async fn execute(
         })
     };
     loop {
-        let Some(next) = waiting.pop_front() else {
+        if waiting.is_empty() {
             if !open {
                 break;
             }
@@ -76,15 +76,18 @@ pub async fn execute(
                 None => open = false,
             }
             continue;
+        }
+        // Judged as builds finish; each line names its candidate by `index`.
+        let Some(next) = next_turn(&mut waiting, window).await else {
+            continue;
         };
         if cancel.is_cancelled() {
             break;
         }
         top_up(&mut waiting, queue.as_ref(), window);
         let warm = evaluator.is_some();
-        // Lines are answered in the order they came: only the next in line is started ahead.
         if warm {
-            prestart_next(&mut waiting, 1, &next.spec.timing_over);
+            prestart_next(&mut waiting, window, &next.spec.timing_over);
         }
         let started = std::time::Instant::now();
         let judged = judge_one(evaluator.as_mut(), &next.spec, next.pending);
@@ -99,7 +102,7 @@ pub async fn execute(
                         waiting.extend(take(line, &mut count));
                         top_up(&mut waiting, queue.as_ref(), window);
                         if warm {
-                            prestart_next(&mut waiting, 1, &next.spec.timing_over);
+                            prestart_next(&mut waiting, window, &next.spec.timing_over);
                         }
                     }
                     None => open = false,
@@ -120,6 +123,7 @@ pub async fn execute(
             Err(e) => (Row::not_run(&next.file, &next.dir, &e.to_string()), false),
         };
         let line = serde_json::json!({
+            "index": next.order,
             "row": row,
             "seconds": seconds,
             "device_seconds": row.device_seconds,

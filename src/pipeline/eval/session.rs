@@ -135,6 +135,28 @@ pub async fn prepare(spec: &EvalSpec, ahead: bool) -> Result<Prepared> {
     })
 }
 
+/// The launch of a warm evaluator's trusted worker for `spec`'s problem, started before any
+/// candidate's turn: from the evaluator's own harness copy and directory, under the scored
+/// pass's tracer when the scored pass is traced (as `Eval::start` launches it).
+pub(crate) async fn trusted_launch(spec: &EvalSpec, warm: &WarmState) -> Launch {
+    let reference = std::path::absolute(&spec.reference).unwrap_or_else(|_| spec.reference.clone());
+    let side = CandidateSide {
+        spec,
+        script: &warm.script,
+        eval_dir: &warm.dir,
+        source: &reference,
+        sandbox: None,
+        build_dir: None,
+    };
+    let mut launch = side.launch(Role::Trusted, "none", ProfilerSettings::default());
+    if let Some(Ok((tracer, library))) = scored_trace::plan(spec).await {
+        let tracing = ScoredTracing::new(tracer, library, &warm.dir);
+        let dir = warm.dir.join(scored_trace::REFERENCE_TRACE_DIR);
+        launch.trace = tracing.load_for_reference(&dir).ok();
+    }
+    launch
+}
+
 /// Start the scored worker of a prepared candidate now, ahead of its turn (a warm evaluator's
 /// next candidate, while the current one's work pass runs): its interpreter, torch and the
 /// tracer load; its `setup`, where its code first runs, waits for its turn. A candidate whose
@@ -614,13 +636,22 @@ impl Eval<'_> {
             None => {
                 // A candidate's worker started ahead runs none of its code before its `setup`,
                 // which is sent only once the trusted worker is set up.
-                self.start(
-                    Role::Trusted,
-                    "none",
-                    ProfilerSettings::default(),
-                    Stage::Reference,
-                )
-                .await?;
+                let starting = self.warm.as_mut().and_then(|w| w.trusted_starting.take());
+                match starting {
+                    Some(starting) => {
+                        self.take_started(Role::Trusted, Stage::Reference, starting)
+                            .await?
+                    }
+                    None => {
+                        self.start(
+                            Role::Trusted,
+                            "none",
+                            ProfilerSettings::default(),
+                            Stage::Reference,
+                        )
+                        .await?
+                    }
+                }
                 self.setup_trusted().await?;
                 self.keep_setup();
             }

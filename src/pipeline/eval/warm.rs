@@ -55,13 +55,25 @@ impl WarmEvaluator {
         self.judge(spec, Some(prepared)).await
     }
 
-    async fn judge(&mut self, spec: &EvalSpec, prepared: Option<Prepared>) -> Result<EvalOutcome> {
+    /// Start the trusted worker for `spec`'s problem now, before any candidate is ready (its
+    /// interpreter and imports load beside the candidates' builds); the first judged turn sets
+    /// it up. Nothing when a trusted worker is already up or starting, or the candidates will be
+    /// judged cold.
+    pub async fn start_trusted_ahead(&mut self, spec: &EvalSpec) -> Result<()> {
         if self.cold_only || spec.sandbox == SandboxSetting::Off {
-            return match prepared {
-                Some(prepared) => session::evaluate_prepared(spec, prepared).await,
-                None => session::evaluate(spec).await,
-            };
+            return Ok(());
         }
+        let state = self.state_for(spec).await?;
+        if state.trusted.is_none() && state.trusted_starting.is_none() {
+            let launch = session::trusted_launch(spec, state).await;
+            state.trusted_starting = Some(tokio::spawn(async move { launch.start().await }));
+        }
+        Ok(())
+    }
+
+    /// The state for `spec`'s problem: the one kept, or a fresh one (a kept one that no longer
+    /// fits, or whose files changed, is retired first).
+    async fn state_for(&mut self, spec: &EvalSpec) -> Result<&mut WarmState> {
         let fit = fit_of(spec);
         let unusable = self
             .state
@@ -70,30 +82,41 @@ impl WarmEvaluator {
         if unusable {
             self.retire().await;
         }
-        let state = match self.state.as_mut() {
-            Some(state) => state,
-            None => {
-                let dir = self
-                    .root
-                    .join(format!("warm-reference.{:03}", self.generation));
-                self.generation += 1;
-                let script = write_harness(&dir)?;
-                let harness_dir = script.parent().unwrap_or(&dir).to_path_buf();
-                let reference =
-                    std::path::absolute(&spec.reference).unwrap_or_else(|_| spec.reference.clone());
-                let baseline = Baseline::take(&harness_dir, &[&reference], &[]);
-                self.state.insert(WarmState {
-                    dir,
-                    script,
-                    baseline,
-                    fit,
-                    trusted: None,
-                    setup: None,
-                    next_trial: 0,
-                    stored: None,
-                })
-            }
-        };
+        if self.state.is_none() {
+            let dir = self
+                .root
+                .join(format!("warm-reference.{:03}", self.generation));
+            self.generation += 1;
+            let script = write_harness(&dir)?;
+            let harness_dir = script.parent().unwrap_or(&dir).to_path_buf();
+            let reference =
+                std::path::absolute(&spec.reference).unwrap_or_else(|_| spec.reference.clone());
+            let baseline = Baseline::take(&harness_dir, &[&reference], &[]);
+            self.state = Some(WarmState {
+                dir,
+                script,
+                baseline,
+                fit,
+                trusted: None,
+                trusted_starting: None,
+                setup: None,
+                next_trial: 0,
+                stored: None,
+            });
+        }
+        self.state
+            .as_mut()
+            .ok_or_else(|| crate::model::error::Error::invalid("warm evaluator", "no state"))
+    }
+
+    async fn judge(&mut self, spec: &EvalSpec, prepared: Option<Prepared>) -> Result<EvalOutcome> {
+        if self.cold_only || spec.sandbox == SandboxSetting::Off {
+            return match prepared {
+                Some(prepared) => session::evaluate_prepared(spec, prepared).await,
+                None => session::evaluate(spec).await,
+            };
+        }
+        let state = self.state_for(spec).await?;
         let outcome = session::evaluate_warm(spec, state, prepared).await;
         let interfered = outcome.as_ref().is_ok_and(|o| {
             o.evidence
@@ -109,14 +132,15 @@ impl WarmEvaluator {
                 .as_ref()
                 .is_some_and(|s| s.confines.iter().any(|c| c == "signals"))
         });
-        if unconfined && state.setup.is_none() {
-            self.cold_only = true;
+        let cold_only = unconfined && state.setup.is_none();
+        if cold_only {
             let _ = std::fs::remove_dir_all(&state.dir);
         }
         // A trusted worker lost (its failure, a cancel) or a candidate that interfered: the
         // next candidate gets a fresh one and fresh measurements. A candidate whose build
         // failed never reached a trusted worker: none was lost.
         let lost = state.trusted.is_none() && (state.setup.is_some() || !built_failed(&outcome));
+        self.cold_only |= cold_only;
         if interfered || lost {
             self.retire().await;
         }
@@ -129,9 +153,15 @@ impl WarmEvaluator {
     }
 
     async fn retire(&mut self) {
-        if let Some(mut state) = self.state.take()
-            && let Some(trusted) = state.trusted.take()
+        let Some(mut state) = self.state.take() else {
+            return;
+        };
+        if let Some(starting) = state.trusted_starting.take()
+            && let Ok(Ok(trusted)) = starting.await
         {
+            trusted.end(false).await;
+        }
+        if let Some(trusted) = state.trusted.take() {
             trusted.finish().await;
         }
     }
