@@ -361,7 +361,8 @@ fn shares_run_the_jobs_in_one_task_per_gpu() {
         assert_eq!(e.state, EntryState::Succeeded, "{}: {:?}", e.id, e.errors);
         let slurm = e.slurm.as_ref().unwrap();
         assert_eq!(slurm.array_job_id, job_id);
-        assert_eq!(slurm.task_id, i % 2, "job {i} is in share {}", i % 2);
+        // Eight plain jobs in two shares: two runs of four, in job-file order.
+        assert_eq!(slurm.task_id, i / 4, "job {i} is in share {}", i / 4);
         let device = e.device.clone().expect("the GPU Slurm pinned for the task");
         let stdout =
             std::fs::read_to_string(root.join(format!("runs/s{i}/run.1.stdout.log"))).unwrap();

@@ -57,9 +57,9 @@ pub struct SlurmRun {
     /// The batch's profile cache (`--profile-cache`), to know which jobs' run documents to
     /// read for the index's cache figures at the end (the tasks get it on their command line).
     pub profile_cache: Option<crate::pipeline::profile_cache::ProfileCacheOptions>,
-    /// `Some(N)`: N array tasks (one per GPU), task k running the jobs left to run whose
-    /// position in that list is k mod N, one after the other (`--slurm-mode shares`); `None`:
-    /// one array task per job.
+    /// `Some(N)`: N array tasks (one per GPU), each running a run of consecutive jobs left to
+    /// run, each problem's evals together (`Layout::shares`), one after the other
+    /// (`--slurm-mode shares`); `None`: one array task per job.
     pub shares: Option<u32>,
 }
 
@@ -73,13 +73,31 @@ pub(super) enum Layout {
 }
 
 impl Layout {
-    /// `n` shares of `to_run` (in order): the j-th job to run goes to task j mod n.
-    pub(super) fn shares(to_run: &BTreeSet<u32>, n: u32) -> Layout {
+    /// `n` shares of `to_run`: the jobs in job-file order but each problem's evals together
+    /// (`problem_of`: an eval job's problem key, `None` for other jobs), cut into `n` runs of
+    /// consecutive jobs whose sizes differ by one at most. A share warms one evaluator per
+    /// problem it holds: this way about one per problem plus one per cut, where dealing the
+    /// jobs out in turn (k mod n) made every share warm up every problem.
+    pub(super) fn shares(
+        to_run: &BTreeSet<u32>,
+        n: u32,
+        problem_of: impl Fn(u32) -> Option<String>,
+    ) -> Layout {
         let n = (n.max(1) as usize).min(to_run.len().max(1));
-        let mut jobs = vec![Vec::new(); n];
-        for (j, &i) in to_run.iter().enumerate() {
-            jobs[j % n].push(i);
-        }
+        let mut first_of: std::collections::HashMap<String, u32> = Default::default();
+        let mut ordered: Vec<(u32, u32)> = to_run
+            .iter()
+            .map(|&i| {
+                let group = problem_of(i).map_or(i, |key| *first_of.entry(key).or_insert(i));
+                (group, i)
+            })
+            .collect();
+        ordered.sort_unstable();
+        let (size, extra) = (ordered.len() / n, ordered.len() % n);
+        let mut rest = ordered.into_iter().map(|(_, i)| i);
+        let jobs = (0..n)
+            .map(|k| rest.by_ref().take(size + usize::from(k < extra)).collect())
+            .collect();
         Layout::Shares { jobs }
     }
 
@@ -229,7 +247,11 @@ pub async fn run_slurm(
         _ => ClusterConfig::default(),
     };
     let layout = match run.shares {
-        Some(n) => Layout::shares(&to_run, n),
+        Some(n) => Layout::shares(&to_run, n, |i| {
+            specs
+                .get(i as usize)
+                .and_then(crate::pipeline::batch::eval_job::problem_key)
+        }),
         None => Layout::PerJob,
     };
     let tasks = layout.tasks(&to_run);
@@ -760,6 +782,44 @@ async fn slurm_command(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn share_lists(layout: Layout) -> Vec<Vec<u32>> {
+        match layout {
+            Layout::Shares { jobs } => jobs,
+            Layout::PerJob => panic!("not shares"),
+        }
+    }
+
+    #[test]
+    fn shares_are_consecutive_runs_with_each_problems_evals_together() {
+        let all = |n: u32| (0..n).collect::<BTreeSet<u32>>();
+        // Plain jobs: runs in job-file order, sizes apart by one at most.
+        assert_eq!(
+            share_lists(Layout::shares(&all(8), 2, |_| None)),
+            [vec![0, 1, 2, 3], vec![4, 5, 6, 7]]
+        );
+        assert_eq!(
+            share_lists(Layout::shares(&all(7), 3, |_| None)),
+            [vec![0, 1, 2], vec![3, 4], vec![5, 6]]
+        );
+        // Two problems' evals interleaved in the file: each share holds one problem.
+        let problem = |i: u32| Some(if i % 2 == 0 { "a" } else { "b" }.to_string());
+        assert_eq!(
+            share_lists(Layout::shares(&all(6), 2, problem)),
+            [vec![0, 2, 4], vec![1, 3, 5]]
+        );
+        // A plain job keeps its place among the groups; more tasks than jobs: one job each.
+        let mixed = |i: u32| (i != 1).then(|| "a".to_string());
+        assert_eq!(
+            share_lists(Layout::shares(&all(4), 2, mixed)),
+            [vec![0, 2], vec![3, 1]]
+        );
+        let resumed: BTreeSet<u32> = [1, 6].into();
+        assert_eq!(
+            share_lists(Layout::shares(&resumed, 5, |_| None)),
+            [vec![1], vec![6]]
+        );
+    }
 
     #[test]
     fn an_entry_written_late_by_an_earlier_array_is_not_this_arrays_answer() {
