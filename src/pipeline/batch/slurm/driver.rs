@@ -803,7 +803,7 @@ mod tests {
             [vec![0, 1, 2], vec![3, 4], vec![5, 6]]
         );
         // Two problems' evals interleaved in the file: each share holds one problem.
-        let problem = |i: u32| Some(if i % 2 == 0 { "a" } else { "b" }.to_string());
+        let problem = |i: u32| Some(if i.is_multiple_of(2) { "a" } else { "b" }.to_string());
         assert_eq!(
             share_lists(Layout::shares(&all(6), 2, problem)),
             [vec![0, 2, 4], vec![1, 3, 5]]
