@@ -15,15 +15,15 @@ cd "$(dirname "$0")/.."
 profile=dev
 flags=()
 if [[ "${1:-}" == "--release" ]]; then
-  profile=release
-  flags=(--release)
+  profile=wheel # Cargo.toml's [profile.wheel]: release with whole-program optimization
+  flags=(--profile wheel)
   shift
 fi
 out="${1:-target/wheels}"
 target="${CARGO_TARGET_DIR:-target}"
 glibc="${POLYPROF_WHEEL_GLIBC:-2.17}"
 zig=false
-[[ $profile == release && $(uname -s) == Linux && $glibc != host ]] && zig=true
+[[ $profile == wheel && $(uname -s) == Linux && $glibc != host ]] && zig=true
 # The tools from PATH, else from a virtual environment of their own (never into the active
 # Python). zig comes as PyPI's `ziglang`, which maturin and cargo-zigbuild both find there.
 need=(maturin)
@@ -44,11 +44,11 @@ if $zig; then
   # The suffix is cargo-zigbuild's: link against that glibc's symbol versions.
   cargo zigbuild --quiet --profile "$profile" --target "$triple.$glibc" \
     --bin polyprof --bin polyprof-supervise
-  bins="$target/$triple/release"
+  bins="$target/$triple/$profile"
   flags+=(--zig --target "$triple" --compatibility "manylinux_${glibc/./_}")
 else
   cargo build --quiet --profile "$profile" --bin polyprof --bin polyprof-supervise
-  bins="$target/$([[ $profile == dev ]] && echo debug || echo release)"
+  bins="$target/$([[ $profile == dev ]] && echo debug || echo "$profile")"
 fi
 # The executables are staged in the source tree only while maturin runs: left there, a later
 # `pip install ./python` would pack whatever build was staged last.
