@@ -693,6 +693,11 @@ impl Eval<'_> {
         let timing_trial = self.correctness().await?;
         let correct = self.correct_so_far();
         tracing::debug!(correct, "eval: the correctness trials are done");
+        // An incorrect candidate is not timed: the next one's worker may start while this turn
+        // closes.
+        if !correct {
+            self.spec.timing_over.cancel();
+        }
         if correct && let Some((profiler, settings)) = &work {
             self.start_work_ahead(profiler, settings.clone());
         }
