@@ -923,6 +923,8 @@ class GpuMarks:
     def __init__(self) -> None:
         self.lib: Any = None
         self.buffer: Any = None
+        # The baseline's memsets write here, never into the marks' buffer (see `imitate`).
+        self.imitation: Any = None
         self.flush_fn: Any = None
         self.tried = False
 
@@ -948,6 +950,7 @@ class GpuMarks:
                     self.flush_fn = None
             if self.lib is not None:
                 self.buffer = torch.empty(MAX_MARK_BYTES, dtype=torch.uint8, device="cuda")
+                self.imitation = torch.empty(MAX_MARK_BYTES, dtype=torch.uint8, device="cuda")
         return self.lib is not None and self.buffer is not None
 
     def memset(self, ptr: int, value: int, nbytes: int) -> None:
@@ -970,13 +973,15 @@ class GpuMarks:
 
     def imitate(self, nbytes: Optional[int]) -> None:
         """A memset as costly as the mark of ``nbytes`` but never a mark: 8 bytes shorter (every
-        mark is a multiple of 16 bytes; CUPTI's record of a memset inside a CUDA graph does not
-        carry its value, so the size alone tells a mark). A timing block's baseline runs these,
-        so the marks' own time is not the call's."""
+        mark is a multiple of 16 bytes), of another value, into a buffer of its own. A timing
+        block's baseline runs these, so the marks' own time is not the call's. Its own buffer:
+        with the marks' buffer, CUPTI recorded a third of the marks of the paired graph with the
+        parameters of the baseline graph's memsets (size and value; H100, CUDA 13), which broke
+        the calls' windows of an honest Triton add."""
         if not nbytes or not self.ready():
             return
         size = max(1, min(int(nbytes), MAX_MARK_BYTES))
-        self.memset(self.buffer.data_ptr(), 0x5A, max(8, size - 8))
+        self.memset(self.imitation.data_ptr(), 0x5A, max(8, size - 8))
 
     def flush(self) -> None:
         """Hand CUPTI's buffered records to the tracer's file now."""

@@ -690,6 +690,11 @@ impl Eval<'_> {
         }
         setup?;
         tracing::debug!("eval: the candidate is set up");
+        // The work pass's worker (ncu, the interpreter, torch: seconds) starts now, beside the
+        // trials and the timing; one not needed (an incorrect candidate) is ended at the close.
+        if let Some((profiler, settings)) = &work {
+            self.start_work_ahead(profiler, settings.clone());
+        }
         let timing_trial = self.correctness().await?;
         let correct = self.correct_so_far();
         tracing::debug!(correct, "eval: the correctness trials are done");
@@ -697,9 +702,6 @@ impl Eval<'_> {
         // closes.
         if !correct {
             self.spec.timing_over.cancel();
-        }
-        if correct && let Some((profiler, settings)) = &work {
-            self.start_work_ahead(profiler, settings.clone());
         }
         // An incorrect candidate is not timed: its speed means nothing.
         if correct && self.spec.options.timing_blocks > 0 {
