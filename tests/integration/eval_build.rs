@@ -118,6 +118,24 @@ fn a_library_built_at_import_is_reused_by_the_judged_worker() {
     assert!(log.contains("VISIBLE-DEVICES ''"), "{log}");
 }
 
+/// `polyprof eval` of every candidate in `candidates` (warm, builds two at a time ahead), small
+/// trials, into `out`.
+fn judge_folder(python: &Path, candidates: &Path, out: &Path) -> std::process::Output {
+    crate::support::polyprof()
+        .args(["eval", "--device", "cpu", "--trials", "2", "--blocks", "2"])
+        .args(["--repeat", "3", "--warmup", "1", "--build-jobs", "2"])
+        .arg("--python")
+        .arg(python)
+        .arg("--reference")
+        .arg(problem("reference.py"))
+        .arg("--candidate")
+        .arg(candidates)
+        .arg("--output-dir")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
 fn build_and_judged(evidence: &EvalEvidence) -> (String, String, String) {
     let build = evidence.build.as_ref().expect("a build");
     let judged = evidence.judged.as_ref().expect("a judged turn");
@@ -144,19 +162,7 @@ fn builds_of_later_candidates_run_while_earlier_ones_are_judged() {
     }
     std::fs::copy(problem("build_broken.py"), candidates.join("d_broken.py")).unwrap();
     let out = tmp.path().join("out");
-    let run = crate::support::polyprof()
-        .args(["eval", "--device", "cpu", "--trials", "2", "--blocks", "2"])
-        .args(["--repeat", "3", "--warmup", "1", "--build-jobs", "2"])
-        .arg("--python")
-        .arg(&python)
-        .arg("--reference")
-        .arg(problem("reference.py"))
-        .arg("--candidate")
-        .arg(&candidates)
-        .arg("--output-dir")
-        .arg(&out)
-        .output()
-        .unwrap();
+    let run = judge_folder(&python, &candidates, &out);
     assert_eq!(
         run.status.code(),
         Some(1),
@@ -287,19 +293,7 @@ fn a_slow_build_does_not_hold_the_device_while_a_later_candidate_is_ready() {
     std::fs::write(candidates.join("a_slow.py"), slow).unwrap();
     std::fs::copy(problem("build_c_library.py"), candidates.join("b_quick.py")).unwrap();
     let out = tmp.path().join("out");
-    let run = crate::support::polyprof()
-        .args(["eval", "--device", "cpu", "--trials", "2", "--blocks", "2"])
-        .args(["--repeat", "3", "--warmup", "1", "--build-jobs", "2"])
-        .arg("--python")
-        .arg(&python)
-        .arg("--reference")
-        .arg(problem("reference.py"))
-        .arg("--candidate")
-        .arg(&candidates)
-        .arg("--output-dir")
-        .arg(&out)
-        .output()
-        .unwrap();
+    let run = judge_folder(&python, &candidates, &out);
     assert_eq!(
         run.status.code(),
         Some(0),
