@@ -118,12 +118,17 @@ fn a_library_built_at_import_is_reused_by_the_judged_worker() {
     assert!(log.contains("VISIBLE-DEVICES ''"), "{log}");
 }
 
-/// `polyprof eval` of every candidate in `candidates` (warm, builds two at a time ahead), small
-/// trials, into `out`.
-fn judge_folder(python: &Path, candidates: &Path, out: &Path) -> std::process::Output {
+/// `polyprof eval` of every candidate in `candidates` (warm, `build_jobs` builds at a time
+/// ahead), small trials, into `out`.
+fn judge_folder(
+    python: &Path,
+    candidates: &Path,
+    out: &Path,
+    build_jobs: &str,
+) -> std::process::Output {
     crate::support::polyprof()
         .args(["eval", "--device", "cpu", "--trials", "2", "--blocks", "2"])
-        .args(["--repeat", "3", "--warmup", "1", "--build-jobs", "2"])
+        .args(["--repeat", "3", "--warmup", "1", "--build-jobs", build_jobs])
         .arg("--python")
         .arg(python)
         .arg("--reference")
@@ -162,7 +167,7 @@ fn builds_of_later_candidates_run_while_earlier_ones_are_judged() {
     }
     std::fs::copy(problem("build_broken.py"), candidates.join("d_broken.py")).unwrap();
     let out = tmp.path().join("out");
-    let run = judge_folder(&python, &candidates, &out);
+    let run = judge_folder(&python, &candidates, &out, "1");
     assert_eq!(
         run.status.code(),
         Some(1),
@@ -207,7 +212,9 @@ fn builds_of_later_candidates_run_while_earlier_ones_are_judged() {
     }
     // Through the warm evaluator every candidate's scored worker was started ahead: the first's
     // once its build was done (nothing was timed yet), each later one's while the candidate
-    // before it finished its turn.
+    // before it finished its turn. One build at a time keeps the builds, and so the turns, in
+    // the directory's order (with two, the broken one's build may finish first and take the
+    // one start a turn gives: seen on a loaded machine).
     assert_eq!(started_ahead, [true, true, true]);
     // Ordered by the evidence's own timestamps (RFC 3339 with nanoseconds, UTC: they compare
     // as text): each later build began before the judging of the one before it ended.
@@ -293,7 +300,7 @@ fn a_slow_build_does_not_hold_the_device_while_a_later_candidate_is_ready() {
     std::fs::write(candidates.join("a_slow.py"), slow).unwrap();
     std::fs::copy(problem("build_c_library.py"), candidates.join("b_quick.py")).unwrap();
     let out = tmp.path().join("out");
-    let run = judge_folder(&python, &candidates, &out);
+    let run = judge_folder(&python, &candidates, &out, "2");
     assert_eq!(
         run.status.code(),
         Some(0),
