@@ -363,23 +363,20 @@ class _Lane:
             if not line:
                 break
             try:
-                data = json.loads(line)
-                index = data.get("index") if isinstance(data, dict) else None
+                data: Any = json.loads(line)
             except ValueError as e:
-                data, index = None, None
-                unreadable: Optional[Exception] = e
-            else:
-                unreadable = None
+                data = e
+            index = data.get("index") if isinstance(data, dict) else None
             with self._lock:
-                # A line without its index (unreadable) goes to the oldest candidate waiting.
-                if not isinstance(index, int) or index not in self._waiting:
-                    index = min(self._waiting) if self._waiting else None
+                # A line that names no waiting candidate (an unreadable one) goes to the oldest.
+                if index not in self._waiting:
+                    index = min(self._waiting, default=None)
                 future = self._waiting.pop(index) if index is not None else None
             if future is None:
                 continue
             try:
-                if unreadable is not None:
-                    raise unreadable
+                if isinstance(data, Exception):
+                    raise data
                 future.set_result(Judged(data))
             except Exception as e:  # a line that is not a verdict: its candidate's error
                 future.set_exception(RuntimeError(f"the evaluator printed an unreadable line: {e}"))

@@ -1,7 +1,8 @@
 //! `polyprof eval --reference R --candidate -`: candidate files read from stdin, one path a
 //! line, each judged as it arrives through one warm evaluator (or cold with `--cold`) into
 //! `OUTPUT_DIR/NNNNN-<stem>/`, and one JSON line per candidate on stdout, flushed at once, as
-//! each is judged (as builds finish): `index` says which line of stdin it answers (from 0). The Python `Evaluator` keeps one of these open (docs/eval.md).
+//! each is judged (as builds finish): `index` says which path it answers (its place among the
+//! paths read, from 0). The Python `Evaluator` keeps one of these open (docs/eval.md).
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -45,13 +46,14 @@ pub async fn execute(
         let stem = file
             .file_stem()
             .map_or_else(|| "candidate".into(), |s| s.to_string_lossy().into_owned());
+        let order = *count as usize;
         let dir = root.join(format!("{count:05}-{stem}"));
         *count += 1;
         let mut spec = make_spec(&file, dir.clone());
         spec.cancel = cancel.clone();
         spec.kill_now = kill_now.clone();
         Some(Waiting {
-            order: *count as usize - 1,
+            order,
             file,
             dir,
             spec,

@@ -10,7 +10,7 @@ use std::process::Stdio;
 
 use polyprof::eval::evidence::{EvalEvidence, FailureKind, Stage};
 
-use crate::support::eval::{documents, eval_problem, problem, python_with_numpy};
+use crate::support::eval::{documents, eval_cpu, eval_problem, problem, python_with_numpy};
 
 /// `cc` on PATH (the C candidates compile with it); else the test says it is skipped.
 fn have_cc() -> bool {
@@ -84,8 +84,7 @@ fn a_candidate_that_raises_at_import_fails_its_build() {
     )
     .unwrap();
     let dir = tmp.path().join("eval");
-    let out =
-        crate::support::eval::eval_cpu(&python, &problem("reference.py"), &candidate, &dir, &[]);
+    let out = eval_cpu(&python, &problem("reference.py"), &candidate, &dir, &[]);
     assert_eq!(out.status.code(), Some(1));
     assert_build_failed(&dir, "missing on purpose");
 }
@@ -119,26 +118,33 @@ fn a_library_built_at_import_is_reused_by_the_judged_worker() {
 }
 
 /// `polyprof eval` of every candidate in `candidates` (warm, `build_jobs` builds at a time
-/// ahead), small trials, into `out`.
+/// ahead) into `out`.
 fn judge_folder(
     python: &Path,
     candidates: &Path,
     out: &Path,
     build_jobs: &str,
 ) -> std::process::Output {
-    crate::support::polyprof()
-        .args(["eval", "--device", "cpu", "--trials", "2", "--blocks", "2"])
-        .args(["--repeat", "3", "--warmup", "1", "--build-jobs", build_jobs])
-        .arg("--python")
-        .arg(python)
-        .arg("--reference")
-        .arg(problem("reference.py"))
-        .arg("--candidate")
-        .arg(candidates)
-        .arg("--output-dir")
-        .arg(out)
-        .output()
-        .unwrap()
+    eval_cpu(
+        python,
+        &problem("reference.py"),
+        candidates,
+        out,
+        &["--build-jobs", build_jobs],
+    )
+}
+
+/// What a test of a folder of C-building candidates needs: `cc`, a Python with numpy, and an
+/// empty `candidates` folder in a temporary directory (`None`: skipped, and said so).
+fn candidates_folder() -> Option<(std::path::PathBuf, tempfile::TempDir, std::path::PathBuf)> {
+    if !have_cc() {
+        return None;
+    }
+    let python = python_with_numpy()?;
+    let tmp = tempfile::tempdir().unwrap();
+    let candidates = tmp.path().join("candidates");
+    std::fs::create_dir(&candidates).unwrap();
+    Some((python, tmp, candidates))
 }
 
 fn build_and_judged(evidence: &EvalEvidence) -> (String, String, String) {
@@ -153,15 +159,9 @@ fn build_and_judged(evidence: &EvalEvidence) -> (String, String, String) {
 
 #[test]
 fn builds_of_later_candidates_run_while_earlier_ones_are_judged() {
-    if !have_cc() {
-        return;
-    }
-    let Some(python) = python_with_numpy() else {
+    let Some((python, tmp, candidates)) = candidates_folder() else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let candidates = tmp.path().join("candidates");
-    std::fs::create_dir(&candidates).unwrap();
     for name in ["a.py", "b.py", "c.py"] {
         std::fs::copy(problem("build_c_library.py"), candidates.join(name)).unwrap();
     }
@@ -280,15 +280,9 @@ fn candidates_from_stdin_build_ahead_and_a_failed_build_costs_no_device_time() {
 
 #[test]
 fn a_slow_build_does_not_hold_the_device_while_a_later_candidate_is_ready() {
-    if !have_cc() {
-        return;
-    }
-    let Some(python) = python_with_numpy() else {
+    let Some((python, tmp, candidates)) = candidates_folder() else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let candidates = tmp.path().join("candidates");
-    std::fs::create_dir(&candidates).unwrap();
     // First in the directory's order, but its build takes 4 s; the second's takes none.
     let slow = std::fs::read_to_string(problem("build_c_library.py"))
         .unwrap()

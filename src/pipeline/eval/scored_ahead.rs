@@ -4,15 +4,12 @@
 //! Only the interpreter, torch and the scored pass's tracer load before its `setup`; no
 //! candidate code runs until its own turn, and it holds no CUDA context before then.
 
-use std::path::{Path, PathBuf};
-
-use tokio::task::JoinHandle;
+use std::path::Path;
 
 use crate::eval::evidence::ScoredTrace;
-use crate::pipeline::eval::confine::CandidateSandbox;
 use crate::pipeline::eval::scored_trace::{self, ScoredTracing, TraceLoad};
 use crate::pipeline::eval::spec::{Device, EvalSpec};
-use crate::pipeline::eval::worker::{Launch, Role, StartError, Worker};
+use crate::pipeline::eval::worker::{Launch, StartingWorker};
 use crate::profilers::ProfilerSettings;
 
 /// How the scored pass is witnessed: through its own trace, or (no tracer) a witness pass.
@@ -79,46 +76,11 @@ pub(crate) fn trace_load(
     }
 }
 
-/// Everything a candidate-side worker's launch is made of.
-pub(crate) struct CandidateSide<'a> {
-    pub spec: &'a EvalSpec,
-    pub script: &'a Path,
-    pub eval_dir: &'a Path,
-    /// The candidate file, absolute.
-    pub source: &'a Path,
-    pub sandbox: Option<&'a CandidateSandbox>,
-    pub build_dir: Option<PathBuf>,
-}
-
-impl CandidateSide<'_> {
-    /// The launch of the candidate's worker in `role` (scored, witness, work or build).
-    pub fn launch(&self, role: Role, profiler: &str, settings: ProfilerSettings) -> Launch {
-        Launch {
-            role,
-            python: self.spec.python.clone(),
-            script: self.script.to_path_buf(),
-            source: self.source.to_path_buf(),
-            device: self.spec.device.as_str(),
-            eval_dir: self.eval_dir.to_path_buf(),
-            profiler: profiler.to_string(),
-            settings,
-            tracking: self.spec.tracking.clone(),
-            extra_env: self.spec.extra_env.clone(),
-            cancel: self.spec.cancel.clone(),
-            kill_now: self.spec.kill_now.clone(),
-            connect_timeout: self.spec.options.setup_timeout,
-            sandbox: self.sandbox.cloned(),
-            build_dir: self.build_dir.clone(),
-            trace: None,
-        }
-    }
-}
-
 /// The scored worker of a candidate, started before its turn, with the plan it was started
 /// under (a plan is made once per eval: its marks must never repeat).
 pub(crate) struct StartedAhead {
     pub plan: ScoredPlan,
-    pub worker: JoinHandle<Result<Worker, StartError>>,
+    pub worker: StartingWorker,
 }
 
 impl StartedAhead {
@@ -127,7 +89,7 @@ impl StartedAhead {
         launch.trace = trace_load(plan.tracing.as_ref(), plan.timeline.as_mut());
         StartedAhead {
             plan,
-            worker: tokio::spawn(async move { launch.start().await }),
+            worker: launch.start_ahead(),
         }
     }
 }

@@ -29,14 +29,14 @@ use crate::pipeline::eval::harness_files::write_harness;
 use crate::pipeline::eval::input_pool;
 use crate::pipeline::eval::integrity::{self, Baseline};
 use crate::pipeline::eval::protocol::{Message, ProtocolError};
-use crate::pipeline::eval::scored_ahead::{self, CandidateSide, ScoredPlan, StartedAhead};
+use crate::pipeline::eval::scored_ahead::{self, ScoredPlan, StartedAhead};
 use crate::pipeline::eval::scored_trace::{self, ScoredTracing, TraceLoad};
 use crate::pipeline::eval::seeds::SeedSource;
 use crate::pipeline::eval::spec::{Device, EvalOutcome, EvalSpec, IfExists};
 use crate::pipeline::eval::warm_state::{
     MAX_REFERENCE_AGE, StoredReference, TrustedSetup, WarmState,
 };
-use crate::pipeline::eval::worker::{Launch, Role, StartError, Worker};
+use crate::pipeline::eval::worker::{Launch, Launcher, Role, StartingWorker, Worker};
 use crate::pipeline::lock::RUN_LOCK;
 use crate::pipeline::rundir::{self, ClaimedDir};
 use crate::profilers::ProfilerSettings;
@@ -140,29 +140,25 @@ pub async fn prepare(spec: &EvalSpec, ahead: bool) -> Result<Prepared> {
 /// pass's tracer when the scored pass is traced (as `Eval::start` launches it).
 pub(crate) async fn trusted_launch(spec: &EvalSpec, warm: &WarmState) -> Launch {
     let reference = std::path::absolute(&spec.reference).unwrap_or_else(|_| spec.reference.clone());
-    let side = CandidateSide {
-        spec,
-        script: &warm.script,
-        eval_dir: &warm.dir,
-        source: &reference,
-        sandbox: None,
-        build_dir: None,
-    };
-    let mut launch = side.launch(Role::Trusted, "none", ProfilerSettings::default());
-    if let Some(Ok((tracer, library))) = scored_trace::plan(spec).await {
-        let tracing = ScoredTracing::new(tracer, library, &warm.dir);
-        let dir = warm.dir.join(scored_trace::REFERENCE_TRACE_DIR);
-        launch.trace = tracing.load_for_reference(&dir).ok();
-    }
+    let launcher = Launcher::trusted(spec, &warm.script, &warm.dir, &reference);
+    let mut launch = launcher.launch(Role::Trusted, "none", ProfilerSettings::default());
+    let plan = scored_ahead::plan(spec, &warm.dir).await;
+    launch.trace = reference_trace_load(plan.tracing.as_ref(), &launch.eval_dir);
     launch
+}
+
+/// The scored pass's tracer for the trusted worker whose directory is `eval_dir` (so the
+/// reference is timed under the tracer's cost too); none when the scored pass is not traced.
+fn reference_trace_load(tracing: Option<&ScoredTracing>, eval_dir: &Path) -> Option<TraceLoad> {
+    let dir = eval_dir.join(scored_trace::REFERENCE_TRACE_DIR);
+    tracing?.load_for_reference(&dir).ok()
 }
 
 /// Start the scored worker of a prepared candidate now, ahead of its turn (a warm evaluator's
 /// next candidate, while the current one's work pass runs): its interpreter, torch and the
-/// tracer load; its `setup`, where its code first runs, waits for its turn. A candidate whose
-/// build failed, or whose files changed, gets none. Its eval uses the worker only when the warm
-/// trusted worker it then finds is set up; otherwise the worker is ended and its eval starts
-/// one in the usual order (the trusted worker first).
+/// tracer load; its `setup`, where its code first runs, waits for its turn, and is sent only
+/// once the trusted worker is set up. A candidate whose build failed, or whose files changed,
+/// gets none.
 pub async fn prestart(spec: &EvalSpec, prepared: &mut Prepared) {
     let built = match &prepared.built {
         Ok(built) if built.failure.is_none() => built,
@@ -172,7 +168,7 @@ pub async fn prestart(spec: &EvalSpec, prepared: &mut Prepared) {
         return;
     }
     let plan = scored_ahead::plan(spec, &prepared.dir).await;
-    let side = CandidateSide {
+    let launcher = Launcher {
         spec,
         script: &prepared.script,
         eval_dir: &prepared.dir,
@@ -180,7 +176,7 @@ pub async fn prestart(spec: &EvalSpec, prepared: &mut Prepared) {
         sandbox: prepared.sandbox.as_ref(),
         build_dir: Some(built.dir.path().to_path_buf()),
     };
-    let launch = side.launch(Role::Candidate, "none", ProfilerSettings::default());
+    let launch = launcher.launch(Role::Candidate, "none", ProfilerSettings::default());
     prepared.ahead = Some(StartedAhead::start(plan, launch));
 }
 
@@ -323,8 +319,6 @@ async fn run_eval(
             .await
         }
     };
-    // A candidate that never reached its judged turn still lets the next one's worker start.
-    spec.timing_over.cancel();
     finish(claimed, dir, baseline, evidence)
 }
 
@@ -341,11 +335,8 @@ struct JudgedParts {
     work: Option<(String, ProfilerSettings)>,
     tracing: Option<ScoredTracing>,
     /// The candidate's scored worker, started ahead of this turn.
-    scored_ready: Option<ScoredReady>,
+    scored_ready: Option<StartingWorker>,
 }
-
-/// A worker's start under way beside other work.
-type ScoredReady = tokio::task::JoinHandle<std::result::Result<Worker, StartError>>;
 
 /// The judged turn: the trusted worker (a warm one, or its own), the candidate's workers, every
 /// stage from setup to the work pass, and their close; its span goes into the evidence.
@@ -611,9 +602,9 @@ struct Eval<'a> {
     scored: Option<ScoredTracing>,
     /// The work pass's worker, started while the scored pass is timed (its interpreter, torch
     /// and the profiler load meanwhile; no candidate code runs before its `setup`).
-    work_ready: Option<ScoredReady>,
+    work_ready: Option<StartingWorker>,
     /// The candidate's scored worker, started before this turn (`prestart`).
-    scored_ready: Option<ScoredReady>,
+    scored_ready: Option<StartingWorker>,
     /// The candidate's scored worker this eval used was started ahead of its turn.
     started_ahead: bool,
     /// The scored worker's end, under way beside the work pass's setup.
@@ -698,19 +689,14 @@ impl Eval<'_> {
         let timing_trial = self.correctness().await?;
         let correct = self.correct_so_far();
         tracing::debug!(correct, "eval: the correctness trials are done");
-        // An incorrect candidate is not timed: the next one's worker may start while this turn
-        // closes.
-        if !correct {
-            self.spec.timing_over.cancel();
-        }
         // An incorrect candidate is not timed: its speed means nothing.
         if correct && self.spec.options.timing_blocks > 0 {
             self.timing(timing_trial).await?;
         }
         self.release(Role::Candidate, timing_trial, Stage::Timing)
             .await?;
-        // The device is no longer timed: the next candidate's worker may start beside what
-        // follows (the work pass).
+        // The device is no longer timed (a candidate judged incorrect is not timed at all): the
+        // next candidate's worker may start beside what follows (the work pass, the close).
         self.spec.timing_over.cancel();
         tracing::debug!("eval: the timing is done");
         if correct && let Some((profiler, settings)) = witness {
@@ -744,27 +730,24 @@ impl Eval<'_> {
     }
 
     fn launch(&self, role: Role, profiler: &str, settings: ProfilerSettings) -> Launch {
-        let side = CandidateSide {
-            spec: self.spec,
-            script: &self.script,
-            eval_dir: &self.dir,
-            source: &self.sources[1],
-            sandbox: self.sandbox.as_ref(),
-            build_dir: self.built.as_ref().map(|b| b.dir.path().to_path_buf()),
-        };
-        let mut launch = side.launch(role, profiler, settings);
-        if matches!(role, Role::Trusted | Role::ReferenceWork) {
-            // The trusted side runs no candidate code: no sandbox, no build folder.
-            launch.source = self.sources[0].clone();
-            launch.sandbox = None;
-            launch.build_dir = None;
+        let launcher = match (role, &self.warm) {
             // A warm trusted worker runs from the evaluator's own harness copy and directory.
-            if let (Some(warm), Role::Trusted) = (&self.warm, role) {
-                launch.script = warm.script.clone();
-                launch.eval_dir = warm.dir.clone();
+            (Role::Trusted, Some(warm)) => {
+                Launcher::trusted(self.spec, &warm.script, &warm.dir, &self.sources[0])
             }
-        }
-        launch
+            (Role::Trusted | Role::ReferenceWork, _) => {
+                Launcher::trusted(self.spec, &self.script, &self.dir, &self.sources[0])
+            }
+            (Role::Candidate | Role::Witness | Role::Work | Role::Build, _) => Launcher {
+                spec: self.spec,
+                script: &self.script,
+                eval_dir: &self.dir,
+                source: &self.sources[1],
+                sandbox: self.sandbox.as_ref(),
+                build_dir: self.built.as_ref().map(|b| b.dir.path().to_path_buf()),
+            },
+        };
+        launcher.launch(role, profiler, settings)
     }
 
     async fn start(
@@ -783,11 +766,7 @@ impl Eval<'_> {
         match role {
             Role::Candidate => launch.trace = self.trace_load(),
             Role::Trusted => {
-                let dir = launch.eval_dir.join(scored_trace::REFERENCE_TRACE_DIR);
-                launch.trace = self
-                    .scored
-                    .as_ref()
-                    .and_then(|s| s.load_for_reference(&dir).ok());
+                launch.trace = reference_trace_load(self.scored.as_ref(), &launch.eval_dir);
             }
             _ => {}
         }
@@ -1769,7 +1748,7 @@ impl Eval<'_> {
             return;
         }
         let launch = self.launch(Role::Work, profiler, settings);
-        self.work_ready = Some(tokio::spawn(async move { launch.start().await }));
+        self.work_ready = Some(launch.start_ahead());
     }
 
     /// The worker started ahead, in `role`'s slot (or the failure of its start).
@@ -1777,7 +1756,7 @@ impl Eval<'_> {
         &mut self,
         role: Role,
         stage: Stage,
-        ready: ScoredReady,
+        ready: StartingWorker,
     ) -> std::result::Result<(), Failure> {
         let started = ready
             .await

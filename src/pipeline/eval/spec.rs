@@ -195,9 +195,10 @@ pub struct EvalSpec {
     pub cancel: CancellationToken,
     /// Stops the eval at once (SIGKILL).
     pub kill_now: CancellationToken,
-    /// Fired once this eval no longer times the device (its scored pass is over, or it ended):
-    /// what may run beside the rest of its turn — the next candidate's worker's start — may
-    /// begin (`ahead::Pending::then_prestart`).
+    /// Fired by the eval once it no longer times the device (after its timing blocks, or its
+    /// trials when it is judged incorrect): what may run beside the rest of its turn — the next
+    /// candidate's worker's start (`ahead::Pending::then_prestart`) — may begin. Whoever runs
+    /// evals one after another fires it too when an eval returns (one may end before timing).
     pub timing_over: CancellationToken,
     /// How the candidate's workers are confined (on by default).
     pub sandbox: SandboxSetting,

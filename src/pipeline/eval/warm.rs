@@ -66,7 +66,7 @@ impl WarmEvaluator {
         let state = self.state_for(spec).await?;
         if state.trusted.is_none() && state.trusted_starting.is_none() {
             let launch = session::trusted_launch(spec, state).await;
-            state.trusted_starting = Some(tokio::spawn(async move { launch.start().await }));
+            state.trusted_starting = Some(launch.start_ahead());
         }
         Ok(())
     }
@@ -82,31 +82,32 @@ impl WarmEvaluator {
         if unusable {
             self.retire().await;
         }
-        if self.state.is_none() {
-            let dir = self
-                .root
-                .join(format!("warm-reference.{:03}", self.generation));
-            self.generation += 1;
-            let script = write_harness(&dir)?;
-            let harness_dir = script.parent().unwrap_or(&dir).to_path_buf();
-            let reference =
-                std::path::absolute(&spec.reference).unwrap_or_else(|_| spec.reference.clone());
-            let baseline = Baseline::take(&harness_dir, &[&reference], &[]);
-            self.state = Some(WarmState {
-                dir,
-                script,
-                baseline,
-                fit,
-                trusted: None,
-                trusted_starting: None,
-                setup: None,
-                next_trial: 0,
-                stored: None,
-            });
-        }
-        self.state
-            .as_mut()
-            .ok_or_else(|| crate::model::error::Error::invalid("warm evaluator", "no state"))
+        let state = match self.state.take() {
+            Some(state) => state,
+            None => {
+                let dir = self
+                    .root
+                    .join(format!("warm-reference.{:03}", self.generation));
+                self.generation += 1;
+                let script = write_harness(&dir)?;
+                let harness_dir = script.parent().unwrap_or(&dir).to_path_buf();
+                let reference =
+                    std::path::absolute(&spec.reference).unwrap_or_else(|_| spec.reference.clone());
+                let baseline = Baseline::take(&harness_dir, &[&reference], &[]);
+                WarmState {
+                    dir,
+                    script,
+                    baseline,
+                    fit,
+                    trusted: None,
+                    trusted_starting: None,
+                    setup: None,
+                    next_trial: 0,
+                    stored: None,
+                }
+            }
+        };
+        Ok(self.state.insert(state))
     }
 
     async fn judge(&mut self, spec: &EvalSpec, prepared: Option<Prepared>) -> Result<EvalOutcome> {

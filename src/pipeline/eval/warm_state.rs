@@ -9,9 +9,7 @@ use serde_json::Value;
 
 use crate::eval::evidence::TimingBlock;
 use crate::pipeline::eval::integrity::Baseline;
-use tokio::task::JoinHandle;
-
-use crate::pipeline::eval::worker::{StartError, Worker};
+use crate::pipeline::eval::worker::{StartingWorker, Worker};
 
 /// Stored reference blocks older than this are measured again, whatever the probe says: a
 /// slow drift (a warming room, a neighbour's load) could stay inside the probe's bound for
@@ -30,7 +28,7 @@ pub(crate) struct WarmState {
     pub(crate) trusted: Option<Worker>,
     /// The trusted worker's start, begun before the first candidate's turn (beside the
     /// candidates' builds); taken by that turn, which then sets it up.
-    pub(crate) trusted_starting: Option<JoinHandle<Result<Worker, StartError>>>,
+    pub(crate) trusted_starting: Option<StartingWorker>,
     pub(crate) setup: Option<TrustedSetup>,
     /// The next trial index: the trusted worker holds trials by index, never reused.
     pub(crate) next_trial: u32,

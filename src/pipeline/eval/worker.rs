@@ -15,6 +15,7 @@ use crate::model::arg::Arg;
 use crate::model::run::ProfileRun;
 use crate::pipeline::eval::confine::CandidateSandbox;
 use crate::pipeline::eval::protocol::{Connection, Message};
+use crate::pipeline::eval::spec::EvalSpec;
 use crate::pipeline::job::{Job, pass_label, profile_claimed};
 use crate::pipeline::rundir;
 use crate::pipeline::runner::{EnvPolicy, RunOptions, Tracking};
@@ -124,6 +125,63 @@ pub struct Launch {
     /// The scored pass's tracer, loaded into this worker: the candidate's scored worker, and the
     /// trusted worker that times the reference beside it (so both pay the tracer's cost).
     pub trace: Option<crate::pipeline::eval::scored_trace::TraceLoad>,
+}
+
+/// A worker's start under way beside other work (`Launch::start_ahead`).
+pub type StartingWorker = JoinHandle<Result<Worker, StartError>>;
+
+/// What an eval's worker launches are made of: the eval's spec, harness and directory, the
+/// source the worker loads, and, on the candidate's side, its sandbox and build folder.
+pub(crate) struct Launcher<'a> {
+    pub spec: &'a EvalSpec,
+    pub script: &'a Path,
+    pub eval_dir: &'a Path,
+    /// The reference or the candidate file, absolute.
+    pub source: &'a Path,
+    pub sandbox: Option<&'a CandidateSandbox>,
+    pub build_dir: Option<PathBuf>,
+}
+
+impl<'a> Launcher<'a> {
+    /// The trusted side's launcher: the reference, no sandbox, no build folder (it runs no
+    /// candidate code).
+    pub fn trusted(
+        spec: &'a EvalSpec,
+        script: &'a Path,
+        eval_dir: &'a Path,
+        reference: &'a Path,
+    ) -> Self {
+        Launcher {
+            spec,
+            script,
+            eval_dir,
+            source: reference,
+            sandbox: None,
+            build_dir: None,
+        }
+    }
+
+    /// The launch of this side's worker in `role`.
+    pub fn launch(&self, role: Role, profiler: &str, settings: ProfilerSettings) -> Launch {
+        Launch {
+            role,
+            python: self.spec.python.clone(),
+            script: self.script.to_path_buf(),
+            source: self.source.to_path_buf(),
+            device: self.spec.device.as_str(),
+            eval_dir: self.eval_dir.to_path_buf(),
+            profiler: profiler.to_string(),
+            settings,
+            tracking: self.spec.tracking.clone(),
+            extra_env: self.spec.extra_env.clone(),
+            cancel: self.spec.cancel.clone(),
+            kill_now: self.spec.kill_now.clone(),
+            connect_timeout: self.spec.options.setup_timeout,
+            sandbox: self.sandbox.cloned(),
+            build_dir: self.build_dir.clone(),
+            trace: None,
+        }
+    }
 }
 
 /// A running, connected worker.
@@ -369,6 +427,12 @@ impl Launch {
 }
 
 impl Launch {
+    /// [`Launch::start`] in a task of its own: the worker's interpreter and imports load while
+    /// the caller goes on; its result is taken where the worker is needed.
+    pub fn start_ahead(self) -> StartingWorker {
+        tokio::spawn(async move { self.start().await })
+    }
+
     /// Run a worker that speaks to nobody (the build worker) to its end, within
     /// `connect_timeout` (the setup limit), into its run directory `eval_dir/<role>.000`.
     pub async fn run_to_end(&self) -> Result<ProfileRun, StartError> {
