@@ -10,10 +10,10 @@ use anyhow::Context;
 use comfy_table::{Cell, CellAlignment};
 use polyprof::eval::ci_case;
 use polyprof::pipeline::eval::ahead::{BuildQueue, Pending, may_run_ahead};
+use polyprof::pipeline::eval::bystanders::Bystanders;
 use polyprof::pipeline::eval::{EvalOutcome, EvalSpec, WarmEvaluator, evaluate, evaluate_prepared};
 use polyprof::results::escape::terminal;
 use serde::Serialize;
-use tokio_util::sync::CancellationToken;
 
 use super::eval_exit::{EXIT_EVAL_FAILED, EXIT_NOT_PASSED, EXIT_PASSED};
 use super::run::cancel_on_signals;
@@ -160,6 +160,8 @@ pub async fn execute(
     // Builds run `build_jobs` at a time, ahead of the judged turns, at most `window` ahead.
     let queue = (build_jobs > 0).then(|| BuildQueue::new(build_jobs));
     let window = build_window(build_jobs);
+    // The workers started ahead, held still while any candidate's timing block runs.
+    let bystanders = Bystanders::default();
     let mut waiting: VecDeque<Waiting> = files
         .iter()
         .enumerate()
@@ -171,6 +173,7 @@ pub async fn execute(
             let mut spec = make_spec(file, dir.clone());
             spec.cancel = cancel.clone();
             spec.kill_now = kill_now.clone();
+            spec.bystanders = bystanders.clone();
             Waiting {
                 order,
                 file: file.clone(),
@@ -190,10 +193,8 @@ pub async fn execute(
         }
     }
     if warm.is_some() {
-        // The first candidate's worker starts as soon as its build is done: nothing is timed.
-        let now = CancellationToken::new();
-        now.cancel();
-        prestart_next(&mut waiting, window, &now);
+        // The first candidate's worker starts as soon as its build is done.
+        prestart_next(&mut waiting, window);
     }
     while let Some(Waiting {
         order,
@@ -209,11 +210,10 @@ pub async fn execute(
         }
         top_up(&mut waiting, queue.as_ref(), window);
         if warm.is_some() {
-            prestart_next(&mut waiting, window, &spec.timing_over);
+            prestart_next(&mut waiting, window);
         }
         let started = std::time::Instant::now();
         let result = judge_one(warm.as_mut(), &spec, pending).await;
-        spec.timing_over.cancel();
         let seconds = started.elapsed().as_secs_f64();
         let row = match result {
             Ok(outcome) => {
@@ -280,15 +280,15 @@ pub struct Waiting {
     pub spec: EvalSpec,
     /// Its build, once started ahead (`None`: not yet, or it builds right before its turn).
     pub pending: Option<Pending>,
-    /// Its scored worker starts once the candidate before it is no longer timed.
+    /// Its scored worker is started ahead of its turn.
     pub prestarts: bool,
 }
 
 /// Through a warm evaluator, the scored worker of the candidate likeliest to be judged next
-/// starts once `go` fires (the current candidate no longer times the device:
-/// `Pending::then_prestart`): the first in the build window whose build has finished, else the
-/// first still building. Only one whose build ran ahead (it is confined like its build).
-pub fn prestart_next(waiting: &mut VecDeque<Waiting>, window: usize, go: &CancellationToken) {
+/// starts as soon as its build is done (`Pending::then_prestart`; held still while the current
+/// candidate's timing blocks run): the first in the build window whose build has finished, else
+/// the first still building. Only one whose build ran ahead (it is confined like its build).
+pub fn prestart_next(waiting: &mut VecDeque<Waiting>, window: usize) {
     let candidates = || waiting.iter().take(window.max(1));
     let unstarted = |w: &Waiting| !w.prestarts && w.pending.is_some();
     let chosen = candidates()
@@ -297,7 +297,7 @@ pub fn prestart_next(waiting: &mut VecDeque<Waiting>, window: usize, go: &Cancel
     if let Some(next) = chosen.and_then(|i| waiting.get_mut(i))
         && let Some(pending) = next.pending.take()
     {
-        next.pending = Some(pending.then_prestart(next.spec.clone(), go.clone()));
+        next.pending = Some(pending.then_prestart(next.spec.clone()));
         next.prestarts = true;
     }
 }

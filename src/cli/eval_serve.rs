@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use polyprof::pipeline::eval::ahead::BuildQueue;
+use polyprof::pipeline::eval::bystanders::Bystanders;
 use polyprof::pipeline::eval::{EvalSpec, WarmEvaluator};
 
 use super::eval_many::{
@@ -37,6 +38,8 @@ pub async fn execute(
     let mut waiting: VecDeque<Waiting> = VecDeque::new();
     let mut count: u32 = 0;
     let mut open = true;
+    // The workers started ahead, held still while any candidate's timing block runs.
+    let bystanders = Bystanders::default();
     let take = |line: String, count: &mut u32| -> Option<Waiting> {
         let path = line.trim();
         if path.is_empty() {
@@ -52,6 +55,7 @@ pub async fn execute(
         let mut spec = make_spec(&file, dir.clone());
         spec.cancel = cancel.clone();
         spec.kill_now = kill_now.clone();
+        spec.bystanders = bystanders.clone();
         Some(Waiting {
             order,
             file,
@@ -89,7 +93,7 @@ pub async fn execute(
         top_up(&mut waiting, queue.as_ref(), window);
         let warm = evaluator.is_some();
         if warm {
-            prestart_next(&mut waiting, window, &next.spec.timing_over);
+            prestart_next(&mut waiting, window);
         }
         let started = std::time::Instant::now();
         let judged = judge_one(evaluator.as_mut(), &next.spec, next.pending);
@@ -104,14 +108,13 @@ pub async fn execute(
                         waiting.extend(take(line, &mut count));
                         top_up(&mut waiting, queue.as_ref(), window);
                         if warm {
-                            prestart_next(&mut waiting, window, &next.spec.timing_over);
+                            prestart_next(&mut waiting, window);
                         }
                     }
                     None => open = false,
                 },
             }
         };
-        next.spec.timing_over.cancel();
         let seconds = started.elapsed().as_secs_f64();
         let (row, reused) = match result {
             Ok(outcome) => {

@@ -122,6 +122,7 @@ mod tests {
             warmup_trial: None,
             checked_calls: Vec::new(),
             other_side_stopped: None,
+            bystanders_stopped: 0,
         }
     }
 

@@ -117,6 +117,7 @@ pub fn block(side: Side, block: u32, times_ms: &[f64]) -> TimingBlock {
         warmup_trial: None,
         checked_calls: Vec::new(),
         other_side_stopped: None,
+        bystanders_stopped: 0,
     }
 }
 

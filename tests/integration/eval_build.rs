@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::Stdio;
 
-use polyprof::eval::evidence::{EvalEvidence, FailureKind, Stage};
+use polyprof::eval::evidence::{EvalEvidence, FailureKind, Side, Stage};
 
 use crate::support::eval::{documents, eval_cpu, eval_problem, problem, python_with_numpy};
 
@@ -210,9 +210,8 @@ fn builds_of_later_candidates_run_while_earlier_ones_are_judged() {
         spans.push(build_and_judged(&evidence));
         started_ahead.push(evidence.judged.as_ref().unwrap().worker_started_ahead);
     }
-    // Through the warm evaluator every candidate's scored worker was started ahead: the first's
-    // once its build was done (nothing was timed yet), each later one's while the candidate
-    // before it finished its turn. One build at a time keeps the builds, and so the turns, in
+    // Through the warm evaluator every candidate's scored worker was started ahead, each once
+    // its build was done (held still while the candidate before it was timed). One build at a time keeps the builds, and so the turns, in
     // the directory's order (with two, the broken one's build may finish first and take the
     // one start a turn gives: seen on a loaded machine).
     assert_eq!(started_ahead, [true, true, true]);
@@ -329,4 +328,64 @@ fn a_slow_build_does_not_hold_the_device_while_a_later_candidate_is_ready() {
         .map(|r| r["candidate"].as_str().unwrap().rsplit('/').next().unwrap())
         .collect();
     assert_eq!(names, ["a_slow.py", "b_quick.py"]);
+}
+
+#[test]
+fn the_next_candidates_worker_is_held_still_while_the_one_before_it_is_timed() {
+    let Some(python) = python_with_numpy() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let candidates = tmp.path().join("candidates");
+    std::fs::create_dir(&candidates).unwrap();
+    // The first candidate's calls take a second each: its turn lasts seconds, so the second
+    // candidate's worker, started once its build is done, has connected before the first
+    // candidate's later timing blocks begin.
+    std::fs::write(
+        candidates.join("a_slow.py"),
+        "import time\n\nimport numpy as np\n\n\nclass ModelNew:\n    \
+         def __init__(self, features, scale):\n        \
+         self.weight = (np.random.randn(features, features) / np.sqrt(features)).astype(np.float32)\n        \
+         self.scale = np.float32(scale)\n\n    \
+         def forward(self, x):\n        time.sleep(1.0)\n        \
+         return (np.tanh(x @ self.weight) * self.scale).astype(np.float32)\n",
+    )
+    .unwrap();
+    std::fs::copy(problem("honest.py"), candidates.join("b_honest.py")).unwrap();
+    let out = tmp.path().join("out");
+    let run = judge_folder(&python, &candidates, &out, "1");
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let (slow, _) = documents(&out.join("a_slow"));
+    let (next, _) = documents(&out.join("b_honest"));
+    if !next.build.as_ref().unwrap().ahead {
+        crate::support::record_skip(
+            &crate::support::this_test(),
+            "the sandbox does not confine everything here: no worker is started ahead",
+        );
+        return;
+    }
+    assert!(next.judged.as_ref().unwrap().worker_started_ahead);
+    let held: Vec<u32> = slow.samples.iter().map(|b| b.bystanders_stopped).collect();
+    // The last block begins at least 7 s into the first candidate's turn (3 trials and a block
+    // of 4 calls, a second each, before it).
+    assert_eq!(
+        held.last().copied(),
+        Some(1),
+        "bystanders stopped per block of the first candidate: {held:?}"
+    );
+    // Nobody is held while the second candidate's own blocks run: its worker left the
+    // bystanders when its turn took it (its reference blocks may be the first's, reused).
+    let own: Vec<u32> = next
+        .samples
+        .iter()
+        .filter(|b| b.side == Side::Candidate)
+        .map(|b| b.bystanders_stopped)
+        .collect();
+    assert!(own.iter().all(|&n| n == 0), "{own:?}");
 }

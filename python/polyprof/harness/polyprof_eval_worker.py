@@ -1751,16 +1751,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.role == "build":
         return build(os.path.abspath(args.source), args.device)
     pin_host_threads(args.device)
-    if args.device == "cuda" and importlib.util.find_spec("torch") is not None:
-        # torch before connecting: a worker started ahead of its turn (the work pass's, while the
-        # scored pass is timed) loads it meanwhile. Importing it initializes no device.
-        import torch  # noqa: F401
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(args.socket)
     except OSError as e:
         print(f"polyprof eval worker: cannot connect to {args.socket}: {e}", file=sys.stderr)
         return EXIT_PROTOCOL
+    if args.device == "cuda" and importlib.util.find_spec("torch") is not None:
+        # torch after connecting, before the first request is read: a worker started ahead of
+        # its turn loads it meanwhile, and polyprof knows its pid by then (the connection's peer
+        # credentials), so it can hold it still while a timing block runs. Importing it
+        # initializes no device.
+        import torch  # noqa: F401
     try:
         return serve(sock, Worker(args.role, os.path.abspath(args.source), args.device))
     finally:

@@ -25,6 +25,7 @@ from typing import Any, Callable, List, Optional, Tuple
 
 __all__ = [
     "GRAPH_BELOW_MS",
+    "GRAPH_MIN_REPLAYS",
     "GRAPH_REPLAY_MS",
     "HOLD_CYCLES_PER_CALL",
     "GraphMissedTheCall",
@@ -38,9 +39,13 @@ __all__ = [
 GRAPH_BELOW_MS = 0.100
 #: Target GPU time of one graph replay (ms): long enough that the events' cost and the
 #: flushes' own variation average out. On the H200, 4 ms gave a CV of 2.0-4.1 % on 3-5 µs
-#: kernels, 32 ms 0.7-1.8 % (both measured side by side, 2026-12-01); a µs kernel then costs
-#: about 2 x repeat x 32 ms to time.
+#: kernels, 32 ms 0.7-1.8 % (both measured side by side, 2026-12-01).
 GRAPH_REPLAY_MS = 32.0
+#: Replays of each graph (paired and baseline) per block, at least: a replay already averages
+#: ``batch`` calls, so ``repeat`` counts calls on the graph path (``ceil(repeat / batch)``
+#: replays) and this floor keeps a block's median over enough replays. At one replay per
+#: ``repeat`` a µs kernel cost 2 x 50 x 32 ms = 3.2 s of GPU a block; at this floor 0.64 s.
+GRAPH_MIN_REPLAYS = 10
 #: Spin cycles per timed call while Python queues the calls (about 0.2 ms at 2 GHz).
 HOLD_CYCLES_PER_CALL = 400_000
 
@@ -173,7 +178,8 @@ def _time_graph_pairs(
 ) -> "tuple[List[float], int]":
     """Per-call times from graphs of ``batch`` (separator, call) pairs minus graphs of ``batch``
     separators: no launch gap, no overlap of one call with the next, the separator's own time
-    taken out. The paired graph is replayed last, so what its last call wrote is the output of
+    taken out. ``repeat`` calls in all, in ``GRAPH_MIN_REPLAYS`` replays at least, one time per
+    replay. The paired graph is replayed last, so what its last call wrote is the output of
     the last timed call. ``output_of()``: the output of the last captured call, which one replay
     must write (``GraphMissedTheCall`` otherwise). ``max_batch``: a bound on the batch from outside
     the call's process (see ``time_call``)."""
@@ -199,9 +205,10 @@ def _time_graph_pairs(
             marks_cost()
 
     alone = _capture(torch, baseline, batch)
-    base = _median(_time_events(torch, alone.replay, repeat, None))
-    replays = _time_events(torch, paired.replay, repeat, None)
-    return [(t - base) / batch for t in replays], batch
+    replays = max(GRAPH_MIN_REPLAYS, -(-repeat // batch))
+    base = _median(_time_events(torch, alone.replay, replays, None))
+    paired_ms = _time_events(torch, paired.replay, replays, None)
+    return [(t - base) / batch for t in paired_ms], batch
 
 
 def _check_counts(repeat: Any, warmup: Any) -> None:
@@ -223,7 +230,7 @@ def time_call(
     marks_cost: Optional[Callable[[], None]] = None,
 ) -> Timing:
     """GPU time of ``call()`` (a CUDA callable): ``repeat`` timed calls after ``warmup`` untimed
-    ones. ``graph``: ``True`` CUDA graphs of (flush, call) pairs against graphs of flushes alone,
+    ones (on the graph path in replays of ``batch`` calls, one time per replay). ``graph``: ``True`` CUDA graphs of (flush, call) pairs against graphs of flushes alone,
     ``False`` one call per event pair, ``None`` graphs when a first estimate is below
     ``GRAPH_BELOW_MS`` (falling back to events when ``call`` cannot be captured).
 

@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 use crate::eval::evidence::CONFINED;
 use crate::model::error::{Error, Result};
@@ -81,15 +80,15 @@ impl BuildQueue {
 }
 
 impl Pending {
-    /// This preparation, then its scored worker's start ([`session::prestart`]) as soon as
-    /// `go` fires: the candidate judged before it no longer times the device.
-    pub fn then_prestart(self, spec: EvalSpec, go: CancellationToken) -> Pending {
+    /// This preparation, then its scored worker's start ([`session::prestart`]) at once: the
+    /// worker joins `spec.bystanders`, held stopped while the candidates judged before it time
+    /// the device.
+    pub fn then_prestart(self, spec: EvalSpec) -> Pending {
         let task = tokio::spawn(async move {
             let mut prepared = self.ready().await?;
-            tokio::select! {
-                () = go.cancelled() => session::prestart(&spec, &mut prepared).await,
-                // Cancelled meanwhile: the eval ends at its first step; nothing to start.
-                () = spec.cancel.cancelled() => {}
+            // Cancelled meanwhile: the eval ends at its first step; nothing to start.
+            if !spec.cancel.is_cancelled() {
+                session::prestart(&spec, &mut prepared).await;
             }
             Ok(prepared)
         });

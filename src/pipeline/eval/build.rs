@@ -108,6 +108,7 @@ pub async fn run(launch: BuildLaunch<'_>) -> std::result::Result<Built, Failure>
         sandbox: launch.sandbox,
         build_dir: Some(dir.path().to_path_buf()),
         trace: None,
+        bystanders: None,
     };
     let started_at = now();
     let clock = Instant::now();

@@ -5,6 +5,7 @@
 pub mod ahead;
 pub mod build;
 pub mod build_dir;
+pub mod bystanders;
 pub mod conditions;
 pub mod confine;
 pub mod failure;

@@ -21,6 +21,7 @@ use crate::model::atomic_file::write_atomic;
 use crate::model::error::{Error, Result};
 use crate::model::run::ProfileRun;
 use crate::pipeline::eval::build::{self, Built};
+use crate::pipeline::eval::bystanders::HeldStill;
 use crate::pipeline::eval::conditions::ConditionsReader;
 use crate::pipeline::eval::confine::{self, CandidateSandbox};
 use crate::pipeline::eval::failure;
@@ -155,10 +156,10 @@ fn reference_trace_load(tracing: Option<&ScoredTracing>, eval_dir: &Path) -> Opt
 }
 
 /// Start the scored worker of a prepared candidate now, ahead of its turn (a warm evaluator's
-/// next candidate, while the current one's work pass runs): its interpreter, torch and the
-/// tracer load; its `setup`, where its code first runs, waits for its turn, and is sent only
-/// once the trusted worker is set up. A candidate whose build failed, or whose files changed,
-/// gets none.
+/// next candidate, while the current one is judged): its interpreter, torch and the tracer
+/// load, held stopped while any timing block runs (it joins `spec.bystanders`); its `setup`,
+/// where its code first runs, waits for its turn, and is sent only once the trusted worker is
+/// set up. A candidate whose build failed, or whose files changed, gets none.
 pub async fn prestart(spec: &EvalSpec, prepared: &mut Prepared) {
     let built = match &prepared.built {
         Ok(built) if built.failure.is_none() => built,
@@ -176,7 +177,8 @@ pub async fn prestart(spec: &EvalSpec, prepared: &mut Prepared) {
         sandbox: prepared.sandbox.as_ref(),
         build_dir: Some(built.dir.path().to_path_buf()),
     };
-    let launch = launcher.launch(Role::Candidate, "none", ProfilerSettings::default());
+    let mut launch = launcher.launch(Role::Candidate, "none", ProfilerSettings::default());
+    launch.bystanders = Some(spec.bystanders.clone());
     prepared.ahead = Some(StartedAhead::start(plan, launch));
 }
 
@@ -695,9 +697,6 @@ impl Eval<'_> {
         }
         self.release(Role::Candidate, timing_trial, Stage::Timing)
             .await?;
-        // The device is no longer timed (a candidate judged incorrect is not timed at all): the
-        // next candidate's worker may start beside what follows (the work pass, the close).
-        self.spec.timing_over.cancel();
         tracing::debug!("eval: the timing is done");
         if correct && let Some((profiler, settings)) = witness {
             self.witness(profiler, settings).await?;
@@ -780,7 +779,8 @@ impl Eval<'_> {
     }
 
     /// `worker` into `role`'s slot; the scored worker's pid into the timeline's record.
-    fn place(&mut self, role: Role, worker: Worker) {
+    fn place(&mut self, role: Role, mut worker: Worker) {
+        worker.take_turn();
         if role == Role::Candidate
             && let Some(record) = self.evidence.timeline.as_mut()
         {
@@ -1223,10 +1223,11 @@ impl Eval<'_> {
                 let request = Message::request("time", fields);
                 // The other side stopped while this one is timed (its last request answered,
                 // after a device synchronize: nothing of it is queued).
-                let frozen = self.freeze_other_side(role);
+                let held = self.hold_others_still(role);
                 let asked = self.ask(role, Stage::Timing, request, limit).await;
-                let stopped = frozen.as_ref().map(Frozen::stopped_any);
-                drop(frozen);
+                let stopped = held.other_side.as_ref().map(Frozen::stopped_any);
+                let bystanders_stopped = held.bystanders.stopped();
+                drop(held);
                 let reply = asked?;
                 let conditions_after = self.read_conditions().await;
                 between.clone_from(&conditions_after);
@@ -1250,6 +1251,7 @@ impl Eval<'_> {
                     warmup_trial: None,
                     checked_calls: Vec::new(),
                     other_side_stopped: stopped,
+                    bystanders_stopped,
                 });
                 if side == Side::Reference && block == 0 {
                     self.judge_probe();
@@ -1358,7 +1360,7 @@ impl Eval<'_> {
                     Side::Reference => Role::Trusted,
                     Side::Candidate => Role::Candidate,
                 };
-                let frozen = self.freeze_other_side(role);
+                let held = self.hold_others_still(role);
                 let asked = self
                     .ask(
                         role,
@@ -1367,8 +1369,9 @@ impl Eval<'_> {
                         limit,
                     )
                     .await;
-                let stopped = frozen.as_ref().map(|f| f.stopped_any());
-                drop(frozen);
+                let stopped = held.other_side.as_ref().map(Frozen::stopped_any);
+                let bystanders_stopped = held.bystanders.stopped();
+                drop(held);
                 let reply = asked?;
                 let times_ms: Vec<f64> =
                     self.field(role, Stage::Timing, &reply, "times_ms").await?;
@@ -1391,6 +1394,7 @@ impl Eval<'_> {
                     warmup_trial: Some(warm),
                     checked_calls: drawn.clone(),
                     other_side_stopped: stopped,
+                    bystanders_stopped,
                 });
                 if side == Side::Reference && block == 0 {
                     self.judge_probe();
@@ -1498,14 +1502,22 @@ impl Eval<'_> {
     }
 
     /// Stop the process tree of the side that is not `timed` (its pid from the socket's peer
-    /// credentials), until the returned guard is dropped.
-    fn freeze_other_side(&mut self, timed: Role) -> Option<Frozen> {
+    /// credentials) and every worker started ahead of its turn (`spec.bystanders`), until the
+    /// returned guard is dropped.
+    fn hold_others_still(&mut self, timed: Role) -> HeldForBlock {
         let other = match timed {
             Role::Trusted => Role::Candidate,
             _ => Role::Trusted,
         };
-        let pid = self.slot(other).as_ref().and_then(|w| w.pid)?;
-        Some(Frozen::stop(pid))
+        let other_side = self
+            .slot(other)
+            .as_ref()
+            .and_then(|w| w.pid)
+            .map(Frozen::stop);
+        HeldForBlock {
+            other_side,
+            bystanders: self.spec.bystanders.hold_still(),
+        }
     }
 
     /// `make(random)` with the orchestrator's randomness (`/dev/urandom`).
@@ -1747,7 +1759,8 @@ impl Eval<'_> {
         if self.evidence.problem.framework != "torch" || !self.baseline.changes().is_empty() {
             return;
         }
-        let launch = self.launch(Role::Work, profiler, settings);
+        let mut launch = self.launch(Role::Work, profiler, settings);
+        launch.bystanders = Some(self.spec.bystanders.clone());
         self.work_ready = Some(launch.start_ahead());
     }
 
@@ -2049,6 +2062,13 @@ impl Eval<'_> {
 }
 
 /// The evidence of a profiled pass before it runs: its profiler, run directory and controls.
+/// What is held stopped while one side's timing block runs: the other side, and the workers
+/// started ahead of their turn.
+struct HeldForBlock {
+    other_side: Option<Frozen>,
+    bystanders: HeldStill,
+}
+
 fn profiled_evidence(profiler: &str, role: Role) -> WitnessEvidence {
     let (clock_control, cache_control) = match role {
         Role::Work | Role::ReferenceWork => {

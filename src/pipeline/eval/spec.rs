@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::pipeline::eval::bystanders::Bystanders;
+
 use crate::eval::{EvalEvidence, EvalVerdict};
 use crate::pipeline::runner::Tracking;
 
@@ -195,11 +197,10 @@ pub struct EvalSpec {
     pub cancel: CancellationToken,
     /// Stops the eval at once (SIGKILL).
     pub kill_now: CancellationToken,
-    /// Fired by the eval once it no longer times the device (after its timing blocks, or its
-    /// trials when it is judged incorrect): what may run beside the rest of its turn — the next
-    /// candidate's worker's start (`ahead::Pending::then_prestart`) — may begin. Whoever runs
-    /// evals one after another fires it too when an eval returns (one may end before timing).
-    pub timing_over: CancellationToken,
+    /// The workers started ahead of their turn (the next candidate's scored worker, this one's
+    /// work pass worker), held stopped while this eval's timing blocks run. Whoever runs evals
+    /// one after another gives them all the same.
+    pub bystanders: Bystanders,
     /// How the candidate's workers are confined (on by default).
     pub sandbox: SandboxSetting,
 }
@@ -264,7 +265,7 @@ impl EvalSpec {
             extra_env: BTreeMap::new(),
             cancel: CancellationToken::new(),
             kill_now: CancellationToken::new(),
-            timing_over: CancellationToken::new(),
+            bystanders: Bystanders::default(),
             sandbox: SandboxSetting::from_environment(),
         }
     }

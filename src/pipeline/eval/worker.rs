@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::model::arg::Arg;
 use crate::model::run::ProfileRun;
+use crate::pipeline::eval::bystanders::{Bystanders, Membership};
 use crate::pipeline::eval::confine::CandidateSandbox;
 use crate::pipeline::eval::protocol::{Connection, Message};
 use crate::pipeline::eval::spec::EvalSpec;
@@ -125,6 +126,9 @@ pub struct Launch {
     /// The scored pass's tracer, loaded into this worker: the candidate's scored worker, and the
     /// trusted worker that times the reference beside it (so both pay the tracer's cost).
     pub trace: Option<crate::pipeline::eval::scored_trace::TraceLoad>,
+    /// Started ahead of its turn: it joins these once connected, and is held stopped while a
+    /// timing block runs, until its turn takes it (`Worker::take_turn`).
+    pub bystanders: Option<Bystanders>,
 }
 
 /// A worker's start under way beside other work (`Launch::start_ahead`).
@@ -180,6 +184,7 @@ impl<'a> Launcher<'a> {
             sandbox: self.sandbox.cloned(),
             build_dir: self.build_dir.clone(),
             trace: None,
+            bystanders: None,
         }
     }
 }
@@ -198,6 +203,8 @@ pub struct Worker {
     _socket_dir: tempfile::TempDir,
     /// The candidate's scratch folder (its HOME, TMPDIR and build caches), removed after it.
     _scratch: Option<tempfile::TempDir>,
+    /// Its place among the bystanders while it waits for its turn.
+    bystander: Option<Membership>,
 }
 
 /// Why a worker is not connected.
@@ -396,6 +403,7 @@ impl Launch {
                         .ok()
                         .and_then(|c| c.pid())
                         .and_then(|p| u32::try_from(p).ok());
+                    let bystander = self.bystanders.as_ref().zip(pid).map(|(b, pid)| b.join(pid));
                     Ok(Worker {
                         role: self.role,
                         run_dir,
@@ -405,6 +413,7 @@ impl Launch {
                         kill_now,
                         _socket_dir: socket_dir,
                         _scratch: scratch,
+                        bystander,
                     })
                 }
                 Err(e) => {
@@ -447,6 +456,11 @@ impl Launch {
 }
 
 impl Worker {
+    /// Its turn has come: no longer a bystander (continued, if a hold had stopped it).
+    pub fn take_turn(&mut self) {
+        self.bystander = None;
+    }
+
     /// Say `bye` and wait for the process to exit (killed if it does not within a while).
     pub async fn finish(mut self) -> ProfileRun {
         let bye = Message::request("bye", serde_json::json!({}));
@@ -561,6 +575,7 @@ mod tests {
             sandbox: None,
             build_dir: None,
             trace: None,
+            bystanders: None,
         }
     }
 
