@@ -134,6 +134,35 @@ fn judge_folder(
     )
 }
 
+/// Judge `candidates` into `out` (every candidate expected to pass, the run to exit 0), and
+/// say whether builds ran ahead there (the candidate `first`'s evidence); `false`: the test is
+/// recorded as skipped.
+fn judged_ahead(
+    python: &Path,
+    candidates: &Path,
+    out: &Path,
+    build_jobs: &str,
+    first: &str,
+) -> bool {
+    let run = judge_folder(python, candidates, out, build_jobs);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let (evidence, _) = documents(&out.join(first));
+    if evidence.build.as_ref().is_some_and(|b| b.ahead) {
+        return true;
+    }
+    crate::support::record_skip(
+        &crate::support::this_test(),
+        "the sandbox does not confine everything here: builds ran right before their turns",
+    );
+    false
+}
+
 /// What a test of a folder of C-building candidates needs: `cc`, a Python with numpy, and an
 /// empty `candidates` folder in a temporary directory (`None`: skipped, and said so).
 fn candidates_folder() -> Option<(std::path::PathBuf, tempfile::TempDir, std::path::PathBuf)> {
@@ -293,23 +322,11 @@ fn a_slow_build_does_not_hold_the_device_while_a_later_candidate_is_ready() {
     std::fs::write(candidates.join("a_slow.py"), slow).unwrap();
     std::fs::copy(problem("build_c_library.py"), candidates.join("b_quick.py")).unwrap();
     let out = tmp.path().join("out");
-    let run = judge_folder(&python, &candidates, &out, "2");
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "{}{}",
-        String::from_utf8_lossy(&run.stdout),
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let (slow, _) = documents(&out.join("a_slow"));
-    let (quick, _) = documents(&out.join("b_quick"));
-    if !slow.build.as_ref().unwrap().ahead {
-        crate::support::record_skip(
-            &crate::support::this_test(),
-            "the sandbox does not confine everything here: builds ran right before their turns",
-        );
+    if !judged_ahead(&python, &candidates, &out, "2", "a_slow") {
         return;
     }
+    let (slow, _) = documents(&out.join("a_slow"));
+    let (quick, _) = documents(&out.join("b_quick"));
     let (_, slow_judged, _) = build_and_judged(&slow);
     let (_, quick_judged, quick_ended) = build_and_judged(&quick);
     // The quick one was judged first, while the slow one still built; the rows keep the
@@ -353,23 +370,11 @@ fn the_next_candidates_worker_is_held_still_while_the_one_before_it_is_timed() {
     .unwrap();
     std::fs::copy(problem("honest.py"), candidates.join("b_honest.py")).unwrap();
     let out = tmp.path().join("out");
-    let run = judge_folder(&python, &candidates, &out, "1");
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "{}{}",
-        String::from_utf8_lossy(&run.stdout),
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let (slow, _) = documents(&out.join("a_slow"));
-    let (next, _) = documents(&out.join("b_honest"));
-    if !next.build.as_ref().unwrap().ahead {
-        crate::support::record_skip(
-            &crate::support::this_test(),
-            "the sandbox does not confine everything here: no worker is started ahead",
-        );
+    if !judged_ahead(&python, &candidates, &out, "1", "b_honest") {
         return;
     }
+    let (slow, _) = documents(&out.join("a_slow"));
+    let (next, _) = documents(&out.join("b_honest"));
     assert!(next.judged.as_ref().unwrap().worker_started_ahead);
     let held: Vec<u32> = slow.samples.iter().map(|b| b.bystanders_stopped).collect();
     // The last block begins at least 7 s into the first candidate's turn (3 trials and a block

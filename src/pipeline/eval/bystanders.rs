@@ -8,7 +8,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::pipeline::eval::freeze::Frozen;
+use crate::pipeline::eval::freeze::{Frozen, start_time};
 
 /// The workers started ahead of their turn, shared by every eval of one run of many.
 #[derive(Debug, Clone, Default)]
@@ -132,35 +132,23 @@ impl Drop for Membership {
     }
 }
 
-/// Field 22 of `/proc/PID/stat`: when the process started, in clock ticks since boot.
-fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields follow the command's closing parenthesis; the state is field 3.
-    let (_, rest) = stat.rsplit_once(')')?;
-    rest.split_whitespace().nth(19)?.parse().ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::eval::freeze::process_state;
     use std::process::{Child, Command};
     use std::time::Duration;
 
-    fn state(pid: u32) -> char {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        stat.rsplit_once(')')
-            .and_then(|(_, rest)| rest.trim_start().chars().next())
-            .unwrap_or('?')
-    }
-
+    /// The state of `pid` once it is `want`, or after a second of waiting for it.
     fn settled_state(pid: u32, want: char) -> char {
+        let state = || process_state(pid).unwrap_or('?');
         for _ in 0..100 {
-            if state(pid) == want {
+            if state() == want {
                 break;
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        state(pid)
+        state()
     }
 
     fn sleeper() -> Child {

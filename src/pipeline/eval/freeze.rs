@@ -70,6 +70,25 @@ impl Drop for Frozen {
     }
 }
 
+/// The fields of `/proc/PID/stat` that follow the command's closing parenthesis: the state
+/// (field 3) first.
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    Some(rest.split_whitespace().map(str::to_string).collect())
+}
+
+/// Process `pid`'s state letter (`R`, `S`, `T` stopped, `t` stopped by a tracer, ...).
+pub fn process_state(pid: u32) -> Option<char> {
+    stat_fields(pid)?.first()?.chars().next()
+}
+
+/// When process `pid` started (field 22 of `/proc/PID/stat`, clock ticks since boot): with
+/// its pid, what names one process even after the pid is reused.
+pub fn start_time(pid: u32) -> Option<u64> {
+    stat_fields(pid)?.get(19)?.parse().ok()
+}
+
 fn signal(pid: u32, signal: Signal) -> bool {
     i32::try_from(pid).is_ok_and(|p| p > 1 && kill(Pid::from_raw(p), signal).is_ok())
 }
@@ -80,11 +99,7 @@ mod tests {
     use std::time::Duration;
 
     fn state(pid: u32) -> char {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        // The state follows the command's closing parenthesis.
-        stat.rsplit_once(')')
-            .and_then(|(_, rest)| rest.trim_start().chars().next())
-            .unwrap_or('?')
+        process_state(pid).unwrap_or('?')
     }
 
     #[test]

@@ -25,7 +25,7 @@ use crate::pipeline::eval::bystanders::HeldStill;
 use crate::pipeline::eval::conditions::ConditionsReader;
 use crate::pipeline::eval::confine::{self, CandidateSandbox};
 use crate::pipeline::eval::failure;
-use crate::pipeline::eval::freeze::Frozen;
+use crate::pipeline::eval::freeze::{Frozen, process_state};
 use crate::pipeline::eval::harness_files::write_harness;
 use crate::pipeline::eval::input_pool;
 use crate::pipeline::eval::integrity::{self, Baseline};
@@ -2106,16 +2106,7 @@ fn output_allowance(trial: &TrialEvidence) -> u64 {
 
 /// Whether process `pid` is stopped (state `T` or `t` in `/proc/PID/stat`).
 fn is_stopped(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            let after = stat.rfind(')')?;
-            stat[after + 1..]
-                .split_whitespace()
-                .next()
-                .map(str::to_string)
-        })
-        .is_some_and(|state| state == "T" || state == "t")
+    matches!(process_state(pid), Some('T' | 't'))
 }
 
 /// Now, as RFC 3339 (UTC, seconds).
