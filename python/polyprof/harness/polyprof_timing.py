@@ -197,18 +197,17 @@ def _time_graph_pairs(
             "outside the capture (a kernel on the legacy default stream, a host thread), so "
             "the graph cannot time it"
         )
-    baseline = separator
-    if marks_cost is not None:
-
-        def baseline() -> None:
-            separator()
-            marks_cost()
-
-    alone = _capture(torch, baseline, batch)
+    # The baseline graph holds the separators alone: with the marks' imitation (memsets) in it,
+    # CUPTI recorded about a third of the paired graph's marks with the imitation's size and
+    # value (H100, CUDA 13, 2026-12-06; whether the imitation wrote the marks' buffer or its
+    # own), which broke the calls' windows of an honest Triton add. The marks' cost is taken off
+    # as on the events path, measured outside any graph.
+    alone = _capture(torch, separator, batch)
     replays = max(GRAPH_MIN_REPLAYS, -(-repeat // batch))
     base = _median(_time_events(torch, alone.replay, replays, None))
     paired_ms = _time_events(torch, paired.replay, replays, None)
-    return [(t - base) / batch for t in paired_ms], batch
+    marks_ms = _marks_ms(torch, marks_cost)
+    return [(t - base) / batch - marks_ms for t in paired_ms], batch
 
 
 def _check_counts(repeat: Any, warmup: Any) -> None:
@@ -240,9 +239,8 @@ def time_call(
     than its block needs. The eval passes a bound derived from the reference's own time.
 
     ``marks_cost`` queues GPU work as costly as the harness's marks around one call (the scored
-    pass's timeline); on the graph path the flushes-alone graph runs it too, so the marks' time
-    is not the call's; on the events path its cost, measured with event pairs around it against
-    event pairs around nothing, is taken off each call.
+    pass's timeline); its cost, measured with event pairs around it against event pairs around
+    nothing, outside any graph, is taken off each call on either path.
 
     Returns ``(times_ms, method, batch, last_output)``. ``last_output`` is what the last timed
     call returned (``None`` with ``keep_output=False``); on the graph path, a copy of the output

@@ -683,17 +683,20 @@ impl Eval<'_> {
         }
         setup?;
         tracing::debug!("eval: the candidate is set up");
-        // The work pass's worker (ncu, the interpreter, torch: seconds) starts now, beside the
-        // trials and the timing; one not needed (an incorrect candidate) is ended at the close.
-        if let Some((profiler, settings)) = &work {
-            self.start_work_ahead(profiler, settings.clone());
-        }
         let timing_trial = self.correctness().await?;
         let correct = self.correct_so_far();
         tracing::debug!(correct, "eval: the correctness trials are done");
         // An incorrect candidate is not timed: its speed means nothing.
         if correct && self.spec.options.timing_blocks > 0 {
             self.timing(timing_trial).await?;
+        }
+        // The work pass's worker (ncu, the interpreter, torch: seconds) starts once nothing is
+        // timed any more, beside the scored worker's release and end. It is never held still
+        // like the bystanders: stopped during the timing blocks, a worker under ncu never
+        // finished its first request under the counters (H100, 2026-12-06; without blocks it
+        // did), and it was not yet tried running unheld beside the blocks.
+        if correct && let Some((profiler, settings)) = &work {
+            self.start_work_ahead(profiler, settings.clone());
         }
         self.release(Role::Candidate, timing_trial, Stage::Timing)
             .await?;
@@ -1759,8 +1762,7 @@ impl Eval<'_> {
         if self.evidence.problem.framework != "torch" || !self.baseline.changes().is_empty() {
             return;
         }
-        let mut launch = self.launch(Role::Work, profiler, settings);
-        launch.bystanders = Some(self.spec.bystanders.clone());
+        let launch = self.launch(Role::Work, profiler, settings);
         self.work_ready = Some(launch.start_ahead());
     }
 
