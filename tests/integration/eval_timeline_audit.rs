@@ -54,6 +54,8 @@ fn the_audit_gives_every_traced_eval_the_verdict_it_was_given() {
         ("hack_graph_fifth", false, "inconsistent_calls"),
         ("hack_profiler_stop", false, "different_under_profiler"),
         ("hack_phantom_call", false, "kernels_outside_calls"),
+        // Honest, but CUPTI labelled part of its graph's marks with another graph's memsets.
+        ("graph_marks_mislabelled", false, "timeline_marks_broken"),
     ] {
         let dir = copy(name, tmp.path());
         let written: Value =
