@@ -14,10 +14,11 @@
 //!
 //! The functions `polyprof run` executes are also placed side by side (build/run-order.txt,
 //! made by scripts/gen-run-order.sh, given to lld as `--symbol-ordering-file`): scattered over
-//! the executable, they cost ~115 page faults per run (each mapping a 64 KiB window); packed,
-//! about 20 (issue 37, docs/runner.md "fifth pass"). Only where the linker is known to be lld
-//! (x86_64 Linux, rustc 1.90 or later, no linker configured): other linkers may not know the
-//! option, and the order is only an optimization. Names the build no longer has are skipped.
+//! the executable, they cost 137 page faults per run in polyprof and its forked supervisor (each
+//! mapping a 64 KiB window); packed, 28 (issue 37, docs/runner.md "fifth pass"). Only where the
+//! linker is known to be lld (x86_64 Linux, rustc 1.90 or later, no linker configured): other
+//! linkers may not know the option, and the order is only an optimization. Names the build no
+//! longer has are skipped (`scripts/gen-run-order.sh --check` counts them).
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=build/run-order.txt");
