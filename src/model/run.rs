@@ -191,6 +191,40 @@ impl ProfileRun {
         run.schema_version = SCHEMA_VERSION;
         Ok(run)
     }
+
+    /// The names of the raw files the run document in `dir` lists, read without building the
+    /// whole document: `polyprof run --force` needs only these to clear the old run, and
+    /// building every record of it cost ~30 page faults and ~0.1 ms per run (issue 37). The
+    /// same checks as [`ProfileRun::read`]: a regular file, JSON, a schema this polyprof reads.
+    pub fn read_artifact_names(dir: &Path) -> Result<Vec<String>> {
+        #[derive(Deserialize)]
+        struct Named {
+            name: String,
+        }
+        #[derive(Deserialize)]
+        struct Listing {
+            schema_version: u32,
+            artifacts: Vec<Named>,
+        }
+        let file = dir.join(RUN_FILE);
+        crate::model::input::require_regular_file(&file)?;
+        let text = std::fs::read(&file).map_err(|e| Error::io("read run document", &file, e))?;
+        let listing: Listing = serde_json::from_slice(&text).map_err(|source| Error::Json {
+            context: file.display().to_string(),
+            source,
+        })?;
+        if listing.schema_version > SCHEMA_VERSION {
+            return Err(Error::invalid(
+                "run document",
+                format!(
+                    "{} has schema version {}, this polyprof reads up to {SCHEMA_VERSION}",
+                    file.display(),
+                    listing.schema_version
+                ),
+            ));
+        }
+        Ok(listing.artifacts.into_iter().map(|a| a.name).collect())
+    }
 }
 
 #[cfg(test)]
@@ -214,6 +248,43 @@ mod tests {
         });
         run.write(dir.path()).unwrap();
         assert_eq!(ProfileRun::read(dir.path()).unwrap(), run);
+    }
+
+    #[test]
+    fn artifact_names_are_read_as_the_whole_document_lists_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut run = ProfileRun::new("ncu.000", "ncu", &["app".into()], dir.path());
+        for name in ["report.ncu-rep", "sub/raw.csv"] {
+            run.artifacts.push(RawArtifact {
+                name: name.into(),
+                path: dir.path().join(name),
+                size: 3,
+                content: Vec::new(),
+                truncated: false,
+            });
+        }
+        run.write(dir.path()).unwrap();
+        let whole: Vec<String> = ProfileRun::read(dir.path())
+            .unwrap()
+            .artifacts
+            .into_iter()
+            .map(|a| a.name)
+            .collect();
+        assert_eq!(ProfileRun::read_artifact_names(dir.path()).unwrap(), whole);
+        // A newer schema, a truncated or a non-run document: an error, as `read` gives.
+        for text in [
+            "{\"schema_version\": 99, \"artifacts\": []}",
+            "{\"schema_version\": 2, \"artif",
+            "{\"schema_version\": 2}",
+        ] {
+            std::fs::write(dir.path().join(RUN_FILE), text).unwrap();
+            assert!(
+                ProfileRun::read_artifact_names(dir.path()).is_err(),
+                "{text}"
+            );
+        }
+        std::fs::remove_file(dir.path().join(RUN_FILE)).unwrap();
+        assert!(ProfileRun::read_artifact_names(dir.path()).is_err());
     }
 
     #[test]

@@ -126,11 +126,11 @@ fn is_run_file(name: &str) -> bool {
 /// Returns what was removed.
 pub fn clear_run(dir: &Path) -> io::Result<Vec<PathBuf>> {
     let mut doomed = Vec::new();
-    if let Ok(old) = ProfileRun::read(dir) {
-        for artifact in &old.artifacts {
-            let path = dir.join(&artifact.name);
+    if let Ok(names) = ProfileRun::read_artifact_names(dir) {
+        for name in &names {
+            let path = dir.join(name);
             // A name with `..` or an absolute path would leave the directory.
-            let inside = Path::new(&artifact.name)
+            let inside = Path::new(name)
                 .components()
                 .all(|c| matches!(c, std::path::Component::Normal(_)));
             if inside && path.is_file() {
