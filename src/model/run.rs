@@ -171,23 +171,7 @@ impl ProfileRun {
         } else {
             path.to_path_buf()
         };
-        // A FIFO or device would hang the read.
-        crate::model::input::require_regular_file(&file)?;
-        let text = std::fs::read(&file).map_err(|e| Error::io("read run document", &file, e))?;
-        let mut run: ProfileRun = serde_json::from_slice(&text).map_err(|source| Error::Json {
-            context: file.display().to_string(),
-            source,
-        })?;
-        if run.schema_version > SCHEMA_VERSION {
-            return Err(Error::invalid(
-                "run document",
-                format!(
-                    "{} has schema version {}, this polyprof reads up to {SCHEMA_VERSION}; upgrade polyprof",
-                    file.display(),
-                    run.schema_version
-                ),
-            ));
-        }
+        let mut run: ProfileRun = read_document(&file, |run: &ProfileRun| run.schema_version)?;
         run.schema_version = SCHEMA_VERSION;
         Ok(run)
     }
@@ -206,25 +190,36 @@ impl ProfileRun {
             schema_version: u32,
             artifacts: Vec<Named>,
         }
-        let file = dir.join(RUN_FILE);
-        crate::model::input::require_regular_file(&file)?;
-        let text = std::fs::read(&file).map_err(|e| Error::io("read run document", &file, e))?;
-        let listing: Listing = serde_json::from_slice(&text).map_err(|source| Error::Json {
-            context: file.display().to_string(),
-            source,
+        let listing: Listing = read_document(&dir.join(RUN_FILE), |listing: &Listing| {
+            listing.schema_version
         })?;
-        if listing.schema_version > SCHEMA_VERSION {
-            return Err(Error::invalid(
-                "run document",
-                format!(
-                    "{} has schema version {}, this polyprof reads up to {SCHEMA_VERSION}",
-                    file.display(),
-                    listing.schema_version
-                ),
-            ));
-        }
         Ok(listing.artifacts.into_iter().map(|a| a.name).collect())
     }
+}
+
+/// `file` read as a run document, whole or the part of it `T` names: a regular file (a FIFO or
+/// device would hang the read), JSON, of a schema this polyprof reads (`version` says which).
+fn read_document<T: serde::de::DeserializeOwned>(
+    file: &Path,
+    version: impl Fn(&T) -> u32,
+) -> Result<T> {
+    crate::model::input::require_regular_file(file)?;
+    let text = std::fs::read(file).map_err(|e| Error::io("read run document", file, e))?;
+    let document: T = serde_json::from_slice(&text).map_err(|source| Error::Json {
+        context: file.display().to_string(),
+        source,
+    })?;
+    let found = version(&document);
+    if found > SCHEMA_VERSION {
+        return Err(Error::invalid(
+            "run document",
+            format!(
+                "{} has schema version {found}, this polyprof reads up to {SCHEMA_VERSION}; upgrade polyprof",
+                file.display()
+            ),
+        ));
+    }
+    Ok(document)
 }
 
 #[cfg(test)]
