@@ -482,8 +482,8 @@ pub struct TimingBlock {
     /// The other side's processes were stopped (SIGSTOP) while this block ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub other_side_stopped: Option<bool>,
-    /// Workers started ahead of their turn (the next candidate's, the work pass's) held
-    /// stopped while this block ran; those that connected during it were stopped then.
+    /// Workers started ahead of their turn (the next candidate's scored worker) held stopped
+    /// while this block ran; those that connected during it were stopped then.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub bystanders_stopped: u32,
 }

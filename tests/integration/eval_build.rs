@@ -358,16 +358,13 @@ fn the_next_candidates_worker_is_held_still_while_the_one_before_it_is_timed() {
     // The first candidate's calls take a second each: its turn lasts seconds, so the second
     // candidate's worker, started once its build is done, has connected before the first
     // candidate's later timing blocks begin.
-    std::fs::write(
-        candidates.join("a_slow.py"),
-        "import time\n\nimport numpy as np\n\n\nclass ModelNew:\n    \
-         def __init__(self, features, scale):\n        \
-         self.weight = (np.random.randn(features, features) / np.sqrt(features)).astype(np.float32)\n        \
-         self.scale = np.float32(scale)\n\n    \
-         def forward(self, x):\n        time.sleep(1.0)\n        \
-         return (np.tanh(x @ self.weight) * self.scale).astype(np.float32)\n",
-    )
-    .unwrap();
+    let honest = std::fs::read_to_string(problem("honest.py")).unwrap();
+    let slow = honest.replace(
+        "    def forward(self, x):\n",
+        "    def forward(self, x):\n        __import__(\"time\").sleep(1.0)\n",
+    );
+    assert_ne!(slow, honest, "the sleep was not put in");
+    std::fs::write(candidates.join("a_slow.py"), slow).unwrap();
     std::fs::copy(problem("honest.py"), candidates.join("b_honest.py")).unwrap();
     let out = tmp.path().join("out");
     if !judged_ahead(&python, &candidates, &out, "1", "b_honest") {

@@ -974,10 +974,8 @@ class GpuMarks:
     def imitate(self, nbytes: Optional[int]) -> None:
         """A memset as costly as the mark of ``nbytes`` but never a mark: 8 bytes shorter (every
         mark is a multiple of 16 bytes), of another value, into a buffer of its own. A timing
-        block's baseline runs these, so the marks' own time is not the call's. Its own buffer:
-        with the marks' buffer, CUPTI recorded a third of the marks of the paired graph with the
-        parameters of the baseline graph's memsets (size and value; H100, CUDA 13), which broke
-        the calls' windows of an honest Triton add."""
+        block measures these outside any graph (``polyprof_timing._marks_ms``), so the marks'
+        own time is not the call's; none runs inside a graph (see ``_time_graph_pairs``)."""
         if not nbytes or not self.ready():
             return
         size = max(1, min(int(nbytes), MAX_MARK_BYTES))

@@ -229,7 +229,8 @@ def time_call(
     marks_cost: Optional[Callable[[], None]] = None,
 ) -> Timing:
     """GPU time of ``call()`` (a CUDA callable): ``repeat`` timed calls after ``warmup`` untimed
-    ones (on the graph path in replays of ``batch`` calls, one time per replay). ``graph``: ``True`` CUDA graphs of (flush, call) pairs against graphs of flushes alone,
+    ones (on the graph path in replays of ``batch`` calls, one time per replay). ``graph``:
+    ``True`` CUDA graphs of (flush, call) pairs against graphs of flushes alone,
     ``False`` one call per event pair, ``None`` graphs when a first estimate is below
     ``GRAPH_BELOW_MS`` (falling back to events when ``call`` cannot be captured).
 

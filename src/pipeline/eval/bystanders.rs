@@ -92,16 +92,6 @@ impl Bystanders {
             bystanders: self.clone(),
         }
     }
-
-    /// How many workers are bystanders now.
-    pub fn len(&self) -> usize {
-        self.lock().members.len()
-    }
-
-    /// Whether no worker is a bystander now.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 impl HeldStill {
@@ -185,7 +175,7 @@ mod tests {
         // Its turn takes it while the hold is still in force: it runs again.
         drop(membership);
         assert_ne!(settled_state(child.id(), 'S'), 'T');
-        assert!(bystanders.is_empty());
+        assert!(bystanders.lock().members.is_empty());
         drop(held);
         end(child);
     }

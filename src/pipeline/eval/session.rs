@@ -21,7 +21,6 @@ use crate::model::atomic_file::write_atomic;
 use crate::model::error::{Error, Result};
 use crate::model::run::ProfileRun;
 use crate::pipeline::eval::build::{self, Built};
-use crate::pipeline::eval::bystanders::HeldStill;
 use crate::pipeline::eval::conditions::ConditionsReader;
 use crate::pipeline::eval::confine::{self, CandidateSandbox};
 use crate::pipeline::eval::failure;
@@ -1226,12 +1225,8 @@ impl Eval<'_> {
                 let request = Message::request("time", fields);
                 // The other side stopped while this one is timed (its last request answered,
                 // after a device synchronize: nothing of it is queued).
-                let held = self.hold_others_still(role);
-                let asked = self.ask(role, Stage::Timing, request, limit).await;
-                let stopped = held.other_side.as_ref().map(Frozen::stopped_any);
-                let bystanders_stopped = held.bystanders.stopped();
-                drop(held);
-                let reply = asked?;
+                let (reply, stopped, bystanders_stopped) =
+                    self.time_held(role, request, limit).await?;
                 let conditions_after = self.read_conditions().await;
                 between.clone_from(&conditions_after);
                 let times_ms: Vec<f64> =
@@ -1363,19 +1358,9 @@ impl Eval<'_> {
                     Side::Reference => Role::Trusted,
                     Side::Candidate => Role::Candidate,
                 };
-                let held = self.hold_others_still(role);
-                let asked = self
-                    .ask(
-                        role,
-                        Stage::Timing,
-                        Message::request("time", fields.clone()),
-                        limit,
-                    )
-                    .await;
-                let stopped = held.other_side.as_ref().map(Frozen::stopped_any);
-                let bystanders_stopped = held.bystanders.stopped();
-                drop(held);
-                let reply = asked?;
+                let request = Message::request("time", fields.clone());
+                let (reply, stopped, bystanders_stopped) =
+                    self.time_held(role, request, limit).await?;
                 let times_ms: Vec<f64> =
                     self.field(role, Stage::Timing, &reply, "times_ms").await?;
                 let method: String = self.field(role, Stage::Timing, &reply, "method").await?;
@@ -1504,10 +1489,16 @@ impl Eval<'_> {
             .await
     }
 
-    /// Stop the process tree of the side that is not `timed` (its pid from the socket's peer
-    /// credentials) and every worker started ahead of its turn (`spec.bystanders`), until the
-    /// returned guard is dropped.
-    fn hold_others_still(&mut self, timed: Role) -> HeldForBlock {
+    /// `request` (a timing block) to `timed`'s worker while the process tree of the other side
+    /// (its pid from the socket's peer credentials) and every worker started ahead of its turn
+    /// (`spec.bystanders`) are stopped; with the answer, whether the other side was stopped and
+    /// how many bystanders were.
+    async fn time_held(
+        &mut self,
+        timed: Role,
+        request: Message,
+        limit: Duration,
+    ) -> std::result::Result<(Message, Option<bool>, u32), Failure> {
         let other = match timed {
             Role::Trusted => Role::Candidate,
             _ => Role::Trusted,
@@ -1517,10 +1508,12 @@ impl Eval<'_> {
             .as_ref()
             .and_then(|w| w.pid)
             .map(Frozen::stop);
-        HeldForBlock {
-            other_side,
-            bystanders: self.spec.bystanders.hold_still(),
-        }
+        let bystanders = self.spec.bystanders.hold_still();
+        let asked = self.ask(timed, Stage::Timing, request, limit).await;
+        let stopped = other_side.as_ref().map(Frozen::stopped_any);
+        let bystanders_stopped = bystanders.stopped();
+        drop((other_side, bystanders));
+        Ok((asked?, stopped, bystanders_stopped))
     }
 
     /// `make(random)` with the orchestrator's randomness (`/dev/urandom`).
@@ -2064,13 +2057,6 @@ impl Eval<'_> {
 }
 
 /// The evidence of a profiled pass before it runs: its profiler, run directory and controls.
-/// What is held stopped while one side's timing block runs: the other side, and the workers
-/// started ahead of their turn.
-struct HeldForBlock {
-    other_side: Option<Frozen>,
-    bystanders: HeldStill,
-}
-
 fn profiled_evidence(profiler: &str, role: Role) -> WitnessEvidence {
     let (clock_control, cache_control) = match role {
         Role::Work | Role::ReferenceWork => {
