@@ -170,15 +170,26 @@ pub(super) fn judge(
         submission_id: round.submission_id.to_string(),
         status: round.driver.map(|d| d.status().name().to_string()),
         error_type: None,
-        node_id: progress.and_then(|p| p.node_id.clone()),
-        node_ip: progress.and_then(|p| p.node_ip.clone()),
+        node_id: progress
+            .and_then(|p| p.node_id.clone())
+            .or_else(|| old.ray.as_ref().and_then(|r| r.node_id.clone())),
+        node_ip: progress
+            .and_then(|p| p.node_ip.clone())
+            .or_else(|| old.ray.as_ref().and_then(|r| r.node_ip.clone())),
     };
     let timed_out = progress.is_some_and(|p| p.state == "timed_out");
     let task_ended = progress.is_some_and(|p| p.state == "done" || p.state == "timed_out");
     // A run cut off when its actor died wrote `cancelled`; the driver sends the job to another
     // actor, so that entry is the answer only once nothing more will run it.
+    // The driver saves its progress every few tenths of a second, so a short job can end before
+    // the progress names it: its entry waits for that save (which says where it ran), or for
+    // the Ray job's end, after which no save will come.
     let taken = |e: &BatchEntry| {
-        e.state != EntryState::Cancelled || round.cancelled || task_ended || round.driver_over
+        (progress.is_some() || round.driver_over || round.cancelled)
+            && (e.state != EntryState::Cancelled
+                || round.cancelled
+                || task_ended
+                || round.driver_over)
     };
     if let Some(mut entry) =
         final_entry(round.root, &spec.id, round.submission_id).filter(|e| taken(e))
@@ -385,9 +396,12 @@ mod tests {
         );
         entry.ray.as_mut().unwrap().submission_id = "polyprof-k-actors-0".into();
         entry.write_atomic(&dir).unwrap();
+        // Ended before the driver's progress named it: wait for the save that says where it ran.
+        assert!(judge(&spec, 0, &pending, None, false, &r).is_none());
         let taken = judge(&spec, 0, &pending, Some(&done), true, &r).unwrap();
         assert_eq!(taken.state, EntryState::Succeeded);
         assert!(taken.errors.is_empty());
+        assert_eq!(taken.ray.unwrap().node_ip.as_deref(), Some("127.0.0.3"));
         // Cut off when its actor died and sent to another: not the answer while it runs again.
         entry.state = EntryState::Cancelled;
         entry.write_atomic(&dir).unwrap();

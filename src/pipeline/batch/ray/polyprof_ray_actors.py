@@ -336,7 +336,9 @@ def main(plan_path):
             if not calls:
                 time.sleep(0.2)
                 continue
-            ready, _ = ray.wait(list(calls), num_returns=1, timeout=1.0)
+            # Wake at the save period, so a job just sent is in the progress (where it runs)
+            # soon after; the reader waits for that before it takes the job's entry.
+            ready, _ = ray.wait(list(calls), num_returns=1, timeout=SAVE_EVERY_S)
             for ref in ready:
                 slot, kind, index = calls.pop(ref)
                 try:
