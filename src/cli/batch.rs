@@ -161,12 +161,6 @@ pub async fn execute(mut args: Args) -> anyhow::Result<u8> {
         return super::batch_dry_run::print(&specs, &task_options(&args)?, args.json);
     }
     let remote = args.slurm.slurm || args.ray.ray.is_some();
-    if remote && specs.iter().any(|s| s.stage.is_some()) {
-        anyhow::bail!(
-            "{}: the stages of a `problem` run on the local pool only (the cascade decides each stage from the one before); run it without --slurm/--ray, or list plain jobs",
-            args.jobs.display()
-        );
-    }
     if args.task_serve {
         let opts = task_options(&args)?;
         return serve_tasks(&args, &specs, &opts).await;
@@ -186,6 +180,7 @@ pub async fn execute(mut args: Args) -> anyhow::Result<u8> {
             env_allow: &args.env_allow,
             profile_cache: args.profile_cache.as_ref(),
             cold_evals: args.cold_evals,
+            all_stages: args.all_stages,
             ci: &args.ci,
         };
         if args.ray.ray.is_some() {

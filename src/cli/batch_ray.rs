@@ -9,6 +9,7 @@ use polyprof::model::batch::Backend;
 use polyprof::pipeline::batch::JobSpec;
 use polyprof::pipeline::batch::ray::api::parse_time_limit;
 use polyprof::pipeline::batch::ray::{RayEvent, RayMode, RayObserver, RayRun, Resources, run_ray};
+use polyprof::pipeline::batch::waves::in_waves;
 use tokio_util::sync::CancellationToken;
 
 use super::batch_slurm::{Common, Remote, SlurmArgs};
@@ -118,11 +119,24 @@ pub async fn execute(
         );
     }
     let total = prepared.to_run.len();
-    let index = run_ray(
+    let observer = observer(args.quiet, total, run.mode);
+    // Later waves follow the Ray job of the wave before while it ends (its jobs have all
+    // ended), rather than refusing a live Ray job of this root.
+    let later = RayRun {
+        resume: true,
+        ..run.clone()
+    };
+    let index = in_waves(
         specs,
         prepared,
-        &run,
-        Some(observer(args.quiet, total, run.mode)),
+        args.all_stages,
+        &root,
+        &cancel,
+        |entry| observer(&RayEvent::Changed { entry }),
+        |prepared, wave| {
+            let run = if wave == 0 { &run } else { &later };
+            run_ray(specs, prepared, run, Some(observer.clone()))
+        },
     )
     .await?;
     super::batch_summary::finish(

@@ -12,6 +12,7 @@ use polyprof::model::batch::Backend;
 use polyprof::pipeline::batch::slurm::{
     SLURM_DIR, SlurmEvent, SlurmObserver, SlurmRun, SubmitOptions, run_slurm,
 };
+use polyprof::pipeline::batch::waves::in_waves;
 use polyprof::pipeline::batch::{JobSpec, index};
 use polyprof::pipeline::runner::EnvPolicy;
 use tokio_util::sync::CancellationToken;
@@ -38,6 +39,8 @@ pub struct Common<'a> {
     pub profile_cache: Option<&'a Option<PathBuf>>,
     /// `--cold-evals`, passed on to every task.
     pub cold_evals: bool,
+    /// `--all-stages`: the cascade skips nothing (the driver decides the stages, not a task).
+    pub all_stages: bool,
     pub ci: &'a super::ci_output::CiArgs,
 }
 
@@ -201,11 +204,23 @@ pub async fn execute(args: Common<'_>, slurm: &SlurmArgs, specs: &[JobSpec]) -> 
         );
     }
     let total = prepared.to_run.len();
-    let index = run_slurm(
+    let observer = observer(args.quiet, total, &root);
+    let index = in_waves(
         specs,
         prepared,
-        &run,
-        Some(observer(args.quiet, total, &root)),
+        args.all_stages,
+        &root,
+        &cancel,
+        |entry| observer(&SlurmEvent::Changed { entry }),
+        |mut prepared, wave| {
+            if wave > 0 {
+                // The array of the wave before: all its jobs have ended (some tasks may still
+                // be leaving squeue), and this wave's jobs are others; it is not a killed
+                // driver's array still writing them.
+                prepared.index.slurm_job_id = None;
+            }
+            run_slurm(specs, prepared, &run, Some(observer.clone()))
+        },
     )
     .await?;
     super::batch_summary::finish(
@@ -330,6 +345,7 @@ mod tests {
             env_allow: &[],
             profile_cache,
             cold_evals,
+            all_stages: false,
             ci: &ci,
         };
         task_argv(

@@ -8,7 +8,7 @@ use std::path::Path;
 use polyprof::model::batch::{BatchIndex, EntryState};
 
 use crate::support::assert_exit;
-use crate::support::batch::{batch, entry, index, write_jobs};
+use crate::support::batch::{CommandProblem, batch, entry, index, write_jobs};
 use crate::support::eval::{problem, python_with_numpy};
 
 /// (stage, ran, passed, skipped) of the summary.
@@ -245,86 +245,22 @@ fn eval_candidates_go_through_the_stages_cheapest_first_and_resume_reruns_none()
 #[test]
 fn command_candidates_are_profiled_only_in_the_top_k_and_resume_reruns_none() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    // Each candidate is a script that counts its runs beside itself and sleeps its time;
-    // the check looks for `ok` in it.
-    let mut candidates = Vec::new();
-    for (name, secs, ok) in [
-        ("a", 0.0, true),
-        ("b", 0.5, true),
-        ("c", 1.0, true),
-        ("bad", 0.0, false),
-    ] {
-        let path = dir.join(format!("{name}.sh"));
-        let mark = if ok { "# ok" } else { "# not" };
-        std::fs::write(
-            &path,
-            format!("{mark}\necho run >> \"$0.count\"\nsleep {secs}\n"),
-        )
-        .unwrap();
-        candidates.push(path);
-    }
-    let file = write_jobs(
-        dir,
-        &[serde_json::json!({"problem": {
-            "id": "bench",
-            "target": ["sh", "{candidate}"],
-            "candidates": candidates,
-            "stages": ["check", "time", "profile"],
-            "check": ["grep", "-q", "# ok", "{candidate}"],
-            "profile": {"top_k": 1},
-            "profiler": "none"
-        }})],
-    );
-    let root = dir.join("out");
-    let out = batch(&file, &root)
+    let problem = CommandProblem::new(tmp.path());
+    let root = tmp.path().join("out");
+    let out = batch(&problem.file, &root)
         .args(["--devices", "cpu", "--jobs", "2", "-q"])
         .output()
         .unwrap();
     // `bad` failed its check (grep exits 1): a failed job.
     assert_exit(&out, 1);
     let first = index(&root);
-    assert_eq!(first.jobs["bench.a.profile"].state, EntryState::Succeeded);
-    for name in ["b", "c"] {
-        let e = &first.jobs[&format!("bench.{name}.profile")];
-        assert_eq!(e.state, EntryState::Skipped, "{e:?}");
-        let skip = e.cascade.as_ref().unwrap().skip.as_ref().unwrap();
-        assert!(
-            skip.reason.contains("only the top 1 are profiled"),
-            "{}",
-            skip.reason
-        );
-        assert_eq!(skip.limit, first.jobs["bench.a.time"].duration_s);
-    }
-    let bad = &first.jobs["bench.bad.time"];
-    assert_eq!(bad.state, EntryState::Skipped);
-    assert!(
-        bad.errors[0].contains("stage `check` did not pass (failed, exited with code 1)"),
-        "{:?}",
-        bad.errors
-    );
-    // a ran for its time and its profile; b and c for their time only; bad never.
-    let runs = |name: &str| lines(&dir.join(format!("{name}.sh.count")));
-    assert_eq!([runs("a"), runs("b"), runs("c"), runs("bad")], [2, 1, 1, 0]);
-    assert_eq!(
-        stage_counts(&first),
-        counts(&[("check", 4, 3, 0), ("time", 3, 3, 1), ("profile", 1, 1, 3)])
-    );
+    problem.assert_decided(&first);
 
-    let again = batch(&file, &root)
+    let again = batch(&problem.file, &root)
         .args(["--devices", "cpu", "--jobs", "2", "-q", "--resume"])
         .output()
         .unwrap();
     assert_exit(&again, 1);
-    assert_eq!([runs("a"), runs("b"), runs("c"), runs("bad")], [2, 1, 1, 0]);
+    assert_eq!(problem.runs(), [2, 1, 1, 0]);
     assert_eq!(stage_counts(&index(&root)), stage_counts(&first));
-
-    // The cascade decides each stage from the one before: not through a Slurm array.
-    let out = batch(&file, &dir.join("slurm"))
-        .args(["--slurm"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("local pool only"), "{stderr}");
 }

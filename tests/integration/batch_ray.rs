@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use polyprof::model::batch::{Backend, EntryState};
 
-use crate::support::batch::{counted_jobs, index, interrupt, runs_of, sh_job, write_jobs};
+use crate::support::batch::{
+    CommandProblem, counted_jobs, index, interrupt, runs_of, sh_job, write_jobs,
+};
 use crate::support::ray::{RayCluster, ray_available};
 use crate::support::slurm::wait_for;
 
@@ -726,4 +728,56 @@ fn eval_jobs_through_actors_are_judged_warm_and_a_killed_actor_loses_none() {
     assert!(slow.eval.as_ref().unwrap().passed);
     let killed = &progress(&root).unwrap()["jobs"][victim];
     assert_eq!(killed["attempts"], 2, "{killed}");
+}
+
+/// A job file's `problem` through the actors: the cascade in waves, one Ray job per wave
+/// (check, time, profile), with the local pool's decisions; `--resume` submits nothing.
+#[test]
+fn a_problems_stages_run_as_one_actors_job_per_wave() {
+    if !ray_available("batch_ray::a_problems_stages_run_as_one_actors_job_per_wave") {
+        return;
+    }
+    let cluster = RayCluster::up();
+    let work = tempfile::tempdir().unwrap();
+    let problem = CommandProblem::new(work.path());
+    let root = work.path().join("root");
+    let out = cluster.batch(&problem.file, &root).output().unwrap();
+    // `bad` failed its check (grep exits 1): a failed job.
+    crate::support::assert_exit(&out, 1);
+    let index = index(&root);
+    problem.assert_decided(&index);
+    let ray_job_of = |stage: &str| -> BTreeSet<String> {
+        index
+            .jobs
+            .values()
+            .filter(|e| e.id.ends_with(stage) && e.state != EntryState::Skipped)
+            .map(|e| {
+                e.ray
+                    .as_ref()
+                    .expect("the job's Ray job")
+                    .submission_id
+                    .clone()
+            })
+            .collect()
+    };
+    let waves = [
+        ray_job_of(".check"),
+        ray_job_of(".time"),
+        ray_job_of(".profile"),
+    ];
+    for (n, wave) in waves.iter().enumerate() {
+        assert_eq!(wave.len(), 1, "one Ray job per wave: {waves:?}");
+        let sid = wave.iter().next().unwrap();
+        assert!(sid.ends_with(&format!("-actors-{n}")), "{waves:?}");
+    }
+    assert_eq!(cluster.jobs_of(&root).len(), 3);
+
+    let again = cluster
+        .batch(&problem.file, &root)
+        .arg("--resume")
+        .output()
+        .unwrap();
+    crate::support::assert_exit(&again, 1);
+    assert_eq!(problem.runs(), [2, 1, 1, 0]);
+    assert_eq!(cluster.jobs_of(&root).len(), 3, "nothing submitted again");
 }

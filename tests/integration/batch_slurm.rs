@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use polyprof::model::batch::EntryState;
 
-use crate::support::batch::{counting, entry, index, runs_of, sh_job, write_jobs};
+use crate::support::batch::{CommandProblem, counting, entry, index, runs_of, sh_job, write_jobs};
 use crate::support::slurm::{LocalCluster, slurm_batch, slurm_installed, wait_for};
 
 /// Words a shell would mangle reach the job verbatim through sbatch and the task script, and
@@ -517,4 +517,54 @@ fn eval_jobs_in_shares_reuse_one_warm_evaluator_per_share() {
     for (task, runs) in &by_share {
         assert_eq!(runs.len(), 1, "share {task}: {runs:?}");
     }
+}
+
+/// A job file's `problem` on Slurm: the cascade in waves, one array per wave (check, time,
+/// profile), with the local pool's decisions (the top 1 profiled, a failed check skipping the
+/// rest, the summary per stage); `--resume` submits nothing.
+#[test]
+fn a_problems_stages_run_as_one_array_per_wave() {
+    if !slurm_installed("batch_slurm::a_problems_stages_run_as_one_array_per_wave") {
+        return;
+    }
+    let cluster = LocalCluster::up();
+    let work = tempfile::tempdir().unwrap();
+    let problem = CommandProblem::new(work.path());
+    let root = work.path().join("root");
+    let out = slurm_batch(cluster.polyprof(), &problem.file, &root)
+        .output()
+        .unwrap();
+    // `bad` failed its check (grep exits 1): a failed job.
+    crate::support::assert_exit(&out, 1);
+    let index = index(&root);
+    problem.assert_decided(&index);
+    let array_of = |stage: &str| -> BTreeSet<String> {
+        index
+            .jobs
+            .values()
+            .filter(|e| e.id.ends_with(stage) && e.state != EntryState::Skipped)
+            .map(|e| {
+                e.slurm
+                    .as_ref()
+                    .expect("the job's array")
+                    .array_job_id
+                    .clone()
+            })
+            .collect()
+    };
+    let waves = [array_of(".check"), array_of(".time"), array_of(".profile")];
+    for wave in &waves {
+        assert_eq!(wave.len(), 1, "one array per wave: {waves:?}");
+    }
+    let all: BTreeSet<&String> = waves.iter().flatten().collect();
+    assert_eq!(all.len(), 3, "three waves, three arrays: {waves:?}");
+
+    let again = slurm_batch(cluster.polyprof(), &problem.file, &root)
+        .arg("--resume")
+        .output()
+        .unwrap();
+    crate::support::assert_exit(&again, 1);
+    assert_eq!(problem.runs(), [2, 1, 1, 0]);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(!stderr.contains("submitted"), "{stderr}");
 }

@@ -297,6 +297,15 @@ impl Cascade {
     }
 }
 
+/// Set the index's cascade summary from its entries (with the profile cache's saving, when the
+/// index has the cache's figures): the local pool's last write and the remote drivers' alike.
+pub fn summarize(specs: &[JobSpec], index: &mut BatchIndex) {
+    index.cascade = summary(specs, index);
+    if let (Some(cascade), Some(cache)) = (index.cascade.as_mut(), index.profile_cache.as_ref()) {
+        cascade.saved_by_cache_s = Some(cache.saved_s);
+    }
+}
+
 /// The skipped entry of job `spec`.
 pub fn skipped_entry(spec: &JobSpec, skip: CascadeSkip) -> BatchEntry {
     let mut entry = spec.pending_entry();

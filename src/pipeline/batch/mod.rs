@@ -20,6 +20,8 @@
 //! - `ray`: the Ray backend (long-lived actors in one Ray job, or one Ray job per job).
 //! - `remote_index`: what the Slurm and Ray drivers share around their polls (index writes,
 //!   the wait, the last write).
+//! - `waves`: the cascade on Slurm and Ray: the stages the cascade lets run, one submission
+//!   per wave.
 
 pub mod api;
 pub mod cache_setting;
@@ -40,6 +42,7 @@ pub mod spec;
 pub mod stage;
 pub mod task;
 pub mod warm_evals;
+pub mod waves;
 
 pub use api::{BatchOptions, OpenBatch, run_batch};
 pub use jobfile::{JobFileError, load};

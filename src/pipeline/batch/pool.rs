@@ -15,7 +15,7 @@ use crate::pipeline::probe::HostProbe;
 use crate::profilers::devices::Device;
 use crate::profilers::registry::Vendor;
 
-use super::cascade::{Cascade, Decision, Rankings, skipped_entry, summary};
+use super::cascade::{Cascade, Decision, Rankings, skipped_entry, summarize};
 use super::health::{check_device, needs_check};
 use super::index::{Prepared, cancel_running};
 use super::spec::JobSpec;
@@ -555,19 +555,13 @@ pub async fn run_pool(
     }
     // Nothing runs any more; an entry still marked running was cut off.
     cancel_running(&mut pool.index);
-    pool.index.cascade = summary(specs, &pool.index);
     pool.index.profile_cache = super::cache_summary::summary(
         &pool.root,
         specs,
         &pool.index,
         opts.task.profile_cache.as_ref(),
     );
-    if let (Some(cascade), Some(cache)) = (
-        pool.index.cascade.as_mut(),
-        pool.index.profile_cache.as_ref(),
-    ) {
-        cascade.saved_by_cache_s = Some(cache.saved_s);
-    }
+    summarize(specs, &mut pool.index);
     pool.write_index();
     pool.index
 }

@@ -1,6 +1,7 @@
 //! What the Slurm and Ray drivers share around their polls: the index written whole at most
 //! once per [`index_interval`] (and always at the end), the wait for the next poll that a
-//! Ctrl-C cuts short, and the last write with the runs' profile cache figures.
+//! Ctrl-C cuts short, and the last write with the runs' profile cache figures and the
+//! cascade's summary.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -74,5 +75,6 @@ pub fn finish(
     warn: &impl Fn(&str),
 ) {
     index.profile_cache = cache_summary::summary(root, specs, index, profile_cache);
+    super::cascade::summarize(specs, index);
     write_index(index, root, warn);
 }

@@ -50,6 +50,105 @@ pub fn counted_jobs(dir: &Path, prefix: &str, n: usize, then: &str) -> (Vec<Stri
     (ids, file)
 }
 
+/// A `problem` of four shell-script candidates under `dir` (checked, timed, the top 1
+/// profiled with no profiler): `a` sleeps 0 s, `b` 0.5 s, `c` 1 s, and `bad` fails its check.
+/// Each candidate counts its runs beside itself: [`CommandProblem::runs`].
+pub struct CommandProblem {
+    pub file: PathBuf,
+    dir: PathBuf,
+}
+
+impl CommandProblem {
+    pub fn new(dir: &Path) -> Self {
+        let mut candidates = Vec::new();
+        for (name, secs, ok) in [
+            ("a", 0.0, true),
+            ("b", 0.5, true),
+            ("c", 1.0, true),
+            ("bad", 0.0, false),
+        ] {
+            let path = dir.join(format!("{name}.sh"));
+            let mark = if ok { "# ok" } else { "# not" };
+            std::fs::write(
+                &path,
+                format!("{mark}\necho run >> \"$0.count\"\nsleep {secs}\n"),
+            )
+            .unwrap();
+            candidates.push(path);
+        }
+        let file = write_jobs(
+            dir,
+            &[serde_json::json!({"problem": {
+                "id": "bench",
+                "target": ["sh", "{candidate}"],
+                "candidates": candidates,
+                "stages": ["check", "time", "profile"],
+                "check": ["grep", "-q", "# ok", "{candidate}"],
+                "profile": {"top_k": 1},
+                "profiler": "none"
+            }})],
+        );
+        CommandProblem {
+            file,
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// How often each of `a`, `b`, `c`, `bad` ran (its time and profile stages run it).
+    pub fn runs(&self) -> [usize; 4] {
+        ["a", "b", "c", "bad"].map(|name| {
+            std::fs::read_to_string(self.dir.join(format!("{name}.sh.count")))
+                .map_or(0, |t| t.lines().count())
+        })
+    }
+
+    /// What the cascade must have decided, on any scheduler: `a` profiled; `b` and `c` timed
+    /// but outside the top 1; `bad` failed its check and was never run; (stage, ran, passed,
+    /// skipped) per stage.
+    pub fn assert_decided(&self, index: &BatchIndex) {
+        assert_eq!(
+            index.jobs["bench.a.profile"].state,
+            polyprof::model::batch::EntryState::Succeeded
+        );
+        for name in ["b", "c"] {
+            let e = &index.jobs[&format!("bench.{name}.profile")];
+            assert_eq!(
+                e.state,
+                polyprof::model::batch::EntryState::Skipped,
+                "{e:?}"
+            );
+            let skip = e.cascade.as_ref().unwrap().skip.as_ref().unwrap();
+            assert!(
+                skip.reason.contains("only the top 1 are profiled"),
+                "{}",
+                skip.reason
+            );
+            assert_eq!(skip.limit, index.jobs["bench.a.time"].duration_s);
+        }
+        let bad = &index.jobs["bench.bad.time"];
+        assert_eq!(bad.state, polyprof::model::batch::EntryState::Skipped);
+        assert!(
+            bad.errors[0].contains("stage `check` did not pass (failed, exited with code 1)"),
+            "{:?}",
+            bad.errors
+        );
+        assert_eq!(self.runs(), [2, 1, 1, 0]);
+        let counts: Vec<(String, usize, usize, usize)> = index
+            .cascade
+            .as_ref()
+            .expect("a cascade summary")
+            .stages
+            .iter()
+            .map(|s| (s.stage.clone(), s.ran, s.passed, s.skipped))
+            .collect();
+        let expected = [("check", 4, 3, 0), ("time", 3, 3, 1), ("profile", 1, 1, 3)];
+        assert_eq!(
+            counts,
+            expected.map(|(s, r, p, k)| (s.to_string(), r, p, k)),
+        );
+    }
+}
+
 /// `polyprof batch FILE --output-dir ROOT`, for the caller's options.
 pub fn batch(file: &Path, root: &Path) -> assert_cmd::Command {
     let mut command = super::polyprof();
