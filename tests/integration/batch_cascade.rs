@@ -5,29 +5,13 @@
 
 use std::path::Path;
 
-use polyprof::model::batch::{BatchIndex, EntryState};
+use polyprof::model::batch::EntryState;
 
 use crate::support::assert_exit;
-use crate::support::batch::{CommandProblem, batch, entry, index, write_jobs};
+use crate::support::batch::{
+    CommandProblem, batch, counts, entry, index, stage_counts, write_jobs,
+};
 use crate::support::eval::{problem, python_with_numpy};
-
-/// (stage, ran, passed, skipped) of the summary.
-fn stage_counts(index: &BatchIndex) -> Vec<(String, usize, usize, usize)> {
-    index
-        .cascade
-        .as_ref()
-        .expect("a cascade summary")
-        .stages
-        .iter()
-        .map(|s| (s.stage.clone(), s.ran, s.passed, s.skipped))
-        .collect()
-}
-
-fn counts(rows: &[(&str, usize, usize, usize)]) -> Vec<(String, usize, usize, usize)> {
-    rows.iter()
-        .map(|&(s, r, p, k)| (s.to_string(), r, p, k))
-        .collect()
-}
 
 /// Lines in `path` (one per run of what appends to it).
 fn lines(path: &Path) -> usize {

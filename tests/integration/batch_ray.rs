@@ -746,25 +746,13 @@ fn a_problems_stages_run_as_one_actors_job_per_wave() {
     crate::support::assert_exit(&out, 1);
     let index = index(&root);
     problem.assert_decided(&index);
-    let ray_job_of = |stage: &str| -> BTreeSet<String> {
-        index
-            .jobs
-            .values()
-            .filter(|e| e.id.ends_with(stage) && e.state != EntryState::Skipped)
-            .map(|e| {
-                e.ray
-                    .as_ref()
-                    .expect("the job's Ray job")
-                    .submission_id
-                    .clone()
-            })
-            .collect()
-    };
-    let waves = [
-        ray_job_of(".check"),
-        ray_job_of(".time"),
-        ray_job_of(".profile"),
-    ];
+    let waves = CommandProblem::waves(&index, |e| {
+        e.ray
+            .as_ref()
+            .expect("the job's Ray job")
+            .submission_id
+            .clone()
+    });
     for (n, wave) in waves.iter().enumerate() {
         assert_eq!(wave.len(), 1, "one Ray job per wave: {waves:?}");
         let sid = wave.iter().next().unwrap();

@@ -538,21 +538,13 @@ fn a_problems_stages_run_as_one_array_per_wave() {
     crate::support::assert_exit(&out, 1);
     let index = index(&root);
     problem.assert_decided(&index);
-    let array_of = |stage: &str| -> BTreeSet<String> {
-        index
-            .jobs
-            .values()
-            .filter(|e| e.id.ends_with(stage) && e.state != EntryState::Skipped)
-            .map(|e| {
-                e.slurm
-                    .as_ref()
-                    .expect("the job's array")
-                    .array_job_id
-                    .clone()
-            })
-            .collect()
-    };
-    let waves = [array_of(".check"), array_of(".time"), array_of(".profile")];
+    let waves = CommandProblem::waves(&index, |e| {
+        e.slurm
+            .as_ref()
+            .expect("the job's array")
+            .array_job_id
+            .clone()
+    });
     for wave in &waves {
         assert_eq!(wave.len(), 1, "one array per wave: {waves:?}");
     }

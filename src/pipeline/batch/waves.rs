@@ -133,6 +133,15 @@ mod tests {
         .unwrap()
     }
 
+    /// The problem's jobs, a batch root under `dir`, and the index prepared there.
+    fn prepared_in(dir: &Path) -> (Vec<JobSpec>, std::path::PathBuf, Prepared) {
+        let specs = problem_specs();
+        let root = dir.join("root");
+        std::fs::create_dir_all(&root).unwrap();
+        let prepared = prepare(&root, "jobs.toml", &specs, Backend::Local, false).unwrap();
+        (specs, root, prepared)
+    }
+
     fn finish(index: &mut BatchIndex, spec: &JobSpec, passed: bool, score_ms: Option<f64>) {
         let mut entry = spec.pending_entry();
         entry.state = EntryState::Succeeded;
@@ -151,10 +160,7 @@ mod tests {
     #[tokio::test]
     async fn each_wave_is_what_the_cascade_lets_run_and_skips_are_recorded_between_them() {
         let dir = tempfile::tempdir().unwrap();
-        let specs = problem_specs();
-        let root = dir.path().join("root");
-        std::fs::create_dir_all(&root).unwrap();
-        let prepared = prepare(&root, "jobs.toml", &specs, Backend::Local, false).unwrap();
+        let (specs, root, prepared) = prepared_in(dir.path());
         let stage_of = |i: usize| specs[i].stage.as_ref().unwrap().clone();
         let skipped = std::sync::Mutex::new(Vec::new());
         let mut waves: Vec<Vec<String>> = Vec::new();
@@ -208,10 +214,7 @@ mod tests {
     #[tokio::test]
     async fn a_cancel_stops_after_the_wave_it_came_in() {
         let dir = tempfile::tempdir().unwrap();
-        let specs = problem_specs();
-        let root = dir.path().join("root");
-        std::fs::create_dir_all(&root).unwrap();
-        let prepared = prepare(&root, "jobs.toml", &specs, Backend::Local, false).unwrap();
+        let (specs, root, prepared) = prepared_in(dir.path());
         let cancel = CancellationToken::new();
         let mut waves = 0;
         let index = in_waves::<crate::model::error::Error, _, _>(

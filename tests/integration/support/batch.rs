@@ -133,20 +133,48 @@ impl CommandProblem {
             bad.errors
         );
         assert_eq!(self.runs(), [2, 1, 1, 0]);
-        let counts: Vec<(String, usize, usize, usize)> = index
-            .cascade
-            .as_ref()
-            .expect("a cascade summary")
-            .stages
-            .iter()
-            .map(|s| (s.stage.clone(), s.ran, s.passed, s.skipped))
-            .collect();
-        let expected = [("check", 4, 3, 0), ("time", 3, 3, 1), ("profile", 1, 1, 3)];
         assert_eq!(
-            counts,
-            expected.map(|(s, r, p, k)| (s.to_string(), r, p, k)),
+            stage_counts(index),
+            counts(&[("check", 4, 3, 0), ("time", 3, 3, 1), ("profile", 1, 1, 3)])
         );
     }
+
+    /// For each wave (the check, time and profile stages), the submissions its jobs that ran
+    /// went out in, as `submission` names an entry's (its array, its Ray job).
+    pub fn waves(
+        index: &BatchIndex,
+        submission: impl Fn(&BatchEntry) -> String,
+    ) -> [std::collections::BTreeSet<String>; 3] {
+        [".check", ".time", ".profile"].map(|stage| {
+            index
+                .jobs
+                .values()
+                .filter(|e| {
+                    e.id.ends_with(stage) && e.state != polyprof::model::batch::EntryState::Skipped
+                })
+                .map(&submission)
+                .collect()
+        })
+    }
+}
+
+/// (stage, ran, passed, skipped) of the cascade's summary.
+pub fn stage_counts(index: &BatchIndex) -> Vec<(String, usize, usize, usize)> {
+    index
+        .cascade
+        .as_ref()
+        .expect("a cascade summary")
+        .stages
+        .iter()
+        .map(|s| (s.stage.clone(), s.ran, s.passed, s.skipped))
+        .collect()
+}
+
+/// [`stage_counts`]' rows, written as literals.
+pub fn counts(rows: &[(&str, usize, usize, usize)]) -> Vec<(String, usize, usize, usize)> {
+    rows.iter()
+        .map(|&(s, r, p, k)| (s.to_string(), r, p, k))
+        .collect()
 }
 
 /// `polyprof batch FILE --output-dir ROOT`, for the caller's options.
