@@ -179,11 +179,11 @@ pub(super) fn judge(
     };
     let timed_out = progress.is_some_and(|p| p.state == "timed_out");
     let task_ended = progress.is_some_and(|p| p.state == "done" || p.state == "timed_out");
-    // A run cut off when its actor died wrote `cancelled`; the driver sends the job to another
-    // actor, so that entry is the answer only once nothing more will run it.
-    // The driver saves its progress every few tenths of a second, so a short job can end before
-    // the progress names it: its entry waits for that save (which says where it ran), or for
-    // the Ray job's end, after which no save will come.
+    // An entry is taken once the progress names the job: the driver saves every few tenths of
+    // a second, so a short job can end before the save that says where it ran (after the Ray
+    // job's end no save will come). A run cut off when its actor died wrote `cancelled`; the
+    // driver sends the job to another actor, so that entry is the answer only once nothing
+    // more will run it.
     let taken = |e: &BatchEntry| {
         (progress.is_some() || round.driver_over || round.cancelled)
             && (e.state != EntryState::Cancelled
