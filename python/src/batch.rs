@@ -11,6 +11,7 @@ use serde::Deserialize;
 
 use polyprof::pipeline::batch::devices::DeviceChoice;
 use polyprof::pipeline::batch::pool::PoolOptions;
+use polyprof::pipeline::batch::waves::Waves;
 use polyprof::pipeline::batch::{self, BatchOptions, JobSpec, TaskOptions, run_batch};
 use polyprof::profilers::selection::Selection;
 
@@ -230,8 +231,10 @@ fn ray_batch(
         .map_err(errors::to_py)?;
     run.resume = args.resume;
     let cancel = run.cancel.clone();
+    // A job file's problem stages go a wave at a time, as the local pool decides them.
+    let waves = Waves::new(&specs, false, &prepared.to_run);
     let index = runtime::block_on_cancellable(py, cancel, async move {
-        run_ray(&specs, prepared, &run, None).await
+        run_ray(&specs, prepared, &run, None, waves).await
     })?
     .map_err(errors::ray_to_py)?;
     serde_json::to_string(&index).map_err(errors::json)

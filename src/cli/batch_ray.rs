@@ -9,7 +9,7 @@ use polyprof::model::batch::Backend;
 use polyprof::pipeline::batch::JobSpec;
 use polyprof::pipeline::batch::ray::api::parse_time_limit;
 use polyprof::pipeline::batch::ray::{RayEvent, RayMode, RayObserver, RayRun, Resources, run_ray};
-use polyprof::pipeline::batch::waves::in_waves;
+use polyprof::pipeline::batch::waves::Waves;
 use tokio_util::sync::CancellationToken;
 
 use super::batch_slurm::{Common, Remote, SlurmArgs};
@@ -119,24 +119,13 @@ pub async fn execute(
         );
     }
     let total = prepared.to_run.len();
-    let observer = observer(args.quiet, total, run.mode);
-    // Later waves follow the Ray job of the wave before while it ends (its jobs have all
-    // ended), rather than refusing a live Ray job of this root.
-    let later = RayRun {
-        resume: true,
-        ..run.clone()
-    };
-    let index = in_waves(
+    let waves = Waves::new(specs, args.all_stages, &prepared.to_run);
+    let index = run_ray(
         specs,
         prepared,
-        args.all_stages,
-        &root,
-        &cancel,
-        |entry| observer(&RayEvent::Changed { entry }),
-        |prepared, wave| {
-            let run = if wave == 0 { &run } else { &later };
-            run_ray(specs, prepared, run, Some(observer.clone()))
-        },
+        &run,
+        Some(observer(args.quiet, total, run.mode)),
+        waves,
     )
     .await?;
     super::batch_summary::finish(
@@ -180,6 +169,12 @@ fn observer(quiet: bool, total: usize, mode: RayMode) -> RayObserver {
                 eprintln!("polyprof batch: submitted Ray job {submission_id} for {id}")
             }
             RayEvent::Submitted { .. } => {}
+            RayEvent::Fed {
+                jobs,
+                submission_id,
+            } => eprintln!(
+                "polyprof batch: sent the cascade's next wave ({jobs} jobs) to Ray job {submission_id}"
+            ),
             RayEvent::Changed { entry } if entry.state.is_final() => {
                 let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
                 let node = entry

@@ -12,7 +12,7 @@ use polyprof::model::batch::Backend;
 use polyprof::pipeline::batch::slurm::{
     SLURM_DIR, SlurmEvent, SlurmObserver, SlurmRun, SubmitOptions, run_slurm,
 };
-use polyprof::pipeline::batch::waves::in_waves;
+use polyprof::pipeline::batch::waves::{Waves, in_waves};
 use polyprof::pipeline::batch::{JobSpec, index};
 use polyprof::pipeline::runner::EnvPolicy;
 use tokio_util::sync::CancellationToken;
@@ -205,13 +205,14 @@ pub async fn execute(args: Common<'_>, slurm: &SlurmArgs, specs: &[JobSpec]) -> 
     }
     let total = prepared.to_run.len();
     let observer = observer(args.quiet, total, &root);
+    let waves = Waves::new(specs, args.all_stages, &prepared.to_run);
     let index = in_waves(
         specs,
         prepared,
-        args.all_stages,
+        waves,
         &root,
         &cancel,
-        |entry| observer(&SlurmEvent::Changed { entry }),
+        &|entry| observer(&SlurmEvent::Changed { entry }),
         |mut prepared, wave| {
             if wave > 0 {
                 // The array of the wave before: all its jobs have ended (some tasks may still

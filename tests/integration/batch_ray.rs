@@ -730,11 +730,12 @@ fn eval_jobs_through_actors_are_judged_warm_and_a_killed_actor_loses_none() {
     assert_eq!(killed["attempts"], 2, "{killed}");
 }
 
-/// A job file's `problem` through the actors: the cascade in waves, one Ray job per wave
-/// (check, time, profile), with the local pool's decisions; `--resume` submits nothing.
+/// A job file's `problem` through the actors: the cascade in waves (check, time, profile), all
+/// sent to ONE Ray job whose actors serve every stage, with the local pool's decisions;
+/// `--resume` submits nothing.
 #[test]
-fn a_problems_stages_run_as_one_actors_job_per_wave() {
-    if !ray_available("batch_ray::a_problems_stages_run_as_one_actors_job_per_wave") {
+fn a_problems_stages_run_in_waves_through_one_actors_job() {
+    if !ray_available("batch_ray::a_problems_stages_run_in_waves_through_one_actors_job") {
         return;
     }
     let cluster = RayCluster::up();
@@ -744,6 +745,12 @@ fn a_problems_stages_run_as_one_actors_job_per_wave() {
     let out = cluster.batch(&problem.file, &root).output().unwrap();
     // `bad` failed its check (grep exits 1): a failed job.
     crate::support::assert_exit(&out, 1);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("sent the cascade's next wave").count(),
+        2,
+        "the time and profile waves went to the running Ray job: {stderr}"
+    );
     let index = index(&root);
     problem.assert_decided(&index);
     let waves = CommandProblem::waves(&index, |e| {
@@ -753,12 +760,18 @@ fn a_problems_stages_run_as_one_actors_job_per_wave() {
             .submission_id
             .clone()
     });
-    for (n, wave) in waves.iter().enumerate() {
-        assert_eq!(wave.len(), 1, "one Ray job per wave: {waves:?}");
-        let sid = wave.iter().next().unwrap();
-        assert!(sid.ends_with(&format!("-actors-{n}")), "{waves:?}");
+    for wave in &waves {
+        assert_eq!(wave.len(), 1, "{waves:?}");
+        assert!(
+            wave.iter().all(|sid| sid.ends_with("-actors-0")),
+            "{waves:?}"
+        );
     }
-    assert_eq!(cluster.jobs_of(&root).len(), 3);
+    assert_eq!(
+        cluster.jobs_of(&root).len(),
+        1,
+        "one Ray job for every wave"
+    );
 
     let again = cluster
         .batch(&problem.file, &root)
@@ -767,5 +780,88 @@ fn a_problems_stages_run_as_one_actors_job_per_wave() {
         .unwrap();
     crate::support::assert_exit(&again, 1);
     assert_eq!(problem.runs(), [2, 1, 1, 0]);
-    assert_eq!(cluster.jobs_of(&root).len(), 3, "nothing submitted again");
+    assert_eq!(cluster.jobs_of(&root).len(), 1, "nothing submitted again");
+}
+
+/// A driver killed while the actors' Ray job runs a problem's first wave: `--resume` follows
+/// that Ray job to the end of its wave (and tells it no more will come, so it ends at once),
+/// then sends the later waves to a Ray job of its own. Every stage ran once.
+#[test]
+fn a_killed_driver_mid_cascade_resumes_its_waves() {
+    if !ray_available("batch_ray::a_killed_driver_mid_cascade_resumes_its_waves") {
+        return;
+    }
+    let cluster = RayCluster::up();
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    let mut candidates = Vec::new();
+    for name in ["a", "b"] {
+        let path = dir.join(format!("{name}.sh"));
+        std::fs::write(&path, "# ok\necho run >> \"$0.count\"\n").unwrap();
+        candidates.push(path);
+    }
+    let file = write_jobs(
+        dir,
+        &[serde_json::json!({"problem": {
+            "id": "slow",
+            "target": ["sh", "{candidate}"],
+            "candidates": candidates,
+            "stages": ["check", "time", "profile"],
+            // Long enough that the checks still run when the second driver asks Ray.
+            "check": ["sh", "-c", "echo check >> {candidate}.checks; sleep 8; grep -q ok {candidate}"],
+            "profiler": "none"
+        }})],
+    );
+    let root = dir.join("root");
+    let mut child = cluster
+        .batch(&file, &root)
+        .arg("-q")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&root, LIMIT, |i| {
+        i.jobs
+            .values()
+            .filter(|e| e.id.ends_with(".check") && e.state == EntryState::Running)
+            .count()
+            == 2
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = cluster
+        .batch(&file, &root)
+        .arg("--resume")
+        .output()
+        .unwrap();
+    crate::support::assert_exit(&out, 0);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("still live from an earlier driver"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("still runs after"), "{stderr}");
+    let index = index(&root);
+    for name in ["a", "b"] {
+        for stage in ["check", "time", "profile"] {
+            let id = format!("slow.{name}.{stage}");
+            assert_eq!(index.jobs[&id].state, EntryState::Succeeded, "{id}");
+        }
+        let checks = std::fs::read_to_string(dir.join(format!("{name}.sh.checks"))).unwrap();
+        assert_eq!(checks.lines().count(), 1, "{name} checked once");
+        assert_eq!(
+            runs_of(dir, &format!("{name}.sh")),
+            2,
+            "{name} timed and profiled once"
+        );
+    }
+    let ray_jobs = cluster.jobs_of(&root);
+    assert_eq!(
+        ray_jobs.len(),
+        2,
+        "the adopted one, then one for the later waves: {ray_jobs:?}"
+    );
+    assert!(
+        ray_jobs.iter().all(|j| j["status"] == "SUCCEEDED"),
+        "{ray_jobs:?}"
+    );
 }

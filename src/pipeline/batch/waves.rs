@@ -1,10 +1,11 @@
-//! A job file's `problem` stages on a scheduler that takes a fixed list of jobs at once (a
-//! Slurm array, a Ray actors' job): the cascade in waves. Each wave is the jobs the cascade
-//! lets run now, submitted together; once all of them have ended, the cascade decides again
-//! (skips recorded, later stages released) and the next wave goes out, until no job is left
-//! to run. A wave is a barrier the local pool does not have (there a stage starts as soon as
-//! the one before it passed), so a problem's stages cost one submission each: at most four
-//! (compile, check, time, profile), whatever the number of candidates.
+//! A job file's `problem` stages on a scheduler that takes a list of jobs at a time (a Slurm
+//! array, Ray): the cascade in waves. Each wave is the jobs the cascade lets run now; once all
+//! of them have ended, the cascade decides again (skips recorded, later stages released) and
+//! the next wave goes out, until no job is left to run. A Slurm array (a Ray job per job) is
+//! one submission per wave ([`in_waves`]); the Ray actors' job takes every wave in turn
+//! ([`Waves`] fed to it). A wave is a barrier the local pool does not have (there a stage
+//! starts as soon as the one before it passed), so a problem's stages cost one wave each: at
+//! most four (compile, check, time, profile), whatever the number of candidates.
 
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -17,18 +18,80 @@ use super::index::Prepared;
 use super::spec::JobSpec;
 use crate::model::batch::{BatchEntry, BatchIndex};
 
+/// The cascade's waves over the jobs left to run.
+#[derive(Debug)]
+pub struct Waves {
+    cascade: Cascade,
+    /// Jobs neither sent in a wave nor ended nor skipped.
+    left: BTreeSet<usize>,
+}
+
+impl Waves {
+    /// The waves over `to_run`; `None` when no job of `specs` is a problem's stage (then every
+    /// job goes at once).
+    pub fn new(specs: &[JobSpec], all_stages: bool, to_run: &[usize]) -> Option<Self> {
+        Some(Waves {
+            cascade: Cascade::new(specs, all_stages)?,
+            left: to_run.iter().copied().collect(),
+        })
+    }
+
+    /// The next wave: the jobs left that the cascade lets run now, in file order (empty: none
+    /// is left). The ones it skips get their entries in `index` and `on_skipped` hears each;
+    /// jobs that have ended meanwhile leave. A skip can decide a later stage of the same
+    /// candidate, so the decisions are made again until none changes.
+    pub fn next(
+        &mut self,
+        specs: &[JobSpec],
+        index: &mut BatchIndex,
+        on_skipped: &(dyn Fn(&BatchEntry) + Sync),
+    ) -> Vec<usize> {
+        loop {
+            let mut run = Vec::new();
+            let mut skipped = false;
+            let mut rankings = Rankings::new();
+            for job in self.left.clone() {
+                let id = &specs[job].id;
+                if index.jobs.get(id).is_some_and(|e| e.state.is_final()) {
+                    self.left.remove(&job);
+                    continue;
+                }
+                match self.cascade.decide_with(specs, job, index, &mut rankings) {
+                    Decision::Run => run.push(job),
+                    Decision::Wait => {}
+                    Decision::Skip(skip) => {
+                        let entry = skipped_entry(&specs[job], skip);
+                        on_skipped(&entry);
+                        index.jobs.insert(id.clone(), entry);
+                        self.left.remove(&job);
+                        skipped = true;
+                        // The index changed: the problems' rankings are made again.
+                        rankings.clear();
+                    }
+                }
+            }
+            if !skipped {
+                for job in &run {
+                    self.left.remove(job);
+                }
+                return run;
+            }
+        }
+    }
+}
+
 /// Run `prepared.to_run` through `run_wave` (one scheduler submission, returning the index once
-/// every job it was given has ended), in as many waves as the cascade needs; without stages,
-/// one wave of every job. `on_skipped` hears each job the cascade skips. Stops after the wave
-/// during which `cancel` fired (the jobs left keep their pending entries); the last index is
-/// written to `root` with the cascade's summary.
+/// every job it was given has ended), a wave at a time; without `waves`, all at once.
+/// `on_skipped` hears each job the cascade skips. Stops after the wave during which `cancel`
+/// fired (the jobs left keep their pending entries); the last index is written to `root` with
+/// the cascade's summary.
 pub async fn in_waves<E, F, Fut>(
     specs: &[JobSpec],
     prepared: Prepared,
-    all_stages: bool,
+    waves: Option<Waves>,
     root: &Path,
     cancel: &CancellationToken,
-    on_skipped: impl Fn(&BatchEntry),
+    on_skipped: &(dyn Fn(&BatchEntry) + Sync),
     mut run_wave: F,
 ) -> Result<BatchIndex, E>
 where
@@ -36,25 +99,24 @@ where
     Fut: Future<Output = Result<BatchIndex, E>>,
     E: From<crate::model::error::Error>,
 {
-    let Some(cascade) = Cascade::new(specs, all_stages) else {
+    let Some(mut waves) = waves else {
         return run_wave(prepared, 0).await;
     };
     let Prepared {
         mut index,
-        to_run,
         kept,
         changed,
         lock,
+        ..
     } = prepared;
-    let mut left: BTreeSet<usize> = to_run.into_iter().collect();
     let mut wave_number = 0;
     loop {
-        let wave = decide(&cascade, specs, &mut index, &mut left, &on_skipped);
-        if wave.is_empty() || (wave_number > 0 && cancel.is_cancelled()) {
+        if wave_number > 0 && cancel.is_cancelled() {
             break;
         }
-        for job in &wave {
-            left.remove(job);
+        let wave = waves.next(specs, &mut index, on_skipped);
+        if wave.is_empty() {
+            break;
         }
         let prepared = Prepared {
             index,
@@ -69,46 +131,6 @@ where
     summarize(specs, &mut index);
     index.write_atomic(root)?;
     Ok(index)
-}
-
-/// The jobs of `left` the cascade lets run now, in file order; the skipped ones get their
-/// entries in `index` and leave `left`, as do jobs that have already ended. A skip can decide
-/// a later stage of the same candidate, so the decisions are made again until none changes.
-fn decide(
-    cascade: &Cascade,
-    specs: &[JobSpec],
-    index: &mut BatchIndex,
-    left: &mut BTreeSet<usize>,
-    on_skipped: &impl Fn(&BatchEntry),
-) -> Vec<usize> {
-    loop {
-        let mut run = Vec::new();
-        let mut skipped = false;
-        let mut rankings = Rankings::new();
-        for job in left.clone() {
-            let id = &specs[job].id;
-            if index.jobs.get(id).is_some_and(|e| e.state.is_final()) {
-                left.remove(&job);
-                continue;
-            }
-            match cascade.decide_with(specs, job, index, &mut rankings) {
-                Decision::Run => run.push(job),
-                Decision::Wait => {}
-                Decision::Skip(skip) => {
-                    let entry = skipped_entry(&specs[job], skip);
-                    on_skipped(&entry);
-                    index.jobs.insert(id.clone(), entry);
-                    left.remove(&job);
-                    skipped = true;
-                    // The index changed: the problems' rankings are made again.
-                    rankings.clear();
-                }
-            }
-        }
-        if !skipped {
-            return run;
-        }
-    }
 }
 
 #[cfg(test)]
@@ -164,13 +186,14 @@ mod tests {
         let stage_of = |i: usize| specs[i].stage.as_ref().unwrap().clone();
         let skipped = std::sync::Mutex::new(Vec::new());
         let mut waves: Vec<Vec<String>> = Vec::new();
+        let cascade = Waves::new(&specs, false, &prepared.to_run);
         let index = in_waves::<crate::model::error::Error, _, _>(
             &specs,
             prepared,
-            false,
+            cascade,
             &root,
             &CancellationToken::new(),
-            |e| skipped.lock().unwrap().push(e.id.clone()),
+            &|e| skipped.lock().unwrap().push(e.id.clone()),
             |p, n| {
                 assert_eq!(n, waves.len());
                 let mut index = p.index;
@@ -217,13 +240,14 @@ mod tests {
         let (specs, root, prepared) = prepared_in(dir.path());
         let cancel = CancellationToken::new();
         let mut waves = 0;
+        let cascade = Waves::new(&specs, false, &prepared.to_run);
         let index = in_waves::<crate::model::error::Error, _, _>(
             &specs,
             prepared,
-            false,
+            cascade,
             &root,
             &cancel,
-            |_| {},
+            &|_| {},
             |p, _| {
                 waves += 1;
                 cancel.cancel();

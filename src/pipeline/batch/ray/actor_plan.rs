@@ -46,6 +46,34 @@ pub(super) fn progress_path(ray_dir: &Path, n: u32) -> PathBuf {
     ray_dir.join(format!("actors-{n}.progress.json"))
 }
 
+pub(super) fn more_path(ray_dir: &Path, n: u32) -> PathBuf {
+    ray_dir.join(format!("actors-{n}.more.json"))
+}
+
+/// The jobs this side adds to a running actors' job (the cascade's later waves), rewritten
+/// whole each time: the Python driver queues those it has not seen, and ends once `closed`
+/// and its jobs are done.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(super) struct More {
+    /// `(task index, job id)`, every wave added so far, in order.
+    pub jobs: Vec<(usize, String)>,
+    pub closed: bool,
+}
+
+impl More {
+    pub(super) fn read(path: &Path) -> Option<More> {
+        serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+    }
+
+    pub(super) fn write(&self, path: &Path) -> crate::model::error::Result<()> {
+        let text = serde_json::to_vec(self).map_err(|e| {
+            crate::model::error::Error::invalid("the Ray job's more jobs", e.to_string())
+        })?;
+        crate::model::atomic_file::write_atomic(path, &text)
+            .map_err(|e| crate::model::error::Error::io("write the Ray job's more jobs", path, e))
+    }
+}
+
 /// What the Python driver runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(super) struct Plan {
@@ -69,6 +97,9 @@ pub(super) struct Plan {
     pub max_lost: u32,
     pub runs_dir: PathBuf,
     pub progress: PathBuf,
+    /// Where later waves of jobs come ([`More`]); absent: the plan's jobs are all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub more: Option<PathBuf>,
 }
 
 /// The problem number of each eval job of `planned` (task indices), numbered in order of

@@ -5,23 +5,25 @@
 //! batch … --task-index N`, the actor's child, so its run directory and entry.json are what
 //! every backend writes), and writes its progress into the root. This side follows the Ray
 //! job and that progress, keeps `batch.json`, stops the Ray job on Ctrl-C, and adopts a live
-//! one of a killed driver with `--resume`.
+//! one of a killed driver with `--resume`. A job file's problem stages go to the same Ray job
+//! a wave at a time (`More`): its actors, and the warm evaluators they hold, serve every stage.
 
 use std::collections::{BTreeSet, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::model::atomic_file::write_atomic;
-use crate::model::batch::{BatchIndex, EntryState};
+use crate::model::batch::{BatchEntry, BatchIndex, EntryState};
 use crate::model::error::Error;
 use crate::pipeline::batch::index::Prepared;
 use crate::pipeline::batch::remote_index;
 use crate::pipeline::batch::spec::JobSpec;
+use crate::pipeline::batch::waves::Waves;
 use crate::profilers::quote::join;
 
 use super::actor_plan::{
-    self, DRIVER_FILE, DRIVER_PY, MAX_LOST, Plan, Round, affinity, plan_path, progress_path,
-    read_progress,
+    self, DRIVER_FILE, DRIVER_PY, MAX_LOST, More, Plan, Round, affinity, more_path, plan_path,
+    progress_path, read_progress,
 };
 use super::api::{JobDetails, META_BATCH, META_NAME, META_ROOT, SubmitRequest, batch_key};
 use super::client::RayClient;
@@ -34,18 +36,48 @@ use super::judge::Tracked;
 /// Metadata key naming the mode of a Ray job polyprof submitted.
 const META_MODE: &str = "polyprof.mode";
 
-/// Run the jobs `prepared.to_run` of `specs` through actors; returns the final index.
+/// The cascade's later waves, sent to a running actors' job through its [`More`] file.
+struct Feed<'a> {
+    waves: &'a mut Waves,
+    path: PathBuf,
+    more: More,
+    /// A wave decided but not sent (the file could not be written): the next Ray job's.
+    unsent: Vec<usize>,
+}
+
+impl Feed<'_> {
+    /// Add `jobs` to the Ray job's queue.
+    fn send(&mut self, specs: &[JobSpec], jobs: &[usize]) -> Result<(), Error> {
+        let mut more = self.more.clone();
+        more.jobs
+            .extend(jobs.iter().map(|&i| (i, specs[i].id.clone())));
+        more.write(&self.path)?;
+        self.more = more;
+        Ok(())
+    }
+
+    /// No more jobs: the Ray job ends once its jobs are done.
+    fn close(&mut self) -> Result<(), Error> {
+        self.more.closed = true;
+        self.more.write(&self.path)
+    }
+}
+
+/// Run the jobs `prepared.to_run` of `specs` through actors, a wave at a time with `waves`
+/// (all in one Ray job while it lives); returns the final index.
 pub(super) async fn run_actors(
     specs: &[JobSpec],
     prepared: Prepared,
     run: &RayRun,
     observer: Option<RayObserver>,
+    mut waves: Option<Waves>,
 ) -> Result<BatchIndex, RayError> {
     let say = |event: &RayEvent| {
         if let Some(o) = &observer {
             o(event)
         }
     };
+    let skipped = |entry: &BatchEntry| say(&RayEvent::Changed { entry });
     let client = RayClient::new(&run.address)?;
     let version = client.version().await?;
     let root = &run.root;
@@ -55,8 +87,18 @@ pub(super) async fn run_actors(
     let to_run = prepared.to_run;
     start_index(&mut index, &client, &key, root, specs, &to_run);
     let mut writes = remote_index::IndexWrites::new(specs.len());
-    if to_run.is_empty() {
-        index.write_atomic(root)?;
+    let first = match waves.as_mut() {
+        Some(w) => w.next(specs, &mut index, &skipped),
+        None => to_run.clone(),
+    };
+    if first.is_empty() {
+        remote_index::finish(
+            &mut index,
+            root,
+            specs,
+            run.profile_cache.as_ref(),
+            &|text| say(&RayEvent::Warning(text)),
+        );
         return Ok(index);
     }
     // What Ray has of this root: a live Ray job (a killed driver's) is followed with --resume.
@@ -102,10 +144,11 @@ pub(super) async fn run_actors(
         version: &version,
         window: slots,
     });
-    let mut left: BTreeSet<usize> = to_run.iter().copied().collect();
-    // At most two rounds: a live Ray job adopted, then one for what it did not hold.
+    let mut left: BTreeSet<usize> = first.into_iter().collect();
+    // A live Ray job adopted, then one for what it did not hold (and, when that one ended
+    // early, one per wave left).
     loop {
-        let (n, sid, planned) = match live.take() {
+        let (n, sid, mut planned, fed) = match live.take() {
             Some((n, sid)) => {
                 let plan: Plan = std::fs::read(plan_path(&ray_dir, n))
                     .ok()
@@ -119,48 +162,74 @@ pub(super) async fn run_actors(
                             ),
                         )
                     })?;
-                let planned: Vec<usize> = plan
-                    .jobs
-                    .iter()
-                    .map(|(i, _)| *i)
-                    .filter(|i| left.contains(i))
-                    .collect();
+                // Its later waves too; it gets no more from this driver, which sends what
+                // is left to a Ray job of its own.
+                let mut held: Vec<usize> = plan.jobs.iter().map(|(i, _)| *i).collect();
+                if let Some(path) = &plan.more {
+                    let mut more = More::read(path).unwrap_or_default();
+                    held.extend(more.jobs.iter().map(|(i, _)| *i));
+                    more.closed = true;
+                    more.write(path)?;
+                }
+                let planned: Vec<usize> = held.into_iter().filter(|i| left.contains(i)).collect();
                 say(&RayEvent::Adopted {
                     id: &format!("{} jobs", planned.len()),
                     submission_id: &sid,
                 });
-                (n, sid, planned)
+                (n, sid, planned, false)
             }
             None => {
                 let planned: Vec<usize> = left.iter().copied().collect();
                 clear_run_dirs(root, specs, planned.iter().copied())?;
                 let n = next_n;
                 let sid = actor_plan::submission_id(&key, n);
-                submit(&client, run, specs, &planned, n, &sid, slots, &key).await?;
+                let waved = waves.is_some();
+                submit(
+                    &client, run, specs, &planned, &to_run, waved, n, &sid, slots, &key,
+                )
+                .await?;
                 say(&RayEvent::Submitted {
                     id: &format!("{} jobs", planned.len()),
                     submission_id: &sid,
                 });
-                (n, sid, planned)
+                (n, sid, planned, waved)
             }
         };
         next_n = n + 1;
         for i in &planned {
             left.remove(i);
         }
+        let mut feed = waves.as_mut().filter(|_| fed).map(|waves| Feed {
+            waves,
+            path: more_path(&ray_dir, n),
+            more: More::default(),
+            unsent: Vec::new(),
+        });
         follow(
             &client,
             run,
             specs,
             &mut index,
-            &planned,
+            &mut planned,
             n,
             &sid,
             &mut writes,
             &say,
+            feed.as_mut(),
         )
         .await;
-        if left.is_empty() || run.cancel.is_cancelled() {
+        if let Some(feed) = feed {
+            left.extend(feed.unsent);
+        }
+        if run.cancel.is_cancelled() {
+            break;
+        }
+        if left.is_empty()
+            && let Some(w) = waves.as_mut()
+        {
+            left.extend(w.next(specs, &mut index, &skipped));
+        }
+        if left.is_empty() {
             break;
         }
     }
@@ -185,13 +254,16 @@ pub(super) async fn run_actors(
     Ok(index)
 }
 
-/// Write the driver and its plan into the root and submit the one Ray job.
+/// Write the driver and its plan into the root and submit the one Ray job; `waved`: it takes
+/// later waves of `to_run` through its more-jobs file (started empty).
 #[allow(clippy::too_many_arguments)]
 async fn submit(
     client: &RayClient,
     run: &RayRun,
     specs: &[JobSpec],
     planned: &[usize],
+    to_run: &[usize],
+    waved: bool,
     n: u32,
     sid: &str,
     slots: usize,
@@ -203,12 +275,23 @@ async fn submit(
     write_atomic(&script, DRIVER_PY.as_bytes())
         .map_err(|e| Error::io("write the Ray driver", &script, e))?;
     let gpus = run.resources.gpus.unwrap_or(0.0);
+    let more = waved.then(|| more_path(&ray_dir, n));
+    if let Some(path) = &more {
+        More::default().write(path)?;
+    }
     let plan = Plan {
         submission_id: sid.to_string(),
         task_argv: run.task_argv.clone(),
         jobs: planned.iter().map(|&i| (i, specs[i].id.clone())).collect(),
-        affinity: affinity(specs, planned),
-        actors: slots.min(planned.len()).max(1),
+        // Numbered over every job to run, so a later wave's jobs have their problems' numbers.
+        affinity: affinity(specs, if waved { to_run } else { planned }),
+        // A later wave may be wider than the first.
+        actors: if waved {
+            slots
+        } else {
+            slots.min(planned.len())
+        }
+        .max(1),
         num_gpus: gpus,
         // An actor asks no CPU beside a GPU or a custom resource (the slot is that); alone,
         // one CPU is its slot.
@@ -225,6 +308,7 @@ async fn submit(
         max_lost: MAX_LOST,
         runs_dir: root.join(crate::model::batch::RUNS_DIR),
         progress: progress_path(&ray_dir, n),
+        more,
     };
     let plan_file = plan_path(&ray_dir, n);
     let text = serde_json::to_vec_pretty(&plan)
@@ -260,18 +344,21 @@ async fn submit(
     Ok(())
 }
 
-/// Follow Ray job `sid` until every planned job has a final entry (or Ctrl-C's wait ends).
+/// Follow Ray job `sid` until every planned job has a final entry (or Ctrl-C's wait ends);
+/// with `feed`, each time they all have, the cascade's next wave is sent to it and followed
+/// too, until none is left.
 #[allow(clippy::too_many_arguments)]
 async fn follow(
     client: &RayClient,
     run: &RayRun,
     specs: &[JobSpec],
     index: &mut BatchIndex,
-    planned: &[usize],
+    planned: &mut Vec<usize>,
     n: u32,
     sid: &str,
     writes: &mut remote_index::IndexWrites,
-    say: &impl Fn(&RayEvent),
+    say: &(impl Fn(&RayEvent) + Sync),
+    mut feed: Option<&mut Feed<'_>>,
 ) {
     let root = &run.root;
     let progress_file = progress_path(&root.join(RAY_DIR), n);
@@ -349,7 +436,7 @@ async fn follow(
             time_limit: run.time_limit,
         };
         let mut open = 0;
-        for &i in planned {
+        for &i in planned.iter() {
             let spec = &specs[i];
             let Some(old) = index.jobs.get(&spec.id) else {
                 continue;
@@ -381,6 +468,41 @@ async fn follow(
                 None => open += 1,
             }
         }
+        // Every job has its answer: the next wave goes to the same Ray job while it lives.
+        if open == 0
+            && !over
+            && cancel_sent.is_none()
+            && let Some(feed) = feed.as_deref_mut()
+            && !feed.more.closed
+        {
+            let next = feed
+                .waves
+                .next(specs, index, &|entry| say(&RayEvent::Changed { entry }));
+            writes.changed();
+            let sent = if next.is_empty() {
+                feed.close().map_err(RayError::from)
+            } else {
+                clear_run_dirs(root, specs, next.iter().copied())
+                    .and_then(|()| feed.send(specs, &next).map_err(RayError::from))
+            };
+            match sent {
+                Ok(()) if !next.is_empty() => {
+                    say(&RayEvent::Fed {
+                        jobs: next.len(),
+                        submission_id: sid,
+                    });
+                    planned.extend(&next);
+                    open = next.len();
+                }
+                Ok(()) => {}
+                Err(e) => {
+                    // Its driver ends by itself once it has waited long enough for more.
+                    warn(&format!("cannot send Ray job {sid} its next jobs: {e}"));
+                    feed.more.closed = true;
+                    feed.unsent = next;
+                }
+            }
+        }
         // Every job has its answer: wait (a little) for the Ray job to end too, so its actors'
         // resources are free and a next driver on this root does not find it live.
         if open == 0 {
@@ -399,7 +521,7 @@ async fn follow(
         if let Some(sent) = cancel_sent
             && (sent.elapsed() >= run.cancel_wait || run.give_up.is_cancelled())
         {
-            for &i in planned {
+            for &i in planned.iter() {
                 if let Some(entry) = index.jobs.get_mut(&specs[i].id)
                     && !entry.state.is_final()
                 {

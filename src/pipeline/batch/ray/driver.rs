@@ -124,6 +124,11 @@ pub enum RayEvent<'a> {
         id: &'a str,
         submission_id: &'a str,
     },
+    /// The cascade's next wave of jobs, sent to the running actors' Ray job.
+    Fed {
+        jobs: usize,
+        submission_id: &'a str,
+    },
     /// A job of this root that Ray was still running, followed instead of submitted again.
     Adopted {
         id: &'a str,

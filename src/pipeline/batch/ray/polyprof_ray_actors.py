@@ -21,6 +21,11 @@ Failure handling:
 - SIGTERM (polyprof's Ctrl-C stops this Ray job) kills the actors; their jobs' polyprof get
   SIGTERM, cancel their commands and write their entries `cancelled`.
 
+Waves: a plan with `more` (a job file's problem stages, decided a wave at a time by polyprof)
+takes later jobs from that file, which polyprof rewrites whole: once its jobs are done this
+driver keeps its actors and queues the file's jobs it has not seen, and ends once the file says
+`closed` (or after MORE_WAIT_S with nothing new: the polyprof that fed it is gone).
+
 Warm state: the actor's `--task-serve` child keeps a warm evaluator per problem on the actor's
 GPU (its trusted worker and the reference's blocks) from one eval job to the next. This driver
 sends an eval job to an actor that already judged its problem (`affinity`) when one is free,
@@ -49,6 +54,8 @@ DEPTH = 2
 SAVE_EVERY_S = 0.2
 # The problems an actor's child keeps warm: its last two (as `--task-serve` keeps them).
 WARM_PROBLEMS = 2
+# How long an idle driver waits for the next wave before it ends.
+MORE_WAIT_S = 120.0
 
 
 def write_json_atomic(path, value):
@@ -243,7 +250,11 @@ def main(plan_path):
     affinity = {int(i): group for i, group in (plan.get("affinity") or {}).items()}
     queue = collections.deque(int(i) for i, _ in plan["jobs"])
     max_lost = int(plan.get("max_lost", 3))
-    count = max(1, min(int(plan["actors"]), len(queue)))
+    more_path = plan.get("more")
+    # Later waves may be wider than the first: as many actors as the plan says.
+    count = max(1, int(plan["actors"]) if more_path else min(int(plan["actors"]), len(queue)))
+    closed = [not more_path]
+    idle_since = [None]
 
     slots = [actor_class.options(**options).remote(plan) for _ in range(count)]
     where = [None] * count
@@ -296,6 +307,23 @@ def main(plan_path):
         warm[slot].append(group)
         del warm[slot][:-WARM_PROBLEMS]
 
+    def take_more():
+        """Queue the more-jobs file's jobs not seen yet; whether any was."""
+        try:
+            with open(more_path) as f:
+                more = json.load(f)
+        except (OSError, ValueError):
+            more = {}
+        added = False
+        for i, job_id in more.get("jobs", []):
+            if int(i) not in jobs:
+                jobs[int(i)] = job_id
+                queue.append(int(i))
+                added = True
+        if more.get("closed") and not added:
+            closed[0] = True
+        return added
+
     def mark_running(slot):
         if sent[slot]:
             job_state(sent[slot][0], state="running", slot=slot, **(where[slot] or {}))
@@ -303,7 +331,19 @@ def main(plan_path):
     save(now=True)
     no_actor_since = None
     try:
-        while queue or any(sent):
+        while queue or any(sent) or not closed[0]:
+            if not queue and not any(sent):
+                if take_more():
+                    idle_since[0] = None
+                else:
+                    if closed[0]:
+                        break
+                    idle_since[0] = idle_since[0] or time.monotonic()
+                    if time.monotonic() - idle_since[0] > MORE_WAIT_S:
+                        break
+                    save()
+                    time.sleep(SAVE_EVERY_S)
+                    continue
             # Breadth first: every free actor gets a job before any gets a second, and a second
             # only while there is work for every actor.
             for depth in range(1, DEPTH + 1):
