@@ -48,6 +48,35 @@ def test_jobs_from_python_run_as_ray_jobs_each_on_its_own_gpu(tmp_path, ray_addr
         assert entry.ray["node_ip"] in ("127.0.0.3", "127.0.0.4")
 
 
+def test_a_problems_stages_from_python_go_through_the_cascade_on_ray(tmp_path, ray_address):
+    candidates = []
+    for name, mark in (("good", "# ok"), ("bad", "# not")):
+        path = tmp_path / f"{name}.sh"
+        path.write_text(mark + '\necho run >> "$0.count"\n')
+        candidates.append(str(path))
+    problem = {
+        "problem": {
+            "id": "q",
+            "target": ["sh", "{candidate}"],
+            "candidates": candidates,
+            "stages": ["check", "time"],
+            "check": ["grep", "-q", "# ok", "{candidate}"],
+            "profiler": "none",
+        }
+    }
+    index = polyprof.batch([problem], tmp_path / "b", ray=ray_address)
+    states = {e.id: e.state for e in index.entries}
+    assert states == {
+        "q.good.check": "succeeded",
+        "q.good.time": "succeeded",
+        "q.bad.check": "failed",
+        "q.bad.time": "skipped",
+    }
+    assert "stage `check` did not pass" in index.jobs["q.bad.time"].cascade["skip"]["reason"]
+    assert not (tmp_path / "bad.sh.count").exists(), "a candidate that failed its check never ran"
+    assert [s["stage"] for s in index.cascade["stages"]] == ["check", "time"]
+
+
 def test_an_unreachable_cluster_raises_connection_error(tmp_path):
     with pytest.raises(ConnectionError, match="cannot reach the Ray dashboard"):
         polyprof.batch([{"id": "a", "target": ["true"]}], tmp_path / "b", ray="http://127.0.0.1:9", polyprof_bin="/bin/true")
