@@ -12,7 +12,7 @@ use polyprof::model::batch::Backend;
 use polyprof::pipeline::batch::slurm::{
     SLURM_DIR, SlurmEvent, SlurmObserver, SlurmRun, SubmitOptions, run_slurm,
 };
-use polyprof::pipeline::batch::waves::{Waves, in_waves};
+use polyprof::pipeline::batch::waves::Waves;
 use polyprof::pipeline::batch::{JobSpec, index};
 use polyprof::pipeline::runner::EnvPolicy;
 use tokio_util::sync::CancellationToken;
@@ -204,24 +204,13 @@ pub async fn execute(args: Common<'_>, slurm: &SlurmArgs, specs: &[JobSpec]) -> 
         );
     }
     let total = prepared.to_run.len();
-    let observer = observer(args.quiet, total, &root);
     let waves = Waves::new(specs, args.all_stages, &prepared.to_run);
-    let index = in_waves(
+    let index = run_slurm(
         specs,
         prepared,
+        &run,
+        Some(observer(args.quiet, total, &root)),
         waves,
-        &root,
-        &cancel,
-        &|entry| observer(&SlurmEvent::Changed { entry }),
-        |mut prepared, wave| {
-            if wave > 0 {
-                // The array of the wave before: all its jobs have ended (some tasks may still
-                // be leaving squeue), and this wave's jobs are others; it is not a killed
-                // driver's array still writing them.
-                prepared.index.slurm_job_id = None;
-            }
-            run_slurm(specs, prepared, &run, Some(observer.clone()))
-        },
     )
     .await?;
     super::batch_summary::finish(

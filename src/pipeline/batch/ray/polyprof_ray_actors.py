@@ -254,7 +254,7 @@ def main(plan_path):
     # Later waves may be wider than the first: as many actors as the plan says.
     count = max(1, int(plan["actors"]) if more_path else min(int(plan["actors"]), len(queue)))
     closed = [not more_path]
-    idle_since = [None]
+    idle_since = None
 
     slots = [actor_class.options(**options).remote(plan) for _ in range(count)]
     where = [None] * count
@@ -334,12 +334,12 @@ def main(plan_path):
         while queue or any(sent) or not closed[0]:
             if not queue and not any(sent):
                 if take_more():
-                    idle_since[0] = None
+                    idle_since = None
                 else:
                     if closed[0]:
                         break
-                    idle_since[0] = idle_since[0] or time.monotonic()
-                    if time.monotonic() - idle_since[0] > MORE_WAIT_S:
+                    idle_since = idle_since or time.monotonic()
+                    if time.monotonic() - idle_since > MORE_WAIT_S:
                         break
                     save()
                     time.sleep(SAVE_EVERY_S)

@@ -24,6 +24,7 @@ use crate::pipeline::batch::index::Prepared;
 use crate::pipeline::batch::remote_index;
 use crate::pipeline::batch::spec::JobSpec;
 use crate::pipeline::batch::task::{lock_job, run_dir};
+use crate::pipeline::batch::waves::{Waves, in_waves};
 use crate::pipeline::probe::run_probe;
 
 use super::error::SlurmError;
@@ -169,12 +170,41 @@ pub type SlurmObserver = Arc<dyn Fn(&SlurmEvent) + Send + Sync>;
 /// Slurm commands wait at most this long (a busy controller answers in seconds).
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Run the jobs `prepared.to_run` of `specs` as one job array; returns the final index.
+/// Run the jobs `prepared.to_run` of `specs` as one job array, or one array per wave of the
+/// cascade with `waves`; returns the final index.
 pub async fn run_slurm(
     specs: &[JobSpec],
     prepared: Prepared,
     run: &SlurmRun,
     observer: Option<SlurmObserver>,
+    waves: Option<Waves>,
+) -> Result<BatchIndex, SlurmError> {
+    let skipped = |entry: &_| {
+        if let Some(o) = &observer {
+            o(&SlurmEvent::Changed { entry })
+        }
+    };
+    in_waves(
+        specs,
+        prepared,
+        waves,
+        &run.root,
+        &run.cancel,
+        &skipped,
+        |prepared, wave| run_array(specs, prepared, run, observer.clone(), wave > 0),
+    )
+    .await
+}
+
+/// One array of the jobs `prepared.to_run`. `after_a_wave`: the index's array is this
+/// driver's own of the wave before, whose jobs have all ended (some of its tasks may still be
+/// leaving squeue), not a killed driver's that may still write the jobs about to run.
+async fn run_array(
+    specs: &[JobSpec],
+    prepared: Prepared,
+    run: &SlurmRun,
+    observer: Option<SlurmObserver>,
+    after_a_wave: bool,
 ) -> Result<BatchIndex, SlurmError> {
     let say = |event: &SlurmEvent| {
         if let Some(o) = &observer {
@@ -203,6 +233,7 @@ pub async fn run_slurm(
     // A driver killed earlier may have left its array running; rerunning its jobs now would
     // clear run directories that its tasks are still writing.
     if let Some(old_job) = index.slurm_job_id.clone()
+        && !after_a_wave
         && !to_run.is_empty()
         && let Ok(out) = slurm_command("squeue", &["--json"], &run.cancel, COMMAND_TIMEOUT).await
         && out.code == Some(0)
