@@ -28,13 +28,22 @@ a problem is started only when the time it is expected to take (the slowest so f
 each of its sides may take an equal share of what is left (a side cut short says so in its
 log and its candidates show no verdict). PROBLEMS_FROM and PROBLEMS_COUNT take a share of the
 selection (a run split over several device calls; the compile errors still go to the first
-COMPILE_ERRORS problems of the whole selection).
+COMPILE_ERRORS problems of the whole selection). COLD_PROBLEMS (default: all) runs the cold side
+on the first that many problems of the share only (cold costs the most GPU time and answers
+a narrower question: same verdicts, and warm/cold); the warm/cold ratio is taken over the
+problems where both ran, the warm/kb ratio over those where both of those ran.
+OUT/results.json is rewritten after every problem (each problem's rows and each side's seconds),
+so a call cut short keeps what it finished. `bench_eval_throughput_gpu.py --combine OUT...`
+prints the same summary over several shares' results.json (a run split over device calls of
+one machine kind: the GPU line of each share is printed, and shares of different GPUs are
+refused).
 """
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -57,6 +66,7 @@ PROBLEMS_FROM = int(os.environ.get("PROBLEMS_FROM", "0"))
 PROBLEMS_COUNT = int(os.environ.get("PROBLEMS_COUNT", "0")) or None
 EVAL_ARGS = os.environ.get("EVAL_ARGS", "").split()
 SIDES = os.environ.get("SIDES", "warm cold kb").split()
+COLD_PROBLEMS = int(os.environ["COLD_PROBLEMS"]) if os.environ.get("COLD_PROBLEMS") else None
 EVAL_TIMEOUT_S = float(os.environ.get("EVAL_TIMEOUT_S", "300"))
 KB_TIMEOUT_S = float(os.environ.get("KB_TIMEOUT_S", "180"))  # eval_from_generations' default
 
@@ -202,10 +212,12 @@ def polyprof_side(polyprof: str, folder: Path, out: Path, cold: bool) -> Dict[st
     if cold:
         argv.append("--cold")
     with open(str(out) + ".log", "w") as log:
+        # Its own session, so that the limit stops polyprof and every worker it started.
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT,
-                           timeout=limit(EVAL_TIMEOUT_S * len(list((folder / "candidates").iterdir()))))
+            proc.wait(timeout=limit(EVAL_TIMEOUT_S * len(list((folder / "candidates").iterdir()))))
         except subprocess.TimeoutExpired:
+            stop_group(proc)
             log.write("bench: timed out\n")
     rows: Dict[str, Dict[str, Any]] = {}
     try:
@@ -223,6 +235,20 @@ def polyprof_side(polyprof: str, folder: Path, out: Path, cold: bool) -> Dict[st
     except (OSError, ValueError) as error:
         rows["_error"] = {"status": f"no evals.json: {error}"}
     return rows
+
+
+def stop_group(proc: subprocess.Popen) -> None:
+    """SIGTERM to the process group (polyprof cancels its workers), SIGKILL if it stays."""
+    for sig, wait_s in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def kb_side(kb_src: Path, folder: Path, out: Path) -> Dict[str, Dict[str, Any]]:
@@ -250,10 +276,90 @@ def kb_side(kb_src: Path, folder: Path, out: Path) -> Dict[str, Dict[str, Any]]:
     return rows
 
 
+def given(row: Dict[str, Any]) -> bool:
+    """Whether a side's row is a verdict: polyprof's has a status from evals.json, KernelBench's
+    a `compiled` from its result line."""
+    return row.get("compiled") is not None or row.get("status") in ("correct", "incorrect", "failed")
+
+
+def summarize(doc: Dict[str, Any], report: Report) -> None:
+    """The totals, ratios, warm/cold agreement and per-kind table of a results document (one
+    share's, or several combined)."""
+    problems: Dict[str, Dict[str, Any]] = doc["problems"]
+    sides = [s for s in ("warm", "cold", "kb") if any(s in p["took"] for p in problems.values())]
+    wall = {s: sum(p["took"][s] for p in problems.values() if s in p["took"]) for s in sides}
+    verdicts = {s: sum(p["given"][s] for p in problems.values() if s in p["took"]) for s in sides}
+    report.line()
+    report.line(f"{len(problems)} problems: {', '.join(problems)}")
+    report.line(f"{'side':<6} {'wall s':>8} {'verdicts':>9} {'verdicts/GPU-h':>15} {'GPU s/verdict':>14}")
+    for s in sides:
+        if verdicts[s]:
+            report.line(f"{s:<6} {wall[s]:>8.1f} {verdicts[s]:>9} {verdicts[s] * 3600 / wall[s]:>15.0f} "
+                        f"{wall[s] / verdicts[s]:>14.2f}")
+    for a, b in (("warm", "cold"), ("warm", "kb")):
+        both = [p for p in problems.values() if a in p["took"] and b in p["took"]]
+        if both:
+            wa, wb = sum(p["took"][a] for p in both), sum(p["took"][b] for p in both)
+            na, nb = sum(p["given"][a] for p in both), sum(p["given"][b] for p in both)
+            report.line(f"throughput {a} / {b} (verdicts per GPU-hour): {(na / wa) / (nb / wb):.2f}x over the "
+                        f"{len(both)} problems both ran ({a}: {na} verdicts in {wa:.1f} s, {b}: {nb} in {wb:.1f} s)")
+    if "warm" in sides and "cold" in sides:
+        same, differ, total = 0, [], 0
+        key = lambda r: (r.get("status"), r.get("passed"), r.get("findings"), r.get("failure"))
+        for name, p in problems.items():
+            warm, cold = p["sides"].get("warm", {}), p["sides"].get("cold")
+            if cold is None:
+                continue
+            for kind, w in warm.items():
+                total += 1
+                if kind in cold and key(w) == key(cold[kind]):
+                    same += 1
+                else:
+                    differ.append(f"{name}/{kind}: warm {key(w)} cold {key(cold.get(kind, {}))}")
+        report.line(f"same verdict warm and cold: {same} of {total}")
+        for d in differ:
+            report.line(f"  differs: {d}")
+    reused = sum(bool(r.get("reused")) for p in problems.values() for r in p["sides"].get("warm", {}).values())
+    report.line(f"reference blocks reused (warm): {reused}")
+    report.line()
+    report.line("per kind: polyprof (warm) status/passed/findings | KernelBench compiled/correct/speedup")
+    for kind in CANDIDATES:
+        for name, p in problems.items():
+            ours = p["sides"].get("warm", {}).get(kind)
+            theirs = p["sides"].get("kb", {}).get(kind)
+            if ours is None and theirs is None:
+                continue
+            pw = (f"{ours.get('status')}/{ours.get('passed')}/{','.join(ours.get('findings') or [])[:60]}"
+                  if ours else "-")
+            sp = theirs.get("speedup") if theirs else None
+            pk = f"{theirs.get('compiled')}/{theirs.get('correctness')}/{'%.2f' % sp if sp else '-'}" if theirs else "-"
+            report.line(f"  {kind:<17} {name[:40]:<40} {pw:<70} | {pk}")
+
+
+def combine(outs: List[Path]) -> int:
+    docs = [json.load(open(o / "results.json")) for o in outs]
+    gpus = {d.get("gpu", "").split(",")[0] for d in docs}
+    if len(gpus) != 1:
+        print(f"the shares ran on different GPUs ({', '.join(sorted(gpus))}): their times do not add up",
+              file=sys.stderr)
+        return 2
+    report = Report(outs[0] / "combined.txt")
+    for o, d in zip(outs, docs):
+        report.line(f"share {o}: GPU {d.get('gpu')}; {len(d['problems'])} problems")
+    merged: Dict[str, Any] = {"problems": {}}
+    for d in docs:
+        merged["problems"].update(d["problems"])
+    summarize(merged, report)
+    return 0
+
+
 def main() -> int:
+    if len(sys.argv) >= 3 and sys.argv[1] == "--combine":
+        return combine([Path(a) for a in sys.argv[2:]])
     if len(sys.argv) != 4:
         print(__doc__.splitlines()[0], file=sys.stderr)
-        print("usage: bench_eval_throughput_gpu.py POLYPROF KERNELBENCH_DIR OUT", file=sys.stderr)
+        print("usage: bench_eval_throughput_gpu.py POLYPROF KERNELBENCH_DIR OUT\n"
+              "       bench_eval_throughput_gpu.py --combine OUT...", file=sys.stderr)
         return 2
     polyprof, kb, out = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
     out.mkdir(parents=True, exist_ok=True)
@@ -268,25 +374,24 @@ def main() -> int:
     problems = select(kb, report)
     end = None if PROBLEMS_COUNT is None else PROBLEMS_FROM + PROBLEMS_COUNT
     problems = problems[PROBLEMS_FROM:end]
-    wall = {s: 0.0 for s in SIDES}
-    verdicts = {s: 0 for s in SIDES}
-    results: Dict[str, Dict[str, Dict[str, Dict[str, Any]]]] = {}
+    doc: Dict[str, Any] = {"gpu": gpu, "eval_args": EVAL_ARGS, "problems": {}}
     slowest = 0.0
     for i, src in enumerate(problems):
         left = BUDGET_S - (time.monotonic() - start)
         if slowest and left < slowest * 1.1:
-            report.line(f"budget: {left:.0f} s left, a problem took up to {slowest:.0f} s; "
-                        f"not run: {', '.join(p.parent.name + '/' + p.stem for p in problems[i:])}")
+            report.line(f"budget: {left:.0f} s left, a problem took up to {slowest:.0f} s; not run "
+                        f"(PROBLEMS_FROM={PROBLEMS_FROM + i} goes on from here): "
+                        f"{', '.join(p.parent.name + '/' + p.stem for p in problems[i:])}")
             break
         name = f"{src.parent.name}-{src.stem}"
         folder = out / "problems" / name
         if folder.exists():
             shutil.rmtree(folder)
         kinds = write_problem(src, folder, PROBLEMS_FROM + i < COMPILE_ERRORS)
+        sides = [s for s in SIDES if s != "cold" or COLD_PROBLEMS is None or i < COLD_PROBLEMS]
         t_problem = time.monotonic()
-        order = SIDES[i % len(SIDES):] + SIDES[:i % len(SIDES)]
-        results[name] = {}
-        took = {}
+        order = sides[i % len(sides):] + sides[:i % len(sides)]
+        entry: Dict[str, Any] = {"kinds": len(kinds), "sides": {}, "took": {}, "given": {}}
         for position, side in enumerate(order):
             t0 = time.monotonic()
             # Each side gets an equal share of what is left, so a slow side cannot starve the
@@ -297,52 +402,17 @@ def main() -> int:
                 shutil.rmtree(dest)
             dest.parent.mkdir(parents=True, exist_ok=True)
             if side == "kb":
-                results[name][side] = kb_side(kb_src, folder, dest)
+                entry["sides"][side] = kb_side(kb_src, folder, dest)
             else:
-                results[name][side] = polyprof_side(polyprof, folder, dest, cold=(side == "cold"))
-            took[side] = time.monotonic() - t0
-            wall[side] += took[side]
-            verdicts[side] += len(kinds)
+                entry["sides"][side] = polyprof_side(polyprof, folder, dest, cold=(side == "cold"))
+            entry["took"][side] = time.monotonic() - t0
+            # A side cut short by the budget gave fewer verdicts than it had candidates.
+            entry["given"][side] = sum(1 for r in entry["sides"][side].values() if given(r))
         slowest = max(slowest, time.monotonic() - t_problem)
-        report.line(f"{name}: {len(kinds)} candidates; " + ", ".join(f"{s} {took[s]:.1f} s" for s in SIDES))
-    report.line()
-    report.line(f"{'side':<6} {'wall s':>8} {'verdicts':>9} {'verdicts/GPU-h':>15} {'GPU s/verdict':>14}")
-    for s in SIDES:
-        if verdicts[s]:
-            report.line(f"{s:<6} {wall[s]:>8.1f} {verdicts[s]:>9} {verdicts[s] * 3600 / wall[s]:>15.0f} "
-                        f"{wall[s] / verdicts[s]:>14.2f}")
-    for a, b in (("warm", "cold"), ("warm", "kb")):
-        if wall.get(a) and wall.get(b):
-            report.line(f"throughput {a} / {b}: {wall[b] / wall[a]:.2f}x")
-    if "warm" in SIDES and "cold" in SIDES:
-        same, differ, reused, total = 0, [], 0, 0
-        for name, sides in results.items():
-            warm, cold = sides.get("warm", {}), sides.get("cold", {})
-            for kind, w in warm.items():
-                total += 1
-                reused += bool(w.get("reused"))
-                key = lambda r: (r.get("status"), r.get("passed"), r.get("findings"), r.get("failure"))
-                if kind in cold and key(w) == key(cold[kind]):
-                    same += 1
-                else:
-                    differ.append(f"{name}/{kind}: warm {key(w)} cold {key(cold.get(kind, {}))}")
-        report.line(f"same verdict warm and cold: {same} of {total}; reference blocks reused (warm): {reused}")
-        for d in differ:
-            report.line(f"  differs: {d}")
-    report.line()
-    report.line("per kind: polyprof (warm) status/passed/findings | KernelBench compiled/correct/speedup")
-    for kind in CANDIDATES:
-        for name, sides in results.items():
-            ours = sides.get("warm", {}).get(kind)
-            theirs = sides.get("kb", {}).get(kind)
-            if ours is None and theirs is None:
-                continue
-            pw = (f"{ours.get('status')}/{ours.get('passed')}/{','.join(ours.get('findings') or [])[:60]}"
-                  if ours else "-")
-            sp = theirs.get("speedup") if theirs else None
-            pk = f"{theirs.get('compiled')}/{theirs.get('correctness')}/{'%.2f' % sp if sp else '-'}" if theirs else "-"
-            report.line(f"  {kind:<17} {name[:40]:<40} {pw:<70} | {pk}")
-    json.dump(results, open(out / "results.json", "w"), indent=1, default=str)
+        doc["problems"][name] = entry
+        report.line(f"{name}: {len(kinds)} candidates; " + ", ".join(f"{s} {entry['took'][s]:.1f} s" for s in sides))
+        json.dump(doc, open(out / "results.json", "w"), indent=1, default=str)
+    summarize(doc, report)
     return 0
 
 
