@@ -33,7 +33,8 @@ on the first that many problems of the share only (cold costs the most GPU time 
 a narrower question: same verdicts, and warm/cold); the warm/cold ratio is taken over the
 problems where both ran, the warm/kb ratio over those where both of those ran.
 OUT/results.json is rewritten after every problem (each problem's rows and each side's seconds),
-so a call cut short keeps what it finished. `bench_eval_throughput_gpu.py --combine OUT...`
+so a call cut short keeps what it finished, and OUT/next_from.txt the PROBLEMS_FROM of the
+share after it. `bench_eval_throughput_gpu.py --combine OUT...`
 prints the same summary over several shares' results.json (a run split over device calls of
 one machine kind: the GPU line of each share is printed, and shares of different GPUs are
 refused).
@@ -412,6 +413,8 @@ def main() -> int:
         doc["problems"][name] = entry
         report.line(f"{name}: {len(kinds)} candidates; " + ", ".join(f"{s} {entry['took'][s]:.1f} s" for s in sides))
         json.dump(doc, open(out / "results.json", "w"), indent=1, default=str)
+        # Where the next share goes on from (PROBLEMS_FROM), for a run split over calls.
+        (out / "next_from.txt").write_text(f"{PROBLEMS_FROM + i + 1}\n")
     summarize(doc, report)
     return 0
 
