@@ -68,7 +68,8 @@ where
 /// Run `future` on this process's runtime with the GIL released, checking for Python signals
 /// (Ctrl-C) every 50 ms. On a signal, `cancel` is fired, the future is awaited to its end (the
 /// runner stops the process group and keeps what it captured) and the signal's exception
-/// (`KeyboardInterrupt`) is raised.
+/// (`KeyboardInterrupt`) is raised. The 50 ms wait is the calling thread's own (a std channel),
+/// not a timer of the runtime: a Ctrl-C must be seen even while every worker thread is busy.
 pub fn block_on_cancellable<F, T>(
     py: Python<'_>,
     cancel: tokio_util::sync::CancellationToken,
@@ -79,30 +80,33 @@ where
     T: Send + 'static,
 {
     let runtime = get()?;
-    let (tx, mut rx) = tokio::sync::oneshot::channel();
+    // Capacity 1: the one send never blocks the worker thread.
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    // Behind a mutex only so that a reference to it may cross into the GIL-free closure.
+    let rx = Mutex::new(rx);
     runtime.spawn(async move {
         let _ = tx.send(future.await);
     });
     let mut interrupted: Option<PyErr> = None;
     loop {
         let waited = py.detach(|| {
-            runtime.block_on(async {
-                tokio::time::timeout(std::time::Duration::from_millis(50), &mut rx).await
-            })
+            rx.lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .recv_timeout(std::time::Duration::from_millis(50))
         });
         match waited {
-            Ok(Ok(value)) => {
+            Ok(value) => {
                 return match interrupted {
                     Some(error) => Err(error),
                     None => Ok(value),
                 };
             }
-            Ok(Err(_)) => {
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
                 return Err(interrupted.unwrap_or_else(|| {
                     PyRuntimeError::new_err("polyprof: the call ended without a result")
                 }));
             }
-            Err(_elapsed) => {
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
                 if interrupted.is_none()
                     && let Err(error) = py.check_signals()
                 {
