@@ -44,7 +44,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -54,7 +53,7 @@ from typing import Any, Dict, List
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 # The KernelBench selection and size probe, and the line-by-line summary, of scripts/gpu-eval.sh.
-from eval_runs import Report  # noqa: E402
+from eval_runs import Report, stop_process_group  # noqa: E402
 from gpu_eval import evenly, kb_levels, probe_sizes, problem_number  # noqa: E402
 PYTHON = os.environ.get("POLYPROF_PYTHON", "python3")
 N_PROBLEMS = int(os.environ.get("N_PROBLEMS", "11"))
@@ -218,7 +217,7 @@ def polyprof_side(polyprof: str, folder: Path, out: Path, cold: bool) -> Dict[st
         try:
             proc.wait(timeout=limit(EVAL_TIMEOUT_S * len(list((folder / "candidates").iterdir()))))
         except subprocess.TimeoutExpired:
-            stop_group(proc)
+            stop_process_group(proc)
             log.write("bench: timed out\n")
     rows: Dict[str, Dict[str, Any]] = {}
     try:
@@ -236,20 +235,6 @@ def polyprof_side(polyprof: str, folder: Path, out: Path, cold: bool) -> Dict[st
     except (OSError, ValueError) as error:
         rows["_error"] = {"status": f"no evals.json: {error}"}
     return rows
-
-
-def stop_group(proc: subprocess.Popen) -> None:
-    """SIGTERM to the process group (polyprof cancels its workers), SIGKILL if it stays."""
-    for sig, wait_s in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait_s)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def kb_side(kb_src: Path, folder: Path, out: Path) -> Dict[str, Dict[str, Any]]:

@@ -56,7 +56,7 @@ def run_eval(
             stdout, _ = proc.communicate(timeout=wall_limit_s)
             exit_code: Optional[int] = proc.returncode
         except subprocess.TimeoutExpired:
-            stdout = _stop(proc)
+            stdout = stop_process_group(proc)
             exit_code = None
             log_file.write(f"\n[killed at the wall limit of {wall_limit_s:.0f} s]\n")
         log_file.write("--- stdout ---\n" + (stdout or ""))
@@ -64,7 +64,7 @@ def run_eval(
     return EvalRun(exit_code, wall, read_verdict(output_dir, stdout or ""), log)
 
 
-def _stop(proc: subprocess.Popen) -> str:
+def stop_process_group(proc: subprocess.Popen) -> str:
     """SIGTERM to the eval's process group (polyprof cancels its workers), SIGKILL if it stays."""
     for sig, wait_s in ((signal.SIGTERM, TERM_GRACE_S), (signal.SIGKILL, 10)):
         try:
