@@ -434,6 +434,25 @@ def torch_or_skip(cuda):
     return torch
 
 
+def test_cuda_inputs_are_drawn_on_the_device_and_host_only_problems_fall_back(worker_module):
+    torch = torch_or_skip(cuda=True)
+    worker = worker_module.Worker("trusted", "problem.py", "cuda")
+
+    def on_device():
+        return [torch.rand(256, 256), 3]
+
+    def host_only():
+        return [torch.from_numpy(torch.rand(64).numpy() * 2)]
+
+    first, again = worker.draw_inputs(on_device, 11), worker.draw_inputs(on_device, 11)
+    assert first[0].is_cuda and first[1] == 3
+    assert torch.equal(first[0], again[0]), "one seed must draw the same inputs"
+    assert not torch.equal(first[0], worker.draw_inputs(on_device, 12)[0])
+    fallback = worker.draw_inputs(host_only, 5)
+    worker_module.seed_everything(5)
+    assert fallback[0].is_cuda and torch.equal(fallback[0].cpu(), host_only()[0])
+
+
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
 def test_torch_honest_candidate_passes(workers, device):
     torch_or_skip(device == "cuda")

@@ -1155,8 +1155,7 @@ class Worker:
             raise WorkerError("raised", f"{self.source} defines no get_inputs()")
         state = Trial()
         try:
-            seed_everything(seed)
-            inputs = [self.to_device(x) for x in get_inputs()]
+            inputs = self.draw_inputs(get_inputs, seed)
             state.pristine = [clone(x) for x in inputs]
             with self.in_handout_pool():
                 state.handout = [clone(x) for x in inputs]
@@ -1458,6 +1457,24 @@ class Worker:
     def is_torch_module(x: Any) -> bool:
         torch = loaded_torch()
         return torch is not None and isinstance(x, torch.nn.Module)
+
+    def draw_inputs(self, get_inputs: Callable[[], Any], seed: int) -> List[Any]:
+        """A trial's inputs from ``get_inputs()`` seeded with ``seed``, on the device.
+
+        On CUDA they are drawn there (``get_inputs`` under ``torch.device("cuda")``): drawing
+        a large problem's tensors on the CPU and copying them over was most of a correctness
+        trial's cost. A problem whose ``get_inputs`` cannot run that way (it needs host tensors,
+        or this torch has no device context) is drawn again from the same seed on the CPU."""
+        torch = loaded_torch()
+        if self.device == "cuda" and torch is not None and torch.cuda.is_available():
+            try:
+                seed_everything(seed)
+                with torch.device("cuda"):
+                    return [self.to_device(x) for x in get_inputs()]
+            except Exception:
+                pass
+        seed_everything(seed)
+        return [self.to_device(x) for x in get_inputs()]
 
     def to_device(self, x: Any) -> Any:
         if self.device == "cuda" and is_tensor(x) and not x.is_cuda:
