@@ -89,7 +89,17 @@ def test_other_python_threads_run_while_polyprof_waits():
     assert len(ticks) > 20  # the GIL was released
 
 
-def test_ctrl_c_stops_the_process_group_and_raises_keyboard_interrupt(tmp_path):
+@pytest.fixture
+def ctrl_c_raises():
+    """Python's own Ctrl-C handler for the test. A Python started with SIGINT ignored (a job a
+    non-interactive shell put in the background, as `nohup cmd &` does) keeps it ignored, so
+    the signal the test sends would be dropped and the run would go on to its end."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_stops_the_process_group_and_raises_keyboard_interrupt(tmp_path, ctrl_c_raises):
     pidfile = tmp_path / "pid"
     threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
     started = time.monotonic()
