@@ -444,13 +444,15 @@ def test_cuda_inputs_are_drawn_on_the_device_and_host_only_problems_fall_back(wo
     def host_only():
         return [torch.from_numpy(torch.rand(64).numpy() * 2)]
 
-    first, again = worker.draw_inputs(on_device, 11), worker.draw_inputs(on_device, 11)
+    notes = []
+    first, again = worker.draw_inputs(on_device, 11, notes), worker.draw_inputs(on_device, 11, notes)
     assert first[0].is_cuda and first[1] == 3
     assert torch.equal(first[0], again[0]), "one seed must draw the same inputs"
-    assert not torch.equal(first[0], worker.draw_inputs(on_device, 12)[0])
-    fallback = worker.draw_inputs(host_only, 5)
+    assert not torch.equal(first[0], worker.draw_inputs(on_device, 12, notes)[0]) and notes == []
+    fallback = worker.draw_inputs(host_only, 5, notes)
     worker_module.seed_everything(5)
     assert fallback[0].is_cuda and torch.equal(fallback[0].cpu(), host_only()[0])
+    assert len(notes) == 1 and "drawn on the CPU" in notes[0], notes
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda"])

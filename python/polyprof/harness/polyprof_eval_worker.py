@@ -1155,7 +1155,7 @@ class Worker:
             raise WorkerError("raised", f"{self.source} defines no get_inputs()")
         state = Trial()
         try:
-            inputs = self.draw_inputs(get_inputs, seed)
+            inputs = self.draw_inputs(get_inputs, seed, out.notes)
             state.pristine = [clone(x) for x in inputs]
             with self.in_handout_pool():
                 state.handout = [clone(x) for x in inputs]
@@ -1458,21 +1458,22 @@ class Worker:
         torch = loaded_torch()
         return torch is not None and isinstance(x, torch.nn.Module)
 
-    def draw_inputs(self, get_inputs: Callable[[], Any], seed: int) -> List[Any]:
+    def draw_inputs(self, get_inputs: Callable[[], Any], seed: int, notes: List[str]) -> List[Any]:
         """A trial's inputs from ``get_inputs()`` seeded with ``seed``, on the device.
 
         On CUDA they are drawn there (``get_inputs`` under ``torch.device("cuda")``): drawing
         a large problem's tensors on the CPU and copying them over was most of a correctness
         trial's cost. A problem whose ``get_inputs`` cannot run that way (it needs host tensors,
-        or this torch has no device context) is drawn again from the same seed on the CPU."""
+        or this torch has no device context) is drawn again from the same seed on the CPU, and
+        ``notes`` says why."""
         torch = loaded_torch()
         if self.device == "cuda" and torch is not None and torch.cuda.is_available():
             try:
                 seed_everything(seed)
                 with torch.device("cuda"):
                     return [self.to_device(x) for x in get_inputs()]
-            except Exception:
-                pass
+            except Exception as e:
+                notes.append(f"get_inputs() failed on the device ({type(e).__name__}: {e}): drawn on the CPU")
         seed_everything(seed)
         return [self.to_device(x) for x in get_inputs()]
 
