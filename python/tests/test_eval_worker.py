@@ -453,6 +453,9 @@ def test_cuda_inputs_are_drawn_on_the_device_and_host_only_problems_fall_back(wo
     worker_module.seed_everything(5)
     assert fallback[0].is_cuda and torch.equal(fallback[0].cpu(), host_only()[0])
     assert len(notes) == 1 and "drawn on the CPU" in notes[0], notes
+    # Later trials go to the host at once, without a second note.
+    again = worker.draw_inputs(host_only, 5, notes)
+    assert torch.equal(again[0], fallback[0]) and len(notes) == 1, notes
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda"])

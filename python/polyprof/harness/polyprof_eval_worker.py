@@ -1027,6 +1027,9 @@ class Worker:
         self.handout_pool_note: Optional[str] = None
         self.gpu_marks = GpuMarks()
         self.marks: Dict[str, int] = {}
+        # Set once get_inputs() has failed under the device context: every later trial draws
+        # on the host straight away (a problem that needs host tensors needs them every time).
+        self.inputs_on_host = False
 
     # -- requests ------------------------------------------------------------------------------
 
@@ -1464,18 +1467,23 @@ class Worker:
         On CUDA they are drawn there (``get_inputs`` under ``torch.device("cuda")``): drawing
         a large problem's tensors on the CPU and copying them over was most of a correctness
         trial's cost. A problem whose ``get_inputs`` cannot run that way (it needs host tensors,
-        or this torch has no device context) is drawn again from the same seed on the CPU, and
-        ``notes`` says why."""
+        or this torch has no device context) is drawn again from the same seed on the CPU, as
+        is every later trial of this worker; ``notes`` says why, once."""
+
+        def drawn() -> List[Any]:
+            seed_everything(seed)
+            return [self.to_device(x) for x in get_inputs()]
+
         torch = loaded_torch()
-        if self.device == "cuda" and torch is not None and torch.cuda.is_available():
-            try:
-                seed_everything(seed)
-                with torch.device("cuda"):
-                    return [self.to_device(x) for x in get_inputs()]
-            except Exception as e:
-                notes.append(f"get_inputs() failed on the device ({type(e).__name__}: {e}): drawn on the CPU")
-        seed_everything(seed)
-        return [self.to_device(x) for x in get_inputs()]
+        if self.device != "cuda" or self.inputs_on_host or torch is None or not torch.cuda.is_available():
+            return drawn()
+        try:
+            with torch.device("cuda"):
+                return drawn()
+        except Exception as e:
+            self.inputs_on_host = True
+            notes.append(f"get_inputs() failed on the device ({type(e).__name__}: {e}): drawn on the CPU from now on")
+        return drawn()
 
     def to_device(self, x: Any) -> Any:
         if self.device == "cuda" and is_tensor(x) and not x.is_cuda:
