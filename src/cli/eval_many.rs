@@ -180,7 +180,7 @@ pub async fn execute(
                 dir,
                 spec,
                 pending: None,
-                prestarts: false,
+                prestarts: None,
             }
         })
         .collect();
@@ -280,32 +280,77 @@ pub struct Waiting {
     pub spec: EvalSpec,
     /// Its build, once started ahead (`None`: not yet, or it builds right before its turn).
     pub pending: Option<Pending>,
-    /// Its scored worker is started ahead of its turn.
-    pub prestarts: bool,
+    /// Its scored worker is started ahead of its turn: when (a sequence number, lower is
+    /// earlier).
+    pub prestarts: Option<u64>,
 }
 
-/// Through a warm evaluator, the scored worker of the candidate likeliest to be judged next
-/// starts as soon as its build is done (`Pending::then_prestart`; held still while the current
-/// candidate's timing blocks run): the first in the build window whose build has finished, else
-/// the first still building. Only one whose build ran ahead (it is confined like its build).
+/// How many waiting candidates have their scored worker started ahead at once, through a warm
+/// evaluator. One was too few: a worker's interpreter and torch take about 3 s to load, and a
+/// candidate found incorrect in its first trial ends its turn in about 1 s, so the worker
+/// started at that turn's beginning was not loaded when its own turn came (2-3 s setups after
+/// such turns, H100, 2026-12-07). Each one ahead holds a process and its memory (no device
+/// context: it initializes none before its `setup`), held still during timing blocks.
+pub const PRESTART_DEPTH: usize = 2;
+
+/// Through a warm evaluator, the scored workers of the candidates likeliest to be judged next
+/// start as soon as their builds are done (`Pending::then_prestart`; held still while the
+/// current candidate's timing blocks run), until `PRESTART_DEPTH` of the build window have one:
+/// first those whose build has finished, then the first still building. Only one whose build
+/// ran ahead (it is confined like its build).
+/// Numbers the scored workers started ahead, in the order they start.
+static PRESTARTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 pub fn prestart_next(waiting: &mut VecDeque<Waiting>, window: usize) {
-    let candidates = || waiting.iter().take(window.max(1));
-    let unstarted = |w: &Waiting| !w.prestarts && w.pending.is_some();
-    let chosen = candidates()
-        .position(|w| unstarted(w) && w.pending.as_ref().is_some_and(Pending::is_finished))
-        .or_else(|| candidates().position(unstarted));
-    if let Some(next) = chosen.and_then(|i| waiting.get_mut(i))
-        && let Some(pending) = next.pending.take()
-    {
-        next.pending = Some(pending.then_prestart(next.spec.clone()));
-        next.prestarts = true;
+    let states: Vec<Prestart> = waiting
+        .iter()
+        .take(window.max(1))
+        .map(|w| Prestart {
+            started: w.prestarts.is_some(),
+            build: w.pending.as_ref().map(Pending::is_finished),
+        })
+        .collect();
+    for i in prestart_picks(&states, PRESTART_DEPTH) {
+        if let Some(next) = waiting.get_mut(i)
+            && let Some(pending) = next.pending.take()
+        {
+            next.pending = Some(pending.then_prestart(next.spec.clone()));
+            next.prestarts = Some(PRESTARTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        }
     }
 }
 
-/// The next candidate to judge: of the build window, one whose worker is starting and whose
-/// build is done, else the first whose build is done or that builds in its own turn; else the
-/// first to finish its build. The device never waits on a slow build (a compile error that
-/// takes nvcc 20 s) while a later candidate is ready. `None`: nothing is waiting.
+/// A waiting candidate of the build window, as `prestart_picks` sees it.
+#[derive(Debug, Clone, Copy)]
+struct Prestart {
+    /// Its scored worker is started (or starts once its build is done).
+    started: bool,
+    /// Its build ran ahead: finished (`true`) or not yet; `None`: it builds in its own turn.
+    build: Option<bool>,
+}
+
+/// The positions whose scored workers start now, in that order, so that `depth` of `window`
+/// have one: unstarted ones whose build ran ahead, those whose build has finished first, then
+/// the earliest still building.
+fn prestart_picks(window: &[Prestart], depth: usize) -> Vec<usize> {
+    let started = window.iter().filter(|w| w.started).count();
+    let unstarted = |i: &usize| !window[*i].started;
+    let finished: Vec<usize> = (0..window.len())
+        .filter(|i| unstarted(i) && window[*i].build == Some(true))
+        .collect();
+    let building = (0..window.len()).filter(|i| unstarted(i) && window[*i].build == Some(false));
+    finished
+        .into_iter()
+        .chain(building)
+        .take(depth.saturating_sub(started))
+        .collect()
+}
+
+/// The next candidate to judge: of the build window, the one whose worker started ahead earliest
+/// (its interpreter and torch have had longest to load) among those whose build is done, else
+/// the first whose build is done or that builds in its own turn; else the first to finish its
+/// build. The device never waits on a slow build (a compile error that takes nvcc 20 s) while a
+/// later candidate is ready. `None`: nothing is waiting.
 pub async fn next_turn(waiting: &mut VecDeque<Waiting>, window: usize) -> Option<Waiting> {
     /// How often unfinished builds are looked at while every candidate waits on one.
     const POLL: std::time::Duration = std::time::Duration::from_millis(20);
@@ -313,16 +358,40 @@ pub async fn next_turn(waiting: &mut VecDeque<Waiting>, window: usize) -> Option
         if waiting.is_empty() {
             return None;
         }
-        let ready = |w: &Waiting| w.pending.as_ref().is_none_or(Pending::is_finished);
-        let front = || waiting.iter().take(window.max(1));
-        let pick = front()
-            .position(|w| w.prestarts && ready(w))
-            .or_else(|| front().position(ready));
-        if let Some(i) = pick {
+        let turns: Vec<Turn> = waiting
+            .iter()
+            .take(window.max(1))
+            .map(|w| Turn {
+                prestarted: w.prestarts,
+                ready: w.pending.as_ref().is_none_or(Pending::is_finished),
+            })
+            .collect();
+        if let Some(i) = turn_pick(&turns) {
             return waiting.remove(i);
         }
         tokio::time::sleep(POLL).await;
     }
+}
+
+/// A waiting candidate of the build window, as `turn_pick` sees it.
+#[derive(Debug, Clone, Copy)]
+struct Turn {
+    /// When its scored worker started ahead (lower is earlier), if it did.
+    prestarted: Option<u64>,
+    /// Its build is done, or it builds in its own turn.
+    ready: bool,
+}
+
+/// The position of the next turn: the earliest started ahead of the ready ones, else the
+/// first ready one. A worker started at the beginning of the current turn is not loaded yet
+/// (2 s setups on an H100 when it went first because it came first in the directory).
+fn turn_pick(window: &[Turn]) -> Option<usize> {
+    let started_earliest = (0..window.len())
+        .filter(|i| window[*i].ready)
+        .filter_map(|i| window[i].prestarted.map(|at| (at, i)))
+        .min()
+        .map(|(_, i)| i);
+    started_earliest.or_else(|| window.iter().position(|w| w.ready))
 }
 
 /// How many waiting candidates may be built ahead at once: twice the build jobs, so the next
@@ -458,6 +527,54 @@ mod tests {
             exit_code(&[row(false, false), row(false, false)]),
             EXIT_EVAL_FAILED
         );
+    }
+
+    fn slot(started: bool, build: Option<bool>) -> Prestart {
+        Prestart { started, build }
+    }
+
+    #[test]
+    fn workers_start_ahead_for_two_candidates_built_ones_first() {
+        let built = slot(false, Some(true));
+        let building = slot(false, Some(false));
+        let started = slot(true, Some(false));
+        let own_turn = slot(false, None);
+        // Two to start: the built one first, then the earliest still building.
+        assert_eq!(
+            prestart_picks(&[building, own_turn, built, building], PRESTART_DEPTH),
+            [2, 0]
+        );
+        // One already started: one more.
+        assert_eq!(
+            prestart_picks(&[started, building, built], PRESTART_DEPTH),
+            [2]
+        );
+        // Enough started, or nothing built ahead: none.
+        assert!(prestart_picks(&[started, started, built], PRESTART_DEPTH).is_empty());
+        assert!(prestart_picks(&[own_turn, own_turn], PRESTART_DEPTH).is_empty());
+        assert!(prestart_picks(&[], PRESTART_DEPTH).is_empty());
+    }
+
+    #[test]
+    fn the_turn_goes_to_the_worker_started_earliest_then_to_the_first_ready() {
+        let turn = |prestarted: Option<u64>, ready: bool| Turn { prestarted, ready };
+        // Started at 7 (this turn) and at 3 (a turn earlier): the one at 3 goes first.
+        assert_eq!(
+            turn_pick(&[turn(Some(7), true), turn(Some(3), true), turn(None, true)]),
+            Some(1)
+        );
+        // The earliest is still building: the earliest of the ready ones.
+        assert_eq!(
+            turn_pick(&[
+                turn(Some(9), true),
+                turn(Some(3), false),
+                turn(Some(5), true)
+            ]),
+            Some(2)
+        );
+        // None started ahead: the first ready one; none ready: none.
+        assert_eq!(turn_pick(&[turn(None, false), turn(None, true)]), Some(1));
+        assert_eq!(turn_pick(&[turn(Some(1), false), turn(None, false)]), None);
     }
 
     #[test]

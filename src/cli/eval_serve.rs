@@ -62,7 +62,7 @@ pub async fn execute(
             dir,
             spec,
             pending: None,
-            prestarts: false,
+            prestarts: None,
         })
     };
     loop {

@@ -685,17 +685,20 @@ impl Eval<'_> {
         let timing_trial = self.correctness().await?;
         let correct = self.correct_so_far();
         tracing::debug!(correct, "eval: the correctness trials are done");
+        // The work pass's worker (ncu, the interpreter, torch: 3.6-4.5 s on an H100, most of a
+        // correct candidate's work pass when it started after the timing) starts once the
+        // candidate is known correct, beside its timing blocks. Until its `setup`, which is sent
+        // only after the scored pass has ended, it runs polyprof's harness alone on one CPU
+        // core: no candidate code, no device context (importing torch initializes none), so
+        // nothing of it reaches the GPU the blocks time. It is not held still like the
+        // bystanders: stopped during the blocks, a worker under ncu never finished its first
+        // request under the counters (H100, 2026-12-06).
+        if correct && let Some((profiler, settings)) = &work {
+            self.start_work_ahead(profiler, settings.clone());
+        }
         // An incorrect candidate is not timed: its speed means nothing.
         if correct && self.spec.options.timing_blocks > 0 {
             self.timing(timing_trial).await?;
-        }
-        // The work pass's worker (ncu, the interpreter, torch: seconds) starts once nothing is
-        // timed any more, beside the scored worker's release and end. It is never held still
-        // like the bystanders: stopped during the timing blocks, a worker under ncu never
-        // finished its first request under the counters (H100, 2026-12-06; without blocks it
-        // did), and it was not yet tried running unheld beside the blocks.
-        if correct && let Some((profiler, settings)) = &work {
-            self.start_work_ahead(profiler, settings.clone());
         }
         self.release(Role::Candidate, timing_trial, Stage::Timing)
             .await?;
