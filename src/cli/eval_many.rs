@@ -293,14 +293,14 @@ pub struct Waiting {
 /// context: it initializes none before its `setup`), held still during timing blocks.
 pub const PRESTART_DEPTH: usize = 2;
 
+/// Numbers the scored workers started ahead, in the order they start (`Waiting::prestarts`).
+static PRESTARTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// Through a warm evaluator, the scored workers of the candidates likeliest to be judged next
 /// start as soon as their builds are done (`Pending::then_prestart`; held still while the
 /// current candidate's timing blocks run), until `PRESTART_DEPTH` of the build window have one:
 /// first those whose build has finished, then the first still building. Only one whose build
 /// ran ahead (it is confined like its build).
-/// Numbers the scored workers started ahead, in the order they start.
-static PRESTARTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
 pub fn prestart_next(waiting: &mut VecDeque<Waiting>, window: usize) {
     let states: Vec<Prestart> = waiting
         .iter()
