@@ -280,9 +280,8 @@ pub struct Waiting {
     pub spec: EvalSpec,
     /// Its build, once started ahead (`None`: not yet, or it builds right before its turn).
     pub pending: Option<Pending>,
-    /// Its scored worker is started ahead of its turn: when (a sequence number, lower is
-    /// earlier).
-    pub prestarts: Option<u64>,
+    /// When its scored worker was started ahead of its turn, if it was.
+    pub prestarts: Option<std::time::Instant>,
 }
 
 /// How many waiting candidates have their scored worker started ahead at once, through a warm
@@ -292,9 +291,6 @@ pub struct Waiting {
 /// such turns, H100, 2026-12-07). Each one ahead holds a process and its memory (no device
 /// context: it initializes none before its `setup`), held still during timing blocks.
 pub const PRESTART_DEPTH: usize = 2;
-
-/// Numbers the scored workers started ahead, in the order they start (`Waiting::prestarts`).
-static PRESTARTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Through a warm evaluator, the scored workers of the candidates likeliest to be judged next
 /// start as soon as their builds are done (`Pending::then_prestart`; held still while the
@@ -315,7 +311,7 @@ pub fn prestart_next(waiting: &mut VecDeque<Waiting>, window: usize) {
             && let Some(pending) = next.pending.take()
         {
             next.pending = Some(pending.then_prestart(next.spec.clone()));
-            next.prestarts = Some(PRESTARTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+            next.prestarts = Some(std::time::Instant::now());
         }
     }
 }
@@ -334,14 +330,11 @@ struct Prestart {
 /// the earliest still building.
 fn prestart_picks(window: &[Prestart], depth: usize) -> Vec<usize> {
     let started = window.iter().filter(|w| w.started).count();
-    let unstarted = |i: &usize| !window[*i].started;
-    let finished: Vec<usize> = (0..window.len())
-        .filter(|i| unstarted(i) && window[*i].build == Some(true))
-        .collect();
-    let building = (0..window.len()).filter(|i| unstarted(i) && window[*i].build == Some(false));
-    finished
-        .into_iter()
-        .chain(building)
+    let unstarted_with = |built: bool| {
+        (0..window.len()).filter(move |&i| !window[i].started && window[i].build == Some(built))
+    };
+    unstarted_with(true)
+        .chain(unstarted_with(false))
         .take(depth.saturating_sub(started))
         .collect()
 }
@@ -376,8 +369,8 @@ pub async fn next_turn(waiting: &mut VecDeque<Waiting>, window: usize) -> Option
 /// A waiting candidate of the build window, as `turn_pick` sees it.
 #[derive(Debug, Clone, Copy)]
 struct Turn {
-    /// When its scored worker started ahead (lower is earlier), if it did.
-    prestarted: Option<u64>,
+    /// When its scored worker started ahead, if it did.
+    prestarted: Option<std::time::Instant>,
     /// Its build is done, or it builds in its own turn.
     ready: bool,
 }
@@ -386,12 +379,12 @@ struct Turn {
 /// first ready one. A worker started at the beginning of the current turn is not loaded yet
 /// (2 s setups on an H100 when it went first because it came first in the directory).
 fn turn_pick(window: &[Turn]) -> Option<usize> {
-    let started_earliest = (0..window.len())
-        .filter(|i| window[*i].ready)
-        .filter_map(|i| window[i].prestarted.map(|at| (at, i)))
+    let ready = || window.iter().enumerate().filter(|(_, w)| w.ready);
+    ready()
+        .filter_map(|(i, w)| w.prestarted.map(|at| (at, i)))
         .min()
-        .map(|(_, i)| i);
-    started_earliest.or_else(|| window.iter().position(|w| w.ready))
+        .map(|(_, i)| i)
+        .or_else(|| ready().map(|(i, _)| i).next())
 }
 
 /// How many waiting candidates may be built ahead at once: twice the build jobs, so the next
@@ -557,24 +550,22 @@ mod tests {
 
     #[test]
     fn the_turn_goes_to_the_worker_started_earliest_then_to_the_first_ready() {
-        let turn = |prestarted: Option<u64>, ready: bool| Turn { prestarted, ready };
-        // Started at 7 (this turn) and at 3 (a turn earlier): the one at 3 goes first.
+        let origin = std::time::Instant::now();
+        let at = |s: u64| Some(origin + std::time::Duration::from_secs(s));
+        let turn = |prestarted, ready| Turn { prestarted, ready };
+        // Started at 7 s (this turn) and at 3 s (a turn earlier): the one at 3 s goes first.
         assert_eq!(
-            turn_pick(&[turn(Some(7), true), turn(Some(3), true), turn(None, true)]),
+            turn_pick(&[turn(at(7), true), turn(at(3), true), turn(None, true)]),
             Some(1)
         );
         // The earliest is still building: the earliest of the ready ones.
         assert_eq!(
-            turn_pick(&[
-                turn(Some(9), true),
-                turn(Some(3), false),
-                turn(Some(5), true)
-            ]),
+            turn_pick(&[turn(at(9), true), turn(at(3), false), turn(at(5), true)]),
             Some(2)
         );
         // None started ahead: the first ready one; none ready: none.
         assert_eq!(turn_pick(&[turn(None, false), turn(None, true)]), Some(1));
-        assert_eq!(turn_pick(&[turn(Some(1), false), turn(None, false)]), None);
+        assert_eq!(turn_pick(&[turn(at(1), false), turn(None, false)]), None);
     }
 
     #[test]
