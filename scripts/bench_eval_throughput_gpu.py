@@ -36,11 +36,12 @@ OUT/results.json is rewritten after every problem (each problem's rows and each 
 so a call cut short keeps what it finished, and OUT/next_from.txt the PROBLEMS_FROM of the
 share after it. `bench_eval_throughput_gpu.py --combine OUT...`
 prints the same summary over several shares' results.json (a run split over device calls of
-one machine kind: the GPU line of each share is printed, and shares of different GPUs are
-refused).
+one machine kind, or over sessions: the GPU line of each share is printed, and shares of
+different GPUs or of different polyprof binaries, by the binary's sha256, are refused).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -329,9 +330,15 @@ def combine(outs: List[Path]) -> int:
         print(f"the shares ran on different GPUs ({', '.join(sorted(gpus))}): their times do not add up",
               file=sys.stderr)
         return 2
+    # The harness is built into the binary, so one digest names everything that was measured.
+    binaries = {d.get("polyprof_sha256") for d in docs}
+    if len(binaries) != 1:
+        print(f"the shares ran different polyprof binaries ({', '.join(sorted(map(str, binaries)))}): "
+              "their verdicts and times are not one run's", file=sys.stderr)
+        return 2
     report = Report(outs[0] / "combined.txt")
     for o, d in zip(outs, docs):
-        report.line(f"share {o}: GPU {d.get('gpu')}; {len(d['problems'])} problems")
+        report.line(f"share {o}: GPU {d.get('gpu')}; polyprof {str(d.get('polyprof_sha256'))[:16]}; {len(d['problems'])} problems")
     merged: Dict[str, Any] = {"problems": {}}
     for d in docs:
         merged["problems"].update(d["problems"])
@@ -360,7 +367,10 @@ def main() -> int:
     problems = select(kb, report)
     end = None if PROBLEMS_COUNT is None else PROBLEMS_FROM + PROBLEMS_COUNT
     problems = problems[PROBLEMS_FROM:end]
-    doc: Dict[str, Any] = {"gpu": gpu, "eval_args": EVAL_ARGS, "problems": {}}
+    with open(polyprof, "rb") as binary:
+        polyprof_sha256 = hashlib.sha256(binary.read()).hexdigest()
+    report.line(f"polyprof binary sha256 {polyprof_sha256}")
+    doc: Dict[str, Any] = {"gpu": gpu, "polyprof_sha256": polyprof_sha256, "eval_args": EVAL_ARGS, "problems": {}}
     slowest = 0.0
     for i, src in enumerate(problems):
         left = BUDGET_S - (time.monotonic() - start)
