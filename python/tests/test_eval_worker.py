@@ -2,6 +2,7 @@
 subprocess per role, a Unix socket server written here, the framing of docs/eval-harness.md.
 numpy problems run everywhere; the torch ones need torch (CUDA ones a GPU) and say so."""
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -422,6 +423,71 @@ def test_integers_compare_exactly_and_stats_ignore_nan(worker_module):
     assert stats["digest"] != worker_module.array_stats(np.array([np.nan, 1.0, 4.0], dtype=np.float32))["digest"]
     infinite = worker_module.array_stats(np.array([np.inf, 1.0]))
     assert infinite["max"] is None and infinite["min"] == 1.0 and infinite["mean"] is None
+
+
+def expected_comparison(c, r, atol, rtol):
+    """compare_values's answer computed directly over the whole arrays (float64, no chunks)."""
+    cv, rv = c.astype(np.float64), r.astype(np.float64)
+    with np.errstate(all="ignore"):
+        diff = np.abs(cv - rv)
+        ok = ((diff <= atol + rtol * np.abs(rv)) & np.isfinite(rv)) | (cv == rv) | (np.isnan(cv) & np.isnan(rv))
+        finite = np.isfinite(cv) & np.isfinite(rv)
+        nonzero = finite & (rv != 0)
+        abs_top = float(diff[finite].max()) if finite.any() else None
+        rel_top = float((diff[nonzero] / np.abs(rv[nonzero])).max()) if nonzero.any() else None
+    return int((~ok).sum()), abs_top, rel_top
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 64, 1 << 24])
+def test_chunked_totals_match_the_whole_array(worker_module, monkeypatch, chunk):
+    """Counts, maxima and statistics are carried from chunk to chunk unread: a chunk that holds
+    only NaN, or no element that counts toward a maximum, must not change the answer."""
+    monkeypatch.setattr(worker_module, "CHUNK_ELEMENTS", chunk)
+    rng = np.random.default_rng(7)
+    ref = rng.standard_normal(200).astype(np.float32)
+    ref[:5] = np.nan  # a whole chunk of NaN when chunks are 5 long
+    ref[5:10] = 0.0  # a chunk with no relative difference
+    ref[50] = np.inf
+    cand = ref + rng.standard_normal(200).astype(np.float32) * 1e-3
+    cand[7] = np.nan
+    cand.view(np.uint8)[4 * 100 : 4 * 102] = 0xFF
+    bad, poisoned, abs_top, rel_top = worker_module.compare_values(cand, ref, 1e-3, 1e-3)
+    want_bad, want_abs, want_rel = expected_comparison(cand, ref, 1e-3, 1e-3)
+    assert (bad, poisoned) == (want_bad, 2)
+    assert abs_top == pytest.approx(want_abs, rel=0, abs=0) and rel_top == pytest.approx(want_rel, rel=0, abs=0)
+    nothing_finite = np.full(10, np.nan, dtype=np.float32)
+    assert worker_module.compare_values(nothing_finite, nothing_finite, 0.0, 0.0) == (0, 0, None, None)
+    zeros = np.zeros(10, dtype=np.float32)
+    assert worker_module.compare_values(zeros, zeros, 0.0, 0.0) == (0, 0, 0.0, None)
+    stats = worker_module.array_stats(ref)
+    finite = ref[~np.isnan(ref) & np.isfinite(ref)]
+    assert stats["nan_count"] == 5 and stats["min"] == float(finite.min()) and stats["max"] is None
+    ints = np.arange(-3, 17, dtype=np.int32)
+    assert worker_module.array_stats(ints) == {**worker_module.array_stats(ints), "min": -3.0, "max": 16.0, "mean": 6.5}
+    assert worker_module.array_stats(nothing_finite) == {**worker_module.array_stats(nothing_finite), "min": None, "max": None, "mean": None, "nan_count": 10}
+    # torch carries its totals as tensors (on a GPU, left on the device): the same answers.
+    torch = pytest.importorskip("torch", reason="torch is not installed here (the numpy path ran above)")
+    assert worker_module.compare_values(torch.from_numpy(cand), torch.from_numpy(ref), 1e-3, 1e-3) == (bad, poisoned, abs_top, rel_top)
+    torch_stats = worker_module.array_stats(torch.from_numpy(ref))
+    assert {k: torch_stats[k] for k in ("min", "max", "mean", "nan_count")} == {k: stats[k] for k in ("min", "max", "mean", "nan_count")}
+
+
+def test_cuda_digest_is_the_documented_sums(worker_module, monkeypatch):
+    """The CUDA digest's sums, added on the device chunk by chunk, give the bits a host float
+    adding the same chunk sums gives (digests stay comparable with earlier evidence)."""
+    torch = torch_or_skip(cuda=True)
+    monkeypatch.setattr(worker_module, "CHUNK_ELEMENTS", 1000)
+    x = torch.randn(4096 + 3, device="cuda")
+    words = x.view(torch.int32)
+    plain = squares = weighted = 0.0
+    for a in range(0, words.numel(), 1000):
+        w = words[a : a + 1000].to(torch.float64)
+        weights = torch.remainder(torch.arange(a, a + w.numel(), dtype=torch.float64, device="cuda"), 65521) + 1
+        plain += float(w.sum())
+        squares += float((w * w).sum())
+        weighted += float((w * weights).sum())
+    text = f"cuda-sums|float32|[{x.numel()}]|{plain!r}|{squares!r}|{weighted!r}"
+    assert worker_module.digest(x) == hashlib.sha256(text.encode()).hexdigest()
 
 
 # -- torch ------------------------------------------------------------------------------------

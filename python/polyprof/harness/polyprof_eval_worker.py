@@ -349,20 +349,31 @@ class Ops:
             return x.to(self.xp.complex128 if x.dtype.is_complex else self.xp.float64)
         return x.astype(self.xp.complex128 if x.dtype.kind == "c" else self.xp.float64)
 
-    def count(self, mask: Any) -> int:
-        return int(self.xp.count_nonzero(mask))
+    # The running totals below stay where they were computed (a CUDA tensor's on the device) and
+    # are read once after the last chunk: reading one per chunk would wait for the GPU each time.
+
+    def tally(self, mask: Any) -> Any:
+        """The number of true elements, not read back."""
+        return self.xp.count_nonzero(mask)
+
+    def masked_max(self, x: Any, keep: Any) -> Any:
+        """The largest element where keep holds, -inf where none does (no compaction, no read)."""
+        return self.xp.where(keep, x, -math.inf).max()
+
+    def masked_min(self, x: Any, keep: Any) -> Any:
+        return self.xp.where(keep, x, math.inf).min()
+
+    def masked_sum(self, x: Any, keep: Any) -> Any:
+        return self.xp.where(keep, x, 0.0).sum()
+
+    def larger(self, running: Any, value: Any) -> Any:
+        return value if running is None else self.xp.maximum(running, value)
+
+    def smaller(self, running: Any, value: Any) -> Any:
+        return value if running is None else self.xp.minimum(running, value)
 
     def size(self, x: Any) -> int:
         return int(x.numel()) if self.torch else int(x.size)
-
-    def max(self, x: Any) -> float:
-        return float(x.max())
-
-    def min(self, x: Any) -> float:
-        return float(x.min())
-
-    def sum(self, x: Any) -> float:
-        return float(x.sum())
 
     def rows(self, raw: Any, itemsize: int) -> Any:
         return raw.reshape(-1, itemsize)
@@ -387,33 +398,38 @@ def array_stats(x: Any) -> Dict[str, Any]:
     ops = Ops(x)
     kind = ops.kind(x)
     flat = x.reshape(-1)
-    nan_count, low, high, total, counted = 0, None, None, 0.0, 0
+    nan_count: Any = 0
+    low: Any = None
+    high: Any = None
+    total: Any = 0.0
+    counted: Any = 0
     with ops.quiet():
         for a, b in chunks(numel(x)):
             chunk = flat[a:b]
             if kind == "c":
-                nan_count += ops.count(ops.xp.isnan(chunk))
+                nan_count = nan_count + ops.tally(ops.xp.isnan(chunk))
                 continue
             values = ops.f64(chunk)
             if kind == "f":
                 nan = ops.xp.isnan(values)
-                k = ops.count(nan)
-                if k:
-                    nan_count += k
-                    values = values[~nan]
-            if ops.size(values) == 0:
-                continue
-            lo, hi = ops.min(values), ops.max(values)
-            low = lo if low is None else min(low, lo)
-            high = hi if high is None else max(high, hi)
-            total += ops.sum(values)
-            counted += ops.size(values)
-    mean = total / counted if counted else None
+                nans = ops.tally(nan)
+                nan_count = nan_count + nans
+                keep = ~nan
+                low = ops.smaller(low, ops.masked_min(values, keep))
+                high = ops.larger(high, ops.masked_max(values, keep))
+                total = total + ops.masked_sum(values, keep)
+                counted = counted + (ops.size(values) - nans)
+            else:
+                low = ops.smaller(low, values.min())
+                high = ops.larger(high, values.max())
+                total = total + values.sum()
+                counted = counted + ops.size(values)
+    counted = int(counted)
     return {
-        "min": finite_or_none(low),
-        "max": finite_or_none(high),
-        "mean": finite_or_none(mean),
-        "nan_count": nan_count,
+        "min": finite_or_none(float(low)) if counted else None,
+        "max": finite_or_none(float(high)) if counted else None,
+        "mean": finite_or_none(float(total) / counted) if counted else None,
+        "nan_count": int(nan_count),
         "digest": digest(x),
     }
 
@@ -433,14 +449,18 @@ def digest(x: Any) -> str:
             words = words.view(torch.int32)
         except RuntimeError:  # a storage offset that is not 4-byte aligned: stay with bytes
             pass
-    plain = squares = weighted = 0.0
+    # float64 sums on the device, added chunk by chunk in the order a host float would be: the
+    # same bits, read back once.
+    plain = torch.zeros((), dtype=torch.float64, device=words.device)
+    squares, weighted = plain.clone(), plain.clone()
     for a, b in chunks(int(words.numel())):
         w = words[a:b].to(torch.float64)
         weights = torch.remainder(ops.arange(a, b, w), DIGEST_WEIGHT_MODULUS) + 1
-        plain += float(w.sum())
-        squares += float((w * w).sum())
-        weighted += float((w * weights).sum())
-    text = f"cuda-sums|{dtype_name(x)}|{shape_of(x)}|{plain!r}|{squares!r}|{weighted!r}"
+        plain = plain + w.sum()
+        squares = squares + (w * w).sum()
+        weighted = weighted + (w * weights).sum()
+    sums = "|".join(repr(float(v)) for v in (plain, squares, weighted))
+    text = f"cuda-sums|{dtype_name(x)}|{shape_of(x)}|{sums}"
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -797,9 +817,12 @@ def compare_values(c: Any, r: Any, atol: float, rtol: float) -> Tuple[int, int, 
     itemsize = item_size(r)
     c_flat, r_flat = c.reshape(-1), r.reshape(-1)
     c_rows, r_rows = ops.rows(flat_bytes(c), itemsize), ops.rows(flat_bytes(r), itemsize)
-    bad = poisoned = 0
-    max_abs: Optional[float] = None
-    max_rel: Optional[float] = None
+    bad: Any = 0
+    poisoned: Any = 0
+    # The largest differences where both sides are finite (rel: and the reference not 0), -inf
+    # while no element qualifies.
+    abs_top: Any = None
+    rel_top: Any = None
     with ops.quiet():
         for a, b in chunks(numel(r)):
             cv, rv = ops.f64(c_flat[a:b]), ops.f64(r_flat[a:b])
@@ -809,18 +832,22 @@ def compare_values(c: Any, r: Any, atol: float, rtol: float) -> Tuple[int, int, 
             else:
                 # An infinite reference allows no tolerance (inf <= inf would pass -inf for inf).
                 ok = ((diff <= atol + rtol * xp.abs(rv)) & xp.isfinite(rv)) | (cv == rv) | (xp.isnan(cv) & xp.isnan(rv))
-            bad += ops.count(~ok)
+            bad = bad + ops.tally(~ok)
             finite = xp.isfinite(cv) & xp.isfinite(rv)
-            if ops.count(finite):
-                d = diff[finite]
-                max_abs = max(max_abs or 0.0, ops.max(d))
-                nonzero = finite & (rv != 0)
-                if ops.count(nonzero):
-                    max_rel = max(max_rel or 0.0, ops.max(diff[nonzero] / xp.abs(rv[nonzero])))
+            abs_top = ops.larger(abs_top, ops.masked_max(diff, finite))
+            rel_top = ops.larger(rel_top, ops.masked_max(diff / xp.abs(rv), finite & (rv != 0)))
             c_poison = ops.all_rows(c_rows[a:b] == 255)
             r_poison = ops.all_rows(r_rows[a:b] == 255)
-            poisoned += ops.count(c_poison & ~r_poison)
-    return bad, poisoned, max_abs, max_rel
+            poisoned = poisoned + ops.tally(c_poison & ~r_poison)
+    return int(bad), int(poisoned), top_or_none(abs_top), top_or_none(rel_top)
+
+
+def top_or_none(running: Any) -> Optional[float]:
+    """A running maximum read back: None where no element qualified (-inf) or none was seen."""
+    if running is None:
+        return None
+    value = float(running)
+    return None if value == -math.inf else value
 
 
 # ---------------------------------------------------------------------------------------------
