@@ -438,11 +438,8 @@ def expected_comparison(c, r, atol, rtol):
     return int((~ok).sum()), abs_top, rel_top
 
 
-@pytest.mark.parametrize("chunk", [1, 5, 64, 1 << 24])
-def test_chunked_totals_match_the_whole_array(worker_module, monkeypatch, chunk):
-    """Counts, maxima and statistics are carried from chunk to chunk unread: a chunk that holds
-    only NaN, or no element that counts toward a maximum, must not change the answer."""
-    monkeypatch.setattr(worker_module, "CHUNK_ELEMENTS", chunk)
+def chunk_case():
+    """A reference and a candidate whose chunks hold every case a running total must survive."""
     rng = np.random.default_rng(7)
     ref = rng.standard_normal(200).astype(np.float32)
     ref[:5] = np.nan  # a whole chunk of NaN when chunks are 5 long
@@ -451,6 +448,15 @@ def test_chunked_totals_match_the_whole_array(worker_module, monkeypatch, chunk)
     cand = ref + rng.standard_normal(200).astype(np.float32) * 1e-3
     cand[7] = np.nan
     cand.view(np.uint8)[4 * 100 : 4 * 102] = 0xFF
+    return cand, ref
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 64, 1 << 24])
+def test_chunked_totals_match_the_whole_array(worker_module, monkeypatch, chunk):
+    """Counts, maxima and statistics are carried from chunk to chunk unread: a chunk that holds
+    only NaN, or no element that counts toward a maximum, must not change the answer."""
+    monkeypatch.setattr(worker_module, "CHUNK_ELEMENTS", chunk)
+    cand, ref = chunk_case()
     bad, poisoned, abs_top, rel_top = worker_module.compare_values(cand, ref, 1e-3, 1e-3)
     want_bad, want_abs, want_rel = expected_comparison(cand, ref, 1e-3, 1e-3)
     assert (bad, poisoned) == (want_bad, 2)
@@ -465,11 +471,19 @@ def test_chunked_totals_match_the_whole_array(worker_module, monkeypatch, chunk)
     ints = np.arange(-3, 17, dtype=np.int32)
     assert worker_module.array_stats(ints) == {**worker_module.array_stats(ints), "min": -3.0, "max": 16.0, "mean": 6.5}
     assert worker_module.array_stats(nothing_finite) == {**worker_module.array_stats(nothing_finite), "min": None, "max": None, "mean": None, "nan_count": 10}
-    # torch carries its totals as tensors (on a GPU, left on the device): the same answers.
-    torch = pytest.importorskip("torch", reason="torch is not installed here (the numpy path ran above)")
-    assert worker_module.compare_values(torch.from_numpy(cand), torch.from_numpy(ref), 1e-3, 1e-3) == (bad, poisoned, abs_top, rel_top)
-    torch_stats = worker_module.array_stats(torch.from_numpy(ref))
-    assert {k: torch_stats[k] for k in ("min", "max", "mean", "nan_count")} == {k: stats[k] for k in ("min", "max", "mean", "nan_count")}
+
+
+@pytest.mark.parametrize("chunk", [5, 1 << 24])
+def test_torch_chunked_totals_match_numpy(worker_module, monkeypatch, chunk):
+    """torch carries its totals as tensors (on a GPU, left on the device): numpy's answers."""
+    torch = torch_or_skip(cuda=False)
+    monkeypatch.setattr(worker_module, "CHUNK_ELEMENTS", chunk)
+    cand, ref = chunk_case()
+    on_torch = worker_module.compare_values(torch.from_numpy(cand), torch.from_numpy(ref), 1e-3, 1e-3)
+    assert on_torch == worker_module.compare_values(cand, ref, 1e-3, 1e-3)
+    keys = ("min", "max", "mean", "nan_count")
+    torch_stats, numpy_stats = worker_module.array_stats(torch.from_numpy(ref)), worker_module.array_stats(ref)
+    assert {k: torch_stats[k] for k in keys} == {k: numpy_stats[k] for k in keys}
 
 
 def test_cuda_digest_is_the_documented_sums(worker_module, monkeypatch):
