@@ -249,7 +249,9 @@ def kb_side(kb_src: Path, folder: Path, out: Path) -> Dict[str, Dict[str, Any]]:
         try:
             proc = subprocess.run([PYTHON, "-c", KB_LEG, str(kb_src), str(folder / "reference.py"), str(cand), str(build)],
                                   capture_output=True, text=True, timeout=limit(KB_TIMEOUT_S), env=env)
-            text = proc.stdout + proc.stderr
+            # The checkout's place on the machine that ran it stays out of results meant to be
+            # kept (a traceback names KernelBench's files).
+            text = (proc.stdout + proc.stderr).replace(str(kb_src.resolve()), "$KB_SRC")
         except subprocess.TimeoutExpired:
             text = "timed out"
         (out / f"{cand.stem}.log").write_text(text)
