@@ -460,7 +460,7 @@ def test_chunked_totals_match_the_whole_array(worker_module, monkeypatch, chunk)
     bad, poisoned, abs_top, rel_top = worker_module.compare_values(cand, ref, 1e-3, 1e-3)
     want_bad, want_abs, want_rel = expected_comparison(cand, ref, 1e-3, 1e-3)
     assert (bad, poisoned) == (want_bad, 2)
-    assert abs_top == pytest.approx(want_abs, rel=0, abs=0) and rel_top == pytest.approx(want_rel, rel=0, abs=0)
+    assert (abs_top, rel_top) == (want_abs, want_rel)
     nothing_finite = np.full(10, np.nan, dtype=np.float32)
     assert worker_module.compare_values(nothing_finite, nothing_finite, 0.0, 0.0) == (0, 0, None, None)
     zeros = np.zeros(10, dtype=np.float32)
@@ -539,7 +539,7 @@ def test_cuda_inputs_are_drawn_on_the_device_and_host_only_problems_fall_back(wo
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
-def test_torch_honest_candidate_passes(workers, device):
+def test_torch_honest_candidate_passes(workers, device, worker_module):
     torch_or_skip(device == "cuda")
     transport = "ipc" if device == "cuda" else "bytes"
     trusted, cand, setup, cand_setup = set_up(workers, "candidate_torch_honest.py", "reference_torch.py", device)
@@ -556,13 +556,14 @@ def test_torch_honest_candidate_passes(workers, device):
         )
         release(trusted, cand, k)
     trial, call, check = run_trial(trusted, cand, 5, 5, transport)
+    repeat = 5
+    # Events give one time a call; a graph path one a replay, at least GRAPH_MIN_REPLAYS of them
+    # (the constant of the timing module the worker loaded).
+    graph_replays = worker_module._timing.GRAPH_MIN_REPLAYS
     for side in (trusted, cand):
-        repeat = 5
         reply, payload = side.request({"op": "time", "trial": 5, "repeat": repeat, "warmup": 2, "flush_l2": True})
         assert reply["ok"], reply
-        # Events give one time a call; a graph path one a replay, at least GRAPH_MIN_REPLAYS of
-        # them (the constant of the timing module the worker loaded).
-        replays = max(load_worker_module()._timing.GRAPH_MIN_REPLAYS, -(-repeat // reply["batch"]))
+        replays = max(graph_replays, -(-repeat // reply["batch"]))
         expected = repeat if reply["method"] != "graph_pairs" else replays
         assert len(reply["times_ms"]) == expected, reply["method_detail"]
         if device == "cuda":
