@@ -363,8 +363,13 @@ class Ops:
     def masked_min(self, x: Any, keep: Any) -> Any:
         return self.xp.where(keep, x, math.inf).min()
 
-    def masked_sum(self, x: Any, keep: Any) -> Any:
-        return self.xp.where(keep, x, 0.0).sum()
+    def sum64(self, x: Any) -> Any:
+        """The sum accumulated in float64, without a float64 copy of x."""
+        return x.sum(dtype=self.xp.float64)
+
+    def nan_sum64(self, x: Any) -> Any:
+        """sum64 over the elements that are not NaN."""
+        return self.xp.nansum(x, dtype=self.xp.float64)
 
     def larger(self, running: Any, value: Any) -> Any:
         return value if running is None else self.xp.maximum(running, value)
@@ -409,21 +414,23 @@ def array_stats(x: Any) -> Dict[str, Any]:
             if kind == "c":
                 nan_count = nan_count + ops.tally(ops.xp.isnan(chunk))
                 continue
-            values = ops.f64(chunk)
+            # min and max in the element's own type (widening to float64 keeps the order, so
+            # they are the same numbers); only the sum is carried in float64, without a float64
+            # copy of the chunk.
             if kind == "f":
-                nan = ops.xp.isnan(values)
+                nan = ops.xp.isnan(chunk)
                 nans = ops.tally(nan)
                 nan_count = nan_count + nans
                 keep = ~nan
-                low = ops.smaller(low, ops.masked_min(values, keep))
-                high = ops.larger(high, ops.masked_max(values, keep))
-                total = total + ops.masked_sum(values, keep)
-                counted = counted + (ops.size(values) - nans)
+                low = ops.smaller(low, ops.masked_min(chunk, keep))
+                high = ops.larger(high, ops.masked_max(chunk, keep))
+                total = total + ops.nan_sum64(chunk)
+                counted = counted + (ops.size(chunk) - nans)
             else:
-                low = ops.smaller(low, values.min())
-                high = ops.larger(high, values.max())
-                total = total + values.sum()
-                counted = counted + ops.size(values)
+                low = ops.smaller(low, chunk.min())
+                high = ops.larger(high, chunk.max())
+                total = total + ops.sum64(chunk)
+                counted = counted + ops.size(chunk)
     counted = int(counted)
     return {
         "min": finite_or_none(float(low)) if counted else None,
