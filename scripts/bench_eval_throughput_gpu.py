@@ -224,15 +224,16 @@ def polyprof_side(polyprof: str, folder: Path, out: Path, cold: bool) -> Dict[st
     try:
         for r in json.load(open(out / "evals.json")):
             stem = Path(r["candidate"]).stem
-            reused = False
+            reused = work_reused = False
             try:
                 e = json.load(open(out / stem / "evidence.json"))
                 reused = bool((e.get("reference_timing") or {}).get("reused_blocks"))
+                work_reused = e.get("reference_work_reused") is not None
             except (OSError, ValueError):
                 pass
             rows[stem] = {"status": r.get("status"), "passed": r.get("passed"),
                           "findings": sorted(set(r.get("findings") or [])), "failure": r.get("failure"),
-                          "speedup": r.get("speedup"), "reused": reused}
+                          "speedup": r.get("speedup"), "reused": reused, "work_reused": work_reused}
     except (OSError, ValueError) as error:
         rows["_error"] = {"status": f"no evals.json: {error}"}
     return rows
@@ -310,6 +311,8 @@ def summarize(doc: Dict[str, Any], report: Report) -> None:
             report.line(f"  differs: {d}")
     reused = sum(bool(r.get("reused")) for p in problems.values() for r in p["sides"].get("warm", {}).values())
     report.line(f"reference blocks reused (warm): {reused}")
+    work_reused = sum(bool(r.get("work_reused")) for p in problems.values() for r in p["sides"].get("warm", {}).values())
+    report.line(f"reference work passes reused (warm): {work_reused}")
     report.line()
     report.line("per kind: polyprof (warm) status/passed/findings | KernelBench compiled/correct/speedup")
     for kind in CANDIDATES:

@@ -44,6 +44,11 @@ pub struct EvalEvidence {
     /// (a lower precision than the task's dtypes: did the reference do the same?).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference_work: Option<WitnessEvidence>,
+    /// Where `reference_work` came from when a warm evaluator reused the pass it took beside an
+    /// earlier candidate (docs/eval-harness.md, "The warm evaluator"). Absent when the pass was
+    /// taken beside this candidate, or not at all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_work_reused: Option<ReferenceWorkReuse>,
     /// The device's calibration the work checks rest on (`polyprof calibrate`), when cached.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calibration: Option<crate::model::calibration::Calibration>,
@@ -195,6 +200,21 @@ pub struct ReferenceTiming {
     /// The drift probe, when there were stored blocks to compare with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<DriftProbe>,
+}
+
+/// A reference work pass taken beside an earlier candidate of the same warm evaluator and
+/// reused: the reference's kernels, their precisions and bytes do not depend on the candidate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ReferenceWorkReuse {
+    /// The eval directory the pass ran in; `reference_work.run_dir` is relative to it.
+    pub measured_in: String,
+    /// When it was taken (RFC 3339, UTC).
+    pub measured_at: String,
+    /// The conditions it holds for (as `ReferenceTiming::conditions`) and the profiler's
+    /// settings; under others it is taken again.
+    pub conditions: String,
+    /// Candidates judged with it before this one.
+    pub reused_before: u32,
 }
 
 /// This eval's first reference block (timed as any reference block is, the candidate's

@@ -204,6 +204,7 @@ pub fn evidence() -> EvalEvidence {
         witness: Some(witness()),
         work: None,
         reference_work: None,
+        reference_work_reused: None,
         calibration: None,
         // Confined as an eval on a Landlock ABI 7 kernel is.
         sandbox: Some(super::evidence::SandboxEvidence {

@@ -14,8 +14,8 @@ use sha2::{Digest, Sha256};
 
 use crate::eval::evidence::{
     self, Comparison, DeviceState, EVIDENCE_VERSION, EvalEvidence, EvalSettings, Failure,
-    FailureKind, JudgedTurn, ProblemInfo, ReferenceTiming, SandboxEvidence, Side, SourceFile,
-    Stage, TensorSpec, TimingBlock, TrialEvidence, TrialPhase, WitnessEvidence,
+    FailureKind, JudgedTurn, ProblemInfo, ReferenceTiming, ReferenceWorkReuse, SandboxEvidence,
+    Side, SourceFile, Stage, TensorSpec, TimingBlock, TrialEvidence, TrialPhase, WitnessEvidence,
 };
 use crate::model::atomic_file::write_atomic;
 use crate::model::error::{Error, Result};
@@ -34,7 +34,7 @@ use crate::pipeline::eval::scored_trace::{self, ScoredTracing, TraceLoad};
 use crate::pipeline::eval::seeds::SeedSource;
 use crate::pipeline::eval::spec::{Device, EvalOutcome, EvalSpec, IfExists};
 use crate::pipeline::eval::warm_state::{
-    MAX_REFERENCE_AGE, StoredReference, TrustedSetup, WarmState,
+    MAX_REFERENCE_AGE, StoredReference, StoredReferenceWork, TrustedSetup, WarmState,
 };
 use crate::pipeline::eval::worker::{Launch, Launcher, Role, StartingWorker, Worker};
 use crate::pipeline::lock::RUN_LOCK;
@@ -274,6 +274,7 @@ async fn run_eval(
         timeline,
         work: None,
         reference_work: None,
+        reference_work_reused: None,
         calibration: None,
         sandbox: Some(sandbox_evidence),
         reference_timing: None,
@@ -1662,9 +1663,70 @@ impl Eval<'_> {
             return Ok(());
         }
         if crate::eval::precision::needs_reference_work(&self.evidence) {
-            self.reference_work(&profiler, settings).await;
+            let conditions = format!(
+                "{}; {profiler} {}",
+                self.conditions_key(),
+                serde_json::to_string(&settings).unwrap_or_default()
+            );
+            if !self.reuse_reference_work(&conditions) {
+                let measured_at = now_rfc3339();
+                self.reference_work(&profiler, settings).await;
+                self.keep_reference_work(conditions, measured_at);
+            }
         }
         Ok(())
+    }
+
+    /// Through a warm evaluator, the reference's work pass an earlier candidate's eval took
+    /// under the same conditions, recorded as this one's with where it came from; false when
+    /// there is none to reuse (then it is taken here).
+    fn reuse_reference_work(&mut self, conditions: &str) -> bool {
+        let Some(warm) = self.warm.as_deref_mut() else {
+            return false;
+        };
+        let Some(stored) = warm.stored_work.as_mut() else {
+            return false;
+        };
+        if !stored.serves(conditions, stored.taken.elapsed()) {
+            warm.stored_work = None;
+            return false;
+        }
+        self.evidence.reference_work = Some(stored.evidence.clone());
+        self.evidence.reference_work_reused = Some(ReferenceWorkReuse {
+            measured_in: stored.measured_in.clone(),
+            measured_at: stored.measured_at.clone(),
+            conditions: stored.conditions.clone(),
+            reused_before: stored.reused,
+        });
+        stored.reused += 1;
+        tracing::debug!(
+            measured_in = %stored.measured_in,
+            "eval: the reference's work pass is reused"
+        );
+        true
+    }
+
+    /// A reference work pass taken here kept for the warm evaluator's later candidates, when it
+    /// recorded launches and no error.
+    fn keep_reference_work(&mut self, conditions: String, measured_at: String) {
+        let measured_in = self.dir.display().to_string();
+        let (Some(warm), Some(evidence)) = (
+            self.warm.as_deref_mut(),
+            self.evidence.reference_work.as_ref(),
+        ) else {
+            return;
+        };
+        if evidence.error.is_some() || evidence.launches.is_empty() {
+            return;
+        }
+        warm.stored_work = Some(StoredReferenceWork {
+            evidence: evidence.clone(),
+            measured_in,
+            measured_at,
+            taken: std::time::Instant::now(),
+            conditions,
+            reused: 0,
+        });
     }
 
     /// The reference's work pass: a trusted worker of its own under the work counters, one

@@ -104,6 +104,7 @@ impl WarmEvaluator {
                     setup: None,
                     next_trial: 0,
                     stored: None,
+                    stored_work: None,
                 }
             }
         };

@@ -1,5 +1,6 @@
 //! What a warm evaluator (`warm::WarmEvaluator`) keeps between candidates: its trusted
-//! worker, that worker's `setup` answer, the trial counter and the stored reference blocks.
+//! worker, that worker's `setup` answer, the trial counter, the stored reference blocks and
+//! the reference's work pass.
 //! `session` reads and updates it during each eval; `warm` decides when it is thrown away.
 
 use std::path::PathBuf;
@@ -7,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::eval::evidence::TimingBlock;
+use crate::eval::evidence::{TimingBlock, WitnessEvidence};
 use crate::pipeline::eval::integrity::Baseline;
 use crate::pipeline::eval::worker::{StartingWorker, Worker};
 
@@ -33,6 +34,7 @@ pub(crate) struct WarmState {
     /// The next trial index: the trusted worker holds trials by index, never reused.
     pub(crate) next_trial: u32,
     pub(crate) stored: Option<StoredReference>,
+    pub(crate) stored_work: Option<StoredReferenceWork>,
 }
 
 /// The trusted worker's `setup` answer, applied to each later candidate's evidence.
@@ -57,4 +59,61 @@ pub(crate) struct StoredReference {
     pub(crate) conditions: String,
     /// Candidates judged with them so far.
     pub(crate) reused: u32,
+}
+
+/// The reference's work pass taken beside one candidate, for the ones after it: the
+/// reference's kernels and what they count do not depend on the candidate, and the pass costs
+/// a worker under the profiler (about 6 s a correct candidate on a 3D convolution, H100).
+#[derive(Debug, Clone)]
+pub(crate) struct StoredReferenceWork {
+    pub(crate) evidence: WitnessEvidence,
+    pub(crate) measured_in: String,
+    pub(crate) measured_at: String,
+    pub(crate) taken: Instant,
+    /// The conditions key and the profiler with its settings: reused only under the same.
+    pub(crate) conditions: String,
+    pub(crate) reused: u32,
+}
+
+impl StoredReferenceWork {
+    /// Whether it may stand for a pass taken now under `conditions`: the same conditions, and
+    /// not older than the reference blocks may be.
+    pub(crate) fn serves(&self, conditions: &str, age: Duration) -> bool {
+        self.conditions == conditions && age <= MAX_REFERENCE_AGE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(conditions: &str) -> StoredReferenceWork {
+        StoredReferenceWork {
+            evidence: WitnessEvidence {
+                profiler: "ncu".into(),
+                run_dir: "reference-work.000".into(),
+                clock_control: None,
+                cache_control: None,
+                launches: Vec::new(),
+                error: None,
+            },
+            measured_in: "/evals/a".into(),
+            measured_at: "2026-12-07T16:17:29Z".into(),
+            taken: Instant::now(),
+            conditions: conditions.into(),
+            reused: 0,
+        }
+    }
+
+    #[test]
+    fn a_stored_work_pass_serves_only_its_conditions_and_age() {
+        let work = stored("cuda H100 (uuid 1); ncu []");
+        assert!(work.serves("cuda H100 (uuid 1); ncu []", Duration::from_secs(5)));
+        assert!(!work.serves("cuda H100 (uuid 2); ncu []", Duration::from_secs(5)));
+        assert!(!work.serves("cuda H100 (uuid 1); ncu [--x]", Duration::from_secs(5)));
+        assert!(!work.serves(
+            "cuda H100 (uuid 1); ncu []",
+            MAX_REFERENCE_AGE + Duration::from_secs(1)
+        ));
+    }
 }
