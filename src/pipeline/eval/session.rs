@@ -1692,15 +1692,10 @@ impl Eval<'_> {
             return false;
         }
         self.evidence.reference_work = Some(stored.evidence.clone());
-        self.evidence.reference_work_reused = Some(ReferenceWorkReuse {
-            measured_in: stored.measured_in.clone(),
-            measured_at: stored.measured_at.clone(),
-            conditions: stored.conditions.clone(),
-            reused_before: stored.reused,
-        });
-        stored.reused += 1;
+        self.evidence.reference_work_reused = Some(stored.reuse.clone());
+        stored.reuse.reused_before += 1;
         tracing::debug!(
-            measured_in = %stored.measured_in,
+            measured_in = %stored.reuse.measured_in,
             "eval: the reference's work pass is reused"
         );
         true
@@ -1721,11 +1716,13 @@ impl Eval<'_> {
         }
         warm.stored_work = Some(StoredReferenceWork {
             evidence: evidence.clone(),
-            measured_in,
-            measured_at,
+            reuse: ReferenceWorkReuse {
+                measured_in,
+                measured_at,
+                conditions,
+                reused_before: 0,
+            },
             taken: std::time::Instant::now(),
-            conditions,
-            reused: 0,
         });
     }
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::eval::evidence::{TimingBlock, WitnessEvidence};
+use crate::eval::evidence::{ReferenceWorkReuse, TimingBlock, WitnessEvidence};
 use crate::pipeline::eval::integrity::Baseline;
 use crate::pipeline::eval::worker::{StartingWorker, Worker};
 
@@ -67,19 +67,18 @@ pub(crate) struct StoredReference {
 #[derive(Debug, Clone)]
 pub(crate) struct StoredReferenceWork {
     pub(crate) evidence: WitnessEvidence,
-    pub(crate) measured_in: String,
-    pub(crate) measured_at: String,
+    /// Where and when it was taken, under which conditions (the conditions key and the
+    /// profiler with its settings: reused only under the same), and how often reused so far:
+    /// each reusing eval's `reference_work_reused`.
+    pub(crate) reuse: ReferenceWorkReuse,
     pub(crate) taken: Instant,
-    /// The conditions key and the profiler with its settings: reused only under the same.
-    pub(crate) conditions: String,
-    pub(crate) reused: u32,
 }
 
 impl StoredReferenceWork {
     /// Whether it may stand for a pass taken now under `conditions`: the same conditions, and
     /// not older than the reference blocks may be.
     pub(crate) fn serves(&self, conditions: &str, age: Duration) -> bool {
-        self.conditions == conditions && age <= MAX_REFERENCE_AGE
+        self.reuse.conditions == conditions && age <= MAX_REFERENCE_AGE
     }
 }
 
@@ -97,11 +96,13 @@ mod tests {
                 launches: Vec::new(),
                 error: None,
             },
-            measured_in: "/evals/a".into(),
-            measured_at: "2026-12-07T16:17:29Z".into(),
+            reuse: ReferenceWorkReuse {
+                measured_in: "/evals/a".into(),
+                measured_at: "2026-12-07T16:17:29Z".into(),
+                conditions: conditions.into(),
+                reused_before: 0,
+            },
             taken: Instant::now(),
-            conditions: conditions.into(),
-            reused: 0,
         }
     }
 
