@@ -26,7 +26,8 @@ failure); and per candidate kind what polyprof and KernelBench concluded. Everyt
 also goes to OUT/summary.txt as it is printed. BUDGET_S (default 540) bounds the whole run:
 a problem is started only when the time it is expected to take (the slowest so far) fits, and
 each of its sides may take an equal share of what is left (a side cut short says so in its
-log and its candidates show no verdict). PROBLEMS_FROM and PROBLEMS_COUNT take a share of the
+log and its candidates show no verdict; the one in flight when the budget stopped polyprof reads
+`cut`, not counted as a verdict). PROBLEMS_FROM and PROBLEMS_COUNT take a share of the
 selection (a run split over several device calls; the compile errors still go to the first
 COMPILE_ERRORS problems of the whole selection). COLD_PROBLEMS (default: all) runs the cold side
 on the first that many problems of the share only (cold costs the most GPU time and answers
@@ -215,23 +216,31 @@ def polyprof_side(polyprof: str, folder: Path, out: Path, cold: bool) -> Dict[st
     with open(str(out) + ".log", "w") as log:
         # Its own session, so that the limit stops polyprof and every worker it started.
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        timed_out = False
         try:
             proc.wait(timeout=limit(EVAL_TIMEOUT_S * len(list((folder / "candidates").iterdir()))))
         except subprocess.TimeoutExpired:
             stop_process_group(proc)
             log.write("bench: timed out\n")
+            timed_out = True
     rows: Dict[str, Dict[str, Any]] = {}
     try:
         for r in json.load(open(out / "evals.json")):
             stem = Path(r["candidate"]).stem
-            reused = work_reused = False
+            reused = work_reused = cancelled = False
             try:
                 e = json.load(open(out / stem / "evidence.json"))
                 reused = bool((e.get("reference_timing") or {}).get("reused_blocks"))
                 work_reused = e.get("reference_work_reused") is not None
+                cancelled = "was cancelled" in ((e.get("failure") or {}).get("message") or "")
             except (OSError, ValueError):
                 pass
-            rows[stem] = {"status": r.get("status"), "passed": r.get("passed"),
+            status = r.get("status")
+            # The bench's own budget stopped this one (polyprof, stopped, cancels the eval in
+            # flight): no verdict on the candidate, so it is not counted as one.
+            if timed_out and cancelled:
+                status = "cut"
+            rows[stem] = {"status": status, "passed": r.get("passed"),
                           "findings": sorted(set(r.get("findings") or [])), "failure": r.get("failure"),
                           "speedup": r.get("speedup"), "reused": reused, "work_reused": work_reused}
     except (OSError, ValueError) as error:
