@@ -602,8 +602,8 @@ struct Eval<'a> {
     built: Option<Built>,
     /// The scored pass's tracer (`None`: the scored pass is not traced).
     scored: Option<ScoredTracing>,
-    /// The work pass's worker, started while the scored pass is timed (its interpreter, torch
-    /// and the profiler load meanwhile; no candidate code runs before its `setup`).
+    /// The work pass's worker, started at the turn's beginning (its interpreter, torch and the
+    /// profiler load beside the trials and blocks; no candidate code runs before its `setup`).
     work_ready: Option<StartingWorker>,
     /// The candidate's scored worker, started before this turn (`prestart`).
     scored_ready: Option<StartingWorker>,
@@ -655,6 +655,20 @@ impl Eval<'_> {
                 .as_ref()
                 .map(|t| t.run_dir.display().to_string());
         }
+        // The work pass's worker (ncu, the interpreter, torch: 3.6-4.5 s on an H100) starts
+        // now, at the turn's beginning, so that it loads beside the correctness trials and the
+        // timing blocks: started once the trials had passed, a correct candidate's work pass
+        // still waited 2.1 s on average for its load (H100, five KernelBench problems,
+        // 2026-12-07). The framework it needs is known from the trusted worker's setup. Until
+        // its `setup`, sent only after the scored pass has ended, it runs polyprof's harness
+        // alone on one CPU core: no candidate code, no device context (importing torch
+        // initializes none), so nothing of it reaches the GPU the trials and blocks use. It is
+        // not held still like the bystanders: stopped during the blocks, a worker under ncu
+        // never finished its first request under the counters (H100, 2026-12-06). A candidate
+        // that turns out incorrect, or whose eval stops, never uses it: `close` ends it.
+        if let Some((profiler, settings)) = &work {
+            self.start_work_ahead(profiler, settings.clone());
+        }
         // Only now, with the trusted worker connected, may the candidate's start (or, started
         // ahead, be taken).
         match self.scored_ready.take() {
@@ -686,17 +700,6 @@ impl Eval<'_> {
         let timing_trial = self.correctness().await?;
         let correct = self.correct_so_far();
         tracing::debug!(correct, "eval: the correctness trials are done");
-        // The work pass's worker (ncu, the interpreter, torch: 3.6-4.5 s on an H100, most of a
-        // correct candidate's work pass when it started after the timing) starts once the
-        // candidate is known correct, beside its timing blocks. Until its `setup`, which is sent
-        // only after the scored pass has ended, it runs polyprof's harness alone on one CPU
-        // core: no candidate code, no device context (importing torch initializes none), so
-        // nothing of it reaches the GPU the blocks time. It is not held still like the
-        // bystanders: stopped during the blocks, a worker under ncu never finished its first
-        // request under the counters (H100, 2026-12-06).
-        if correct && let Some((profiler, settings)) = &work {
-            self.start_work_ahead(profiler, settings.clone());
-        }
         // An incorrect candidate is not timed: its speed means nothing.
         if correct && self.spec.options.timing_blocks > 0 {
             self.timing(timing_trial).await?;
@@ -1810,8 +1813,8 @@ impl Eval<'_> {
         }
     }
 
-    /// Start the work pass's worker now, beside the scored pass: only the interpreter, torch and
-    /// the profiler load before its `setup`, which waits for the scored pass to end. Only a
+    /// Start the work pass's worker now, at the turn's beginning: only the interpreter, torch
+    /// and the profiler load before its `setup`, which waits for the scored pass to end. Only a
     /// torch problem gets a work pass.
     fn start_work_ahead(&mut self, profiler: &str, settings: ProfilerSettings) {
         if self.evidence.problem.framework != "torch" || !self.baseline.changes().is_empty() {
@@ -1861,22 +1864,30 @@ impl Eval<'_> {
     /// evaluator with this eval's reference blocks (when they may be reused).
     async fn close(&mut self) {
         self.scored_ended().await;
-        // A worker started ahead and never taken (the eval stopped before it).
-        for ready in [self.work_ready.take(), self.scored_ready.take()]
+        // A worker started ahead and never taken (the eval stopped before it; the work pass's
+        // worker of a candidate found incorrect) ends beside the candidate's own worker: it
+        // records nothing, and its end (ncu's with it) need not wait for the other's.
+        let unused: Vec<StartingWorker> = [self.work_ready.take(), self.scored_ready.take()]
             .into_iter()
             .flatten()
-        {
-            if let Ok(Ok(worker)) = ready.await {
-                worker.end(false).await;
+            .collect();
+        let end_unused = async move {
+            for ready in unused {
+                if let Ok(Ok(worker)) = ready.await {
+                    worker.end(false).await;
+                }
             }
-        }
-        for slot in [Role::Candidate, Role::ReferenceWork] {
-            if let Some(worker) = self.slot(slot).take() {
-                let role = worker.role;
-                let run = worker.finish().await;
-                self.record_profiled_run(role, &run);
+        };
+        let finish_used = async {
+            for slot in [Role::Candidate, Role::ReferenceWork] {
+                if let Some(worker) = self.slot(slot).take() {
+                    let role = worker.role;
+                    let run = worker.finish().await;
+                    self.record_profiled_run(role, &run);
+                }
             }
-        }
+        };
+        tokio::join!(end_unused, finish_used);
         if self.warm.is_some() {
             self.hand_back_trusted().await;
         }
