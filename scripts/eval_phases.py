@@ -44,19 +44,19 @@ MS = re.compile(r"ms=([0-9.]+)")
 class Turn:
     def __init__(self, start: datetime) -> None:
         self.start = start
-        self.end = start
         self.phase = "setup"
         self.phases: Dict[str, float] = {p: 0.0 for p in PHASES}
         self.checks = 0.0
         self.conditions = 0.0
         self.outcome = "stopped early"
+        # The latest event's time: where the next interval begins and, at the end, the turn ends.
         self.last = start
 
     def event(self, at: datetime, message: str) -> None:
         # Closing is what leads to these two, whichever phase the turn stopped in.
         closing = message.startswith(("the scored trace is read", "the workers are closed"))
         self.phases["close" if closing else self.phase] += (at - self.last).total_seconds()
-        self.last = self.end = at
+        self.last = at
         ms = MS.search(message)
         if ms and 'op="check"' in message:
             self.checks += float(ms.group(1)) / 1e3
@@ -70,7 +70,7 @@ class Turn:
 
     @property
     def total(self) -> float:
-        return (self.end - self.start).total_seconds()
+        return (self.last - self.start).total_seconds()
 
 
 def timestamp(text: str) -> Optional[datetime]:
@@ -102,7 +102,7 @@ def row(label: str, values: Tuple[float, ...]) -> str:
 
 def main(paths: List[str]) -> int:
     if not paths:
-        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
+        print("usage: scripts/eval_phases.py WARM_LOG [WARM_LOG ...]", file=sys.stderr)
         return 2
     header = f"{'turn (s)':<34}" + "".join(f"{h:>12}" for h in ("total", *PHASES, "checks", "cond."))
     by_outcome: Dict[str, List[Turn]] = {}

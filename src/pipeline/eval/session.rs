@@ -1867,12 +1867,9 @@ impl Eval<'_> {
         // A worker started ahead and never taken (the eval stopped before it; the work pass's
         // worker of a candidate found incorrect) ends beside the candidate's own worker: it
         // records nothing, and its end (ncu's with it) need not wait for the other's.
-        let unused: Vec<StartingWorker> = [self.work_ready.take(), self.scored_ready.take()]
-            .into_iter()
-            .flatten()
-            .collect();
+        let unused = [self.work_ready.take(), self.scored_ready.take()];
         let end_unused = async move {
-            for ready in unused {
+            for ready in unused.into_iter().flatten() {
                 if let Ok(Ok(worker)) = ready.await {
                     worker.end(false).await;
                 }
