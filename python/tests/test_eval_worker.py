@@ -356,6 +356,24 @@ def test_a_profiled_call_on_the_cpu_runs_and_says_nothing_was_profiled(workers):
     assert unprofiled["ok"] and "note" not in unprofiled, unprofiled
 
 
+@pytest.mark.parametrize("at_once", [False, True])
+def test_bye_ends_the_worker_and_exit_now_skips_the_teardown(workers, at_once):
+    """`bye` ends the worker with status 0 either way; with `exit: now` the interpreter's
+    teardown (here the candidate's atexit handler) does not run, and what was written before
+    still reaches stderr."""
+    trusted, cand, _, setup = set_up(workers, "candidate_teardown.py")
+    assert setup["ok"], setup
+    run_trial(trusted, cand, 0, 11)
+    bye = {"op": "bye", "exit": "now"} if at_once else {"op": "bye"}
+    reply, _ = cand.request(bye)
+    assert reply["ok"]
+    cand.finished = True
+    cand.conn.close()
+    _, stderr = cand.process.communicate(timeout=60)
+    assert cand.process.returncode == 0
+    assert (b"candidate teardown ran" in stderr) is not at_once
+
+
 def test_protocol_errors_are_answered_not_fatal(workers):
     trusted = workers("trusted", "reference_numpy.py")
     early, _ = trusted.request({"op": "trial", "trial": 0, "seed": 1})
@@ -414,6 +432,23 @@ def test_poison_counts_all_ff_elements_the_reference_does_not_hold(worker_module
     assert worker_module.compare_outputs([cand], [ref_poison], 0.0, 0.0)["poisoned_elements"] == 0
 
 
+def test_poison_is_found_where_the_words_cannot_be_viewed_whole(worker_module):
+    """An element of all-0xFF bytes is poison whether it is read as one integer (sizes 1-8) or
+    byte by byte (complex128, 16 bytes; a view whose offset the integer view refuses)."""
+    ref = np.arange(6, dtype=np.complex128)
+    cand = ref.copy()
+    cand.view(np.uint8)[16:48] = 0xFF  # elements 1 and 2
+    assert worker_module.compare_outputs([cand], [ref], 0.0, 0.0)["poisoned_elements"] == 2
+    raw = np.zeros(13, dtype=np.uint8)
+    raw[5:9] = 0xFF
+    words = worker_module.all_ones_words(raw[1:13], 4)  # offset 1: a misaligned int32 view
+    assert words.tolist() == [False, True, False]
+    torch = torch_or_skip(cuda=False)
+    shifted = torch.from_numpy(raw)[1:13]
+    assert worker_module.all_ones_words(shifted, 4).tolist() == [False, True, False]
+    assert worker_module.all_ones_words(torch.from_numpy(raw[:12]), 4).tolist() == [False, False, False]
+
+
 def test_integers_compare_exactly_and_stats_ignore_nan(worker_module):
     ref = np.array([1, 2, 2**40], dtype=np.int64)
     assert worker_module.compare_outputs([ref + np.array([0, 0, 1])], [ref], 10.0, 10.0)["mismatched_elements"] == 1
@@ -456,6 +491,7 @@ def test_chunked_totals_match_the_whole_array(worker_module, monkeypatch, chunk)
     """Counts, maxima and statistics are carried from chunk to chunk unread: a chunk that holds
     only NaN, or no element that counts toward a maximum, must not change the answer."""
     monkeypatch.setattr(worker_module, "CHUNK_ELEMENTS", chunk)
+    monkeypatch.setattr(worker_module, "HOST_CHUNK_ELEMENTS", chunk)
     cand, ref = chunk_case()
     bad, poisoned, abs_top, rel_top = worker_module.compare_values(cand, ref, 1e-3, 1e-3)
     want_bad, want_abs, want_rel = expected_comparison(cand, ref, 1e-3, 1e-3)
@@ -478,6 +514,7 @@ def test_torch_chunked_totals_match_numpy(worker_module, monkeypatch, chunk):
     """torch carries its totals as tensors (on a GPU, left on the device): numpy's answers."""
     torch = torch_or_skip(cuda=False)
     monkeypatch.setattr(worker_module, "CHUNK_ELEMENTS", chunk)
+    monkeypatch.setattr(worker_module, "HOST_CHUNK_ELEMENTS", chunk)
     cand, ref = chunk_case()
     on_torch = worker_module.compare_values(torch.from_numpy(cand), torch.from_numpy(ref), 1e-3, 1e-3)
     assert on_torch == worker_module.compare_values(cand, ref, 1e-3, 1e-3)
