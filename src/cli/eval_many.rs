@@ -285,12 +285,14 @@ pub struct Waiting {
 }
 
 /// How many waiting candidates have their scored worker started ahead at once, through a warm
-/// evaluator. One was too few: a worker's interpreter and torch take about 3 s to load, and a
-/// candidate found incorrect in its first trial ends its turn in about 1 s, so the worker
-/// started at that turn's beginning was not loaded when its own turn came (2-3 s setups after
-/// such turns, H100, 2026-12-07). Each one ahead holds a process and its memory (no device
-/// context: it initializes none before its `setup`), held still during timing blocks.
-pub const PRESTART_DEPTH: usize = 2;
+/// evaluator. A worker's interpreter and torch take about 3 s to load, and a candidate found
+/// incorrect in its first trial ends its turn in 1.1-1.3 s, so a run of such candidates (the
+/// common case in a training loop) needs about three workers loading at once. One was too few
+/// (2-3 s setups after such turns, H100, 2026-12-07); with two, the third of three quick turns
+/// in a row still waited 1.0-2.1 s in its setup on 7 of 10 problems (H100, 2026-12-07).
+/// Each one ahead holds a process and its memory (no device context: it initializes none
+/// before its `setup`), held still during timing blocks.
+pub const PRESTART_DEPTH: usize = 3;
 
 /// Through a warm evaluator, the scored workers of the candidates likeliest to be judged next
 /// start as soon as their builds are done (`Pending::then_prestart`; held still while the
@@ -527,23 +529,22 @@ mod tests {
     }
 
     #[test]
-    fn workers_start_ahead_for_two_candidates_built_ones_first() {
+    fn workers_start_ahead_up_to_the_depth_built_ones_first() {
         let built = slot(false, Some(true));
         let building = slot(false, Some(false));
         let started = slot(true, Some(false));
         let own_turn = slot(false, None);
+        let window = [building, own_turn, built, building];
         // Two to start: the built one first, then the earliest still building.
-        assert_eq!(
-            prestart_picks(&[building, own_turn, built, building], PRESTART_DEPTH),
-            [2, 0]
-        );
-        // One already started: one more.
-        assert_eq!(
-            prestart_picks(&[started, building, built], PRESTART_DEPTH),
-            [2]
-        );
+        assert_eq!(prestart_picks(&window, 2), [2, 0]);
+        // Three (the default): then the next still building; never one that builds in its turn.
+        assert_eq!(prestart_picks(&window, PRESTART_DEPTH), [2, 0, 3]);
+        // One already started: the rest of the depth.
+        assert_eq!(prestart_picks(&[started, building, built], 2), [2]);
+        assert_eq!(prestart_picks(&[started, building, built], 3), [2, 1]);
         // Enough started, or nothing built ahead: none.
-        assert!(prestart_picks(&[started, started, built], PRESTART_DEPTH).is_empty());
+        assert!(prestart_picks(&[started, started, built], 2).is_empty());
+        assert!(prestart_picks(&[started, started, started, built], PRESTART_DEPTH).is_empty());
         assert!(prestart_picks(&[own_turn, own_turn], PRESTART_DEPTH).is_empty());
         assert!(prestart_picks(&[], PRESTART_DEPTH).is_empty());
     }
