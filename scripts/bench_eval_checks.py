@@ -10,16 +10,14 @@ against the working tree's, side by side in one run (scripts/bench-eval-checks.s
 Rounds alternate base and new. Prints the best of ROUNDS for each and the ratio base / new."""
 
 import importlib.util
-import json
 import os
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, List, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 HARNESS = ROOT / "python" / "polyprof" / "harness"
@@ -89,28 +87,6 @@ def checks(base: Any, new: Any) -> List[Tuple[str, float, float]]:
     return rows
 
 
-def frame(header: Dict[str, Any], payload: bytes = b"") -> bytes:
-    if payload:
-        header = {**header, "payload_bytes": len(payload)}
-    data = json.dumps(header).encode()
-    return struct.pack(">I", len(data)) + data + payload
-
-
-def receive(conn: socket.socket) -> Tuple[Dict[str, Any], bytes]:
-    def exact(n: int) -> bytes:
-        data = b""
-        while len(data) < n:
-            chunk = conn.recv(n - len(data))
-            if not chunk:
-                raise EOFError("the worker closed the socket")
-            data += chunk
-        return data
-
-    (length,) = struct.unpack(">I", exact(4))
-    header = json.loads(exact(length))
-    return header, exact(header.get("payload_bytes") or 0)
-
-
 def start(role: str, source: Path, device: str) -> "Tuple[subprocess.Popen[bytes], socket.socket]":
     folder = tempfile.mkdtemp(prefix="ppb")
     path = os.path.join(folder, "s")
@@ -127,28 +103,31 @@ def start(role: str, source: Path, device: str) -> "Tuple[subprocess.Popen[bytes
     return process, conn
 
 
-def worker_end(reference: str, candidate: str, device: str, at_once: bool) -> float:
+def worker_end(protocol: Any, reference: str, candidate: str, device: str, at_once: bool) -> float:
+    """Seconds from a candidate worker's `bye` to its exit, framed by the worker module's own
+    read_message / write_message."""
+    send, receive = protocol.write_message, protocol.read_message
     trusted, tconn = start("trusted", PROBLEMS / reference, device)
-    tconn.sendall(frame({"op": "setup", "device": device, "init_seed": 1, "atol": 1e-4, "rtol": 1e-4}))
+    send(tconn, {"op": "setup", "device": device, "init_seed": 1, "atol": 1e-4, "rtol": 1e-4}, [])
     reply, payload = receive(tconn)
     process, conn = start("candidate", PROBLEMS / candidate, device)
-    conn.sendall(frame({"op": "setup", "device": device, "init_seed": 1, "annotate": False, "init_inputs": reply["init_inputs"]}, payload))
+    send(conn, {"op": "setup", "device": device, "init_seed": 1, "annotate": False, "init_inputs": reply["init_inputs"]}, [bytes(payload)])
     answer, _ = receive(conn)
     if not answer.get("ok"):
         raise SystemExit(f"the candidate worker's setup failed: {answer}")
     t = time.perf_counter()
-    conn.sendall(frame({"op": "bye", "exit": "now"} if at_once else {"op": "bye"}))
+    send(conn, {"op": "bye", "exit": "now"} if at_once else {"op": "bye"}, [])
     receive(conn)
     process.wait(timeout=60)
     took = time.perf_counter() - t
     conn.close()
-    tconn.sendall(frame({"op": "bye"}))
+    send(tconn, {"op": "bye"}, [])
     receive(tconn)
     trusted.wait(timeout=60)
     return took
 
 
-def ends() -> List[Tuple[str, float, float]]:
+def ends(protocol: Any) -> List[Tuple[str, float, float]]:
     problems = [("numpy", "reference_numpy.py", "candidate_honest.py", "cpu")]
     try:
         import torch
@@ -161,8 +140,8 @@ def ends() -> List[Tuple[str, float, float]]:
     for label, reference, candidate, device in problems:
         plain, now = [], []
         for _ in range(ROUNDS):
-            plain.append(worker_end(reference, candidate, device, False))
-            now.append(worker_end(reference, candidate, device, True))
+            plain.append(worker_end(protocol, reference, candidate, device, False))
+            now.append(worker_end(protocol, reference, candidate, device, True))
         rows.append((f"worker end ({label})", min(plain), min(now)))
     return rows
 
@@ -170,7 +149,7 @@ def ends() -> List[Tuple[str, float, float]]:
 def main() -> None:
     base_path, new_path = Path(sys.argv[1]), HARNESS / "polyprof_eval_worker.py"
     base, new = load(base_path, "polyprof_eval_worker_base"), load(new_path, "polyprof_eval_worker_new")
-    rows = checks(base, new) + ends()
+    rows = checks(base, new) + ends(new)
     print(f"{'step':<40} {'base s':>9} {'new s':>9} {'base/new':>9}")
     for what, t_base, t_new in rows:
         print(f"{what:<40} {t_base:>9.4f} {t_new:>9.4f} {t_base / t_new:>8.2f}x")

@@ -11,8 +11,9 @@ Each judged turn ("the judged turn begins") is split at its milestones into phas
                candidate's worker up and set up
   correctness  the correctness trials
   timing       the timing blocks (reference and candidate, with their checks)
-  work         the work pass: its worker's setup (which first waits for the worker started
-               beside the timing to finish loading), warmup, profiled calls and end; and the
+  work         the work pass: its worker's setup (which first waits for the worker, started
+               ahead, to finish loading: at the turn's beginning since 5dad79f, after the
+               correctness trials before it), warmup, profiled calls and end; and the
                reference's work pass where one is taken
   close        the scored trace read and the workers closed (an incorrect candidate's releases
                before that count in its last phase)
