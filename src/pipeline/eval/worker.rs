@@ -82,12 +82,12 @@ impl Role {
     }
 
     /// Whether its `bye` asks it to end at once, skipping the interpreter's teardown (0.4-0.7 s
-    /// with torch loaded, on every candidate's close): the workers whose exit completes nothing.
-    /// Those under ncu keep the normal exit, since ncu writes their report only once the
-    /// process ends, and whether it keeps every profiled kernel when the process skips its
-    /// teardown has not been tried.
+    /// with torch loaded, on every worker's close): every worker that runs calls. Under ncu the
+    /// report loses nothing by it: ncu takes each kernel's counters at its launch, and a GPU
+    /// check kept the same kernels, ranges and values either way (docs/eval-harness.md, "Ending
+    /// a worker"). The build worker ends by itself after the import.
     pub fn ends_at_once(self) -> bool {
-        matches!(self, Role::Trusted | Role::Candidate)
+        !matches!(self, Role::Build)
     }
 
     /// The worker's run directory in the eval directory (`reference.000`).
@@ -572,10 +572,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_workers_outside_ncu_end_without_their_teardown() {
+    fn every_worker_that_runs_calls_ends_without_its_teardown() {
         assert!(Role::Candidate.ends_at_once() && Role::Trusted.ends_at_once());
-        assert!(!Role::Work.ends_at_once() && !Role::ReferenceWork.ends_at_once());
-        assert!(!Role::Witness.ends_at_once() && !Role::Build.ends_at_once());
+        assert!(Role::Work.ends_at_once() && Role::ReferenceWork.ends_at_once());
+        assert!(Role::Witness.ends_at_once() && !Role::Build.ends_at_once());
     }
 
     fn launch(role: Role) -> Launch {
