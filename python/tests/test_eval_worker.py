@@ -356,22 +356,22 @@ def test_a_profiled_call_on_the_cpu_runs_and_says_nothing_was_profiled(workers):
     assert unprofiled["ok"] and "note" not in unprofiled, unprofiled
 
 
-@pytest.mark.parametrize("at_once", [False, True])
-def test_bye_ends_the_worker_and_exit_now_skips_the_teardown(workers, at_once):
-    """`bye` ends the worker with status 0 either way; with `exit: now` the interpreter's
-    teardown (here the candidate's atexit handler) does not run, and what was written before
-    still reaches stderr."""
+@pytest.mark.parametrize("end", ["bye", "bye, exit now", "connection closed"])
+def test_a_worker_ends_without_its_teardown_unless_a_plain_bye_asks_for_it(workers, end):
+    """`bye` ends the worker with status 0, running the interpreter's teardown (here the
+    candidate's atexit handler); with `exit: now`, or when polyprof closes the connection
+    without a `bye` (after a failed request), the teardown does not run."""
     trusted, cand, _, setup = set_up(workers, "candidate_teardown.py")
     assert setup["ok"], setup
     run_trial(trusted, cand, 0, 11)
-    bye = {"op": "bye", "exit": "now"} if at_once else {"op": "bye"}
-    reply, _ = cand.request(bye)
-    assert reply["ok"]
+    if end != "connection closed":
+        reply, _ = cand.request({"op": "bye", "exit": "now"} if end == "bye, exit now" else {"op": "bye"})
+        assert reply["ok"]
     cand.finished = True
     cand.conn.close()
     _, stderr = cand.process.communicate(timeout=60)
     assert cand.process.returncode == 0
-    assert (b"candidate teardown ran" in stderr) is not at_once
+    assert (b"candidate teardown ran" in stderr) is (end == "bye")
 
 
 def test_protocol_errors_are_answered_not_fatal(workers):
