@@ -83,9 +83,9 @@ impl Role {
 
     /// Whether its `bye` asks it to end at once, skipping the interpreter's teardown (0.4-0.7 s
     /// with torch loaded, on every worker's close): every worker that runs calls. Under ncu the
-    /// report loses nothing by it: ncu takes each kernel's counters at its launch, and a GPU
-    /// check kept the same kernels, ranges and values either way (docs/eval-harness.md, "Ending
-    /// a worker"). The build worker ends by itself after the import.
+    /// report loses nothing by it: ncu takes each kernel's counters at its launch, and on an H100
+    /// `scripts/gpu-check-ncu.sh` found the same kernels in the same NVTX ranges either way
+    /// (docs/eval-harness.md, "Ending a worker"). The build worker ends by itself after import.
     pub fn ends_at_once(self) -> bool {
         !matches!(self, Role::Build)
     }
