@@ -3,29 +3,29 @@
 checked on a GPU.
 
 exit         A worker under ncu that ends with ``os._exit`` after synchronizing (``bye`` with
-             ``exit: now``, docs/eval-harness.md "Ending a worker") must leave ncu's report the
+             ``exit: now``, docs/eval-harness.md "Ending a worker") must leave ncu's output the
              same kernels, in the same NVTX ranges, as one that ends through the interpreter's
              teardown. The target runs WINDOWS collection windows (cudaProfilerStart ... Stop, as
              the work pass opens them), each an NVTX range with KERNELS elementwise kernels and a
              cuDNN convolution; ncu runs with the work pass's controls (``--profile-from-start
              off``, ``--cache-control all``, ``--clock-control none``, ``--nvtx``) and metrics of
-             several replay passes. Each end is run ROUNDS times, alternating; the kernel lists
-             read back from each report (``ncu --import``) must be equal, and every run's wall
-             time is printed.
+             several replay passes, writing its CSV to a log as the work pass does. Each end is
+             run ROUNDS times, alternating; the kernel lists (name and NVTX ranges) that
+             ``POLYPROF parse`` reads from each log, as the eval reads the work pass's, must be
+             equal, and every run's wall time is printed.
 concurrent   A second ncu instance whose target is idle (torch imported, no CUDA context), as a
              worker started ahead of its turn would be, must not hold up a profiled run: the
              profiled target's wall with the idle instance beside it, against alone.
 
 One line per run, then ``exit: PASS|FAIL`` and ``concurrent: PASS|FAIL``; exit status 0 when
-both pass. Standard library only; torch runs in the children (``--target``)."""
+both pass. POLYPROF (the executable) is the first argument. Standard library only; torch runs
+in the children (``--target``)."""
 
 from __future__ import annotations
 
-import csv
 import importlib
-import io
+import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -85,56 +85,47 @@ def target(mode: str, windows: int, kernels: int) -> int:
     return 0
 
 
-def ncu_argv(report: Path, mode: str) -> List[str]:
-    return [NCU, "--metrics", METRICS, *CONTROLS, "--print-kernel-base", "mangled",
-            "-o", str(report), "-f", "--",
+def ncu_argv(log: Path, mode: str) -> List[str]:
+    return [NCU, "--log-file", str(log), "--csv", "--page", "raw", "--print-units", "base",
+            "--metrics", METRICS, *CONTROLS, "--print-kernel-base", "mangled", "--",
             PYTHON, str(Path(__file__).resolve()), "--target", mode, str(WINDOWS), str(KERNELS)]
 
 
-def kernels_of(report: Path) -> List[Tuple[str, str]]:
-    """(kernel name, NVTX ranges) of each profiled kernel, in launch order."""
-    out = subprocess.run([NCU, "--import", str(report), "--csv", "--page", "raw", "--print-units", "base"],
-                         capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=True).stdout
-    rows = list(csv.reader(io.StringIO(out)))
-    header = rows[0]
-    name = header.index("Kernel Name")
-    # The push/pop ranges open on the launching thread (src/profilers/ncu/nvtx.rs).
-    ranges = next((i for i, h in enumerate(header) if h.startswith("thread Domain:Push/Pop_Range")), None)
-    found = []
-    for row in rows[1:]:
-        if not row or not row[0].strip().isdigit():
-            continue  # the units row
-        # The cell begins with the thread's id, which differs from run to run.
-        cell = "" if ranges is None else re.sub(r"^\d+\s+", "", row[ranges]).strip()
-        found.append((row[name], cell))
-    return found
+def kernels_of(polyprof: str, log: Path) -> List[Tuple[str, List[str]]]:
+    """(kernel name, NVTX ranges) of each profiled kernel, in launch order, as polyprof reads them."""
+    parsed = json.loads(subprocess.run([polyprof, "parse", "--profiler", "ncu", "--json", str(log)],
+                                       capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=True).stdout)
+    return [(k["name"], list(k.get("ranges", []))) for k in parsed["kernels"] if k.get("kind", "kernel") == "kernel"]
 
 
-def profiled_run(work: Path, label: str, mode: str) -> Tuple[float, Optional[List[Tuple[str, str]]], str]:
-    report = work / label
+Kernels = Optional[List[Tuple[str, List[str]]]]
+
+
+def profiled_run(polyprof: str, work: Path, label: str, mode: str) -> Tuple[float, Kernels, str]:
+    log = work / f"{label}.ncu.log"
     started = time.monotonic()
     try:
-        done = subprocess.run(ncu_argv(report, mode), capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+        done = subprocess.run(ncu_argv(log, mode), capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return time.monotonic() - started, None, f"timed out after {RUN_TIMEOUT_S:.0f} s"
     wall = time.monotonic() - started
     if done.returncode != 0:
         return wall, None, f"ncu exit {done.returncode}: {done.stderr.strip()[-300:]}"
     try:
-        return wall, kernels_of(report.with_suffix(".ncu-rep")), ""
-    except (subprocess.SubprocessError, ValueError, IndexError) as e:
-        return wall, None, f"the report could not be read back: {e}"
+        return wall, kernels_of(polyprof, log), ""
+    except (subprocess.SubprocessError, ValueError, KeyError) as e:
+        return wall, None, f"polyprof could not read the log: {e}"
 
 
-def check_exit(work: Path) -> bool:
-    lists: Dict[str, List[List[Tuple[str, str]]]] = {}
+def check_exit(polyprof: str, work: Path) -> bool:
+    lists: Dict[str, List[List[Tuple[str, List[str]]]]] = {}
     ok = True
     for round_ in range(ROUNDS):
         order = ("normal", "now") if round_ % 2 == 0 else ("now", "normal")
         for mode in order:
-            wall, kernels, error = profiled_run(work, f"exit-{mode}-{round_}", mode)
+            wall, kernels, error = profiled_run(polyprof, work, f"exit-{mode}-{round_}", mode)
             count = "-" if kernels is None else str(len(kernels))
-            ranges = "-" if kernels is None else str(sum(1 for _, r in kernels if "polyprof/call/" in r))
+            ranges = "-" if kernels is None else str(sum(1 for _, r in kernels if any(x.startswith("polyprof/call/") for x in r)))
             print(f"exit  round {round_} {mode:6} wall {wall:6.2f} s  kernels {count:>4}  in call ranges {ranges:>4}  {error}")
             if kernels is None:
                 ok = False
@@ -147,15 +138,15 @@ def check_exit(work: Path) -> bool:
     return ok
 
 
-def check_concurrent(work: Path) -> bool:
-    alone, alone_kernels, alone_error = profiled_run(work, "alone", "normal")
+def check_concurrent(polyprof: str, work: Path) -> bool:
+    alone, alone_kernels, alone_error = profiled_run(polyprof, work, "alone", "normal")
     print(f"concurrent  alone        wall {alone:6.2f} s  {alone_error}")
     idle = subprocess.Popen([NCU, "--metrics", "gpu__time_duration.sum", *CONTROLS, "--",
                              PYTHON, str(Path(__file__).resolve()), "--target", "idle", "0", "0"],
                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         time.sleep(8)  # its target is up, torch imported
-        beside, kernels, error = profiled_run(work, "beside", "normal")
+        beside, kernels, error = profiled_run(polyprof, work, "beside", "normal")
         print(f"concurrent  beside idle  wall {beside:6.2f} s  kernels {'-' if kernels is None else len(kernels)}  {error}")
     finally:
         if idle.stdin is not None:
@@ -173,10 +164,13 @@ def check_concurrent(work: Path) -> bool:
 def main(argv: List[str]) -> int:
     if argv[:1] == ["--target"] and len(argv) == 4:
         return target(argv[1], int(argv[2]), int(argv[3]))
+    if len(argv) != 1:
+        print("usage: gpu_check_ncu.py POLYPROF", file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory(prefix="polyprof-ncu-check.") as tmp:
         work = Path(tmp)
-        exit_ok = check_exit(work)
-        concurrent_ok = check_concurrent(work)
+        exit_ok = check_exit(argv[0], work)
+        concurrent_ok = check_concurrent(argv[0], work)
     return 0 if exit_ok and concurrent_ok else 1
 
 

@@ -81,15 +81,6 @@ impl Role {
         }
     }
 
-    /// Whether its `bye` asks it to end at once, skipping the interpreter's teardown (0.4-0.7 s
-    /// with torch loaded, on every worker's close): every worker that runs calls. Under ncu the
-    /// report loses nothing by it: ncu takes each kernel's counters at its launch, and on an H100
-    /// `scripts/gpu-check-ncu.sh` found the same kernels in the same NVTX ranges either way
-    /// (docs/eval-harness.md, "Ending a worker"). The build worker ends by itself after import.
-    pub fn ends_at_once(self) -> bool {
-        !matches!(self, Role::Build)
-    }
-
     /// The worker's run directory in the eval directory (`reference.000`).
     pub fn dir_name(self) -> String {
         let name = match self {
@@ -472,13 +463,7 @@ impl Worker {
 
     /// Say `bye` and wait for the process to exit (killed if it does not within a while).
     pub async fn finish(mut self) -> ProfileRun {
-        let body = if self.role.ends_at_once() {
-            serde_json::json!({"exit": "now"})
-        } else {
-            serde_json::json!({})
-        };
-        let bye = Message::request("bye", body);
-        if let Err(e) = self.conn.request(&bye, EXIT_WAIT).await {
+        if let Err(e) = self.conn.request(&bye(), EXIT_WAIT).await {
             tracing::debug!(role = ?self.role, error = %e, "the worker did not answer `bye`");
         }
         self.wait_or_kill(EXIT_WAIT).await
@@ -508,6 +493,15 @@ impl Worker {
         kill_now.cancel();
         join(job, &run_dir).await
     }
+}
+
+/// The `bye` every worker gets: end at once, skipping the interpreter's teardown (0.4-0.7 s with
+/// torch loaded, on every worker's close). Under ncu the report loses nothing by it: ncu takes
+/// each kernel's counters at its launch, and on an H100 `scripts/gpu-check-ncu.sh` found the same
+/// kernels in the same NVTX ranges either way (docs/eval-harness.md, "Ending a worker"). The
+/// build worker never gets one: it ends by itself after the import.
+fn bye() -> Message {
+    Message::request("bye", serde_json::json!({"exit": "now"}))
 }
 
 fn run_dir_of(eval_dir: &Path, role: Role) -> PathBuf {
@@ -573,9 +567,9 @@ mod tests {
 
     #[test]
     fn every_worker_that_runs_calls_ends_without_its_teardown() {
-        assert!(Role::Candidate.ends_at_once() && Role::Trusted.ends_at_once());
-        assert!(Role::Work.ends_at_once() && Role::ReferenceWork.ends_at_once());
-        assert!(Role::Witness.ends_at_once() && !Role::Build.ends_at_once());
+        let bye = bye();
+        assert_eq!(bye.op(), "bye");
+        assert_eq!(bye.get("exit").and_then(|v| v.as_str()), Some("now"));
     }
 
     fn launch(role: Role) -> Launch {
